@@ -1,0 +1,17 @@
+// Public surface of the blob layer: the content-addressed store, blake3 helpers, URL signing.
+export { BlobStore } from "./blob-store.ts";
+export type { BlobSource, BlobStat, BlobStoreOptions, ByteRange, PutOptions, PutResult } from "./blob-store.ts";
+export { assertBlobKey, blobPath } from "./blob-key.ts";
+export {
+  BLAKE3_PREFIX,
+  blake3Hex,
+  blake3HexOfStream,
+  createBlake3Hasher,
+  isBlake3Hex,
+  parseBlake3Hash,
+  toBlake3Hash,
+} from "./blake3.ts";
+export type { Blake3Hasher } from "./blake3.ts";
+export { BlobNotFoundError, HashMismatchError, InvalidBlobKeyError, PayloadTooLargeError } from "./errors.ts";
+export { SIGNING_KEY_FILE, UrlSigner, loadOrCreateSigningKey } from "./signed-url.ts";
+export type { QueryInput, SignatureCheck, SignedUrl } from "./signed-url.ts";

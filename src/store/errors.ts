@@ -1,0 +1,45 @@
+// Typed store failures, shared by every Store implementation so callers map them uniformly.
+// (Plain fields rather than constructor parameter properties: runnable with Node's type stripping.)
+
+/** The idempotency key is already claimed (live claim): the request must not be executed again. */
+export class IdempotencyKeyReused extends Error {
+  override readonly name = "IdempotencyKeyReused";
+  readonly owner: string;
+  readonly key: string;
+  /** The job created under the key, or null while that submission is still in flight. */
+  readonly jobId: string | null;
+  constructor(owner: string, key: string, jobId: string | null) {
+    super("idempotency key already used");
+    this.owner = owner;
+    this.key = key;
+    this.jobId = jobId;
+  }
+}
+
+/** The database refused to change a job that already reached a terminal status. */
+export class TerminalStatusError extends Error {
+  override readonly name = "TerminalStatusError";
+  readonly jobId: string;
+  constructor(jobId: string, options?: { cause?: unknown }) {
+    super(`job ${jobId} is in a terminal status and cannot change`, options);
+    this.jobId = jobId;
+  }
+}
+
+/** A listing cursor that this store did not issue. */
+export class InvalidCursorError extends Error {
+  override readonly name = "InvalidCursorError";
+  constructor() {
+    super("invalid cursor");
+  }
+}
+
+/** An output asset names a job that does not exist. */
+export class UnknownJobError extends Error {
+  override readonly name = "UnknownJobError";
+  readonly jobId: string;
+  constructor(jobId: string, options?: { cause?: unknown }) {
+    super(`no job ${jobId}`, options);
+    this.jobId = jobId;
+  }
+}

@@ -1,0 +1,100 @@
+// Every SQL statement of the SQLite store, in one place so that the tests can check the query
+// plans of the hot and reaper paths. Named parameters (:name) bind from plain objects.
+
+const JOB_COLUMNS =
+  "seq, id, owner, deployment_id, status, created_at, started_at, completed_at, expires_at, progress, error, output_node_ids, cost";
+const ASSET_COLUMNS =
+  "id, owner, job_id, node_id, name, type, content_type, size_bytes, hash, blob_key, folder, file_path, tags, created_at, expires_at";
+const CLAIM_COLUMNS = "owner, key, job_id, claimed_at, expires_at";
+const TERMINAL = "('succeeded', 'canceled', 'failed', 'expired')";
+const LIVE = "('queued', 'running', 'canceling')";
+
+/** `:prefix0, :prefix1, ...` for an IN list of `count` bound values. */
+export function inList(prefix: string, count: number): string {
+  if (!Number.isInteger(count) || count < 1) throw new RangeError("an IN list needs at least one value");
+  return Array.from({ length: count }, (_, i) => `:${prefix}${i}`).join(", ");
+}
+
+/** Fixed statements, prepared once per connection. */
+export const SQL = {
+  insertJob: `INSERT INTO jobs (id, owner, deployment_id, status, created_at, expires_at, output_node_ids, cost, workflow)
+    VALUES (:id, :owner, :deployment_id, 'queued', :created_at, :expires_at, :output_node_ids, :cost, :workflow)
+    RETURNING ${JOB_COLUMNS}`,
+  // One statement takes a free key or replaces a dead claim, atomically; no row back = live claim.
+  claimKey: `INSERT INTO idempotency_keys (owner, key, job_id, claimed_at, expires_at)
+    VALUES (:owner, :key, :job_id, :now, :expires_at)
+    ON CONFLICT (owner, key) DO UPDATE
+      SET job_id = excluded.job_id, claimed_at = excluded.claimed_at, expires_at = excluded.expires_at
+      WHERE idempotency_keys.expires_at <= :now
+    RETURNING ${CLAIM_COLUMNS}`,
+  bindHeldKey: `UPDATE idempotency_keys SET job_id = :job_id
+    WHERE owner = :owner AND key = :key AND job_id IS NULL AND expires_at > :now
+    RETURNING ${CLAIM_COLUMNS}`,
+  getClaim: `SELECT ${CLAIM_COLUMNS} FROM idempotency_keys WHERE owner = :owner AND key = :key AND expires_at > :now`,
+  releaseKey: "DELETE FROM idempotency_keys WHERE owner = :owner AND key = :key AND job_id IS NULL",
+
+  getJob: `SELECT ${JOB_COLUMNS} FROM jobs WHERE id = :id`,
+  getWorkflow: "SELECT workflow FROM jobs WHERE id = :id",
+  getLogs: "SELECT logs_text, logs_truncated, logs_captured_at FROM jobs WHERE id = :id",
+  updateProgress: `UPDATE jobs SET progress = :progress WHERE id = :id AND status IN ('running', 'canceling')`,
+  setLogs: `UPDATE jobs SET logs_text = :text, logs_truncated = :truncated, logs_captured_at = :captured_at
+    WHERE id = :id`,
+
+  queuedJobs: `SELECT ${JOB_COLUMNS} FROM jobs WHERE status = 'queued' AND seq > :after ORDER BY seq LIMIT :limit`,
+  countQueued: "SELECT COUNT(*) AS n FROM jobs WHERE status = 'queued'",
+
+  insertAsset: `INSERT INTO assets (${ASSET_COLUMNS})
+    VALUES (:id, :owner, :job_id, :node_id, :name, :type, :content_type, :size_bytes, :hash, :blob_key, :folder,
+      :file_path, :tags, :created_at, COALESCE(:expires_at, (SELECT expires_at FROM jobs WHERE id = :job_id)))
+    RETURNING ${ASSET_COLUMNS}`,
+  getAsset: `SELECT ${ASSET_COLUMNS} FROM assets WHERE id = :id`,
+  listJobOutputs: `SELECT ${ASSET_COLUMNS} FROM assets WHERE job_id = :job_id ORDER BY seq`,
+  deleteAsset: "DELETE FROM assets WHERE id = :id RETURNING blob_key",
+  findAssetByBlob: `SELECT ${ASSET_COLUMNS} FROM assets WHERE blob_key = :blob_key AND owner = :owner
+    ORDER BY seq DESC LIMIT 1`,
+  findAssetByName: `SELECT ${ASSET_COLUMNS} FROM assets WHERE owner = :owner AND name = :name
+    AND (:folder IS NULL OR folder = :folder) ORDER BY seq DESC LIMIT 1`,
+  blobReferenced: "SELECT 1 AS found FROM assets WHERE blob_key = :blob_key LIMIT 1",
+
+  // The reaper's statements name their index: without statistics the planner would rather walk
+  // the (status, seq) index, i.e. every queued job, on each pass. Each WHERE repeats the
+  // partial index's own predicate, which INDEXED BY requires.
+  expireJobs: `UPDATE jobs INDEXED BY jobs_live_expires_at SET status = 'expired', completed_at = :now
+    WHERE status IN ${LIVE} AND expires_at <= :now
+    RETURNING ${JOB_COLUMNS}`,
+  purgeableJobs: `SELECT id FROM jobs INDEXED BY jobs_done_expires_at WHERE expires_at <= :cutoff AND status IN ${TERMINAL}
+    ORDER BY expires_at LIMIT :limit`,
+  deleteJobAssets: "DELETE FROM assets WHERE job_id = :job_id RETURNING id, blob_key",
+  deleteJob: "DELETE FROM jobs WHERE id = :id",
+  deleteExpiredUploads: `DELETE FROM assets WHERE id IN (
+      SELECT id FROM assets INDEXED BY assets_upload_expires_at
+      WHERE job_id IS NULL AND expires_at <= :cutoff ORDER BY expires_at LIMIT :limit)
+    RETURNING id, blob_key`,
+  deleteExpiredClaims: `DELETE FROM idempotency_keys WHERE (owner, key) IN (
+      SELECT owner, key FROM idempotency_keys INDEXED BY idempotency_keys_expires_at WHERE expires_at <= :now ORDER BY expires_at LIMIT :limit)`,
+} as const;
+
+/** An owner's jobs newest first, below a seq, with an optional status set and deployment. */
+export function listJobsSql(statusCount: number, byDeployment: boolean): string {
+  return `SELECT ${JOB_COLUMNS} FROM jobs WHERE owner = :owner AND seq < :before
+    ${statusCount > 0 ? `AND status IN (${inList("s", statusCount)})` : ""}
+    ${byDeployment ? "AND deployment_id = :deployment_id" : ""}
+    ORDER BY seq DESC LIMIT :limit`;
+}
+
+/** Guarded transition: changes status (and the flagged patch fields) only from the listed statuses. */
+export function transitionSql(fromCount: number): string {
+  return `UPDATE jobs SET status = :to,
+      started_at = CASE WHEN :set_started_at = 1 THEN :started_at ELSE started_at END,
+      completed_at = CASE WHEN :set_completed_at = 1 THEN :completed_at ELSE completed_at END,
+      progress = CASE WHEN :set_progress = 1 THEN :progress ELSE progress END,
+      error = CASE WHEN :set_error = 1 THEN :error ELSE error END,
+      cost = CASE WHEN :set_cost = 1 THEN :cost ELSE cost END
+    WHERE id = :id AND status IN (${inList("f", fromCount)})
+    RETURNING ${JOB_COLUMNS}`;
+}
+
+/** Jobs in any of the statuses, FIFO. */
+export function jobsInStatusSql(statusCount: number): string {
+  return `SELECT ${JOB_COLUMNS} FROM jobs WHERE status IN (${inList("s", statusCount)}) ORDER BY seq`;
+}

@@ -1,0 +1,148 @@
+// SQLite schema, applied as numbered migrations recorded in schema_migrations. The DDL keeps
+// to what PostgreSQL also accepts where that is cheap (CHECKs, partial indexes, RETURNING,
+// ON CONFLICT); the triggers and AUTOINCREMENT are the SQLite-specific parts.
+import type { DatabaseSync } from "node:sqlite";
+
+/** Message of the trigger that guards terminal jobs; the store maps it to TerminalStatusError. */
+export const TERMINAL_TRIGGER_MESSAGE = "flowgate: a terminal job status is final";
+
+const TERMINAL = "('succeeded', 'canceled', 'failed', 'expired')";
+const LIVE = "('queued', 'running', 'canceling')";
+const ALL = "('queued', 'running', 'canceling', 'succeeded', 'canceled', 'failed', 'expired')";
+
+/** One schema step; versions are applied in order, each once. */
+export interface Migration {
+  version: number;
+  description: string;
+  sql: string;
+}
+
+/** Every migration of the SQLite schema, oldest first. */
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    description: "jobs, assets, idempotency keys",
+    sql: `
+CREATE TABLE jobs (
+  -- seq is the FIFO order; AUTOINCREMENT never reuses a value, even after deletes.
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  id TEXT NOT NULL UNIQUE,
+  owner TEXT NOT NULL,
+  deployment_id TEXT,
+  status TEXT NOT NULL CHECK (status IN ${ALL}),
+  created_at INTEGER NOT NULL,
+  started_at INTEGER,
+  completed_at INTEGER,
+  expires_at INTEGER NOT NULL,
+  progress TEXT,
+  error TEXT,
+  output_node_ids TEXT NOT NULL,
+  cost REAL,
+  logs_text TEXT,
+  logs_truncated INTEGER,
+  logs_captured_at INTEGER,
+  -- Last, so reads that skip it never touch its overflow pages.
+  workflow TEXT NOT NULL,
+  CHECK (status NOT IN ${TERMINAL} OR completed_at IS NOT NULL),
+  CHECK (status <> 'running' OR started_at IS NOT NULL),
+  CHECK ((logs_text IS NULL) = (logs_captured_at IS NULL))
+);
+CREATE INDEX jobs_status_seq ON jobs (status, seq);
+CREATE INDEX jobs_owner_seq ON jobs (owner, seq);
+CREATE INDEX jobs_owner_status_seq ON jobs (owner, status, seq);
+-- Expiry, split by phase: the reaper expires live jobs and purges finished ones, and each
+-- pass reads only its own part however long the queue is.
+CREATE INDEX jobs_live_expires_at ON jobs (expires_at) WHERE status IN ${LIVE};
+CREATE INDEX jobs_done_expires_at ON jobs (expires_at) WHERE status IN ${TERMINAL};
+
+-- The end state is written once: no code path may alter a terminal job's outcome.
+CREATE TRIGGER jobs_terminal_is_final
+BEFORE UPDATE OF status, started_at, completed_at, error ON jobs
+FOR EACH ROW
+WHEN OLD.status IN ${TERMINAL}
+  AND (NEW.status IS NOT OLD.status
+    OR NEW.started_at IS NOT OLD.started_at
+    OR NEW.completed_at IS NOT OLD.completed_at
+    OR NEW.error IS NOT OLD.error)
+BEGIN
+  SELECT RAISE(ABORT, '${TERMINAL_TRIGGER_MESSAGE}');
+END;
+
+CREATE TRIGGER jobs_identity_is_fixed
+BEFORE UPDATE OF seq, id, owner, deployment_id, created_at ON jobs
+FOR EACH ROW
+WHEN NEW.seq IS NOT OLD.seq OR NEW.id IS NOT OLD.id OR NEW.owner IS NOT OLD.owner
+  OR NEW.deployment_id IS NOT OLD.deployment_id OR NEW.created_at IS NOT OLD.created_at
+BEGIN
+  SELECT RAISE(ABORT, 'flowgate: a job identity is fixed');
+END;
+
+CREATE TABLE assets (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  id TEXT NOT NULL UNIQUE,
+  owner TEXT NOT NULL,
+  job_id TEXT REFERENCES jobs (id),
+  node_id TEXT,
+  name TEXT NOT NULL,
+  type TEXT CHECK (type IN ('image', 'video', 'audio', 'text', 'file', 'latent')),
+  content_type TEXT NOT NULL,
+  size_bytes INTEGER NOT NULL CHECK (size_bytes >= 0),
+  hash TEXT,
+  blob_key TEXT NOT NULL CHECK (length(blob_key) = 64),
+  folder TEXT NOT NULL CHECK (folder IN ('output', 'temp', 'input')),
+  file_path TEXT,
+  tags TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  expires_at INTEGER
+);
+CREATE INDEX assets_job_seq ON assets (job_id, seq);
+CREATE INDEX assets_blob_owner_seq ON assets (blob_key, owner, seq);
+CREATE INDEX assets_owner_name_seq ON assets (owner, name, seq);
+CREATE INDEX assets_upload_expires_at ON assets (expires_at) WHERE job_id IS NULL;
+
+CREATE TABLE idempotency_keys (
+  owner TEXT NOT NULL,
+  key TEXT NOT NULL,
+  job_id TEXT,
+  claimed_at INTEGER NOT NULL,
+  expires_at INTEGER NOT NULL,
+  PRIMARY KEY (owner, key)
+);
+CREATE INDEX idempotency_keys_expires_at ON idempotency_keys (expires_at);
+`,
+  },
+];
+
+/** The schema version this code writes. */
+export const SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));
+
+/**
+ * Brings the database to SCHEMA_VERSION in one immediate transaction (safe when several
+ * processes open the file at once); refuses a database written by a newer flowgate.
+ */
+export function migrate(db: DatabaseSync, now: number): number {
+  db.exec("BEGIN IMMEDIATE");
+  try {
+    db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+      version INTEGER PRIMARY KEY,
+      description TEXT NOT NULL,
+      applied_at INTEGER NOT NULL
+    )`);
+    const row = db.prepare("SELECT MAX(version) AS version FROM schema_migrations").get() as { version: number | null };
+    const current = row.version ?? 0;
+    if (current > SCHEMA_VERSION) {
+      throw new Error(`database schema version ${current} is newer than this flowgate (${SCHEMA_VERSION})`);
+    }
+    const record = db.prepare("INSERT INTO schema_migrations (version, description, applied_at) VALUES (?, ?, ?)");
+    for (const migration of MIGRATIONS) {
+      if (migration.version <= current) continue;
+      db.exec(migration.sql);
+      record.run(migration.version, migration.description, now);
+    }
+    db.exec("COMMIT");
+    return SCHEMA_VERSION;
+  } catch (error) {
+    if (db.isTransaction) db.exec("ROLLBACK");
+    throw error;
+  }
+}

@@ -1,0 +1,418 @@
+// The default Store: one SQLite file under the data dir, through Node's built-in node:sqlite.
+// node:sqlite is synchronous, so each call runs to completion on one connection and calls of
+// one process never interleave; write transactions use BEGIN IMMEDIATE so that several
+// processes on the same file serialize on the write lock (waiting up to busy_timeout).
+import { mkdir } from "node:fs/promises";
+import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
+import type { SQLInputValue, StatementSync } from "node:sqlite";
+import { decodeCursor, encodeCursor } from "./cursor.ts";
+import { IdempotencyKeyReused, TerminalStatusError, UnknownJobError } from "./errors.ts";
+import { SQL, jobsInStatusSql, listJobsSql, transitionSql } from "./sqlite-queries.ts";
+import { jsonOrNull, toAsset, toClaim, toJob, toLogs } from "./sqlite-rows.ts";
+import { TERMINAL_TRIGGER_MESSAGE, migrate } from "./sqlite-schema.ts";
+import { IDEMPOTENCY_TTL_MS, JOB_STATUSES } from "./types.ts";
+import type {
+  AssetDeletion,
+  AssetFolder,
+  AssetRecord,
+  IdempotencyClaim,
+  IdempotencyOptions,
+  JobLogs,
+  JobPage,
+  JobPatch,
+  JobRecord,
+  JobStatus,
+  JsonObject,
+  ListJobsOptions,
+  NewAsset,
+  NewJob,
+  PurgeOptions,
+  PurgeResult,
+  Store,
+} from "./types.ts";
+
+/** Options of the SQLite store. */
+export interface SqliteStoreOptions {
+  /** Directory of the database file (created if missing). */
+  dataDir: string;
+  /** File name under dataDir (default "flowgate.sqlite"); ":memory:" for a throwaway database. */
+  fileName?: string;
+  /** How long a write waits for another process's lock (default 5000 ms). */
+  busyTimeoutMs?: number;
+  /**
+   * "full" (default): a committed write survives a power loss. "normal": it survives a process
+   * crash but the last commits may be lost on power loss; much faster bulk writes.
+   */
+  synchronous?: "full" | "normal";
+  /** Clock for migration bookkeeping only (default Date.now). */
+  now?: () => number;
+}
+
+/** Default database file name under the data dir. */
+export const SQLITE_FILE_NAME = "flowgate.sqlite";
+
+type Params = Record<string, SQLInputValue>;
+type Statements = { [K in keyof typeof SQL]: StatementSync };
+
+const MAX_PAGE = 1000;
+const MAX_QUEUE_READ = 100_000;
+const DEFAULT_PURGE_LIMIT = 500;
+
+/** Store over a single SQLite database file in WAL mode. */
+export class SqliteStore implements Store {
+  readonly #db: DatabaseSync;
+  readonly #sql: Statements;
+  readonly #variants = new Map<string, StatementSync>();
+
+  private constructor(db: DatabaseSync) {
+    this.#db = db;
+    this.#sql = Object.fromEntries(
+      Object.entries(SQL).map(([name, text]) => [name, db.prepare(text)]),
+    ) as Statements;
+  }
+
+  /** Opens (creating and migrating as needed) the database under options.dataDir. */
+  static async open(options: SqliteStoreOptions): Promise<SqliteStore> {
+    const fileName = options.fileName ?? SQLITE_FILE_NAME;
+    const inMemory = fileName === ":memory:";
+    if (!inMemory) await mkdir(options.dataDir, { recursive: true });
+    const db = new DatabaseSync(inMemory ? ":memory:" : join(options.dataDir, fileName), {
+      timeout: options.busyTimeoutMs ?? 5000,
+      enableForeignKeyConstraints: true,
+      defensive: true,
+    });
+    try {
+      if (!inMemory) db.exec("PRAGMA journal_mode = WAL");
+      db.exec(`PRAGMA synchronous = ${options.synchronous === "normal" ? "NORMAL" : "FULL"}`);
+      db.exec("PRAGMA cache_size = -32000"); // 32 MB of page cache keeps hot indexes in memory
+      migrate(db, (options.now ?? Date.now)());
+      return new SqliteStore(db);
+    } catch (error) {
+      db.close();
+      throw error;
+    }
+  }
+
+  async createJob(job: NewJob, options: { idempotency?: IdempotencyOptions } = {}): Promise<JobRecord> {
+    checkNewJob(job);
+    const params: Params = {
+      id: job.id,
+      owner: job.owner,
+      deployment_id: job.deployment_id ?? null,
+      created_at: job.created_at,
+      expires_at: job.expires_at,
+      output_node_ids: JSON.stringify(job.output_node_ids),
+      cost: job.cost ?? null,
+      workflow: JSON.stringify(job.workflow),
+    };
+    const idempotency = options.idempotency;
+    return this.#transaction(() => {
+      if (idempotency !== undefined) this.#claim(job.owner, idempotency, job.id);
+      return toJob(this.#sql.insertJob.get(params)!);
+    });
+  }
+
+  async claimIdempotencyKey(owner: string, key: string, now: number, ttlMs?: number): Promise<IdempotencyClaim> {
+    return this.#transaction(() => this.#claim(owner, ttlMs === undefined ? { key, now } : { key, now, ttlMs }, null));
+  }
+
+  async releaseIdempotencyKey(owner: string, key: string): Promise<boolean> {
+    return this.#sql.releaseKey.run({ owner, key }).changes > 0;
+  }
+
+  async getIdempotencyClaim(owner: string, key: string, now: number): Promise<IdempotencyClaim | null> {
+    const row = this.#sql.getClaim.get({ owner, key, now });
+    return row === undefined ? null : toClaim(row);
+  }
+
+  async getJob(id: string): Promise<JobRecord | null> {
+    const row = this.#sql.getJob.get({ id });
+    return row === undefined ? null : toJob(row);
+  }
+
+  async getJobWorkflow(id: string): Promise<JsonObject | null> {
+    const row = this.#sql.getWorkflow.get({ id });
+    return row === undefined ? null : (JSON.parse(row.workflow as string) as JsonObject);
+  }
+
+  async getJobLogs(id: string): Promise<JobLogs | null> {
+    const row = this.#sql.getLogs.get({ id });
+    return row === undefined ? null : toLogs(row);
+  }
+
+  async listJobs(owner: string, options: ListJobsOptions): Promise<JobPage> {
+    const limit = checkCount(options.limit, MAX_PAGE, "limit");
+    const statuses = options.status === undefined ? null : distinctStatuses(typeof options.status === "string" ? [options.status] : options.status);
+    if (statuses !== null && statuses.length === 0) return { jobs: [], next_cursor: null };
+    const before = options.cursor == null ? Number.MAX_SAFE_INTEGER : decodeCursor(options.cursor);
+    const byDeployment = options.deployment_id !== undefined;
+    const statusCount = statuses?.length ?? 0;
+    const statement = this.#variant(`list:${statusCount}:${byDeployment}`, () => listJobsSql(statusCount, byDeployment));
+    const params: Params = { owner, before, limit: limit + 1, ...bindList("s", statuses ?? []) };
+    if (byDeployment) params.deployment_id = options.deployment_id!;
+    const rows = statement.all(params);
+    const jobs = rows.slice(0, limit).map(toJob);
+    const next_cursor = rows.length > limit ? encodeCursor(jobs[jobs.length - 1]!.seq) : null;
+    return { jobs, next_cursor };
+  }
+
+  async transitionJob(id: string, from: readonly JobStatus[], to: JobStatus, patch: JobPatch = {}): Promise<JobRecord | null> {
+    const fromStatuses = distinctStatuses(from);
+    checkStatus(to);
+    if (fromStatuses.length === 0) return null;
+    const statement = this.#variant(`transition:${fromStatuses.length}`, () => transitionSql(fromStatuses.length));
+    const params: Params = {
+      id,
+      to,
+      ...bindList("f", fromStatuses),
+      ...bindPatchField("started_at", patch.started_at),
+      ...bindPatchField("completed_at", patch.completed_at),
+      ...bindPatchField("progress", patch.progress === undefined ? undefined : jsonOrNull(patch.progress)),
+      ...bindPatchField("error", patch.error === undefined ? undefined : jsonOrNull(patch.error)),
+      ...bindPatchField("cost", patch.cost),
+    };
+    try {
+      const row = statement.get(params);
+      return row === undefined ? null : toJob(row);
+    } catch (error) {
+      throw mapTerminal(error, id);
+    }
+  }
+
+  async updateProgress(id: string, progress: JsonObject | null): Promise<boolean> {
+    return this.#sql.updateProgress.run({ id, progress: jsonOrNull(progress) }).changes > 0;
+  }
+
+  async setLogs(id: string, logs: JobLogs | null): Promise<boolean> {
+    const params: Params =
+      logs === null
+        ? { id, text: null, truncated: null, captured_at: null }
+        : { id, text: logs.text, truncated: logs.truncated ? 1 : 0, captured_at: logs.captured_at };
+    return this.#sql.setLogs.run(params).changes > 0;
+  }
+
+  async queuedJobs(limit = 1000, afterSeq = 0): Promise<JobRecord[]> {
+    const count = checkCount(limit, MAX_QUEUE_READ, "limit");
+    return this.#sql.queuedJobs.all({ after: afterSeq, limit: count }).map(toJob);
+  }
+
+  async countQueued(): Promise<number> {
+    return this.#sql.countQueued.get()!.n as number;
+  }
+
+  async jobsInStatus(statuses: readonly JobStatus[]): Promise<JobRecord[]> {
+    const distinct = distinctStatuses(statuses);
+    if (distinct.length === 0) return [];
+    const statement = this.#variant(`in-status:${distinct.length}`, () => jobsInStatusSql(distinct.length));
+    return statement.all(bindList("s", distinct)).map(toJob);
+  }
+
+  async addAsset(asset: NewAsset): Promise<AssetRecord> {
+    checkNewAsset(asset);
+    const jobId = asset.job_id ?? null;
+    try {
+      const row = this.#sql.insertAsset.get({
+        id: asset.id,
+        owner: asset.owner,
+        job_id: jobId,
+        node_id: asset.node_id ?? null,
+        name: asset.name,
+        type: asset.type ?? null,
+        content_type: asset.content_type,
+        size_bytes: asset.size_bytes,
+        hash: asset.hash ?? null,
+        blob_key: asset.blob_key,
+        folder: asset.folder,
+        file_path: asset.file_path ?? null,
+        tags: JSON.stringify(asset.tags ?? []),
+        created_at: asset.created_at,
+        expires_at: asset.expires_at ?? null,
+      });
+      return toAsset(row!);
+    } catch (error) {
+      if (jobId !== null && sqliteErrcode(error) === SQLITE_CONSTRAINT_FOREIGNKEY) throw new UnknownJobError(jobId, { cause: error });
+      throw error;
+    }
+  }
+
+  async getAsset(id: string): Promise<AssetRecord | null> {
+    const row = this.#sql.getAsset.get({ id });
+    return row === undefined ? null : toAsset(row);
+  }
+
+  async listJobOutputs(jobId: string): Promise<AssetRecord[]> {
+    return this.#sql.listJobOutputs.all({ job_id: jobId }).map(toAsset);
+  }
+
+  async deleteAsset(id: string): Promise<AssetDeletion | null> {
+    return this.#transaction(() => {
+      const row = this.#sql.deleteAsset.get({ id });
+      if (row === undefined) return null;
+      const blob_key = row.blob_key as string;
+      return { blob_key, blob_unreferenced: !this.#referenced(blob_key) };
+    });
+  }
+
+  async findAssetByBlob(owner: string, blobKey: string): Promise<AssetRecord | null> {
+    const row = this.#sql.findAssetByBlob.get({ owner, blob_key: blobKey });
+    return row === undefined ? null : toAsset(row);
+  }
+
+  async findAssetByName(owner: string, name: string, folder?: AssetFolder): Promise<AssetRecord | null> {
+    const row = this.#sql.findAssetByName.get({ owner, name, folder: folder ?? null });
+    return row === undefined ? null : toAsset(row);
+  }
+
+  async blobReferenced(blobKey: string): Promise<boolean> {
+    return this.#referenced(blobKey);
+  }
+
+  async expireJobs(now: number): Promise<JobRecord[]> {
+    return this.#sql.expireJobs.all({ now }).map(toJob).sort((a, b) => a.seq - b.seq);
+  }
+
+  async purgeExpired(now: number, options: PurgeOptions = {}): Promise<PurgeResult> {
+    const graceMs = options.graceMs ?? 0;
+    if (!Number.isSafeInteger(graceMs) || graceMs < 0) throw new RangeError("graceMs must be a non-negative integer");
+    const limit = checkCount(options.limit ?? DEFAULT_PURGE_LIMIT, MAX_QUEUE_READ, "limit");
+    const cutoff = now - graceMs;
+    return this.#transaction(() => {
+      const job_ids = this.#sql.purgeableJobs.all({ cutoff, limit }).map((row) => row.id as string);
+      const asset_ids: string[] = [];
+      const candidates = new Set<string>();
+      const collect = (row: Record<string, unknown>) => {
+        asset_ids.push(row.id as string);
+        candidates.add(row.blob_key as string);
+      };
+      for (const id of job_ids) {
+        this.#sql.deleteJobAssets.all({ job_id: id }).forEach(collect);
+        this.#sql.deleteJob.run({ id });
+      }
+      const uploads = this.#sql.deleteExpiredUploads.all({ cutoff, limit });
+      uploads.forEach(collect);
+      const claims = this.#sql.deleteExpiredClaims.run({ now, limit }).changes;
+      const unreferenced_blob_keys = [...candidates].filter((key) => !this.#referenced(key));
+      const more = job_ids.length === limit || uploads.length === limit || claims === limit;
+      return { job_ids, asset_ids, unreferenced_blob_keys, more };
+    });
+  }
+
+  async close(): Promise<void> {
+    if (!this.#db.isOpen) return;
+    this.#db.exec("PRAGMA optimize");
+    this.#db.close();
+  }
+
+  /** Takes or binds an idempotency claim inside the caller's transaction. */
+  #claim(owner: string, options: IdempotencyOptions, jobId: string | null): IdempotencyClaim {
+    const { key, now } = options;
+    checkClaimInput(owner, key, now);
+    const ttlMs = options.ttlMs ?? IDEMPOTENCY_TTL_MS;
+    if (!Number.isSafeInteger(ttlMs) || ttlMs <= 0) throw new RangeError("ttlMs must be a positive integer");
+    if (options.held === true && jobId !== null) {
+      const bound = this.#sql.bindHeldKey.get({ owner, key, job_id: jobId, now });
+      if (bound !== undefined) return toClaim(bound);
+      // Not held any more (it expired): fall through and claim afresh, refusing a live foreign claim.
+    }
+    const row = this.#sql.claimKey.get({ owner, key, job_id: jobId, now, expires_at: now + ttlMs });
+    if (row !== undefined) return toClaim(row);
+    const existing = this.#sql.getClaim.get({ owner, key, now });
+    throw new IdempotencyKeyReused(owner, key, (existing?.job_id as string | null | undefined) ?? null);
+  }
+
+  #referenced(blobKey: string): boolean {
+    return this.#sql.blobReferenced.get({ blob_key: blobKey }) !== undefined;
+  }
+
+  #variant(name: string, build: () => string): StatementSync {
+    let statement = this.#variants.get(name);
+    if (statement === undefined) {
+      statement = this.#db.prepare(build());
+      this.#variants.set(name, statement);
+    }
+    return statement;
+  }
+
+  #transaction<T>(work: () => T): T {
+    this.#db.exec("BEGIN IMMEDIATE");
+    try {
+      const result = work();
+      this.#db.exec("COMMIT");
+      return result;
+    } catch (error) {
+      if (this.#db.isTransaction) this.#db.exec("ROLLBACK");
+      throw error;
+    }
+  }
+}
+
+const SQLITE_CONSTRAINT_FOREIGNKEY = 787;
+
+function sqliteErrcode(error: unknown): number | undefined {
+  return (error as { errcode?: number } | null)?.errcode;
+}
+
+function mapTerminal(error: unknown, jobId: string): unknown {
+  return error instanceof Error && error.message.includes(TERMINAL_TRIGGER_MESSAGE)
+    ? new TerminalStatusError(jobId, { cause: error })
+    : error;
+}
+
+/** `{set_<name>: 0|1, <name>: value}`: a CASE in the UPDATE keeps the column when the flag is 0. */
+function bindPatchField(name: string, value: SQLInputValue | undefined): Params {
+  return value === undefined ? { [`set_${name}`]: 0, [name]: null } : { [`set_${name}`]: 1, [name]: value };
+}
+
+function bindList(prefix: string, values: readonly string[]): Params {
+  const params: Params = {};
+  values.forEach((value, i) => (params[`${prefix}${i}`] = value));
+  return params;
+}
+
+function distinctStatuses(statuses: readonly JobStatus[]): JobStatus[] {
+  const distinct = [...new Set(statuses)];
+  distinct.forEach(checkStatus);
+  return distinct;
+}
+
+function checkStatus(status: JobStatus): void {
+  if (!JOB_STATUSES.includes(status)) throw new TypeError(`unknown job status: ${String(status)}`);
+}
+
+function checkCount(value: number, max: number, name: string): number {
+  if (!Number.isSafeInteger(value) || value < 1 || value > max) throw new RangeError(`${name} must be an integer in 1..${max}`);
+  return value;
+}
+
+function checkTime(value: unknown, name: string): void {
+  if (!Number.isSafeInteger(value)) throw new TypeError(`${name} must be an integer epoch in milliseconds`);
+}
+
+function checkNewJob(job: NewJob): void {
+  if (typeof job.id !== "string" || job.id === "") throw new TypeError("job id must be a non-empty string");
+  if (typeof job.owner !== "string") throw new TypeError("job owner must be a string");
+  checkTime(job.created_at, "created_at");
+  checkTime(job.expires_at, "expires_at");
+  if (!Array.isArray(job.output_node_ids) || !job.output_node_ids.every((n) => typeof n === "string")) {
+    throw new TypeError("output_node_ids must be an array of strings");
+  }
+  if (typeof job.workflow !== "object" || job.workflow === null || Array.isArray(job.workflow)) {
+    throw new TypeError("workflow must be a JSON object");
+  }
+}
+
+function checkNewAsset(asset: NewAsset): void {
+  if (typeof asset.id !== "string" || asset.id === "") throw new TypeError("asset id must be a non-empty string");
+  if (typeof asset.owner !== "string") throw new TypeError("asset owner must be a string");
+  if (!/^[0-9a-f]{64}$/.test(asset.blob_key)) throw new TypeError("blob_key must be a lowercase 64-hex blake3 digest");
+  if (!Number.isSafeInteger(asset.size_bytes) || asset.size_bytes < 0) throw new TypeError("size_bytes must be a non-negative integer");
+  checkTime(asset.created_at, "created_at");
+  if (asset.expires_at != null) checkTime(asset.expires_at, "expires_at");
+}
+
+function checkClaimInput(owner: string, key: string, now: number): void {
+  if (typeof owner !== "string") throw new TypeError("owner must be a string");
+  if (typeof key !== "string" || key === "") throw new TypeError("idempotency key must be a non-empty string");
+  checkTime(now, "now");
+}

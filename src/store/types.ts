@@ -1,0 +1,263 @@
+// The persistence contract the job and server layers program against. Every operation is
+// asynchronous so that a networked implementation (PostgreSQL) fits behind the same interface.
+// Field names are snake_case like the HTTP contract; every time is integer epoch milliseconds.
+
+/** A JSON object as stored (progress snapshots, error details, workflow graphs). */
+export type JsonObject = Record<string, unknown>;
+
+/** Every status of a v2 job. */
+export type JobStatus = "queued" | "running" | "succeeded" | "canceling" | "canceled" | "failed" | "expired";
+
+/** Statuses that never change once reached (the database refuses it). */
+export const TERMINAL_STATUSES = ["succeeded", "canceled", "failed", "expired"] as const;
+
+/** Statuses of a job still in flight. */
+export const LIVE_STATUSES = ["queued", "running", "canceling"] as const;
+
+/** Every job status, in lifecycle order. */
+export const JOB_STATUSES: readonly JobStatus[] = ["queued", "running", "canceling", ...TERMINAL_STATUSES];
+
+/** True for succeeded, canceled, failed and expired. */
+export function isTerminalStatus(status: JobStatus): boolean {
+  return (TERMINAL_STATUSES as readonly JobStatus[]).includes(status);
+}
+
+/** Default lifetime of an idempotency claim (the seed's 24 hours). */
+export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * A stored job. The submitted graph and the captured log are read separately
+ * (getJobWorkflow, getJobLogs): most reads need neither and they can be large.
+ * Nothing from `extra_data` and no credential is ever stored.
+ */
+export interface JobRecord {
+  /** UUID (v7 recommended), chosen by the caller. */
+  id: string;
+  /** Account or key scope; "" for anonymous callers. */
+  owner: string;
+  deployment_id: string | null;
+  status: JobStatus;
+  /** Assigned by the store at insert, strictly increasing: FIFO order of the queue. */
+  seq: number;
+  created_at: number;
+  started_at: number | null;
+  completed_at: number | null;
+  expires_at: number;
+  /** Latest Progress snapshot. */
+  progress: JsonObject | null;
+  /** JobError of a failed job. */
+  error: JsonObject | null;
+  output_node_ids: string[];
+  /** Credits charged, for the cloud surface; null when not charged. */
+  cost: number | null;
+}
+
+/** What createJob needs; status defaults to "queued", the other nullable fields to null. */
+export interface NewJob {
+  id: string;
+  owner: string;
+  deployment_id?: string | null;
+  status?: JobStatus;
+  created_at: number;
+  expires_at: number;
+  /** The graph as submitted (API format). */
+  workflow: JsonObject;
+  output_node_ids: string[];
+  progress?: JsonObject | null;
+  error?: JsonObject | null;
+  cost?: number | null;
+}
+
+/** The captured standard output of a serverless run. */
+export interface JobLogs {
+  text: string;
+  truncated: boolean;
+  captured_at: number;
+}
+
+/** Fields a transition may set alongside the status; an absent field is left unchanged, null clears it. */
+export interface JobPatch {
+  started_at?: number | null;
+  completed_at?: number | null;
+  progress?: JsonObject | null;
+  error?: JsonObject | null;
+  cost?: number | null;
+}
+
+/** Idempotency handling of createJob. */
+export interface IdempotencyOptions {
+  key: string;
+  /** Injected clock (epoch ms): a claim whose expires_at <= now is dead and replaced. */
+  now: number;
+  /** Lifetime of a new claim; default IDEMPOTENCY_TTL_MS. */
+  ttlMs?: number;
+  /**
+   * The caller took the claim earlier with claimIdempotencyKey (and has not yet bound it to a
+   * job): bind that claim instead of refusing it as a reuse.
+   */
+  held?: boolean;
+}
+
+/** A claimed idempotency key. */
+export interface IdempotencyClaim {
+  owner: string;
+  key: string;
+  /** The job created under the key; null while the claim's submission is in flight. */
+  job_id: string | null;
+  claimed_at: number;
+  expires_at: number;
+}
+
+/** Filters and paging of listJobs. */
+export interface ListJobsOptions {
+  status?: JobStatus | readonly JobStatus[];
+  deployment_id?: string;
+  /** Page size, 1..1000. */
+  limit: number;
+  /** next_cursor of the previous page. */
+  cursor?: string | null;
+}
+
+/** One page of listJobs, newest first; next_cursor is null on the last page. */
+export interface JobPage {
+  jobs: JobRecord[];
+  next_cursor: string | null;
+}
+
+/** Output types of the contract; uploads carry null. */
+export type AssetType = "image" | "video" | "audio" | "text" | "file" | "latent";
+
+/** ComfyUI's folder of a file: final output, preview, or uploaded input. */
+export type AssetFolder = "output" | "temp" | "input";
+
+/** A UUID-identified record over a content-addressed blob. */
+export interface AssetRecord {
+  id: string;
+  owner: string;
+  /** The producing job, for outputs; null for uploads. */
+  job_id: string | null;
+  node_id: string | null;
+  /** File name as shown to the caller (ComfyUI's filename). */
+  name: string;
+  type: AssetType | null;
+  content_type: string;
+  size_bytes: number;
+  /** `blake3:<hex>`; null while not yet computed. */
+  hash: string | null;
+  /** blake3 hex of the bytes: the blob's name in the blob store. */
+  blob_key: string;
+  folder: AssetFolder;
+  /** The caller's own path hint (file_path of an upload). */
+  file_path: string | null;
+  tags: string[];
+  created_at: number;
+  /** Outputs expire with their job; uploads when the caller's retention says. */
+  expires_at: number | null;
+}
+
+/**
+ * What addAsset needs. For an output (job_id set) an omitted expires_at is taken from the
+ * job, so the record dies with it.
+ */
+export type NewAsset = Omit<AssetRecord, "job_id" | "node_id" | "type" | "hash" | "file_path" | "tags" | "expires_at"> & {
+  job_id?: string | null;
+  node_id?: string | null;
+  type?: AssetType | null;
+  hash?: string | null;
+  file_path?: string | null;
+  tags?: string[];
+  expires_at?: number | null;
+};
+
+/** Result of deleteAsset: the blob it referred to, and whether any record still does. */
+export interface AssetDeletion {
+  blob_key: string;
+  blob_unreferenced: boolean;
+}
+
+/** Options of purgeExpired. */
+export interface PurgeOptions {
+  /** Keep things this long past their expires_at (default 0). */
+  graceMs?: number;
+  /** At most this many jobs and this many uploads per call (default 500); `more` says to call again. */
+  limit?: number;
+}
+
+/** What purgeExpired removed. */
+export interface PurgeResult {
+  job_ids: string[];
+  asset_ids: string[];
+  /** Blob keys no record refers to any more: candidates for blob deletion. */
+  unreferenced_blob_keys: string[];
+  /** A limit was reached; more may be due. */
+  more: boolean;
+}
+
+/** The persistence layer of flowgate. */
+export interface Store {
+  /**
+   * Inserts a job, in one transaction with its idempotency claim when `idempotency` is given:
+   * a live claim of (owner, key) throws IdempotencyKeyReused and inserts nothing; an expired
+   * one is replaced. Returns the stored job with its seq.
+   */
+  createJob(job: NewJob, options?: { idempotency?: IdempotencyOptions }): Promise<JobRecord>;
+  /** Takes a claim on (owner, key) without a job yet; IdempotencyKeyReused when a live claim exists. */
+  claimIdempotencyKey(owner: string, key: string, now: number, ttlMs?: number): Promise<IdempotencyClaim>;
+  /** Drops a claim no job was created under (a definitive failure); false when absent or bound to a job. */
+  releaseIdempotencyKey(owner: string, key: string): Promise<boolean>;
+  /** The live claim of (owner, key) at `now`, or null. */
+  getIdempotencyClaim(owner: string, key: string, now: number): Promise<IdempotencyClaim | null>;
+
+  /** One job by id, or null. */
+  getJob(id: string): Promise<JobRecord | null>;
+  /** The graph a job was submitted with, or null when the job does not exist. */
+  getJobWorkflow(id: string): Promise<JsonObject | null>;
+  /** A job's captured log, or null when none was captured (or no such job). */
+  getJobLogs(id: string): Promise<JobLogs | null>;
+  /** An owner's jobs, newest first, paged by an opaque cursor (InvalidCursorError when malformed). */
+  listJobs(owner: string, options: ListJobsOptions): Promise<JobPage>;
+
+  /**
+   * Moves a job to `to` only if its status is one of `from`, applying `patch` in the same
+   * update. Returns the updated job, or null when the job is absent or in another status.
+   * TerminalStatusError when the move would alter a terminal job (refused by the database).
+   */
+  transitionJob(id: string, from: readonly JobStatus[], to: JobStatus, patch?: JobPatch): Promise<JobRecord | null>;
+  /** Replaces the progress snapshot of a running or canceling job; false otherwise. */
+  updateProgress(id: string, progress: JsonObject | null): Promise<boolean>;
+  /** Stores (or clears) a job's captured log, whatever its status; false when the job is absent. */
+  setLogs(id: string, logs: JobLogs | null): Promise<boolean>;
+
+  /** Queued jobs in FIFO (seq) order, after `afterSeq`; for the dispatcher and startup rebuild. */
+  queuedJobs(limit?: number, afterSeq?: number): Promise<JobRecord[]>;
+  /** How many jobs are queued. */
+  countQueued(): Promise<number>;
+  /** Every job in one of the statuses, in seq order (startup recovery of running/canceling jobs). */
+  jobsInStatus(statuses: readonly JobStatus[]): Promise<JobRecord[]>;
+
+  /** Records an asset; an output (job_id set) is visible in listJobOutputs at once. */
+  addAsset(asset: NewAsset): Promise<AssetRecord>;
+  /** One asset by id, or null. */
+  getAsset(id: string): Promise<AssetRecord | null>;
+  /** A job's assets in commit order. */
+  listJobOutputs(jobId: string): Promise<AssetRecord[]>;
+  /** Deletes an asset record; null when absent. */
+  deleteAsset(id: string): Promise<AssetDeletion | null>;
+  /** The owner's newest asset over the blob (proof it may use the blob), or null. */
+  findAssetByBlob(owner: string, blobKey: string): Promise<AssetRecord | null>;
+  /** The owner's newest asset with that file name (optionally in one folder), or null. */
+  findAssetByName(owner: string, name: string, folder?: AssetFolder): Promise<AssetRecord | null>;
+  /** Whether any asset record refers to the blob. */
+  blobReferenced(blobKey: string): Promise<boolean>;
+
+  /** Marks every live job whose expires_at <= now as expired (completed_at = now) and returns them. */
+  expireJobs(now: number): Promise<JobRecord[]>;
+  /**
+   * Deletes terminal jobs past expires_at (+grace) with their assets, expired uploads and
+   * expired idempotency claims; returns what went and the blob keys left unreferenced.
+   */
+  purgeExpired(now: number, options?: PurgeOptions): Promise<PurgeResult>;
+
+  /** Closes the store; no call may follow. */
+  close(): Promise<void>;
+}

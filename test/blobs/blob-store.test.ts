@@ -1,0 +1,252 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { spawnSync } from "node:child_process";
+import { mkdtemp, readdir, readFile, rm, stat, utimes, writeFile, mkdir } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Readable } from "node:stream";
+import { text } from "node:stream/consumers";
+import { blake3 as referenceBlake3 } from "hash-wasm";
+import {
+  BlobNotFoundError,
+  BlobStore,
+  HashMismatchError,
+  InvalidBlobKeyError,
+  PayloadTooLargeError,
+} from "../../src/blobs/index.ts";
+
+let dataDir: string;
+let blobs: BlobStore;
+
+beforeEach(async () => {
+  dataDir = await mkdtemp(join(tmpdir(), "flowgate-blobs-"));
+  blobs = await BlobStore.open(dataDir);
+});
+
+afterEach(async () => {
+  await rm(dataDir, { recursive: true, force: true });
+});
+
+const bytes = (s: string) => Buffer.from(s, "utf8");
+const tmpEntries = () => readdir(join(dataDir, "blobs", "tmp"));
+
+/** Every file under the blob root, temp files included. */
+async function allFiles(): Promise<string[]> {
+  const entries = await readdir(join(dataDir, "blobs"), { recursive: true, withFileTypes: true });
+  return entries.filter((e) => e.isFile()).map((e) => join(e.parentPath, e.name));
+}
+
+describe("BlobStore.put", () => {
+  it("names the blob by the blake3 of its bytes, under a two-level fan-out", async () => {
+    const data = bytes("hello, blobs");
+    const result = await blobs.putBytes(data);
+    const hex = await referenceBlake3(data);
+    expect(result).toEqual({ key: hex, hash: `blake3:${hex}`, size: data.length, created: true });
+    const path = join(dataDir, "blobs", hex.slice(0, 2), hex.slice(2, 4), hex);
+    expect(blobs.pathOf(hex)).toBe(path);
+    expect(await readFile(path)).toEqual(data);
+    expect(await tmpEntries()).toEqual([]);
+  });
+
+  it("hashes a large stream of uneven chunks correctly", async () => {
+    const data = Buffer.alloc(3 * 1024 * 1024 + 17);
+    for (let i = 0; i < data.length; i++) data[i] = (i * 31 + (i >> 11)) & 0xff;
+    async function* chunks() {
+      for (let at = 0, size = 1; at < data.length; at += size, size = Math.min(size * 3 + 1, 200_003)) {
+        yield data.subarray(at, at + size);
+      }
+    }
+    const result = await blobs.put(chunks());
+    expect(result.key).toBe(await referenceBlake3(data));
+    expect(result.size).toBe(data.length);
+    expect((await readFile(blobs.pathOf(result.key))).equals(data)).toBe(true);
+  });
+
+  it("accepts Readables, string chunks and empty content", async () => {
+    const fromReadable = await blobs.put(Readable.from([bytes("ab"), bytes("c")]));
+    expect(fromReadable.key).toBe(await referenceBlake3("abc"));
+    async function* strings() {
+      yield "a";
+      yield "bc";
+    }
+    expect((await blobs.put(strings())).key).toBe(fromReadable.key);
+    const empty = await blobs.putBytes(Buffer.alloc(0));
+    expect(empty).toMatchObject({ key: await referenceBlake3(""), size: 0, created: true });
+  });
+
+  it("stores identical bytes once", async () => {
+    const first = await blobs.putBytes(bytes("same"));
+    const second = await blobs.put(Readable.from([bytes("sa"), bytes("me")]));
+    expect(first.created).toBe(true);
+    expect(second).toEqual({ ...first, created: false });
+    expect(await allFiles()).toEqual([blobs.pathOf(first.key)]);
+  });
+
+  it("reports exactly one creation for concurrent puts of the same bytes", async () => {
+    const results = await Promise.all(Array.from({ length: 12 }, () => blobs.putBytes(bytes("raced"))));
+    expect(results.filter((r) => r.created)).toHaveLength(1);
+    expect(new Set(results.map((r) => r.key)).size).toBe(1);
+    expect(await allFiles()).toEqual([blobs.pathOf(results[0]!.key)]);
+  });
+
+  it("accepts a matching expected hash, in either case", async () => {
+    const hex = await referenceBlake3("expected");
+    expect((await blobs.putBytes(bytes("expected"), { expectedHash: `blake3:${hex}` })).key).toBe(hex);
+    const again = await blobs.putBytes(bytes("expected"), { expectedHash: `blake3:${hex.toUpperCase()}` });
+    expect(again.created).toBe(false);
+  });
+
+  it("stores nothing, not even a temp file, on an expected-hash mismatch", async () => {
+    const wrong = `blake3:${await referenceBlake3("something else")}`;
+    const error = await blobs.putBytes(bytes("actual"), { expectedHash: wrong }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(HashMismatchError);
+    expect((error as HashMismatchError).expected).toBe(wrong);
+    expect((error as HashMismatchError).actual).toBe(`blake3:${await referenceBlake3("actual")}`);
+    expect(await blobs.has(await referenceBlake3("actual"))).toBe(false);
+    expect(await allFiles()).toEqual([]);
+  });
+
+  it("rejects a malformed expected hash before reading anything", async () => {
+    let pulled = false;
+    async function* source() {
+      pulled = true;
+      yield bytes("x");
+    }
+    for (const expectedHash of ["blake3:abc", "sha256:" + "0".repeat(64), "0".repeat(64)]) {
+      await expect(blobs.put(source(), { expectedHash })).rejects.toBeInstanceOf(InvalidBlobKeyError);
+    }
+    expect(pulled).toBe(false);
+    expect(await allFiles()).toEqual([]);
+  });
+
+  it("accepts exactly maxBytes and refuses one byte more, storing nothing", async () => {
+    expect((await blobs.putBytes(Buffer.alloc(10, 1), { maxBytes: 10 })).size).toBe(10);
+    await expect(blobs.putBytes(Buffer.alloc(11, 2), { maxBytes: 10 })).rejects.toBeInstanceOf(PayloadTooLargeError);
+    expect(await allFiles()).toEqual([blobs.pathOf(await referenceBlake3(Buffer.alloc(10, 1)))]);
+  });
+
+  it("stops reading an endless stream once it passes maxBytes", async () => {
+    let yielded = 0;
+    async function* endless() {
+      for (;;) {
+        yielded++;
+        yield Buffer.alloc(1024);
+      }
+    }
+    const error = await blobs.put(endless(), { maxBytes: 4096 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(PayloadTooLargeError);
+    expect((error as PayloadTooLargeError).maxBytes).toBe(4096);
+    expect(yielded).toBe(5);
+    expect(await allFiles()).toEqual([]);
+  });
+
+  it("leaves no temp file when the source fails midway", async () => {
+    async function* failing() {
+      yield bytes("partial");
+      throw new Error("client went away");
+    }
+    await expect(blobs.put(failing())).rejects.toThrow("client went away");
+    expect(await allFiles()).toEqual([]);
+  });
+});
+
+describe("BlobStore reads", () => {
+  it("serves whole blobs and inclusive byte ranges", async () => {
+    const { key } = await blobs.putBytes(bytes("0123456789"));
+    expect(await text(await blobs.open(key))).toBe("0123456789");
+    expect(await text(await blobs.open(key, { start: 2, end: 5 }))).toBe("2345");
+    expect(await text(await blobs.open(key, { start: 7 }))).toBe("789");
+    expect(await text(await blobs.open(key, { start: 9, end: 9 }))).toBe("9");
+    expect(await text(await blobs.open(key, { end: 0 }))).toBe("0");
+    await expect(blobs.open(key, { start: 5, end: 4 })).rejects.toBeInstanceOf(RangeError);
+    await expect(blobs.open(key, { start: -1 })).rejects.toBeInstanceOf(RangeError);
+    await expect(blobs.open(key, { start: 1.5 })).rejects.toBeInstanceOf(RangeError);
+  });
+
+  it("reports stat, has and absence", async () => {
+    const { key } = await blobs.putBytes(bytes("stat me"));
+    expect(await blobs.has(key)).toBe(true);
+    expect((await blobs.stat(key))?.size).toBe(7);
+    const missing = "0".repeat(64);
+    expect(await blobs.has(missing)).toBe(false);
+    expect(await blobs.stat(missing)).toBeNull();
+    await expect(blobs.open(missing)).rejects.toBeInstanceOf(BlobNotFoundError);
+  });
+
+  it("lists stored keys and survives a reopen", async () => {
+    const a = await blobs.putBytes(bytes("a"));
+    const b = await blobs.putBytes(bytes("b"));
+    const reopened = await BlobStore.open(dataDir);
+    const keys: string[] = [];
+    for await (const key of reopened.keys()) keys.push(key);
+    expect(keys.sort()).toEqual([a.key, b.key].sort());
+    expect(await text(await reopened.open(a.key))).toBe("a");
+  });
+});
+
+describe("BlobStore.delete", () => {
+  it("removes a blob once", async () => {
+    const { key } = await blobs.putBytes(bytes("gone"));
+    expect(await blobs.delete(key)).toBe(true);
+    expect(await blobs.has(key)).toBe(false);
+    expect(await blobs.delete(key)).toBe(false);
+  });
+
+  it("keeps a blob a put touched after the given time", async () => {
+    const { key } = await blobs.putBytes(bytes("busy"));
+    const longAgo = new Date(Date.now() - 3_600_000);
+    await utimes(blobs.pathOf(key), longAgo, longAgo);
+    const gcStartedAt = Date.now() - 60_000;
+    expect(await blobs.putBytes(bytes("busy"))).toMatchObject({ created: false }); // dedup touches it
+    expect(await blobs.delete(key, { unlessTouchedAfter: gcStartedAt })).toBe(false);
+    expect(await blobs.has(key)).toBe(true);
+    await utimes(blobs.pathOf(key), longAgo, longAgo);
+    expect(await blobs.delete(key, { unlessTouchedAfter: gcStartedAt })).toBe(true);
+  });
+});
+
+describe("blob key checks", () => {
+  const badKeys = [
+    "",
+    "../../../etc/passwd",
+    "0".repeat(63),
+    "0".repeat(65),
+    "A".repeat(64),
+    "g".repeat(64),
+    `${"0".repeat(62)}/x`,
+    `..${"0".repeat(62)}`,
+  ];
+
+  it("rejects every operation on a malformed key without touching the filesystem", async () => {
+    // A file a naive path join of "../../<name>" would reach from the fan-out.
+    const sentinel = join(dataDir, "sentinel");
+    await writeFile(sentinel, "keep");
+    for (const key of [...badKeys, "../../sentinel"]) {
+      expect(() => blobs.pathOf(key)).toThrow(InvalidBlobKeyError);
+      await expect(blobs.has(key)).rejects.toBeInstanceOf(InvalidBlobKeyError);
+      await expect(blobs.stat(key)).rejects.toBeInstanceOf(InvalidBlobKeyError);
+      await expect(blobs.open(key)).rejects.toBeInstanceOf(InvalidBlobKeyError);
+      await expect(blobs.delete(key)).rejects.toBeInstanceOf(InvalidBlobKeyError);
+    }
+    expect(await readFile(sentinel, "utf8")).toBe("keep");
+  });
+});
+
+describe("BlobStore.open cleanup", () => {
+  it("removes temp files of dead writers and old ones, keeping live writers' files", async () => {
+    const tmp = join(dataDir, "blobs", "tmp");
+    const exited = spawnSync(process.execPath, ["-e", ""]);
+    expect(exited.status).toBe(0);
+    const deadPid = exited.pid!;
+    await mkdir(tmp, { recursive: true });
+    await writeFile(join(tmp, `${deadPid}.crashed.tmp`), "partial");
+    await writeFile(join(tmp, "not-ours"), "junk");
+    await writeFile(join(tmp, `${process.pid}.live.tmp`), "in progress");
+    await writeFile(join(tmp, `${process.pid}.ancient.tmp`), "forgotten");
+    const twoDaysAgo = new Date(Date.now() - 2 * 24 * 3_600_000);
+    await utimes(join(tmp, `${process.pid}.ancient.tmp`), twoDaysAgo, twoDaysAgo);
+
+    await BlobStore.open(dataDir);
+    expect(await readdir(tmp)).toEqual([`${process.pid}.live.tmp`]);
+    expect((await stat(join(tmp, `${process.pid}.live.tmp`))).size).toBe(11);
+  });
+});

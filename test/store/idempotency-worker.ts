@@ -1,0 +1,35 @@
+// Worker of the cross-connection idempotency race: opens its own connection to the shared
+// database file, waits at a barrier with the other workers, then submits with the same key.
+import { randomUUID } from "node:crypto";
+import { parentPort, workerData } from "node:worker_threads";
+import { IdempotencyKeyReused, openStore } from "../../src/store/index.ts";
+
+const { dataDir, barrier, attempts, key, now } = workerData as {
+  dataDir: string;
+  barrier: SharedArrayBuffer;
+  attempts: number;
+  key: string;
+  now: number;
+};
+
+const store = await openStore({ dataDir, busyTimeoutMs: 20_000 });
+const gate = new Int32Array(barrier);
+Atomics.add(gate, 0, 1);
+while (Atomics.load(gate, 1) === 0) Atomics.wait(gate, 1, 0, 50);
+
+const created: string[] = [];
+let reused = 0;
+for (let i = 0; i < attempts; i++) {
+  try {
+    const job = await store.createJob(
+      { id: randomUUID(), owner: "racer", created_at: now, expires_at: now + 1000, workflow: { i }, output_node_ids: [] },
+      { idempotency: { key, now } },
+    );
+    created.push(job.id);
+  } catch (error) {
+    if (!(error instanceof IdempotencyKeyReused)) throw error;
+    reused++;
+  }
+}
+await store.close();
+parentPort!.postMessage({ created, reused });

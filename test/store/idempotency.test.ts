@@ -1,0 +1,132 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { Worker } from "node:worker_threads";
+import { IDEMPOTENCY_TTL_MS, IdempotencyKeyReused } from "../../src/store/index.ts";
+import { T0, newJob, openTestStore } from "./helpers.ts";
+import type { TestStore } from "./helpers.ts";
+
+let t: TestStore;
+beforeEach(async () => {
+  t = await openTestStore();
+});
+afterEach(async () => {
+  await t.cleanup();
+});
+
+const countJobs = async (owner = "alice") => (await t.store.listJobs(owner, { limit: 1000 })).jobs.length;
+
+describe("createJob with an idempotency key", () => {
+  it("creates once and rejects every later use of the key, inserting nothing", async () => {
+    const first = await t.store.createJob(newJob(), { idempotency: { key: "k", now: T0 } });
+    const claim = await t.store.getIdempotencyClaim("alice", "k", T0);
+    expect(claim).toEqual({ owner: "alice", key: "k", job_id: first.id, claimed_at: T0, expires_at: T0 + IDEMPOTENCY_TTL_MS });
+
+    const retry = newJob();
+    const error = await t.store.createJob(retry, { idempotency: { key: "k", now: T0 + 1 } }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(IdempotencyKeyReused);
+    expect((error as IdempotencyKeyReused).jobId).toBe(first.id);
+    expect(await t.store.getJob(retry.id)).toBeNull();
+    expect(await countJobs()).toBe(1);
+    expect(await t.store.getIdempotencyClaim("alice", "k", T0 + 1)).toEqual(claim);
+  });
+
+  it("scopes keys by owner", async () => {
+    await t.store.createJob(newJob(), { idempotency: { key: "shared", now: T0 } });
+    await t.store.createJob(newJob({ owner: "bob" }), { idempotency: { key: "shared", now: T0 } });
+    await t.store.createJob(newJob({ owner: "" }), { idempotency: { key: "shared", now: T0 } });
+    expect((await countJobs("alice")) + (await countJobs("bob")) + (await countJobs(""))).toBe(3);
+  });
+
+  it("replaces an expired claim and keeps an unexpired one, by the injected clock", async () => {
+    const first = await t.store.createJob(newJob(), { idempotency: { key: "k", now: T0, ttlMs: 1000 } });
+    await expect(t.store.createJob(newJob(), { idempotency: { key: "k", now: T0 + 999 } })).rejects.toBeInstanceOf(IdempotencyKeyReused);
+    expect(await t.store.getIdempotencyClaim("alice", "k", T0 + 1000)).toBeNull();
+    const second = await t.store.createJob(newJob(), { idempotency: { key: "k", now: T0 + 1000 } });
+    expect(await t.store.getIdempotencyClaim("alice", "k", T0 + 1000)).toMatchObject({ job_id: second.id, claimed_at: T0 + 1000 });
+    expect(second.id).not.toBe(first.id);
+    expect(await countJobs()).toBe(2);
+  });
+
+  it("lets exactly one of 50 concurrent same-key submissions through", async () => {
+    const results = await Promise.allSettled(
+      Array.from({ length: 50 }, () => t.store.createJob(newJob(), { idempotency: { key: "burst", now: T0 } })),
+    );
+    const created = results.filter((r) => r.status === "fulfilled");
+    const rejected = results.filter((r) => r.status === "rejected");
+    expect(created).toHaveLength(1);
+    expect(rejected.every((r) => r.reason instanceof IdempotencyKeyReused)).toBe(true);
+    expect(await countJobs()).toBe(1);
+  });
+
+  it("lets exactly one submission through when several connections race on the key", async () => {
+    const workers = 4;
+    const attempts = 25;
+    const barrier = new SharedArrayBuffer(8);
+    const gate = new Int32Array(barrier);
+    const runs = Array.from({ length: workers }, () => {
+      const worker = new Worker(new URL("./idempotency-worker.ts", import.meta.url), {
+        workerData: { dataDir: t.dataDir, barrier, attempts, key: "cross", now: T0 },
+      });
+      return new Promise<{ created: string[]; reused: number }>((resolve, reject) => {
+        worker.once("message", resolve);
+        worker.once("error", reject);
+      });
+    });
+    // Release the workers together once all have opened their connection (polled, no sleep).
+    const deadline = Date.now() + 20_000;
+    while (Atomics.load(gate, 0) < workers && Date.now() < deadline) await new Promise((r) => setImmediate(r));
+    expect(Atomics.load(gate, 0)).toBe(workers);
+    Atomics.store(gate, 1, 1);
+    Atomics.notify(gate, 1);
+
+    const outcomes = await Promise.all(runs);
+    const created = outcomes.flatMap((o) => o.created);
+    expect(created).toHaveLength(1);
+    expect(outcomes.reduce((n, o) => n + o.reused, 0)).toBe(workers * attempts - 1);
+    expect((await t.store.listJobs("racer", { limit: 1000 })).jobs.map((j) => j.id)).toEqual(created);
+  });
+
+  it("rolls the claim back when the job insert fails", async () => {
+    const job = await t.store.createJob(newJob());
+    await expect(t.store.createJob({ ...job, workflow: {}, output_node_ids: [] }, { idempotency: { key: "k", now: T0 } })).rejects.toThrow();
+    expect(await t.store.getIdempotencyClaim("alice", "k", T0)).toBeNull();
+    await t.store.createJob(newJob(), { idempotency: { key: "k", now: T0 } });
+  });
+});
+
+describe("claim before an upstream call", () => {
+  it("claims, refuses others meanwhile, then binds the held claim to the job", async () => {
+    const claim = await t.store.claimIdempotencyKey("alice", "k", T0);
+    expect(claim).toEqual({ owner: "alice", key: "k", job_id: null, claimed_at: T0, expires_at: T0 + IDEMPOTENCY_TTL_MS });
+    const meanwhile = await t.store.createJob(newJob(), { idempotency: { key: "k", now: T0 + 1 } }).catch((e: unknown) => e);
+    expect(meanwhile).toBeInstanceOf(IdempotencyKeyReused);
+    expect((meanwhile as IdempotencyKeyReused).jobId).toBeNull();
+    await expect(t.store.claimIdempotencyKey("alice", "k", T0 + 1)).rejects.toBeInstanceOf(IdempotencyKeyReused);
+
+    const job = await t.store.createJob(newJob(), { idempotency: { key: "k", now: T0 + 2, held: true } });
+    expect(await t.store.getIdempotencyClaim("alice", "k", T0 + 2)).toMatchObject({ job_id: job.id, claimed_at: T0 });
+    // Bound now: neither a second held bind nor a release can reopen it.
+    await expect(t.store.createJob(newJob(), { idempotency: { key: "k", now: T0 + 3, held: true } })).rejects.toBeInstanceOf(IdempotencyKeyReused);
+    expect(await t.store.releaseIdempotencyKey("alice", "k")).toBe(false);
+    expect(await countJobs()).toBe(1);
+  });
+
+  it("releases a claim no job was created under, so a retry proceeds", async () => {
+    await t.store.claimIdempotencyKey("alice", "k", T0);
+    expect(await t.store.releaseIdempotencyKey("alice", "k")).toBe(true);
+    expect(await t.store.releaseIdempotencyKey("alice", "k")).toBe(false);
+    await t.store.createJob(newJob(), { idempotency: { key: "k", now: T0 + 1 } });
+    expect(await countJobs()).toBe(1);
+  });
+
+  it("treats a held claim that expired like a fresh one", async () => {
+    await t.store.claimIdempotencyKey("alice", "k", T0, 1000);
+    const job = await t.store.createJob(newJob(), { idempotency: { key: "k", now: T0 + 5000, held: true } });
+    expect(await t.store.getIdempotencyClaim("alice", "k", T0 + 5000)).toMatchObject({ job_id: job.id, claimed_at: T0 + 5000 });
+  });
+
+  it("refuses malformed claim input", async () => {
+    await expect(t.store.claimIdempotencyKey("alice", "", T0)).rejects.toThrow(TypeError);
+    await expect(t.store.claimIdempotencyKey("alice", "k", Number.NaN)).rejects.toThrow(TypeError);
+    await expect(t.store.claimIdempotencyKey("alice", "k", T0, 0)).rejects.toThrow(RangeError);
+  });
+});

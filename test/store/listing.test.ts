@@ -1,0 +1,122 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { InvalidCursorError } from "../../src/store/index.ts";
+import type { JobRecord, ListJobsOptions } from "../../src/store/index.ts";
+import { T0, newJob, openTestStore } from "./helpers.ts";
+import type { TestStore } from "./helpers.ts";
+
+let t: TestStore;
+beforeEach(async () => {
+  t = await openTestStore();
+});
+afterEach(async () => {
+  await t.cleanup();
+});
+
+async function createMany(count: number, owner = "alice"): Promise<JobRecord[]> {
+  const jobs: JobRecord[] = [];
+  for (let i = 0; i < count; i++) jobs.push(await t.store.createJob(newJob({ owner })));
+  return jobs;
+}
+
+/** Follows next_cursor to the end, returning the pages' ids. */
+async function allPages(owner: string, options: ListJobsOptions): Promise<string[][]> {
+  const pages: string[][] = [];
+  let cursor: string | null = null;
+  do {
+    const page = await t.store.listJobs(owner, { ...options, cursor });
+    pages.push(page.jobs.map((j) => j.id));
+    cursor = page.next_cursor;
+    expect(pages.length).toBeLessThan(100);
+  } while (cursor !== null);
+  return pages;
+}
+
+describe("listJobs", () => {
+  it("pages an owner's jobs newest first, each exactly once", async () => {
+    const jobs = await createMany(10);
+    await createMany(3, "bob");
+    const pages = await allPages("alice", { limit: 3 });
+    expect(pages.map((p) => p.length)).toEqual([3, 3, 3, 1]);
+    expect(pages.flat()).toEqual(jobs.map((j) => j.id).reverse());
+  });
+
+  it("ends without an empty page when the count is a multiple of the limit", async () => {
+    const jobs = await createMany(6);
+    const pages = await allPages("alice", { limit: 3 });
+    expect(pages).toEqual([jobs.slice(3).map((j) => j.id).reverse(), jobs.slice(0, 3).map((j) => j.id).reverse()]);
+    expect(await t.store.listJobs("nobody", { limit: 5 })).toEqual({ jobs: [], next_cursor: null });
+  });
+
+  it("keeps pages stable while newer jobs arrive", async () => {
+    const jobs = await createMany(4);
+    const first = await t.store.listJobs("alice", { limit: 2 });
+    await createMany(2);
+    const second = await t.store.listJobs("alice", { limit: 2, cursor: first.next_cursor });
+    expect(second.jobs.map((j) => j.id)).toEqual([jobs[1]!.id, jobs[0]!.id]);
+    expect(second.next_cursor).toBeNull();
+  });
+
+  it("filters by one status, several statuses, and deployment", async () => {
+    const [a, b, c, d] = await createMany(4);
+    await t.store.transitionJob(b!.id, ["queued"], "running", { started_at: T0 });
+    await t.store.transitionJob(c!.id, ["queued"], "canceled", { completed_at: T0 });
+    const e = await t.store.createJob(newJob({ deployment_id: "dep-1" }));
+    const ids = async (options: Omit<ListJobsOptions, "limit">) =>
+      (await t.store.listJobs("alice", { limit: 100, ...options })).jobs.map((j) => j.id);
+    expect(await ids({ status: "queued" })).toEqual([e.id, d!.id, a!.id]);
+    expect(await ids({ status: ["running", "canceled"] })).toEqual([c!.id, b!.id]);
+    expect(await ids({ status: ["running", "running"] })).toEqual([b!.id]);
+    expect(await ids({ status: [] })).toEqual([]);
+    expect(await ids({ deployment_id: "dep-1" })).toEqual([e.id]);
+    expect(await ids({ deployment_id: "dep-1", status: "running" })).toEqual([]);
+    const filteredPages = await allPages("alice", { limit: 1, status: "queued" });
+    expect(filteredPages.flat()).toEqual([e.id, d!.id, a!.id]);
+  });
+
+  it("rejects cursors it did not issue", async () => {
+    await createMany(3);
+    const { next_cursor } = await t.store.listJobs("alice", { limit: 1 });
+    expect(next_cursor).toMatch(/^[A-Za-z0-9_-]+$/);
+    const forged = Buffer.from("s1:0").toString("base64url");
+    for (const cursor of ["", "!!!", "abc", forged, Buffer.from("s1:01").toString("base64url"), `${next_cursor}A`, Buffer.from("s1:1.5").toString("base64url")]) {
+      await expect(t.store.listJobs("alice", { limit: 1, cursor }), cursor).rejects.toBeInstanceOf(InvalidCursorError);
+    }
+  });
+
+  it("rejects a limit out of range", async () => {
+    for (const limit of [0, -1, 1.5, 1001, Number.NaN]) {
+      await expect(t.store.listJobs("alice", { limit })).rejects.toBeInstanceOf(RangeError);
+    }
+  });
+});
+
+describe("queue reads", () => {
+  it("returns queued jobs FIFO, paged by seq, and counts them", async () => {
+    const jobs = await createMany(5);
+    await createMany(2, "bob");
+    await t.store.transitionJob(jobs[1]!.id, ["queued"], "running", { started_at: T0 });
+    const queued = await t.store.queuedJobs();
+    expect(queued.map((j) => j.id)).toEqual([jobs[0], jobs[2], jobs[3], jobs[4]].map((j) => j!.id).concat(queued.slice(4).map((j) => j.id)));
+    expect(queued).toHaveLength(6);
+    expect(queued.every((j, i) => i === 0 || j.seq > queued[i - 1]!.seq)).toBe(true);
+    const page1 = await t.store.queuedJobs(2);
+    const page2 = await t.store.queuedJobs(2, page1[1]!.seq);
+    expect([...page1, ...page2].map((j) => j.id)).toEqual(queued.slice(0, 4).map((j) => j.id));
+    expect(await t.store.countQueued()).toBe(6);
+    await expect(t.store.queuedJobs(0)).rejects.toBeInstanceOf(RangeError);
+  });
+
+  it("finds jobs in given statuses for startup recovery", async () => {
+    const jobs = await createMany(4);
+    await t.store.transitionJob(jobs[0]!.id, ["queued"], "running", { started_at: T0 });
+    await t.store.transitionJob(jobs[2]!.id, ["queued"], "running", { started_at: T0 });
+    await t.store.transitionJob(jobs[2]!.id, ["running"], "canceling");
+    const recovering = await t.store.jobsInStatus(["running", "canceling"]);
+    expect(recovering.map((j) => [j.id, j.status])).toEqual([
+      [jobs[0]!.id, "running"],
+      [jobs[2]!.id, "canceling"],
+    ]);
+    expect(await t.store.jobsInStatus([])).toEqual([]);
+    expect((await t.store.jobsInStatus(["queued"])).map((j) => j.id)).toEqual([jobs[1]!.id, jobs[3]!.id]);
+  });
+});

@@ -1,0 +1,92 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { DatabaseSync } from "node:sqlite";
+import { openStore } from "../../src/store/index.ts";
+import { SQL, jobsInStatusSql, listJobsSql, transitionSql } from "../../src/store/sqlite-queries.ts";
+import { SCHEMA_VERSION, migrate } from "../../src/store/sqlite-schema.ts";
+import { openTestStore } from "./helpers.ts";
+import type { TestStore } from "./helpers.ts";
+
+let t: TestStore;
+beforeEach(async () => {
+  t = await openTestStore();
+});
+afterEach(async () => {
+  await t.cleanup();
+});
+
+describe("schema migrations", () => {
+  it("records each applied version once across reopens", async () => {
+    await t.reopen();
+    await t.reopen();
+    const rows = t.raw().prepare("SELECT version FROM schema_migrations").all();
+    expect(rows.map((r) => r.version)).toEqual([SCHEMA_VERSION]);
+  });
+
+  it("refuses a database written by a newer schema", async () => {
+    t.raw().prepare("INSERT INTO schema_migrations (version, description, applied_at) VALUES (?, 'future', 0)").run(SCHEMA_VERSION + 1);
+    await expect(openStore({ dataDir: t.dataDir })).rejects.toThrow(/newer/);
+  });
+
+  it("opens an in-memory database for throwaway use", async () => {
+    const store = await openStore({ dataDir: t.dataDir, fileName: ":memory:" });
+    expect(await store.countQueued()).toBe(0);
+    await store.close();
+    await store.close(); // idempotent
+  });
+
+  it("refuses the not-yet-written PostgreSQL store plainly", async () => {
+    await expect(openStore({ kind: "postgres", url: "postgres://localhost/x" })).rejects.toThrow(/not implemented/);
+  });
+});
+
+describe("query plans", () => {
+  const statements: Record<string, string> = {
+    ...SQL,
+    listAll: listJobsSql(0, false),
+    listOneStatus: listJobsSql(1, false),
+    listStatusesByDeployment: listJobsSql(3, true),
+    transition: transitionSql(2),
+    inStatus: jobsInStatusSql(2),
+  };
+  // Ordered reads that must come straight off an index (no sort of the whole match).
+  const noSort = ["queuedJobs", "listAll", "listOneStatus", "listJobOutputs", "findAssetByBlob", "findAssetByName", "expireJobs", "purgeableJobs", "deleteExpiredUploads", "deleteExpiredClaims"];
+
+  // The index each hot or reaper read must use (a scan of another index can be as slow as a table scan).
+  const expectedIndex: Record<string, string> = {
+    getJob: "sqlite_autoindex_jobs_1",
+    queuedJobs: "jobs_status_seq",
+    countQueued: "jobs_status_seq",
+    listAll: "jobs_owner_seq",
+    listOneStatus: "jobs_owner_status_seq",
+    listJobOutputs: "assets_job_seq",
+    findAssetByBlob: "assets_blob_owner_seq",
+    findAssetByName: "assets_owner_name_seq",
+    blobReferenced: "assets_blob_owner_seq",
+    expireJobs: "jobs_live_expires_at",
+    purgeableJobs: "jobs_done_expires_at",
+    deleteExpiredUploads: "assets_upload_expires_at",
+    deleteExpiredClaims: "idempotency_keys_expires_at",
+  };
+
+  function planOf(sql: string): string[] {
+    const db = new DatabaseSync(":memory:");
+    try {
+      migrate(db, 0);
+      const params = Object.fromEntries([...sql.matchAll(/:(\w+)/g)].map((m) => [m[1]!, 1]));
+      return db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(params).map((row) => String(row.detail));
+    } finally {
+      db.close();
+    }
+  }
+
+  it.each(Object.keys(statements))("%s never scans a whole table", (name) => {
+    const plan = planOf(statements[name]!);
+    expect(plan.filter((step) => /^SCAN /.test(step)), plan.join(" | ")).toEqual([]);
+    if (noSort.includes(name)) expect(plan.filter((step) => step.includes("TEMP B-TREE")), plan.join(" | ")).toEqual([]);
+  });
+
+  it.each(Object.entries(expectedIndex))("%s reads through %s", (name, index) => {
+    const plan = planOf(statements[name]!).join(" | ");
+    expect(plan).toMatch(new RegExp(`INDEX ${index}\\b`));
+  });
+});

@@ -1,0 +1,157 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { TERMINAL_STATUSES, TerminalStatusError } from "../../src/store/index.ts";
+import type { JobRecord, JobStatus } from "../../src/store/index.ts";
+import { T0, newJob, openTestStore } from "./helpers.ts";
+import type { TestStore } from "./helpers.ts";
+
+let t: TestStore;
+beforeEach(async () => {
+  t = await openTestStore();
+});
+afterEach(async () => {
+  await t.cleanup();
+});
+
+/** A job driven to `status` through legal moves. */
+async function jobIn(status: JobStatus): Promise<JobRecord> {
+  const s = t.store;
+  const job = await s.createJob(newJob());
+  const run = () => s.transitionJob(job.id, ["queued"], "running", { started_at: T0 + 1 });
+  switch (status) {
+    case "queued":
+      return job;
+    case "running":
+      return (await run())!;
+    case "canceling":
+      await run();
+      return (await s.transitionJob(job.id, ["running"], "canceling"))!;
+    case "canceled":
+      return (await s.transitionJob(job.id, ["queued"], "canceled", { completed_at: T0 + 2 }))!;
+    case "expired":
+      return (await s.transitionJob(job.id, ["queued"], "expired", { completed_at: T0 + 2 }))!;
+    case "succeeded":
+    case "failed":
+      await run();
+      return (await s.transitionJob(job.id, ["running"], status, {
+        completed_at: T0 + 2,
+        error: status === "failed" ? { code: "node_execution_error", message: "boom" } : null,
+      }))!;
+  }
+}
+
+describe("transitionJob", () => {
+  it("moves a job only from one of the given statuses", async () => {
+    const job = await t.store.createJob(newJob());
+    const running = await t.store.transitionJob(job.id, ["queued"], "running", { started_at: T0 + 10 });
+    expect(running).toMatchObject({ status: "running", started_at: T0 + 10, completed_at: null });
+    // A second dispatcher racing for the same job loses.
+    expect(await t.store.transitionJob(job.id, ["queued"], "running", { started_at: T0 + 11 })).toBeNull();
+    expect(await t.store.getJob(job.id)).toEqual(running);
+    expect(await t.store.transitionJob("missing", ["queued"], "running", { started_at: T0 })).toBeNull();
+    expect(await t.store.transitionJob(job.id, [], "canceled")).toBeNull();
+  });
+
+  it("accepts any of several from-statuses", async () => {
+    const job = await jobIn("canceling");
+    const done = await t.store.transitionJob(job.id, ["running", "canceling"], "canceled", { completed_at: T0 + 3 });
+    expect(done).toMatchObject({ status: "canceled", started_at: T0 + 1, completed_at: T0 + 3 });
+  });
+
+  it("applies a patch: absent fields stay, null clears", async () => {
+    const job = await jobIn("running");
+    await t.store.updateProgress(job.id, { value: 0.25, nodes_done: 0, nodes_total: 4 });
+    const patched = await t.store.transitionJob(job.id, ["running"], "failed", {
+      completed_at: T0 + 5,
+      error: { code: "out_of_memory", message: "no memory", node_id: "3" },
+      cost: 1.25,
+    });
+    expect(patched).toMatchObject({
+      status: "failed",
+      started_at: T0 + 1,
+      completed_at: T0 + 5,
+      progress: { value: 0.25, nodes_done: 0, nodes_total: 4 },
+      error: { code: "out_of_memory", message: "no memory", node_id: "3" },
+      cost: 1.25,
+    });
+    const other = await jobIn("running");
+    await t.store.updateProgress(other.id, { value: 1, nodes_done: 4, nodes_total: 4 });
+    const cleared = await t.store.transitionJob(other.id, ["running"], "succeeded", { completed_at: T0 + 6, progress: null });
+    expect(cleared).toMatchObject({ status: "succeeded", progress: null, error: null });
+  });
+
+  it("refuses unknown statuses", async () => {
+    const job = await t.store.createJob(newJob());
+    await expect(t.store.transitionJob(job.id, ["queued"], "done" as JobStatus)).rejects.toThrow(TypeError);
+    await expect(t.store.transitionJob(job.id, ["bogus" as JobStatus], "running")).rejects.toThrow(TypeError);
+  });
+
+  it("enforces the timestamps a status implies", async () => {
+    const job = await t.store.createJob(newJob());
+    await expect(t.store.transitionJob(job.id, ["queued"], "running")).rejects.toThrow(/CHECK/);
+    await expect(t.store.transitionJob(job.id, ["queued"], "canceled")).rejects.toThrow(/CHECK/);
+    expect((await t.store.getJob(job.id))?.status).toBe("queued");
+  });
+});
+
+describe("terminal statuses are final", () => {
+  it.each(TERMINAL_STATUSES)("the API cannot move a %s job anywhere", async (status) => {
+    const job = await jobIn(status);
+    for (const to of ["queued", "running", "canceling", "succeeded", "canceled", "failed", "expired"] as const) {
+      if (to === status) continue;
+      const error = await t.store.transitionJob(job.id, [status], to, { completed_at: T0 + 9, started_at: T0 + 1 }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(TerminalStatusError);
+      expect((error as TerminalStatusError).jobId).toBe(job.id);
+    }
+    // Not even a same-status rewrite of the outcome.
+    await expect(t.store.transitionJob(job.id, [status], status, { completed_at: T0 + 99 })).rejects.toBeInstanceOf(TerminalStatusError);
+    await expect(t.store.transitionJob(job.id, [status], status, { error: { code: "x", message: "y" } })).rejects.toBeInstanceOf(TerminalStatusError);
+    expect(await t.store.getJob(job.id)).toEqual(job);
+  });
+
+  it("raw SQL cannot change a terminal job's status or outcome either", async () => {
+    const done = await jobIn("succeeded");
+    const db = t.raw();
+    for (const statement of [
+      "UPDATE jobs SET status = 'running' WHERE id = ?",
+      "UPDATE jobs SET status = 'failed' WHERE id = ?",
+      "UPDATE jobs SET completed_at = completed_at + 1 WHERE id = ?",
+      "UPDATE jobs SET started_at = NULL WHERE id = ?",
+      `UPDATE jobs SET error = '{"code":"x"}' WHERE id = ?`,
+    ]) {
+      expect(() => db.prepare(statement).run(done.id), statement).toThrow(/terminal job status is final/);
+    }
+    expect(await t.store.getJob(done.id)).toEqual(done);
+    // What is not the outcome may still change, and the row may be deleted by retention.
+    db.prepare("UPDATE jobs SET cost = 3 WHERE id = ?").run(done.id);
+    expect((await t.store.getJob(done.id))?.cost).toBe(3);
+    db.prepare("DELETE FROM jobs WHERE id = ?").run(done.id);
+    expect(await t.store.getJob(done.id)).toBeNull();
+  });
+
+  it("raw SQL can still move a live job, and cannot change any job's identity", async () => {
+    const job = await t.store.createJob(newJob());
+    const db = t.raw();
+    db.prepare("UPDATE jobs SET status = 'canceled', completed_at = 1 WHERE id = ?").run(job.id);
+    expect((await t.store.getJob(job.id))?.status).toBe("canceled");
+    const other = await t.store.createJob(newJob());
+    expect(() => db.prepare("UPDATE jobs SET owner = 'mallory' WHERE id = ?").run(other.id)).toThrow(/identity is fixed/);
+    expect(() => db.prepare("UPDATE jobs SET seq = seq + 1000 WHERE id = ?").run(other.id)).toThrow(/identity is fixed/);
+  });
+});
+
+describe("updateProgress", () => {
+  it("writes only while running or canceling", async () => {
+    const progress = { value: 0.5, nodes_done: 1, nodes_total: 2, current_node: "1", step: 3, steps: 10 };
+    const queued = await jobIn("queued");
+    expect(await t.store.updateProgress(queued.id, progress)).toBe(false);
+    const running = await jobIn("running");
+    expect(await t.store.updateProgress(running.id, progress)).toBe(true);
+    expect((await t.store.getJob(running.id))?.progress).toEqual(progress);
+    const canceling = await jobIn("canceling");
+    expect(await t.store.updateProgress(canceling.id, progress)).toBe(true);
+    const done = await jobIn("succeeded");
+    expect(await t.store.updateProgress(done.id, progress)).toBe(false);
+    expect((await t.store.getJob(done.id))?.progress).toBeNull();
+    expect(await t.store.updateProgress("missing", progress)).toBe(false);
+  });
+});
