@@ -1,0 +1,102 @@
+// The embedded CPU engine: the built-in node library, validation, and a result cache shared
+// by every run of this engine instance.
+import type { AssetResolver, Engine, ExecuteOptions, ExecuteResult, UploadResolver } from "./engine.ts";
+import { EngineError } from "./errors.ts";
+import { runGraph, type CachedResult } from "./executor.ts";
+import { ByteLruCache } from "./lru-cache.ts";
+import type { NodeDefinition } from "./node-spec.ts";
+import { builtinNodes, createRegistry, type NodeRegistry } from "./nodes/registry.ts";
+import { objectInfo, type ObjectInfo } from "./object-info.ts";
+import { analyzeGraph, describeErrors, validationResult, type ValidationResult } from "./validate.ts";
+
+/** Construction options of the embedded engine. */
+export interface EmbeddedEngineOptions {
+  /** Upper bound of the node result cache in bytes (default 512 MiB); least recently used goes first. */
+  cacheBytes?: number;
+  /** The partner vendor endpoint FlowgatePartnerCall posts to; null disables partner nodes. */
+  partnerUrl?: string | null;
+  /** Default resolvers; the ones given to execute() take precedence (they are per caller). */
+  resolveAsset?: AssetResolver;
+  resolveUpload?: UploadResolver;
+  /** HTTP client for partner calls (default: global fetch). */
+  fetch?: typeof fetch;
+  /** Time limit of one partner call (default 60 s). */
+  partnerTimeoutMs?: number;
+  /** Nodes of one run that may be in flight at once (default 8). */
+  maxConcurrency?: number;
+  /** Extra node classes, added to the built-in library. */
+  extraNodes?: readonly NodeDefinition[];
+  /** Clock for %date% variables in file names. */
+  now?: () => Date;
+}
+
+/** execute() was given a graph that does not validate; carries the validation result. */
+export class EngineValidationError extends EngineError {
+  readonly validation: ValidationResult;
+
+  constructor(validation: ValidationResult) {
+    super({ code: "invalid_input", message: describeErrors(validation), node_id: null, class_type: null, traceback: null });
+    this.name = "EngineValidationError";
+    this.validation = validation;
+  }
+}
+
+/** The built-in CPU engine. */
+export class EmbeddedEngine implements Engine {
+  readonly kind = "embedded";
+  private readonly registry: NodeRegistry;
+  private readonly cache: ByteLruCache<CachedResult>;
+  private readonly info: ObjectInfo;
+
+  constructor(private readonly options: EmbeddedEngineOptions = {}) {
+    this.registry = createRegistry([...builtinNodes, ...(options.extraNodes ?? [])]);
+    this.cache = new ByteLruCache<CachedResult>(options.cacheBytes ?? 512 * 1024 * 1024);
+    this.info = objectInfo(this.registry);
+  }
+
+  /** object_info, synchronously (a fresh copy each call). */
+  nodeDefinitionsSync(): ObjectInfo {
+    return structuredClone(this.info);
+  }
+
+  /** object_info. */
+  async nodeDefinitions(): Promise<ObjectInfo> {
+    return this.nodeDefinitionsSync();
+  }
+
+  /** Validation, synchronously. */
+  validateSync(graph: unknown): ValidationResult {
+    return validationResult(analyzeGraph(graph, this.registry));
+  }
+
+  /** Validation. */
+  async validate(graph: unknown): Promise<ValidationResult> {
+    return this.validateSync(graph);
+  }
+
+  /** Runs a graph; see Engine.execute. */
+  async execute(graph: unknown, options: ExecuteOptions = {}): Promise<ExecuteResult> {
+    const analysis = analyzeGraph(graph, this.registry);
+    if (analysis.issues.length > 0) throw new EngineValidationError(validationResult(analysis));
+    return runGraph(analysis, options, {
+      cache: this.cache,
+      partnerUrl: this.options.partnerUrl ?? null,
+      fetch: this.options.fetch ?? globalThis.fetch,
+      partnerTimeoutMs: this.options.partnerTimeoutMs ?? 60_000,
+      maxConcurrency: this.options.maxConcurrency ?? 8,
+      resolveAsset: this.options.resolveAsset,
+      resolveUpload: this.options.resolveUpload,
+      now: this.options.now,
+    });
+  }
+
+  /** Cache occupancy, for metrics. */
+  cacheStats(): { entries: number; bytes: number; maxBytes: number } {
+    return { entries: this.cache.size, bytes: this.cache.bytes, maxBytes: this.cache.maxBytes };
+  }
+
+  /** Drops every cached node result. */
+  clearCache(): void {
+    this.cache.clear();
+  }
+}

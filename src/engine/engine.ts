@@ -1,0 +1,133 @@
+// The Engine interface every backend implements (the embedded CPU library here, a proxy to a
+// real ComfyUI later), and the types of its options, events and outputs.
+import type { AssetRef } from "./asset-refs.ts";
+import type { OutputType } from "./node-spec.ts";
+import type { ObjectInfo } from "./object-info.ts";
+import type { ValidationResult } from "./validate.ts";
+
+export type { OutputType } from "./node-spec.ts";
+
+/** ComfyUI's ui dict of one node: {images: [{filename, subfolder, type}], text: [...], ...}. */
+export type UiDict = Record<string, unknown[]>;
+
+/** One file output, delivered through onOutput while the run goes on. */
+export interface EngineOutput {
+  node_id: string;
+  class_type: string;
+  /** File name, ComfyUI style: "ComfyUI_00001_.png". */
+  name: string;
+  /** Folder part of the node's filename_prefix ("" when none), as ComfyUI's ui lists it. */
+  subfolder: string;
+  type: OutputType;
+  content_type: string;
+  data: Buffer;
+  /** "temp" for previews (PreviewImage, PreviewAny, FlowgatePrint): still outputs. */
+  folder: "output" | "temp";
+}
+
+/** An output as listed in the result of execute(): everything but the bytes. */
+export type OutputSummary = Omit<EngineOutput, "data"> & { size_bytes: number };
+
+/** The bytes of a core/ASSET reference, from the job layer. */
+export interface ResolvedAsset {
+  bytes: Buffer;
+  /** "blake3:<hex>": the node's change marker for caching. */
+  hash: string;
+  content_type: string;
+}
+
+/** Resolves a core/ASSET reference (the caller's ownership already checked). */
+export type AssetResolver = (ref: AssetRef) => Promise<ResolvedAsset>;
+
+/** Resolves a hosted-upload name; null when the caller has no such upload. */
+export type UploadResolver = (name: string) => Promise<{ bytes: Buffer; hash: string } | null>;
+
+/** onStart: what will run, in order, and what is served from cache. */
+export interface StartEvent {
+  /** Node ids that will execute (output nodes and their ancestors, cached ones excluded), in order. */
+  nodes: string[];
+  /** Node ids served from cache. */
+  cached: string[];
+  /** Step counts of nodes with steps, where known before running (literal inputs). */
+  steps: Record<string, number>;
+}
+
+/** A node event. */
+export interface NodeEvent {
+  node_id: string;
+  class_type: string;
+}
+
+/** onNodeDone: the node's ComfyUI ui dict, if it has one. */
+export interface NodeDoneEvent extends NodeEvent {
+  ui: UiDict | null;
+  /** True when re-reported from cache (an output node whose outputs are re-emitted). */
+  cached: boolean;
+}
+
+/** onProgress: one step of a node with steps. */
+export interface ProgressEvent {
+  node_id: string;
+  value: number;
+  max: number;
+}
+
+/** onPreview: a JPEG preview from a node with steps. */
+export interface PreviewEvent {
+  node_id: string;
+  content_type: "image/jpeg";
+  data: Buffer;
+}
+
+type MaybePromise = void | Promise<void>;
+
+/** Per-run options of execute(). Lifecycle callbacks are awaited; progress, preview and log are not. */
+export interface ExecuteOptions {
+  /** Cancels the run at the next node or step boundary; execute() then rejects with ExecutionCancelledError. */
+  signal?: AbortSignal;
+  /** extra_data of the submission; api_key_vendor_org goes to partner nodes of this run only. */
+  extra?: { api_key_vendor_org?: string };
+  resolveAsset?: AssetResolver;
+  resolveUpload?: UploadResolver;
+  /** Fails the run with code "timeout" after this many milliseconds. */
+  timeoutMs?: number;
+  onStart?(event: StartEvent): MaybePromise;
+  /** Once, before anything runs (possibly with an empty list), as ComfyUI's execution_cached. */
+  onCached?(nodes: string[]): MaybePromise;
+  onNodeStart?(event: NodeEvent): MaybePromise;
+  onNodeDone?(event: NodeDoneEvent): MaybePromise;
+  /** Awaited before the run goes on: the caller commits each output durably. */
+  onOutput?(output: EngineOutput): MaybePromise;
+  onProgress?(event: ProgressEvent): MaybePromise;
+  onPreview?(event: PreviewEvent): MaybePromise;
+  /** Standard output of the run, in write order. */
+  onLog?(text: string): MaybePromise;
+}
+
+/** What a finished run reports. */
+export interface ExecuteResult {
+  /** Nodes that executed, in completion order. */
+  executed: string[];
+  /** Nodes served from cache. */
+  cached: string[];
+  /** Every output delivered, cached re-emissions included. */
+  outputs: OutputSummary[];
+  /** ui dicts by node, as ComfyUI's history "outputs". */
+  ui: Record<string, UiDict>;
+}
+
+/** A workflow backend: node definitions, validation, execution. */
+export interface Engine {
+  /** "embedded" or "comfyui". */
+  readonly kind: string;
+  /** ComfyUI's object_info. */
+  nodeDefinitions(): Promise<ObjectInfo>;
+  /** Every validation error at once, in flowgate's and ComfyUI's shapes. */
+  validate(graph: unknown): Promise<ValidationResult>;
+  /**
+   * Runs a graph. Rejects with EngineError (carrying a JobError) on failure, with
+   * ExecutionCancelledError when options.signal aborts, and with a callback's own error
+   * when a callback throws.
+   */
+  execute(graph: unknown, options?: ExecuteOptions): Promise<ExecuteResult>;
+}

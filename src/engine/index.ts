@@ -1,0 +1,36 @@
+// Public surface of the workflow engine. The engine knows nothing of jobs or HTTP.
+export type {
+  AssetResolver,
+  Engine,
+  EngineOutput,
+  ExecuteOptions,
+  ExecuteResult,
+  NodeDoneEvent,
+  NodeEvent,
+  OutputSummary,
+  OutputType,
+  PreviewEvent,
+  ProgressEvent,
+  ResolvedAsset,
+  StartEvent,
+  UiDict,
+  UploadResolver,
+} from "./engine.ts";
+export { EmbeddedEngine, EngineValidationError, type EmbeddedEngineOptions } from "./embedded-engine.ts";
+export {
+  EngineError,
+  ExecutionCancelledError,
+  MissingModelError,
+  NodeInputError,
+  PartnerNodeError,
+  sanitizeTraceback,
+  type JobError,
+  type JobErrorCode,
+} from "./errors.ts";
+export { findAssetReferences, isAssetObject, parseAssetRef, type AssetRef, type AssetReference } from "./asset-refs.ts";
+export { isUiFormat, type ApiGraph, type ApiNode } from "./graph.ts";
+export { describeErrors, type FieldError, type ValidationReason, type ValidationResult } from "./validate.ts";
+export type { ComfyErrorItem, ComfyNodeErrors, ComfyValidationError } from "./comfy-errors.ts";
+export type { NodeInfo, ObjectInfo } from "./object-info.ts";
+export type { NodeDefinition, NodeContext, NodeResult, NodeFile } from "./node-spec.ts";
+export { sniff, type Sniffed } from "./media/sniff.ts";

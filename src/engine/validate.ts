@@ -1,0 +1,414 @@
+// Graph validation with ComfyUI's rules. One pass yields every error, each in two shapes:
+// flowgate's {field, reason} and ComfyUI's native error item.
+//
+// Conventions:
+// - Graph-level errors (no output node, a graph that is not an object) are keyed by node id "".
+// - `field` is the input name, "class_type", or "" for the node as a whole.
+// - As in ComfyUI, structure and class names are checked on every node, inputs only on output
+//   nodes and their ancestors (a dangling node never runs, so its inputs do not matter).
+// - Unlike ComfyUI, which queues the outputs that did validate, any error fails the graph.
+import { parseAssetRef, isAssetObject, type AssetRef } from "./asset-refs.ts";
+import { comfyError, type ComfyErrorItem, type ComfyNodeErrors, type ComfyValidationError } from "./comfy-errors.ts";
+import { compareNodeIds, isPlainObject, readLink } from "./graph.ts";
+import { comboOptions, declaredInputs, findInput, type InputSpec, type InputType, type NodeDefinition } from "./node-spec.ts";
+import type { NodeRegistry } from "./nodes/registry.ts";
+import { pyBool, pyFloat, pyFloatRepr, pyInt, pyRepr, pyStr } from "./python.ts";
+
+/** flowgate's validation reasons (DECISIONS.md, "Graph validation"). */
+export type ValidationReason =
+  | "missing_input"
+  | "unknown_class"
+  | "bad_link"
+  | "type_mismatch"
+  | "out_of_range"
+  | "not_in_options"
+  | "cycle"
+  | "no_output_node"
+  | "bad_node";
+
+/** One problem with one field of one node. */
+export interface FieldError {
+  field: string;
+  reason: ValidationReason;
+}
+
+/** The outcome of validate(): both error shapes, and the output nodes found. */
+export interface ValidationResult {
+  valid: boolean;
+  /** node id ("" for the graph as a whole) -> its errors. Empty when valid. */
+  node_errors: Record<string, FieldError[]>;
+  /** ComfyUI's POST /prompt error body, or null when valid. */
+  comfy: ComfyValidationError | null;
+  /** Ids of the output nodes that would run. */
+  output_nodes: string[];
+}
+
+/** A file input as written in the graph. */
+export type FileRef = { kind: "upload"; name: string } | { kind: "asset"; ref: AssetRef };
+
+/** A node ready to run: coerced literals, links and file references. */
+export interface PreparedNode {
+  id: string;
+  class_type: string;
+  def: NodeDefinition;
+  literals: Record<string, unknown>;
+  links: Record<string, { from: string; index: number }>;
+  files: Record<string, FileRef>;
+}
+
+/** One validation finding in both shapes. */
+export interface Issue {
+  node_id: string;
+  field: string;
+  reason: ValidationReason;
+  comfy: ComfyErrorItem;
+}
+
+/** Everything validation learns about a graph. */
+export interface Analysis {
+  issues: Issue[];
+  outputs: string[];
+  nodes: Map<string, PreparedNode>;
+  /** Output nodes and their ancestors, dependencies first; empty when there is a cycle. */
+  order: string[];
+  /** node id -> the output nodes that depend on it. */
+  dependents: Map<string, string[]>;
+  classTypes: Map<string, string | null>;
+}
+
+/** ComfyUI's validate_node_input: equal types, "*" on either side, or overlapping "A,B" unions. */
+export function typesCompatible(received: string, expected: InputType): boolean {
+  if (received === expected) return true;
+  if (typeof expected !== "string") return false;
+  const r = new Set(received.split(",").map((t) => t.trim()));
+  const e = new Set(expected.split(",").map((t) => t.trim()));
+  if (r.has("*") || e.has("*")) return true;
+  for (const t of r) if (e.has(t)) return true;
+  return false;
+}
+
+const WIDGET_TYPES = new Set(["INT", "FLOAT", "STRING", "BOOLEAN"]);
+
+/** Analyses a graph against a node registry. */
+export function analyzeGraph(graph: unknown, registry: NodeRegistry): Analysis {
+  const analysis: Analysis = { issues: [], outputs: [], nodes: new Map(), order: [], dependents: new Map(), classTypes: new Map() };
+  const issue = (node_id: string, field: string, reason: ValidationReason, comfy: ComfyErrorItem) =>
+    analysis.issues.push({ node_id, field, reason, comfy });
+  if (!isPlainObject(graph)) {
+    issue("", "", "bad_node", comfyError.invalidPrompt("The workflow must be a JSON object keyed by node id"));
+    return analysis;
+  }
+  const known = new Map<string, { def: NodeDefinition; inputs: Record<string, unknown> }>();
+  for (const [id, node] of Object.entries(graph)) {
+    const title = isPlainObject(node) && isPlainObject(node._meta) && typeof node._meta.title === "string" ? node._meta.title : undefined;
+    if (!isPlainObject(node) || typeof node.class_type !== "string") {
+      analysis.classTypes.set(id, null);
+      issue(id, "class_type", "bad_node", comfyError.missingClassType(id, title));
+      continue;
+    }
+    analysis.classTypes.set(id, node.class_type);
+    const def = registry.get(node.class_type);
+    if (!def) {
+      issue(id, "class_type", "unknown_class", comfyError.missingNodeType(id, node.class_type, title));
+      continue;
+    }
+    if (node.inputs !== undefined && !isPlainObject(node.inputs)) {
+      issue(id, "", "bad_node", comfyError.exceptionDuringValidation("TypeError", "inputs must be an object of input name to value"));
+      continue;
+    }
+    known.set(id, { def, inputs: (node.inputs as Record<string, unknown> | undefined) ?? {} });
+    if (def.output_node) analysis.outputs.push(id);
+  }
+  analysis.outputs.sort(compareNodeIds);
+  if (analysis.outputs.length === 0) {
+    issue("", "", "no_output_node", comfyError.promptNoOutputs());
+    return analysis;
+  }
+
+  // Walk from the outputs to their ancestors, checking each node's inputs once.
+  const pending = [...analysis.outputs];
+  while (pending.length > 0) {
+    const id = pending.pop()!;
+    if (analysis.nodes.has(id)) continue;
+    const entry = known.get(id);
+    if (!entry) continue;
+    const prepared = checkNode(id, entry.def, entry.inputs, graph, known, issue);
+    analysis.nodes.set(id, prepared);
+    for (const link of Object.values(prepared.links)) pending.push(link.from);
+  }
+
+  for (const o of analysis.outputs) {
+    for (const id of ancestorsOf(o, analysis.nodes)) {
+      const list = analysis.dependents.get(id) ?? [];
+      list.push(o);
+      analysis.dependents.set(id, list);
+    }
+  }
+
+  const cyclic = nodesOnCycles(analysis.nodes);
+  for (const id of [...cyclic].sort(compareNodeIds)) issue(id, "", "cycle", comfyError.dependencyCycle());
+  if (cyclic.size === 0) analysis.order = executionOrder(analysis.outputs, analysis.nodes);
+  return analysis;
+}
+
+type Report = (node_id: string, field: string, reason: ValidationReason, comfy: ComfyErrorItem) => void;
+
+function checkNode(
+  id: string,
+  def: NodeDefinition,
+  inputs: Record<string, unknown>,
+  graph: Record<string, unknown>,
+  known: Map<string, { def: NodeDefinition }>,
+  issue: Report,
+): PreparedNode {
+  const prepared: PreparedNode = { id, class_type: def.name, def, literals: {}, links: {}, files: {} };
+  for (const name of declaredInputs(def)) {
+    const { spec, required } = findInput(def, name)!;
+    if (!(name in inputs)) {
+      if (required) issue(id, name, "missing_input", comfyError.requiredInputMissing(name));
+      continue;
+    }
+    let value = inputs[name];
+    if (Array.isArray(value)) {
+      checkLink(id, def, name, spec, value, graph, known, prepared, issue);
+      continue;
+    }
+    // ComfyUI unwraps {"__value__": x}, used to pass a list as a widget value.
+    if (isPlainObject(value) && "__value__" in value) value = value.__value__;
+    checkLiteral(id, def, name, spec, value, prepared, issue);
+  }
+  return prepared;
+}
+
+function checkLink(
+  id: string,
+  def: NodeDefinition,
+  name: string,
+  spec: InputSpec,
+  value: unknown[],
+  graph: Record<string, unknown>,
+  known: Map<string, { def: NodeDefinition }>,
+  prepared: PreparedNode,
+  issue: Report,
+): void {
+  const link = readLink(value);
+  if (!link) {
+    issue(id, name, "bad_link", comfyError.badLinkedInput(name, spec, value));
+    return;
+  }
+  const [from, index] = link;
+  if (!(from in graph)) {
+    issue(id, name, "bad_link", comfyError.exceptionDuringValidation("KeyError", `'${from}'`));
+    return;
+  }
+  const source = known.get(from);
+  // A source with a bad or unknown class carries its own error; nothing more to say here.
+  if (!source) return;
+  if (index >= source.def.output.length) {
+    issue(id, name, "bad_link", comfyError.exceptionDuringValidation("IndexError", "tuple index out of range"));
+    return;
+  }
+  const received = source.def.output[index]!;
+  const isFile = def.fileInputs?.includes(name) ?? false;
+  if (isFile || !typesCompatible(received, spec[0])) {
+    issue(id, name, "type_mismatch", comfyError.returnTypeMismatch(name, spec, received, value));
+    return;
+  }
+  prepared.links[name] = { from, index };
+}
+
+function checkLiteral(
+  id: string,
+  def: NodeDefinition,
+  name: string,
+  spec: InputSpec,
+  value: unknown,
+  prepared: PreparedNode,
+  issue: Report,
+): void {
+  const type = spec[0];
+  if (def.fileInputs?.includes(name)) {
+    if (isAssetObject(value)) {
+      const parsed = parseAssetRef(value);
+      if ("problem" in parsed) issue(id, name, "type_mismatch", comfyError.invalidInputType(name, spec, value, `malformed core/ASSET reference: ${parsed.problem}`));
+      else prepared.files[name] = { kind: "asset", ref: parsed.ref };
+    } else if (typeof value === "string" && value.length > 0) {
+      prepared.files[name] = { kind: "upload", name: value };
+    } else if (typeof value === "string") {
+      issue(id, name, "not_in_options", comfyError.valueNotInList(name, spec, value, []));
+    } else {
+      issue(id, name, "type_mismatch", comfyError.invalidInputType(name, spec, value, "expected an uploaded file name or a core/ASSET reference"));
+    }
+    return;
+  }
+  if (isAssetObject(value)) {
+    issue(id, name, "type_mismatch", comfyError.invalidInputType(name, spec, value, "a core/ASSET reference is accepted only by file inputs"));
+    return;
+  }
+  if (type === "*") {
+    prepared.literals[name] = value;
+    return;
+  }
+  const options = comboOptions(spec);
+  if (options) {
+    if (!options.some((o) => o === value)) issue(id, name, "not_in_options", comfyError.valueNotInList(name, spec, value, options));
+    else prepared.literals[name] = value;
+    return;
+  }
+  if (typeof type !== "string" || !WIDGET_TYPES.has(type)) {
+    issue(id, name, "type_mismatch", comfyError.invalidInputType(name, spec, value, `a ${typeof type === "string" ? type : "COMBO"} input takes a link`));
+    return;
+  }
+  let coerced: unknown;
+  if (type === "INT" || type === "FLOAT") {
+    const c = type === "INT" ? pyInt(value) : pyFloat(value);
+    if (!c.ok) {
+      issue(id, name, "type_mismatch", comfyError.invalidInputType(name, spec, value, c.error));
+      return;
+    }
+    coerced = c.value;
+    const opts = spec[1] ?? {};
+    const show = (n: unknown) => (type === "FLOAT" && typeof n === "number" ? pyFloatRepr(n) : pyRepr(n));
+    if (typeof opts.min === "number" && c.value < opts.min) {
+      issue(id, name, "out_of_range", comfyError.valueSmallerThanMin(name, spec, c.value, opts.min, show));
+      return;
+    }
+    if (typeof opts.max === "number" && c.value > opts.max) {
+      issue(id, name, "out_of_range", comfyError.valueBiggerThanMax(name, spec, c.value, opts.max, show));
+      return;
+    }
+  } else if (type === "STRING") {
+    coerced = pyStr(value);
+  } else {
+    coerced = pyBool(value);
+  }
+  prepared.literals[name] = coerced;
+}
+
+/** A node and everything it depends on (within the prepared nodes). */
+function ancestorsOf(start: string, nodes: Map<string, PreparedNode>): Set<string> {
+  const seen = new Set<string>();
+  const stack = [start];
+  while (stack.length > 0) {
+    const id = stack.pop()!;
+    if (seen.has(id) || !nodes.has(id)) continue;
+    seen.add(id);
+    for (const link of Object.values(nodes.get(id)!.links)) stack.push(link.from);
+  }
+  return seen;
+}
+
+/** Nodes on a dependency cycle (Tarjan's strongly connected components, iterative). */
+function nodesOnCycles(nodes: Map<string, PreparedNode>): Set<string> {
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const onStack = new Set<string>();
+  const stack: string[] = [];
+  const result = new Set<string>();
+  let counter = 0;
+  const edges = (id: string) => Object.values(nodes.get(id)!.links).map((l) => l.from).filter((f) => nodes.has(f));
+  for (const root of nodes.keys()) {
+    if (index.has(root)) continue;
+    const work: { id: string; next: number; targets: string[] }[] = [];
+    const open = (id: string) => {
+      index.set(id, counter);
+      low.set(id, counter);
+      counter++;
+      stack.push(id);
+      onStack.add(id);
+      work.push({ id, next: 0, targets: edges(id) });
+    };
+    open(root);
+    while (work.length > 0) {
+      const frame = work[work.length - 1]!;
+      if (frame.next < frame.targets.length) {
+        const target = frame.targets[frame.next++]!;
+        if (!index.has(target)) open(target);
+        else if (onStack.has(target)) low.set(frame.id, Math.min(low.get(frame.id)!, index.get(target)!));
+        continue;
+      }
+      work.pop();
+      const parent = work[work.length - 1];
+      if (parent) low.set(parent.id, Math.min(low.get(parent.id)!, low.get(frame.id)!));
+      if (low.get(frame.id) === index.get(frame.id)) {
+        const component: string[] = [];
+        let member: string;
+        do {
+          member = stack.pop()!;
+          onStack.delete(member);
+          component.push(member);
+        } while (member !== frame.id);
+        const selfLoop = component.length === 1 && frame.targets.includes(frame.id);
+        if (component.length > 1 || selfLoop) for (const m of component) result.add(m);
+      }
+    }
+  }
+  return result;
+}
+
+/** Post-order from the outputs: every node after the nodes it reads from. */
+function executionOrder(outputs: string[], nodes: Map<string, PreparedNode>): string[] {
+  const order: string[] = [];
+  const done = new Set<string>();
+  for (const root of outputs) {
+    const work: { id: string; deps: string[]; next: number }[] = [];
+    const push = (id: string) => {
+      if (done.has(id) || !nodes.has(id)) return;
+      done.add(id);
+      work.push({ id, deps: Object.values(nodes.get(id)!.links).map((l) => l.from), next: 0 });
+    };
+    push(root);
+    while (work.length > 0) {
+      const frame = work[work.length - 1]!;
+      if (frame.next < frame.deps.length) push(frame.deps[frame.next++]!);
+      else order.push(work.pop()!.id);
+    }
+  }
+  return order;
+}
+
+/** Turns an analysis into the public result with both error shapes. */
+export function validationResult(analysis: Analysis): ValidationResult {
+  const valid = analysis.issues.length === 0;
+  const nodeErrors: Record<string, FieldError[]> = {};
+  for (const i of analysis.issues) (nodeErrors[i.node_id] ??= []).push({ field: i.field, reason: i.reason });
+  return {
+    valid,
+    node_errors: nodeErrors,
+    comfy: valid ? null : comfyShape(analysis),
+    output_nodes: valid ? [...analysis.outputs] : [],
+  };
+}
+
+function comfyShape(analysis: Analysis): ComfyValidationError {
+  const nodeErrors: Record<string, ComfyNodeErrors> = {};
+  for (const i of analysis.issues) {
+    if (i.node_id === "") continue;
+    const entry = (nodeErrors[i.node_id] ??= {
+      errors: [],
+      dependent_outputs: [...(analysis.dependents.get(i.node_id) ?? [])],
+      class_type: analysis.classTypes.get(i.node_id) ?? null,
+    });
+    entry.errors.push(i.comfy);
+  }
+  const graphLevel = analysis.issues.find((i) => i.node_id === "");
+  const missingType = analysis.issues.find((i) => i.comfy.type === "missing_node_type");
+  // ComfyUI stops at the first missing class, then at "no outputs"; we still list every node error.
+  const error =
+    graphLevel?.comfy.type === "invalid_prompt"
+      ? graphLevel.comfy
+      : missingType
+        ? missingType.comfy
+        : graphLevel
+          ? graphLevel.comfy
+          : comfyError.promptOutputsFailedValidation(analysis.issues.map((i) => `${i.comfy.message}: ${i.comfy.details}`));
+  return { error, node_errors: nodeErrors };
+}
+
+/** A one-line summary of the errors, for logs and error messages. */
+export function describeErrors(result: ValidationResult): string {
+  const parts = Object.entries(result.node_errors).map(([id, errs]) =>
+    `${id === "" ? "graph" : `node ${id}`}: ${errs.map((e) => (e.field ? `${e.field} ${e.reason}` : e.reason)).join(", ")}`,
+  );
+  return parts.length ? `Invalid workflow (${parts.join("; ")})` : "Valid workflow";
+}
