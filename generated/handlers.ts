@@ -21,8 +21,8 @@ export interface OperationInput<K extends OperationId> {
 /** One operation's handler; `Ctx` carries the transport (request, reply, caller). */
 export type OperationHandler<K extends OperationId, Ctx> = (input: OperationInput<K>, ctx: Ctx) => unknown;
 
-/** One method per operationId: an operation added to the spec fails typecheck until it has a handler. */
-export interface Handlers<Ctx> {
+/** The v2 job interface: one method per operationId, so an added operation fails typecheck until handled. */
+export interface V2Handlers<Ctx> {
   listJobs: OperationHandler<"listJobs", Ctx>;
   createJob: OperationHandler<"createJob", Ctx>;
   getJob: OperationHandler<"getJob", Ctx>;
@@ -35,6 +35,10 @@ export interface Handlers<Ctx> {
   getAsset: OperationHandler<"getAsset", Ctx>;
   deleteAsset: OperationHandler<"deleteAsset", Ctx>;
   getAssetContent: OperationHandler<"getAssetContent", Ctx>;
+}
+
+/** The hosted compatibility interface: one method per operationId. */
+export interface HostedHandlers<Ctx> {
   hostedGetObjectInfo: OperationHandler<"hostedGetObjectInfo", Ctx>;
   hostedGetNodeInfo: OperationHandler<"hostedGetNodeInfo", Ctx>;
   hostedUploadImage: OperationHandler<"hostedUploadImage", Ctx>;
@@ -50,6 +54,13 @@ export interface Handlers<Ctx> {
   hostedGetHistoryEntry: OperationHandler<"hostedGetHistoryEntry", Ctx>;
   hostedGetSystemStats: OperationHandler<"hostedGetSystemStats", Ctx>;
   hostedWebSocket: OperationHandler<"hostedWebSocket", Ctx>;
+}
+
+/** Liveness and readiness probes. */
+export interface OperationsHandlers<Ctx> {
   getHealth: OperationHandler<"getHealth", Ctx>;
   getReadiness: OperationHandler<"getReadiness", Ctx>;
 }
+
+/** Every operation of the spec. */
+export type Handlers<Ctx> = V2Handlers<Ctx> & HostedHandlers<Ctx> & OperationsHandlers<Ctx>;

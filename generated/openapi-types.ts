@@ -148,6 +148,10 @@ export interface paths {
          *     either way a new asset record owned by the caller is created over the blob. When
          *     `expected_hash` is given and the bytes hash differently the upload answers 409
          *     `hash_mismatch` and nothing is stored.
+         *
+         *     Because the file is hashed as it streams in, the fields that describe it
+         *     (`content_type`, `file_path`, `expected_hash`, `tags`) must come before the `file` part;
+         *     a part after `file` is 400 `invalid_request`.
          */
         post: operations["uploadAsset"];
         delete?: never;

@@ -93,9 +93,17 @@ export const routes: readonly RouteSpec[] = ${JSON.stringify(routes, null, 2)};
 `;
 }
 
-/** Source of generated/handlers.ts: the typed interface the server must implement. */
+/** Source of generated/handlers.ts: the typed interfaces the server must implement. */
 export function handlersSource(doc: JsonObject): string {
-  const ids = operations(doc).map(({ op }) => op.operationId as string);
+  const ops = operations(doc).map(({ op, path }) => ({ id: op.operationId as string, family: family(path) }));
+  const iface = (name: string, doc: string, fam: string) => `/** ${doc} */
+export interface ${name}<Ctx> {
+${ops
+  .filter((o) => o.family === fam)
+  .map((o) => `  ${o.id}: OperationHandler<${JSON.stringify(o.id)}, Ctx>;`)
+  .join("\n")}
+}
+`;
   return `${BANNER}
 import type { operations } from "./openapi-types.ts";
 import type { OperationId } from "./routes.ts";
@@ -118,9 +126,10 @@ export interface OperationInput<K extends OperationId> {
 /** One operation's handler; \`Ctx\` carries the transport (request, reply, caller). */
 export type OperationHandler<K extends OperationId, Ctx> = (input: OperationInput<K>, ctx: Ctx) => unknown;
 
-/** One method per operationId: an operation added to the spec fails typecheck until it has a handler. */
-export interface Handlers<Ctx> {
-${ids.map((id) => `  ${id}: OperationHandler<${JSON.stringify(id)}, Ctx>;`).join("\n")}
-}
+${iface("V2Handlers", "The v2 job interface: one method per operationId, so an added operation fails typecheck until handled.", "v2")}
+${iface("HostedHandlers", "The hosted compatibility interface: one method per operationId.", "hosted")}
+${iface("OperationsHandlers", "Liveness and readiness probes.", "operations")}
+/** Every operation of the spec. */
+export type Handlers<Ctx> = V2Handlers<Ctx> & HostedHandlers<Ctx> & OperationsHandlers<Ctx>;
 `;
 }

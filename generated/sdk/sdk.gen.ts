@@ -133,6 +133,10 @@ export const getJobWorkflow = <ThrowOnError extends boolean = false>(options: Op
  * `expected_hash` is given and the bytes hash differently the upload answers 409
  * `hash_mismatch` and nothing is stored.
  *
+ * Because the file is hashed as it streams in, the fields that describe it
+ * (`content_type`, `file_path`, `expected_hash`, `tags`) must come before the `file` part;
+ * a part after `file` is 400 `invalid_request`.
+ *
  */
 export const uploadAsset = <ThrowOnError extends boolean = false>(options: Options<UploadAssetData, ThrowOnError>): RequestResult<UploadAssetResponses, UploadAssetErrors, ThrowOnError> => (options.client ?? client).post<UploadAssetResponses, UploadAssetErrors, ThrowOnError>({
     ...formDataBodySerializer,

@@ -1,0 +1,200 @@
+// Asset records over content-addressed blobs: uploads, reuse by hash, outputs, reads, deletion.
+// Ownership is checked here; another caller's asset looks exactly like a missing one.
+import type { Readable } from "node:stream";
+import { BlobStore, HashMismatchError, PayloadTooLargeError, parseBlake3Hash, type ByteRange } from "../blobs/index.ts";
+import type { AssetFolder, AssetRecord, AssetType, Store } from "../store/index.ts";
+import { notFound, ServiceError } from "../jobs/errors.ts";
+import { uuidv7 } from "../jobs/ids.ts";
+import { isMediaType, mediaTypeFromName, sniffMediaType } from "./media-types.ts";
+
+export interface AssetServiceOptions {
+  store: Store;
+  blobs: BlobStore;
+  now: () => number;
+  /** How long an upload lives, in ms. */
+  retentionMs: number;
+  /** Largest accepted upload, in bytes. */
+  maxUploadBytes: number;
+}
+
+/** What an upload says about its bytes. */
+export interface UploadMeta {
+  content_type?: string | undefined;
+  file_path?: string | undefined;
+  expected_hash?: string | undefined;
+  tags?: string[] | undefined;
+  folder?: AssetFolder;
+}
+
+/** An output as the engine hands it over. */
+export interface OutputFile {
+  node_id: string;
+  name: string;
+  type: AssetType;
+  content_type: string;
+  data: Uint8Array;
+  folder: AssetFolder;
+}
+
+/** Everything the service does with assets. */
+export class AssetService {
+  private readonly o: AssetServiceOptions;
+
+  constructor(options: AssetServiceOptions) {
+    this.o = options;
+  }
+
+  /** Stores uploaded bytes (hashed while they arrive) and creates the caller's record over them. */
+  async upload(owner: string, source: Readable | Uint8Array, meta: UploadMeta): Promise<{ asset: AssetRecord; created: boolean }> {
+    if (meta.expected_hash !== undefined && parseBlake3Hash(meta.expected_hash) === null) {
+      throw new ServiceError("invalid_request", "The request is invalid.", { fields: [{ field: "expected_hash", reason: "invalid_format" }] });
+    }
+    if (meta.content_type !== undefined && !isMediaType(meta.content_type)) {
+      throw new ServiceError("invalid_request", "The request is invalid.", { fields: [{ field: "content_type", reason: "invalid_format" }] });
+    }
+    let put;
+    try {
+      put = await this.o.blobs.put(source, { expectedHash: meta.expected_hash, maxBytes: this.o.maxUploadBytes });
+    } catch (err) {
+      if (err instanceof HashMismatchError) {
+        throw new ServiceError("hash_mismatch", "The uploaded bytes do not match the expected hash.", {
+          expected_hash: meta.expected_hash,
+          actual_hash: `blake3:${err.actual.replace(/^blake3:/, "")}`,
+        });
+      }
+      if (err instanceof PayloadTooLargeError) throw new ServiceError("payload_too_large", "The request body is too large.");
+      throw err;
+    }
+    const contentType = meta.content_type ?? (await this.sniff(put.key)) ?? mediaTypeFromName(meta.file_path ?? "") ?? "application/octet-stream";
+    const now = this.o.now();
+    const asset = await this.o.store.addAsset({
+      id: uuidv7(now),
+      owner,
+      name: meta.file_path ?? put.key,
+      content_type: contentType,
+      size_bytes: put.size,
+      hash: put.hash,
+      blob_key: put.key,
+      folder: meta.folder ?? "input",
+      file_path: meta.file_path ?? null,
+      tags: meta.tags ?? [],
+      created_at: now,
+      expires_at: now + this.o.retentionMs,
+    });
+    return { asset, created: put.created };
+  }
+
+  /** A new record over a blob the caller may already use; 404 `blob_not_found` otherwise. */
+  async fromHash(owner: string, hash: string, meta: { file_path?: string | undefined; tags?: string[] | undefined }): Promise<{ asset: AssetRecord; created: boolean }> {
+    const key = parseBlake3Hash(hash);
+    const existing = key === null ? null : await this.o.store.findAssetByBlob(owner, key);
+    if (!existing || key === null || !(await this.o.blobs.has(key))) {
+      throw new ServiceError("blob_not_found", "No blob with this hash is available to you.");
+    }
+    const filePath = meta.file_path ?? existing.file_path;
+    const tags = meta.tags ?? [];
+    if (existing.job_id === null && existing.file_path === filePath && sameTags(existing.tags, tags)) return { asset: existing, created: false };
+    const now = this.o.now();
+    const asset = await this.o.store.addAsset({
+      id: uuidv7(now),
+      owner,
+      name: filePath ?? key,
+      content_type: existing.content_type,
+      size_bytes: existing.size_bytes,
+      hash: `blake3:${key}`,
+      blob_key: key,
+      folder: "input",
+      file_path: filePath,
+      tags,
+      created_at: now,
+      expires_at: now + this.o.retentionMs,
+    });
+    return { asset, created: true };
+  }
+
+  /** Whether the caller may mint an asset from this hash. */
+  async canUseHash(owner: string, hash: string): Promise<boolean> {
+    const key = parseBlake3Hash(hash);
+    return key !== null && (await this.o.store.findAssetByBlob(owner, key)) !== null && (await this.o.blobs.has(key));
+  }
+
+  /** The caller's asset, or 404 `not_found`. */
+  async get(owner: string, id: string): Promise<AssetRecord> {
+    const asset = await this.o.store.getAsset(id);
+    if (!asset || asset.owner !== owner || (asset.expires_at !== null && asset.expires_at <= this.o.now())) throw notFound();
+    return asset;
+  }
+
+  /** Any caller's asset by id (signed links carry their own authorization), or 404. */
+  async getUnchecked(id: string): Promise<AssetRecord> {
+    const asset = await this.o.store.getAsset(id);
+    if (!asset || (asset.expires_at !== null && asset.expires_at <= this.o.now())) throw notFound();
+    return asset;
+  }
+
+  /** Deletes an uploaded asset; outputs live as long as their job (403 `forbidden`). */
+  async delete(owner: string, id: string): Promise<void> {
+    const asset = await this.get(owner, id);
+    if (asset.job_id !== null) throw new ServiceError("forbidden", "A job's outputs live as long as the job.");
+    const gone = await this.o.store.deleteAsset(id);
+    if (gone?.blob_unreferenced) await this.o.blobs.delete(gone.blob_key, { unlessTouchedAfter: this.o.now() });
+  }
+
+  /** The bytes of an asset, whole or a byte range. */
+  async open(asset: AssetRecord, range?: ByteRange): Promise<Readable> {
+    return this.o.blobs.open(asset.blob_key, range);
+  }
+
+  /** Commits one output of a running job: blob first, then the record, so a record never points at nothing. */
+  async commitOutput(job: { id: string; owner: string; expires_at: number }, file: OutputFile): Promise<AssetRecord> {
+    const put = await this.o.blobs.put(file.data);
+    const now = this.o.now();
+    return this.o.store.addAsset({
+      id: uuidv7(now),
+      owner: job.owner,
+      job_id: job.id,
+      node_id: file.node_id,
+      name: file.name,
+      type: file.type,
+      content_type: file.content_type,
+      size_bytes: put.size,
+      hash: put.hash,
+      blob_key: put.key,
+      folder: file.folder,
+      file_path: file.name,
+      created_at: now,
+      expires_at: job.expires_at,
+    });
+  }
+
+  /** Bytes of the caller's asset for the engine (core/ASSET references), or null. */
+  async readOwned(owner: string, id: string): Promise<{ bytes: Buffer; hash: string; content_type: string; name: string } | null> {
+    const asset = await this.o.store.getAsset(id);
+    if (!asset || asset.owner !== owner) return null;
+    return { bytes: await this.readAll(asset.blob_key), hash: `blake3:${asset.blob_key}`, content_type: asset.content_type, name: asset.name };
+  }
+
+  /** Bytes of the caller's uploaded file by name (hosted LoadImage), or null. */
+  async readUploadByName(owner: string, name: string): Promise<{ bytes: Buffer; hash: string } | null> {
+    const asset = (await this.o.store.findAssetByName(owner, name, "input")) ?? (await this.o.store.findAssetByName(owner, name));
+    if (!asset) return null;
+    return { bytes: await this.readAll(asset.blob_key), hash: `blake3:${asset.blob_key}` };
+  }
+
+  private async readAll(key: string): Promise<Buffer> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of await this.o.blobs.open(key)) chunks.push(chunk as Buffer);
+    return Buffer.concat(chunks);
+  }
+
+  private async sniff(key: string): Promise<string | null> {
+    const stream = await this.o.blobs.open(key, { start: 0, end: 15 });
+    const chunks: Buffer[] = [];
+    for await (const c of stream) chunks.push(c as Buffer);
+    return sniffMediaType(Buffer.concat(chunks));
+  }
+}
+
+function sameTags(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((t, i) => t === b[i]);
+}

@@ -1,0 +1,126 @@
+// One typed configuration, from flags and environment variables (flags win), printed at start
+// without secrets.
+import { parseArgs } from "node:util";
+import path from "node:path";
+
+export type Surface = "self-hosted" | "cloud" | "serverless";
+
+export interface Config {
+  host: string;
+  port: number;
+  dataDir: string;
+  /** Static bearer token of the self-hosted surface; null = open. */
+  token: string | null;
+  /** Origin (and optional path) put in front of signed links; null = the request's origin. */
+  publicUrl: string | null;
+  queueLimit: number;
+  concurrency: number;
+  retentionMs: number;
+  /** HMAC key of signed links; null = generated once per data dir. */
+  signingKey: string | null;
+  surface: Surface;
+  engine: "embedded";
+  /** Vendor endpoint of the partner node (FlowgatePartnerCall); null disables it. */
+  partnerUrl: string | null;
+  /** Largest JSON body, in bytes. */
+  bodyLimit: number;
+  /** Largest upload, in bytes. */
+  maxUploadBytes: number;
+  /** Lifetime of signed links, in ms. */
+  urlTtlMs: number;
+  /** Open event streams per caller. */
+  maxStreamsPerCaller: number;
+  /** Bound of a captured log, in bytes. */
+  logLimitBytes: number;
+  reaperIntervalMs: number;
+  /** Log level of the server's JSON log. */
+  logLevel: string;
+}
+
+/** Flags of `flowgate serve`: name, environment variable, and one-line help. */
+export const SERVE_FLAGS = {
+  port: { env: "FLOWGATE_PORT", help: "port to listen on (default 8189)" },
+  host: { env: "FLOWGATE_HOST", help: "interface to bind (default 127.0.0.1)" },
+  "data-dir": { env: "FLOWGATE_DATA_DIR", help: "where the database and blobs live (default ./data)" },
+  token: { env: "FLOWGATE_TOKEN", help: "static bearer token required on v2 (default: none, open)" },
+  "public-url": { env: "FLOWGATE_PUBLIC_URL", help: "origin used in signed links (default: the request's origin)" },
+  "queue-limit": { env: "FLOWGATE_QUEUE_LIMIT", help: "queued jobs before queue_full (default 10000)" },
+  concurrency: { env: "FLOWGATE_CONCURRENCY", help: "jobs that run at once (default 2)" },
+  retention: { env: "FLOWGATE_RETENTION", help: "how long jobs and uploads are kept, like 7d, 12h, 30m (default 7d)" },
+  "signing-key": { env: "FLOWGATE_SIGNING_KEY", help: "HMAC key of signed links (default: generated once per data dir)" },
+  surface: { env: "FLOWGATE_SURFACE", help: "self-hosted (default)" },
+  "partner-url": { env: "FLOWGATE_PARTNER_URL", help: "vendor endpoint FlowgatePartnerCall posts to (default: none)" },
+  "log-level": { env: "FLOWGATE_LOG_LEVEL", help: "fatal, error, warn, info (default), debug" },
+} as const;
+
+/** Parses a duration like `7d`, `12h`, `30m`, `45s` or `500ms` into milliseconds. */
+export function parseDuration(text: string): number {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/.exec(text.trim());
+  if (!m) throw new Error(`invalid duration "${text}" (use a number and one of ms, s, m, h, d)`);
+  const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[m[2] as "ms" | "s" | "m" | "h" | "d"];
+  const ms = Math.round(Number(m[1]) * unit);
+  if (ms <= 0) throw new Error(`duration "${text}" must be positive`);
+  return ms;
+}
+
+function positiveInt(name: string, text: string): number {
+  const n = Number(text);
+  if (!Number.isInteger(n) || n <= 0) throw new Error(`--${name} must be a positive integer, got "${text}"`);
+  return n;
+}
+
+/** The configuration from command-line arguments and the environment. */
+export function loadConfig(argv: string[] = [], env: NodeJS.ProcessEnv = process.env): Config {
+  const { values } = parseArgs({
+    args: argv,
+    options: Object.fromEntries(Object.keys(SERVE_FLAGS).map((k) => [k, { type: "string" as const }])),
+    strict: true,
+    allowPositionals: false,
+  });
+  const get = (name: keyof typeof SERVE_FLAGS): string | undefined => (values[name] as string | undefined) ?? env[SERVE_FLAGS[name].env] ?? undefined;
+  const surface = get("surface") ?? "self-hosted";
+  if (surface !== "self-hosted") throw new Error(`--surface ${surface} is not available yet; use self-hosted`);
+  const port = Number(get("port") ?? 8189);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--port must be 0..65535, got "${get("port")}"`);
+  const publicUrl = get("public-url") ?? null;
+  if (publicUrl !== null && !/^https?:\/\/[^/]+/.test(publicUrl)) throw new Error(`--public-url must be an http(s) URL`);
+  return {
+    host: get("host") ?? "127.0.0.1",
+    port,
+    dataDir: path.resolve(get("data-dir") ?? "data"),
+    token: get("token") || null,
+    publicUrl: publicUrl?.replace(/\/+$/, "") ?? null,
+    queueLimit: positiveInt("queue-limit", get("queue-limit") ?? "10000"),
+    concurrency: positiveInt("concurrency", get("concurrency") ?? "2"),
+    retentionMs: parseDuration(get("retention") ?? "7d"),
+    signingKey: get("signing-key") || null,
+    surface,
+    engine: "embedded",
+    partnerUrl: get("partner-url") || null,
+    bodyLimit: 10 * 1024 * 1024,
+    maxUploadBytes: 512 * 1024 * 1024,
+    urlTtlMs: 60 * 60 * 1000,
+    maxStreamsPerCaller: 100,
+    logLimitBytes: 64 * 1024,
+    reaperIntervalMs: 60_000,
+    logLevel: get("log-level") ?? "info",
+  };
+}
+
+/** The settings as printed at start: secrets shown only as set or unset. */
+export function describeConfig(c: Config): Record<string, unknown> {
+  return {
+    surface: c.surface,
+    engine: c.engine,
+    host: c.host,
+    port: c.port,
+    dataDir: c.dataDir,
+    token: c.token ? "(set)" : "(none: open)",
+    publicUrl: c.publicUrl ?? "(request origin)",
+    queueLimit: c.queueLimit,
+    concurrency: c.concurrency,
+    retention: `${c.retentionMs / 3_600_000}h`,
+    signingKey: c.signingKey ? "(set)" : "(per data dir)",
+    partnerUrl: c.partnerUrl ?? "(none)",
+  };
+}

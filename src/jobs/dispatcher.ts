@@ -1,0 +1,140 @@
+// Starts queued jobs when a slot is free, in FIFO order, and keeps the in-memory queue that
+// answers queue positions. The store is the truth; the queue is rebuilt from it at start.
+import { TerminalStatusError, type JobRecord, type Store } from "../store/index.ts";
+import { DrainRate } from "./drain-rate.ts";
+import type { EventBus } from "./event-bus.ts";
+import { FifoQueue } from "./fifo-queue.ts";
+import { runJob, type JobRunDeps } from "./job-run.ts";
+
+export interface DispatcherOptions extends JobRunDeps {
+  /** Jobs that run at once. */
+  concurrency: number;
+}
+
+/** The queue, the slots, and the runs in flight. */
+export class Dispatcher {
+  readonly queue = new FifoQueue();
+  readonly drain = new DrainRate();
+  private readonly o: DispatcherOptions;
+  private readonly running = new Map<string, AbortController>();
+  /** Secrets of queued and running jobs, in memory only, dropped when the run ends. */
+  private readonly extras = new Map<string, { api_key_vendor_org?: string }>();
+  private readonly inflight = new Set<Promise<unknown>>();
+  private pumping = false;
+  private stopped = false;
+
+  constructor(options: DispatcherOptions) {
+    this.o = options;
+  }
+
+  private get events(): EventBus {
+    return this.o.events;
+  }
+
+  /**
+   * Recovers after a restart: jobs left running or canceling by a dead process end `failed`
+   * with `worker_lost` (never `running` forever); queued jobs wait again in their order.
+   */
+  async start(): Promise<void> {
+    const now = this.o.now();
+    for (const job of await this.o.store.jobsInStatus(["running", "canceling"])) {
+      const to = job.status === "canceling" ? "canceled" : "failed";
+      const patch =
+        to === "failed"
+          ? { completed_at: now, error: { code: "worker_lost", message: "The worker running this job stopped before it finished." } }
+          : { completed_at: now };
+      await this.o.store.transitionJob(job.id, [job.status], to, patch).catch(ignoreTerminal);
+    }
+    let after = 0;
+    for (;;) {
+      const page = await this.o.store.queuedJobs(5000, after);
+      for (const job of page) this.queue.push(job.id);
+      if (page.length < 5000) break;
+      after = page[page.length - 1]!.seq;
+    }
+    this.pump();
+  }
+
+  /** A job just committed as queued. */
+  enqueue(job: JobRecord, extra: { api_key_vendor_org?: string } | undefined): void {
+    if (extra && Object.keys(extra).length > 0) this.extras.set(job.id, extra);
+    this.queue.push(job.id);
+    this.pump();
+  }
+
+  /** Takes a queued job out of the queue (cancel, expiry). */
+  dequeue(jobId: string): void {
+    this.queue.remove(jobId);
+    this.extras.delete(jobId);
+  }
+
+  /** Asks a running job to stop at its next node or step boundary. */
+  abort(jobId: string): boolean {
+    const controller = this.running.get(jobId);
+    controller?.abort();
+    return controller !== undefined;
+  }
+
+  /** Jobs running now. */
+  get runningCount(): number {
+    return this.running.size;
+  }
+
+  /** Stops starting jobs and waits for the runs in flight. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    for (const c of this.running.values()) c.abort();
+    await Promise.allSettled([...this.inflight]);
+  }
+
+  /** Fills free slots from the head of the queue. */
+  pump(): void {
+    if (this.pumping || this.stopped) return;
+    this.pumping = true;
+    const p = this.fill().finally(() => {
+      this.pumping = false;
+      this.inflight.delete(p);
+      // Something may have been queued while the fill was finishing.
+      if (this.queue.size > 0 && this.running.size < this.o.concurrency && !this.stopped) this.pump();
+    });
+    this.inflight.add(p);
+  }
+
+  private async fill(): Promise<void> {
+    while (!this.stopped && this.running.size < this.o.concurrency) {
+      const id = this.queue.peek();
+      if (id === undefined) return;
+      const now = this.o.now();
+      // The job keeps its place (position 0) until it is durably running.
+      const job = await this.o.store.transitionJob(id, ["queued"], "running", { started_at: now }).catch(ignoreTerminal);
+      this.queue.remove(id);
+      if (!job) {
+        this.extras.delete(id); // canceled or expired meanwhile
+        continue;
+      }
+      this.events.publish({ type: "status", job });
+      this.launch(job);
+    }
+  }
+
+  private launch(job: JobRecord): void {
+    const controller = new AbortController();
+    this.running.set(job.id, controller);
+    const extra = this.extras.get(job.id) ?? {};
+    const p = runJob(this.o, job, extra, controller.signal)
+      .catch(() => null)
+      .finally(() => {
+        this.running.delete(job.id);
+        this.extras.delete(job.id);
+        this.inflight.delete(p);
+        this.drain.record(this.o.now());
+        this.pump();
+      });
+    this.inflight.add(p);
+  }
+}
+
+function ignoreTerminal(err: unknown): null {
+  if (err instanceof TerminalStatusError) return null;
+  throw err;
+}

@@ -1,0 +1,53 @@
+// Adapts an engine backend (src/engine's Engine) to the port the job lifecycle uses.
+import { findAssetReferences } from "../engine/asset-refs.ts";
+import type { Engine } from "../engine/engine.ts";
+import { EngineError, ExecutionCancelledError, isAbortError } from "../engine/errors.ts";
+import { isUiFormat } from "../engine/graph.ts";
+import type { EnginePort, GraphValidation, RunEnd, RunOptions } from "./engine-port.ts";
+
+/** The port over an Engine. */
+export function engineAdapter(engine: Engine): EnginePort {
+  return {
+    isUiFormat,
+    assetReferences: (graph) => findAssetReferences(graph).map((r) => ({ node_id: r.node_id, input: r.input, id: r.ref?.id ?? null })),
+    async validate(graph): Promise<GraphValidation> {
+      const v = await engine.validate(graph);
+      return v.valid ? { ok: true, output_node_ids: v.output_nodes } : { ok: false, node_errors: v.node_errors, comfy: v.comfy };
+    },
+    run: (graph, options) => run(engine, graph, options),
+    nodeDefinitions: async () => (await engine.nodeDefinitions()) as Record<string, unknown>,
+    ready: async () => true,
+  };
+}
+
+async function run(engine: Engine, graph: Record<string, unknown>, o: RunOptions): Promise<RunEnd> {
+  try {
+    await engine.execute(graph, {
+      signal: o.signal,
+      extra: o.extra,
+      async resolveAsset(ref) {
+        const found = await o.resolveAsset(ref);
+        if (!found) {
+          throw new EngineError({ code: "invalid_input", message: "A referenced asset is no longer available.", node_id: null, class_type: null, traceback: null });
+        }
+        return found;
+      },
+      resolveUpload: o.resolveUpload,
+      onStart: (e) => o.onStart([...e.cached, ...e.nodes]),
+      onCached: (ids) => o.onCached(ids),
+      onNodeStart: (e) => o.onNodeStart(e.node_id, e.class_type),
+      onNodeDone: (e) => o.onNodeDone(e.node_id, e.class_type, e.ui),
+      onProgress: (e) => o.onProgress(e.node_id, e.value, e.max),
+      onPreview: (e) => o.onPreview(e.node_id, e.content_type, e.data),
+      onOutput: (out) =>
+        o.onOutput({ node_id: out.node_id, class_type: out.class_type, name: out.name, type: out.type, content_type: out.content_type, data: out.data, folder: out.folder }),
+      onLog: (text) => o.onLog(text),
+    });
+    return { kind: "succeeded" };
+  } catch (err) {
+    if (err instanceof ExecutionCancelledError || (o.signal.aborted && isAbortError(err))) return { kind: "canceled" };
+    if (err instanceof EngineError) return { kind: "failed", error: { ...err.jobError } };
+    if (o.signal.aborted) return { kind: "canceled" };
+    return { kind: "failed", error: { code: "node_execution_error", message: "The workflow failed.", node_id: null, class_type: null, traceback: null } };
+  }
+}

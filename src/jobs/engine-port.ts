@@ -1,0 +1,82 @@
+// What the job lifecycle needs from an engine backend (embedded or a ComfyUI proxy). The engine
+// knows nothing of jobs; src/jobs adapts to it through this port.
+import type { AssetType, AssetFolder } from "../store/index.ts";
+
+/** One problem of one node: the `{field, reason}` of `invalid_workflow`. */
+export interface FieldProblem {
+  field: string;
+  reason: string;
+  message?: string;
+}
+
+/** Node id ("" for the graph as a whole) to its problems. */
+export type NodeErrors = Record<string, FieldProblem[]>;
+
+/** Outcome of validating a graph. */
+export type GraphValidation =
+  | { ok: true; output_node_ids: string[] }
+  | { ok: false; node_errors: NodeErrors; comfy?: unknown };
+
+/** A `core/ASSET` reference found in a graph. */
+export interface GraphAssetReference {
+  node_id: string;
+  input: string;
+  /** null when the reference object is malformed. */
+  id: string | null;
+}
+
+/** An execution failure as the job stores it. */
+export interface RunFailure {
+  code: string;
+  message: string;
+  node_id?: string | null;
+  class_type?: string | null;
+  traceback?: string | null;
+}
+
+/** A file a node produced. */
+export interface RunOutput {
+  node_id: string;
+  class_type: string;
+  name: string;
+  type: AssetType;
+  content_type: string;
+  data: Uint8Array;
+  folder: AssetFolder;
+}
+
+/** Callbacks and inputs of one run. */
+export interface RunOptions {
+  signal: AbortSignal;
+  /** Per-submission secrets (`extra_data`), in memory only. */
+  extra: { api_key_vendor_org?: string };
+  resolveAsset(ref: { id: string }): Promise<{ bytes: Buffer; hash: string; content_type: string } | null>;
+  resolveUpload(name: string): Promise<{ bytes: Buffer; hash: string } | null>;
+  onStart(nodes: string[]): void;
+  onCached(nodeIds: string[]): void;
+  onNodeStart(nodeId: string, classType: string): void;
+  onNodeDone(nodeId: string, classType: string, ui: Record<string, unknown> | null): void;
+  onProgress(nodeId: string, value: number, max: number): void;
+  onPreview(nodeId: string, contentType: string, data: Buffer): void;
+  /** Awaited: the output is durable before the run goes on. */
+  onOutput(output: RunOutput): Promise<void>;
+  onLog(text: string): void;
+}
+
+/** How a run ended when it did not succeed. */
+export type RunEnd = { kind: "succeeded" } | { kind: "failed"; error: RunFailure } | { kind: "canceled" };
+
+/** An engine backend as the lifecycle sees it. */
+export interface EnginePort {
+  /** A UI export (top-level `nodes` and `links` arrays) rather than the API format. */
+  isUiFormat(graph: unknown): boolean;
+  /** Every `core/ASSET` reference in the graph, malformed ones included. */
+  assetReferences(graph: Record<string, unknown>): GraphAssetReference[];
+  validate(graph: Record<string, unknown>): Promise<GraphValidation>;
+  /** Runs a validated graph; never rejects: the end is reported as a RunEnd. */
+  run(graph: Record<string, unknown>, options: RunOptions): Promise<RunEnd>;
+  /** Node definitions in ComfyUI's object_info shape. */
+  nodeDefinitions(): Promise<Record<string, unknown>>;
+  /** Whether the engine can take work. */
+  ready(): Promise<boolean>;
+}

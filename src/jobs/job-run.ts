@@ -1,0 +1,107 @@
+// One run of one job: engine callbacks become progress, outputs, previews, logs and events.
+import type { AssetService } from "../assets/asset-service.ts";
+import { TerminalStatusError, type JobRecord, type JobStatus, type Store } from "../store/index.ts";
+import type { EnginePort, RunEnd } from "./engine-port.ts";
+import type { EventBus } from "./event-bus.ts";
+import { LogCapture } from "./log-capture.ts";
+import { ProgressTracker, type Progress } from "./progress.ts";
+
+export interface JobRunDeps {
+  store: Store;
+  assets: AssetService;
+  engine: EnginePort;
+  events: EventBus;
+  now: () => number;
+  /** Keep the run's standard output on the job (serverless surfaces). */
+  captureLogs: boolean;
+  logLimitBytes: number;
+}
+
+/** Runs a job that is already `running`, to its terminal state. */
+export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_vendor_org?: string }, signal: AbortSignal): Promise<JobRecord | null> {
+  const { store, events, assets } = deps;
+  const base = { job_id: job.id, owner: job.owner };
+  const tracker = new ProgressTracker();
+  const log = new LogCapture(deps.logLimitBytes);
+  let progressWrite: Promise<unknown> = Promise.resolve();
+
+  const report = (progress: Progress) => {
+    // Writes are chained so snapshots land in order; the event goes out at once.
+    progressWrite = progressWrite.then(() => store.updateProgress(job.id, progress as unknown as Record<string, unknown>)).catch(() => undefined);
+    events.publish({ type: "progress", ...base, progress });
+  };
+
+  const graph = (await store.getJobWorkflow(job.id)) ?? {};
+  let end: RunEnd;
+  try {
+    end = await deps.engine.run(graph, {
+      signal,
+      extra,
+      resolveAsset: (ref) => assets.readOwned(job.owner, ref.id),
+      resolveUpload: (name) => assets.readUploadByName(job.owner, name),
+      onStart: (nodes) => report(tracker.plan(nodes)),
+      onCached: (ids) => {
+        events.publish({ type: "cached", ...base, node_ids: ids });
+        report(tracker.cached(ids));
+      },
+      onNodeStart: (node_id, class_type) => {
+        events.publish({ type: "node_start", ...base, node_id, class_type });
+        report(tracker.nodeStart(node_id, class_type));
+      },
+      onNodeDone: (node_id, class_type, ui) => {
+        events.publish({ type: "node_done", ...base, node_id, class_type, ui });
+        report(tracker.nodeDone(node_id));
+      },
+      onProgress: (node_id, value, max) => {
+        events.publish({ type: "step", ...base, node_id, value, max });
+        report(tracker.step(node_id, value, max));
+      },
+      onPreview: (node_id, content_type, data) => events.publish({ type: "preview", ...base, node_id, content_type, data }),
+      onOutput: async (output) => {
+        const asset = await assets.commitOutput(job, output);
+        events.publish({ type: "output", ...base, asset });
+      },
+      onLog: (text) => {
+        log.write(text);
+        events.publish({ type: "log", ...base, text });
+      },
+    });
+  } catch {
+    // The port promises not to throw; if a backend does anyway, the job still ends.
+    end = { kind: "failed", error: { code: "node_execution_error", message: "The workflow failed." } };
+  }
+  await progressWrite;
+
+  if (deps.captureLogs) {
+    const { text, truncated } = log.result();
+    await store.setLogs(job.id, { text, truncated, captured_at: deps.now() });
+  }
+  const now = deps.now();
+  let finished: JobRecord | null;
+  if (end.kind === "succeeded") {
+    const progress = tracker.finish() as unknown as Record<string, unknown>;
+    finished = await settle(store, job.id, "succeeded", { completed_at: now, progress });
+  } else if (end.kind === "failed") {
+    finished = await settle(store, job.id, "failed", { completed_at: now, error: { ...end.error } });
+  } else {
+    finished = await settle(store, job.id, "canceled", { completed_at: now });
+  }
+  if (finished) events.publish({ type: "status", job: finished });
+  return finished;
+}
+
+/**
+ * Writes the end of a run. A job canceled meanwhile ends `canceled` whatever the run did; one
+ * expired by the reaper stays expired (the database refuses to rewrite a terminal state).
+ */
+async function settle(store: Store, id: string, to: JobStatus, patch: Parameters<Store["transitionJob"]>[3]): Promise<JobRecord | null> {
+  try {
+    // A run only stops early because of a cancel request (the job is `canceling`) or the reaper.
+    const fromRunning = to === "canceled" ? null : await store.transitionJob(id, ["running"], to, patch);
+    if (fromRunning) return fromRunning;
+    return await store.transitionJob(id, ["canceling"], "canceled", { completed_at: patch?.completed_at ?? null });
+  } catch (err) {
+    if (err instanceof TerminalStatusError) return null;
+    throw err;
+  }
+}

@@ -1,0 +1,199 @@
+// The job lifecycle behind the v2 and hosted interfaces: submit, read, list, cancel.
+// It knows nothing of HTTP; failures are ServiceErrors with contract codes.
+import type { AssetService } from "../assets/asset-service.ts";
+import {
+  IdempotencyKeyReused,
+  InvalidCursorError,
+  TerminalStatusError,
+  isTerminalStatus,
+  type AssetRecord,
+  type JobLogs,
+  type JobRecord,
+  type JobStatus,
+  type Store,
+} from "../store/index.ts";
+import type { Dispatcher } from "./dispatcher.ts";
+import type { EnginePort, GraphValidation } from "./engine-port.ts";
+import { notFound, ServiceError } from "./errors.ts";
+import type { EventBus } from "./event-bus.ts";
+import { uuidv7 } from "./ids.ts";
+
+export interface JobServiceOptions {
+  store: Store;
+  engine: EnginePort;
+  assets: AssetService;
+  dispatcher: Dispatcher;
+  events: EventBus;
+  now: () => number;
+  retentionMs: number;
+  /** Bound of the queue: `queue_full` at this many queued jobs. */
+  queueLimit: number;
+}
+
+/** Who is asking, and through which deployment. */
+export interface Caller {
+  owner: string;
+  deployment_id?: string | null;
+}
+
+/** A submission after the envelope was validated. */
+export interface Submission {
+  workflow: Record<string, unknown>;
+  extra_data?: { api_key_vendor_org?: string } | undefined;
+  idempotency_key?: string | undefined;
+}
+
+/** Everything a read of a job returns. */
+export interface JobSnapshot {
+  job: JobRecord;
+  outputs: AssetRecord[];
+  queue_position: number | null;
+  logs: JobLogs | null;
+}
+
+/** Submit, read, list and cancel jobs. */
+export class JobService {
+  private readonly o: JobServiceOptions;
+
+  constructor(options: JobServiceOptions) {
+    this.o = options;
+  }
+
+  /** Validates and durably records a job, then queues it. Returns it in `queued`. */
+  async submit(caller: Caller, submission: Submission): Promise<JobSnapshot> {
+    const { workflow } = submission;
+    // A key already used is a reuse whatever else is wrong (the insert below still decides races).
+    const key = submission.idempotency_key;
+    if (key !== undefined && (await this.o.store.getIdempotencyClaim(caller.owner, key, this.o.now()))) throw keyReused();
+    if (this.o.engine.isUiFormat(workflow)) {
+      throw new ServiceError("workflow_format_ui", "This is a UI-format workflow; export it in the API format.");
+    }
+    // Asset references first: a malformed one is `missing_asset`, not a graph error.
+    await this.checkAssets(caller.owner, workflow);
+    const validation = await this.o.engine.validate(workflow);
+    if (!validation.ok) throw invalidWorkflow(validation);
+    const queued = this.o.dispatcher.queue.size;
+    if (queued >= this.o.queueLimit) {
+      const retryAfter = this.o.dispatcher.drain.retryAfterSeconds(queued - this.o.queueLimit + 1, this.o.now());
+      throw new ServiceError("queue_full", "The queue is full; retry later.", null, retryAfter);
+    }
+    const now = this.o.now();
+    let job: JobRecord;
+    try {
+      job = await this.o.store.createJob(
+        {
+          id: uuidv7(now),
+          owner: caller.owner,
+          deployment_id: caller.deployment_id ?? null,
+          created_at: now,
+          expires_at: now + this.o.retentionMs,
+          workflow,
+          output_node_ids: validation.output_node_ids,
+        },
+        submission.idempotency_key === undefined ? {} : { idempotency: { key: submission.idempotency_key, now } },
+      );
+    } catch (err) {
+      if (err instanceof IdempotencyKeyReused) throw keyReused();
+      throw err;
+    }
+    this.o.events.publish({ type: "status", job });
+    this.o.dispatcher.enqueue(job, submission.extra_data);
+    return { job, outputs: [], queue_position: this.o.dispatcher.queue.position(job.id), logs: null };
+  }
+
+  /** The caller's job with its outputs so far (and its log when `withLogs`), or 404. */
+  async get(caller: Caller, id: string, options: { withLogs?: boolean } = {}): Promise<JobSnapshot> {
+    const job = await this.owned(caller, id);
+    return this.snapshot(job, options.withLogs === true);
+  }
+
+  /** A snapshot of a job record the caller already owns. */
+  async snapshot(job: JobRecord, withLogs = false): Promise<JobSnapshot> {
+    const [outputs, logs] = await Promise.all([
+      this.o.store.listJobOutputs(job.id),
+      withLogs && isTerminalStatus(job.status) ? this.o.store.getJobLogs(job.id) : Promise.resolve(null),
+    ]);
+    return { job, outputs, queue_position: job.status === "queued" ? this.o.dispatcher.queue.position(job.id) : null, logs };
+  }
+
+  /** The caller's jobs, newest first. */
+  async list(caller: Caller, options: { status?: JobStatus; limit: number; cursor?: string | undefined }): Promise<{ jobs: JobSnapshot[]; next_cursor: string | null }> {
+    try {
+      const page = await this.o.store.listJobs(caller.owner, {
+        limit: options.limit,
+        ...(options.status ? { status: options.status } : {}),
+        ...(options.cursor ? { cursor: options.cursor } : {}),
+        ...(caller.deployment_id ? { deployment_id: caller.deployment_id } : {}),
+      });
+      return { jobs: await Promise.all(page.jobs.map((j) => this.snapshot(j))), next_cursor: page.next_cursor };
+    } catch (err) {
+      if (err instanceof InvalidCursorError) {
+        throw new ServiceError("invalid_request", "The request is invalid.", { fields: [{ field: "cursor", reason: "invalid_cursor" }] });
+      }
+      throw err;
+    }
+  }
+
+  /**
+   * Cancels: a queued job goes straight to `canceled`; a running one answers `canceling` and
+   * ends `canceled` at the next boundary; a terminal one is returned unchanged.
+   */
+  async cancel(caller: Caller, id: string): Promise<JobSnapshot> {
+    const job = await this.owned(caller, id);
+    const now = this.o.now();
+    let moved: JobRecord | null = null;
+    try {
+      if (job.status === "queued") {
+        moved = await this.o.store.transitionJob(id, ["queued"], "canceled", { completed_at: now });
+        if (moved) {
+          this.o.dispatcher.dequeue(id);
+          this.o.dispatcher.drain.record(now);
+        }
+      }
+      if (!moved) {
+        moved = await this.o.store.transitionJob(id, ["running"], "canceling");
+        if (moved) this.o.dispatcher.abort(id);
+      }
+    } catch (err) {
+      if (!(err instanceof TerminalStatusError)) throw err;
+    }
+    if (moved) this.o.events.publish({ type: "status", job: moved });
+    return this.snapshot(moved ?? (await this.o.store.getJob(id)) ?? job);
+  }
+
+  /** The graph a job ran; never its extra_data, which was never stored. */
+  async workflow(caller: Caller, id: string): Promise<Record<string, unknown>> {
+    await this.owned(caller, id);
+    const graph = await this.o.store.getJobWorkflow(id);
+    if (!graph) throw notFound();
+    return graph;
+  }
+
+  /** The caller's job record, or 404 `not_found` (another caller's job looks missing). */
+  async owned(caller: Caller, id: string): Promise<JobRecord> {
+    const job = await this.o.store.getJob(id);
+    if (!job || job.owner !== caller.owner || (caller.deployment_id && job.deployment_id !== caller.deployment_id)) throw notFound();
+    if (job.expires_at <= this.o.now() && isTerminalStatus(job.status)) throw notFound();
+    return job;
+  }
+
+  /** Rejects references to assets that do not exist or are not the caller's. */
+  private async checkAssets(owner: string, workflow: Record<string, unknown>): Promise<void> {
+    const missing: Array<{ node_id: string; field: string; asset_id: string | null }> = [];
+    for (const ref of this.o.engine.assetReferences(workflow)) {
+      const ok = ref.id !== null && (await this.o.assets.get(owner, ref.id).then(() => true, () => false));
+      if (!ok) missing.push({ node_id: ref.node_id, field: ref.input, asset_id: ref.id });
+    }
+    if (missing.length > 0) {
+      throw new ServiceError("missing_asset", "A referenced asset does not exist or is not yours.", { assets: missing });
+    }
+  }
+}
+
+function keyReused(): ServiceError {
+  return new ServiceError("idempotency_key_reuse", "This Idempotency-Key has already been used.");
+}
+
+function invalidWorkflow(v: Extract<GraphValidation, { ok: false }>): ServiceError {
+  return new ServiceError("invalid_workflow", "The workflow is invalid.", { node_errors: v.node_errors });
+}

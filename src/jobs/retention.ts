@@ -1,0 +1,53 @@
+// The reaper: jobs not terminal at their expires_at become `expired`; past it, jobs, their
+// outputs and expired uploads are deleted, and blobs no record refers to are removed.
+import type { BlobStore } from "../blobs/index.ts";
+import type { Store } from "../store/index.ts";
+import type { Dispatcher } from "./dispatcher.ts";
+import type { EventBus } from "./event-bus.ts";
+
+export interface ReaperOptions {
+  store: Store;
+  blobs: BlobStore;
+  dispatcher: Dispatcher;
+  events: EventBus;
+  now: () => number;
+}
+
+/** One pass of retention; returns how many jobs expired and were purged. */
+export async function reapOnce(o: ReaperOptions): Promise<{ expired: number; purged: number; blobs: number }> {
+  const now = o.now();
+  const expired = await o.store.expireJobs(now);
+  for (const job of expired) {
+    o.dispatcher.dequeue(job.id);
+    o.dispatcher.abort(job.id);
+    o.events.publish({ type: "status", job });
+  }
+  let purged = 0;
+  let blobs = 0;
+  for (;;) {
+    const r = await o.store.purgeExpired(now);
+    purged += r.job_ids.length;
+    for (const key of r.unreferenced_blob_keys) {
+      // A blob re-uploaded since this pass began is kept (its new record may not be written yet).
+      if (!(await o.store.blobReferenced(key)) && (await o.blobs.delete(key, { unlessTouchedAfter: now }))) blobs++;
+    }
+    if (!r.more) break;
+  }
+  return { expired: expired.length, purged, blobs };
+}
+
+/** Runs the reaper every `intervalMs` until the returned stop function is called. */
+export function startReaper(o: ReaperOptions, intervalMs: number, onError: (err: unknown) => void): () => void {
+  let running = false;
+  const timer = setInterval(() => {
+    if (running) return;
+    running = true;
+    reapOnce(o)
+      .catch(onError)
+      .finally(() => {
+        running = false;
+      });
+  }, intervalMs);
+  timer.unref();
+  return () => clearInterval(timer);
+}

@@ -1,0 +1,70 @@
+// The Fastify application: body parsing, limits, the error envelope, and the generated routes.
+import Fastify, { type FastifyInstance } from "fastify";
+import multipart from "@fastify/multipart";
+import type { V2Handlers } from "../../generated/handlers.ts";
+import { ServiceError } from "../jobs/errors.ts";
+import { isUnexpected, toEnvelope } from "./error-envelope.ts";
+import type { HandlerContext } from "./handler-context.ts";
+import { mountRoutes } from "./mount.ts";
+import { operationsHandlers } from "./operations.ts";
+import { hostedHandlers } from "./hosted/handlers.ts";
+import { HostedSockets } from "./hosted/websocket.ts";
+import type { Runtime } from "./runtime.ts";
+import * as assets from "./v2/assets.ts";
+import { EventStreams } from "./v2/event-stream.ts";
+import { streamJobEventsHandler } from "./v2/events.ts";
+import * as jobs from "./v2/jobs.ts";
+
+export interface AppOptions {
+  /** pino logger settings, or false for none (tests). */
+  logger?: boolean | Record<string, unknown>;
+}
+
+/** Builds the HTTP application over a runtime; closing the app closes its event streams. */
+export async function buildApp(runtime: Runtime, options: AppOptions = {}): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: options.logger ?? false,
+    bodyLimit: runtime.config.bodyLimit,
+    trustProxy: false,
+    return503OnClosing: false,
+  });
+
+  // JSON bodies: any content type that says json; a body that does not parse is `invalid_request`.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser(/^application\/([\w.+-]+\+)?json\b/, { parseAs: "string" }, (_req, body, done) => {
+    const text = String(body);
+    if (text.trim() === "") return done(null, undefined);
+    try {
+      done(null, JSON.parse(text));
+    } catch {
+      done(new ServiceError("invalid_request", "The request is invalid.", { fields: [{ field: "", reason: "malformed_json" }] }), undefined);
+    }
+  });
+  app.addContentTypeParser("*", (_req, _payload, done) => {
+    done(new ServiceError("invalid_request", "The request is invalid.", { fields: [{ field: "", reason: "unsupported_content_type" }] }), undefined);
+  });
+  await app.register(multipart, { limits: { fileSize: runtime.config.maxUploadBytes + 1, files: 1, fields: 64, fieldSize: 64 * 1024 } });
+
+  app.setErrorHandler((err, request, reply) => {
+    if (isUnexpected(err)) request.log.error({ err: { type: (err as Error)?.name, message: (err as Error)?.message, stack: (err as Error)?.stack } }, "unexpected failure");
+    const env = toEnvelope(err);
+    reply.code(env.status).headers(env.headers).send(env.body);
+  });
+  app.setNotFoundHandler((_request, reply) => {
+    const env = toEnvelope(new ServiceError("not_found", "Not found."));
+    reply.code(env.status).send(env.body);
+  });
+
+  const streams = new EventStreams(runtime);
+  app.addHook("onClose", async () => streams.close());
+  const v2: V2Handlers<HandlerContext> = {
+    ...jobs,
+    ...assets,
+    streamJobEvents: streamJobEventsHandler(streams),
+  };
+  mountRoutes(app, runtime, { v2, operations: operationsHandlers, hosted: hostedHandlers });
+  const sockets = new HostedSockets(runtime);
+  sockets.attach(app.server);
+  app.addHook("onClose", async () => sockets.close());
+  return app;
+}

@@ -1,0 +1,76 @@
+// The one place that turns failures into the v2 error envelope. Every layer (router,
+// validation, auth, body limits, handlers) goes through here; nothing else writes error bodies.
+import type { ErrorCode } from "../jobs/errors.ts";
+import { ServiceError } from "../jobs/errors.ts";
+
+/** Each code's only HTTP status (the contract's table). */
+export const STATUS_OF: Record<ErrorCode, number> = {
+  invalid_request: 400,
+  unauthorized: 401,
+  insufficient_credits: 402,
+  forbidden: 403,
+  not_found: 404,
+  blob_not_found: 404,
+  hash_mismatch: 409,
+  payload_too_large: 413,
+  range_not_satisfiable: 416,
+  invalid_workflow: 422,
+  workflow_format_ui: 422,
+  missing_asset: 422,
+  idempotency_key_reuse: 422,
+  deployment_stopped: 422,
+  queue_full: 429,
+  deployment_not_ready: 429,
+  too_many_streams: 429,
+  rate_limited: 429,
+  upstream_error: 500,
+};
+
+/** The fixed message of `upstream_error`: nothing of the cause reaches a client. */
+export const UPSTREAM_MESSAGE = "Something went wrong on our side. Please try again.";
+
+/** An envelope response: status, body and headers. */
+export interface EnvelopeResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: { error: { code: ErrorCode; message: string; details?: Record<string, unknown> | null } };
+}
+
+/** Maps any thrown value to the envelope; unknown failures become a generic `upstream_error`. */
+export function toEnvelope(err: unknown): EnvelopeResponse {
+  const e = asServiceError(err);
+  const headers: Record<string, string> = {};
+  const status = STATUS_OF[e.code];
+  if (status === 429) headers["retry-after"] = String(Math.max(0, Math.ceil(e.retryAfter ?? 1)));
+  const error: EnvelopeResponse["body"]["error"] = { code: e.code, message: e.message };
+  if (e.details) error.details = e.details;
+  if (status === 416 && e.details && typeof e.details.size === "number") headers["content-range"] = `bytes */${e.details.size}`;
+  return { status, headers, body: { error } };
+}
+
+/** Whether a failure is unexpected (logged as an error rather than answered as a client mistake). */
+export function isUnexpected(err: unknown): boolean {
+  return asServiceError(err).code === "upstream_error";
+}
+
+function asServiceError(err: unknown): ServiceError {
+  if (err instanceof ServiceError) return err;
+  const fastifyCode = (err as { code?: unknown })?.code;
+  const statusCode = (err as { statusCode?: unknown })?.statusCode;
+  if (fastifyCode === "FST_ERR_CTP_BODY_TOO_LARGE" || statusCode === 413) {
+    return new ServiceError("payload_too_large", "The request body is too large.");
+  }
+  if (typeof statusCode === "number" && statusCode >= 400 && statusCode < 500) {
+    // Framework-level client errors: malformed bodies, bad content types, multipart limits.
+    if (fastifyCode === "FST_REQ_FILE_TOO_LARGE" || fastifyCode === "FST_PARTS_LIMIT" || fastifyCode === "FST_FILES_LIMIT") {
+      return new ServiceError("payload_too_large", "The request body is too large.");
+    }
+    return new ServiceError("invalid_request", "The request is invalid.", { fields: [{ field: "", reason: "malformed_request" }] });
+  }
+  return new ServiceError("upstream_error", UPSTREAM_MESSAGE);
+}
+
+/** `invalid_request` listing the offending fields. */
+export function invalidRequest(fields: Array<{ field: string; reason: string; message?: string }>): ServiceError {
+  return new ServiceError("invalid_request", "The request is invalid.", { fields });
+}

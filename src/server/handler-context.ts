@@ -1,0 +1,18 @@
+// What every handler receives besides its validated input.
+import type { FastifyReply, FastifyRequest } from "fastify";
+import type { Caller } from "../jobs/job-service.ts";
+import type { Runtime } from "./runtime.ts";
+import type { LinkContext } from "./views.ts";
+
+/** Transport and caller of one request. */
+export interface HandlerContext {
+  request: FastifyRequest;
+  reply: FastifyReply;
+  caller: Caller;
+  runtime: Runtime;
+  /** Builds link contexts for views (mount prefix, origin, signing). */
+  links(): LinkContext;
+}
+
+/** A handler's answer; `undefined` means the handler wrote the reply itself (streams, bytes). */
+export type HandlerResult = { status: number; body?: unknown; headers?: Record<string, string> } | undefined;

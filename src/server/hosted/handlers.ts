@@ -1,0 +1,162 @@
+// REST handlers of the hosted compatibility interface: thin mappings onto the job lifecycle.
+import os from "node:os";
+import type { HostedHandlers, OperationInput } from "../../../generated/handlers.ts";
+import { ServiceError } from "../../jobs/errors.ts";
+import { isTerminalStatus, type AssetRecord, type JobRecord } from "../../store/index.ts";
+import type { HandlerContext, HandlerResult } from "../handler-context.ts";
+import type { Runtime } from "../runtime.ts";
+import { signedContentUrl } from "../views.ts";
+import { historyEntry, nodeOutputs, queueEntry } from "./comfy-shapes.ts";
+import { assertSafeName } from "./file-names.ts";
+import { hostedStatus } from "./status-map.ts";
+import { uploadImage, uploadMask } from "./uploads.ts";
+
+const LIVE = ["queued", "running", "canceling"] as const;
+const TEXT_INLINE_LIMIT = 64 * 1024;
+
+/** Reads small text outputs so history and `executed` can carry them inline, as ComfyUI does. */
+export async function inlineTexts(runtime: Runtime, assets: readonly AssetRecord[]): Promise<Map<string, string>> {
+  const texts = new Map<string, string>();
+  for (const a of assets) {
+    if (a.type !== "text" || a.size_bytes > TEXT_INLINE_LIMIT) continue;
+    const chunks: Buffer[] = [];
+    for await (const c of await runtime.assets.open(a)) chunks.push(c as Buffer);
+    texts.set(a.id, Buffer.concat(chunks).toString("utf8"));
+  }
+  return texts;
+}
+
+async function liveJobs(ctx: HandlerContext): Promise<JobRecord[]> {
+  const page = await ctx.runtime.store.listJobs(ctx.caller.owner, { status: [...LIVE], limit: 1000 });
+  return page.jobs.sort((a, b) => a.seq - b.seq);
+}
+
+async function history(ctx: HandlerContext, jobs: readonly JobRecord[]): Promise<Record<string, unknown>> {
+  const out: Record<string, unknown> = {};
+  for (const job of jobs) {
+    const [workflow, assets] = await Promise.all([ctx.runtime.store.getJobWorkflow(job.id), ctx.runtime.store.listJobOutputs(job.id)]);
+    out[job.id] = historyEntry(job, workflow ?? {}, nodeOutputs(assets, await inlineTexts(ctx.runtime, assets)));
+  }
+  return out;
+}
+
+/** The caller's job by prompt id, or null. */
+async function findJob(ctx: HandlerContext, id: string): Promise<JobRecord | null> {
+  return ctx.runtime.jobs.owned(ctx.caller, id).catch(() => null);
+}
+
+export const hostedHandlers: HostedHandlers<HandlerContext> = {
+  async hostedGetObjectInfo(_input, ctx): Promise<HandlerResult> {
+    return { status: 200, body: await ctx.runtime.engine.nodeDefinitions() };
+  },
+
+  async hostedGetNodeInfo(input: OperationInput<"hostedGetNodeInfo">, ctx): Promise<HandlerResult> {
+    const defs = await ctx.runtime.engine.nodeDefinitions();
+    const def = Object.hasOwn(defs, input.params.node_class) ? defs[input.params.node_class] : undefined;
+    return { status: 200, body: def ? { [input.params.node_class]: def } : {} };
+  },
+
+  async hostedUploadImage(_input, ctx): Promise<HandlerResult> {
+    return { status: 200, body: await uploadImage(ctx.request, ctx.runtime, ctx.caller) };
+  },
+
+  async hostedUploadMask(_input, ctx): Promise<HandlerResult> {
+    return { status: 200, body: await uploadMask(ctx.request, ctx.runtime, ctx.caller) };
+  },
+
+  async hostedQueuePrompt(input: OperationInput<"hostedQueuePrompt">, ctx): Promise<HandlerResult> {
+    const prompt = input.body.prompt as Record<string, unknown>;
+    const key = input.body.extra_data?.api_key_vendor_org;
+    try {
+      const { job } = await ctx.runtime.jobs.submit(ctx.caller, { workflow: prompt, extra_data: key === undefined ? undefined : { api_key_vendor_org: key } });
+      return { status: 200, body: { prompt_id: job.id, number: job.seq, node_errors: {} } };
+    } catch (err) {
+      if (err instanceof ServiceError && err.code === "invalid_workflow") {
+        const comfy = (await ctx.runtime.engine.validate(prompt)) as { ok: boolean; comfy?: unknown };
+        throw new ServiceError("invalid_workflow", err.message, { ...err.details, comfy: comfy.ok ? undefined : comfy.comfy });
+      }
+      throw err;
+    }
+  },
+
+  async hostedGetPromptInfo(_input, ctx): Promise<HandlerResult> {
+    return { status: 200, body: { exec_info: { queue_remaining: (await liveJobs(ctx)).length } } };
+  },
+
+  async hostedGetJobStatus(input: OperationInput<"hostedGetJobStatus">, ctx): Promise<HandlerResult> {
+    const job = await findJob(ctx, input.params.prompt_id);
+    if (!job) throw new ServiceError("not_found", "No such prompt.");
+    return { status: 200, body: { status: hostedStatus(job) } };
+  },
+
+  async hostedView(input: OperationInput<"hostedView">, ctx): Promise<HandlerResult> {
+    const { filename } = input.query;
+    const subfolder = input.query.subfolder ?? "";
+    assertSafeName(filename, "filename", false);
+    assertSafeName(subfolder, "subfolder", true);
+    const folder = input.query.type ?? "output";
+    const asset = await ctx.runtime.store.findAssetByName(ctx.caller.owner, filename, folder);
+    if (!asset || (asset.expires_at !== null && asset.expires_at <= ctx.runtime.now())) throw new ServiceError("not_found", "No such file.");
+    const link = signedContentUrl(asset.id, ctx.links());
+    return { status: 302, headers: { location: link.url, "cache-control": "no-store" } };
+  },
+
+  async hostedGetQueue(_input, ctx): Promise<HandlerResult> {
+    const jobs = await liveJobs(ctx);
+    const entries = await Promise.all(jobs.map(async (j) => ({ job: j, entry: queueEntry(j, (await ctx.runtime.store.getJobWorkflow(j.id)) ?? {}) })));
+    return {
+      status: 200,
+      body: {
+        queue_running: entries.filter((e) => e.job.status !== "queued").map((e) => e.entry),
+        queue_pending: entries.filter((e) => e.job.status === "queued").map((e) => e.entry),
+      },
+    };
+  },
+
+  async hostedManageQueue(input: OperationInput<"hostedManageQueue">, ctx): Promise<HandlerResult> {
+    const ids = new Set(input.body.delete ?? []);
+    if (input.body.clear) for (const j of await liveJobs(ctx)) if (j.status === "queued") ids.add(j.id);
+    for (const id of ids) await ctx.runtime.jobs.cancel(ctx.caller, id).catch(() => undefined);
+    return { status: 200 };
+  },
+
+  async hostedInterrupt(input: OperationInput<"hostedInterrupt">, ctx): Promise<HandlerResult> {
+    const target = input.body?.prompt_id;
+    const jobs = target ? [await findJob(ctx, target)] : (await liveJobs(ctx)).filter((j) => j.status === "running");
+    for (const job of jobs) if (job && job.status === "running") await ctx.runtime.jobs.cancel(ctx.caller, job.id);
+    return { status: 200 };
+  },
+
+  async hostedGetHistory(input: OperationInput<"hostedGetHistory">, ctx): Promise<HandlerResult> {
+    const limit = input.query?.max_items ?? 200;
+    const page = await ctx.runtime.store.listJobs(ctx.caller.owner, { status: ["succeeded", "failed", "canceled", "expired"], limit: Math.min(limit, 1000) });
+    return { status: 200, body: await history(ctx, page.jobs) };
+  },
+
+  async hostedGetHistoryEntry(input: OperationInput<"hostedGetHistoryEntry">, ctx): Promise<HandlerResult> {
+    const job = await findJob(ctx, input.params.prompt_id);
+    return { status: 200, body: job && isTerminalStatus(job.status) ? await history(ctx, [job]) : {} };
+  },
+
+  async hostedGetSystemStats(): Promise<HandlerResult> {
+    return {
+      status: 200,
+      body: {
+        system: {
+          os: process.platform,
+          comfyui_version: "flowgate 0.1.0",
+          python_version: `node ${process.versions.node}`,
+          embedded_python: false,
+          argv: ["flowgate", "serve"],
+          ram_total: os.totalmem(),
+          ram_free: os.freemem(),
+        },
+        devices: [{ name: "cpu", type: "cpu", index: 0, vram_total: 0, vram_free: 0, torch_vram_total: 0, torch_vram_free: 0 }],
+      },
+    };
+  },
+
+  hostedWebSocket(): HandlerResult {
+    throw new ServiceError("invalid_request", "Expected a WebSocket upgrade.");
+  },
+};

@@ -1,0 +1,61 @@
+// Errors of the hosted interface, in ComfyUI's shape `{error: {type, message, details,
+// extra_info}, node_errors?}`, with the statuses of the seed's hosted table.
+import { ServiceError } from "../../jobs/errors.ts";
+import { UPSTREAM_MESSAGE } from "../error-envelope.ts";
+
+/** A hosted error response. */
+export interface HostedErrorResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: { error: { type: string; message: string; details: string; extra_info: Record<string, unknown> }; node_errors?: unknown };
+}
+
+const STATUS: Partial<Record<string, number>> = {
+  invalid_request: 400,
+  invalid_workflow: 400,
+  workflow_format_ui: 400,
+  missing_asset: 400,
+  idempotency_key_reuse: 400,
+  unauthorized: 401,
+  insufficient_credits: 402,
+  forbidden: 403,
+  not_found: 404,
+  blob_not_found: 404,
+  payload_too_large: 413,
+  // On this interface a 429 means an inactive subscription; a full queue is a 503.
+  queue_full: 503,
+};
+
+/** Maps any failure to the hosted shape; unknown failures are a generic 500. */
+export function toHostedError(err: unknown): HostedErrorResponse {
+  if (!(err instanceof ServiceError) || STATUS[err.code] === undefined) {
+    const statusCode = (err as { statusCode?: unknown })?.statusCode;
+    if (typeof statusCode === "number" && statusCode === 413) return plain(413, "payload_too_large", "The request body is too large.");
+    if (typeof statusCode === "number" && statusCode >= 400 && statusCode < 500) return plain(400, "invalid_request", "The request is invalid.");
+    return plain(500, "internal_error", UPSTREAM_MESSAGE);
+  }
+  const status = STATUS[err.code]!;
+  const comfy = err.details?.comfy as { error?: Record<string, unknown>; node_errors?: unknown } | undefined;
+  if (comfy?.error) {
+    return {
+      status,
+      headers: {},
+      body: {
+        error: {
+          type: String(comfy.error.type ?? err.code),
+          message: String(comfy.error.message ?? err.message),
+          details: String(comfy.error.details ?? ""),
+          extra_info: (comfy.error.extra_info as Record<string, unknown>) ?? {},
+        },
+        node_errors: comfy.node_errors ?? {},
+      },
+    };
+  }
+  const r = plain(status, err.code, err.message, err.details ? JSON.stringify(err.details) : "");
+  if (err.retryAfter !== null) r.headers["retry-after"] = String(Math.ceil(err.retryAfter));
+  return r;
+}
+
+function plain(status: number, type: string, message: string, details = ""): HostedErrorResponse {
+  return { status, headers: {}, body: { error: { type, message, details, extra_info: {} } } };
+}

@@ -1,0 +1,237 @@
+// The hosted WebSocket (/ws): ComfyUI's JSON messages and binary preview frames, fanned out to
+// every connection of the job's owner (clientId is ignored). Dead sockets are found by ping;
+// a slow reader loses previews first and is dropped before it can grow our memory.
+import type { IncomingMessage, Server } from "node:http";
+import type { Duplex } from "node:stream";
+import { WebSocketServer, type WebSocket } from "ws";
+import { ServiceError } from "../../jobs/errors.ts";
+import type { JobEvent } from "../../jobs/event-bus.ts";
+import { isTerminalStatus, type JobRecord } from "../../store/index.ts";
+import type { Runtime } from "../runtime.ts";
+import { previewImageFrame, previewWithMetadataFrame, textFrame } from "./binary-frames.ts";
+import { authenticateHosted } from "./hosted-auth.ts";
+import { exceptionType } from "./status-map.ts";
+
+const PING_INTERVAL_MS = 30_000;
+/** Above this much unsent data a socket gets no previews. */
+const PREVIEW_BACKLOG_BYTES = 2 * 1024 * 1024;
+/** Above this much unsent data a socket is closed; the client reconnects and reads history. */
+const MAX_BACKLOG_BYTES = 32 * 1024 * 1024;
+
+interface Client {
+  ws: WebSocket;
+  owner: string;
+  clientId: string;
+  previewMetadata: boolean;
+  alive: boolean;
+}
+
+/** Paths the WebSocket is served on. */
+export const WS_PATHS = new Set(["/ws", "/api/ws"]);
+
+/** Every hosted WebSocket of the server. */
+export class HostedSockets {
+  private readonly runtime: Runtime;
+  private readonly wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024 });
+  private readonly byOwner = new Map<string, Set<Client>>();
+  /** Live (queued or running) jobs per owner, for `queue_remaining`. */
+  private readonly live = new Map<string, Set<string>>();
+  /** Node currently executing per job, for TEXT frames of its output. */
+  private readonly currentNode = new Map<string, string>();
+  private readonly unsubscribe: () => void;
+  private readonly pinger: NodeJS.Timeout;
+
+  constructor(runtime: Runtime) {
+    this.runtime = runtime;
+    this.unsubscribe = runtime.events.subscribeAll((e) => this.onEvent(e));
+    this.pinger = setInterval(() => this.ping(), PING_INTERVAL_MS);
+    this.pinger.unref();
+  }
+
+  /** Takes over upgrade requests for the WebSocket paths of an HTTP server. */
+  attach(server: Server): void {
+    server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      const url = new URL(req.url ?? "/", "http://x");
+      if (!WS_PATHS.has(url.pathname)) return void socket.destroy();
+      try {
+        const caller = authenticateHosted(url.searchParams.get("token") ?? undefined, this.runtime.config.token);
+        this.wss.handleUpgrade(req, socket, head, (ws) => void this.connect(ws, caller.owner, url.searchParams.get("clientId") ?? ""));
+      } catch (err) {
+        const status = err instanceof ServiceError && err.code === "unauthorized" ? "401 Unauthorized" : "400 Bad Request";
+        socket.end(`HTTP/1.1 ${status}\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n${JSON.stringify({ error: { type: "unauthorized", message: "Invalid or missing API key.", details: "", extra_info: {} } })}`);
+      }
+    });
+  }
+
+  /** Open connections (tests, metrics). */
+  get size(): number {
+    let n = 0;
+    for (const set of this.byOwner.values()) n += set.size;
+    return n;
+  }
+
+  /** Closes every socket. */
+  close(): void {
+    clearInterval(this.pinger);
+    this.unsubscribe();
+    for (const set of this.byOwner.values()) for (const c of set) c.ws.terminate();
+    this.wss.close();
+  }
+
+  private async connect(ws: WebSocket, owner: string, clientId: string): Promise<void> {
+    const client: Client = { ws, owner, clientId, previewMetadata: false, alive: true };
+    let set = this.byOwner.get(owner);
+    if (!set) this.byOwner.set(owner, (set = new Set()));
+    set.add(client);
+    ws.on("pong", () => (client.alive = true));
+    ws.on("message", (data, isBinary) => {
+      if (isBinary) return;
+      try {
+        const msg = JSON.parse(String(data)) as { type?: unknown; data?: { supports_preview_metadata?: unknown } };
+        if (msg.type === "feature_flags") {
+          client.previewMetadata = msg.data?.supports_preview_metadata === true;
+          this.send(client, { type: "feature_flags", data: { supports_preview_metadata: true } });
+        }
+      } catch {
+        // Clients may send anything; only feature_flags means something here.
+      }
+    });
+    ws.on("close", () => {
+      set.delete(client);
+      if (set.size === 0 && this.byOwner.get(owner) === set) {
+        this.byOwner.delete(owner);
+        this.live.delete(owner);
+      }
+    });
+    ws.on("error", () => ws.terminate());
+    if (!this.live.has(owner)) {
+      const page = await this.runtime.store.listJobs(owner, { status: ["queued", "running", "canceling"], limit: 1000 });
+      if (!this.live.has(owner)) this.live.set(owner, new Set(page.jobs.map((j) => j.id)));
+    }
+    this.send(client, { type: "status", data: { status: { exec_info: { queue_remaining: this.live.get(owner)?.size ?? 0 } }, sid: clientId } });
+  }
+
+  private ping(): void {
+    for (const set of this.byOwner.values()) {
+      for (const c of set) {
+        if (!c.alive) {
+          c.ws.terminate();
+          continue;
+        }
+        c.alive = false;
+        c.ws.ping();
+      }
+    }
+  }
+
+  private send(c: Client, message: unknown): void {
+    if (c.ws.readyState !== c.ws.OPEN) return;
+    if (c.ws.bufferedAmount > MAX_BACKLOG_BYTES) return void c.ws.terminate();
+    c.ws.send(JSON.stringify(message));
+  }
+
+  private broadcast(owner: string, message: unknown): void {
+    const set = this.byOwner.get(owner);
+    if (set) for (const c of set) this.send(c, message);
+  }
+
+  private queueStatus(owner: string): void {
+    this.broadcast(owner, { type: "status", data: { status: { exec_info: { queue_remaining: this.live.get(owner)?.size ?? 0 } } } });
+  }
+
+  private onEvent(e: JobEvent): void {
+    const owner = e.type === "status" ? e.job.owner : e.owner;
+    if (!this.byOwner.has(owner)) return;
+    const timestamp = Date.now();
+    switch (e.type) {
+      case "status":
+        return this.onStatus(e.job, timestamp);
+      case "cached":
+        return this.broadcast(owner, { type: "execution_cached", data: { nodes: e.node_ids, prompt_id: e.job_id, timestamp } });
+      case "node_start":
+        this.currentNode.set(e.job_id, e.node_id);
+        return this.broadcast(owner, { type: "executing", data: { node: e.node_id, display_node: e.node_id, prompt_id: e.job_id } });
+      case "step":
+        this.broadcast(owner, { type: "progress", data: { value: e.value, max: e.max, prompt_id: e.job_id, node: e.node_id } });
+        return this.broadcast(owner, {
+          type: "progress_state",
+          data: {
+            prompt_id: e.job_id,
+            nodes: {
+              [e.node_id]: { value: e.value, max: e.max, state: "running", node_id: e.node_id, prompt_id: e.job_id, display_node_id: e.node_id, parent_node_id: null, real_node_id: e.node_id },
+            },
+          },
+        });
+      case "node_done":
+        if (e.ui) this.broadcast(owner, { type: "executed", data: { node: e.node_id, display_node: e.node_id, output: e.ui, prompt_id: e.job_id } });
+        return;
+      case "preview":
+        return this.sendPreview(owner, e);
+      case "log": {
+        const frame = textFrame(this.currentNode.get(e.job_id) ?? "", e.text);
+        for (const c of this.byOwner.get(owner) ?? []) if (c.ws.readyState === c.ws.OPEN) c.ws.send(frame);
+        return;
+      }
+      default:
+        return;
+    }
+  }
+
+  private onStatus(job: JobRecord, timestamp: number): void {
+    const owner = job.owner;
+    const live = this.live.get(owner) ?? new Set<string>();
+    this.live.set(owner, live);
+    const prompt_id = job.id;
+    if (job.status === "running") {
+      this.broadcast(owner, { type: "execution_start", data: { prompt_id, timestamp } });
+    } else if (job.status === "succeeded") {
+      this.broadcast(owner, { type: "executing", data: { node: null, prompt_id } });
+      this.broadcast(owner, { type: "execution_success", data: { prompt_id, timestamp } });
+    } else if (job.status === "failed") {
+      const err = (job.error ?? {}) as { code?: string; message?: string; node_id?: string | null; class_type?: string | null; traceback?: string | null };
+      this.broadcast(owner, {
+        type: "execution_error",
+        data: {
+          prompt_id,
+          node_id: err.node_id ?? null,
+          node_type: err.class_type ?? null,
+          executed: [],
+          exception_type: exceptionType(err.code),
+          exception_message: err.message ?? "The workflow failed.",
+          traceback: err.traceback ? err.traceback.split("\n") : [],
+          current_inputs: {},
+          current_outputs: [],
+          timestamp,
+        },
+      });
+    } else if (job.status === "canceled" || job.status === "expired") {
+      this.broadcast(owner, { type: "execution_interrupted", data: { prompt_id, node_id: this.currentNode.get(job.id) ?? null, node_type: null, executed: [], timestamp } });
+    }
+    if (isTerminalStatus(job.status)) {
+      live.delete(job.id);
+      this.currentNode.delete(job.id);
+      this.queueStatus(owner);
+    } else if (!live.has(job.id)) {
+      live.add(job.id);
+      this.queueStatus(owner);
+    }
+  }
+
+  private sendPreview(owner: string, e: Extract<JobEvent, { type: "preview" }>): void {
+    let plain: Buffer | null = null;
+    let withMeta: Buffer | null = null;
+    for (const c of this.byOwner.get(owner) ?? []) {
+      if (c.ws.readyState !== c.ws.OPEN || c.ws.bufferedAmount > PREVIEW_BACKLOG_BYTES) continue; // previews go first
+      if (c.previewMetadata) {
+        withMeta ??= previewWithMetadataFrame(
+          { node_id: e.node_id, display_node_id: e.node_id, real_node_id: e.node_id, prompt_id: e.job_id, parent_node_id: null, image_type: e.content_type },
+          e.data,
+        );
+        c.ws.send(withMeta);
+      } else {
+        plain ??= previewImageFrame(e.content_type, e.data);
+        c.ws.send(plain);
+      }
+    }
+  }
+}

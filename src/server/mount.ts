@@ -1,0 +1,120 @@
+// Mounts the generated route table on Fastify: parameters and bodies are validated with the
+// generated validators, the caller is authenticated, and the handler named by the operationId
+// runs. Handlers stay thin; errors all go through the envelope.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { ValidateFunction } from "ajv";
+import { routes, type RouteSpec } from "../../generated/routes.ts";
+import * as bodyValidators from "../../generated/validators.js";
+import * as paramValidators from "../../generated/param-validators.js";
+import type { HostedHandlers, OperationsHandlers, V2Handlers } from "../../generated/handlers.ts";
+import type { Caller } from "../jobs/job-service.ts";
+import { authenticateV2 } from "./auth.ts";
+import { authenticateHosted } from "./hosted/hosted-auth.ts";
+import { toHostedError } from "./hosted/hosted-errors.ts";
+import type { HandlerContext, HandlerResult } from "./handler-context.ts";
+import { assertValid } from "./request-validation.ts";
+import type { Runtime } from "./runtime.ts";
+import type { LinkContext } from "./views.ts";
+
+type AnyHandler = (input: never, ctx: HandlerContext) => unknown;
+
+const strict = bodyValidators as unknown as Record<string, ValidateFunction>;
+const coercing = paramValidators as unknown as Record<string, ValidateFunction>;
+
+/** The handlers this server implements, by interface family. */
+export interface MountedHandlers {
+  v2: V2Handlers<HandlerContext>;
+  operations: OperationsHandlers<HandlerContext>;
+  hosted?: HostedHandlers<HandlerContext>;
+}
+
+/** Request origin (scheme and authority) as the client reached us. */
+export function requestOrigin(request: FastifyRequest): string {
+  return `${request.protocol}://${request.host}`;
+}
+
+/** Mounts every route of the families given, under `prefix` (a serverless mount, or ""). */
+export function mountRoutes(app: FastifyInstance, runtime: Runtime, handlers: MountedHandlers, prefix = ""): void {
+  const table = { ...handlers.v2, ...handlers.operations, ...handlers.hosted } as unknown as Record<string, AnyHandler>;
+  for (const route of routes) {
+    const handler = table[route.operationId];
+    if (!handler) continue;
+    const serve = async (request: FastifyRequest, reply: FastifyReply) => {
+      const caller = authenticate(route, request, runtime);
+      const input = validateInput(route, request);
+      const ctx: HandlerContext = { request, reply, caller, runtime, links: () => linkContext(request, runtime, prefix) };
+      const result = (await handler(input as never, ctx)) as HandlerResult;
+      return send(reply, result);
+    };
+    app.route({
+      method: route.method,
+      url: prefix + route.url,
+      // The hosted interface answers errors in ComfyUI's shape; everything else uses the envelope.
+      handler:
+        route.family !== "hosted"
+          ? serve
+          : async (request, reply) => {
+              try {
+                return await serve(request, reply);
+              } catch (err) {
+                if (reply.sent) throw err;
+                const e = toHostedError(err);
+                if (e.status >= 500) request.log.error({ err: { type: (err as Error)?.name, message: (err as Error)?.message } }, "unexpected failure");
+                return reply.code(e.status).headers(e.headers).send(e.body);
+              }
+            },
+    });
+  }
+}
+
+function authenticate(route: RouteSpec, request: FastifyRequest, runtime: Runtime): Caller {
+  if (route.family === "operations") return { owner: "" };
+  if (route.family === "hosted") {
+    const key = request.headers["x-api-key"];
+    return authenticateHosted(typeof key === "string" ? key : undefined, runtime.config.token);
+  }
+  // Signed content links carry their own authorization; the handler checks the signature.
+  if (route.operationId === "getAssetContent" && typeof (request.query as Record<string, unknown>)?.signature === "string") {
+    return { owner: "" };
+  }
+  return authenticateV2(request, runtime.config.token);
+}
+
+function validateInput(route: RouteSpec, request: FastifyRequest) {
+  const params = { ...(request.params as Record<string, unknown>) };
+  const query = { ...(request.query as Record<string, unknown>) };
+  const headers = Object.fromEntries(Object.entries(request.headers).map(([k, v]) => [k, Array.isArray(v) ? v[0] : v])) as Record<
+    string,
+    string | undefined
+  >;
+  if (route.validators.path) assertValid(coercing[route.validators.path]!, params);
+  if (route.validators.query) assertValid(coercing[route.validators.query]!, query);
+  if (route.validators.header) assertValid(coercing[route.validators.header]!, headers);
+  let body: unknown = request.body;
+  if (route.requestBody?.validator && request.isMultipart?.() !== true) {
+    if (body === undefined || body === null) {
+      if (route.requestBody.required) assertValid(strict[route.requestBody.validator]!, undefined);
+      body = undefined;
+    } else {
+      assertValid(strict[route.requestBody.validator]!, body);
+    }
+  }
+  return { params, query, headers, body };
+}
+
+function linkContext(request: FastifyRequest, runtime: Runtime, mount: string): LinkContext {
+  return {
+    mount,
+    origin: runtime.config.publicUrl ?? requestOrigin(request),
+    signer: runtime.signer,
+    urlTtlMs: runtime.config.urlTtlMs,
+    now: runtime.now(),
+  };
+}
+
+function send(reply: FastifyReply, result: HandlerResult): FastifyReply | undefined {
+  if (result === undefined) return reply.sent ? undefined : reply;
+  if (result.headers) reply.headers(result.headers);
+  reply.code(result.status);
+  return result.body === undefined ? reply.send() : reply.send(result.body);
+}

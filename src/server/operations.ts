@@ -1,0 +1,16 @@
+// Liveness and readiness probes.
+import type { OperationsHandlers } from "../../generated/handlers.ts";
+import type { HandlerContext, HandlerResult } from "./handler-context.ts";
+
+/** GET /healthz and GET /readyz. */
+export const operationsHandlers: OperationsHandlers<HandlerContext> = {
+  getHealth: (): HandlerResult => ({ status: 200, body: { status: "ok" } }),
+  async getReadiness(_input, ctx): Promise<HandlerResult> {
+    const { runtime } = ctx;
+    const store = await runtime.store.countQueued().then(() => true, () => false);
+    const engine = await runtime.engine.ready().catch(() => false);
+    const queue = runtime.dispatcher.queue.size < runtime.config.queueLimit;
+    const ready = store && engine && queue;
+    return { status: ready ? 200 : 503, body: { status: ready ? "ready" : "not_ready", checks: { store, engine, queue } } };
+  },
+};

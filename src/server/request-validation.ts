@@ -1,0 +1,60 @@
+// Validation of requests with the generated ajv validators, reported as `invalid_request`
+// with one `{field, reason}` per problem.
+import type { ErrorObject, ValidateFunction } from "ajv";
+import { invalidRequest } from "./error-envelope.ts";
+
+/** Field path of an ajv error: `workflow`, `extra_data.foo`, `limit`... */
+function fieldOf(e: ErrorObject, root: string): string {
+  const parts = e.instancePath.split("/").filter(Boolean).map((p) => p.replace(/~1/g, "/").replace(/~0/g, "~"));
+  const params = e.params as Record<string, unknown>;
+  if (e.keyword === "required") parts.push(String(params.missingProperty));
+  if (e.keyword === "additionalProperties") parts.push(String(params.additionalProperty));
+  const path = parts.join(".");
+  return root && path ? `${root}.${path}` : root || path;
+}
+
+/** Stable snake_case reason of an ajv error. */
+function reasonOf(e: ErrorObject, field: string): string {
+  if (field === "webhook_url" || field === "inputs") return "reserved";
+  switch (e.keyword) {
+    case "required":
+      return "missing";
+    case "additionalProperties":
+      return "unknown_field";
+    case "not":
+      return "reserved";
+    case "type":
+      return "wrong_type";
+    case "enum":
+    case "const":
+      return "not_in_options";
+    case "minimum":
+    case "maximum":
+    case "minLength":
+    case "maxLength":
+    case "minItems":
+    case "maxItems":
+      return "out_of_range";
+    default:
+      return "invalid_format";
+  }
+}
+
+/** Throws `invalid_request` when `value` fails `validate`; `root` prefixes field names (path, query). */
+export function assertValid(validate: ValidateFunction, value: unknown, root = ""): void {
+  if (validate(value)) return;
+  const seen = new Set<string>();
+  const fields: Array<{ field: string; reason: string }> = [];
+  for (const e of validate.errors ?? []) {
+    // allOf/oneOf wrappers repeat their branches' errors; keep the specific ones.
+    if (e.keyword === "oneOf" || e.keyword === "anyOf" || e.keyword === "if") continue;
+    const field = fieldOf(e, root);
+    const reason = reasonOf(e, field);
+    const key = `${field}:${reason}`;
+    if (!seen.has(key)) {
+      seen.add(key);
+      fields.push({ field, reason });
+    }
+  }
+  throw invalidRequest(fields.length > 0 ? fields : [{ field: root, reason: "invalid" }]);
+}

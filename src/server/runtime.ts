@@ -1,0 +1,73 @@
+// Everything a running server holds, opened from the configuration: store, blobs, signer,
+// engine, events, dispatcher, services and the reaper. HTTP-free, so tools and tests reuse it.
+import { BlobStore, UrlSigner, loadOrCreateSigningKey } from "../blobs/index.ts";
+import type { Config } from "../config/config.ts";
+import { AssetService } from "../assets/asset-service.ts";
+import { Dispatcher } from "../jobs/dispatcher.ts";
+import type { EnginePort } from "../jobs/engine-port.ts";
+import { EventBus } from "../jobs/event-bus.ts";
+import { JobService } from "../jobs/job-service.ts";
+import { startReaper } from "../jobs/retention.ts";
+import { openStore, type Store } from "../store/index.ts";
+
+export interface Runtime {
+  config: Config;
+  store: Store;
+  blobs: BlobStore;
+  signer: UrlSigner;
+  engine: EnginePort;
+  events: EventBus;
+  dispatcher: Dispatcher;
+  jobs: JobService;
+  assets: AssetService;
+  now: () => number;
+  close(): Promise<void>;
+}
+
+export interface RuntimeOptions {
+  engine: EnginePort;
+  /** Injected clock (tests). */
+  now?: () => number;
+  /** Called with reaper failures. */
+  onBackgroundError?: (err: unknown) => void;
+}
+
+/** Opens the store and blobs under the data dir and starts dispatching (recovering after a crash). */
+export async function openRuntime(config: Config, options: RuntimeOptions): Promise<Runtime> {
+  const now = options.now ?? Date.now;
+  const store = await openStore({ dataDir: config.dataDir });
+  const blobs = await BlobStore.open(config.dataDir);
+  const signer = new UrlSigner(config.signingKey ?? (await loadOrCreateSigningKey(config.dataDir)));
+  const events = new EventBus();
+  const assets = new AssetService({ store, blobs, now, retentionMs: config.retentionMs, maxUploadBytes: config.maxUploadBytes });
+  const dispatcher = new Dispatcher({
+    store,
+    assets,
+    engine: options.engine,
+    events,
+    now,
+    concurrency: config.concurrency,
+    captureLogs: config.surface === "serverless",
+    logLimitBytes: config.logLimitBytes,
+  });
+  const jobs = new JobService({ store, engine: options.engine, assets, dispatcher, events, now, retentionMs: config.retentionMs, queueLimit: config.queueLimit });
+  await dispatcher.start();
+  const stopReaper = startReaper({ store, blobs, dispatcher, events, now }, config.reaperIntervalMs, options.onBackgroundError ?? (() => undefined));
+  return {
+    config,
+    store,
+    blobs,
+    signer,
+    engine: options.engine,
+    events,
+    dispatcher,
+    jobs,
+    assets,
+    now,
+    async close() {
+      stopReaper();
+      await dispatcher.stop();
+      await store.close();
+    },
+  };
+}

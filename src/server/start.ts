@@ -1,0 +1,45 @@
+// `flowgate serve`: opens the runtime, builds the app, listens, prints settings and the URL.
+import type { FastifyInstance } from "fastify";
+import { describeConfig, type Config } from "../config/config.ts";
+import type { EnginePort } from "../jobs/engine-port.ts";
+import { buildApp } from "./app.ts";
+import { openRuntime, type Runtime } from "./runtime.ts";
+
+export interface RunningServer {
+  app: FastifyInstance;
+  runtime: Runtime;
+  /** http://host:port of the listener. */
+  url: string;
+  close(): Promise<void>;
+}
+
+/** Starts a server for `config` with `engine`; `quiet` silences the request log (tests). */
+export async function startServer(config: Config, engine: EnginePort, options: { quiet?: boolean; now?: () => number } = {}): Promise<RunningServer> {
+  // Request logs carry the path only: query strings may hold signatures or tokens.
+  const logger = options.quiet
+    ? false
+    : { level: config.logLevel, serializers: { req: (req: { method: string; url: string }) => ({ method: req.method, path: req.url.split("?")[0] }) } };
+  const runtime = await openRuntime(config, { engine, ...(options.now ? { now: options.now } : {}) });
+  const app = await buildApp(runtime, { logger });
+  await app.listen({ host: config.host, port: config.port });
+  const address = app.server.address();
+  const port = typeof address === "object" && address ? address.port : config.port;
+  const host = config.host.includes(":") ? `[${config.host}]` : config.host;
+  const url = `http://${host}:${port}`;
+  return {
+    app,
+    runtime,
+    url,
+    async close() {
+      await app.close();
+      await runtime.close();
+    },
+  };
+}
+
+/** One line of settings for the start-up banner; never a secret. */
+export function settingsLine(config: Config): string {
+  return Object.entries(describeConfig(config))
+    .map(([k, v]) => `${k}=${v}`)
+    .join(" ");
+}

@@ -1,0 +1,109 @@
+// v2 asset handlers: streaming uploads, reuse by hash, records, ranged content, deletion.
+import type { MultipartFile } from "@fastify/multipart";
+import type { OperationInput } from "../../../generated/handlers.ts";
+import { ServiceError } from "../../jobs/errors.ts";
+import { invalidRequest } from "../error-envelope.ts";
+import type { HandlerContext, HandlerResult } from "../handler-context.ts";
+import { assetView } from "../views.ts";
+import { parseRange } from "./range.ts";
+
+/**
+ * POST /api/v2/assets (multipart). The file is hashed while it streams in, so the fields that
+ * describe it (content_type, file_path, expected_hash, tags) must come before the `file` part.
+ */
+export async function uploadAsset(_input: OperationInput<"uploadAsset">, ctx: HandlerContext): Promise<HandlerResult> {
+  const { request } = ctx;
+  if (!request.isMultipart()) throw invalidRequest([{ field: "", reason: "expected_multipart" }]);
+  const fields: Record<string, string> = {};
+  const tags: string[] = [];
+  let result: Awaited<ReturnType<typeof ctx.runtime.assets.upload>> | null = null;
+  for await (const part of request.parts()) {
+    if (result) {
+      if (part.type === "file") part.file.resume();
+      await ctx.runtime.assets.delete(ctx.caller.owner, result.asset.id);
+      throw invalidRequest([{ field: part.fieldname, reason: "after_file" }]);
+    }
+    if (part.type === "file") {
+      if (part.fieldname !== "file") {
+        part.file.resume(); // drain what we do not take
+        throw invalidRequest([{ field: part.fieldname, reason: "unknown_field" }]);
+      }
+      result = await storeFile(ctx, part, fields, tags);
+    } else if (part.fieldname === "tags") tags.push(String(part.value ?? ""));
+    else if (["content_type", "file_path", "expected_hash"].includes(part.fieldname)) fields[part.fieldname] = String(part.value ?? "");
+    else throw invalidRequest([{ field: part.fieldname, reason: "unknown_field" }]);
+  }
+  if (!result) throw invalidRequest([{ field: "file", reason: "missing" }]);
+  return { status: result.created ? 201 : 200, body: assetView(result.asset, ctx.links()) };
+}
+
+async function storeFile(ctx: HandlerContext, part: MultipartFile, fields: Record<string, string>, tags: string[]) {
+  const stored = await ctx.runtime.assets.upload(ctx.caller.owner, part.file, {
+    content_type: fields.content_type,
+    file_path: fields.file_path ?? (part.filename || undefined),
+    expected_hash: fields.expected_hash,
+    tags,
+  });
+  if (part.file.truncated) {
+    await ctx.runtime.assets.delete(ctx.caller.owner, stored.asset.id);
+    throw new ServiceError("payload_too_large", "The request body is too large.");
+  }
+  return stored;
+}
+
+/** POST /api/v2/assets/from-hash */
+export async function createAssetFromHash(input: OperationInput<"createAssetFromHash">, ctx: HandlerContext): Promise<HandlerResult> {
+  const { asset, created } = await ctx.runtime.assets.fromHash(ctx.caller.owner, input.body.hash, {
+    file_path: input.body.file_path,
+    tags: input.body.tags,
+  });
+  return { status: created ? 201 : 200, body: assetView(asset, ctx.links()) };
+}
+
+/** HEAD /api/v2/assets/by-hash/{hash}: no body either way. */
+export async function checkAssetHash(input: OperationInput<"checkAssetHash">, ctx: HandlerContext): Promise<HandlerResult> {
+  const ok = await ctx.runtime.assets.canUseHash(ctx.caller.owner, input.params.hash);
+  return { status: ok ? 200 : 404 };
+}
+
+/** GET /api/v2/assets/{id} */
+export async function getAsset(input: OperationInput<"getAsset">, ctx: HandlerContext): Promise<HandlerResult> {
+  return { status: 200, body: assetView(await ctx.runtime.assets.get(ctx.caller.owner, input.params.id), ctx.links()) };
+}
+
+/** DELETE /api/v2/assets/{id} */
+export async function deleteAsset(input: OperationInput<"deleteAsset">, ctx: HandlerContext): Promise<HandlerResult> {
+  await ctx.runtime.assets.delete(ctx.caller.owner, input.params.id);
+  return { status: 204 };
+}
+
+/** GET /api/v2/assets/{id}/content: by credentials, or by a signed link (no credentials needed). */
+export async function getAssetContent(input: OperationInput<"getAssetContent">, ctx: HandlerContext): Promise<HandlerResult> {
+  const { runtime, reply } = ctx;
+  const id = input.params.id;
+  let asset;
+  if (input.query?.signature !== undefined) {
+    // Verify against the raw query: the validated copy has `expires` coerced to a number.
+    const rawQuery = ctx.request.url.split("?")[1] ?? "";
+    const check = runtime.signer.verify(`/api/v2/assets/${encodeURIComponent(id)}/content`, rawQuery, runtime.now());
+    if (check !== "ok") throw new ServiceError("forbidden", check === "expired" ? "This link has expired." : "This link is not valid.");
+    asset = await runtime.assets.getUnchecked(id);
+  } else {
+    asset = await runtime.assets.get(ctx.caller.owner, id);
+  }
+  const range = parseRange(input.headers.range, asset.size_bytes);
+  if (range === "unsatisfiable") {
+    throw new ServiceError("range_not_satisfiable", "The requested range is not satisfiable.", { size: asset.size_bytes });
+  }
+  reply.header("content-type", asset.content_type);
+  reply.header("accept-ranges", "bytes");
+  if (asset.hash) reply.header("etag", `"${asset.hash}"`);
+  reply.header("cache-control", "private, max-age=3600");
+  if (range) {
+    reply.code(206).header("content-range", `bytes ${range.start}-${range.end}/${asset.size_bytes}`);
+    reply.header("content-length", String(range.end - range.start + 1));
+    return { status: 206, body: await runtime.assets.open(asset, range) };
+  }
+  reply.header("content-length", String(asset.size_bytes));
+  return { status: 200, body: asset.size_bytes === 0 ? "" : await runtime.assets.open(asset) };
+}

@@ -1,0 +1,203 @@
+// The v2 job event stream (SSE). One bus subscription per job however many streams are open,
+// and each payload built once per event and per link context, so fan-out stays cheap.
+// No `id:` lines and no resume: the job read with GET is the source of truth.
+import type { ServerResponse } from "node:http";
+import type { JobEvent } from "../../jobs/event-bus.ts";
+import { ServiceError } from "../../jobs/errors.ts";
+import { isTerminalStatus, type JobRecord } from "../../store/index.ts";
+import type { Runtime } from "../runtime.ts";
+import { jobView, outputView, type LinkContext } from "../views.ts";
+
+const KEEP_ALIVE_MS = 15_000;
+const PROGRESS_INTERVAL_MS = 250;
+
+interface Stream {
+  res: ServerResponse;
+  owner: string;
+  links: LinkContext;
+  linkKey: string;
+  lastProgressAt: number;
+  pendingProgress: string | null;
+  progressTimer: NodeJS.Timeout | null;
+  /** False until the connect-time `status` is written: earlier events are in that snapshot. */
+  ready: boolean;
+}
+
+interface JobStreams {
+  streams: Set<Stream>;
+  unsubscribe: () => void;
+  /** Events are delivered in order even when building a payload needs a read. */
+  chain: Promise<void>;
+}
+
+function frame(event: string, data: string): string {
+  return `event: ${event}\ndata: ${data}\n\n`;
+}
+
+/** Open event streams of this server. */
+export class EventStreams {
+  private readonly runtime: Runtime;
+  private readonly jobs = new Map<string, JobStreams>();
+  private readonly perOwner = new Map<string, number>();
+  /** Latest preview of each running job, replayed to a stream that connects mid-run. */
+  private readonly latestPreview = new Map<string, string>();
+  private readonly keepAlive: NodeJS.Timeout;
+  private readonly unsubscribeAll: () => void;
+
+  constructor(runtime: Runtime) {
+    this.runtime = runtime;
+    this.unsubscribeAll = runtime.events.subscribeAll((e) => {
+      if (e.type === "preview") this.latestPreview.set(e.job_id, previewData(e));
+      else if (e.type === "status" && isTerminalStatus(e.job.status)) this.latestPreview.delete(e.job.id);
+    });
+    this.keepAlive = setInterval(() => {
+      for (const js of this.jobs.values()) for (const s of js.streams) s.res.write(": keep-alive\n\n");
+    }, KEEP_ALIVE_MS);
+    this.keepAlive.unref();
+  }
+
+  /** Open streams in all (tests, metrics). */
+  get size(): number {
+    let n = 0;
+    for (const js of this.jobs.values()) n += js.streams.size;
+    return n;
+  }
+
+  /** Refuses a caller over its limit of open streams (429 `too_many_streams`). */
+  admit(owner: string): void {
+    if ((this.perOwner.get(owner) ?? 0) >= this.runtime.config.maxStreamsPerCaller) {
+      throw new ServiceError("too_many_streams", "Too many open event streams; retry later.", null, 5);
+    }
+  }
+
+  /** Starts a stream on `res` for a job the caller owns. */
+  async open(job: JobRecord, res: ServerResponse, links: LinkContext): Promise<void> {
+    const stream: Stream = { res, owner: job.owner, links, linkKey: `${links.mount}|${links.origin}`, lastProgressAt: 0, pendingProgress: null, progressTimer: null, ready: false };
+    res.writeHead(200, {
+      "content-type": "text/event-stream",
+      "cache-control": "no-cache, no-transform",
+      connection: "keep-alive",
+      "x-accel-buffering": "no",
+    });
+    res.flushHeaders();
+    this.perOwner.set(job.owner, (this.perOwner.get(job.owner) ?? 0) + 1);
+    // Subscribe before reading the snapshot, so no transition falls between the two.
+    const js = this.attach(job.id, stream);
+    res.on("close", () => this.detach(job.id, stream));
+    js.chain = js.chain.then(async () => {
+      const current = (await this.runtime.store.getJob(job.id)) ?? job;
+      const snapshot = await this.runtime.jobs.snapshot(current);
+      res.write(frame("status", JSON.stringify(jobView(snapshot, links))));
+      stream.ready = true;
+      if (isTerminalStatus(current.status)) return void res.end();
+      if (current.progress) res.write(frame("progress", JSON.stringify(current.progress)));
+      const preview = this.latestPreview.get(job.id);
+      if (preview) res.write(frame("preview", preview));
+    });
+  }
+
+  /** Stops the keep-alive and closes every stream (server shutdown). */
+  close(): void {
+    clearInterval(this.keepAlive);
+    this.unsubscribeAll();
+    for (const js of this.jobs.values()) for (const s of js.streams) s.res.end();
+  }
+
+  private attach(jobId: string, stream: Stream): JobStreams {
+    let js = this.jobs.get(jobId);
+    if (!js) {
+      const entry: JobStreams = { streams: new Set(), unsubscribe: () => undefined, chain: Promise.resolve() };
+      entry.unsubscribe = this.runtime.events.subscribe(jobId, (e) => {
+        entry.chain = entry.chain.then(() => this.deliver(entry, e)).catch(() => undefined);
+      });
+      this.jobs.set(jobId, (js = entry));
+    }
+    js.streams.add(stream);
+    return js;
+  }
+
+  private detach(jobId: string, stream: Stream): void {
+    if (stream.progressTimer) clearTimeout(stream.progressTimer);
+    const js = this.jobs.get(jobId);
+    if (!js || !js.streams.delete(stream)) return;
+    const left = (this.perOwner.get(stream.owner) ?? 1) - 1;
+    if (left <= 0) this.perOwner.delete(stream.owner);
+    else this.perOwner.set(stream.owner, left);
+    if (js.streams.size === 0) {
+      js.unsubscribe();
+      this.jobs.delete(jobId);
+    }
+  }
+
+  private async deliver(js: JobStreams, e: JobEvent): Promise<void> {
+    const streams = [...js.streams].filter((s) => s.ready && !s.res.writableEnded);
+    if (streams.length === 0) return;
+    switch (e.type) {
+      case "status": {
+        const snapshot = await this.runtime.jobs.snapshot(e.job);
+        const payloads = new Map<string, string>();
+        const terminal = isTerminalStatus(e.job.status);
+        for (const s of streams) {
+          let p = payloads.get(s.linkKey);
+          if (p === undefined) payloads.set(s.linkKey, (p = frame("status", JSON.stringify(jobView(snapshot, s.links)))));
+          if (terminal) this.flushProgress(s);
+          s.res.write(p);
+          if (terminal) s.res.end();
+        }
+        return;
+      }
+      case "progress": {
+        const data = JSON.stringify(e.progress);
+        for (const s of streams) this.queueProgress(s, data);
+        return;
+      }
+      case "preview": {
+        const p = frame("preview", this.latestPreview.get(e.job_id) ?? previewData(e));
+        for (const s of streams) s.res.write(p);
+        return;
+      }
+      case "output": {
+        const payloads = new Map<string, string>();
+        for (const s of streams) {
+          let p = payloads.get(s.linkKey);
+          if (p === undefined) payloads.set(s.linkKey, (p = frame("output", JSON.stringify(outputView(e.asset, s.links)))));
+          s.res.write(p);
+        }
+        return;
+      }
+      default:
+        return;
+    }
+  }
+
+  /** Progress is throttled per stream; the latest snapshot always gets out. */
+  private queueProgress(s: Stream, data: string): void {
+    const now = Date.now();
+    if (now - s.lastProgressAt >= PROGRESS_INTERVAL_MS && !s.progressTimer) {
+      s.lastProgressAt = now;
+      s.res.write(frame("progress", data));
+      return;
+    }
+    s.pendingProgress = data;
+    s.progressTimer ??= setTimeout(() => {
+      s.progressTimer = null;
+      this.flushProgress(s);
+    }, PROGRESS_INTERVAL_MS - (now - s.lastProgressAt));
+  }
+
+  private flushProgress(s: Stream): void {
+    if (s.progressTimer) {
+      clearTimeout(s.progressTimer);
+      s.progressTimer = null;
+    }
+    if (s.pendingProgress !== null && !s.res.writableEnded) {
+      s.res.write(frame("progress", s.pendingProgress));
+      s.lastProgressAt = Date.now();
+    }
+    s.pendingProgress = null;
+  }
+}
+
+function previewData(e: Extract<JobEvent, { type: "preview" }>): string {
+  return JSON.stringify({ node_id: e.node_id, content_type: e.content_type, data_base64: e.data.toString("base64") });
+}

@@ -1,0 +1,15 @@
+// GET /api/v2/jobs/{id}/events: checks, then hands the connection to the event streams.
+import type { OperationInput } from "../../../generated/handlers.ts";
+import type { HandlerContext, HandlerResult } from "../handler-context.ts";
+import type { EventStreams } from "./event-stream.ts";
+
+/** The handler, bound to the server's open streams. */
+export function streamJobEventsHandler(streams: EventStreams) {
+  return async function streamJobEvents(input: OperationInput<"streamJobEvents">, ctx: HandlerContext): Promise<HandlerResult> {
+    const job = await ctx.runtime.jobs.owned(ctx.caller, input.params.id);
+    streams.admit(ctx.caller.owner);
+    ctx.reply.hijack();
+    await streams.open(job, ctx.reply.raw, ctx.links());
+    return undefined;
+  };
+}

@@ -1,0 +1,43 @@
+// v2 job handlers: thin translations between HTTP and the job lifecycle.
+import type { OperationInput } from "../../../generated/handlers.ts";
+import type { HandlerContext, HandlerResult } from "../handler-context.ts";
+import { jobView } from "../views.ts";
+import type { JobStatus } from "../../store/index.ts";
+
+/** POST /api/v2/jobs */
+export async function createJob(input: OperationInput<"createJob">, ctx: HandlerContext): Promise<HandlerResult> {
+  const snapshot = await ctx.runtime.jobs.submit(ctx.caller, {
+    workflow: input.body.workflow as Record<string, unknown>,
+    extra_data: input.body.extra_data,
+    idempotency_key: input.headers["idempotency-key"],
+  });
+  return { status: 201, body: jobView(snapshot, ctx.links()) };
+}
+
+/** GET /api/v2/jobs */
+export async function listJobs(input: OperationInput<"listJobs">, ctx: HandlerContext): Promise<HandlerResult> {
+  const page = await ctx.runtime.jobs.list(ctx.caller, {
+    limit: input.query?.limit ?? 20,
+    status: input.query?.status as JobStatus | undefined,
+    cursor: input.query?.cursor,
+  });
+  const links = ctx.links();
+  return { status: 200, body: { jobs: page.jobs.map((s) => jobView(s, links)), next_cursor: page.next_cursor } };
+}
+
+/** GET /api/v2/jobs/{id}: the only view that carries `logs`. */
+export async function getJob(input: OperationInput<"getJob">, ctx: HandlerContext): Promise<HandlerResult> {
+  const snapshot = await ctx.runtime.jobs.get(ctx.caller, input.params.id, { withLogs: true });
+  return { status: 200, body: jobView(snapshot, ctx.links(), { withLogs: true }) };
+}
+
+/** POST /api/v2/jobs/{id}/cancel */
+export async function cancelJob(input: OperationInput<"cancelJob">, ctx: HandlerContext): Promise<HandlerResult> {
+  const snapshot = await ctx.runtime.jobs.cancel(ctx.caller, input.params.id);
+  return { status: 200, body: jobView(snapshot, ctx.links()) };
+}
+
+/** GET /api/v2/jobs/{id}/workflow */
+export async function getJobWorkflow(input: OperationInput<"getJobWorkflow">, ctx: HandlerContext): Promise<HandlerResult> {
+  return { status: 200, body: { format: "api", workflow: await ctx.runtime.jobs.workflow(ctx.caller, input.params.id) } };
+}

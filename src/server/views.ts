@@ -1,0 +1,97 @@
+// Contract representations of jobs and assets: RFC 3339 times, follow-up links carrying the
+// mount prefix, and signed, expiring output URLs.
+import type { UrlSigner } from "../blobs/index.ts";
+import type { JobSnapshot } from "../jobs/job-service.ts";
+import type { AssetRecord, JobRecord } from "../store/index.ts";
+
+/** Where a response is served: links are built from this. */
+export interface LinkContext {
+  /** Prefix the v2 interface is mounted under on this request, e.g. "" or "/deployment/abc". */
+  mount: string;
+  /** Absolute origin (and optional base path) for signed links, e.g. "http://127.0.0.1:8189". */
+  origin: string;
+  signer: UrlSigner;
+  urlTtlMs: number;
+  now: number;
+}
+
+/** RFC 3339 in UTC with a `Z` suffix. */
+export function iso(ms: number): string;
+export function iso(ms: number | null): string | null;
+export function iso(ms: number | null): string | null {
+  return ms === null ? null : new Date(ms).toISOString();
+}
+
+/** The signed, absolute link to an asset's bytes, and when it expires. */
+export function signedContentUrl(assetId: string, ctx: LinkContext): { url: string; expires_at: number } {
+  // Signed over the unprefixed path, so a link works through any mount of the same server.
+  const path = `/api/v2/assets/${assetId}/content`;
+  const signed = ctx.signer.sign(path, ctx.now + ctx.urlTtlMs);
+  return { url: `${ctx.origin}${ctx.mount}${path}?${signed.query}`, expires_at: signed.expires_at };
+}
+
+/** An output of a job, as the contract's Output. */
+export function outputView(asset: AssetRecord, ctx: LinkContext): Record<string, unknown> {
+  const link = signedContentUrl(asset.id, ctx);
+  return {
+    node_id: asset.node_id ?? "",
+    name: asset.name,
+    type: asset.type ?? "file",
+    content_type: asset.content_type,
+    size_bytes: asset.size_bytes,
+    id: asset.id,
+    hash: asset.hash,
+    url: link.url,
+    url_expires_at: iso(link.expires_at),
+    job_id: asset.job_id,
+  };
+}
+
+/** An asset record, as the contract's Asset. */
+export function assetView(asset: AssetRecord, ctx: LinkContext): Record<string, unknown> {
+  const link = signedContentUrl(asset.id, ctx);
+  return {
+    id: asset.id,
+    hash: asset.hash,
+    size_bytes: asset.size_bytes,
+    content_type: asset.content_type,
+    file_path: asset.file_path,
+    created_at: iso(asset.created_at),
+    url: link.url,
+    url_expires_at: iso(link.expires_at),
+    job_id: asset.job_id,
+    tags: asset.tags,
+  };
+}
+
+/** Host-relative follow-up links of a job, with the mount prefix. */
+export function jobUrls(job: Pick<JobRecord, "id">, mount: string): Record<string, string> {
+  const self = `${mount}/api/v2/jobs/${job.id}`;
+  return { self, events: `${self}/events`, cancel: `${self}/cancel` };
+}
+
+/** A job as the contract's Job; `logs` only when asked for and present. */
+export function jobView(s: JobSnapshot, ctx: LinkContext, options: { withLogs?: boolean } = {}): Record<string, unknown> {
+  const { job } = s;
+  const view: Record<string, unknown> = {
+    id: job.id,
+    status: job.status,
+    created_at: iso(job.created_at),
+    started_at: iso(job.started_at),
+    completed_at: iso(job.completed_at),
+    expires_at: iso(job.expires_at),
+    queue_position: job.status === "queued" ? s.queue_position : null,
+    progress: job.progress ?? null,
+    outputs: s.outputs.map((o) => outputView(o, ctx)),
+    error: job.status === "failed" ? (job.error ?? { code: "node_execution_error", message: "The workflow failed." }) : null,
+    urls: jobUrls(job, ctx.mount),
+    metrics: {
+      queue_ms: job.started_at === null ? null : job.started_at - job.created_at,
+      execution_ms: job.started_at === null || job.completed_at === null ? null : job.completed_at - job.started_at,
+    },
+  };
+  if (options.withLogs && s.logs) {
+    view.logs = { text: s.logs.text, truncated: s.logs.truncated, captured_at: iso(s.logs.captured_at) };
+  }
+  return view;
+}
