@@ -61,6 +61,7 @@ class Run {
   private readonly namer: FileNamer;
   private readonly secrets: string[];
   private readonly result: ExecuteResult = { executed: [], cached: [], outputs: [], ui: {} };
+  private readonly volatile = new Set<string>();
   private reject: (err: unknown) => void = () => {};
 
   constructor(
@@ -159,6 +160,8 @@ class Run {
     const keys = new Map<string, string>();
     for (const id of order) {
       const node = nodes.get(id)!;
+      // Uncacheable nodes (partner calls) and everything downstream of them are never stored.
+      if (node.def.cacheable === false || Object.values(node.links).some((l) => this.volatile.has(l.from))) this.volatile.add(id);
       const files: Record<string, ResolvedFile> = {};
       for (const [input, ref] of Object.entries(node.files)) files[input] = await this.resolveFile(node, input, ref);
       resolved.set(id, files);
@@ -219,7 +222,7 @@ class Run {
       try {
         found = await resolver(ref.name);
       } catch {
-        throw fail(`Uploaded file could not be read: ${ref.name}`);
+        throw fail(`The upload ${ref.name} given to input '${input}' could not be read`);
       }
       this.throwIfStopped();
       if (!found) throw fail(`Invalid image file: ${ref.name}`);
@@ -231,7 +234,7 @@ class Run {
     try {
       asset = await resolver(ref.ref as AssetRef);
     } catch {
-      throw fail(`Asset could not be read: ${ref.ref.id}`);
+      throw fail(`The asset ${ref.ref.id} given to input '${input}' could not be read`);
     }
     this.throwIfStopped();
     return { source: "asset", name: ref.ref.file_path ?? ref.ref.id, bytes: asset.bytes, hash: asset.hash };
@@ -314,7 +317,7 @@ class Run {
       const outputs = produced.result ?? [];
       const entry: CachedResult = { outputs, ui: produced.ui ?? null, files: produced.files ?? [] };
       values.set(node.id, outputs);
-      if (node.def.cacheable !== false) this.config.cache.set(key, entry, estimateBytes(entry));
+      if (!this.volatile.has(node.id)) this.config.cache.set(key, entry, estimateBytes(entry));
       this.result.executed.push(node.id);
       await this.emit(node, entry.ui, entry.files, false);
     } finally {
@@ -363,6 +366,7 @@ class Run {
     const signal = this.controller.signal;
     const cancelled = () => new ExecutionCancelledError(node.id);
     const key = this.options.extra?.api_key_vendor_org;
+    let lastYield = performance.now();
     return {
       node_id: node.id,
       class_type: node.class_type,
@@ -383,6 +387,14 @@ class Run {
           };
           signal.addEventListener("abort", onAbort, { once: true });
         }),
+      checkpoint: async () => {
+        if (signal.aborted) throw cancelled();
+        // Long loops give the event loop (other runs, HTTP, the abort itself) a turn every ~10 ms.
+        if (performance.now() - lastYield < 10) return;
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        lastYield = performance.now();
+        if (signal.aborted) throw cancelled();
+      },
       progress: (value, max) => this.notify("onProgress", { node_id: node.id, value, max }),
       preview: (jpeg) => this.notify("onPreview", { node_id: node.id, content_type: "image/jpeg", data: jpeg }),
       log: (text) => this.notify("onLog", text),

@@ -60,6 +60,8 @@ export interface NodeContext {
   throwIfAborted(): void;
   /** Waits, or rejects as soon as the run is aborted. */
   sleep(ms: number): Promise<void>;
+  /** Call often inside long loops: yields to the event loop every few milliseconds and throws when aborted. */
+  checkpoint: Checkpoint;
   /** Reports step progress (value of max). */
   progress(value: number, max: number): void;
   /** Reports a JPEG preview. */
@@ -70,6 +72,12 @@ export interface NodeContext {
   readonly partner: PartnerAccess | null;
 }
 
+/** Cooperative pause point for long computations (see NodeContext.checkpoint). */
+export type Checkpoint = () => Promise<void>;
+
+/** A checkpoint that never pauses (for direct calls outside a run). */
+export const noCheckpoint: Checkpoint = async () => {};
+
 /** What a partner node gets for one run. */
 export interface PartnerAccess {
   readonly url: string | null;
@@ -78,7 +86,7 @@ export interface PartnerAccess {
   readonly timeoutMs: number;
 }
 
-/** A node class of the embedded library. */
+/** A node class of the embedded library. run() must not modify its inputs: results are cached and shared. */
 export interface NodeDefinition {
   name: string;
   display_name: string;

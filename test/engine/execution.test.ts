@@ -264,6 +264,28 @@ describe("cancellation", () => {
     expect(rec.done.map((d) => d.node_id)).not.toContain("1");
   });
 
+  it("stops inside a long CPU-bound node (a large blur) within a second", async () => {
+    const controller = new AbortController();
+    let startedAt = 0;
+    const graph = {
+      "1": node("EmptyImage", { width: 2048, height: 2048, batch_size: 1, color: 0x808080 }),
+      "2": node("ImageBlur", { image: ["1", 0], blur_radius: 31, sigma: 5 }),
+      "3": node("PreviewImage", { images: ["2", 0] }),
+    };
+    const err = await newEngine().execute(graph, {
+      signal: controller.signal,
+      onNodeStart: (e) => {
+        if (e.node_id !== "2") return;
+        startedAt = performance.now();
+        // Fires only if the blur lets the event loop run while it computes.
+        setTimeout(() => controller.abort(), 20);
+      },
+    }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ExecutionCancelledError);
+    expect((err as ExecutionCancelledError).node_id).toBe("2");
+    expect(performance.now() - startedAt).toBeLessThan(1000);
+  });
+
   it("interrupts a waiting delay", async () => {
     const controller = new AbortController();
     const graph = { "1": node("FlowgateDelay", { value: 1, seconds: 3600 }), "2": node("PreviewAny", { source: ["1", 0] }) };

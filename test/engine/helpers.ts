@@ -79,6 +79,7 @@ export function fakeContext(overrides: Partial<NodeContext> = {}): NodeContext &
     signal,
     throwIfAborted: () => signal.throwIfAborted(),
     sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
+    checkpoint: async () => signal.throwIfAborted(),
     progress: (v, m) => progressed.push([v, m]),
     preview: (b) => previews.push(b),
     log: (t) => logs.push(t),

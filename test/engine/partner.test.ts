@@ -80,6 +80,8 @@ describe("FlowgatePartnerCall", () => {
     await engine.execute(graph("again"), options);
     expect(seen).toHaveLength(2);
     expect(rec.started).toEqual(["1", "2"]);
+    // Neither the answer nor anything derived from it is kept.
+    expect(engine.cacheStats().entries).toBe(0);
   });
 
   it("fails with partner_node_error without a key, and never calls the vendor", async () => {

@@ -1,5 +1,6 @@
 // ComfyUI's ImageBlur and ImageSharpen kernels on typed arrays. Its Gaussian is sampled on
 // linspace(-1, 1, 2r+1), not in pixel units, so sharp's blur would give different pixels.
+import { noCheckpoint, type Checkpoint } from "../node-spec.ts";
 import { makeImage, type ImageTensor } from "./tensors.ts";
 
 /** 1-d factor of ComfyUI's gaussian_kernel(2r+1, sigma), normalised to sum 1. */
@@ -27,7 +28,7 @@ function reflect(i: number, n: number): number {
 }
 
 /** Gaussian blur of every frame with reflect padding, as ImageBlur does. */
-export function gaussianBlur(image: ImageTensor, radius: number, sigma: number): ImageTensor {
+export async function gaussianBlur(image: ImageTensor, radius: number, sigma: number, checkpoint: Checkpoint = noCheckpoint): Promise<ImageTensor> {
   const { batch, height: h, width: w } = image;
   const taps = gaussianTaps(radius, sigma);
   const out = new Float32Array(image.data.length);
@@ -35,6 +36,7 @@ export function gaussianBlur(image: ImageTensor, radius: number, sigma: number):
   for (let b = 0; b < batch; b++) {
     const base = b * h * w * 3;
     for (let y = 0; y < h; y++) {
+      await checkpoint();
       for (let x = 0; x < w; x++) {
         for (let c = 0; c < 3; c++) {
           let acc = 0;
@@ -44,6 +46,7 @@ export function gaussianBlur(image: ImageTensor, radius: number, sigma: number):
       }
     }
     for (let y = 0; y < h; y++) {
+      await checkpoint();
       for (let x = 0; x < w; x++) {
         for (let c = 0; c < 3; c++) {
           let acc = 0;
@@ -57,8 +60,14 @@ export function gaussianBlur(image: ImageTensor, radius: number, sigma: number):
 }
 
 /** ImageSharpen: kernel = -10α·G with the centre raised so it sums to 1, then clamp to 0..1. */
-export function sharpen(image: ImageTensor, radius: number, sigma: number, alpha: number): ImageTensor {
-  const blurred = gaussianBlur(image, radius, sigma);
+export async function sharpen(
+  image: ImageTensor,
+  radius: number,
+  sigma: number,
+  alpha: number,
+  checkpoint: Checkpoint = noCheckpoint,
+): Promise<ImageTensor> {
+  const blurred = await gaussianBlur(image, radius, sigma, checkpoint);
   const a = 10 * alpha;
   const out = new Float32Array(image.data.length);
   for (let i = 0; i < out.length; i++) {

@@ -1,6 +1,7 @@
 // Port of comfy.utils.common_upscale for channels-last float data: torch's
 // interpolate modes computed on typed arrays, and lanczos through sharp (ComfyUI uses PIL there).
 import sharp from "sharp";
+import { noCheckpoint, type Checkpoint } from "../node-spec.ts";
 
 /** ComfyUI's upscale method names. */
 export const UPSCALE_METHODS = ["nearest-exact", "bilinear", "area", "bicubic", "lanczos"] as const;
@@ -22,14 +23,21 @@ export async function commonUpscale(
   height: number,
   method: UpscaleMethod,
   crop: "disabled" | "center",
+  checkpoint: Checkpoint = noCheckpoint,
 ): Promise<Planes> {
   const cropped = crop === "center" ? centerCrop(src, width, height) : src;
   if (method === "lanczos") return lanczos(cropped, width, height);
-  return resizeSync(cropped, width, height, method);
+  return resize(cropped, width, height, method, checkpoint);
 }
 
-/** Synchronous resize for every method but lanczos. */
-export function resizeSync(src: Planes, width: number, height: number, method: Exclude<UpscaleMethod, "lanczos">): Planes {
+/** Resize for every method but lanczos, pausing at each row. */
+export async function resize(
+  src: Planes,
+  width: number,
+  height: number,
+  method: Exclude<UpscaleMethod, "lanczos">,
+  checkpoint: Checkpoint = noCheckpoint,
+): Promise<Planes> {
   const out = new Float32Array(src.batch * height * width * src.channels);
   const rows = axisWeights(src.height, height, method);
   const cols = axisWeights(src.width, width, method);
@@ -39,6 +47,7 @@ export function resizeSync(src: Planes, width: number, height: number, method: E
     const inBase = b * src.height * src.width * c;
     // Separable: columns first into tmp, then rows into out.
     for (let y = 0; y < src.height; y++) {
+      await checkpoint();
       for (let x = 0; x < width; x++) {
         const w = cols[x]!;
         for (let ch = 0; ch < c; ch++) {
@@ -50,6 +59,7 @@ export function resizeSync(src: Planes, width: number, height: number, method: E
     }
     const outBase = b * height * width * c;
     for (let y = 0; y < height; y++) {
+      await checkpoint();
       const w = rows[y]!;
       for (let x = 0; x < width; x++) {
         for (let ch = 0; ch < c; ch++) {

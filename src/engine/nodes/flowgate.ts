@@ -4,7 +4,7 @@ import { createHash } from "node:crypto";
 import { NodeInputError } from "../errors.ts";
 import { encodeJpeg } from "../media/image-codec.ts";
 import { makeImage, makeLatent, type ImageTensor } from "../media/tensors.ts";
-import { floatInput, intInput, socket, stringInput, type NodeDefinition } from "../node-spec.ts";
+import { floatInput, intInput, noCheckpoint, socket, stringInput, type Checkpoint, type NodeDefinition } from "../node-spec.ts";
 import { numberInput, stringValue } from "./helpers.ts";
 import { textFile } from "./text.ts";
 
@@ -64,10 +64,13 @@ function pictureOf(seed: number): (u: number, v: number, out: Float32Array, at: 
 }
 
 /** Renders the seed's picture at a size (the sampler's final image). */
-export function renderPicture(seed: number, width: number, height: number): ImageTensor {
+export async function renderPicture(seed: number, width: number, height: number, checkpoint: Checkpoint = noCheckpoint): Promise<ImageTensor> {
   const paint = pictureOf(seed);
   const image = makeImage(1, height, width);
-  for (let y = 0; y < height; y++) for (let x = 0; x < width; x++) paint((x + 0.5) / width, (y + 0.5) / height, image.data, (y * width + x) * 3);
+  for (let y = 0; y < height; y++) {
+    await checkpoint();
+    for (let x = 0; x < width; x++) paint((x + 0.5) / width, (y + 0.5) / height, image.data, (y * width + x) * 3);
+  }
   return image;
 }
 
@@ -124,7 +127,7 @@ export const FlowgateSampler: NodeDefinition = {
     const scale = Math.min(1, PREVIEW_SIDE / Math.max(width, height));
     const pw = Math.max(1, Math.round(width * scale));
     const ph = Math.max(1, Math.round(height * scale));
-    const target = renderPicture(seed, pw, ph);
+    const target = await renderPicture(seed, pw, ph, ctx.checkpoint);
     const rand = seededRandom(seed + 1);
     const noise = new Float32Array(target.data.length);
     for (let i = 0; i < noise.length; i++) noise[i] = rand();
@@ -137,7 +140,7 @@ export const FlowgateSampler: NodeDefinition = {
       ctx.progress(step, steps);
     }
     ctx.throwIfAborted();
-    const image = renderPicture(seed, width, height);
+    const image = await renderPicture(seed, width, height, ctx.checkpoint);
     return { result: [image, latentOf(image)] };
   },
 };

@@ -24,11 +24,11 @@ export const ImageBlur: NodeDefinition = {
   },
   output: ["IMAGE"],
   output_node: false,
-  run(_ctx, inputs) {
+  async run(ctx, inputs) {
     const image = imageInput(inputs, "image");
     const radius = numberInput(inputs, "blur_radius");
     if (radius === 0) return { result: [image] };
-    return { result: [gaussianBlur(image, radius, numberInput(inputs, "sigma"))] };
+    return { result: [await gaussianBlur(image, radius, numberInput(inputs, "sigma"), ctx.checkpoint)] };
   },
 };
 
@@ -49,11 +49,11 @@ export const ImageSharpen: NodeDefinition = {
   },
   output: ["IMAGE"],
   output_node: false,
-  run(_ctx, inputs) {
+  async run(ctx, inputs) {
     const image = imageInput(inputs, "image");
     const radius = numberInput(inputs, "sharpen_radius");
     if (radius === 0) return { result: [image] };
-    return { result: [sharpen(image, radius, numberInput(inputs, "sigma"), numberInput(inputs, "alpha"))] };
+    return { result: [await sharpen(image, radius, numberInput(inputs, "sigma"), numberInput(inputs, "alpha"), ctx.checkpoint)] };
   },
 };
 
@@ -100,13 +100,13 @@ export const ImageBlend: NodeDefinition = {
   },
   output: ["IMAGE"],
   output_node: false,
-  async run(_ctx, inputs) {
+  async run(ctx, inputs) {
     const a = imageInput(inputs, "image1");
     let b: ImageTensor = imageInput(inputs, "image2");
     const factor = numberInput(inputs, "blend_factor");
     const mode = stringValue(inputs, "blend_mode");
     if (a.height !== b.height || a.width !== b.width) {
-      const r = await commonUpscale({ ...b }, a.width, a.height, "bicubic", "center");
+      const r = await commonUpscale({ ...b }, a.width, a.height, "bicubic", "center", ctx.checkpoint);
       b = makeImage(b.batch, a.height, a.width, r.data);
     }
     // torch broadcasting over the batch works only when the sizes match or one of them is 1.

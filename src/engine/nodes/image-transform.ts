@@ -2,15 +2,15 @@
 import { NodeInputError } from "../errors.ts";
 import { commonUpscale, cropPlanes, pyRoundHalfEven, UPSCALE_METHODS, type UpscaleMethod } from "../media/resample.ts";
 import { makeImage, type ImageTensor } from "../media/tensors.ts";
-import { comboV1, comboV3, floatInput, intInput, MAX_RESOLUTION, socket, type NodeDefinition } from "../node-spec.ts";
+import { comboV1, comboV3, floatInput, intInput, MAX_RESOLUTION, socket, type Checkpoint, type NodeDefinition } from "../node-spec.ts";
 import { imageInput, numberInput, stringValue } from "./helpers.ts";
 
 const CROP_METHODS = ["disabled", "center"] as const;
 
-async function scaled(image: ImageTensor, width: number, height: number, method: string, crop: string): Promise<ImageTensor> {
+async function scaled(image: ImageTensor, width: number, height: number, method: string, crop: string, checkpoint: Checkpoint): Promise<ImageTensor> {
   if (width < 1 || height < 1) throw new NodeInputError(`Cannot scale to ${width}x${height}`);
   if (!(UPSCALE_METHODS as readonly string[]).includes(method)) throw new NodeInputError(`Unknown upscale method ${method}`);
-  const r = await commonUpscale({ ...image }, width, height, method as UpscaleMethod, crop === "center" ? "center" : "disabled");
+  const r = await commonUpscale({ ...image }, width, height, method as UpscaleMethod, crop === "center" ? "center" : "disabled", checkpoint);
   return makeImage(image.batch, height, width, r.data);
 }
 
@@ -32,14 +32,14 @@ export const ImageScale: NodeDefinition = {
   },
   output: ["IMAGE"],
   output_node: false,
-  async run(_ctx, inputs) {
+  async run(ctx, inputs) {
     const image = imageInput(inputs, "image");
     let width = numberInput(inputs, "width");
     let height = numberInput(inputs, "height");
     if (width === 0 && height === 0) return { result: [image] };
     if (width === 0) width = Math.max(1, pyRoundHalfEven((image.width * height) / image.height));
     else if (height === 0) height = Math.max(1, pyRoundHalfEven((image.height * width) / image.width));
-    return { result: [await scaled(image, width, height, stringValue(inputs, "upscale_method"), stringValue(inputs, "crop"))] };
+    return { result: [await scaled(image, width, height, stringValue(inputs, "upscale_method"), stringValue(inputs, "crop"), ctx.checkpoint)] };
   },
 };
 
@@ -59,12 +59,12 @@ export const ImageScaleBy: NodeDefinition = {
   },
   output: ["IMAGE"],
   output_node: false,
-  async run(_ctx, inputs) {
+  async run(ctx, inputs) {
     const image = imageInput(inputs, "image");
     const scale = numberInput(inputs, "scale_by");
     const width = pyRoundHalfEven(image.width * scale);
     const height = pyRoundHalfEven(image.height * scale);
-    return { result: [await scaled(image, width, height, stringValue(inputs, "upscale_method"), "disabled")] };
+    return { result: [await scaled(image, width, height, stringValue(inputs, "upscale_method"), "disabled", ctx.checkpoint)] };
   },
 };
 

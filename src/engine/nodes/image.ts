@@ -135,11 +135,11 @@ export const ImageBatch: NodeDefinition = {
   input: { required: { image1: socket("IMAGE"), image2: socket("IMAGE") } },
   output: ["IMAGE"],
   output_node: false,
-  async run(_ctx, inputs) {
+  async run(ctx, inputs) {
     const a = imageInput(inputs, "image1");
     let b = imageInput(inputs, "image2");
     if (a.height !== b.height || a.width !== b.width) {
-      const r = await commonUpscale({ ...b, channels: 3 }, a.width, a.height, "bilinear", "center");
+      const r = await commonUpscale({ ...b, channels: 3 }, a.width, a.height, "bilinear", "center", ctx.checkpoint);
       b = makeImage(b.batch, a.height, a.width, r.data);
     }
     const out = new Float32Array(a.data.length + b.data.length);

@@ -1,9 +1,9 @@
 // Mask family (comfy_extras/nodes_mask.py and LoadImageMask from nodes.py).
 import { NodeInputError } from "../errors.ts";
 import { decodeImage } from "../media/image-codec.ts";
-import { resizeSync } from "../media/resample.ts";
+import { resize } from "../media/resample.ts";
 import { makeImage, makeMask, repeatToBatch, type ImageTensor, type MaskTensor } from "../media/tensors.ts";
-import { booleanInput, comboV1, floatInput, intInput, MAX_RESOLUTION, socket, type NodeDefinition } from "../node-spec.ts";
+import { booleanInput, comboV1, floatInput, intInput, MAX_RESOLUTION, noCheckpoint, socket, type Checkpoint, type NodeDefinition } from "../node-spec.ts";
 import { booleanValue, fileInput, imageInput, maskInput, numberInput, stringValue } from "./helpers.ts";
 
 const MODULE = "comfy_extras.nodes_mask";
@@ -135,17 +135,18 @@ export const ImageToMask: NodeDefinition = {
 };
 
 /** Pastes source onto destination at (x, y) through an optional mask, like nodes_mask.composite. */
-export function compositeMasked(
+export async function compositeMasked(
   destination: ImageTensor,
   source: ImageTensor,
   x: number,
   y: number,
   resizeSource: boolean,
   mask: MaskTensor | undefined,
-): ImageTensor {
+  checkpoint: Checkpoint = noCheckpoint,
+): Promise<ImageTensor> {
   let src = source;
   if (resizeSource) {
-    const r = resizeSync({ ...src }, destination.width, destination.height, "bilinear");
+    const r = await resize({ ...src }, destination.width, destination.height, "bilinear", checkpoint);
     src = makeImage(src.batch, destination.height, destination.width, r.data);
   }
   const batch = destination.batch;
@@ -154,7 +155,7 @@ export function compositeMasked(
   const srcData = repeatToBatch(src.data, sh * sw * 3, src.batch, batch);
   let maskData: Float32Array | null = null;
   if (mask) {
-    const m = resizeSync({ batch: mask.batch, height: mask.height, width: mask.width, channels: 1, data: mask.data }, sw, sh, "bilinear");
+    const m = await resize({ batch: mask.batch, height: mask.height, width: mask.width, channels: 1, data: mask.data }, sw, sh, "bilinear", checkpoint);
     maskData = repeatToBatch(m.data, sh * sw, mask.batch, batch);
   }
   const left = Math.max(-sw, Math.min(x, destination.width));
@@ -164,6 +165,7 @@ export function compositeMasked(
   const dh = destination.height;
   for (let b = 0; b < batch; b++) {
     for (let sy = 0; sy < sh; sy++) {
+      await checkpoint();
       const dy = top + sy;
       if (dy < 0 || dy >= dh) continue;
       for (let sx = 0; sx < sw; sx++) {
@@ -198,17 +200,18 @@ export const ImageCompositeMasked: NodeDefinition = {
   },
   output: ["IMAGE"],
   output_node: false,
-  run(_ctx, inputs) {
+  async run(ctx, inputs) {
     const mask = inputs.mask === undefined ? undefined : maskInput(inputs, "mask");
     return {
       result: [
-        compositeMasked(
+        await compositeMasked(
           imageInput(inputs, "destination"),
           imageInput(inputs, "source"),
           numberInput(inputs, "x"),
           numberInput(inputs, "y"),
           booleanValue(inputs, "resize_source", false),
           mask,
+          ctx.checkpoint,
         ),
       ],
     };
