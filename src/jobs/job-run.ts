@@ -4,6 +4,7 @@ import { TerminalStatusError, type JobRecord, type JobStatus, type Store } from 
 import type { EnginePort, RunEnd } from "./engine-port.ts";
 import type { EventBus } from "./event-bus.ts";
 import { LogCapture } from "./log-capture.ts";
+import type { OutputNamer } from "./output-names.ts";
 import { ProgressTracker, type Progress } from "./progress.ts";
 
 export interface JobRunDeps {
@@ -15,6 +16,7 @@ export interface JobRunDeps {
   /** Keep the run's standard output on the job (serverless surfaces). */
   captureLogs: boolean;
   logLimitBytes: number;
+  names: OutputNamer;
 }
 
 /** Runs a job that is already `running`, to its terminal state. */
@@ -24,6 +26,8 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
   const tracker = new ProgressTracker();
   const log = new LogCapture(deps.logLimitBytes);
   let progressWrite: Promise<unknown> = Promise.resolve();
+  /** Engine file name -> the unique name it was committed under, by folder. */
+  const renamed = new Map<string, string>();
 
   const report = (progress: Progress) => {
     // Writes are chained so snapshots land in order; the event goes out at once.
@@ -49,7 +53,7 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
         report(tracker.nodeStart(node_id, class_type));
       },
       onNodeDone: (node_id, class_type, ui) => {
-        events.publish({ type: "node_done", ...base, node_id, class_type, ui });
+        events.publish({ type: "node_done", ...base, node_id, class_type, ui: renameInUi(ui, renamed) });
         report(tracker.nodeDone(node_id));
       },
       onProgress: (node_id, value, max) => {
@@ -58,7 +62,9 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
       },
       onPreview: (node_id, content_type, data) => events.publish({ type: "preview", ...base, node_id, content_type, data }),
       onOutput: async (output) => {
-        const asset = await assets.commitOutput(job, output);
+        const name = await deps.names.reserve(job.owner, output.folder, output.name);
+        renamed.set(`${output.folder}/${output.name}`, name);
+        const asset = await assets.commitOutput(job, { ...output, name });
         events.publish({ type: "output", ...base, asset });
       },
       onLog: (text) => {
@@ -86,6 +92,8 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
   } else {
     finished = await settle(store, job.id, "canceled", { completed_at: now });
   }
+  // The final snapshot (value 1) goes out as progress too, so streams end on job.progress.
+  if (finished?.status === "succeeded") events.publish({ type: "progress", ...base, progress: tracker.finish() });
   if (finished) events.publish({ type: "status", job: finished });
   return finished;
 }
@@ -104,4 +112,20 @@ async function settle(store: Store, id: string, to: JobStatus, patch: Parameters
     if (err instanceof TerminalStatusError) return null;
     throw err;
   }
+}
+
+/** The node's ui dict with each file info's name replaced by the name it was committed under. */
+function renameInUi(ui: Record<string, unknown> | null, renamed: ReadonlyMap<string, string>): Record<string, unknown> | null {
+  if (!ui) return ui;
+  const out: Record<string, unknown> = {};
+  for (const [key, list] of Object.entries(ui)) {
+    out[key] = Array.isArray(list)
+      ? list.map((item) => {
+          const info = item as { filename?: unknown; type?: unknown };
+          const name = typeof info?.filename === "string" ? renamed.get(`${String(info.type)}/${info.filename}`) : undefined;
+          return name ? { ...info, filename: name, subfolder: "" } : item;
+        })
+      : list;
+  }
+  return out;
 }

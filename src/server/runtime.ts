@@ -7,6 +7,7 @@ import { Dispatcher } from "../jobs/dispatcher.ts";
 import type { EnginePort } from "../jobs/engine-port.ts";
 import { EventBus } from "../jobs/event-bus.ts";
 import { JobService } from "../jobs/job-service.ts";
+import { OutputNamer } from "../jobs/output-names.ts";
 import { startReaper } from "../jobs/retention.ts";
 import { openStore, type Store } from "../store/index.ts";
 
@@ -49,6 +50,7 @@ export async function openRuntime(config: Config, options: RuntimeOptions): Prom
     concurrency: config.concurrency,
     captureLogs: config.surface === "serverless",
     logLimitBytes: config.logLimitBytes,
+    names: new OutputNamer(store),
   });
   const jobs = new JobService({ store, engine: options.engine, assets, dispatcher, events, now, retentionMs: config.retentionMs, queueLimit: config.queueLimit });
   await dispatcher.start();

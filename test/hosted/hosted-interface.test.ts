@@ -79,6 +79,24 @@ describe("a ComfyUI client, unchanged", () => {
     expect(status).toEqual({ status: "success" });
   });
 
+  it("WS-6: file names never repeat across jobs, so /api/view serves each job's own file", async () => {
+    const run = async (color: number) => {
+      const graph = {
+        "1": { class_type: "EmptyImage", inputs: { width: 4, height: 4, batch_size: 1, color } },
+        "2": { class_type: "SaveImage", inputs: { images: ["1", 0], filename_prefix: "same/prefix" } },
+      };
+      const id = ((await (await client.queuePrompt(graph)).json()) as { prompt_id: string }).prompt_id;
+      const executed = (await client.waitForEnd(id)).find((m) => m.type === "executed")!;
+      return (executed.data.output as { images: Array<{ filename: string; subfolder: string; type: string }> }).images[0]!;
+    };
+    const red = await run(0xff0000);
+    const blue = await run(0x0000ff);
+    expect(red.filename).not.toBe(blue.filename);
+    const pixel = async (f: typeof red) => [...(await sharp((await client.view(f)).bytes).raw().toBuffer()).subarray(0, 3)];
+    expect(await pixel(red)).toEqual([255, 0, 0]);
+    expect(await pixel(blue)).toEqual([0, 0, 255]);
+  });
+
   it("HOST-2/HOST-10: the same bytes keep the same name; subfolder is ignored", async () => {
     const bytes = await png({ r: 1, g: 2, b: 3 });
     const a = await client.uploadImage(bytes, "a.png");
