@@ -20,6 +20,8 @@ type AnyHandler = (input: never, ctx: HandlerContext) => unknown;
 
 const strict = bodyValidators as unknown as Record<string, ValidateFunction>;
 const coercing = paramValidators as unknown as Record<string, ValidateFunction>;
+/** Callers authenticated by a route's onRequest hook. */
+const callers = new WeakMap<FastifyRequest, Caller>();
 
 /** The handlers this server implements, by interface family. */
 export interface MountedHandlers {
@@ -40,30 +42,32 @@ export function mountRoutes(app: FastifyInstance, runtime: Runtime, handlers: Mo
     const handler = table[route.operationId];
     if (!handler) continue;
     const serve = async (request: FastifyRequest, reply: FastifyReply) => {
-      const caller = authenticate(route, request, runtime);
+      const caller = callers.get(request) ?? authenticate(route, request, runtime);
       const input = validateInput(route, request);
       const ctx: HandlerContext = { request, reply, caller, runtime, links: () => linkContext(request, runtime, prefix) };
       const result = (await handler(input as never, ctx)) as HandlerResult;
       return send(reply, result);
     };
-    app.route({
-      method: route.method,
-      url: prefix + route.url,
-      // The hosted interface answers errors in ComfyUI's shape; everything else uses the envelope.
-      handler:
-        route.family !== "hosted"
-          ? serve
-          : async (request, reply) => {
-              try {
-                return await serve(request, reply);
-              } catch (err) {
-                if (reply.sent) throw err;
-                const e = toHostedError(err);
-                if (e.status >= 500) request.log.error({ err: { type: (err as Error)?.name, message: (err as Error)?.message } }, "unexpected failure");
-                return reply.code(e.status).headers(e.headers).send(e.body);
-              }
-            },
-    });
+    // The hosted interface answers errors in ComfyUI's shape; everything else uses the envelope.
+    const routeHandler =
+      route.family !== "hosted"
+        ? serve
+        : async (request: FastifyRequest, reply: FastifyReply) => {
+            try {
+              return await serve(request, reply);
+            } catch (err) {
+              if (reply.sent) throw err;
+              const e = toHostedError(err);
+              if (e.status >= 500) request.log.error({ err: { type: (err as Error)?.name, message: (err as Error)?.message } }, "unexpected failure");
+              return reply.code(e.status).headers(e.headers).send(e.body);
+            }
+          };
+    // ComfyUI serves its routes both bare and under /api; so does the hosted interface, so that
+    // ComfyUI-native clients (and flowgate's own ComfyUI backend) can talk to it unchanged.
+    const urls = route.family === "hosted" && route.url.startsWith("/api/") ? [route.url, route.url.slice(4)] : [route.url];
+    // v2 credentials are checked on arrival, before the body is read or parsed.
+    const onRequest = async (request: FastifyRequest) => void callers.set(request, authenticate(route, request, runtime));
+    for (const url of urls) app.route({ method: route.method, url: prefix + url, handler: routeHandler, ...(route.family === "v2" ? { onRequest } : {}) });
   }
 }
 

@@ -194,5 +194,10 @@ describe("a ComfyUI client, unchanged", () => {
     for (const name of ["LoadImage", "SaveImage", "PreviewImage", "EmptyImage", "FlowgateSampler"]) expect(info[name]?.input?.required).toBeTypeOf("object");
     const one = await (await fetch(`${server.url}/api/object_info/SaveImage`, { headers: { "X-API-Key": KEY } })).json();
     expect(Object.keys(one as object)).toEqual(["SaveImage"]);
+    // ComfyUI's bare routes answer too.
+    const bare = (await (await fetch(`${server.url}/object_info/SaveImage`, { headers: { "X-API-Key": KEY } })).json()) as object;
+    expect(bare).toEqual(one);
+    expect((await fetch(`${server.url}/queue`, { headers: { "X-API-Key": KEY } })).status).toBe(200);
+    expect((await fetch(`${server.url}/queue`)).status).toBe(401);
   });
 });
