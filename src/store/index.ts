@@ -9,6 +9,9 @@ export { IDEMPOTENCY_TTL_MS, JOB_STATUSES, LIVE_STATUSES, TERMINAL_STATUSES, isT
 export { IdempotencyKeyReused, InvalidCursorError, TerminalStatusError, UnknownJobError } from "./errors.ts";
 export { SQLITE_FILE_NAME } from "./sqlite.ts";
 export type { SqliteStoreOptions } from "./sqlite.ts";
+export type * from "./directory.ts";
+export { DEPLOYMENT_STATES } from "./directory.ts";
+export { openDirectory } from "./sqlite-directory.ts";
 
 /** Where the store lives: the embedded SQLite file (default) or a PostgreSQL server. */
 export type StoreOptions = ({ kind?: "sqlite" } & SqliteStoreOptions) | { kind: "postgres"; url: string };

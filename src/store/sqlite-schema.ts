@@ -111,6 +111,34 @@ CREATE TABLE idempotency_keys (
 CREATE INDEX idempotency_keys_expires_at ON idempotency_keys (expires_at);
 `,
   },
+  {
+    version: 2,
+    description: "accounts, API keys and deployments of the cloud and serverless surfaces",
+    sql: `
+CREATE TABLE accounts (
+  name TEXT PRIMARY KEY,
+  tier TEXT NOT NULL,
+  credits REAL NOT NULL,
+  subscription_active INTEGER NOT NULL CHECK (subscription_active IN (0, 1)),
+  created_at INTEGER NOT NULL
+);
+-- Keys are stored as SHA-256 digests: a leaked database does not leak usable keys.
+CREATE TABLE api_keys (
+  key_hash TEXT PRIMARY KEY,
+  account TEXT NOT NULL REFERENCES accounts (name),
+  prefix TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  revoked_at INTEGER
+);
+CREATE INDEX api_keys_account ON api_keys (account);
+CREATE TABLE deployments (
+  id TEXT PRIMARY KEY,
+  state TEXT NOT NULL CHECK (state IN ('provisioning', 'starting', 'ready', 'stopped')),
+  demo INTEGER NOT NULL CHECK (demo IN (0, 1)),
+  created_at INTEGER NOT NULL
+);
+`,
+  },
 ];
 
 /** The schema version this code writes. */
