@@ -34,6 +34,8 @@ export interface JobServiceOptions {
 export interface Caller {
   owner: string;
   deployment_id?: string | null;
+  /** An anonymous caller of the public demo deployment. */
+  demo?: boolean;
 }
 
 /** A submission after the envelope was validated. */
