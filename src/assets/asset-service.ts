@@ -87,7 +87,7 @@ export class AssetService {
   /** A new record over a blob the caller may already use; 404 `blob_not_found` otherwise. */
   async fromHash(owner: string, hash: string, meta: { file_path?: string | undefined; tags?: string[] | undefined }): Promise<{ asset: AssetRecord; created: boolean }> {
     const key = parseBlake3Hash(hash);
-    const existing = key === null ? null : await this.o.store.findAssetByBlob(owner, key);
+    const existing = key === null ? null : await this.usableRecord(owner, key);
     if (!existing || key === null || !(await this.o.blobs.has(key))) {
       throw new ServiceError("blob_not_found", "No blob with this hash is available to you.");
     }
@@ -115,7 +115,13 @@ export class AssetService {
   /** Whether the caller may mint an asset from this hash. */
   async canUseHash(owner: string, hash: string): Promise<boolean> {
     const key = parseBlake3Hash(hash);
-    return key !== null && (await this.o.store.findAssetByBlob(owner, key)) !== null && (await this.o.blobs.has(key));
+    return key !== null && (await this.usableRecord(owner, key)) !== null && (await this.o.blobs.has(key));
+  }
+
+  /** The caller's live record over a blob (its proof it may use the blob), or null; expired ones are gone. */
+  private async usableRecord(owner: string, key: string): Promise<AssetRecord | null> {
+    const asset = await this.o.store.findAssetByBlob(owner, key);
+    return asset && (asset.expires_at === null || asset.expires_at > this.o.now()) ? asset : null;
   }
 
   /** The caller's asset, or 404 `not_found`. */

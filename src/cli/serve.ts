@@ -1,6 +1,8 @@
-// `flowgate serve`: the reference server on embedded defaults.
+// `flowgate serve`: the reference server, on the embedded engine or in front of ComfyUI.
+import { ComfyUIEngine } from "../engine/comfyui/index.ts";
 import { EmbeddedEngine } from "../engine/embedded-engine.ts";
-import { loadConfig, SERVE_FLAGS } from "../config/config.ts";
+import type { Engine } from "../engine/engine.ts";
+import { loadConfig, SERVE_FLAGS, type Config } from "../config/config.ts";
 import { engineAdapter } from "../jobs/engine-adapter.ts";
 import { settingsLine, startServer } from "../server/start.ts";
 
@@ -10,6 +12,12 @@ export function serveUsage(): string {
   return `Usage: flowgate serve [flags]\n\nStarts the flowgate server. Each flag can also be set by its environment variable.\n\n${flags.join("\n")}\n`;
 }
 
+/** The engine the configuration asks for. */
+export function createEngine(config: Config): Engine {
+  if (config.engine === "comfyui") return new ComfyUIEngine({ urls: config.comfyuiUrls, maxQueue: config.queueLimit });
+  return new EmbeddedEngine({ partnerUrl: config.partnerUrl });
+}
+
 /** Runs the server until SIGINT or SIGTERM. */
 export async function serve(argv: string[]): Promise<void> {
   if (argv.includes("--help") || argv.includes("-h")) {
@@ -17,18 +25,24 @@ export async function serve(argv: string[]): Promise<void> {
     return;
   }
   const config = loadConfig(argv);
-  const engine = new EmbeddedEngine({ partnerUrl: config.partnerUrl });
-  const server = await startServer(config, engineAdapter(engine));
+  const engine = createEngine(config);
+  const server = await startServer(config, engineAdapter(engine)).catch(async (err: unknown) => {
+    await engine.close?.();
+    throw err;
+  });
   process.stdout.write(`flowgate: ${settingsLine(config)}\nflowgate: listening on ${server.url}\n`);
   let closing = false;
   for (const signal of ["SIGINT", "SIGTERM"] as const) {
     process.on(signal, () => {
       if (closing) return;
       closing = true;
-      server.close().then(
-        () => process.exit(0),
-        () => process.exit(1),
-      );
+      server
+        .close()
+        .then(() => engine.close?.())
+        .then(
+          () => process.exit(0),
+          () => process.exit(1),
+        );
     });
   }
 }

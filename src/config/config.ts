@@ -2,6 +2,7 @@
 // without secrets.
 import { parseArgs } from "node:util";
 import path from "node:path";
+import { DEFAULT_TIERS, parseTiers, type TierTable } from "../surfaces/tiers.ts";
 
 export type Surface = "self-hosted" | "cloud" | "serverless";
 
@@ -19,7 +20,15 @@ export interface Config {
   /** HMAC key of signed links; null = generated once per data dir. */
   signingKey: string | null;
   surface: Surface;
-  engine: "embedded";
+  /** Serverless: deployments are also reached as `{id}.run.{domain}` and `{id}.stg.run.{domain}`. */
+  serverlessDomain: string | null;
+  /** Cloud and serverless: credits charged per second of execution. */
+  creditRate: number;
+  /** Cloud: concurrent jobs per subscription tier. */
+  tiers: TierTable;
+  engine: "embedded" | "comfyui";
+  /** Base URLs of the ComfyUI instances of the comfyui engine (empty for embedded). */
+  comfyuiUrls: string[];
   /** Vendor endpoint of the partner node (FlowgatePartnerCall); null disables it. */
   partnerUrl: string | null;
   /** Largest JSON body, in bytes. */
@@ -30,6 +39,8 @@ export interface Config {
   urlTtlMs: number;
   /** Open event streams per caller. */
   maxStreamsPerCaller: number;
+  /** Interval of the SSE keep-alive comment, in ms. */
+  sseKeepAliveMs: number;
   /** Bound of a captured log, in bytes. */
   logLimitBytes: number;
   reaperIntervalMs: number;
@@ -48,8 +59,13 @@ export const SERVE_FLAGS = {
   concurrency: { env: "FLOWGATE_CONCURRENCY", help: "jobs that run at once (default 2)" },
   retention: { env: "FLOWGATE_RETENTION", help: "how long jobs and uploads are kept, like 7d, 12h, 30m (default 7d)" },
   "signing-key": { env: "FLOWGATE_SIGNING_KEY", help: "HMAC key of signed links (default: generated once per data dir)" },
-  surface: { env: "FLOWGATE_SURFACE", help: "self-hosted (default)" },
+  surface: { env: "FLOWGATE_SURFACE", help: "self-hosted (default), cloud or serverless" },
+  "serverless-domain": { env: "FLOWGATE_SERVERLESS_DOMAIN", help: "serverless: the domain of {deployment}.run.{domain} hosts" },
+  "credit-rate": { env: "FLOWGATE_CREDIT_RATE", help: "cloud/serverless: credits per second of execution (default 1)" },
+  tiers: { env: "FLOWGATE_TIERS", help: "cloud: concurrent jobs per tier (default free=1,pro=3,team=10)" },
   "partner-url": { env: "FLOWGATE_PARTNER_URL", help: "vendor endpoint FlowgatePartnerCall posts to (default: none)" },
+  engine: { env: "FLOWGATE_ENGINE", help: "embedded (default) or comfyui" },
+  "comfyui-url": { env: "FLOWGATE_COMFYUI_URL", help: "a ComfyUI instance for --engine comfyui; repeat it (comma-separated in the env) for several" },
   "log-level": { env: "FLOWGATE_LOG_LEVEL", help: "fatal, error, warn, info (default), debug" },
 } as const;
 
@@ -69,20 +85,41 @@ function positiveInt(name: string, text: string): number {
   return n;
 }
 
+/** The ComfyUI URLs: the repeated flag wins over the comma-separated variable. */
+function comfyuiUrlsOf(flags: string[] | undefined, env: string | undefined): string[] {
+  const urls = (flags && flags.length > 0 ? flags : (env ?? "").split(",")).map((u) => u.trim().replace(/\/+$/, "")).filter(Boolean);
+  for (const u of urls) if (!/^https?:\/\/[^/]+/.test(u)) throw new Error(`--comfyui-url must be an http(s) URL, got "${withoutCredentials(u)}"`);
+  return urls;
+}
+
+/** A URL with any user:password part hidden, for printing. */
+function withoutCredentials(url: string): string {
+  return url.replace(/^(https?:\/\/)[^/@]*@/, "$1(credentials)@");
+}
+
 /** The configuration from command-line arguments and the environment. */
 export function loadConfig(argv: string[] = [], env: NodeJS.ProcessEnv = process.env): Config {
   const { values } = parseArgs({
     args: argv,
-    options: Object.fromEntries(Object.keys(SERVE_FLAGS).map((k) => [k, { type: "string" as const }])),
+    options: Object.fromEntries(Object.keys(SERVE_FLAGS).map((k) => [k, { type: "string" as const, multiple: k === "comfyui-url" }])),
     strict: true,
     allowPositionals: false,
   });
   const get = (name: keyof typeof SERVE_FLAGS): string | undefined => (values[name] as string | undefined) ?? env[SERVE_FLAGS[name].env] ?? undefined;
   const surface = get("surface") ?? "self-hosted";
-  if (surface !== "self-hosted") throw new Error(`--surface ${surface} is not available yet; use self-hosted`);
+  if (surface !== "self-hosted" && surface !== "cloud" && surface !== "serverless") {
+    throw new Error(`--surface must be self-hosted, cloud or serverless, got "${surface}"`);
+  }
+  const creditRate = Number(get("credit-rate") ?? 1);
+  if (!Number.isFinite(creditRate) || creditRate < 0) throw new Error(`--credit-rate must be a number >= 0`);
+  const serverlessDomain = get("serverless-domain")?.toLowerCase().replace(/^\.+|\.+$/g, "") || null;
   const port = Number(get("port") ?? 8189);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--port must be 0..65535, got "${get("port")}"`);
   const publicUrl = get("public-url") ?? null;
+  const engine = get("engine") ?? "embedded";
+  if (engine !== "embedded" && engine !== "comfyui") throw new Error(`--engine must be embedded or comfyui, got "${engine}"`);
+  const comfyuiUrls = engine === "comfyui" ? comfyuiUrlsOf(values["comfyui-url"] as string[] | undefined, env.FLOWGATE_COMFYUI_URL) : [];
+  if (engine === "comfyui" && comfyuiUrls.length === 0) throw new Error("--engine comfyui needs --comfyui-url (or FLOWGATE_COMFYUI_URL)");
   if (publicUrl !== null && !/^https?:\/\/[^/]+/.test(publicUrl)) throw new Error(`--public-url must be an http(s) URL`);
   return {
     host: get("host") ?? "127.0.0.1",
@@ -95,12 +132,17 @@ export function loadConfig(argv: string[] = [], env: NodeJS.ProcessEnv = process
     retentionMs: parseDuration(get("retention") ?? "7d"),
     signingKey: get("signing-key") || null,
     surface,
-    engine: "embedded",
+    serverlessDomain,
+    creditRate,
+    tiers: get("tiers") ? parseTiers(get("tiers")!) : DEFAULT_TIERS,
+    engine,
+    comfyuiUrls,
     partnerUrl: get("partner-url") || null,
     bodyLimit: 10 * 1024 * 1024,
     maxUploadBytes: 512 * 1024 * 1024,
     urlTtlMs: 60 * 60 * 1000,
     maxStreamsPerCaller: 100,
+    sseKeepAliveMs: 15_000,
     logLimitBytes: 64 * 1024,
     reaperIntervalMs: 60_000,
     logLevel: get("log-level") ?? "info",
@@ -122,5 +164,6 @@ export function describeConfig(c: Config): Record<string, unknown> {
     retention: `${c.retentionMs / 3_600_000}h`,
     signingKey: c.signingKey ? "(set)" : "(per data dir)",
     partnerUrl: c.partnerUrl ?? "(none)",
+    ...(c.engine === "comfyui" ? { comfyuiUrls: c.comfyuiUrls.map(withoutCredentials).join(",") } : {}),
   };
 }

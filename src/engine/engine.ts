@@ -1,5 +1,5 @@
-// The Engine interface every backend implements (the embedded CPU library here, a proxy to a
-// real ComfyUI later), and the types of its options, events and outputs.
+// The Engine interface every backend implements (the embedded CPU library, and a proxy to real
+// ComfyUI instances in comfyui/), and the types of its options, events, outputs and errors.
 import type { AssetRef } from "./asset-refs.ts";
 import type { OutputType } from "./node-spec.ts";
 import type { ObjectInfo } from "./object-info.ts";
@@ -91,6 +91,8 @@ export interface ExecuteOptions {
   resolveUpload?: UploadResolver;
   /** Fails the run with code "timeout" after this many milliseconds. */
   timeoutMs?: number;
+  /** The job's id, when the caller has one: the ComfyUI backend submits it as the prompt_id. */
+  runId?: string;
   onStart?(event: StartEvent): MaybePromise;
   /** Once, before anything runs (possibly with an empty list), as ComfyUI's execution_cached. */
   onCached?(nodes: string[]): MaybePromise;
@@ -130,4 +132,33 @@ export interface Engine {
    * when a callback throws.
    */
   execute(graph: unknown, options?: ExecuteOptions): Promise<ExecuteResult>;
+  /**
+   * Called at submission once a graph validated: rejects with EngineUnavailableError when the
+   * backend cannot take work now, EngineBusyError when its queue is at the bound. Absent: always admits.
+   */
+  admit?(): Promise<void>;
+  /** Whether the backend can take work (for /readyz). Absent: always ready. */
+  ready?(): Promise<boolean>;
+  /** Releases connections and timers. */
+  close?(): Promise<void>;
+}
+
+/** The backend cannot be reached: submissions answer 500 upstream_error. */
+export class EngineUnavailableError extends Error {
+  constructor(message = "The workflow engine is unreachable") {
+    super(message);
+    this.name = "EngineUnavailableError";
+  }
+}
+
+/** The backend's queue is at its bound: submissions answer 429 queue_full. */
+export class EngineBusyError extends Error {
+  /** Seconds to wait before retrying. */
+  readonly retryAfterSeconds: number;
+
+  constructor(retryAfterSeconds: number, message = "The workflow engine's queue is full") {
+    super(message);
+    this.name = "EngineBusyError";
+    this.retryAfterSeconds = retryAfterSeconds;
+  }
 }

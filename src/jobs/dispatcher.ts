@@ -9,7 +9,12 @@ import { runJob, type JobRunDeps } from "./job-run.ts";
 export interface DispatcherOptions extends JobRunDeps {
   /** Jobs that run at once. */
   concurrency: number;
+  /** Jobs of one owner that may run at once (cloud tiers); unlimited when absent. */
+  slotsFor?: (owner: string) => Promise<number>;
 }
+
+/** How far past the head the dispatcher looks for a job whose owner has a free slot. */
+const SCAN_LIMIT = 1000;
 
 /** The queue, the slots, and the runs in flight. */
 export class Dispatcher {
@@ -17,10 +22,14 @@ export class Dispatcher {
   readonly drain = new DrainRate();
   private readonly o: DispatcherOptions;
   private readonly running = new Map<string, AbortController>();
+  /** Owner of every queued and running job, and running jobs per owner, for tier limits. */
+  private readonly owners = new Map<string, string>();
+  private readonly runningPerOwner = new Map<string, number>();
   /** Secrets of queued and running jobs, in memory only, dropped when the run ends. */
   private readonly extras = new Map<string, { api_key_vendor_org?: string }>();
   private readonly inflight = new Set<Promise<unknown>>();
   private pumping = false;
+  private pumpAgain = false;
   private stopped = false;
 
   constructor(options: DispatcherOptions) {
@@ -48,7 +57,10 @@ export class Dispatcher {
     let after = 0;
     for (;;) {
       const page = await this.o.store.queuedJobs(5000, after);
-      for (const job of page) this.queue.push(job.id);
+      for (const job of page) {
+        this.queue.push(job.id);
+        this.owners.set(job.id, job.owner);
+      }
       if (page.length < 5000) break;
       after = page[page.length - 1]!.seq;
     }
@@ -58,13 +70,14 @@ export class Dispatcher {
   /** A job just committed as queued. */
   enqueue(job: JobRecord, extra: { api_key_vendor_org?: string } | undefined): void {
     if (extra && Object.keys(extra).length > 0) this.extras.set(job.id, extra);
+    this.owners.set(job.id, job.owner);
     this.queue.push(job.id);
     this.pump();
   }
 
   /** Takes a queued job out of the queue (cancel, expiry). */
   dequeue(jobId: string): void {
-    this.queue.remove(jobId);
+    if (this.queue.remove(jobId)) this.owners.delete(jobId);
     this.extras.delete(jobId);
   }
 
@@ -87,22 +100,28 @@ export class Dispatcher {
     await Promise.allSettled([...this.inflight]);
   }
 
-  /** Fills free slots from the head of the queue. */
+  /** Fills free slots from the queue; a call during a fill makes it run once more after. */
   pump(): void {
-    if (this.pumping || this.stopped) return;
+    if (this.stopped) return;
+    if (this.pumping) {
+      this.pumpAgain = true;
+      return;
+    }
     this.pumping = true;
     const p = this.fill().finally(() => {
       this.pumping = false;
       this.inflight.delete(p);
-      // Something may have been queued while the fill was finishing.
-      if (this.queue.size > 0 && this.running.size < this.o.concurrency && !this.stopped) this.pump();
+      if (this.pumpAgain) {
+        this.pumpAgain = false;
+        this.pump();
+      }
     });
     this.inflight.add(p);
   }
 
   private async fill(): Promise<void> {
     while (!this.stopped && this.running.size < this.o.concurrency) {
-      const id = this.queue.peek();
+      const id = await this.nextStartable();
       if (id === undefined) return;
       const now = this.o.now();
       // The job keeps its place (position 0) until it is durably running.
@@ -110,6 +129,7 @@ export class Dispatcher {
       this.queue.remove(id);
       if (!job) {
         this.extras.delete(id); // canceled or expired meanwhile
+        this.owners.delete(id);
         continue;
       }
       this.events.publish({ type: "status", job });
@@ -117,15 +137,35 @@ export class Dispatcher {
     }
   }
 
+  /** The first queued job whose owner has a free slot (FIFO among those that can start). */
+  private async nextStartable(): Promise<string | undefined> {
+    if (!this.o.slotsFor) return this.queue.peek();
+    const full = new Set<string>();
+    let scanned = 0;
+    for (const id of this.queue.entries()) {
+      if (++scanned > SCAN_LIMIT) return undefined;
+      const owner = this.owners.get(id) ?? "";
+      if (full.has(owner)) continue;
+      if ((this.runningPerOwner.get(owner) ?? 0) < (await this.o.slotsFor(owner))) return id;
+      full.add(owner);
+    }
+    return undefined;
+  }
+
   private launch(job: JobRecord): void {
     const controller = new AbortController();
     this.running.set(job.id, controller);
+    this.runningPerOwner.set(job.owner, (this.runningPerOwner.get(job.owner) ?? 0) + 1);
     const extra = this.extras.get(job.id) ?? {};
     const p = runJob(this.o, job, extra, controller.signal)
       .catch(() => null)
       .finally(() => {
         this.running.delete(job.id);
         this.extras.delete(job.id);
+        this.owners.delete(job.id);
+        const left = (this.runningPerOwner.get(job.owner) ?? 1) - 1;
+        if (left > 0) this.runningPerOwner.set(job.owner, left);
+        else this.runningPerOwner.delete(job.owner);
         this.inflight.delete(p);
         this.drain.record(this.o.now());
         this.pump();

@@ -1,9 +1,10 @@
 // Adapts an engine backend (src/engine's Engine) to the port the job lifecycle uses.
 import { findAssetReferences } from "../engine/asset-refs.ts";
-import type { Engine } from "../engine/engine.ts";
+import { EngineBusyError, type Engine } from "../engine/engine.ts";
 import { EngineError, ExecutionCancelledError, isAbortError } from "../engine/errors.ts";
 import { isUiFormat } from "../engine/graph.ts";
 import type { EnginePort, GraphValidation, RunEnd, RunOptions } from "./engine-port.ts";
+import { ServiceError } from "./errors.ts";
 
 /** The port over an Engine. */
 export function engineAdapter(engine: Engine): EnginePort {
@@ -12,19 +13,39 @@ export function engineAdapter(engine: Engine): EnginePort {
     assetReferences: (graph) => findAssetReferences(graph).map((r) => ({ node_id: r.node_id, input: r.input, id: r.ref?.id ?? null })),
     async validate(graph): Promise<GraphValidation> {
       const v = await engine.validate(graph);
-      return v.valid ? { ok: true, output_node_ids: v.output_nodes } : { ok: false, node_errors: v.node_errors, comfy: v.comfy };
+      if (!v.valid) return { ok: false, node_errors: v.node_errors, comfy: v.comfy };
+      await admit(engine);
+      return { ok: true, output_node_ids: v.output_nodes };
     },
     run: (graph, options) => run(engine, graph, options),
     nodeDefinitions: async () => (await engine.nodeDefinitions()) as Record<string, unknown>,
-    ready: async () => true,
+    ready: async () => (engine.ready ? engine.ready() : true),
   };
+}
+
+/** A backend that cannot take work refuses the submission: unreachable is a 500, a full queue a 429. */
+async function admit(engine: Engine): Promise<void> {
+  try {
+    await engine.admit?.();
+  } catch (err) {
+    if (err instanceof EngineBusyError) throw new ServiceError("queue_full", "The queue is full; retry later.", null, err.retryAfterSeconds);
+    throw err;
+  }
+}
+
+/** The job id, once RunOptions carries one (the comfyui backend uses it as the prompt_id). */
+function runIdOf(o: RunOptions): string | undefined {
+  const id = (o as RunOptions & { jobId?: unknown }).jobId;
+  return typeof id === "string" ? id : undefined;
 }
 
 async function run(engine: Engine, graph: Record<string, unknown>, o: RunOptions): Promise<RunEnd> {
   try {
+    const runId = runIdOf(o);
     await engine.execute(graph, {
       signal: o.signal,
       extra: o.extra,
+      ...(runId ? { runId } : {}),
       async resolveAsset(ref) {
         const found = await o.resolveAsset(ref);
         if (!found) {

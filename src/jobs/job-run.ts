@@ -26,6 +26,7 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
   const tracker = new ProgressTracker();
   const log = new LogCapture(deps.logLimitBytes);
   let progressWrite: Promise<unknown> = Promise.resolve();
+  const commits = new Set<Promise<unknown>>();
   /** Engine file name -> the unique name it was committed under, by folder. */
   const renamed = new Map<string, string>();
 
@@ -61,12 +62,13 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
         report(tracker.step(node_id, value, max));
       },
       onPreview: (node_id, content_type, data) => events.publish({ type: "preview", ...base, node_id, content_type, data }),
-      onOutput: async (output) => {
-        const name = await deps.names.reserve(job.owner, output.folder, output.name);
-        renamed.set(`${output.folder}/${output.name}`, name);
-        const asset = await assets.commitOutput(job, { ...output, name });
-        events.publish({ type: "output", ...base, asset });
-      },
+      onOutput: (output) =>
+        track(commits, async () => {
+          const name = await deps.names.reserve(job.owner, output.folder, output.name);
+          renamed.set(`${output.folder}/${output.name}`, name);
+          const asset = await assets.commitOutput(job, { ...output, name });
+          events.publish({ type: "output", ...base, asset });
+        }),
       onLog: (text) => {
         log.write(text);
         events.publish({ type: "log", ...base, text });
@@ -76,6 +78,8 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
     // The port promises not to throw; if a backend does anyway, the job still ends.
     end = { kind: "failed", error: { code: "node_execution_error", message: "The workflow failed." } };
   }
+  // A canceled run can end while an output is still being committed: it lands before the end state.
+  await Promise.allSettled(commits);
   await progressWrite;
 
   if (deps.captureLogs) {
@@ -128,4 +132,12 @@ function renameInUi(ui: Record<string, unknown> | null, renamed: ReadonlyMap<str
       : list;
   }
   return out;
+}
+
+/** Runs `work`, keeping its promise in `pending` until it settles. */
+function track(pending: Set<Promise<unknown>>, work: () => Promise<void>): Promise<void> {
+  const p = work();
+  pending.add(p);
+  void p.finally(() => pending.delete(p)).catch(() => undefined);
+  return p;
 }

@@ -28,6 +28,8 @@ export interface JobServiceOptions {
   retentionMs: number;
   /** Bound of the queue: `queue_full` at this many queued jobs. */
   queueLimit: number;
+  /** Surface rules a submission must pass first (deployment state, credits). */
+  beforeSubmit?: (caller: Caller) => Promise<void>;
 }
 
 /** Who is asking, and through which deployment. */
@@ -64,6 +66,7 @@ export class JobService {
   /** Validates and durably records a job, then queues it. Returns it in `queued`. */
   async submit(caller: Caller, submission: Submission): Promise<JobSnapshot> {
     const { workflow } = submission;
+    await this.o.beforeSubmit?.(caller);
     // A key already used is a reuse whatever else is wrong (the insert below still decides races).
     const key = submission.idempotency_key;
     if (key !== undefined && (await this.o.store.getIdempotencyClaim(caller.owner, key, this.o.now()))) throw keyReused();
@@ -127,7 +130,9 @@ export class JobService {
         ...(options.cursor ? { cursor: options.cursor } : {}),
         ...(caller.deployment_id ? { deployment_id: caller.deployment_id } : {}),
       });
-      return { jobs: await Promise.all(page.jobs.map((j) => this.snapshot(j))), next_cursor: page.next_cursor };
+      // Jobs past retention are gone for listing as for GET, even before the reaper purges them.
+      const jobs = page.jobs.filter((j) => !this.pastRetention(j));
+      return { jobs: await Promise.all(jobs.map((j) => this.snapshot(j))), next_cursor: page.next_cursor };
     } catch (err) {
       if (err instanceof InvalidCursorError) {
         throw new ServiceError("invalid_request", "The request is invalid.", { fields: [{ field: "cursor", reason: "invalid_cursor" }] });
@@ -175,8 +180,13 @@ export class JobService {
   async owned(caller: Caller, id: string): Promise<JobRecord> {
     const job = await this.o.store.getJob(id);
     if (!job || job.owner !== caller.owner || (caller.deployment_id && job.deployment_id !== caller.deployment_id)) throw notFound();
-    if (job.expires_at <= this.o.now() && isTerminalStatus(job.status)) throw notFound();
+    if (this.pastRetention(job)) throw notFound();
     return job;
+  }
+
+  /** A finished job past its expires_at: deleted as far as callers can tell. */
+  private pastRetention(job: JobRecord): boolean {
+    return job.expires_at <= this.o.now() && isTerminalStatus(job.status);
   }
 
   /** Rejects references to assets that do not exist or are not the caller's. */

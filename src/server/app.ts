@@ -1,5 +1,5 @@
 // The Fastify application: body parsing, limits, the error envelope, and the generated routes.
-import Fastify, { type FastifyInstance } from "fastify";
+import Fastify, { type FastifyInstance, type FastifyReply } from "fastify";
 import multipart from "@fastify/multipart";
 import type { V2Handlers } from "../../generated/handlers.ts";
 import { ServiceError } from "../jobs/errors.ts";
@@ -15,6 +15,13 @@ import { EventStreams } from "./v2/event-stream.ts";
 import { streamJobEventsHandler } from "./v2/events.ts";
 import * as jobs from "./v2/jobs.ts";
 
+declare module "fastify" {
+  interface FastifyInstance {
+    /** The open v2 event streams (metrics, tests). */
+    eventStreams: EventStreams;
+  }
+}
+
 export interface AppOptions {
   /** pino logger settings, or false for none (tests). */
   logger?: boolean | Record<string, unknown>;
@@ -27,6 +34,11 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
     bodyLimit: runtime.config.bodyLimit,
     trustProxy: false,
     return503OnClosing: false,
+    // Errors raised before routing (a malformed URL) use the envelope too.
+    frameworkErrors: (err, _request, reply) => {
+      const env = toEnvelope(err);
+      void (reply as FastifyReply).code(env.status).headers(env.headers).send(env.body);
+    },
   });
 
   // JSON bodies: any content type that says json; a body that does not parse is `invalid_request`.
@@ -56,15 +68,22 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
   });
 
   const streams = new EventStreams(runtime);
+  app.decorate("eventStreams", streams);
   app.addHook("onClose", async () => streams.close());
   const v2: V2Handlers<HandlerContext> = {
     ...jobs,
     ...assets,
     streamJobEvents: streamJobEventsHandler(streams),
   };
-  mountRoutes(app, runtime, { v2, operations: operationsHandlers, hosted: hostedHandlers });
-  const sockets = new HostedSockets(runtime);
-  sockets.attach(app.server);
-  app.addHook("onClose", async () => sockets.close());
+  if (runtime.surface.servesHosted) {
+    mountRoutes(app, runtime, { v2, operations: operationsHandlers, hosted: hostedHandlers });
+    const sockets = new HostedSockets(runtime);
+    sockets.attach(app.server);
+    app.addHook("onClose", async () => sockets.close());
+  } else {
+    // Serverless: each deployment at the gateway mount, and on its own host by the Host header.
+    mountRoutes(app, runtime, { v2, operations: operationsHandlers });
+    mountRoutes(app, runtime, { v2 }, "/deployment/:deployment_id");
+  }
   return app;
 }

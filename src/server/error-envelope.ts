@@ -53,8 +53,16 @@ export function isUnexpected(err: unknown): boolean {
   return asServiceError(err).code === "upstream_error";
 }
 
+/** An error of Fastify or one of its plugins (codes `FST_*`), which describes the request. */
+export function isFrameworkError(err: unknown): boolean {
+  const code = (err as { code?: unknown })?.code;
+  return typeof code === "string" && code.startsWith("FST_");
+}
+
 function asServiceError(err: unknown): ServiceError {
   if (err instanceof ServiceError) return err;
+  // Any other failure is ours, whatever status it carries.
+  if (!isFrameworkError(err)) return new ServiceError("upstream_error", UPSTREAM_MESSAGE);
   const fastifyCode = (err as { code?: unknown })?.code;
   const statusCode = (err as { statusCode?: unknown })?.statusCode;
   if (fastifyCode === "FST_ERR_CTP_BODY_TOO_LARGE" || statusCode === 413) {

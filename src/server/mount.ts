@@ -8,8 +8,8 @@ import * as bodyValidators from "../../generated/validators.js";
 import * as paramValidators from "../../generated/param-validators.js";
 import type { HostedHandlers, OperationsHandlers, V2Handlers } from "../../generated/handlers.ts";
 import type { Caller } from "../jobs/job-service.ts";
-import { authenticateV2 } from "./auth.ts";
-import { authenticateHosted } from "./hosted/hosted-auth.ts";
+import { ServiceError } from "../jobs/errors.ts";
+import { bearerToken } from "./auth.ts";
 import { toHostedError } from "./hosted/hosted-errors.ts";
 import type { HandlerContext, HandlerResult } from "./handler-context.ts";
 import { assertValid } from "./request-validation.ts";
@@ -26,7 +26,7 @@ const callers = new WeakMap<FastifyRequest, Caller>();
 /** The handlers this server implements, by interface family. */
 export interface MountedHandlers {
   v2: V2Handlers<HandlerContext>;
-  operations: OperationsHandlers<HandlerContext>;
+  operations?: OperationsHandlers<HandlerContext>;
   hosted?: HostedHandlers<HandlerContext>;
 }
 
@@ -35,16 +35,20 @@ export function requestOrigin(request: FastifyRequest): string {
   return `${request.protocol}://${request.host}`;
 }
 
-/** Mounts every route of the families given, under `prefix` (a serverless mount, or ""). */
+/**
+ * Mounts every route of the families given, under `prefix`: "" or the serverless gateway mount
+ * `/deployment/:deployment_id`, whose value becomes the prefix of every host-relative link.
+ */
 export function mountRoutes(app: FastifyInstance, runtime: Runtime, handlers: MountedHandlers, prefix = ""): void {
   const table = { ...handlers.v2, ...handlers.operations, ...handlers.hosted } as unknown as Record<string, AnyHandler>;
   for (const route of routes) {
     const handler = table[route.operationId];
     if (!handler) continue;
     const serve = async (request: FastifyRequest, reply: FastifyReply) => {
-      const caller = callers.get(request) ?? authenticate(route, request, runtime);
+      const caller = callers.get(request) ?? (await authenticate(route, request, runtime));
       const input = validateInput(route, request);
-      const ctx: HandlerContext = { request, reply, caller, runtime, links: () => linkContext(request, runtime, prefix) };
+      const mount = prefix.replace(":deployment_id", String((request.params as Record<string, unknown>).deployment_id ?? ""));
+      const ctx: HandlerContext = { request, reply, caller, runtime, links: () => linkContext(request, runtime, mount) };
       const result = (await handler(input as never, ctx)) as HandlerResult;
       return send(reply, result);
     };
@@ -66,22 +70,41 @@ export function mountRoutes(app: FastifyInstance, runtime: Runtime, handlers: Mo
     // ComfyUI-native clients (and flowgate's own ComfyUI backend) can talk to it unchanged.
     const urls = route.family === "hosted" && route.url.startsWith("/api/") ? [route.url, route.url.slice(4)] : [route.url];
     // v2 credentials are checked on arrival, before the body is read or parsed.
-    const onRequest = async (request: FastifyRequest) => void callers.set(request, authenticate(route, request, runtime));
+    const onRequest = async (request: FastifyRequest) => void callers.set(request, await authenticate(route, request, runtime));
     for (const url of urls) app.route({ method: route.method, url: prefix + url, handler: routeHandler, ...(route.family === "v2" ? { onRequest } : {}) });
   }
 }
 
-function authenticate(route: RouteSpec, request: FastifyRequest, runtime: Runtime): Caller {
+async function authenticate(route: RouteSpec, request: FastifyRequest, runtime: Runtime): Promise<Caller> {
   if (route.family === "operations") return { owner: "" };
   if (route.family === "hosted") {
     const key = request.headers["x-api-key"];
-    return authenticateHosted(typeof key === "string" ? key : undefined, runtime.config.token);
+    const caller = await runtime.surface.hostedCaller(typeof key === "string" ? key : null);
+    if (!caller.subscription_active) throw new ServiceError("forbidden", "Your subscription is not active.", { inactive_subscription: true });
+    return caller;
   }
+  const deploymentId = deploymentOf(request, runtime);
   // Signed content links carry their own authorization; the handler checks the signature.
   if (route.operationId === "getAssetContent" && typeof (request.query as Record<string, unknown>)?.signature === "string") {
-    return { owner: "" };
+    return { owner: "", deployment_id: deploymentId };
   }
-  return authenticateV2(request, runtime.config.token);
+  return runtime.surface.v2Caller(bearerToken(request), deploymentId);
+}
+
+/** The serverless deployment a request addresses: the gateway mount's id, or the Host's label. */
+function deploymentOf(request: FastifyRequest, runtime: Runtime): string | null {
+  const fromPath = (request.params as Record<string, unknown> | undefined)?.deployment_id;
+  if (typeof fromPath === "string") return fromPath;
+  const domain = runtime.config.serverlessDomain;
+  if (!domain) return null;
+  const host = request.hostname.toLowerCase();
+  for (const suffix of [`.run.${domain}`, `.stg.run.${domain}`]) {
+    if (host.endsWith(suffix)) {
+      const label = host.slice(0, -suffix.length);
+      if (/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/.test(label)) return label;
+    }
+  }
+  return null;
 }
 
 function validateInput(route: RouteSpec, request: FastifyRequest) {

@@ -9,7 +9,8 @@ import { EventBus } from "../jobs/event-bus.ts";
 import { JobService } from "../jobs/job-service.ts";
 import { OutputNamer } from "../jobs/output-names.ts";
 import { startReaper } from "../jobs/retention.ts";
-import { openStore, type Store } from "../store/index.ts";
+import { openDirectory, openStore, type Directory, type Store } from "../store/index.ts";
+import { SurfacePolicy } from "../surfaces/surface-policy.ts";
 
 export interface Runtime {
   config: Config;
@@ -21,6 +22,10 @@ export interface Runtime {
   dispatcher: Dispatcher;
   jobs: JobService;
   assets: AssetService;
+  /** What differs between self-hosted, cloud and serverless. */
+  surface: SurfacePolicy;
+  /** Accounts, keys and deployments (cloud and serverless only). */
+  directory: Directory | null;
   now: () => number;
   close(): Promise<void>;
 }
@@ -40,6 +45,15 @@ export async function openRuntime(config: Config, options: RuntimeOptions): Prom
   const blobs = await BlobStore.open(config.dataDir);
   const signer = new UrlSigner(config.signingKey ?? (await loadOrCreateSigningKey(config.dataDir)));
   const events = new EventBus();
+  const directory = config.surface === "self-hosted" ? null : await openDirectory(config.dataDir);
+  const surface = new SurfacePolicy({
+    surface: config.surface,
+    token: config.token,
+    directory,
+    tiers: config.tiers,
+    creditRate: config.creditRate,
+    notReadyRetryAfter: 5,
+  });
   const assets = new AssetService({ store, blobs, now, retentionMs: config.retentionMs, maxUploadBytes: config.maxUploadBytes });
   const dispatcher = new Dispatcher({
     store,
@@ -48,12 +62,14 @@ export async function openRuntime(config: Config, options: RuntimeOptions): Prom
     events,
     now,
     concurrency: config.concurrency,
-    captureLogs: config.surface === "serverless",
+    captureLogs: surface.capturesLogs,
+    ...(config.surface === "cloud" ? { slotsFor: (owner: string) => surface.slotsFor(owner) } : {}),
     logLimitBytes: config.logLimitBytes,
     names: new OutputNamer(store),
   });
-  const jobs = new JobService({ store, engine: options.engine, assets, dispatcher, events, now, retentionMs: config.retentionMs, queueLimit: config.queueLimit });
+  const jobs = new JobService({ store, engine: options.engine, assets, dispatcher, events, now, retentionMs: config.retentionMs, queueLimit: config.queueLimit, beforeSubmit: (caller) => surface.beforeSubmit(caller) });
   await dispatcher.start();
+  const stopCharging = surface.chargeOnEnd(events, options.onBackgroundError ?? (() => undefined));
   const stopReaper = startReaper({ store, blobs, dispatcher, events, now }, config.reaperIntervalMs, options.onBackgroundError ?? (() => undefined));
   return {
     config,
@@ -65,11 +81,15 @@ export async function openRuntime(config: Config, options: RuntimeOptions): Prom
     dispatcher,
     jobs,
     assets,
+    surface,
+    directory,
     now,
     async close() {
       stopReaper();
+      stopCharging();
       await dispatcher.stop();
       await store.close();
+      await directory?.close();
     },
   };
 }

@@ -65,8 +65,11 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     async stop() {
       if (stopped) return;
       stopped = true;
-      await server.close();
-      await rm(dataDir, { recursive: true, force: true });
+      const closing = server.close();
+      // fetch may leave a pre-opened connection with no request, which close() would wait out.
+      server.app.server.closeAllConnections();
+      await closing;
+      await rm(dataDir, { recursive: true, force: true, maxRetries: 5 });
     },
   };
 }
@@ -325,6 +328,22 @@ export class SseClient {
   }
 }
 
+/** Checks every event of a stream against the AsyncAPI payload validators; `status` never has logs. */
+export function expectSseEventsValid(events: SseEvent[]): void {
+  const validators: Record<string, ValidateFunction> = {
+    status: v.event_sse_status,
+    progress: v.event_sse_progress,
+    preview: v.event_sse_preview,
+    output: v.event_sse_output,
+    log: v.event_sse_log,
+  };
+  for (const e of events) {
+    expect(Object.keys(validators), `unknown event ${e.event}`).toContain(e.event);
+    expectValid(validators[e.event]!, e.json, `SSE ${e.event}`);
+    if (e.event === "status") expect(e.json).not.toHaveProperty("logs");
+  }
+}
+
 // --- multipart ---------------------------------------------------------------------------
 
 /** A multipart body with fields in the given order; `file` entries carry bytes. */
@@ -423,8 +442,8 @@ export async function spawnCli(args: string[], env: Record<string, string> = {})
   return { child, url, output: () => out, exited };
 }
 
-/** A raw GET that is torn down as soon as `abortAfter` says (used for connect/disconnect cycles). */
-export function rawGet(url: string, abortAfter: "sent" | "headers" | "first-byte"): Promise<void> {
+/** A raw GET torn down once `abortAfter` says: a stage of the exchange, or a promise settling. */
+export function rawGet(url: string, abortAfter: "sent" | "headers" | "first-byte" | Promise<unknown>): Promise<void> {
   return new Promise((resolveDone) => {
     const req = http.get(url, (res) => {
       if (abortAfter === "headers") return void req.destroy();
@@ -434,5 +453,6 @@ export function rawGet(url: string, abortAfter: "sent" | "headers" | "first-byte
     req.on("error", () => undefined);
     req.on("close", () => resolveDone());
     if (abortAfter === "sent") setImmediate(() => req.destroy());
+    else if (typeof abortAfter !== "string") void abortAfter.then(() => req.destroy());
   });
 }

@@ -34,6 +34,8 @@ export function toHostedError(err: unknown): HostedErrorResponse {
     if (typeof statusCode === "number" && statusCode >= 400 && statusCode < 500) return plain(400, "invalid_request", "The request is invalid.");
     return plain(500, "internal_error", UPSTREAM_MESSAGE);
   }
+  // On this interface an inactive subscription is a 429, as the seed's table says.
+  if (err.details?.inactive_subscription) return plain(429, "inactive_subscription", err.message);
   const status = STATUS[err.code]!;
   const comfy = err.details?.comfy as { error?: Record<string, unknown>; node_errors?: unknown } | undefined;
   if (comfy?.error) {

@@ -9,7 +9,6 @@ import type { JobEvent } from "../../jobs/event-bus.ts";
 import { isTerminalStatus, type JobRecord } from "../../store/index.ts";
 import type { Runtime } from "../runtime.ts";
 import { previewImageFrame, previewWithMetadataFrame, textFrame } from "./binary-frames.ts";
-import { authenticateHosted } from "./hosted-auth.ts";
 import { exceptionType } from "./status-map.ts";
 
 const PING_INTERVAL_MS = 30_000;
@@ -53,13 +52,16 @@ export class HostedSockets {
     server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
       const url = new URL(req.url ?? "/", "http://x");
       if (!WS_PATHS.has(url.pathname)) return void socket.destroy();
-      try {
-        const caller = authenticateHosted(url.searchParams.get("token") ?? undefined, this.runtime.config.token);
-        this.wss.handleUpgrade(req, socket, head, (ws) => void this.connect(ws, caller.owner, url.searchParams.get("clientId") ?? ""));
-      } catch (err) {
-        const status = err instanceof ServiceError && err.code === "unauthorized" ? "401 Unauthorized" : "400 Bad Request";
-        socket.end(`HTTP/1.1 ${status}\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n${JSON.stringify({ error: { type: "unauthorized", message: "Invalid or missing API key.", details: "", extra_info: {} } })}`);
-      }
+      this.runtime.surface.hostedCaller(url.searchParams.get("token")).then(
+        (caller) => {
+          if (!caller.subscription_active) return refuse(socket, "429 Too Many Requests", "inactive_subscription", "Your subscription is not active.");
+          this.wss.handleUpgrade(req, socket, head, (ws) => void this.connect(ws, caller.owner, url.searchParams.get("clientId") ?? ""));
+        },
+        (err) => {
+          if (err instanceof ServiceError && err.code === "unauthorized") refuse(socket, "401 Unauthorized", "unauthorized", "Invalid or missing API key.");
+          else refuse(socket, "500 Internal Server Error", "internal_error", "Something went wrong on our side. Please try again.");
+        },
+      );
     });
   }
 
@@ -234,4 +236,10 @@ export class HostedSockets {
       }
     }
   }
+}
+
+/** Answers an upgrade request with a plain HTTP error in the hosted shape. */
+function refuse(socket: Duplex, status: string, type: string, message: string): void {
+  const body = JSON.stringify({ error: { type, message, details: "", extra_info: {} } });
+  socket.end(`HTTP/1.1 ${status}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
 }

@@ -2,7 +2,7 @@
 import type { MultipartFile } from "@fastify/multipart";
 import type { OperationInput } from "../../../generated/handlers.ts";
 import { ServiceError } from "../../jobs/errors.ts";
-import { invalidRequest } from "../error-envelope.ts";
+import { invalidRequest, isFrameworkError } from "../error-envelope.ts";
 import type { HandlerContext, HandlerResult } from "../handler-context.ts";
 import { assetView } from "../views.ts";
 import { parseRange } from "./range.ts";
@@ -17,38 +17,51 @@ export async function uploadAsset(_input: OperationInput<"uploadAsset">, ctx: Ha
   const fields: Record<string, string> = {};
   const tags: string[] = [];
   let result: Awaited<ReturnType<typeof ctx.runtime.assets.upload>> | null = null;
-  for await (const part of request.parts()) {
-    if (result) {
-      if (part.type === "file") part.file.resume();
-      await ctx.runtime.assets.delete(ctx.caller.owner, result.asset.id);
-      throw invalidRequest([{ field: part.fieldname, reason: "after_file" }]);
+  const parts = request.parts()[Symbol.asyncIterator]();
+  try {
+    for (;;) {
+      const next = await parts.next().catch((err: unknown) => Promise.reject(multipartError(err)));
+      if (next.done) break;
+      const part = next.value;
+      if (part.type === "file" && (result || part.fieldname !== "file")) part.file.resume(); // drain what we do not take
+      if (result) throw invalidRequest([{ field: part.fieldname, reason: "after_file" }]);
+      if (part.type === "file") {
+        if (part.fieldname !== "file") throw invalidRequest([{ field: part.fieldname, reason: "unknown_field" }]);
+        result = await storeFile(ctx, part, fields, tags);
+      } else if (part.fieldname === "tags") tags.push(String(part.value ?? ""));
+      else if (["content_type", "file_path", "expected_hash"].includes(part.fieldname)) fields[part.fieldname] = String(part.value ?? "");
+      else throw invalidRequest([{ field: part.fieldname, reason: "unknown_field" }]);
     }
-    if (part.type === "file") {
-      if (part.fieldname !== "file") {
-        part.file.resume(); // drain what we do not take
-        throw invalidRequest([{ field: part.fieldname, reason: "unknown_field" }]);
-      }
-      result = await storeFile(ctx, part, fields, tags);
-    } else if (part.fieldname === "tags") tags.push(String(part.value ?? ""));
-    else if (["content_type", "file_path", "expected_hash"].includes(part.fieldname)) fields[part.fieldname] = String(part.value ?? "");
-    else throw invalidRequest([{ field: part.fieldname, reason: "unknown_field" }]);
+  } catch (err) {
+    // The upload as a whole failed: the record made for its file goes too.
+    if (result) await ctx.runtime.assets.delete(ctx.caller.owner, result.asset.id);
+    throw err;
   }
   if (!result) throw invalidRequest([{ field: "file", reason: "missing" }]);
   return { status: result.created ? 201 : 200, body: assetView(result.asset, ctx.links()) };
 }
 
 async function storeFile(ctx: HandlerContext, part: MultipartFile, fields: Record<string, string>, tags: string[]) {
-  const stored = await ctx.runtime.assets.upload(ctx.caller.owner, part.file, {
-    content_type: fields.content_type,
-    file_path: fields.file_path ?? (part.filename || undefined),
-    expected_hash: fields.expected_hash,
-    tags,
-  });
+  let broken = false;
+  part.file.once("error", () => (broken = true));
+  const stored = await ctx.runtime.assets
+    .upload(ctx.caller.owner, part.file, {
+      content_type: fields.content_type,
+      file_path: fields.file_path ?? (part.filename || undefined),
+      expected_hash: fields.expected_hash,
+      tags,
+    })
+    .catch((err: unknown) => Promise.reject(broken ? multipartError(err) : err));
   if (part.file.truncated) {
     await ctx.runtime.assets.delete(ctx.caller.owner, stored.asset.id);
     throw new ServiceError("payload_too_large", "The request body is too large.");
   }
   return stored;
+}
+
+/** A failure of the multipart stream itself (truncated, malformed) is the client's: 400 unless a limit (413). */
+function multipartError(err: unknown): unknown {
+  return err instanceof ServiceError || isFrameworkError(err) ? err : invalidRequest([{ field: "", reason: "malformed_multipart" }]);
 }
 
 /** POST /api/v2/assets/from-hash */

@@ -8,7 +8,6 @@ import { isTerminalStatus, type JobRecord } from "../../store/index.ts";
 import type { Runtime } from "../runtime.ts";
 import { jobView, outputView, type LinkContext } from "../views.ts";
 
-const KEEP_ALIVE_MS = 15_000;
 const PROGRESS_INTERVAL_MS = 250;
 
 interface Stream {
@@ -52,7 +51,7 @@ export class EventStreams {
     });
     this.keepAlive = setInterval(() => {
       for (const js of this.jobs.values()) for (const s of js.streams) s.res.write(": keep-alive\n\n");
-    }, KEEP_ALIVE_MS);
+    }, runtime.config.sseKeepAliveMs);
     this.keepAlive.unref();
   }
 
@@ -84,6 +83,8 @@ export class EventStreams {
     // Subscribe before reading the snapshot, so no transition falls between the two.
     const js = this.attach(job.id, stream);
     res.on("close", () => this.detach(job.id, stream));
+    // A client gone before this point already fired its `close`: release at once.
+    if (res.destroyed || !res.socket || res.socket.destroyed) return this.detach(job.id, stream);
     js.chain = js.chain.then(async () => {
       const current = (await this.runtime.store.getJob(job.id)) ?? job;
       const snapshot = await this.runtime.jobs.snapshot(current);

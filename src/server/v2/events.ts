@@ -7,6 +7,8 @@ import type { EventStreams } from "./event-stream.ts";
 export function streamJobEventsHandler(streams: EventStreams) {
   return async function streamJobEvents(input: OperationInput<"streamJobEvents">, ctx: HandlerContext): Promise<HandlerResult> {
     const job = await ctx.runtime.jobs.owned(ctx.caller, input.params.id);
+    // HEAD gets the stream's headers only: no stream is held open for a body never sent.
+    if (ctx.request.method === "HEAD") return { status: 200, headers: { "content-type": "text/event-stream", "cache-control": "no-cache" } };
     streams.admit(ctx.caller.owner);
     ctx.reply.hijack();
     await streams.open(job, ctx.reply.raw, ctx.links());

@@ -27,8 +27,9 @@ export async function listJobs(input: OperationInput<"listJobs">, ctx: HandlerCo
 
 /** GET /api/v2/jobs/{id}: the only view that carries `logs`. */
 export async function getJob(input: OperationInput<"getJob">, ctx: HandlerContext): Promise<HandlerResult> {
-  const snapshot = await ctx.runtime.jobs.get(ctx.caller, input.params.id, { withLogs: true });
-  return { status: 200, body: jobView(snapshot, ctx.links(), { withLogs: true }) };
+  const withLogs = ctx.runtime.surface.showsLogs(ctx.caller);
+  const snapshot = await ctx.runtime.jobs.get(ctx.caller, input.params.id, { withLogs });
+  return { status: 200, body: jobView(snapshot, ctx.links(), { withLogs }) };
 }
 
 /** POST /api/v2/jobs/{id}/cancel */

@@ -1,0 +1,45 @@
+// Contract types the clients speak, taken from the generated OpenAPI types.
+import type { components } from "../../generated/openapi-types.ts";
+
+type Schemas = components["schemas"];
+
+/** A job as any v2 response carries it (`logs` only ever appears on GET). */
+export type Job = Schemas["Job"];
+export type JobStatus = Schemas["JobStatus"];
+export type Progress = Schemas["Progress"];
+export type Output = Schemas["Output"];
+export type JobError = Schemas["JobError"];
+export type JobUrls = Schemas["JobUrls"];
+export type Asset = Schemas["Asset"];
+export type Workflow = Schemas["Workflow"];
+export type ErrorCode = Schemas["ErrorCode"];
+export type ErrorEnvelope = Schemas["ErrorEnvelope"];
+export type HostedFileInfo = Schemas["HostedFileInfo"];
+export type HostedNodeOutputs = Schemas["HostedNodeOutputs"];
+export type HostedUploadResult = Schemas["HostedUploadResult"];
+export type HostedPromptResult = Schemas["HostedPromptResult"];
+export type HostedQueue = Schemas["HostedQueue"];
+export type HostedHistory = Schemas["HostedHistory"];
+export type HostedNodeDefinitions = Schemas["HostedNodeDefinitions"];
+
+/** One page of `GET /api/v2/jobs`. */
+export interface JobPage {
+  jobs: Job[];
+  next_cursor: string | null;
+}
+
+/** The terminal v2 statuses; a terminal status never changes. */
+export const TERMINAL_STATUSES: readonly JobStatus[] = ["succeeded", "canceled", "failed", "expired"];
+
+/** True when a v2 job status is terminal. */
+export function isTerminalStatus(status: string): boolean {
+  return (TERMINAL_STATUSES as readonly string[]).includes(status);
+}
+
+/** The value a workflow input takes to reference an uploaded asset (`core/ASSET`). */
+export function assetReference(asset: Pick<Asset, "id" | "hash" | "file_path">): { __type: "core/ASSET"; info: { id: string; hash?: string; file_path?: string } } {
+  const info: { id: string; hash?: string; file_path?: string } = { id: asset.id };
+  if (asset.hash) info.hash = asset.hash;
+  if (asset.file_path) info.file_path = asset.file_path;
+  return { __type: "core/ASSET", info };
+}

@@ -1,0 +1,251 @@
+// The comfyui backend: the Engine interface over one or more real ComfyUI instances, which stay
+// unchanged. Validation uses their object_info with the embedded engine's rules; a run uploads
+// its inputs, queues the prompt on the least busy instance and follows it to a confirmed end.
+import { randomUUID } from "node:crypto";
+import { EngineValidationError } from "../embedded-engine.ts";
+import { EngineBusyError, EngineUnavailableError, type Engine, type ExecuteOptions, type ExecuteResult } from "../engine.ts";
+import { EngineError, ExecutionCancelledError } from "../errors.ts";
+import { isPlainObject } from "../graph.ts";
+import type { NodeRegistry } from "../nodes/registry.ts";
+import type { ObjectInfo } from "../object-info.ts";
+import { analyzeGraph, validationResult, type Analysis, type ValidationResult } from "../validate.ts";
+import { mergeObjectInfo, registryOf } from "./definitions.ts";
+import { validationOfComfy400 } from "./error-mapping.ts";
+import { ComfyHttpError, ComfyUnreachableError, type HttpTimeouts } from "./http-api.ts";
+import type { Instance, InstanceTimings } from "./instance.ts";
+import { InstancePool } from "./pool.ts";
+import { PromptRun, type RunTimings } from "./prompt-run.ts";
+import { prepareInputs } from "./uploads.ts";
+
+/** Construction options of the comfyui backend (every duration in ms). */
+export interface ComfyUIEngineOptions {
+  /** Base URLs of the instances, like http://127.0.0.1:8188. */
+  urls: readonly string[];
+  /** Submissions get queue_full when every reachable instance has this many prompts queued (default: no bound). */
+  maxQueue?: number;
+  /** object_info is refetched when older than this (default 5 min). */
+  objectInfoTtlMs?: number;
+  /** A graph with an unknown class refetches object_info when it is older than this (default 5 s): a custom node may just have been installed. */
+  unknownClassRefreshMs?: number;
+  /** Reconcile interval of prompts in flight against /queue and /history (default 2 s). */
+  pollIntervalMs?: number;
+  /** Prompts fail with worker_lost after their instance was unreachable this long (default 5 min). */
+  lostAfterMs?: number;
+  /** How long a run waits for a reachable instance before failing with worker_lost (default 60 s). */
+  unreachableGraceMs?: number;
+  confirmTimeoutMs?: number;
+  cancelWaitMs?: number;
+  reconnectMinMs?: number;
+  reconnectMaxMs?: number;
+  pingIntervalMs?: number;
+  probeTimeoutMs?: number;
+  http?: Partial<HttpTimeouts>;
+}
+
+/** The key name ComfyUI reads the partner key from in a prompt's extra_data. */
+const PARTNER_KEY = "api_key_vendor_org";
+
+/** The Engine over ComfyUI instances. */
+export class ComfyUIEngine implements Engine {
+  readonly kind = "comfyui";
+  private readonly pool: InstancePool;
+  private readonly o: Required<Omit<ComfyUIEngineOptions, "maxQueue" | "http">> & Pick<ComfyUIEngineOptions, "maxQueue" | "http">;
+  private merged: { docs: Record<string, unknown>[]; registry: NodeRegistry } | null = null;
+
+  constructor(options: ComfyUIEngineOptions) {
+    this.o = {
+      objectInfoTtlMs: 300_000,
+      unknownClassRefreshMs: 5_000,
+      pollIntervalMs: 2_000,
+      lostAfterMs: 300_000,
+      unreachableGraceMs: 60_000,
+      confirmTimeoutMs: 30_000,
+      cancelWaitMs: 15_000,
+      reconnectMinMs: 250,
+      reconnectMaxMs: 5_000,
+      pingIntervalMs: 30_000,
+      probeTimeoutMs: 3_000,
+      ...options,
+    };
+    const timings: InstanceTimings = {
+      pollIntervalMs: this.o.pollIntervalMs,
+      objectInfoTtlMs: this.o.objectInfoTtlMs,
+      lostAfterMs: this.o.lostAfterMs,
+      probeTimeoutMs: this.o.probeTimeoutMs,
+      reconnectMinMs: this.o.reconnectMinMs,
+      reconnectMaxMs: this.o.reconnectMaxMs,
+      pingIntervalMs: this.o.pingIntervalMs,
+      http: this.o.http ?? {},
+    };
+    this.pool = new InstancePool(options.urls, timings);
+  }
+
+  /** The instances' base URLs (without credentials). */
+  get urls(): string[] {
+    return this.pool.instances.map((i) => i.url);
+  }
+
+  /** object_info of every instance, merged (first instance wins per class). */
+  async nodeDefinitions(): Promise<ObjectInfo> {
+    return mergeObjectInfo(await this.definitions(false));
+  }
+
+  /** Refetches object_info from every instance now. */
+  async refreshNodeDefinitions(): Promise<void> {
+    await this.definitions(true);
+  }
+
+  /** Validation against the instances' nodes with the embedded engine's rules. */
+  async validate(graph: unknown): Promise<ValidationResult> {
+    let result = validationResult(analyzeGraph(graph, await this.registry(false)));
+    const unknown = Object.values(result.node_errors).some((errs) => errs.some((e) => e.reason === "unknown_class"));
+    if (unknown && this.pool.instances.some((i) => i.infoAge >= this.o.unknownClassRefreshMs)) {
+      result = validationResult(analyzeGraph(graph, await this.registry(true)));
+    }
+    return result;
+  }
+
+  /** Rejects a submission when no instance answers, or when every one's queue is at the bound. */
+  async admit(): Promise<void> {
+    const loads = (await this.pool.probeAll()).filter((l): l is number => l !== null);
+    if (loads.length === 0) throw new EngineUnavailableError("No ComfyUI instance is reachable");
+    if (this.o.maxQueue !== undefined && loads.every((l) => l >= this.o.maxQueue!)) throw new EngineBusyError(5);
+  }
+
+  /** Ready when an instance answers and node definitions are known. */
+  async ready(): Promise<boolean> {
+    const loads = await this.pool.probeAll();
+    if (!loads.some((l) => l !== null)) return false;
+    return this.definitions(false).then(() => true, () => false);
+  }
+
+  async close(): Promise<void> {
+    this.pool.close();
+  }
+
+  /** Runs a graph on the least busy instance; see Engine.execute. */
+  async execute(graph: unknown, options: ExecuteOptions = {}): Promise<ExecuteResult> {
+    const { signal } = options;
+    if (signal?.aborted) throw new ExecutionCancelledError();
+    const registry = await this.registry(false);
+    const analysis = analyzeGraph(graph, registry);
+    if (analysis.issues.length > 0) throw new EngineValidationError(await this.validate(graph));
+    const g = graph as Record<string, unknown>;
+    const key = options.extra?.api_key_vendor_org;
+    const secrets = key ? [key] : [];
+    const promptId = options.runId ?? randomUUID();
+    const startedAt = Date.now();
+
+    await options.onStart?.({ nodes: analysis.order, cached: [], steps: stepsOf(analysis) });
+
+    const deadline = Date.now() + this.o.unreachableGraceMs;
+    let run: PromptRun | null = null;
+    while (!run) {
+      const instance = await this.pool.choose(classTypesOf(g), signal, deadline);
+      let phase: "inputs" | "post" = "inputs";
+      try {
+        const nodes = instance.registry ?? registry;
+        const prompt = await prepareInputs(g, nodes, instance.http, instance.uploads, options);
+        if (signal?.aborted) throw new ExecutionCancelledError();
+        const body: Record<string, unknown> = { prompt, client_id: instance.clientId, prompt_id: promptId };
+        // The partner key travels in this request only; it is never kept or logged.
+        if (key) body.extra_data = { [PARTNER_KEY]: key };
+        phase = "post";
+        const accepted = await instance.http.postPrompt(body);
+        run = this.newRun(instance, g, nodes, options, secrets);
+        run.accepted(accepted.prompt_id);
+        instance.follow(run);
+        // ComfyUI queues the outputs that validated and reports the others; here any error fails the job.
+        if (Object.keys(accepted.node_errors).length > 0) {
+          void run.stop("cancel");
+          run.failWith(new EngineValidationError(validationOfComfy400({ error: null, node_errors: accepted.node_errors })));
+        }
+      } catch (err) {
+        // Not queued for sure: try again (another instance, or this one once it is back).
+        if (Date.now() < deadline && isRetryable(err, phase)) {
+          await new Promise((r) => setTimeout(r, 500));
+          continue;
+        }
+        throw mapSubmitError(err, phase);
+      } finally {
+        instance.reserved--;
+      }
+    }
+    const active: PromptRun = run;
+    const onAbort = () => void active.stop("cancel");
+    if (signal?.aborted) onAbort();
+    signal?.addEventListener("abort", onAbort, { once: true });
+    const timer = options.timeoutMs ? setTimeout(() => void active.stop("timeout"), Math.max(0, startedAt + options.timeoutMs - Date.now())) : null;
+    timer?.unref();
+    try {
+      return await active.result;
+    } finally {
+      signal?.removeEventListener("abort", onAbort);
+      if (timer) clearTimeout(timer);
+    }
+  }
+
+  private newRun(instance: Instance, graph: Record<string, unknown>, registry: NodeRegistry, options: ExecuteOptions, secrets: string[]): PromptRun {
+    const run = new PromptRun({
+      http: instance.http,
+      graph,
+      registry,
+      callbacks: options,
+      secrets,
+      timings: { confirmTimeoutMs: this.o.confirmTimeoutMs, cancelWaitMs: this.o.cancelWaitMs } satisfies RunTimings,
+      onSettled: (r) => instance.forget(r),
+    });
+    return run;
+  }
+
+  /** object_info of every instance that answers (or has a cached copy); none: unavailable. */
+  private async definitions(force: boolean): Promise<Record<string, unknown>[]> {
+    const docs = await Promise.all(this.pool.instances.map((i) => i.objectInfo(force).catch(() => null)));
+    const found = docs.filter((d): d is Record<string, unknown> => d !== null);
+    if (found.length === 0) throw new EngineUnavailableError("No ComfyUI instance answered GET /object_info");
+    return found;
+  }
+
+  private async registry(force: boolean): Promise<NodeRegistry> {
+    const docs = await this.definitions(force);
+    if (!this.merged || this.merged.docs.length !== docs.length || this.merged.docs.some((d, i) => d !== docs[i])) {
+      this.merged = { docs, registry: registryOf(docs) };
+    }
+    return this.merged.registry;
+  }
+}
+
+/** Step counts known from literal `steps` inputs, for progress weighting. */
+function stepsOf(analysis: Analysis): Record<string, number> {
+  const steps: Record<string, number> = {};
+  for (const id of analysis.order) {
+    const n = analysis.nodes.get(id)?.literals.steps;
+    if (typeof n === "number" && Number.isInteger(n) && n > 0) steps[id] = n;
+  }
+  return steps;
+}
+
+function classTypesOf(graph: Record<string, unknown>): string[] {
+  const out = new Set<string>();
+  for (const node of Object.values(graph)) if (isPlainObject(node) && typeof node.class_type === "string") out.add(node.class_type);
+  return [...out];
+}
+
+/** Failures after which the prompt certainly was not queued, so it may go elsewhere. */
+function isRetryable(err: unknown, phase: "inputs" | "post"): boolean {
+  if (phase === "inputs") return err instanceof ComfyUnreachableError || (err instanceof ComfyHttpError && err.status >= 500);
+  if (err instanceof ComfyUnreachableError) return err.notSent;
+  // A full queue (flowgate's hosted /prompt answers 503 then) is worth waiting out.
+  return err instanceof ComfyHttpError && (err.status === 503 || err.status === 429);
+}
+
+function mapSubmitError(err: unknown, phase: "inputs" | "post"): unknown {
+  if (err instanceof EngineError || err instanceof ExecutionCancelledError) return err;
+  const fail = (code: "worker_lost" | "node_execution_error" | "invalid_input", message: string) =>
+    new EngineError({ code, message, node_id: null, class_type: null, traceback: null }, { cause: err });
+  if (err instanceof ComfyHttpError && phase === "post" && err.status === 400) return new EngineValidationError(validationOfComfy400(err.body));
+  if (err instanceof ComfyHttpError && phase === "inputs") return fail("invalid_input", `ComfyUI refused an input file (HTTP ${err.status}).`);
+  if (err instanceof ComfyHttpError) return fail("node_execution_error", `ComfyUI refused the prompt (HTTP ${err.status}).`);
+  if (err instanceof ComfyUnreachableError) return fail("worker_lost", "Lost contact with ComfyUI while submitting the prompt.");
+  return err;
+}

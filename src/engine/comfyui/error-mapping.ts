@@ -1,0 +1,84 @@
+// ComfyUI's failures in flowgate's terms: an execution_error becomes a JobError, the 400 of
+// POST /prompt becomes the same ValidationResult the submission-time validation produces.
+import type { ComfyErrorItem, ComfyNodeErrors, ComfyValidationError } from "../comfy-errors.ts";
+import { redact, sanitizeTraceback, stripPaths, type JobError, type JobErrorCode } from "../errors.ts";
+import type { FieldError, ValidationReason, ValidationResult } from "../validate.ts";
+
+/** exception_type -> job error code; anything else is node_execution_error. */
+function codeOf(exceptionType: string, apiNode: boolean): JobErrorCode {
+  const name = exceptionType.split(".").pop() ?? "";
+  if (/OutOfMemory|^OOM/i.test(name)) return "out_of_memory";
+  // Whatever a partner node raised, the failure is the partner call's.
+  if (name === "InsufficientFundsError" || name === "InactiveSubscriptionError" || apiNode) return "partner_node_error";
+  if (name === "ModelDownloadError") return "missing_model";
+  if (name === "ValidationError" || name === "ImageDownloadError") return "invalid_input";
+  return "node_execution_error";
+}
+
+/** The JobError of an execution_error (message or history), with paths and secrets removed. */
+export function jobErrorOf(data: Record<string, unknown>, isApiNode: (classType: string) => boolean, secrets: readonly string[]): JobError {
+  const str = (v: unknown) => (typeof v === "string" && v !== "" ? v : null);
+  const nodeId = str(data.node_id) ?? (typeof data.node_id === "number" ? String(data.node_id) : null);
+  const classType = str(data.node_type);
+  const exceptionType = str(data.exception_type) ?? "";
+  const message = redact(stripPaths(str(data.exception_message) ?? ""), secrets).trim() || "The workflow failed on ComfyUI.";
+  const tb = Array.isArray(data.traceback) ? data.traceback.map(String).join("") : str(data.traceback);
+  return {
+    code: codeOf(exceptionType, classType !== null && isApiNode(classType)),
+    message,
+    node_id: nodeId,
+    class_type: classType,
+    traceback: tb ? sanitizeTraceback(tb, secrets) : null,
+  };
+}
+
+const REASONS: Record<string, ValidationReason> = {
+  required_input_missing: "missing_input",
+  missing_node_type: "unknown_class",
+  bad_linked_input: "bad_link",
+  return_type_mismatch: "type_mismatch",
+  invalid_input_type: "type_mismatch",
+  value_smaller_than_min: "out_of_range",
+  value_bigger_than_max: "out_of_range",
+  value_not_in_list: "not_in_options",
+  prompt_no_outputs: "no_output_node",
+};
+
+function fieldError(item: Partial<ComfyErrorItem>): FieldError {
+  const type = String(item.type ?? "");
+  const extra = (item.extra_info ?? {}) as Record<string, unknown>;
+  const input = typeof extra.input_name === "string" ? extra.input_name : "";
+  if (type === "missing_node_type") return { field: "class_type", reason: "unknown_class" };
+  if (type === "exception_during_validation") {
+    if (/cycle/i.test(String(item.details ?? "")) || /Cycle/.test(String(extra.exception_type ?? ""))) return { field: "", reason: "cycle" };
+    if (/KeyError|IndexError/.test(String(extra.exception_type ?? ""))) return { field: input, reason: "bad_link" };
+  }
+  return { field: input, reason: REASONS[type] ?? "bad_node" };
+}
+
+/** ComfyUI's POST /prompt 400 body as a ValidationResult (flowgate's shape and ComfyUI's own). */
+export function validationOfComfy400(body: unknown): ValidationResult {
+  const b = (typeof body === "object" && body !== null ? body : {}) as { error?: unknown; node_errors?: unknown };
+  const error: ComfyErrorItem =
+    typeof b.error === "object" && b.error !== null
+      ? { type: "invalid_prompt", message: "Invalid prompt", details: "", extra_info: {}, ...(b.error as Partial<ComfyErrorItem>) }
+      : { type: "invalid_prompt", message: typeof b.error === "string" ? b.error : "Invalid prompt", details: "", extra_info: {} };
+  const nodeErrors: Record<string, FieldError[]> = {};
+  const comfyNodes: Record<string, ComfyNodeErrors> = {};
+  if (typeof b.node_errors === "object" && b.node_errors !== null && !Array.isArray(b.node_errors)) {
+    for (const [id, entry] of Object.entries(b.node_errors as Record<string, unknown>)) {
+      const e = (entry ?? {}) as Partial<ComfyNodeErrors>;
+      const items = Array.isArray(e.errors) ? (e.errors as Partial<ComfyErrorItem>[]) : [];
+      nodeErrors[id] = items.length > 0 ? items.map(fieldError) : [{ field: "", reason: "bad_node" }];
+      comfyNodes[id] = {
+        errors: items.map((i) => ({ type: String(i.type ?? ""), message: String(i.message ?? ""), details: String(i.details ?? ""), extra_info: (i.extra_info ?? {}) as Record<string, unknown> })),
+        dependent_outputs: Array.isArray(e.dependent_outputs) ? e.dependent_outputs.map(String) : [],
+        class_type: typeof e.class_type === "string" ? e.class_type : null,
+      };
+    }
+  }
+  // A graph-level error (no outputs, a bad prompt) has no node entry; it is keyed "".
+  if (Object.keys(nodeErrors).length === 0) nodeErrors[""] = [fieldError(error)].map((f) => ({ ...f, field: "" }));
+  const comfy: ComfyValidationError = { error, node_errors: comfyNodes };
+  return { valid: false, node_errors: nodeErrors, comfy, output_nodes: [] };
+}

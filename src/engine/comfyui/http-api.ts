@@ -1,0 +1,212 @@
+// A client for ComfyUI's HTTP API (the bare routes, which every ComfyUI version serves). It
+// sends no secret but the one in a prompt's extra_data, and its errors never carry bodies we sent.
+
+/** ComfyUI could not be reached (connection refused, reset, DNS, timeout). */
+export class ComfyUnreachableError extends Error {
+  /** True when nothing reached ComfyUI (the connection was never made), so a retry is safe. */
+  readonly notSent: boolean;
+
+  constructor(url: string, cause: unknown) {
+    const code = errorCode(cause);
+    super(`ComfyUI at ${url} is unreachable${code ? ` (${code})` : ""}`, { cause });
+    this.name = "ComfyUnreachableError";
+    this.notSent = code !== null && NOT_SENT.has(code);
+  }
+}
+
+/** ComfyUI answered with an error status. */
+export class ComfyHttpError extends Error {
+  /** The route called, without its query. */
+  readonly route: string;
+  readonly status: number;
+  /** The parsed JSON body, or null. */
+  readonly body: unknown;
+
+  constructor(route: string, status: number, body: unknown) {
+    super(`ComfyUI answered ${status} to ${route}`);
+    this.name = "ComfyHttpError";
+    this.route = route;
+    this.status = status;
+    this.body = body;
+  }
+}
+
+const NOT_SENT = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH", "UND_ERR_CONNECT_TIMEOUT"]);
+
+function errorCode(err: unknown): string | null {
+  for (let e: unknown = err, depth = 0; e && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === "string") return code;
+    if ((e as Error).name === "TimeoutError") return "timeout";
+  }
+  return null;
+}
+
+/** A file as ComfyUI lists it in `executed` and history. */
+export interface FileInfo {
+  filename: string;
+  subfolder: string;
+  type: string;
+}
+
+/** Prompt ids in ComfyUI's queue. */
+export interface QueueState {
+  running: string[];
+  pending: string[];
+}
+
+/** POST /prompt's answer. */
+export interface PromptAccepted {
+  prompt_id: string;
+  number: number | null;
+  node_errors: Record<string, unknown>;
+}
+
+/** One entry of GET /history/{prompt_id}. */
+export interface HistoryEntry {
+  outputs?: Record<string, Record<string, unknown>>;
+  status?: { status_str?: string; completed?: boolean; messages?: unknown[] };
+}
+
+/** Timeouts of the client, in ms. */
+export interface HttpTimeouts {
+  /** JSON calls (default 30 s). */
+  request: number;
+  /** Uploads and downloads (default 10 min). */
+  transfer: number;
+}
+
+/** ComfyUI's HTTP API at one base URL. */
+export class ComfyHttp {
+  /** The base URL without credentials or a trailing slash. */
+  readonly base: string;
+  private readonly original: string;
+  private readonly auth: string | null;
+  private readonly timeouts: HttpTimeouts;
+
+  constructor(url: string, timeouts: Partial<HttpTimeouts> = {}) {
+    this.original = url;
+    const parsed = new URL(url);
+    // fetch refuses credentials in a URL; a reverse proxy's basic auth goes in a header instead.
+    this.auth = parsed.username ? `Basic ${Buffer.from(`${decodeURIComponent(parsed.username)}:${decodeURIComponent(parsed.password)}`).toString("base64")}` : null;
+    parsed.username = "";
+    parsed.password = "";
+    this.base = parsed.toString().replace(/\/+$/, "");
+    this.timeouts = { request: 30_000, transfer: 600_000, ...timeouts };
+  }
+
+  /** The WebSocket URL for a client id (credentials kept: ws sends them as basic auth). */
+  socketUrl(clientId: string): string {
+    const u = new URL(this.original);
+    u.protocol = u.protocol === "https:" ? "wss:" : "ws:";
+    u.pathname = `${u.pathname.replace(/\/+$/, "")}/ws`;
+    u.search = `?clientId=${encodeURIComponent(clientId)}`;
+    return u.toString();
+  }
+
+  /** GET /object_info. */
+  async objectInfo(): Promise<Record<string, unknown>> {
+    const body = await this.json("GET", "/object_info");
+    if (!isObject(body)) throw new ComfyHttpError("/object_info", 200, null);
+    return body;
+  }
+
+  /** GET /prompt: how many prompts are queued or running. */
+  async queueRemaining(timeoutMs?: number): Promise<number> {
+    const body = await this.json("GET", "/prompt", undefined, timeoutMs);
+    const n = isObject(body) && isObject(body.exec_info) ? body.exec_info.queue_remaining : undefined;
+    return typeof n === "number" && Number.isFinite(n) ? n : 0;
+  }
+
+  /** GET /queue, reduced to prompt ids (an entry is [number, prompt_id, prompt, extra_data, outputs]). */
+  async queue(): Promise<QueueState> {
+    const body = await this.json("GET", "/queue");
+    const ids = (list: unknown) => (Array.isArray(list) ? list.map((e) => (Array.isArray(e) ? String(e[1]) : "")).filter(Boolean) : []);
+    return isObject(body) ? { running: ids(body.queue_running), pending: ids(body.queue_pending) } : { running: [], pending: [] };
+  }
+
+  /** POST /prompt. A 400 is a ComfyHttpError whose body is ComfyUI's validation error. */
+  async postPrompt(body: Record<string, unknown>): Promise<PromptAccepted> {
+    const res = await this.json("POST", "/prompt", body);
+    if (!isObject(res) || typeof res.prompt_id !== "string") throw new ComfyHttpError("/prompt", 200, null);
+    return {
+      prompt_id: res.prompt_id,
+      number: typeof res.number === "number" ? res.number : null,
+      node_errors: isObject(res.node_errors) ? res.node_errors : {},
+    };
+  }
+
+  /** POST /queue {delete}: removes pending prompts (a running one is not touched by ComfyUI). */
+  async deletePending(promptIds: string[]): Promise<void> {
+    await this.json("POST", "/queue", { delete: promptIds });
+  }
+
+  /** POST /interrupt for one prompt: ComfyUI interrupts it only if it is the one running. */
+  async interrupt(promptId: string): Promise<void> {
+    await this.json("POST", "/interrupt", { prompt_id: promptId });
+  }
+
+  /** GET /history/{prompt_id}: the entry once the prompt finished, else null. */
+  async history(promptId: string): Promise<HistoryEntry | null> {
+    const body = await this.json("GET", `/history/${encodeURIComponent(promptId)}`);
+    const entry = isObject(body) ? body[promptId] : undefined;
+    return isObject(entry) ? (entry as HistoryEntry) : null;
+  }
+
+  /** POST /upload/image into the input folder, overwriting a file of the same name. */
+  async uploadImage(bytes: Uint8Array, filename: string, contentType: string): Promise<FileInfo> {
+    const form = new FormData();
+    form.append("image", new Blob([new Uint8Array(bytes)], { type: contentType }), filename);
+    form.append("type", "input");
+    form.append("overwrite", "true");
+    const res = await this.send("POST", "/upload/image", form, this.timeouts.transfer);
+    const body = await readJson(res);
+    if (!res.ok) throw new ComfyHttpError("/upload/image", res.status, body);
+    if (!isObject(body) || typeof body.name !== "string") throw new ComfyHttpError("/upload/image", res.status, null);
+    return { filename: body.name, subfolder: typeof body.subfolder === "string" ? body.subfolder : "", type: typeof body.type === "string" ? body.type : "input" };
+  }
+
+  /** GET /view, following redirects (flowgate's hosted /view answers 302 to a signed link). */
+  async view(file: FileInfo): Promise<{ bytes: Buffer; contentType: string | null }> {
+    const q = new URLSearchParams({ filename: file.filename, subfolder: file.subfolder, type: file.type });
+    const res = await this.send("GET", `/view?${q}`, undefined, this.timeouts.transfer);
+    if (!res.ok) {
+      await res.body?.cancel();
+      throw new ComfyHttpError("/view", res.status, null);
+    }
+    return { bytes: Buffer.from(await res.arrayBuffer()), contentType: res.headers.get("content-type") };
+  }
+
+  private async json(method: string, route: string, body?: unknown, timeoutMs?: number): Promise<unknown> {
+    const res = await this.send(method, route, body === undefined ? undefined : JSON.stringify(body), timeoutMs ?? this.timeouts.request);
+    const parsed = await readJson(res);
+    if (!res.ok) throw new ComfyHttpError(route.split("?")[0]!, res.status, parsed);
+    return parsed;
+  }
+
+  private async send(method: string, route: string, body: BodyInit | undefined, timeoutMs: number): Promise<Response> {
+    const headers: Record<string, string> = {};
+    if (typeof body === "string") headers["content-type"] = "application/json";
+    if (this.auth) headers.authorization = this.auth;
+    try {
+      // Redirects are followed without our headers reaching another origin (fetch drops authorization cross-origin).
+      return await fetch(this.base + route, { method, headers, body, redirect: "follow", signal: AbortSignal.timeout(timeoutMs) });
+    } catch (err) {
+      throw new ComfyUnreachableError(this.base, err);
+    }
+  }
+}
+
+async function readJson(res: Response): Promise<unknown> {
+  const text = await res.text().catch(() => "");
+  if (text === "") return null;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}

@@ -1,0 +1,2 @@
+// Public surface of the comfyui backend.
+export { ComfyUIEngine, type ComfyUIEngineOptions } from "./comfyui-engine.ts";

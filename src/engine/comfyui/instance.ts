@@ -1,0 +1,200 @@
+// One ComfyUI instance: its HTTP API, its socket, its cached object_info, the prompts followed
+// on it, and the reconcile that makes sure none of them is left running: a prompt that left the
+// queue ends from its history entry, one in neither the queue nor the history was forgotten.
+import { randomUUID } from "node:crypto";
+import type { NodeRegistry } from "../nodes/registry.ts";
+import { registryOf } from "./definitions.ts";
+import { ComfyHttp, ComfyHttpError, type HttpTimeouts } from "./http-api.ts";
+import { decodeBinary, outcomeOf, promptIdOf, type ComfyMessage } from "./messages.ts";
+import type { PromptRun } from "./prompt-run.ts";
+import { ComfySocket, type SocketTimings } from "./socket.ts";
+import { UploadCache } from "./uploads.ts";
+
+/** Settings of an instance, in ms. */
+export interface InstanceTimings extends SocketTimings {
+  /** Interval of the reconcile of prompts in flight against /queue and /history. */
+  pollIntervalMs: number;
+  /** object_info is refetched when older than this. */
+  objectInfoTtlMs: number;
+  /** Prompts in flight fail with worker_lost after the instance was unreachable this long. */
+  lostAfterMs: number;
+  /** Time limit of the load probe (GET /prompt). */
+  probeTimeoutMs: number;
+  http: Partial<HttpTimeouts>;
+}
+
+/** Messages for prompts not (yet) followed are kept this long: POST /prompt may answer after they arrive. */
+const EARLY_MESSAGE_MS = 60_000;
+const EARLY_MESSAGE_LIMIT = 2000;
+
+/** One ComfyUI instance. */
+export class Instance {
+  readonly http: ComfyHttp;
+  /** The client id of this proxy on the instance, kept across reconnects. */
+  readonly clientId = randomUUID();
+  readonly uploads = new UploadCache();
+  /** Prompts chosen for this instance but not yet accepted by it. */
+  reserved = 0;
+  private readonly socket: ComfySocket;
+  private readonly runs = new Map<string, PromptRun>();
+  private early: { promptId: string; message: ComfyMessage; at: number }[] = [];
+  /** The prompt executing now, for messages and frames that do not name one. */
+  private currentPrompt: string | null = null;
+  private info: { doc: Record<string, unknown>; at: number; registry: NodeRegistry } | null = null;
+  private infoLoading: Promise<Record<string, unknown>> | null = null;
+  private unreachableSince: number | null = null;
+  private reconciling = false;
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(
+    url: string,
+    private readonly timings: InstanceTimings,
+  ) {
+    this.http = new ComfyHttp(url, timings.http);
+    this.socket = new ComfySocket(this.http.socketUrl(this.clientId), {
+      onOpen: (reconnected) => this.onOpen(reconnected),
+      onClose: () => {
+        this.unreachableSince ??= Date.now();
+        this.currentPrompt = null;
+      },
+      onJson: (m) => this.onMessage(m),
+      onBinary: (f) => this.onBinary(f),
+    }, timings);
+    this.timer = setInterval(() => void this.reconcile(), timings.pollIntervalMs);
+    this.timer.unref();
+    this.socket.start();
+  }
+
+  /** The base URL, without credentials. */
+  get url(): string {
+    return this.http.base;
+  }
+
+  /** Prompts followed now. */
+  get active(): number {
+    return this.runs.size;
+  }
+
+  /** object_info, cached for objectInfoTtlMs; a failed refresh falls back to the last one. */
+  async objectInfo(force = false): Promise<Record<string, unknown>> {
+    if (this.info && !force && Date.now() - this.info.at < this.timings.objectInfoTtlMs) return this.info.doc;
+    this.infoLoading ??= this.http
+      .objectInfo()
+      .then((doc) => {
+        this.info = { doc, at: Date.now(), registry: registryOf([doc]) };
+        return doc;
+      })
+      .finally(() => (this.infoLoading = null));
+    try {
+      return await this.infoLoading;
+    } catch (err) {
+      if (this.info) return this.info.doc;
+      throw err;
+    }
+  }
+
+  /** The registry of the last object_info, if any. */
+  get registry(): NodeRegistry | null {
+    return this.info?.registry ?? null;
+  }
+
+  /** Age of the cached object_info in ms (Infinity when none). */
+  get infoAge(): number {
+    return this.info ? Date.now() - this.info.at : Number.POSITIVE_INFINITY;
+  }
+
+  /** How busy the instance is (its queue_remaining), or null when it cannot be reached. */
+  async probe(): Promise<number | null> {
+    try {
+      const n = await this.http.queueRemaining(this.timings.probeTimeoutMs);
+      this.unreachableSince = null;
+      return n;
+    } catch (err) {
+      // It answered, just not as expected: reachable, load unknown.
+      if (err instanceof ComfyHttpError) return this.runs.size;
+      this.unreachableSince ??= Date.now();
+      return null;
+    }
+  }
+
+  /** Follows an accepted prompt; messages that arrived before are replayed first. */
+  follow(run: PromptRun): void {
+    this.runs.set(run.promptId, run);
+    const mine = this.early.filter((e) => e.promptId === run.promptId);
+    this.early = this.early.filter((e) => e.promptId !== run.promptId);
+    for (const e of mine) run.push({ kind: "message", message: e.message });
+  }
+
+  /** Stops following a prompt. */
+  forget(run: PromptRun): void {
+    if (this.runs.get(run.promptId) === run) this.runs.delete(run.promptId);
+  }
+
+  /** Closes the socket and the reconcile timer. */
+  close(): void {
+    clearInterval(this.timer);
+    this.socket.close();
+  }
+
+  /**
+   * Settles prompts the socket said nothing about: queue first, then history, so that a prompt
+   * finishing between the two reads is found in the history, never taken for lost.
+   */
+  async reconcile(): Promise<void> {
+    if (this.reconciling || this.runs.size === 0) return;
+    this.reconciling = true;
+    try {
+      const startedAt = Date.now();
+      let live: Set<string>;
+      try {
+        const q = await this.http.queue();
+        live = new Set([...q.running, ...q.pending]);
+        this.unreachableSince = null;
+      } catch {
+        this.unreachableSince ??= startedAt;
+        if (Date.now() - this.unreachableSince >= this.timings.lostAfterMs) for (const run of [...this.runs.values()]) run.push({ kind: "lost" });
+        return;
+      }
+      for (const run of [...this.runs.values()]) {
+        if (run.ending || run.acceptedAt >= startedAt || live.has(run.promptId)) continue;
+        const entry = await this.http.history(run.promptId).catch(() => undefined);
+        if (entry === undefined) continue;
+        run.push(entry ? { kind: "history", entry } : { kind: "lost" });
+      }
+    } finally {
+      this.reconciling = false;
+    }
+  }
+
+  private onOpen(reconnected: boolean): void {
+    this.unreachableSince = null;
+    if (!reconnected) return;
+    // It may have restarted: inputs may be gone, nodes may have changed, prompts may be forgotten.
+    this.uploads.clear();
+    void this.objectInfo(true).catch(() => undefined);
+    void this.reconcile();
+  }
+
+  private onMessage(m: ComfyMessage): void {
+    if (m.type === "status") return;
+    const id = promptIdOf(m) ?? this.currentPrompt;
+    if (m.type === "execution_start" && id) this.currentPrompt = id;
+    else if (outcomeOf(m) && id === this.currentPrompt) this.currentPrompt = null;
+    if (!id) return;
+    const run = this.runs.get(id);
+    if (run) return run.push({ kind: "message", message: m });
+    const now = Date.now();
+    this.early = this.early.filter((e) => now - e.at < EARLY_MESSAGE_MS).slice(-EARLY_MESSAGE_LIMIT);
+    this.early.push({ promptId: id, message: m, at: now });
+  }
+
+  private onBinary(frame: Buffer): void {
+    const decoded = decodeBinary(frame);
+    if (!decoded) return;
+    const id = decoded.kind === "preview" ? (decoded.promptId ?? this.currentPrompt) : this.currentPrompt;
+    const run = id ? this.runs.get(id) : undefined;
+    if (!run) return;
+    if (decoded.kind === "preview") run.preview(decoded);
+    else run.log(decoded.text);
+  }
+}

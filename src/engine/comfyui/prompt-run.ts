@@ -1,0 +1,294 @@
+// One prompt on one ComfyUI instance, from POST /prompt to its confirmed end. Messages are
+// handled one at a time in arrival order (each output is committed before the next message);
+// the end is taken from the socket and confirmed from GET /history, and a reconcile by the
+// instance (missed end, lost prompt) arrives through the same queue.
+import sharp from "sharp";
+import type { ExecuteOptions, ExecuteResult, OutputSummary, UiDict } from "../engine.ts";
+import { EngineError, ExecutionCancelledError, type JobError } from "../errors.ts";
+import { isPlainObject } from "../graph.ts";
+import type { NodeRegistry } from "../nodes/registry.ts";
+import { jobErrorOf } from "./error-mapping.ts";
+import { ComfyHttpError, ComfyUnreachableError, type ComfyHttp, type HistoryEntry } from "./http-api.ts";
+import { outcomeOf, outcomeOfHistory, type BinaryFrame, type ComfyMessage, type Outcome } from "./messages.ts";
+import { materialize, outputKey, outputsOfUi } from "./outputs.ts";
+
+/** What reaches a run: a socket message, the history entry a reconcile found, or word that ComfyUI forgot the prompt. */
+export type RunEvent = { kind: "message"; message: ComfyMessage } | { kind: "history"; entry: HistoryEntry } | { kind: "lost" };
+
+/** Timings of a run, in ms. */
+export interface RunTimings {
+  /** How long to wait for GET /history to show a prompt the socket said had ended. */
+  confirmTimeoutMs: number;
+  /** How long a canceled prompt may take to stop before the run reports canceled anyway. */
+  cancelWaitMs: number;
+}
+
+export interface PromptRunOptions {
+  http: ComfyHttp;
+  graph: Record<string, unknown>;
+  registry: NodeRegistry;
+  callbacks: ExecuteOptions;
+  /** Strings that must never appear in an error (the partner key). */
+  secrets: string[];
+  timings: RunTimings;
+  /** Called once when the run settles. */
+  onSettled(run: PromptRun): void;
+}
+
+/** A prompt being followed. */
+export class PromptRun {
+  promptId = "";
+  /** When the prompt was accepted (a reconcile only judges prompts accepted before its queue read). */
+  acceptedAt = Number.POSITIVE_INFINITY;
+  /** An end is being confirmed or was reached. */
+  ending = false;
+  settled = false;
+  readonly result: Promise<ExecuteResult>;
+  private resolveResult!: (r: ExecuteResult) => void;
+  private rejectResult!: (e: unknown) => void;
+  private chain: Promise<void> = Promise.resolve();
+  private stopping: "cancel" | "timeout" | null = null;
+  private stopTimer: NodeJS.Timeout | null = null;
+  private current: string | null = null;
+  private readonly started = new Set<string>();
+  private readonly done = new Set<string>();
+  private readonly cached = new Set<string>();
+  private readonly reported = new Set<string>();
+  private readonly delivered = new Set<string>();
+  private readonly executedOrder: string[] = [];
+  private readonly outputs: OutputSummary[] = [];
+  private readonly ui: Record<string, UiDict> = {};
+
+  constructor(private readonly o: PromptRunOptions) {
+    this.result = new Promise<ExecuteResult>((resolve, reject) => {
+      this.resolveResult = resolve;
+      this.rejectResult = reject;
+    });
+    // The engine awaits result; a rejection before that must not count as unhandled.
+    this.result.catch(() => undefined);
+  }
+
+  /** The prompt was accepted under this id. */
+  accepted(promptId: string): void {
+    this.promptId = promptId;
+    this.acceptedAt = Date.now();
+  }
+
+  /** Queues an event; events are handled one at a time, in order. */
+  push(event: RunEvent): void {
+    if (this.settled) return;
+    this.chain = this.chain.then(() => (this.settled ? undefined : this.handle(event))).catch((err) => this.failWith(err));
+  }
+
+  /** A preview frame for this prompt (not queued: previews are best effort). */
+  preview(frame: Extract<BinaryFrame, { kind: "preview" }>): void {
+    const node = frame.nodeId ?? this.current;
+    const cb = this.o.callbacks.onPreview;
+    if (!node || !cb || this.settled || this.stopping) return;
+    const jpeg = frame.contentType === "image/jpeg" ? Promise.resolve(frame.image) : sharp(frame.image).jpeg({ quality: 80 }).toBuffer();
+    void jpeg.then((data) => cb({ node_id: node, content_type: "image/jpeg", data })).catch(() => undefined);
+  }
+
+  /** Progress text of a node: the run's log. */
+  log(text: string): void {
+    if (this.settled || !this.o.callbacks.onLog) return;
+    void Promise.resolve()
+      .then(() => this.o.callbacks.onLog!(text))
+      .catch(() => undefined);
+  }
+
+  /**
+   * Stops the prompt: deleted from the queue while pending, interrupted by its id while running
+   * (never a global interrupt). The run then settles as canceled (or timed out) once ComfyUI
+   * confirms, or after cancelWaitMs.
+   */
+  async stop(reason: "cancel" | "timeout"): Promise<void> {
+    if (this.settled || this.stopping) return;
+    this.stopping = reason;
+    if (!this.promptId) return; // not accepted yet; the engine calls stop again once it is
+    this.stopTimer = setTimeout(() => this.settleStopped(), this.o.timings.cancelWaitMs);
+    this.stopTimer.unref();
+    const { http } = this.o;
+    const id = this.promptId;
+    try {
+      const before = await http.queue();
+      if (before.pending.includes(id)) {
+        await http.deletePending([id]);
+        const after = await http.queue();
+        // It may have started between the read and the delete.
+        if (after.running.includes(id)) await http.interrupt(id);
+        else if (!after.pending.includes(id)) return this.settleStopped(); // removed before it ran: no message will come
+      } else if (before.running.includes(id)) {
+        await http.interrupt(id);
+      } else {
+        return this.settleStopped(); // already finished or forgotten
+      }
+    } catch {
+      this.settleStopped(); // unreachable: nothing more to wait for
+    }
+  }
+
+  /** Ends the run with this error (and stops the prompt on ComfyUI, best effort). */
+  failWith(err: unknown): void {
+    if (this.settled) return;
+    if (this.promptId && !this.ending) void this.o.http.interrupt(this.promptId).catch(() => undefined);
+    this.settle(() => this.rejectResult(err));
+  }
+
+  private async handle(event: RunEvent): Promise<void> {
+    if (event.kind === "lost") {
+      if (this.stopping) return this.settleStopped();
+      return this.settle(() =>
+        this.rejectResult(engineError("worker_lost", "ComfyUI lost this prompt before it finished (the instance restarted or dropped it).")),
+      );
+    }
+    if (event.kind === "history") {
+      if (this.ending) return;
+      return this.end(outcomeOfHistory(event.entry), event.entry);
+    }
+    const m = event.message;
+    if (this.ending) return;
+    const outcome = outcomeOf(m);
+    if (outcome) return this.end(outcome, undefined);
+    if (this.stopping) return; // nothing is reported once a cancel was asked for
+    const d = m.data;
+    switch (m.type) {
+      case "execution_cached": {
+        const nodes = Array.isArray(d.nodes) ? d.nodes.map(String) : [];
+        for (const n of nodes) this.cached.add(n);
+        await this.o.callbacks.onCached?.(nodes);
+        return;
+      }
+      case "executing":
+        return this.startNode(this.nodeId(d));
+      case "progress": {
+        const node = d.node === undefined || d.node === null ? this.current : this.nodeId(d);
+        const value = Number(d.value);
+        const max = Number(d.max);
+        if (node && Number.isFinite(value) && Number.isFinite(max)) {
+          void Promise.resolve()
+            .then(() => this.o.callbacks.onProgress?.({ node_id: node, value, max }))
+            .catch(() => undefined);
+        }
+        return;
+      }
+      case "executed":
+        return this.nodeExecuted(this.nodeId(d), isPlainObject(d.output) ? d.output : {});
+      default:
+        return; // execution_start, progress_state, status...: nothing to map
+    }
+  }
+
+  /** The graph's id for a message's node: expanded nodes report their display node. */
+  private nodeId(d: Record<string, unknown>): string {
+    const node = String(d.node);
+    if (node in this.o.graph || d.display_node === undefined || d.display_node === null) return node;
+    return String(d.display_node);
+  }
+
+  private classOf(nodeId: string): string {
+    const node = this.o.graph[nodeId];
+    return isPlainObject(node) && typeof node.class_type === "string" ? node.class_type : "";
+  }
+
+  private async startNode(id: string): Promise<void> {
+    if (this.current === id) return;
+    if (this.current !== null) await this.finishNode(this.current, null);
+    this.current = id;
+    this.started.add(id);
+    await this.o.callbacks.onNodeStart?.({ node_id: id, class_type: this.classOf(id) });
+  }
+
+  private async finishNode(id: string, ui: UiDict | null): Promise<void> {
+    if (this.current === id) this.current = null;
+    if (this.done.has(id)) return;
+    this.done.add(id);
+    const cached = this.cached.has(id) && !this.started.has(id);
+    if (!cached) this.executedOrder.push(id);
+    await this.o.callbacks.onNodeDone?.({ node_id: id, class_type: this.classOf(id), ui, cached });
+  }
+
+  private async nodeExecuted(id: string, ui: Record<string, unknown>): Promise<void> {
+    this.reported.add(id);
+    this.ui[id] = ui as UiDict;
+    const node = { node_id: id, class_type: this.classOf(id) };
+    for (const item of outputsOfUi(ui)) {
+      const key = outputKey(id, item);
+      if (this.delivered.has(key)) continue;
+      this.delivered.add(key);
+      const output = await withRetries(() => materialize(this.o.http, node, item)).catch((err) => {
+        throw engineError("node_execution_error", `Could not fetch output ${item.kind === "file" ? item.file.filename : "text"} of node ${id} from ComfyUI.`, id, node.class_type, err);
+      });
+      if (this.stopping || this.settled) return;
+      await this.o.callbacks.onOutput?.(output);
+      const { data, ...summary } = output;
+      this.outputs.push({ ...summary, size_bytes: data.length });
+    }
+    await this.finishNode(id, ui as UiDict);
+  }
+
+  /** Confirms the end from history, fetches outputs the socket never announced, and settles. */
+  private async end(said: Outcome, known: HistoryEntry | undefined): Promise<void> {
+    this.ending = true;
+    const entry = known ?? (await this.confirm());
+    if (this.settled) return;
+    if (this.stopping) return this.settleStopped();
+    let outcome: Outcome = entry ? outcomeOfHistory(entry) : said.kind === "ended" ? { kind: "success" } : said;
+    // The socket's error carries the traceback; history may only summarize it.
+    if (outcome.kind === "error" && said.kind === "error") outcome = said;
+    if (outcome.kind === "success") {
+      for (const [id, ui] of Object.entries(entry?.outputs ?? {})) {
+        if (!this.reported.has(id) && isPlainObject(ui)) await this.nodeExecuted(id, ui);
+      }
+      for (const id of [...this.started]) await this.finishNode(id, null);
+      const result: ExecuteResult = { executed: this.executedOrder, cached: [...this.cached], outputs: this.outputs, ui: this.ui };
+      return this.settle(() => this.resolveResult(result));
+    }
+    if (outcome.kind === "interrupted") {
+      return this.settle(() => this.rejectResult(engineError("node_execution_error", "The prompt was interrupted on the ComfyUI instance.", this.current)));
+    }
+    const data = (outcome as { data?: Record<string, unknown> }).data ?? {};
+    const jobError = jobErrorOf(data, (cls) => this.o.registry.get(cls)?.api_node === true, this.o.secrets);
+    return this.settle(() => this.rejectResult(new EngineError(jobError)));
+  }
+
+  /** Polls GET /history until the entry appears; null if it does not in time. */
+  private async confirm(): Promise<HistoryEntry | null> {
+    const deadline = Date.now() + this.o.timings.confirmTimeoutMs;
+    for (let wait = 25; ; wait = Math.min(wait * 2, 1000)) {
+      const entry = await this.o.http.history(this.promptId).catch(() => null);
+      if (entry || this.settled || Date.now() + wait > deadline) return entry;
+      await new Promise((r) => setTimeout(r, wait));
+    }
+  }
+
+  private settleStopped(): void {
+    const err = this.stopping === "timeout" ? engineError("timeout", "The run took longer than its time limit.", this.current) : new ExecutionCancelledError(this.current);
+    this.settle(() => this.rejectResult(err));
+  }
+
+  private settle(finish: () => void): void {
+    if (this.settled) return;
+    this.settled = true;
+    if (this.stopTimer) clearTimeout(this.stopTimer);
+    finish();
+    this.o.onSettled(this);
+  }
+}
+
+function engineError(code: JobError["code"], message: string, nodeId: string | null = null, classType: string | null = null, cause?: unknown): EngineError {
+  return new EngineError({ code, message, node_id: nodeId, class_type: classType, traceback: null }, cause === undefined ? undefined : { cause });
+}
+
+/** Retries transient failures (unreachable, 5xx) a few times. */
+async function withRetries<T>(fn: () => Promise<T>, attempts = 3): Promise<T> {
+  for (let i = 1; ; i++) {
+    try {
+      return await fn();
+    } catch (err) {
+      const transient = err instanceof ComfyUnreachableError || (err instanceof ComfyHttpError && err.status >= 500);
+      if (!transient || i >= attempts) throw err;
+      await new Promise((r) => setTimeout(r, 200 * i));
+    }
+  }
+}

@@ -1,0 +1,111 @@
+// One WebSocket to a ComfyUI instance's /ws, kept open: it reconnects with backoff under the
+// same client id (ComfyUI addresses a prompt's messages to the client id it was queued with)
+// and announces preview metadata support on every connection.
+import WebSocket from "ws";
+
+/** What the socket reports. */
+export interface SocketHandlers {
+  /** A connection is open (the first, or one after a loss). */
+  onOpen(reconnected: boolean): void;
+  /** The connection dropped; a reconnect is already scheduled. */
+  onClose(): void;
+  onJson(message: { type: string; data: Record<string, unknown> }): void;
+  onBinary(frame: Buffer): void;
+}
+
+/** Backoff and liveness settings, in ms. */
+export interface SocketTimings {
+  reconnectMinMs: number;
+  reconnectMaxMs: number;
+  /** A connection with no pong for this long is dropped and reopened. */
+  pingIntervalMs: number;
+}
+
+/** A self-healing WebSocket to one instance. */
+export class ComfySocket {
+  private ws: WebSocket | null = null;
+  private closed = false;
+  private opened = false;
+  private delay: number;
+  private retry: NodeJS.Timeout | null = null;
+  private pinger: NodeJS.Timeout | null = null;
+  private alive = true;
+
+  constructor(
+    private readonly url: string,
+    private readonly handlers: SocketHandlers,
+    private readonly timings: SocketTimings,
+  ) {
+    this.delay = timings.reconnectMinMs;
+  }
+
+  /** True while a connection is open. */
+  get connected(): boolean {
+    return this.ws?.readyState === WebSocket.OPEN;
+  }
+
+  /** Opens the first connection. */
+  start(): void {
+    if (!this.ws && !this.closed) this.connect();
+  }
+
+  /** Closes for good. */
+  close(): void {
+    this.closed = true;
+    if (this.retry) clearTimeout(this.retry);
+    if (this.pinger) clearInterval(this.pinger);
+    this.ws?.terminate();
+    this.ws = null;
+  }
+
+  private connect(): void {
+    const ws = new WebSocket(this.url, { handshakeTimeout: 10_000, maxPayload: 256 * 1024 * 1024 });
+    this.ws = ws;
+    ws.on("open", () => {
+      this.delay = this.timings.reconnectMinMs;
+      this.alive = true;
+      // Must be the first message: ComfyUI then sends previews as type-4 frames with their prompt id.
+      ws.send(JSON.stringify({ type: "feature_flags", data: { supports_preview_metadata: true } }));
+      const reconnected = this.opened;
+      this.opened = true;
+      this.pinger = setInterval(() => this.ping(ws), this.timings.pingIntervalMs);
+      this.pinger.unref();
+      this.handlers.onOpen(reconnected);
+    });
+    ws.on("pong", () => (this.alive = true));
+    ws.on("message", (data, isBinary) => {
+      const buf = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as ArrayBuffer);
+      if (isBinary) return this.handlers.onBinary(buf);
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(buf.toString("utf8"));
+      } catch {
+        return; // not ComfyUI's JSON; nothing to route
+      }
+      const m = parsed as { type?: unknown; data?: unknown };
+      if (typeof m?.type === "string") {
+        this.handlers.onJson({ type: m.type, data: typeof m.data === "object" && m.data !== null ? (m.data as Record<string, unknown>) : {} });
+      }
+    });
+    ws.on("error", () => undefined); // "close" follows and reconnects
+    ws.on("close", () => {
+      if (this.pinger) clearInterval(this.pinger);
+      this.pinger = null;
+      if (this.ws === ws) this.ws = null;
+      if (this.closed) return;
+      this.handlers.onClose();
+      this.retry = setTimeout(() => {
+        this.retry = null;
+        if (!this.closed) this.connect();
+      }, this.delay);
+      this.retry.unref();
+      this.delay = Math.min(this.delay * 2, this.timings.reconnectMaxMs);
+    });
+  }
+
+  private ping(ws: WebSocket): void {
+    if (!this.alive) return void ws.terminate();
+    this.alive = false;
+    ws.ping();
+  }
+}

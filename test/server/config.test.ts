@@ -1,0 +1,104 @@
+// `flowgate serve` settings: defaults (127.0.0.1:8189), flags and their environment variables
+// (flags win), refusals of bad values, the printed settings without secrets, and the effect of
+// --public-url on signed links.
+import { spawnSync } from "node:child_process";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { describeConfig, loadConfig, parseDuration } from "../../src/config/config.ts";
+import { settingsLine } from "../../src/server/start.ts";
+import { imageGraph, ROOT, startTestServer } from "./helpers.ts";
+
+describe("configuration", () => {
+  it("defaults to the self-hosted profile on 127.0.0.1:8189, open, ./data", () => {
+    const c = loadConfig([], {});
+    expect(c).toMatchObject({ host: "127.0.0.1", port: 8189, token: null, publicUrl: null, queueLimit: 10000, concurrency: 2, retentionMs: 7 * 86_400_000, signingKey: null, surface: "self-hosted" });
+    expect(c.dataDir.endsWith("/data")).toBe(true);
+  });
+
+  it("reads every flag, and its environment variable when the flag is absent", () => {
+    const flags = loadConfig([
+      "--port", "9000", "--host", "0.0.0.0", "--data-dir", "/tmp/fg-x", "--token", "t0k3n", "--public-url", "https://fg.example.com/",
+      "--queue-limit", "5", "--concurrency", "3", "--retention", "12h", "--signing-key", "k".repeat(32),
+    ], {});
+    expect(flags).toMatchObject({ port: 9000, host: "0.0.0.0", dataDir: "/tmp/fg-x", token: "t0k3n", publicUrl: "https://fg.example.com", queueLimit: 5, concurrency: 3, retentionMs: 12 * 3_600_000, signingKey: "k".repeat(32) });
+    const env = loadConfig([], {
+      FLOWGATE_PORT: "9001", FLOWGATE_HOST: "::1", FLOWGATE_DATA_DIR: "/tmp/fg-y", FLOWGATE_TOKEN: "e", FLOWGATE_PUBLIC_URL: "http://a:1",
+      FLOWGATE_QUEUE_LIMIT: "6", FLOWGATE_CONCURRENCY: "4", FLOWGATE_RETENTION: "30m", FLOWGATE_SIGNING_KEY: "s".repeat(32),
+    });
+    expect(env).toMatchObject({ port: 9001, host: "::1", dataDir: "/tmp/fg-y", token: "e", publicUrl: "http://a:1", queueLimit: 6, concurrency: 4, retentionMs: 1_800_000, signingKey: "s".repeat(32) });
+    expect(loadConfig(["--port", "9002"], { FLOWGATE_PORT: "9001" }).port).toBe(9002);
+  });
+
+  it.each([
+    [["--port", "70000"]],
+    [["--port", "x"]],
+    [["--concurrency", "0"]],
+    [["--queue-limit", "-1"]],
+    [["--retention", "forever"]],
+    [["--public-url", "ftp://x"]],
+    [["--surface", "mars"]],
+    [["--no-such-flag", "1"]],
+  ])("refuses %j", (argv) => {
+    expect(() => loadConfig(argv, {})).toThrow();
+  });
+
+  it("parses durations", () => {
+    expect(parseDuration("500ms")).toBe(500);
+    expect(parseDuration("45s")).toBe(45_000);
+    expect(parseDuration("1.5h")).toBe(5_400_000);
+    expect(() => parseDuration("0s")).toThrow();
+  });
+
+  it("prints settings without secrets", () => {
+    const c = loadConfig(["--token", "very-secret-token", "--signing-key", "very-secret-signing-key-0123456789"], {});
+    const line = settingsLine(c);
+    expect(line).not.toContain("very-secret");
+    expect(line).toContain("token=(set)");
+    expect(line).toContain("port=8189");
+    expect(JSON.stringify(describeConfig(c))).not.toContain("very-secret");
+  });
+});
+
+describe("the command line", () => {
+  const run = (args: string[]) => spawnSync(process.execPath, [join(ROOT, "bin/flowgate.js"), ...args], { cwd: ROOT, encoding: "utf8", env: { ...process.env, FLOWGATE_TOKEN: "" } });
+
+  it("flowgate serve --help lists every flag with its environment variable", () => {
+    const r = run(["serve", "--help"]);
+    expect(r.status).toBe(0);
+    for (const flag of ["port", "host", "data-dir", "token", "public-url", "queue-limit", "concurrency", "retention", "signing-key"]) {
+      expect(r.stdout).toContain(`--${flag}`);
+      expect(r.stdout).toContain(`FLOWGATE_${flag.toUpperCase().replace(/-/g, "_")}`);
+    }
+  });
+
+  it("a bad flag is a one-line error and exit code 1, not a stack trace", () => {
+    const r = run(["serve", "--port", "nope"]);
+    expect(r.status).toBe(1);
+    expect(r.stderr.trim().split("\n")).toHaveLength(1);
+    expect(r.stderr).toContain("--port");
+    expect(r.stderr).not.toMatch(/\n\s+at /);
+  });
+});
+
+describe("--public-url", () => {
+  it("URL-3 GEN-5 signed output links use it; follow-up links stay host-relative", async () => {
+    const s = await startTestServer();
+    const pub = await startTestServer({ flags: ["--public-url", "https://files.example.com/fg"] });
+    try {
+      const job = await pub.api.waitTerminal((await pub.api.submit(imageGraph())).id);
+      expect(job.urls.self).toBe(`/api/v2/jobs/${job.id}`);
+      const url = new URL(job.outputs[0].url);
+      expect(url.origin).toBe("https://files.example.com");
+      expect(url.pathname).toBe(`/fg/api/v2/assets/${job.outputs[0].id}/content`);
+      // Without it, links use the request's own origin.
+      const plain = await s.api.waitTerminal((await s.api.submit(imageGraph())).id);
+      expect(new URL(plain.outputs[0].url).origin).toBe(s.url);
+      // The signature covers the path the server sees (the public prefix is stripped by the proxy).
+      const local = new URL(`${pub.url}${url.pathname.replace(/^\/fg/, "")}${url.search}`);
+      expect((await fetch(local)).status).toBe(200);
+    } finally {
+      await s.stop();
+      await pub.stop();
+    }
+  });
+});
