@@ -105,9 +105,16 @@ function codeFor(e: Error): JobErrorCode {
   return "node_execution_error";
 }
 
-/** Stack text with file paths reduced to file names and secrets replaced. */
+/**
+ * Stack text safe to show: the call chain without source locations (no paths, file names or
+ * line numbers of the server's code), node internals dropped, and secrets replaced.
+ */
 export function sanitizeTraceback(stack: string, secrets: readonly string[]): string {
-  return redact(stripPaths(stack), secrets);
+  const lines = stripPaths(stack)
+    .split("\n")
+    .filter((line) => !/^\s*at .*\bnode:/.test(line))
+    .map((line) => line.replace(/^(\s*at [^(]*?)\s*\([^)]*\)\s*$/, "$1").replace(/^(\s*at )[^\s()]+:\d+:\d+\s*$/, "$1<anonymous>"));
+  return redact(lines.join("\n"), secrets);
 }
 
 // file:// URLs, POSIX absolute paths and Windows drive paths, up to the last separator; a path

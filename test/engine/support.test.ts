@@ -64,7 +64,7 @@ describe("file names", () => {
 });
 
 describe("error sanitising", () => {
-  it("strips directories from stack frames and file URLs, keeping file names", () => {
+  it("keeps the call chain of a traceback but no source location at all", () => {
     const stack = [
       "Error: failed at /srv/app/data/x.png",
       "    at run (/home/ci/flowgate/src/engine/nodes/image.ts:10:5)",
@@ -73,10 +73,8 @@ describe("error sanitising", () => {
       "    at node:internal/process/task_queues:95:5",
     ].join("\n");
     const clean = sanitizeTraceback(stack, []);
-    expect(clean).toContain("image.ts:10:5");
-    expect(clean).toContain("executor.ts:20:7");
-    expect(clean).toContain("node:internal/process/task_queues:95:5");
-    expect(clean).not.toMatch(/\/srv|\/home|file:|C:\\/);
+    expect(clean.split("\n")).toEqual(["Error: failed at x.png", "    at run", "    at <anonymous>", "    at <anonymous>"]);
+    expect(clean).not.toMatch(/\/srv|\/home|file:|C:\\|\.ts|node:/);
     expect(stripPaths("see /tmp/a/b.txt")).toBe("see b.txt");
   });
 

@@ -187,8 +187,9 @@ export class HostedSockets {
     if (job.status === "running") {
       this.broadcast(owner, { type: "execution_start", data: { prompt_id, timestamp } });
     } else if (job.status === "succeeded") {
-      this.broadcast(owner, { type: "executing", data: { node: null, prompt_id } });
+      // ComfyUI's order: the outcome first, then the empty `executing` that ends the run.
       this.broadcast(owner, { type: "execution_success", data: { prompt_id, timestamp } });
+      this.broadcast(owner, { type: "executing", data: { node: null, prompt_id } });
     } else if (job.status === "failed") {
       const err = (job.error ?? {}) as { code?: string; message?: string; node_id?: string | null; class_type?: string | null; traceback?: string | null };
       this.broadcast(owner, {
