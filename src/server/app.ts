@@ -1,9 +1,12 @@
 // The Fastify application: body parsing, limits, the error envelope, and the generated routes.
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Socket } from "node:net";
 import Fastify, { type FastifyInstance, type FastifyReply } from "fastify";
 import multipart from "@fastify/multipart";
 import type { V2Handlers } from "../../generated/handlers.ts";
 import { ServiceError } from "../jobs/errors.ts";
-import { isUnexpected, toEnvelope } from "./error-envelope.ts";
+import { toEnvelope } from "./error-envelope.ts";
+import { toHostedError } from "./hosted/hosted-errors.ts";
 import type { HandlerContext } from "./handler-context.ts";
 import { mountRoutes } from "./mount.ts";
 import { operationsHandlers } from "./operations.ts";
@@ -58,8 +61,10 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
   await app.register(multipart, { limits: { fileSize: runtime.config.maxUploadBytes + 1, files: 1, fields: 64, fieldSize: 64 * 1024 } });
 
   app.setErrorHandler((err, request, reply) => {
-    if (isUnexpected(err)) request.log.error({ err: { type: (err as Error)?.name, message: (err as Error)?.message, stack: (err as Error)?.stack } }, "unexpected failure");
-    const env = toEnvelope(err);
+    // Failures before a handler runs (body parsing, limits) answer in the route's own shape.
+    const hosted = request.routeOptions.config?.family === "hosted";
+    const env = hosted ? toHostedError(err) : toEnvelope(err);
+    if (env.status >= 500) request.log.error({ err: { type: (err as Error)?.name, message: (err as Error)?.message, stack: (err as Error)?.stack } }, "unexpected failure");
     reply.code(env.status).headers(env.headers).send(env.body);
   });
   app.setNotFoundHandler((_request, reply) => {
@@ -69,7 +74,9 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
 
   const streams = new EventStreams(runtime);
   app.decorate("eventStreams", streams);
-  app.addHook("onClose", async () => streams.close());
+  // preClose: before the server waits for its connections, which open streams would hold.
+  app.addHook("preClose", async () => streams.close());
+  endConnectionsOnClose(app);
   const v2: V2Handlers<HandlerContext> = {
     ...jobs,
     ...assets,
@@ -86,4 +93,35 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
     mountRoutes(app, runtime, { v2 }, "/deployment/:deployment_id");
   }
   return app;
+}
+
+/**
+ * On close, every connection is ended as soon as it has no response in flight: at once when idle
+ * or request-less (a pre-connect), after its response when busy. Node's close() ends only the
+ * connections idle at that moment; a keep-alive one that frees up later would hold it open.
+ * Upgraded connections (WebSockets) are left to their owner.
+ */
+function endConnectionsOnClose(app: FastifyInstance): void {
+  const inFlight = new Map<Socket, number>();
+  let closing = false;
+  const endIfIdle = (socket: Socket) => {
+    if (closing && inFlight.get(socket) === 0) socket.end(() => socket.destroy());
+  };
+  app.server.on("connection", (socket: Socket) => {
+    inFlight.set(socket, 0);
+    socket.once("close", () => inFlight.delete(socket));
+  });
+  app.server.on("request", (request: IncomingMessage, response: ServerResponse) => {
+    const socket = request.socket as Socket;
+    inFlight.set(socket, (inFlight.get(socket) ?? 0) + 1);
+    response.once("close", () => {
+      if (inFlight.has(socket)) inFlight.set(socket, inFlight.get(socket)! - 1);
+      endIfIdle(socket);
+    });
+  });
+  app.server.on("upgrade", (request: IncomingMessage) => void inFlight.delete(request.socket as Socket));
+  app.addHook("preClose", async () => {
+    closing = true;
+    for (const socket of inFlight.keys()) endIfIdle(socket);
+  });
 }

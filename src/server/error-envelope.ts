@@ -48,11 +48,6 @@ export function toEnvelope(err: unknown): EnvelopeResponse {
   return { status, headers, body: { error } };
 }
 
-/** Whether a failure is unexpected (logged as an error rather than answered as a client mistake). */
-export function isUnexpected(err: unknown): boolean {
-  return asServiceError(err).code === "upstream_error";
-}
-
 /** An error of Fastify or one of its plugins (codes `FST_*`), which describes the request. */
 export function isFrameworkError(err: unknown): boolean {
   const code = (err as { code?: unknown })?.code;
@@ -81,4 +76,13 @@ function asServiceError(err: unknown): ServiceError {
 /** `invalid_request` listing the offending fields. */
 export function invalidRequest(fields: Array<{ field: string; reason: string; message?: string }>): ServiceError {
   return new ServiceError("invalid_request", "The request is invalid.", { fields });
+}
+
+/**
+ * A failure while reading a multipart body: our own errors pass through, the framework's keep
+ * their meaning, and a parser's complaint (a truncated or malformed body) is `invalid_request`.
+ */
+export function malformedMultipart(err: unknown): unknown {
+  if (err instanceof ServiceError || isFrameworkError(err)) return err;
+  return new ServiceError("invalid_request", "The request is invalid.", { fields: [{ field: "", reason: "malformed_multipart" }] });
 }

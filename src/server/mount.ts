@@ -18,6 +18,13 @@ import type { LinkContext } from "./views.ts";
 
 type AnyHandler = (input: never, ctx: HandlerContext) => unknown;
 
+declare module "fastify" {
+  interface FastifyContextConfig {
+    /** The interface family of the route: its errors answer in that family's shape. */
+    family?: "v2" | "hosted" | "operations";
+  }
+}
+
 const strict = bodyValidators as unknown as Record<string, ValidateFunction>;
 const coercing = paramValidators as unknown as Record<string, ValidateFunction>;
 /** Callers authenticated by a route's onRequest hook. */
@@ -71,7 +78,9 @@ export function mountRoutes(app: FastifyInstance, runtime: Runtime, handlers: Mo
     const urls = route.family === "hosted" && route.url.startsWith("/api/") ? [route.url, route.url.slice(4)] : [route.url];
     // v2 credentials are checked on arrival, before the body is read or parsed.
     const onRequest = async (request: FastifyRequest) => void callers.set(request, await authenticate(route, request, runtime));
-    for (const url of urls) app.route({ method: route.method, url: prefix + url, handler: routeHandler, ...(route.family === "v2" ? { onRequest } : {}) });
+    for (const url of urls) {
+      app.route({ method: route.method, url: prefix + url, handler: routeHandler, config: { family: route.family }, ...(route.family === "v2" ? { onRequest } : {}) });
+    }
   }
 }
 

@@ -4,6 +4,7 @@ import sharp from "sharp";
 import { blake3Hex } from "../../blobs/index.ts";
 import { mediaTypeFromName, sniffMediaType } from "../../assets/media-types.ts";
 import { ServiceError } from "../../jobs/errors.ts";
+import { malformedMultipart } from "../error-envelope.ts";
 import type { Caller } from "../../jobs/job-service.ts";
 import type { Runtime } from "../runtime.ts";
 import { assertSafeName, contentName } from "./file-names.ts";
@@ -18,6 +19,16 @@ interface UploadForm {
 async function readForm(request: FastifyRequest): Promise<UploadForm> {
   if (!request.isMultipart()) throw new ServiceError("invalid_request", "Expected a multipart form.");
   const form: UploadForm = { file: null, filename: undefined, fields: {} };
+  try {
+    await readParts(request, form);
+  } catch (err) {
+    throw malformedMultipart(err);
+  }
+  if (!form.file) throw new ServiceError("invalid_request", "Missing field: image", { fields: [{ field: "image", reason: "missing" }] });
+  return form;
+}
+
+async function readParts(request: FastifyRequest, form: UploadForm): Promise<void> {
   for await (const part of request.parts()) {
     if (part.type === "file") {
       if (part.fieldname !== "image" || form.file) {
@@ -30,8 +41,6 @@ async function readForm(request: FastifyRequest): Promise<UploadForm> {
       form.fields[part.fieldname] = String(part.value ?? "");
     }
   }
-  if (!form.file) throw new ServiceError("invalid_request", "Missing field: image", { fields: [{ field: "image", reason: "missing" }] });
-  return form;
 }
 
 /** Stores bytes under their content name for the caller; the same bytes keep the same name. */

@@ -2,7 +2,7 @@
 import type { MultipartFile } from "@fastify/multipart";
 import type { OperationInput } from "../../../generated/handlers.ts";
 import { ServiceError } from "../../jobs/errors.ts";
-import { invalidRequest, isFrameworkError } from "../error-envelope.ts";
+import { invalidRequest, malformedMultipart } from "../error-envelope.ts";
 import type { HandlerContext, HandlerResult } from "../handler-context.ts";
 import { assetView } from "../views.ts";
 import { parseRange } from "./range.ts";
@@ -20,7 +20,7 @@ export async function uploadAsset(_input: OperationInput<"uploadAsset">, ctx: Ha
   const parts = request.parts()[Symbol.asyncIterator]();
   try {
     for (;;) {
-      const next = await parts.next().catch((err: unknown) => Promise.reject(multipartError(err)));
+      const next = await parts.next().catch((err: unknown) => Promise.reject(malformedMultipart(err)));
       if (next.done) break;
       const part = next.value;
       if (part.type === "file" && (result || part.fieldname !== "file")) part.file.resume(); // drain what we do not take
@@ -51,17 +51,12 @@ async function storeFile(ctx: HandlerContext, part: MultipartFile, fields: Recor
       expected_hash: fields.expected_hash,
       tags,
     })
-    .catch((err: unknown) => Promise.reject(broken ? multipartError(err) : err));
+    .catch((err: unknown) => Promise.reject(broken ? malformedMultipart(err) : err));
   if (part.file.truncated) {
     await ctx.runtime.assets.delete(ctx.caller.owner, stored.asset.id);
     throw new ServiceError("payload_too_large", "The request body is too large.");
   }
   return stored;
-}
-
-/** A failure of the multipart stream itself (truncated, malformed) is the client's: 400 unless a limit (413). */
-function multipartError(err: unknown): unknown {
-  return err instanceof ServiceError || isFrameworkError(err) ? err : invalidRequest([{ field: "", reason: "malformed_multipart" }]);
 }
 
 /** POST /api/v2/assets/from-hash */
