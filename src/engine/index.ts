@@ -16,6 +16,8 @@ export type {
   UiDict,
   UploadResolver,
 } from "./engine.ts";
+export { EngineBusyError, EngineUnavailableError } from "./engine.ts";
+export { ComfyUIEngine, type ComfyUIEngineOptions } from "./comfyui/index.ts";
 export { EmbeddedEngine, EngineValidationError, type EmbeddedEngineOptions } from "./embedded-engine.ts";
 export {
   EngineError,

@@ -33,19 +33,12 @@ async function admit(engine: Engine): Promise<void> {
   }
 }
 
-/** The job id, once RunOptions carries one (the comfyui backend uses it as the prompt_id). */
-function runIdOf(o: RunOptions): string | undefined {
-  const id = (o as RunOptions & { jobId?: unknown }).jobId;
-  return typeof id === "string" ? id : undefined;
-}
-
 async function run(engine: Engine, graph: Record<string, unknown>, o: RunOptions): Promise<RunEnd> {
   try {
-    const runId = runIdOf(o);
     await engine.execute(graph, {
+      runId: o.jobId,
       signal: o.signal,
       extra: o.extra,
-      ...(runId ? { runId } : {}),
       async resolveAsset(ref) {
         const found = await o.resolveAsset(ref);
         if (!found) {

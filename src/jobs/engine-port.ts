@@ -47,6 +47,8 @@ export interface RunOutput {
 
 /** Callbacks and inputs of one run. */
 export interface RunOptions {
+  /** The job's id: a backend that forwards work (ComfyUI) uses it as the upstream prompt id. */
+  jobId: string;
   signal: AbortSignal;
   /** Per-submission secrets (`extra_data`), in memory only. */
   extra: { api_key_vendor_org?: string };

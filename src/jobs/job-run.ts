@@ -40,6 +40,7 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
   let end: RunEnd;
   try {
     end = await deps.engine.run(graph, {
+      jobId: job.id,
       signal,
       extra,
       resolveAsset: (ref) => assets.readOwned(job.owner, ref.id),

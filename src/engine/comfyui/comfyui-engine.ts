@@ -186,7 +186,7 @@ export class ComfyUIEngine implements Engine {
   }
 
   private newRun(instance: Instance, graph: Record<string, unknown>, registry: NodeRegistry, options: ExecuteOptions, secrets: string[]): PromptRun {
-    const run = new PromptRun({
+    return new PromptRun({
       http: instance.http,
       graph,
       registry,
@@ -195,7 +195,6 @@ export class ComfyUIEngine implements Engine {
       timings: { confirmTimeoutMs: this.o.confirmTimeoutMs, cancelWaitMs: this.o.cancelWaitMs } satisfies RunTimings,
       onSettled: (r) => instance.forget(r),
     });
-    return run;
   }
 
   /** object_info of every instance that answers (or has a cached copy); none: unavailable. */
@@ -244,7 +243,8 @@ function mapSubmitError(err: unknown, phase: "inputs" | "post"): unknown {
   const fail = (code: "worker_lost" | "node_execution_error" | "invalid_input", message: string) =>
     new EngineError({ code, message, node_id: null, class_type: null, traceback: null }, { cause: err });
   if (err instanceof ComfyHttpError && phase === "post" && err.status === 400) return new EngineValidationError(validationOfComfy400(err.body));
-  if (err instanceof ComfyHttpError && phase === "inputs") return fail("invalid_input", `ComfyUI refused an input file (HTTP ${err.status}).`);
+  if (err instanceof ComfyHttpError && phase === "inputs" && err.status < 500) return fail("invalid_input", `ComfyUI refused an input file (HTTP ${err.status}).`);
+  if (err instanceof ComfyHttpError && phase === "inputs") return fail("node_execution_error", `ComfyUI failed to store an input file (HTTP ${err.status}).`);
   if (err instanceof ComfyHttpError) return fail("node_execution_error", `ComfyUI refused the prompt (HTTP ${err.status}).`);
   if (err instanceof ComfyUnreachableError) return fail("worker_lost", "Lost contact with ComfyUI while submitting the prompt.");
   return err;

@@ -80,11 +80,16 @@ export class PromptRun {
     this.chain = this.chain.then(() => (this.settled ? undefined : this.handle(event))).catch((err) => this.failWith(err));
   }
 
-  /** A preview frame for this prompt (not queued: previews are best effort). */
+  /** A preview frame for this prompt (best effort: failures are ignored). */
   preview(frame: Extract<BinaryFrame, { kind: "preview" }>): void {
-    const node = frame.nodeId ?? this.current;
+    if (frame.nodeId) return this.emitPreview(frame.nodeId, frame);
+    // A frame without metadata is the node executing now, once the messages before it are handled.
+    this.chain = this.chain.then(() => (this.current ? this.emitPreview(this.current, frame) : undefined));
+  }
+
+  private emitPreview(node: string, frame: Extract<BinaryFrame, { kind: "preview" }>): void {
     const cb = this.o.callbacks.onPreview;
-    if (!node || !cb || this.settled || this.stopping) return;
+    if (!cb || this.settled || this.stopping) return;
     const jpeg = frame.contentType === "image/jpeg" ? Promise.resolve(frame.image) : sharp(frame.image).jpeg({ quality: 80 }).toBuffer();
     void jpeg.then((data) => cb({ node_id: node, content_type: "image/jpeg", data })).catch(() => undefined);
   }

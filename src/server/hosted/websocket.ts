@@ -211,6 +211,8 @@ export class HostedSockets {
       this.broadcast(owner, { type: "execution_interrupted", data: { prompt_id, node_id: this.currentNode.get(job.id) ?? null, node_type: null, executed: [], timestamp } });
     }
     if (isTerminalStatus(job.status)) {
+      // As ComfyUI does after every run, whatever its outcome: the empty `executing` ends it.
+      if (job.status !== "succeeded") this.broadcast(owner, { type: "executing", data: { node: null, prompt_id } });
       live.delete(job.id);
       this.currentNode.delete(job.id);
       this.queueStatus(owner);

@@ -1,0 +1,163 @@
+// A check, and the handle it runs with: the instrumented HTTP layer, the generated client,
+// the run's options and surface profile, and ways to fail, fail softly or skip.
+import { createFetchClient, type FetchClient } from "../generated/fetch-client.ts";
+import { describeRequest, excerpt, type Auth, type Exchange, type Http } from "./http.ts";
+import type { Profile } from "./profile.ts";
+import { ruleIdOf } from "./rules.ts";
+import type { ConformanceOptions, FailureDetail, Surface } from "./types.ts";
+import type { Graph } from "./workflows.ts";
+
+/** What the run learned about the surface before the checks. */
+export interface Capabilities {
+  /** The surface serves the hosted interface (GET /api/object_info answered 200). */
+  hosted: boolean;
+  /** Node classes of /api/object_info, when known. */
+  classes?: Set<string>;
+}
+
+/** Options with defaults filled in. */
+export type ResolvedOptions = ConformanceOptions &
+  Required<Pick<ConformanceOptions, "surface" | "slowSeconds" | "fillQueue" | "oversizeMb" | "requestTimeoutMs" | "checkTimeoutMs" | "jobTimeoutMs">>;
+
+/** What every check of one run shares. */
+export interface RunContext {
+  http: Http;
+  options: ResolvedOptions;
+  profile: Profile;
+  caps: Capabilities;
+}
+
+/** A reason to skip, or undefined when the check applies. */
+export type Applicability = (run: RunContext) => string | undefined;
+
+/** One conformance check; its title begins with the rule ID it checks. */
+export interface Check {
+  title: string;
+  rule: string;
+  /** Part of the static subset: shape checks that need no execution (they run against a mock). */
+  static: boolean;
+  /** Runs after every other check, over what the run saw. */
+  final: boolean;
+  when?: Applicability;
+  timeoutMs?: number;
+  run: (t: T) => Promise<void>;
+}
+
+export interface CheckOptions {
+  static?: boolean;
+  final?: boolean;
+  /** Surfaces the rule applies to; others skip with the reason. */
+  surfaces?: Surface[];
+  when?: Applicability;
+  timeoutMs?: number;
+}
+
+/** Declares a check; throws at load time when the title does not begin with a known rule ID. */
+export function check(title: string, optsOrRun: CheckOptions | ((t: T) => Promise<void>), maybeRun?: (t: T) => Promise<void>): Check {
+  const opts = typeof optsOrRun === "function" ? {} : optsOrRun;
+  const run = typeof optsOrRun === "function" ? optsOrRun : maybeRun!;
+  const rule = ruleIdOf(title);
+  if (!rule) throw new Error(`check title does not begin with a rule ID: ${title}`);
+  const surfaces = opts.surfaces;
+  const when: Applicability | undefined =
+    surfaces || opts.when
+      ? (r) => (surfaces && !surfaces.includes(r.options.surface) ? `applies to the ${surfaces.join(" and ")} surface${surfaces.length > 1 ? "s" : ""} only` : opts.when?.(r))
+      : undefined;
+  return { title, rule, static: opts.static ?? false, final: opts.final ?? false, when, timeoutMs: opts.timeoutMs, run };
+}
+
+/** Thrown to end a check as skipped. */
+export class Skip extends Error {}
+
+/** Thrown to end a check as failed (its details are already recorded). */
+export class Failed extends Error {}
+
+/** The handle a check runs with. */
+export class T {
+  readonly failures: FailureDetail[] = [];
+  readonly cleanups: Array<() => Promise<void>> = [];
+  /** The generated client, bound to the base URL, going through the instrumented layer. */
+  readonly api: FetchClient;
+  /** Ids of the jobs this check created. */
+  readonly created: string[] = [];
+  /** Last status seen per job id by this check's sequential reads (ST-3/ST-4). */
+  readonly lastStatus = new Map<string, string>();
+
+  constructor(
+    readonly run: RunContext,
+    readonly check: Check,
+  ) {
+    this.api = this.client("auto");
+  }
+
+  get http(): Http {
+    return this.run.http;
+  }
+  get options(): ResolvedOptions {
+    return this.run.options;
+  }
+  get profile(): Profile {
+    return this.run.profile;
+  }
+
+  /** The generated client with another way to authenticate. */
+  client(auth: Auth): FetchClient {
+    return createFetchClient({ baseUrl: `${this.http.base.origin}${this.http.basePath}`, fetch: this.http.fetchFor(auth) });
+  }
+
+  /** The exchange behind a generated-client response. */
+  ex(res: Response): Exchange | undefined {
+    return this.http.exchangeOf(res);
+  }
+
+  /** Records a failure of this check and goes on. */
+  softFail(message: string, ex?: Exchange, rule = this.check.rule): void {
+    this.failures.push({ rule, message, request: ex ? describeRequest(ex) : undefined, excerpt: ex ? excerpt(ex) : undefined });
+  }
+
+  /** Records a failure and ends the check. */
+  fail(message: string, ex?: Exchange): never {
+    this.softFail(message, ex);
+    throw new Failed(message);
+  }
+
+  /** Records a failure unless cond holds; returns cond. */
+  expect(cond: boolean, message: string, ex?: Exchange): boolean {
+    if (!cond) this.softFail(message, ex);
+    return cond;
+  }
+
+  /** Ends the check as skipped. */
+  skip(reason: string): never {
+    throw new Skip(reason);
+  }
+
+  /** Skips unless a precondition holds (a defect reported under another rule, or a missing capability). */
+  need(cond: unknown, reason: string): asserts cond {
+    if (!cond) this.skip(reason);
+  }
+
+  /** Runs fn when the check ends, pass or fail. */
+  defer(fn: () => Promise<void>): void {
+    this.cleanups.push(fn);
+  }
+
+  /** Skips when the surface is known to lack a node class the graph uses. */
+  requireClasses(graph: Graph, what: string): void {
+    const known = this.run.caps.classes;
+    if (!known) return;
+    const missing = [...new Set(Object.values(graph).map((n) => n.class_type))].filter((c) => !known.has(c));
+    if (missing.length) this.skip(`the surface lacks ${missing.join(", ")} (needed for the ${what} graph; see --${what}-workflow)`);
+  }
+
+  /** Polls fn until it returns a value other than undefined, or fails at the deadline. */
+  async until<V>(what: string, fn: () => Promise<V | undefined>, timeoutMs = this.options.jobTimeoutMs, intervalMs = 100): Promise<V> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const v = await fn();
+      if (v !== undefined) return v;
+      if (Date.now() > deadline) this.fail(`${what}: not reached within ${timeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, intervalMs));
+    }
+  }
+}

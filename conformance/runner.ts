@@ -1,0 +1,155 @@
+// Runs the checks against one surface and builds the report: every check in order (the ones
+// that look back over the run last), each with its timeout and cleanup, then one result per rule
+// for what the HTTP layer found in every answer, event and message.
+import { Failed, Skip, T, type Capabilities, type Check, type ResolvedOptions, type RunContext } from "./check.ts";
+import { Http, RequestTimeout } from "./http.ts";
+import { profileOf } from "./profile.ts";
+import { Recorder } from "./recorder.ts";
+import { GROUPS, groupOf } from "./rules.ts";
+import type { CheckResult, ConformanceOptions, Report } from "./types.ts";
+import gen from "./gen.ts";
+import job from "./job.ts";
+import log from "./log.ts";
+import prg from "./prg.ts";
+import out from "./out.ts";
+import jerr from "./jerr.ts";
+import url from "./url.ts";
+import st from "./st.ts";
+import sub from "./sub.ts";
+import idem from "./idem.ts";
+import get from "./get.ts";
+import can from "./can.ts";
+import sse from "./sse.ts";
+import ast from "./ast.ts";
+import auth from "./auth.ts";
+import err from "./err.ts";
+import host from "./host.ts";
+import ws from "./ws.ts";
+import ver from "./ver.ts";
+
+/** Every check of the suite, in rule-group order. */
+export const ALL_CHECKS: readonly Check[] = [gen, job, log, prg, out, jerr, url, st, sub, idem, get, can, sse, ast, auth, err, host, ws, ver].flat();
+
+/** Options with their defaults. */
+export function resolveOptions(o: ConformanceOptions): ResolvedOptions {
+  return {
+    ...o,
+    surface: o.surface ?? "self-hosted",
+    slowSeconds: o.slowSeconds ?? 3,
+    fillQueue: o.fillQueue ?? 0,
+    oversizeMb: o.oversizeMb ?? 32,
+    requestTimeoutMs: o.requestTimeoutMs ?? 15_000,
+    checkTimeoutMs: o.checkTimeoutMs ?? 120_000,
+    jobTimeoutMs: o.jobTimeoutMs ?? 60_000,
+  };
+}
+
+/** Whether a check is selected by --only (groups or rule IDs) and --static. */
+export function selected(c: Check, o: Pick<ConformanceOptions, "only" | "static">): boolean {
+  if (o.static && !c.static) return false;
+  if (!o.only?.length) return true;
+  return o.only.some((x) => x === c.rule || x === groupOf(c.rule));
+}
+
+/** What the surface offers, learned from its public interface before the checks. */
+async function probe(http: Http): Promise<Capabilities> {
+  const ex = await http.request("GET", http.url("/api/object_info"));
+  if (ex.status !== 200 || !ex.json || typeof ex.json !== "object" || Array.isArray(ex.json)) return { hosted: false };
+  return { hosted: true, classes: new Set(Object.keys(ex.json)) };
+}
+
+function within<V>(p: Promise<V>, ms: number): Promise<V> {
+  let timer: NodeJS.Timeout;
+  return Promise.race([p, new Promise<V>((_, reject) => (timer = setTimeout(() => reject(new Error(`the check did not finish within ${ms} ms`)), ms)))]).finally(() => clearTimeout(timer));
+}
+
+/** Runs one check with its timeout and cleanups. */
+export async function runCheck(run: RunContext, c: Check): Promise<CheckResult> {
+  const started = Date.now();
+  const base = { rule: c.rule, group: groupOf(c.rule), title: c.title, kind: "check" as const, static: c.static };
+  const notApplicable = c.when?.(run);
+  if (notApplicable) return { ...base, status: "skipped", reason: notApplicable, durationMs: 0, failures: [] };
+  const t = new T(run, c);
+  let reason: string | undefined;
+  try {
+    await within(c.run(t), c.timeoutMs ?? run.options.checkTimeoutMs);
+  } catch (e) {
+    if (e instanceof Skip) reason = e.message;
+    else if (!(e instanceof Failed)) t.softFail(e instanceof RequestTimeout ? `${e.message} (a hang)` : (e as Error).message);
+  }
+  for (const fn of t.cleanups.reverse()) await within(fn(), run.options.requestTimeoutMs * 2).catch(() => undefined);
+  const status = t.failures.length ? "failed" : reason !== undefined ? "skipped" : "passed";
+  return { ...base, status, reason: status === "skipped" ? reason : undefined, durationMs: Date.now() - started, failures: t.failures };
+}
+
+/** One result per rule the HTTP layer evaluated, in the selected groups. */
+function autoResults(recorder: Recorder, o: ResolvedOptions): CheckResult[] {
+  const out: CheckResult[] = [];
+  for (const [rule, tally] of [...recorder.tallies].sort(([a], [b]) => a.localeCompare(b, "en", { numeric: true }))) {
+    if (o.only?.length && !o.only.some((x) => x === rule || x === groupOf(rule))) continue;
+    const failures = tally.failures.map((f, i) => ({ ...f, message: tally.counts[i]! > 1 ? `${f.message} (seen ${tally.counts[i]} times)` : f.message }));
+    out.push({
+      rule,
+      group: groupOf(rule),
+      title: `${rule} every answer, event and message seen conforms (${tally.evaluated} evaluations)`,
+      status: failures.length ? "failed" : "passed",
+      durationMs: 0,
+      failures,
+      kind: "auto",
+      static: false,
+    });
+  }
+  return out;
+}
+
+/** Builds the report from the results. */
+export function buildReport(o: ResolvedOptions, hosted: boolean, startedAt: number, results: CheckResult[]): Report {
+  const order = Object.keys(GROUPS);
+  results.sort((a, b) => order.indexOf(a.group) - order.indexOf(b.group));
+  const groups = order
+    .map((g) => {
+      const rs = results.filter((r) => r.group === g);
+      const count = (s: CheckResult["status"]) => rs.filter((r) => r.status === s).length;
+      return { group: g, title: GROUPS[g]!, passed: count("passed"), failed: count("failed"), skipped: count("skipped") };
+    })
+    .filter((g) => g.passed + g.failed + g.skipped > 0);
+  const totals = { passed: 0, failed: 0, skipped: 0 };
+  for (const g of groups) {
+    totals.passed += g.passed;
+    totals.failed += g.failed;
+    totals.skipped += g.skipped;
+  }
+  const failedRules = [...new Set(results.flatMap((r) => (r.status === "failed" ? r.failures.map((f) => f.rule) : [])))].sort();
+  return {
+    baseUrl: o.baseUrl,
+    surface: o.surface,
+    static: !!o.static,
+    startedAt: new Date(startedAt).toISOString(),
+    durationMs: Date.now() - startedAt,
+    hosted,
+    results,
+    groups,
+    totals,
+    failedRules,
+    ok: totals.failed === 0,
+  };
+}
+
+/** Runs the conformance suite against a surface and returns the report; it never throws for a failing check. */
+export async function runConformance(options: ConformanceOptions): Promise<Report> {
+  const o = resolveOptions(options);
+  const startedAt = Date.now();
+  const recorder = new Recorder();
+  const http = new Http({ baseUrl: o.baseUrl, token: o.token, timeoutMs: o.requestTimeoutMs, surface: o.surface, demo: !!o.demo, recorder });
+  const caps = await probe(http);
+  const run: RunContext = { http, options: o, profile: profileOf(o.surface), caps };
+  const checks = ALL_CHECKS.filter((c) => selected(c, o));
+  const results: CheckResult[] = [];
+  for (const c of [...checks.filter((c) => !c.final), ...checks.filter((c) => c.final)]) {
+    const r = await runCheck(run, c);
+    results.push(r);
+    o.onResult?.(r);
+  }
+  results.push(...autoResults(recorder, o));
+  return buildReport(o, caps.hosted, startedAt, results);
+}

@@ -1,0 +1,196 @@
+// A small ComfyUI stand-in (node:http + ws) for replay tests: it records every request, keeps
+// a queue and a history the test controls, serves files for /view, and sends whatever message
+// sequence a test scripts over /ws. Written from ComfyUI's documented routes and messages.
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { WebSocketServer, type WebSocket } from "ws";
+
+export interface Recorded {
+  method: string;
+  path: string;
+  query: URLSearchParams;
+  body: Buffer;
+  json: any;
+}
+
+export interface FakeOptions {
+  objectInfo: Record<string, unknown>;
+  /** Answers POST /prompt: a status and body, or undefined for ComfyUI's usual 200 (prompt_id echoed). */
+  onPrompt?: (body: any) => { status: number; body: unknown } | undefined;
+  /** Runs after a prompt was queued and before POST /prompt answers (messages may beat the answer). */
+  beforeAnswer?: (promptId: string) => void;
+}
+
+/** One scripted ComfyUI. */
+export class FakeComfyUI {
+  readonly requests: Recorded[] = [];
+  readonly history = new Map<string, unknown>();
+  readonly files = new Map<string, { bytes: Buffer; contentType: string }>();
+  readonly queue: { running: string[]; pending: string[] } = { running: [], pending: [] };
+  /** First text message of every socket (the feature_flags handshake). */
+  readonly handshakes: any[] = [];
+  /** The URL of every WebSocket connection. */
+  readonly connections: string[] = [];
+  url = "";
+  private readonly server: http.Server;
+  private readonly wss = new WebSocketServer({ noServer: true });
+  private readonly sockets = new Set<WebSocket>();
+  private promptWaiters: Array<(body: any) => void> = [];
+  private readonly prompts: any[] = [];
+  private counter = 0;
+
+  constructor(private readonly o: FakeOptions) {
+    this.server = http.createServer((req, res) => void this.handle(req, res));
+    this.server.on("upgrade", (req, socket, head) => {
+      this.connections.push(req.url ?? "");
+      this.wss.handleUpgrade(req, socket, head, (ws) => {
+        this.sockets.add(ws);
+        let first = true;
+        ws.on("message", (data, isBinary) => {
+          if (first && !isBinary) this.handshakes.push(JSON.parse(String(data)));
+          first = false;
+        });
+        ws.on("close", () => this.sockets.delete(ws));
+        ws.send(JSON.stringify({ type: "status", data: { status: { exec_info: { queue_remaining: this.queue.running.length + this.queue.pending.length } }, sid: "x" } }));
+      });
+    });
+  }
+
+  /** Listens on a free port (or `port`). */
+  async start(port = 0): Promise<this> {
+    await new Promise<void>((r) => this.server.listen(port, "127.0.0.1", r));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    return this;
+  }
+
+  /** Stops listening and drops every socket (a ComfyUI that went away). */
+  async stop(): Promise<void> {
+    for (const ws of this.sockets) ws.terminate();
+    this.server.closeAllConnections();
+    await new Promise<void>((r) => this.server.close(() => r()));
+  }
+
+  /** Open sockets. */
+  get socketCount(): number {
+    return this.sockets.size;
+  }
+
+  /** Resolves with the body of the next POST /prompt (or one already received and not taken). */
+  nextPrompt(): Promise<any> {
+    const ready = this.prompts.shift();
+    if (ready) return Promise.resolve(ready);
+    return new Promise((r) => this.promptWaiters.push(r));
+  }
+
+  /** Sends a JSON message to every socket. */
+  send(type: string, data: Record<string, unknown>): void {
+    for (const ws of this.sockets) ws.send(JSON.stringify({ type, data }));
+  }
+
+  /** Sends a binary frame to every socket. */
+  sendBinary(frame: Buffer): void {
+    for (const ws of this.sockets) ws.send(frame);
+  }
+
+  /** Closes every socket from the server side. */
+  dropSockets(): void {
+    for (const ws of this.sockets) ws.terminate();
+  }
+
+  /** Requests to a path. */
+  calls(method: string, path: string): Recorded[] {
+    return this.requests.filter((r) => r.method === method && r.path === path);
+  }
+
+  private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const body = Buffer.concat(chunks);
+    const url = new URL(req.url ?? "/", "http://x");
+    const isJson = (req.headers["content-type"] ?? "").includes("json");
+    const rec: Recorded = { method: req.method ?? "GET", path: url.pathname, query: url.searchParams, body, json: isJson && body.length ? JSON.parse(body.toString()) : null };
+    this.requests.push(rec);
+    const json = (status: number, value: unknown) => {
+      res.writeHead(status, { "content-type": "application/json" });
+      res.end(JSON.stringify(value));
+    };
+    const p = url.pathname;
+    if (req.method === "GET" && p === "/object_info") return json(200, this.o.objectInfo);
+    if (req.method === "GET" && p === "/prompt") return json(200, { exec_info: { queue_remaining: this.queue.running.length + this.queue.pending.length } });
+    if (req.method === "GET" && p === "/queue") {
+      return json(200, { queue_running: this.queue.running.map((id, i) => [i, id, {}, {}, []]), queue_pending: this.queue.pending.map((id, i) => [i, id, {}, {}, []]) });
+    }
+    if (req.method === "POST" && p === "/prompt") {
+      const answer = this.o.onPrompt?.(rec.json);
+      if (answer) return json(answer.status, answer.body);
+      const id = typeof rec.json.prompt_id === "string" ? rec.json.prompt_id : `p-${++this.counter}`;
+      this.queue.pending.push(id);
+      this.o.beforeAnswer?.(id);
+      json(200, { prompt_id: id, number: this.counter, node_errors: {} });
+      const waiter = this.promptWaiters.shift();
+      if (waiter) waiter({ ...rec.json, prompt_id: id });
+      else this.prompts.push({ ...rec.json, prompt_id: id });
+      return;
+    }
+    if (req.method === "POST" && p === "/queue") {
+      const del: string[] = rec.json?.delete ?? [];
+      this.queue.pending = this.queue.pending.filter((id) => !del.includes(id));
+      return void res.writeHead(200).end();
+    }
+    if (req.method === "POST" && p === "/interrupt") return void res.writeHead(200).end();
+    if (req.method === "GET" && p.startsWith("/history/")) {
+      const id = decodeURIComponent(p.slice("/history/".length));
+      return json(200, this.history.has(id) ? { [id]: this.history.get(id) } : {});
+    }
+    if (req.method === "POST" && p === "/upload/image") {
+      const name = /filename="([^"]+)"/.exec(body.toString("latin1"))?.[1] ?? "upload.bin";
+      return json(200, { name, subfolder: "", type: "input" });
+    }
+    if (req.method === "GET" && p === "/view") {
+      const key = `${url.searchParams.get("type")}/${url.searchParams.get("subfolder") ?? ""}/${url.searchParams.get("filename")}`;
+      const file = this.files.get(key);
+      if (!file) return void res.writeHead(404).end();
+      res.writeHead(200, { "content-type": file.contentType });
+      return void res.end(file.bytes);
+    }
+    res.writeHead(404).end();
+  }
+
+  /** Moves a prompt from pending to running, as ComfyUI's worker does. */
+  startRunning(id: string): void {
+    this.queue.pending = this.queue.pending.filter((p) => p !== id);
+    this.queue.running.push(id);
+  }
+
+  /** Takes a prompt out of the queue and writes its history entry (task_done). */
+  finish(id: string, entry: unknown): void {
+    this.queue.pending = this.queue.pending.filter((p) => p !== id);
+    this.queue.running = this.queue.running.filter((p) => p !== id);
+    this.history.set(id, entry);
+  }
+
+  /** Forgets a prompt entirely (a restarted ComfyUI). */
+  forget(id: string): void {
+    this.queue.pending = this.queue.pending.filter((p) => p !== id);
+    this.queue.running = this.queue.running.filter((p) => p !== id);
+    this.history.delete(id);
+  }
+}
+
+/** A type-4 preview frame: type, metadata length, metadata JSON, image. */
+export function previewFrame(meta: Record<string, unknown>, image: Buffer): Buffer {
+  const json = Buffer.from(JSON.stringify(meta));
+  const head = Buffer.alloc(8);
+  head.writeUInt32BE(4, 0);
+  head.writeUInt32BE(json.length, 4);
+  return Buffer.concat([head, json, image]);
+}
+
+/** A type-3 text frame: type, node id length, node id, text. */
+export function textFrame(nodeId: string, text: string): Buffer {
+  const id = Buffer.from(nodeId);
+  const head = Buffer.alloc(8);
+  head.writeUInt32BE(3, 0);
+  head.writeUInt32BE(id.length, 4);
+  return Buffer.concat([head, id, Buffer.from(text)]);
+}

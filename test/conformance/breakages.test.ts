@@ -1,0 +1,41 @@
+// The suite can fail: each breakage of the double is reported under the rule it breaks, and
+// nothing else fails. Where two rules of CONTRACT-RULES.md state the same thing, both are named.
+import { describe, expect, it } from "vitest";
+import type { Breakage, DoubleOptions } from "./double/server.ts";
+import type { ConformanceOptions } from "../../conformance/index.ts";
+import { failureLines, runAgainstDouble } from "./helpers.ts";
+
+const serverless: DoubleOptions = { surface: "serverless", prefix: "/deployment/abc" };
+
+const CASES: Array<{ breakage: Breakage; rules: string[]; double?: DoubleOptions; run?: Partial<ConformanceOptions> }> = [
+  { breakage: "omitField", rules: ["JOB-1"] },
+  { breakage: "logsOnPost", rules: ["LOG-5", "SUB-5"] },
+  { breakage: "sseIdLines", rules: ["SSE-1"] },
+  { breakage: "wrongErrorCode", rules: ["ERR-2"] },
+  { breakage: "retryAfterNotInteger", rules: ["ERR-3"], double: { queueBound: 3 }, run: { fillQueue: 10 } },
+  { breakage: "idemAcceptsDifferentBody", rules: ["IDEM-2"] },
+  { breakage: "idemRace", rules: ["IDEM-2"] },
+  { breakage: "statusOutsideEnum", rules: ["ST-1"] },
+  { breakage: "brokenSelfLink", rules: ["URL-3"] },
+  { breakage: "unprefixedLinks", rules: ["URL-2"], double: serverless, run: { surface: "serverless" } },
+  { breakage: "nullLogs", rules: ["LOG-3"] },
+  { breakage: "progressOutOfRange", rules: ["PRG-1"] },
+  { breakage: "outputSizeMismatch", rules: ["OUT-5"] },
+  { breakage: "errorOnSucceeded", rules: ["JERR-2"] },
+  { breakage: "cancelRunningDirect", rules: ["CAN-2"] },
+  { breakage: "queuePositionWhileRunning", rules: ["JOB-6"] },
+  { breakage: "leakExtraData", rules: ["SUB-11"] },
+  { breakage: "serverErrorOnWrongType", rules: ["ERR-1"] },
+  { breakage: "wsLittleEndian", rules: ["WS-5"] },
+  { breakage: "sseSkipsRunning", rules: ["SSE-2"] },
+];
+
+describe.concurrent("each breakage of the double is reported under its rule, and only there", () => {
+  for (const c of CASES) {
+    it(`${c.breakage} -> ${c.rules.join(", ")}`, { timeout: 300_000 }, async () => {
+      const report = await runAgainstDouble({ ...c.double, breaks: [c.breakage] }, c.run);
+      expect(report.ok).toBe(false);
+      expect(report.failedRules, failureLines(report)).toEqual(c.rules);
+    });
+  }
+});

@@ -1,0 +1,302 @@
+// The double's state: options and breakages, accounts, jobs with their queue and dispatcher,
+// assets over blobs, idempotency keys, and per-job event fan-out.
+import { createHmac, randomUUID } from "node:crypto";
+import { EventEmitter } from "node:events";
+import { blake3 } from "hash-wasm";
+import { execute, executionOrder, NodeError, type FileOut } from "./engine.ts";
+
+/** One way to break the contract, to prove the suite notices. */
+export type Breakage =
+  | "omitField" // JOB-1: completed_at missing from every job
+  | "logsOnPost" // LOG-5: logs on the 201 job
+  | "sseIdLines" // SSE-1: id: lines on the stream
+  | "wrongErrorCode" // ERR-2: malformed JSON answered 400 invalid_workflow
+  | "retryAfterNotInteger" // ERR-3: Retry-After "1.5"
+  | "idemAcceptsDifferentBody" // IDEM-2: a reused key with another workflow makes a new job
+  | "idemRace" // IDEM-2: concurrent duplicates all accepted
+  | "statusOutsideEnum" // ST-1: running reported as "processing"
+  | "brokenSelfLink" // URL-3: urls.self leads nowhere
+  | "unprefixedLinks" // URL-2: links without the mount prefix
+  | "nullLogs" // LOG-3: logs: null on GET
+  | "progressOutOfRange" // PRG-1: value in percent
+  | "outputSizeMismatch" // OUT-5: size_bytes one too many
+  | "errorOnSucceeded" // JERR-2: error set on a succeeded job
+  | "cancelRunningDirect" // CAN-2: cancel of a running job answers canceled at once
+  | "queuePositionWhileRunning" // JOB-6: queue_position 0 while running
+  | "leakExtraData" // SUB-11: extra_data echoed in the graph read back
+  | "serverErrorOnWrongType" // ERR-1: a non-object workflow answered 500
+  | "wsLittleEndian" // WS-5: binary frame integers little-endian
+  | "sseSkipsRunning"; // SSE-2: no status event for the move to running
+
+export interface DoubleOptions {
+  surface?: "self-hosted" | "cloud" | "serverless";
+  /** Mount prefix of the v2 (and hosted) interface, e.g. /deployment/abc. */
+  prefix?: string;
+  /** Valid tokens; none means anonymous callers are accepted. */
+  tokens?: string[];
+  /** Tokens of accounts without credits (402). */
+  noCredits?: string[];
+  /** Tokens of callers who are not allowed (403). */
+  forbidden?: string[];
+  /** Public demo deployment: anonymous callers, logs withheld. */
+  demo?: boolean;
+  /** Extra mounts in a deployment state. */
+  deploymentStates?: Record<string, "not_ready" | "stopped">;
+  /** Jobs that run at once. */
+  slots?: number;
+  /** Queued jobs accepted before 429 queue_full. */
+  queueBound?: number;
+  bodyLimit?: number;
+  samplerStepMs?: number;
+  keepAliveMs?: number;
+  /** Serve the hosted interface (default: not on serverless). */
+  hosted?: boolean;
+  /** Node classes this surface lacks (a standard node set without the flowgate nodes). */
+  missingNodes?: string[];
+  breaks?: Breakage[];
+}
+
+export interface Asset {
+  id: string;
+  account: string;
+  bytes: Uint8Array;
+  hash: string;
+  contentType: string;
+  name: string;
+  createdAt: Date;
+  jobId: string | null;
+  nodeId?: string;
+  type?: "image" | "text";
+  folder: "output" | "temp" | "input";
+}
+
+export interface Progress {
+  value: number;
+  nodes_done: number;
+  nodes_total: number;
+  current_node: string | null;
+  current_node_class: string | null;
+  step: number | null;
+  steps: number | null;
+  message: string | null;
+}
+
+export interface JobRec {
+  id: string;
+  account: string;
+  number: number;
+  status: string;
+  createdAt: Date;
+  startedAt: Date | null;
+  completedAt: Date | null;
+  expiresAt: Date;
+  progress: Progress | null;
+  outputs: Asset[];
+  error: { code: string; message: string; node_id: string | null; class_type: string | null; traceback: null } | null;
+  workflow: Record<string, unknown>;
+  leakedExtra?: unknown;
+  log: string;
+  logAt: Date | null;
+  abort: AbortController;
+  hostedOutputs: Record<string, { images?: unknown[]; text?: string[] }>;
+  events: EventEmitter;
+}
+
+const RETENTION_MS = 7 * 24 * 3600 * 1000;
+
+/** Everything the double holds. */
+export class State {
+  readonly o: Required<Omit<DoubleOptions, "breaks" | "deploymentStates">> & { breaks: Set<Breakage>; deploymentStates: Record<string, "not_ready" | "stopped"> };
+  readonly jobs = new Map<string, JobRec>();
+  readonly assets = new Map<string, Asset>();
+  readonly keys = new Map<string, string>();
+  readonly queue: string[] = [];
+  readonly bus = new EventEmitter();
+  private running = 0;
+  private number = 0;
+  readonly secret = randomUUID();
+
+  constructor(o: DoubleOptions) {
+    const surface = o.surface ?? "self-hosted";
+    this.o = {
+      surface,
+      prefix: o.prefix ?? "",
+      tokens: o.tokens ?? [],
+      noCredits: o.noCredits ?? [],
+      forbidden: o.forbidden ?? [],
+      demo: o.demo ?? false,
+      deploymentStates: o.deploymentStates ?? {},
+      slots: o.slots ?? 1,
+      queueBound: o.queueBound ?? 1000,
+      bodyLimit: o.bodyLimit ?? 1 << 20,
+      samplerStepMs: o.samplerStepMs ?? 15,
+      keepAliveMs: o.keepAliveMs ?? 200,
+      hosted: o.hosted ?? surface !== "serverless",
+      missingNodes: o.missingNodes ?? [],
+      breaks: new Set(o.breaks ?? []),
+    };
+    this.bus.setMaxListeners(0);
+  }
+
+  broken(b: Breakage): boolean {
+    return this.o.breaks.has(b);
+  }
+
+  /** The account of a token ("anon" when anonymous callers are accepted), or 401/403. */
+  account(token: string | undefined): { account: string; noCredits: boolean } | { status: 401 | 403 } {
+    if (token && this.o.forbidden.includes(token)) return { status: 403 };
+    if (token && this.o.noCredits.includes(token)) return { account: `acct:${token}`, noCredits: true };
+    if (token && this.o.tokens.includes(token)) return { account: `acct:${token}`, noCredits: false };
+    if (!token && (this.o.tokens.length === 0 || this.o.demo)) return { account: "anon", noCredits: false };
+    return { status: 401 };
+  }
+
+  /** Stores bytes as an asset. */
+  async addAsset(a: Omit<Asset, "id" | "hash" | "createdAt">): Promise<Asset> {
+    const asset: Asset = { ...a, id: randomUUID(), hash: `blake3:${await blake3(a.bytes)}`, createdAt: new Date() };
+    this.assets.set(asset.id, asset);
+    return asset;
+  }
+
+  /** HMAC signature of an asset link. */
+  sign(id: string, expires: number): string {
+    return createHmac("sha256", this.secret).update(`${id}:${expires}`).digest("base64url");
+  }
+
+  queuePosition(job: JobRec): number | null {
+    const i = this.queue.indexOf(job.id);
+    return i >= 0 ? i : null;
+  }
+
+  /** Records a new queued job and starts what can start. */
+  createJob(account: string, workflow: Record<string, unknown>, extra?: unknown): JobRec {
+    const now = new Date();
+    const job: JobRec = {
+      id: randomUUID(),
+      account,
+      number: ++this.number,
+      status: "queued",
+      createdAt: now,
+      startedAt: null,
+      completedAt: null,
+      expiresAt: new Date(now.getTime() + RETENTION_MS),
+      progress: null,
+      outputs: [],
+      error: null,
+      workflow,
+      leakedExtra: this.broken("leakExtraData") ? extra : undefined,
+      log: "",
+      logAt: null,
+      abort: new AbortController(),
+      hostedOutputs: {},
+      events: new EventEmitter(),
+    };
+    job.events.setMaxListeners(0);
+    this.jobs.set(job.id, job);
+    this.queue.push(job.id);
+    this.bus.emit("queue", account);
+    setImmediate(() => this.dispatch());
+    return job;
+  }
+
+  private transition(job: JobRec, status: string): void {
+    job.status = status;
+    job.events.emit("status");
+    this.bus.emit("job", job, status);
+  }
+
+  /** Cancels a job: queued ends canceled, running goes canceling, terminal is unchanged. */
+  cancel(job: JobRec): void {
+    if (job.status === "queued") {
+      this.queue.splice(this.queue.indexOf(job.id), 1);
+      job.completedAt = new Date();
+      this.transition(job, "canceled");
+      this.bus.emit("queue", job.account);
+    } else if (job.status === "running") {
+      job.abort.abort();
+      if (this.broken("cancelRunningDirect")) {
+        job.completedAt = new Date();
+        this.transition(job, "canceled");
+      } else this.transition(job, "canceling");
+    }
+  }
+
+  private dispatch(): void {
+    while (this.running < this.o.slots && this.queue.length) {
+      const job = this.jobs.get(this.queue.shift()!)!;
+      this.running++;
+      void this.run(job).finally(() => {
+        this.running--;
+        this.dispatch();
+      });
+    }
+  }
+
+  private async run(job: JobRec): Promise<void> {
+    job.startedAt = new Date();
+    this.transition(job, "running");
+    this.bus.emit("queue", job.account);
+    const graph = job.workflow as Parameters<typeof execute>[0];
+    let total = 0;
+    let done = 0;
+    const setProgress = (p: Partial<Progress>) => {
+      job.progress = { value: 0, nodes_done: done, nodes_total: total, current_node: null, current_node_class: null, step: null, steps: null, message: null, ...job.progress, ...p };
+      job.events.emit("progress");
+    };
+    let current = "";
+    try {
+      total = executionOrder(graph).length;
+      await execute(graph, {
+        signal: job.abort.signal,
+        samplerStepMs: this.o.samplerStepMs,
+        progress: (step, steps) => {
+          setProgress({ value: (done + step / steps) / total, step, steps });
+          this.bus.emit("wsProgress", job, current, step, steps);
+        },
+        preview: (jpeg) => {
+          job.events.emit("preview", current, jpeg);
+          this.bus.emit("wsPreview", job, current, jpeg);
+        },
+        log: (text) => (job.log += text),
+        asset: (id) => this.assets.get(id)?.bytes,
+      }, {
+        nodeStart: (id, classType) => {
+          current = id;
+          setProgress({ value: done / total, nodes_done: done, current_node: id, current_node_class: classType, step: null, steps: null });
+          this.bus.emit("wsExecuting", job, id);
+        },
+        nodeDone: async (id, _classType, files) => {
+          done++;
+          for (const f of files) await this.commit(job, id, f);
+          setProgress({ value: done / total, nodes_done: done });
+        },
+      });
+      setProgress({ value: 1, nodes_done: total, current_node: null, current_node_class: null, step: null, steps: null });
+      // A cancel that arrived after the last node still ends the job canceled (canceling -> canceled).
+      this.finish(job, job.abort.signal.aborted ? "canceled" : "succeeded");
+    } catch (e) {
+      if (e instanceof NodeError && !job.abort.signal.aborted) {
+        job.error = { code: "node_execution_error", message: e.message, node_id: e.nodeId, class_type: e.classType, traceback: null };
+        this.finish(job, "failed");
+      } else this.finish(job, "canceled");
+    }
+  }
+
+  private async commit(job: JobRec, nodeId: string, f: FileOut): Promise<void> {
+    const asset = await this.addAsset({ account: job.account, bytes: f.bytes, contentType: f.contentType, name: f.name, jobId: job.id, nodeId, type: f.type, folder: f.folder });
+    job.outputs.push(asset);
+    const entry = (job.hostedOutputs[nodeId] ??= {});
+    if (f.type === "image") (entry.images ??= []).push({ filename: f.name, subfolder: "", type: f.folder });
+    else (entry.text ??= []).push(Buffer.from(f.bytes).toString());
+    job.events.emit("output", asset);
+    this.bus.emit("wsExecuted", job, nodeId);
+  }
+
+  private finish(job: JobRec, status: string): void {
+    if (job.status === "canceled") return; // cancelRunningDirect already ended it
+    job.completedAt = new Date();
+    job.logAt = new Date();
+    this.transition(job, status);
+    this.bus.emit("queue", job.account);
+  }
+}

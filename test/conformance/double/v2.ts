@@ -1,0 +1,234 @@
+// The double's v2 interface: jobs, their event stream, and assets.
+import { blake3 } from "hash-wasm";
+import * as validators from "../../../generated/validators.js";
+import { isAssetRef, validateGraph } from "./engine.ts";
+import type { JobRec, State } from "./state.ts";
+import { assetView, fail, jobView, outputView, progressView, send, type Req } from "./views.ts";
+
+const TERMINAL = new Set(["succeeded", "canceled", "failed", "expired"]);
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function parseJson(req: Req, s: State): { ok: true; value: unknown } | { ok: false } {
+  try {
+    return { ok: true, value: JSON.parse(req.body.toString("utf8")) };
+  } catch {
+    fail(req.res, 400, s.broken("wrongErrorCode") ? "invalid_workflow" : "invalid_request", "The request body is not JSON.", { fields: [{ field: "", reason: "malformed_json" }] });
+    return { ok: false };
+  }
+}
+
+function fieldsOf(errors: Array<{ instancePath: string; params: Record<string, unknown> }> | null | undefined) {
+  return (errors ?? []).map((e) => ({ field: (e.instancePath.slice(1) || String(e.params.additionalProperty ?? e.params.missingProperty ?? "")).replace(/\//g, "."), reason: "invalid" }));
+}
+
+/** Asset references of a graph that do not resolve to the caller's assets. */
+function badAssets(s: State, account: string, graph: Record<string, unknown>) {
+  const bad: Array<{ node_id: string; field: string; asset_id: unknown }> = [];
+  for (const [id, n] of Object.entries(graph)) {
+    for (const [field, v] of Object.entries((n as { inputs: Record<string, unknown> }).inputs)) {
+      if (!isAssetRef(v)) continue;
+      const a = s.assets.get(String(v.info?.id));
+      if (!a || a.account !== account) bad.push({ node_id: id, field, asset_id: v.info?.id });
+    }
+  }
+  return bad;
+}
+
+/** Graph checks shared with the hosted prompt: UI format, node errors, asset references. */
+export function checkGraph(s: State, account: string, workflow: Record<string, unknown>): { code: string; details?: unknown } | undefined {
+  if (Array.isArray(workflow.nodes) && Array.isArray(workflow.links)) return { code: "workflow_format_ui" };
+  const nodeErrors = validateGraph(workflow, s.o.missingNodes);
+  if (Object.keys(nodeErrors).length) return { code: "invalid_workflow", details: { node_errors: nodeErrors } };
+  const assets = badAssets(s, account, workflow);
+  if (assets.length) return { code: "missing_asset", details: { assets } };
+  return undefined;
+}
+
+async function createJob(s: State, req: Req, account: string, noCredits: boolean): Promise<void> {
+  const parsed = parseJson(req, s);
+  if (!parsed.ok) return;
+  const body = parsed.value as Record<string, unknown>;
+  if (s.broken("serverErrorOnWrongType") && body && typeof body === "object" && "workflow" in body && (typeof body.workflow !== "object" || body.workflow === null)) {
+    return fail(req.res, 500, "upstream_error", "Something went wrong on our side. Please try again.");
+  }
+  if (!validators.request_createJob(body)) return fail(req.res, 400, "invalid_request", "The request is invalid.", { fields: fieldsOf(validators.request_createJob.errors as never) });
+  if (noCredits) return fail(req.res, 402, "insufficient_credits", "Your account has no credits left.");
+  const workflow = body.workflow as Record<string, unknown>;
+  const keyHeader = req.headers["idempotency-key"];
+  const key = typeof keyHeader === "string" ? `${account}:${keyHeader}` : undefined;
+  if (key) {
+    const claimed = s.keys.get(key);
+    const same = claimed === JSON.stringify(workflow);
+    if (claimed !== undefined && !(s.broken("idemAcceptsDifferentBody") && !same)) return fail(req.res, 422, "idempotency_key_reuse", "This Idempotency-Key has already been used.");
+    if (s.broken("idemRace")) await new Promise((r) => setTimeout(r, 20));
+    s.keys.set(key, JSON.stringify(workflow));
+  }
+  const release = () => key && s.keys.delete(key);
+  const invalid = checkGraph(s, account, workflow);
+  if (invalid) {
+    release();
+    const messages: Record<string, string> = { workflow_format_ui: "This is a UI-format workflow; export it in the API format.", invalid_workflow: "The workflow is invalid.", missing_asset: "A referenced asset does not exist or is not yours." };
+    return fail(req.res, 422, invalid.code, messages[invalid.code]!, invalid.details);
+  }
+  if (s.queue.length >= s.o.queueBound) {
+    release();
+    return fail(req.res, 429, "queue_full", "The queue is full; retry later.", undefined, { "retry-after": s.broken("retryAfterNotInteger") ? "1.5" : "1" });
+  }
+  const job = s.createJob(account, workflow, body.extra_data);
+  send(req.res, 201, jobView(s, job, req.origin, "post"));
+}
+
+function stream(s: State, req: Req, job: JobRec): void {
+  const res = req.res;
+  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
+  let n = 0;
+  const write = (event: string, data: unknown) => res.write(`${s.broken("sseIdLines") ? `id: ${++n}\n` : ""}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+  const onStatus = () => {
+    if (s.broken("sseSkipsRunning") && job.status === "running") return;
+    write("status", jobView(s, job, req.origin, "other"));
+    if (TERMINAL.has(job.status)) done();
+  };
+  const onProgress = () => write("progress", progressView(s, job));
+  const onPreview = (node: string, jpeg: Uint8Array) => write("preview", { node_id: node, content_type: "image/jpeg", data_base64: Buffer.from(jpeg).toString("base64") });
+  const onOutput = (a: Parameters<typeof outputView>[1]) => write("output", outputView(s, a, req.origin));
+  const keepAlive = setInterval(() => res.write(": keep-alive\n\n"), s.o.keepAliveMs);
+  const done = () => {
+    clearInterval(keepAlive);
+    job.events.off("status", onStatus).off("progress", onProgress).off("preview", onPreview).off("output", onOutput);
+    res.end();
+  };
+  req.raw.on("close", done);
+  write("status", jobView(s, job, req.origin, "other"));
+  if (TERMINAL.has(job.status)) return done();
+  if (job.progress) onProgress();
+  job.events.on("status", onStatus).on("progress", onProgress).on("preview", onPreview).on("output", onOutput);
+}
+
+async function upload(s: State, req: Req, account: string): Promise<void> {
+  let form: FormData;
+  try {
+    form = await new Response(new Uint8Array(req.body), { headers: { "content-type": String(req.headers["content-type"] ?? "") } }).formData();
+  } catch {
+    return fail(req.res, 400, "invalid_request", "The body is not multipart/form-data.", { fields: [{ field: "", reason: "not_multipart" }] });
+  }
+  const file = form.get("file");
+  if (!(file instanceof Blob)) return fail(req.res, 400, "invalid_request", "The file is missing.", { fields: [{ field: "file", reason: "required" }] });
+  const bytes = new Uint8Array(await file.arrayBuffer());
+  const hash = `blake3:${await blake3(bytes)}`;
+  const expected = form.get("expected_hash");
+  if (typeof expected === "string" && expected !== hash) return fail(req.res, 409, "hash_mismatch", "The uploaded bytes do not match the expected hash.", { expected_hash: expected, actual_hash: hash });
+  const known = [...s.assets.values()].some((a) => a.hash === hash);
+  const name = String(form.get("file_path") ?? (file as File).name ?? "upload");
+  const a = await s.addAsset({ account, bytes, contentType: String(form.get("content_type") ?? (file.type || "application/octet-stream")), name, jobId: null, folder: "input" });
+  send(req.res, known ? 200 : 201, assetView(s, a, req.origin));
+}
+
+async function content(s: State, req: Req, id: string, account: string | undefined): Promise<void> {
+  const a = s.assets.get(id);
+  const expires = Number(req.query.get("expires"));
+  const sig = req.query.get("signature");
+  const signed = a && sig !== null && expires * 1000 > Date.now() && sig === s.sign(id, expires);
+  if (sig !== null && !signed) return fail(req.res, 403, "forbidden", "The link is invalid or has expired.");
+  if (!a || (!signed && a.account !== account)) return fail(req.res, 404, "not_found", "Not found.");
+  const size = a.bytes.byteLength;
+  const range = req.headers.range;
+  const headers = { "content-type": a.contentType, etag: `"${a.hash}"`, "accept-ranges": "bytes" };
+  const m = typeof range === "string" ? /^bytes=(\d*)-(\d*)$/.exec(range) : null;
+  if (m && (m[1] || m[2])) {
+    const start = m[1] ? Number(m[1]) : Math.max(0, size - Number(m[2]));
+    const end = m[1] && m[2] ? Math.min(Number(m[2]), size - 1) : size - 1;
+    if (start >= size || start > end) return fail(req.res, 416, "range_not_satisfiable", "The requested range is not satisfiable.", undefined, { "content-range": `bytes */${size}` });
+    req.res.writeHead(206, { ...headers, "content-range": `bytes ${start}-${end}/${size}`, "content-length": String(end - start + 1) });
+    return void req.res.end(Buffer.from(a.bytes.subarray(start, end + 1)));
+  }
+  req.res.writeHead(200, { ...headers, "content-length": String(size) });
+  req.res.end(Buffer.from(a.bytes));
+}
+
+/** Handles a request under /api/v2 (path without the mount prefix). */
+export async function handleV2(s: State, req: Req, auth: ReturnType<State["account"]>): Promise<void> {
+  const { method, path, res } = req;
+  const m = (re: RegExp) => re.exec(path);
+  let match: RegExpExecArray | null;
+  const authed = "account" in auth ? auth : undefined;
+  const needAuth = () => {
+    if (authed) return true;
+    fail(res, (auth as { status: number }).status, (auth as { status: number }).status === 403 ? "forbidden" : "unauthorized", "Missing or invalid credentials.");
+    return false;
+  };
+  const job = (id: string) => {
+    if (id.length > 64) return void fail(res, 400, "invalid_request", "The job id is invalid.", { fields: [{ field: "id", reason: "too_long" }] });
+    const j = s.jobs.get(id);
+    if (!j || j.account !== authed!.account) return void fail(res, 404, "not_found", "Not found.");
+    return j;
+  };
+  if (path === "/api/v2/jobs" && method === "POST") return needAuth() ? createJob(s, req, authed!.account, authed!.noCredits) : undefined;
+  if (path === "/api/v2/jobs" && method === "GET") {
+    if (!needAuth()) return;
+    const limit = req.query.get("limit") ?? "20";
+    const status = req.query.get("status");
+    if (!/^\d+$/.test(limit) || Number(limit) < 1 || Number(limit) > 100 || (status !== null && !["queued", "running", "succeeded", "canceling", "canceled", "failed", "expired"].includes(status))) {
+      return fail(res, 400, "invalid_request", "The query is invalid.", { fields: [{ field: "limit", reason: "invalid" }] });
+    }
+    const jobs = [...s.jobs.values()].filter((j) => j.account === authed!.account && (!status || j.status === status)).reverse().slice(0, Number(limit));
+    return send(res, 200, { jobs: jobs.map((j) => jobView(s, j, req.origin, "other")), next_cursor: null });
+  }
+  if ((match = m(/^\/api\/v2\/jobs\/([^/]+)$/)) && method === "GET") {
+    if (!needAuth()) return;
+    const j = job(decodeURIComponent(match[1]!));
+    return j ? send(res, 200, jobView(s, j, req.origin, "get")) : undefined;
+  }
+  if ((match = m(/^\/api\/v2\/jobs\/([^/]+)\/cancel$/)) && method === "POST") {
+    if (!needAuth()) return;
+    if (req.body.length) {
+      const p = parseJson(req, s);
+      if (!p.ok) return;
+      if (!validators.request_cancelJob(p.value)) return fail(res, 400, "invalid_request", "The request is invalid.", { fields: fieldsOf(validators.request_cancelJob.errors as never) });
+    }
+    const j = job(decodeURIComponent(match[1]!));
+    if (!j) return;
+    s.cancel(j);
+    return send(res, 200, jobView(s, j, req.origin, "other"));
+  }
+  if ((match = m(/^\/api\/v2\/jobs\/([^/]+)\/events$/)) && method === "GET") {
+    if (!needAuth()) return;
+    const j = job(decodeURIComponent(match[1]!));
+    return j ? stream(s, req, j) : undefined;
+  }
+  if ((match = m(/^\/api\/v2\/jobs\/([^/]+)\/workflow$/)) && method === "GET") {
+    if (!needAuth()) return;
+    const j = job(decodeURIComponent(match[1]!));
+    return j ? send(res, 200, { format: "api", workflow: j.workflow, ...(j.leakedExtra ? { extra_data: j.leakedExtra } : {}) }) : undefined;
+  }
+  if (path === "/api/v2/assets" && method === "POST") return needAuth() ? upload(s, req, authed!.account) : undefined;
+  if (path === "/api/v2/assets/from-hash" && method === "POST") {
+    if (!needAuth()) return;
+    const p = parseJson(req, s);
+    if (!p.ok) return;
+    if (!validators.request_createAssetFromHash(p.value)) return fail(res, 400, "invalid_request", "The request is invalid.", { fields: fieldsOf(validators.request_createAssetFromHash.errors as never) });
+    const { hash, file_path } = p.value as { hash: string; file_path?: string };
+    const blob = [...s.assets.values()].find((a) => a.hash === hash && a.account === authed!.account);
+    if (!blob) return fail(res, 404, "blob_not_found", "No blob with this hash is available to you.");
+    const a = await s.addAsset({ account: authed!.account, bytes: blob.bytes, contentType: blob.contentType, name: file_path ?? blob.name, jobId: null, folder: "input" });
+    return send(res, 201, assetView(s, a, req.origin));
+  }
+  if ((match = m(/^\/api\/v2\/assets\/by-hash\/([^/]+)$/)) && method === "HEAD") {
+    if (!needAuth()) return;
+    const hash = decodeURIComponent(match[1]!);
+    if (!/^blake3:[0-9a-f]{64}$/.test(hash)) return send(res, 400);
+    return send(res, [...s.assets.values()].some((a) => a.hash === hash && a.account === authed!.account) ? 200 : 404);
+  }
+  if ((match = m(/^\/api\/v2\/assets\/([^/]+)\/content$/)) && method === "GET") return content(s, req, decodeURIComponent(match[1]!), authed?.account);
+  if ((match = m(/^\/api\/v2\/assets\/([^/]+)$/)) && (method === "GET" || method === "DELETE")) {
+    if (!needAuth()) return;
+    const id = decodeURIComponent(match[1]!);
+    if (!UUID.test(id)) return fail(res, 404, "not_found", "Not found.");
+    const a = s.assets.get(id);
+    if (!a || a.account !== authed!.account) return fail(res, 404, "not_found", "Not found.");
+    if (method === "GET") return send(res, 200, assetView(s, a, req.origin));
+    if (a.jobId) return fail(res, 403, "forbidden", "A job's outputs live as long as their job.");
+    s.assets.delete(id);
+    return send(res, 204);
+  }
+  fail(res, 404, "not_found", "Not found.");
+}

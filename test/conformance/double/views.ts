@@ -1,0 +1,98 @@
+// How the double shows its records: jobs (with the breakages that change them), outputs,
+// asset records, and the plumbing every handler shares.
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Asset, JobRec, State } from "./state.ts";
+
+/** One request, after the mount prefix was stripped and the body was read. */
+export interface Req {
+  method: string;
+  path: string;
+  query: URLSearchParams;
+  headers: IncomingMessage["headers"];
+  body: Buffer;
+  origin: string;
+  res: ServerResponse;
+  raw: IncomingMessage;
+}
+
+/** A JSON answer (or an empty one when body is undefined). */
+export function send(res: ServerResponse, status: number, body?: unknown, headers: Record<string, string> = {}): void {
+  const text = body === undefined ? "" : JSON.stringify(body);
+  res.writeHead(status, { ...(body === undefined ? {} : { "content-type": "application/json" }), ...headers });
+  res.end(text);
+}
+
+/** A v2 error in the envelope. */
+export function fail(res: ServerResponse, status: number, code: string, message: string, details?: unknown, headers: Record<string, string> = {}): void {
+  send(res, status, { error: { code, message, ...(details === undefined ? {} : { details }) } }, headers);
+}
+
+/** A hosted error in ComfyUI's shape. */
+export function hostedFail(res: ServerResponse, status: number, type: string, message: string, extra: Record<string, unknown> = {}): void {
+  send(res, status, { error: { type, message, details: "", extra_info: {} }, ...extra });
+}
+
+const iso = (d: Date | null) => (d ? d.toISOString() : null);
+const TERMINAL = new Set(["succeeded", "canceled", "failed", "expired"]);
+
+/** The signed, absolute link to an asset's bytes. */
+export function assetUrl(s: State, a: Asset, origin: string): { url: string; url_expires_at: string } {
+  const expires = Math.floor(Date.now() / 1000) + 3600;
+  return { url: `${origin}${s.o.prefix}/api/v2/assets/${a.id}/content?expires=${expires}&signature=${s.sign(a.id, expires)}`, url_expires_at: new Date(expires * 1000).toISOString() };
+}
+
+/** An output as the job shows it. */
+export function outputView(s: State, a: Asset, origin: string): Record<string, unknown> {
+  return {
+    node_id: a.nodeId,
+    name: a.name,
+    type: a.type,
+    content_type: a.contentType,
+    size_bytes: a.bytes.byteLength + (s.broken("outputSizeMismatch") ? 1 : 0),
+    id: a.id,
+    hash: a.hash,
+    ...assetUrl(s, a, origin),
+    job_id: a.jobId,
+  };
+}
+
+/** An asset record. */
+export function assetView(s: State, a: Asset, origin: string): Record<string, unknown> {
+  return { id: a.id, hash: a.hash, size_bytes: a.bytes.byteLength, content_type: a.contentType, file_path: a.name, created_at: a.createdAt.toISOString(), ...assetUrl(s, a, origin), job_id: a.jobId, tags: [] };
+}
+
+/** The job's progress as answers show it. */
+export function progressView(s: State, job: JobRec): Record<string, unknown> | null {
+  if (!job.progress) return null;
+  return s.broken("progressOutOfRange") ? { ...job.progress, value: job.progress.value * 100 } : { ...job.progress };
+}
+
+/** A job as an answer shows it; `on` says which answer (logs appear only on GET). */
+export function jobView(s: State, job: JobRec, origin: string, on: "post" | "get" | "other"): Record<string, unknown> {
+  const prefix = s.broken("unprefixedLinks") ? "" : s.o.prefix;
+  const base = `${prefix}/api/v2/jobs/${job.id}`;
+  const status = s.broken("statusOutsideEnum") && job.status === "running" ? "processing" : job.status;
+  const view: Record<string, unknown> = {
+    id: job.id,
+    status,
+    created_at: iso(job.createdAt),
+    started_at: iso(job.startedAt),
+    completed_at: iso(job.completedAt),
+    expires_at: iso(job.expiresAt),
+    queue_position: s.broken("queuePositionWhileRunning") && job.status === "running" ? 0 : s.queuePosition(job),
+    progress: progressView(s, job),
+    outputs: job.outputs.map((a) => outputView(s, a, origin)),
+    error: s.broken("errorOnSucceeded") && job.status === "succeeded" ? { code: "none", message: "no error" } : job.error,
+    urls: { self: s.broken("brokenSelfLink") ? `${base}/self` : base, events: `${base}/events`, cancel: `${base}/cancel` },
+    metrics: {
+      queue_ms: job.startedAt ? job.startedAt.getTime() - job.createdAt.getTime() : null,
+      execution_ms: job.startedAt && job.completedAt ? job.completedAt.getTime() - job.startedAt.getTime() : null,
+    },
+  };
+  const logs = { text: job.log, truncated: false, captured_at: iso(job.logAt ?? new Date()) };
+  if (on === "get" && s.o.surface === "serverless" && !s.o.demo && TERMINAL.has(job.status)) view.logs = logs;
+  else if (on === "get" && s.broken("nullLogs")) view.logs = null;
+  if (on === "post" && s.broken("logsOnPost")) view.logs = logs;
+  if (s.broken("omitField")) delete view.completed_at;
+  return view;
+}

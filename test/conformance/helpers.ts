@@ -1,0 +1,48 @@
+// Runs the suite in-process against a test double, with timings that suit a test run.
+import { runConformance, type ConformanceOptions, type Report } from "../../conformance/index.ts";
+import { startDouble, type DoubleOptions } from "./double/server.ts";
+
+/** Fast settings: short slow jobs, small oversized bodies, short waits. */
+export const FAST: Partial<ConformanceOptions> = { slowSeconds: 0.5, oversizeMb: 2, jobTimeoutMs: 20_000, requestTimeoutMs: 10_000 };
+
+/** Starts a double, runs the suite against it, stops the double. `ORIGIN` in string options is the double's origin. */
+export async function runAgainstDouble(double: DoubleOptions, run: Partial<ConformanceOptions> = {}): Promise<Report> {
+  const d = await startDouble(double);
+  try {
+    const opts = JSON.parse(JSON.stringify(run).replaceAll("ORIGIN", d.origin)) as Partial<ConformanceOptions>;
+    return await runConformance({ baseUrl: d.baseUrl, ...FAST, ...opts });
+  } finally {
+    await d.close();
+  }
+}
+
+/** Failures of a report, one line each, for assertion messages. */
+export function failureLines(r: Report): string {
+  return r.results
+    .filter((x) => x.status === "failed")
+    .flatMap((x) => x.failures.map((f) => `[${f.rule}] ${x.title}: ${f.message}`))
+    .join("\n");
+}
+
+/** Double and suite options of each surface, with every optional input the suite can use. */
+export const SURFACE_SETUPS: Record<string, { double: DoubleOptions; run: Partial<ConformanceOptions> }> = {
+  "self-hosted, anonymous": { double: {}, run: {} },
+  "self-hosted, static token": { double: { tokens: ["static-token"] }, run: { token: "static-token" } },
+  cloud: {
+    double: { surface: "cloud", tokens: ["tok-a", "tok-b"], noCredits: ["tok-poor"], forbidden: ["tok-no"], slots: 2, queueBound: 4 },
+    run: { surface: "cloud", token: "tok-a", otherToken: "tok-b", noCreditsToken: "tok-poor", forbiddenToken: "tok-no", fillQueue: 12 },
+  },
+  "serverless behind the gateway mount": {
+    double: {
+      surface: "serverless",
+      prefix: "/deployment/abc",
+      tokens: ["tok-a", "tok-b"],
+      noCredits: ["tok-poor"],
+      forbidden: ["tok-no"],
+      deploymentStates: { "/deployment/starting": "not_ready", "/deployment/stopped": "stopped" },
+      queueBound: 4,
+    },
+    run: { surface: "serverless", token: "tok-a", otherToken: "tok-b", noCreditsToken: "tok-poor", forbiddenToken: "tok-no", fillQueue: 12, notReadyUrl: "ORIGIN/deployment/starting", stoppedUrl: "ORIGIN/deployment/stopped" },
+  },
+  "serverless demo deployment": { double: { surface: "serverless", prefix: "/deployment/demo", demo: true }, run: { surface: "serverless", demo: true } },
+};

@@ -1,0 +1,83 @@
+// The conformance suite against the reference server, on each of the three surfaces, with every
+// optional input the suite can use: the project's own proof that it keeps the contract.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runConformance } from "../../conformance/index.ts";
+import { openDirectory, type Directory } from "../../src/store/index.ts";
+import { generateApiKey, hashApiKey, keyPrefix } from "../../src/surfaces/api-keys.ts";
+import { startTestServer, type TestServer } from "../hosted/hosted-server.ts";
+import { failureLines, FAST } from "./helpers.ts";
+
+/** Creates an account with one key; returns the key. */
+async function accountKey(dir: Directory, name: string, patch: { credits?: number; subscription_active?: boolean } = {}): Promise<string> {
+  await dir.ensureAccount(name, { tier: "pro", credits: patch.credits ?? 1000, now: Date.now() });
+  await dir.updateAccount(name, patch);
+  const key = generateApiKey();
+  await dir.addApiKey({ key_hash: hashApiKey(key), account: name, prefix: keyPrefix(key), created_at: Date.now(), revoked_at: null });
+  return key;
+}
+
+describe("the reference server keeps the contract", () => {
+  let server: TestServer | null = null;
+  let dir: Directory | null = null;
+  afterAll(async () => {
+    await dir?.close();
+    await server?.stop();
+  });
+
+  async function start(flags: string[]): Promise<void> {
+    await dir?.close();
+    await server?.stop();
+    server = await startTestServer([...flags, "--concurrency", "2", "--queue-limit", "6"]);
+    dir = flags.includes("self-hosted") ? null : await openDirectory(server.dataDir);
+  }
+
+  it("self-hosted, with a static token", async () => {
+    await start(["--surface", "self-hosted", "--token", "static-token"]);
+    const report = await runConformance({ ...FAST, oversizeMb: 12, baseUrl: server!.url, surface: "self-hosted", token: "static-token", fillQueue: 12 });
+    expect(report.ok, failureLines(report)).toBe(true);
+  }, 300_000);
+
+  it("cloud, with a second account, one without credits and one not allowed", async () => {
+    await start(["--surface", "cloud"]);
+    const report = await runConformance({
+      ...FAST,
+      oversizeMb: 12,
+      baseUrl: server!.url,
+      surface: "cloud",
+      token: await accountKey(dir!, "a"),
+      otherToken: await accountKey(dir!, "b"),
+      noCreditsToken: await accountKey(dir!, "poor", { credits: 0 }),
+      forbiddenToken: await accountKey(dir!, "lapsed", { subscription_active: false }),
+      fillQueue: 12,
+    });
+    expect(report.ok, failureLines(report)).toBe(true);
+  }, 300_000);
+
+  it("serverless behind the gateway mount, with deployments not ready and stopped", async () => {
+    await start(["--surface", "serverless"]);
+    for (const [id, state] of [["app", "ready"], ["warming", "provisioning"], ["gone", "stopped"]] as const) {
+      await dir!.createDeployment({ id, state, demo: false, created_at: Date.now() });
+    }
+    const report = await runConformance({
+      ...FAST,
+      oversizeMb: 12,
+      baseUrl: `${server!.url}/deployment/app`,
+      surface: "serverless",
+      token: await accountKey(dir!, "a"),
+      otherToken: await accountKey(dir!, "b"),
+      noCreditsToken: await accountKey(dir!, "poor", { credits: 0 }),
+      forbiddenToken: await accountKey(dir!, "lapsed", { subscription_active: false }),
+      notReadyUrl: `${server!.url}/deployment/warming`,
+      stoppedUrl: `${server!.url}/deployment/gone`,
+      fillQueue: 12,
+    });
+    expect(report.ok, failureLines(report)).toBe(true);
+  }, 300_000);
+
+  it("the serverless demo deployment", async () => {
+    await start(["--surface", "serverless"]);
+    await dir!.createDeployment({ id: "demo", state: "ready", demo: true, created_at: Date.now() });
+    const report = await runConformance({ ...FAST, oversizeMb: 12, baseUrl: `${server!.url}/deployment/demo`, surface: "serverless", demo: true });
+    expect(report.ok, failureLines(report)).toBe(true);
+  }, 300_000);
+});

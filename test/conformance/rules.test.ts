@@ -1,0 +1,64 @@
+// Coverage of the contract's rules: conformance/rules.ts is CONTRACT-RULES.md as data, and every
+// rule ID is checked by a conformance check or listed in conformance/UNTESTABLE.md with a reason.
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { ROOT } from "../../generators/spec-files.ts";
+import { ALL_CHECKS, RULES } from "../../conformance/index.ts";
+import { groupOf, GROUPS, ruleIdOf } from "../../conformance/rules.ts";
+
+const contractRules = readFileSync(path.join(ROOT, "..", "shared", "CONTRACT-RULES.md"), "utf8");
+const untestableDoc = readFileSync(path.join(ROOT, "conformance", "UNTESTABLE.md"), "utf8");
+
+/** `| ID | reason |` rows of UNTESTABLE.md. */
+function untestable(): Map<string, string> {
+  return new Map([...untestableDoc.matchAll(/^\| ([A-Z]+-\d+) \| (.*) \|$/gm)].map((m) => [m[1]!, m[2]!.trim()]));
+}
+
+describe("the rule list", () => {
+  it("rules.ts holds every rule of CONTRACT-RULES.md, with the same text", () => {
+    const fromDoc = [...contractRules.matchAll(/^- ([A-Z]+-\d+) (.*)$/gm)].map((m) => ({ id: m[1]!, text: m[2]! }));
+    expect(fromDoc.length).toBeGreaterThan(90);
+    expect(RULES.map((r) => ({ id: r.id, text: r.text }))).toEqual(fromDoc);
+  });
+
+  it("every rule's group is a known group", () => {
+    for (const r of RULES) {
+      expect(r.group).toBe(groupOf(r.id));
+      expect(GROUPS[r.group], r.id).toBeDefined();
+    }
+  });
+});
+
+describe("coverage", () => {
+  const checked = new Set(ALL_CHECKS.map((c) => c.rule));
+  const listed = untestable();
+
+  it("every rule ID is checked or listed in UNTESTABLE.md", () => {
+    const neither = RULES.map((r) => r.id).filter((id) => !checked.has(id) && !listed.has(id));
+    expect(neither, `neither checked nor listed: ${neither.join(", ")}`).toEqual([]);
+  });
+
+  it("no rule is both checked and listed as untestable", () => {
+    expect([...listed.keys()].filter((id) => checked.has(id))).toEqual([]);
+  });
+
+  it("every UNTESTABLE.md entry is a real rule with a reason", () => {
+    expect(listed.size).toBeGreaterThan(0);
+    for (const [id, reason] of listed) {
+      expect(RULES.some((r) => r.id === id), id).toBe(true);
+      expect(reason.length, id).toBeGreaterThan(40);
+    }
+  });
+
+  it("every check title begins with its rule ID and titles are unique", () => {
+    for (const c of ALL_CHECKS) expect(ruleIdOf(c.title)).toBe(c.rule);
+    const titles = ALL_CHECKS.map((c) => c.title);
+    expect(new Set(titles).size).toBe(titles.length);
+  });
+
+  it("the static subset has checks from several groups", () => {
+    const groups = new Set(ALL_CHECKS.filter((c) => c.static).map((c) => groupOf(c.rule)));
+    expect(groups.size).toBeGreaterThanOrEqual(5);
+  });
+});
