@@ -41,6 +41,8 @@ export interface Config {
   maxStreamsPerCaller: number;
   /** Interval of the SSE keep-alive comment, in ms. */
   sseKeepAliveMs: number;
+  /** Interval of WebSocket pings; a socket that misses one is closed, in ms. */
+  wsPingIntervalMs: number;
   /** Bound of a captured log, in bytes. */
   logLimitBytes: number;
   reaperIntervalMs: number;
@@ -143,6 +145,7 @@ export function loadConfig(argv: string[] = [], env: NodeJS.ProcessEnv = process
     urlTtlMs: 60 * 60 * 1000,
     maxStreamsPerCaller: 100,
     sseKeepAliveMs: 15_000,
+    wsPingIntervalMs: 30_000,
     logLimitBytes: 64 * 1024,
     reaperIntervalMs: 60_000,
     logLevel: get("log-level") ?? "info",

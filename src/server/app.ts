@@ -22,6 +22,8 @@ declare module "fastify" {
   interface FastifyInstance {
     /** The open v2 event streams (metrics, tests). */
     eventStreams: EventStreams;
+    /** The open hosted WebSockets, where the surface serves them (metrics, tests). */
+    hostedSockets?: HostedSockets;
   }
 }
 
@@ -86,7 +88,8 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
     mountRoutes(app, runtime, { v2, operations: operationsHandlers, hosted: hostedHandlers });
     const sockets = new HostedSockets(runtime);
     sockets.attach(app.server);
-    app.addHook("onClose", async () => sockets.close());
+    app.decorate("hostedSockets", sockets);
+    app.addHook("preClose", async () => sockets.close()); // as the event streams: before the server waits
   } else {
     // Serverless: each deployment at the gateway mount, and on its own host by the Host header.
     mountRoutes(app, runtime, { v2, operations: operationsHandlers });

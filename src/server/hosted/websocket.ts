@@ -11,7 +11,6 @@ import type { Runtime } from "../runtime.ts";
 import { previewImageFrame, previewWithMetadataFrame, textFrame } from "./binary-frames.ts";
 import { exceptionType } from "./status-map.ts";
 
-const PING_INTERVAL_MS = 30_000;
 /** Above this much unsent data a socket gets no previews. */
 const PREVIEW_BACKLOG_BYTES = 2 * 1024 * 1024;
 /** Above this much unsent data a socket is closed; the client reconnects and reads history. */
@@ -43,7 +42,7 @@ export class HostedSockets {
   constructor(runtime: Runtime) {
     this.runtime = runtime;
     this.unsubscribe = runtime.events.subscribeAll((e) => this.onEvent(e));
-    this.pinger = setInterval(() => this.ping(), PING_INTERVAL_MS);
+    this.pinger = setInterval(() => this.ping(), runtime.config.wsPingIntervalMs);
     this.pinger.unref();
   }
 
