@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { ValidateFunction } from "ajv";
 import { expect } from "vitest";
+import { routes } from "../../generated/routes.ts";
 import * as v from "../../generated/validators.js";
 import { loadConfig, type Config } from "../../src/config/config.ts";
 import { EmbeddedEngine, type EmbeddedEngineOptions } from "../../src/engine/embedded-engine.ts";
@@ -65,10 +66,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     async stop() {
       if (stopped) return;
       stopped = true;
-      const closing = server.close();
-      // fetch may leave a pre-opened connection with no request, which close() would wait out.
-      server.app.server.closeAllConnections();
-      await closing;
+      await server.close();
       await rm(dataDir, { recursive: true, force: true, maxRetries: 5 });
     },
   };
@@ -110,12 +108,15 @@ export class Api {
       body = JSON.stringify(o.json);
       headers["content-type"] ??= "application/json";
     }
-    const res = await fetch(path.startsWith("http") ? path : this.base + path, { method, headers, body, redirect: "manual" });
+    const url = path.startsWith("http") ? path : this.base + path;
+    const res = await fetch(url, { method, headers, body, redirect: "manual" });
     const text = await res.text();
     this.seen.push(text);
     let parsed: unknown = undefined;
     if ((res.headers.get("content-type") ?? "").includes("json") && text !== "") parsed = JSON.parse(text);
-    return { status: res.status, headers: res.headers, text, body: parsed as T };
+    const answer = { status: res.status, headers: res.headers, text, body: parsed as T };
+    checkAgainstSpec(method, url, answer);
+    return answer;
   }
 
   get<T = any>(path: string, o?: RequestOptions) {
@@ -154,6 +155,31 @@ export class Api {
 }
 
 export const TERMINAL = ["succeeded", "canceled", "failed", "expired"];
+
+const specRoutes = routes
+  .filter((r) => r.family !== "hosted")
+  .map((r) => ({ route: r, pattern: new RegExp(`^${r.path.replace(/\{[^}]+\}/g, "[^/]+")}$`) }));
+
+/**
+ * Every answer the Api helper reads is checked against the spec: the status must be one the
+ * operation declares, a JSON body must match that response's validator, a 429 carries an integer
+ * Retry-After, and a v2 path no operation serves answers in the error envelope.
+ */
+export function checkAgainstSpec(method: string, url: string, res: Res): void {
+  const path = new URL(url).pathname;
+  const find = (m: string) => specRoutes.find((x) => x.route.method === m && x.pattern.test(path));
+  const match = find(method) ?? (method === "HEAD" ? find("GET") : undefined);
+  if (!match) {
+    if (path.startsWith("/api/v2") && res.body !== undefined) expectValid(v.schema_ErrorEnvelope, res.body, `${method} ${path} ${res.status}`);
+    return;
+  }
+  const { route } = match;
+  const declared = route.responses[String(res.status)];
+  if (!declared) throw new Error(`${route.operationId} answered ${res.status}, which spec/openapi.yaml does not declare: ${res.text.slice(0, 300)}`);
+  if (declared.validator && res.body !== undefined) expectValid((v as unknown as Record<string, ValidateFunction>)[declared.validator]!, res.body, `${route.operationId} ${res.status}`);
+  if (declared.errorCodes.length > 0 && res.body !== undefined) expect(declared.errorCodes, `${route.operationId} ${res.status}`).toContain(res.body.error.code);
+  if (declared.retryAfter) expect(res.headers.get("retry-after") ?? "").toMatch(/^\d+$/);
+}
 
 /** Fails with the ajv errors when `data` does not match. */
 export function expectValid(validate: ValidateFunction, data: unknown, label = "body"): void {
@@ -215,14 +241,6 @@ export function outputThenDelayGraph(seconds: number): Record<string, unknown> {
     "10": { class_type: "PrimitiveString", inputs: { value: unique("hold") } },
     "11": { class_type: "FlowgateDelay", inputs: { value: ["10", 0], seconds } },
     "12": { class_type: "PreviewAny", inputs: { source: ["11", 0] } },
-  };
-}
-
-/** FlowgateSampler (steps, previews) -> SaveImage, with a delay before the sampler starts. */
-export function samplerGraph(steps: number, size = 64): Record<string, unknown> {
-  return {
-    "1": { class_type: "FlowgateSampler", inputs: { seed: Math.floor(Math.random() * 1e9), steps, width: size, height: size } },
-    "2": { class_type: "SaveImage", inputs: { images: ["1", 0], filename_prefix: "sampled" } },
   };
 }
 
