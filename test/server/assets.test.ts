@@ -177,6 +177,10 @@ describe("records and content", () => {
     expect(beyond.headers.get("content-range")).toBe("bytes */1000");
     expectValid(v.response_getAssetContent_416, beyond.json());
     expect(beyond.json().error.code).toBe("range_not_satisfiable");
+    // A range whose last byte comes before its first is invalid, so it is ignored (RFC 9110).
+    const backwards = await content(url, { range: "bytes=5-2" });
+    expect(backwards.status).toBe(200);
+    expect(backwards.bytes.length).toBe(1000);
     const whole = await content(url, { range: "chunks=1-2" });
     expect(whole.status).toBe(200);
     expect(whole.bytes.length).toBe(1000);

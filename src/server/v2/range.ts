@@ -12,7 +12,8 @@ export function parseRange(header: string | undefined, size: number): { start: n
     return { start: Math.max(0, size - suffix), end: size - 1 };
   }
   const start = Number(m[1]);
-  const end = m[2] === "" ? size - 1 : Math.min(Number(m[2]), size - 1);
-  if (start >= size || (m[2] !== "" && Number(m[2]) < start)) return "unsatisfiable";
-  return { start, end };
+  // A last position before the first makes the range invalid, and an invalid range is ignored.
+  if (m[2] !== "" && Number(m[2]) < start) return null;
+  if (start >= size) return "unsatisfiable";
+  return { start, end: m[2] === "" ? size - 1 : Math.min(Number(m[2]), size - 1) };
 }
