@@ -1,0 +1,66 @@
+// What every scenario receives: the sizes of this run, a scratch directory and a log.
+
+/** Sizes and durations of one run; `--quick` shrinks every one of them. */
+export interface Sizes {
+  /** Measured rounds per HTTP load figure (the median is reported). */
+  httpRounds: number;
+  /** Seconds per autocannon run (autocannon runs at least about 1 s). */
+  httpDurationS: number;
+  /** Seconds of the discarded warm-up run of each endpoint; 0 = none. */
+  httpWarmupS: number;
+  /** autocannon connections. */
+  connections: number;
+  /** Jobs queued in the deep-queue server. */
+  queueDepth: number;
+  /** Open event streams on one job. */
+  sseStreams: number;
+  sseRounds: number;
+  /** Nodes of the engine graphs. */
+  engineNodes: number;
+  /** Timed repetitions per engine figure. */
+  engineRounds: number;
+  hashMiB: number;
+  hashRounds: number;
+  /** Completed jobs per memory phase. */
+  memoryJobs: number;
+}
+
+export const FULL: Sizes = {
+  httpRounds: 5,
+  httpDurationS: 5,
+  httpWarmupS: 2,
+  connections: 16,
+  queueDepth: 100_000,
+  sseStreams: 10_000,
+  sseRounds: 3,
+  engineNodes: 1000,
+  engineRounds: 41,
+  hashMiB: 256,
+  hashRounds: 5,
+  memoryJobs: 10_000,
+};
+
+export const QUICK: Sizes = {
+  httpRounds: 2,
+  httpDurationS: 1,
+  httpWarmupS: 0,
+  connections: 8,
+  queueDepth: 1_000,
+  sseStreams: 100,
+  sseRounds: 2,
+  engineNodes: 100,
+  engineRounds: 5,
+  hashMiB: 8,
+  hashRounds: 2,
+  memoryJobs: 100,
+};
+
+export interface BenchContext {
+  quick: boolean;
+  sizes: Sizes;
+  /** Scratch directory for data dirs (removed at the end). */
+  tmpRoot: string;
+  log(message: string): void;
+  /** Things a reader of the results must know (errors, non-2xx answers, reduced sizes). */
+  warn(message: string): void;
+}

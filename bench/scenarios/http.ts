@@ -1,0 +1,206 @@
+// HTTP scenarios, measured in interleaved rounds against servers that are all up at once:
+// - a bare node:http server answering the bytes of GET /api/v2/jobs/{id} (the baseline);
+// - flowgate with an empty queue (GET of a finished 4-output job, GET of a queued job, submit);
+// - flowgate with `queueDepth` jobs queued (GET of a queued job in the middle, submit).
+// Each server holds one slot (concurrency 1) with a long job, so submissions stay queued and the
+// engine never competes with the HTTP path. Before each round the jobs the previous round queued
+// on the empty-queue server are canceled, so that queue stays empty. A figure and its baseline
+// run back to back, in swapped order every other round; ratios are medians of per-round ratios.
+import { mkdtemp } from "node:fs/promises";
+import { join } from "node:path";
+import { uuidv7 } from "../../src/jobs/ids.ts";
+import { openStore } from "../../src/store/index.ts";
+import { spawnServer, type ServerChild } from "../lib/child.ts";
+import type { BenchContext } from "../lib/context.ts";
+import { blockingGraph, fourOutputGraph, threeNodeBodyTemplate, threeNodeGraph } from "../lib/graphs.ts";
+import { load, request, submit, waitJob, type LoadResult, type LoadSpec } from "../lib/http.ts";
+import { judge, type Figure } from "../lib/report.ts";
+import { median, medianRatio, sleep } from "../lib/stats.ts";
+
+const WEEK = 7 * 24 * 3_600_000;
+/** Far above anything the bench queues: the bound must never answer 429 here. */
+const QUEUE_LIMIT = 100_000_000;
+
+/** Seeds `depth` queued jobs behind one long-running job, straight into the SQLite file. Returns the id in the middle. */
+async function seedQueue(dataDir: string, depth: number): Promise<{ probeId: string; probeIndex: number }> {
+  const store = await openStore({ dataDir, synchronous: "normal" });
+  const now = Date.now();
+  const probeIndex = Math.floor(depth / 2);
+  let probeId = "";
+  try {
+    // First in seq order: the dispatcher starts it at boot and it holds the only slot.
+    await store.createJob({ id: uuidv7(now), owner: "", created_at: now, expires_at: now + WEEK, workflow: blockingGraph(3600), output_node_ids: ["3"] });
+    for (let i = 0; i < depth; i++) {
+      const id = uuidv7(now);
+      if (i === probeIndex) probeId = id;
+      await store.createJob({ id, owner: "", created_at: now, expires_at: now + WEEK, workflow: threeNodeGraph(`seed-${i}`), output_node_ids: ["3"] });
+    }
+  } finally {
+    await store.close();
+  }
+  return { probeId, probeIndex };
+}
+
+type Measure = "bare" | "getFinished" | "getQueuedEmpty" | "getQueuedDeep" | "submitEmpty" | "submitDeep";
+/** Each figure and its baseline run back to back, the pair's order swapped every other round. */
+const PAIRS: Array<[Measure, Measure]> = [
+  ["bare", "getFinished"],
+  ["getQueuedEmpty", "getQueuedDeep"],
+  ["submitEmpty", "submitDeep"],
+];
+const ORDER: Measure[] = PAIRS.flat();
+
+export async function httpScenarios(ctx: BenchContext): Promise<Figure[]> {
+  const s = ctx.sizes;
+  const children: ServerChild[] = [];
+  try {
+    // --- flowgate, empty queue -------------------------------------------------------------
+    ctx.log("http: starting flowgate (empty queue)");
+    const empty = await spawnServer({ kind: "flowgate", name: "flowgate-empty", dataDir: await mkdtemp(join(ctx.tmpRoot, "empty-")), config: { concurrency: 1, queueLimit: QUEUE_LIMIT } });
+    children.push(empty);
+    const fin = await submit(empty.url, fourOutputGraph());
+    const finished = await waitJob(empty.url, fin.id, (j) => j.status === "succeeded" || j.status === "failed", "the end");
+    if (finished.status !== "succeeded" || finished.outputs.length !== 4) throw new Error(`the 4-output job ended ${finished.status} with ${finished.outputs.length} outputs`);
+    const block = await submit(empty.url, blockingGraph(3600));
+    await waitJob(empty.url, block.id, (j) => j.status === "running", "running");
+    const probeEmpty = await submit(empty.url, threeNodeGraph());
+    const finPath = `/api/v2/jobs/${fin.id}`;
+    const sample = await request(empty.url, "GET", finPath);
+    if (sample.status !== 200) throw new Error(`GET ${finPath} answered ${sample.status}`);
+
+    // --- the bare baseline with the same bytes ---------------------------------------------
+    ctx.log(`http: starting the bare node:http baseline (${sample.text.length} bytes per answer)`);
+    const bare = await spawnServer({ kind: "bare", name: "bare", bodyBase64: Buffer.from(sample.text).toString("base64"), contentType: sample.contentType });
+    children.push(bare);
+
+    // --- flowgate, deep queue ---------------------------------------------------------------
+    const deepDir = await mkdtemp(join(ctx.tmpRoot, "deep-"));
+    ctx.log(`http: seeding ${s.queueDepth.toLocaleString("en-US")} queued jobs`);
+    const t0 = Date.now();
+    const { probeId, probeIndex } = await seedQueue(deepDir, s.queueDepth);
+    ctx.log(`http: seeded in ${((Date.now() - t0) / 1000).toFixed(1)} s; starting flowgate (deep queue)`);
+    const deep = await spawnServer({ kind: "flowgate", name: "flowgate-deep", dataDir: deepDir, config: { concurrency: 1, queueLimit: QUEUE_LIMIT } });
+    children.push(deep);
+    const deepProbe = await request(deep.url, "GET", `/api/v2/jobs/${probeId}`);
+    if (deepProbe.status !== 200 || deepProbe.body.status !== "queued" || deepProbe.body.queue_position !== probeIndex) {
+      throw new Error(`deep-queue probe is not queued at ${probeIndex}: ${deepProbe.text.slice(0, 300)}`);
+    }
+    const deepCounts = await deep.counts();
+    if (deepCounts.queued < s.queueDepth) throw new Error(`deep queue holds ${deepCounts.queued} jobs, expected ${s.queueDepth}`);
+
+    // --- the measurements -------------------------------------------------------------------
+    const C = s.connections;
+    const post = (url: string): Omit<LoadSpec, "durationS"> => ({
+      url,
+      path: "/api/v2/jobs",
+      method: "POST",
+      body: threeNodeBodyTemplate(),
+      headers: { "idempotency-key": "bench-[<id>]" },
+      idReplacement: true,
+      connections: C,
+    });
+    const specs: Record<Measure, Omit<LoadSpec, "durationS">> = {
+      bare: { url: bare.url, path: finPath, connections: C },
+      getFinished: { url: empty.url, path: finPath, connections: C },
+      getQueuedEmpty: { url: empty.url, path: `/api/v2/jobs/${probeEmpty.id}`, connections: C },
+      submitEmpty: post(empty.url),
+      getQueuedDeep: { url: deep.url, path: `/api/v2/jobs/${probeId}`, connections: C },
+      submitDeep: post(deep.url),
+    };
+    const results = Object.fromEntries(ORDER.map((m) => [m, [] as LoadResult[]])) as Record<Measure, LoadResult[]>;
+    const measure = async (m: Measure, durationS: number): Promise<LoadResult> => {
+      const r = await load({ ...specs[m], durationS });
+      if (r.non2xx > 0 || r.errors > 0) ctx.warn(`http ${m}: ${r.non2xx} non-2xx answers and ${r.errors} errors in one run`);
+      return r;
+    };
+    // Keep the empty queue empty: cancel what the previous submit run queued (the probe stays, at 0).
+    const emptyTheQueue = async () => {
+      await empty.call({ op: "cancel-queued", keep: [probeEmpty.id] });
+      await sleep(100);
+    };
+
+    if (s.httpWarmupS > 0) {
+      ctx.log("http: warm-up");
+      for (const m of ORDER) await measure(m, s.httpWarmupS);
+    }
+    for (let round = 1; round <= s.httpRounds; round++) {
+      await emptyTheQueue();
+      for (const pair of PAIRS) {
+        for (const m of round % 2 === 1 ? pair : [pair[1], pair[0]]) results[m].push(await measure(m, s.httpDurationS));
+      }
+      const line = ORDER.map((m) => `${m}=${Math.round(results[m].at(-1)!.rate)}/s`).join(" ");
+      ctx.log(`http: round ${round}/${s.httpRounds}: ${line}`);
+    }
+    const deepFinal = await deep.counts();
+
+    // --- figures ----------------------------------------------------------------------------
+    const rate = (m: Measure) => results[m].map((r) => r.rate);
+    const lat = (m: Measure, k: "p50" | "p99") => results[m].map((r) => r[k]);
+    const bareRate = median(rate("bare"));
+    const figures: Figure[] = [
+      {
+        scenario: "GET /api/v2/jobs/{id}, finished job, 4 outputs",
+        metric: "requests/s",
+        value: median(rate("getFinished")),
+        unit: "req/s",
+        baseline: { name: "bare node:http, same bytes", value: bareRate, unit: "req/s" },
+        ratio: medianRatio(rate("getFinished"), rate("bare")),
+        target: { on: "ratio", op: ">=", bound: 0.6 },
+        rounds: rate("getFinished"),
+        note: `${sample.text.length}-byte answer, ${C} connections, ${s.httpDurationS} s per round`,
+      },
+      {
+        scenario: "POST /api/v2/jobs, 3-node graph, durable commit, Idempotency-Key",
+        metric: "jobs/s",
+        value: median(rate("submitEmpty")),
+        unit: "jobs/s",
+        baseline: { name: "bare node:http GET", value: bareRate, unit: "req/s" },
+        ratio: medianRatio(rate("submitEmpty"), rate("bare")),
+        target: { on: "ratio", op: ">=", bound: 0.3 },
+        rounds: rate("submitEmpty"),
+        note: `synchronous=FULL SQLite, ${C} connections`,
+      },
+      {
+        scenario: "POST /api/v2/jobs, 3-node graph, durable commit, Idempotency-Key",
+        metric: "latency p50",
+        value: median(lat("submitEmpty", "p50")),
+        unit: "ms",
+        baseline: { name: "bare GET p50", value: median(lat("bare", "p50")), unit: "ms" },
+        rounds: lat("submitEmpty", "p50"),
+        note: "autocannon latency, 1 ms resolution",
+      },
+      {
+        scenario: "POST /api/v2/jobs, 3-node graph, durable commit, Idempotency-Key",
+        metric: "latency p99",
+        value: median(lat("submitEmpty", "p99")),
+        unit: "ms",
+        baseline: { name: "bare GET p99", value: median(lat("bare", "p99")), unit: "ms" },
+        rounds: lat("submitEmpty", "p99"),
+      },
+      {
+        scenario: `Queue depth ${s.queueDepth.toLocaleString("en-US")}: GET of a queued job (queue_position ${probeIndex.toLocaleString("en-US")})`,
+        metric: "requests/s",
+        value: median(rate("getQueuedDeep")),
+        unit: "req/s",
+        baseline: { name: "same GET, empty queue", value: median(rate("getQueuedEmpty")), unit: "req/s" },
+        ratio: medianRatio(rate("getQueuedDeep"), rate("getQueuedEmpty")),
+        target: { on: "ratio", op: ">=", bound: 0.8 },
+        rounds: rate("getQueuedDeep"),
+      },
+      {
+        scenario: `Queue depth ${s.queueDepth.toLocaleString("en-US")}: submit`,
+        metric: "jobs/s",
+        value: median(rate("submitDeep")),
+        unit: "jobs/s",
+        baseline: { name: "submit, empty queue", value: median(rate("submitEmpty")), unit: "jobs/s" },
+        ratio: medianRatio(rate("submitDeep"), rate("submitEmpty")),
+        target: { on: "ratio", op: ">=", bound: 0.8 },
+        rounds: rate("submitDeep"),
+        note: `deep queue ended at ${deepFinal.queued.toLocaleString("en-US")} jobs`,
+      },
+    ];
+    return figures.map(judge);
+  } finally {
+    await Promise.all(children.map((c) => c.stop().catch(() => undefined)));
+  }
+}
