@@ -137,16 +137,20 @@ export function analyzeGraph(graph: unknown, registry: NodeRegistry): Analysis {
     for (const link of Object.values(prepared.links)) pending.push(link.from);
   }
 
-  for (const o of analysis.outputs) {
-    for (const id of ancestorsOf(o, analysis.nodes)) {
-      const list = analysis.dependents.get(id) ?? [];
-      list.push(o);
-      analysis.dependents.set(id, list);
-    }
-  }
-
   const cyclic = nodesOnCycles(analysis.nodes);
   for (const id of [...cyclic].sort(compareNodeIds)) issue(id, "", "cycle", comfyError.dependencyCycle());
+
+  // Only error reports read `dependents` (ComfyUI's dependent_outputs), and walking every
+  // output's ancestors is quadratic in deep graphs: skip it for a valid graph.
+  if (analysis.issues.length > 0) {
+    for (const o of analysis.outputs) {
+      for (const id of ancestorsOf(o, analysis.nodes)) {
+        const list = analysis.dependents.get(id) ?? [];
+        list.push(o);
+        analysis.dependents.set(id, list);
+      }
+    }
+  }
   if (cyclic.size === 0) analysis.order = executionOrder(analysis.outputs, analysis.nodes);
   return analysis;
 }

@@ -24,6 +24,9 @@ export class OutputNamer {
   }
 
   private async allocate(owner: string, folder: AssetFolder, name: string): Promise<string> {
+    // Previews get a random prefix per run from the engine: one probe, and no counter kept for
+    // a prefix that never comes back (the map would grow with every job).
+    if (folder === "temp" && !(await this.store.findAssetByName(owner, name, folder))) return name;
     const m = COUNTED.exec(name);
     const [prefix, ext] = m ? [m[1]!, m[3] ?? ""] : [name.replace(/(\.[^.]*)?$/, ""), /\.[^.]*$/.exec(name)?.[0] ?? ""];
     const key = `${owner}\u0000${folder}\u0000${prefix}\u0000${ext}`;
