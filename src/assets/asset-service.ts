@@ -194,7 +194,7 @@ export class AssetService {
   }
 
   private async sniff(key: string): Promise<string | null> {
-    const stream = await this.o.blobs.open(key, { start: 0, end: 15 });
+    const stream = await this.o.blobs.open(key, { start: 0, end: 63 });
     const chunks: Buffer[] = [];
     for await (const c of stream) chunks.push(c as Buffer);
     return sniffMediaType(Buffer.concat(chunks));

@@ -1,5 +1,6 @@
 // Media types of stored files, from the caller's word, the bytes, or the file name.
 import path from "node:path";
+import { sniff } from "../engine/media/sniff.ts";
 
 const BY_EXTENSION: Record<string, string> = {
   ".png": "image/png",
@@ -22,18 +23,9 @@ const BY_EXTENSION: Record<string, string> = {
   ".safetensors": "application/octet-stream",
 };
 
-/** Media type from magic numbers of the first bytes, or null. */
+/** Media type from the magic numbers of the first bytes (64 are enough), or null. */
 export function sniffMediaType(head: Uint8Array): string | null {
-  const b = Buffer.from(head.buffer, head.byteOffset, Math.min(head.byteLength, 16));
-  const ascii = (from: number, to: number) => b.subarray(from, to).toString("latin1");
-  if (b.length >= 8 && b.readUInt32BE(0) === 0x89504e47) return "image/png";
-  if (b.length >= 3 && b[0] === 0xff && b[1] === 0xd8 && b[2] === 0xff) return "image/jpeg";
-  if (b.length >= 12 && ascii(0, 4) === "RIFF" && ascii(8, 12) === "WEBP") return "image/webp";
-  if (b.length >= 12 && ascii(0, 4) === "RIFF" && ascii(8, 12) === "WAVE") return "audio/wav";
-  if (b.length >= 4 && ascii(0, 4) === "fLaC") return "audio/flac";
-  if (b.length >= 6 && (ascii(0, 6) === "GIF87a" || ascii(0, 6) === "GIF89a")) return "image/gif";
-  if (b.length >= 4 && b.readUInt32BE(0) === 0x1a45dfa3) return "video/webm";
-  return null;
+  return sniff(head)?.mediaType ?? null;
 }
 
 /** Media type from a file name's extension, or null. */

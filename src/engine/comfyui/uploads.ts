@@ -5,22 +5,9 @@ import { isAssetObject, parseAssetRef } from "../asset-refs.ts";
 import type { AssetResolver, UploadResolver } from "../engine.ts";
 import { EngineError } from "../errors.ts";
 import { isPlainObject } from "../graph.ts";
-import { sniff } from "../media/sniff.ts";
+import { extensionFor, sniff } from "../media/sniff.ts";
 import type { NodeRegistry } from "../nodes/registry.ts";
 import type { ComfyHttp } from "./http-api.ts";
-
-const EXTENSION: Record<string, string> = {
-  "image/png": "png",
-  "image/jpeg": "jpg",
-  "image/webp": "webp",
-  "image/gif": "gif",
-  "audio/flac": "flac",
-  "audio/wav": "wav",
-  "audio/ogg": "ogg",
-  "audio/mpeg": "mp3",
-  "video/webm": "webm",
-  "video/mp4": "mp4",
-};
 
 /** Uploaded names by blob, per instance; cleared when the instance restarts. */
 export class UploadCache {
@@ -30,7 +17,7 @@ export class UploadCache {
   nameFor(http: ComfyHttp, hash: string, bytes: Buffer, contentType: string, hintName: string): Promise<string> {
     const hex = hash.replace(/^blake3:/, "").replace(/[^0-9a-f]/gi, "").slice(0, 32) || "blob";
     const media = (sniff(bytes)?.mediaType ?? contentType).split(";")[0]!.trim();
-    const ext = EXTENSION[media] ?? /\.([A-Za-z0-9]{1,8})$/.exec(hintName)?.[1]?.toLowerCase() ?? "bin";
+    const ext = extensionFor(media) ?? /\.([A-Za-z0-9]{1,8})$/.exec(hintName)?.[1]?.toLowerCase() ?? "bin";
     // A name derived from the bytes: uploading it again (overwrite) is harmless.
     const filename = `flowgate-${hex}.${ext}`;
     const key = `${hex}.${ext}`;

@@ -7,6 +7,25 @@ export interface Sniffed {
   mediaType: string;
 }
 
+/** The usual file extension of each media type flowgate stores. */
+const EXTENSION_OF: Record<string, string> = {
+  "image/png": "png",
+  "image/jpeg": "jpg",
+  "image/webp": "webp",
+  "image/gif": "gif",
+  "audio/flac": "flac",
+  "audio/wav": "wav",
+  "audio/ogg": "ogg",
+  "audio/mpeg": "mp3",
+  "video/webm": "webm",
+  "video/mp4": "mp4",
+};
+
+/** The file extension for a media type (parameters ignored), or null when none is usual. */
+export function extensionFor(mediaType: string): string | null {
+  return EXTENSION_OF[mediaType.split(";")[0]!.trim().toLowerCase()] ?? null;
+}
+
 /** Identifies a file from its bytes; null when nothing matches. */
 export function sniff(bytes: Uint8Array): Sniffed | null {
   const b = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);

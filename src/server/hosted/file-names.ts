@@ -1,22 +1,13 @@
 // File names of the hosted interface: flat, content-addressed storage, and names that can
 // never leave the store (no separators, no `..`, nothing absolute).
+import { extensionFor } from "../../engine/media/sniff.ts";
 import { ServiceError } from "../../jobs/errors.ts";
-
-const EXTENSIONS: Record<string, string> = {
-  "image/png": "png",
-  "image/jpeg": "jpg",
-  "image/webp": "webp",
-  "image/gif": "gif",
-  "audio/flac": "flac",
-  "audio/wav": "wav",
-  "video/webm": "webm",
-};
 
 /** The stored name of uploaded bytes: the same bytes always get the same name. */
 export function contentName(blake3Hash: string, contentType: string, originalName: string | undefined): string {
   const hex = blake3Hash.replace(/^blake3:/, "");
   const fromName = /\.([A-Za-z0-9]{1,8})$/.exec(originalName ?? "")?.[1]?.toLowerCase();
-  const ext = EXTENSIONS[contentType.split(";")[0]!.trim()] ?? fromName ?? "bin";
+  const ext = extensionFor(contentType) ?? fromName ?? "bin";
   return `${hex.slice(0, 32)}.${ext}`;
 }
 
