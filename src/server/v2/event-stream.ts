@@ -9,6 +9,8 @@ import type { Runtime } from "../runtime.ts";
 import { jobView, outputView, type LinkContext } from "../views.ts";
 
 const PROGRESS_INTERVAL_MS = 250;
+/** Streams written per turn of the event loop during a fan-out. */
+const FANOUT_BATCH = 500;
 
 interface Stream {
   res: ServerResponse;
@@ -136,14 +138,21 @@ export class EventStreams {
     switch (e.type) {
       case "status": {
         const snapshot = await this.runtime.jobs.snapshot(e.job);
-        const payloads = new Map<string, string>();
+        // Encoded once per link context (not once per stream), and a terminal frame goes out
+        // with the end of the response in a single write.
+        const payloads = new Map<string, Buffer>();
         const terminal = isTerminalStatus(e.job.status);
+        let i = 0;
         for (const s of streams) {
           let p = payloads.get(s.linkKey);
-          if (p === undefined) payloads.set(s.linkKey, (p = frame("status", JSON.stringify(jobView(snapshot, s.links)))));
-          if (terminal) this.flushProgress(s);
-          s.res.write(p);
-          if (terminal) s.res.end();
+          if (p === undefined) payloads.set(s.linkKey, (p = Buffer.from(frame("status", JSON.stringify(jobView(snapshot, s.links))))));
+          if (s.res.writableEnded) continue;
+          if (terminal) {
+            this.flushProgress(s);
+            s.res.end(p);
+          } else s.res.write(p);
+          // Let the corked writes of the streams done so far reach their sockets before going on.
+          if (++i % FANOUT_BATCH === 0) await new Promise<void>((r) => setImmediate(r));
         }
         return;
       }
