@@ -1,48 +1,18 @@
 // The Prism mock (`npm run mock`) serves examples that the generated validators accept.
-import { spawn, type ChildProcess } from "node:child_process";
-import { createServer } from "node:net";
-import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ROOT } from "../../generators/spec-files.ts";
+import { startMock, type Mock } from "./mock-server.ts";
 import * as validators from "../../generated/validators.js";
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
 describe("npm run mock", () => {
-  let child: ChildProcess;
+  let mock: Mock;
   let base: string;
 
   beforeAll(async () => {
-    const port = await freePort();
-    base = `http://127.0.0.1:${port}`;
-    child = spawn(process.execPath, ["--import", "tsx", path.join(ROOT, "scripts", "mock.ts"), "--port", String(port)], {
-      cwd: ROOT,
-      stdio: "ignore",
-    });
-    const deadline = Date.now() + 60_000;
-    for (;;) {
-      try {
-        await fetch(`${base}/healthz`);
-        return;
-      } catch {
-        if (Date.now() > deadline) throw new Error("the mock did not start within 60 s");
-        await new Promise((r) => setTimeout(r, 250));
-      }
-    }
+    mock = await startMock();
+    base = mock.base;
   }, 90_000);
 
-  afterAll(() => {
-    child?.kill("SIGTERM");
-  });
+  afterAll(() => mock?.stop());
 
   it("POST /api/v2/jobs answers 201 with a valid job without logs", async () => {
     const res = await fetch(`${base}/api/v2/jobs`, {
