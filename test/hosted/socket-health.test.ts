@@ -11,18 +11,28 @@ import { engineAdapter } from "../../src/jobs/engine-adapter.ts";
 import { startServer, type RunningServer } from "../../src/server/start.ts";
 import { ComfyClient } from "./comfy-client.ts";
 import { until } from "./hosted-server.ts";
+import { PREVIEW_BACKLOG_BYTES } from "../../src/server/hosted/websocket.ts";
 
 let server: RunningServer;
-let dataDir: string;
+let slowServer: RunningServer;
+const dataDirs: string[] = [];
+
+/** A server whose sockets are pinged every `pingMs`. */
+async function serverWithPing(pingMs: number): Promise<RunningServer> {
+  const dataDir = await mkdtemp(path.join(tmpdir(), "flowgate-ws-"));
+  dataDirs.push(dataDir);
+  const config = { ...loadConfig(["--port", "0", "--data-dir", dataDir], {}), wsPingIntervalMs: pingMs };
+  return startServer(config, engineAdapter(new EmbeddedEngine()), { quiet: true });
+}
 
 beforeAll(async () => {
-  dataDir = await mkdtemp(path.join(tmpdir(), "flowgate-ws-"));
-  const config = { ...loadConfig(["--port", "0", "--data-dir", dataDir], {}), wsPingIntervalMs: 50 };
-  server = await startServer(config, engineAdapter(new EmbeddedEngine()), { quiet: true });
+  server = await serverWithPing(50);
+  // A stalled reader must live long enough to fall behind: no ping round during the test.
+  slowServer = await serverWithPing(600_000);
 });
 afterAll(async () => {
-  await server.close();
-  await rm(dataDir, { recursive: true, force: true });
+  await Promise.all([server.close(), slowServer.close()]);
+  await Promise.all(dataDirs.map((d) => rm(d, { recursive: true, force: true })));
 });
 
 /** Completes a WebSocket handshake on a raw socket that then never reads or answers a ping. */
@@ -58,4 +68,29 @@ describe("hosted socket health", () => {
     live.close();
     await until(async () => (sockets.size === 0 ? true : undefined));
   });
+});
+
+describe("a slow reader", () => {
+  it("WS-5 gets no more previews once it is behind, so its backlog stays bounded, while other sockets follow the run to its end", async () => {
+    const sockets = slowServer.app.hostedSockets!;
+    const live = new ComfyClient(slowServer.url);
+    await live.connect();
+    const stalled = await deadSocket(slowServer.url); // paused: reads nothing from here on
+    await until(async () => (sockets.size === 2 ? true : undefined));
+    // Many large previews: far more than the kernel's buffers and the preview backlog bound.
+    const prompt = { "1": { class_type: "FlowgateSampler", inputs: { seed: 3, steps: 3000, width: 768, height: 768 } }, "2": { class_type: "PreviewImage", inputs: { images: ["1", 0] } } };
+    let maxSeen = 0;
+    const watch = setInterval(() => (maxSeen = Math.max(maxSeen, sockets.maxBacklog)), 5);
+    const { prompt_id } = (await (await live.queuePrompt(prompt)).json()) as { prompt_id: string };
+    await live.waitForEnd(prompt_id, 120_000);
+    clearInterval(watch);
+    maxSeen = Math.max(maxSeen, sockets.maxBacklog);
+    const previewBytes = live.binary.reduce((n, b) => n + b.length, 0);
+    expect(previewBytes, `maxSeen ${maxSeen}`).toBeGreaterThan(PREVIEW_BACKLOG_BYTES * 2);
+    // Bounded: at most the preview bound plus one preview and the small JSON messages after it.
+    expect(maxSeen).toBeLessThan(PREVIEW_BACKLOG_BYTES + 1024 * 1024);
+    expect(maxSeen).toBeGreaterThan(0);
+    stalled.destroy();
+    live.close();
+  }, 180_000);
 });

@@ -12,7 +12,7 @@ import { previewImageFrame, previewWithMetadataFrame, textFrame } from "./binary
 import { exceptionType } from "./status-map.ts";
 
 /** Above this much unsent data a socket gets no previews. */
-const PREVIEW_BACKLOG_BYTES = 2 * 1024 * 1024;
+export const PREVIEW_BACKLOG_BYTES = 2 * 1024 * 1024;
 /** Above this much unsent data a socket is closed; the client reconnects and reads history. */
 const MAX_BACKLOG_BYTES = 32 * 1024 * 1024;
 
@@ -69,6 +69,13 @@ export class HostedSockets {
     let n = 0;
     for (const set of this.byOwner.values()) n += set.size;
     return n;
+  }
+
+  /** The largest amount of data queued for one socket, in bytes (metrics, tests). */
+  get maxBacklog(): number {
+    let max = 0;
+    for (const set of this.byOwner.values()) for (const c of set) max = Math.max(max, c.ws.bufferedAmount);
+    return max;
   }
 
   /** Closes every socket. */
