@@ -1,7 +1,7 @@
 // Shared fixtures of the comfyui backend tests: fast engine timings, a recorder of engine
 // callbacks, a flowgate child process serving ComfyUI's routes (the upstream), and a flowgate
 // in comfyui mode in this process (the front).
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -10,6 +10,7 @@ import { ComfyUIEngine, type ComfyUIEngineOptions } from "../../src/engine/comfy
 import type { EngineOutput, ExecuteOptions } from "../../src/engine/engine.ts";
 import { engineAdapter } from "../../src/jobs/engine-adapter.ts";
 import { startServer, type RunningServer } from "../../src/server/start.ts";
+import { spawnCli } from "../server/helpers.ts";
 
 export const ROOT = resolve(import.meta.dirname, "../..");
 
@@ -79,30 +80,11 @@ function upstreamEnv(): NodeJS.ProcessEnv {
 /** Starts an upstream on `port` (0 picks one) with a fresh data dir unless one is given. */
 export async function startUpstream(options: { port?: number; dataDir?: string; flags?: string[] } = {}): Promise<Upstream> {
   const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), "flowgate-upstream-")));
-  const child = spawn(process.execPath, [join(ROOT, "bin/flowgate.js"), "serve", "--port", String(options.port ?? 0), "--data-dir", dataDir, "--log-level", "error", ...(options.flags ?? [])], {
-    cwd: ROOT,
-    env: upstreamEnv(),
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let out = "";
-  child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
-  child.stderr!.on("data", (d: Buffer) => (out += d.toString()));
-  const exited = new Promise<void>((r) => child.once("exit", () => r()));
-  const url = await new Promise<string>((resolveUrl, reject) => {
-    const timer = setTimeout(() => reject(new Error(`upstream did not start:\n${out}`)), 30_000);
-    const check = () => {
-      const m = /listening on (http:\/\/\S+)/.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolveUrl(m[1]!);
-      }
-    };
-    child.stdout!.on("data", check);
-    void exited.then(() => {
-      clearTimeout(timer);
-      reject(new Error(`upstream exited early:\n${out}`));
-    });
-  });
+  const { child, url, output, exited } = await spawnCli(
+    ["--port", String(options.port ?? 0), "--data-dir", dataDir, "--log-level", "error", ...(options.flags ?? [])],
+    upstreamEnv(),
+    { replaceEnv: true },
+  );
   const kill = async () => {
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
     await exited;
@@ -112,7 +94,7 @@ export async function startUpstream(options: { port?: number; dataDir?: string; 
     url,
     port: Number(new URL(url).port),
     dataDir,
-    output: () => out,
+    output,
     kill,
     async stop() {
       await kill();
@@ -173,4 +155,4 @@ export function waitJob(base: string, id: string, done: (job: any) => boolean, w
   }, what, ms);
 }
 
-export const TERMINAL = ["succeeded", "failed", "canceled", "expired"];
+export { TERMINAL } from "../server/helpers.ts";

@@ -431,11 +431,14 @@ export interface CliServer {
   exited: Promise<number | string | null>;
 }
 
-/** Spawns `node bin/flowgate.js serve ...args` and waits for its "listening on" line. */
-export async function spawnCli(args: string[], env: Record<string, string> = {}): Promise<CliServer> {
+/**
+ * Spawns `node bin/flowgate.js serve ...args` and waits for its "listening on" line. `env` is
+ * added to this process's environment, or replaces it with `replaceEnv`.
+ */
+export async function spawnCli(args: string[], env: Record<string, string> | NodeJS.ProcessEnv = {}, options: { replaceEnv?: boolean } = {}): Promise<CliServer> {
   const child = spawn(process.execPath, [join(ROOT, "bin/flowgate.js"), "serve", ...args], {
     cwd: ROOT,
-    env: { ...process.env, ...env },
+    env: options.replaceEnv ? env : { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";
@@ -443,7 +446,7 @@ export async function spawnCli(args: string[], env: Record<string, string> = {})
   child.stderr!.on("data", (d: Buffer) => (out += d.toString()));
   const exited = new Promise<number | string | null>((r) => child.on("exit", (code, signal) => r(signal ?? code)));
   const url = await new Promise<string>((resolveUrl, reject) => {
-    const timer = setTimeout(() => reject(new Error(`flowgate serve did not start:\n${out}`)), 20_000);
+    const timer = setTimeout(() => reject(new Error(`flowgate serve did not start:\n${out}`)), 30_000);
     const check = () => {
       const m = /listening on (http:\/\/\S+)/.exec(out);
       if (m) {
