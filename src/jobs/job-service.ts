@@ -58,6 +58,8 @@ export interface JobSnapshot {
 /** Submit, read, list and cancel jobs. */
 export class JobService {
   private readonly o: JobServiceOptions;
+  /** Submissions between the queue-bound check and their enqueue (the store batches inserts). */
+  private inserting = 0;
 
   constructor(options: JobServiceOptions) {
     this.o = options;
@@ -65,25 +67,21 @@ export class JobService {
 
   /** Validates and durably records a job, then queues it. Returns it in `queued`. */
   async submit(caller: Caller, submission: Submission): Promise<JobSnapshot> {
-    const { workflow } = submission;
     await this.o.beforeSubmit?.(caller);
-    // A key already used is a reuse whatever else is wrong (the insert below still decides races).
-    const key = submission.idempotency_key;
-    if (key !== undefined && (await this.o.store.getIdempotencyClaim(caller.owner, key, this.o.now()))) throw keyReused();
-    if (this.o.engine.isUiFormat(workflow)) {
-      throw new ServiceError("workflow_format_ui", "This is a UI-format workflow; export it in the API format.");
-    }
-    // Asset references first: a malformed one is `missing_asset`, not a graph error.
-    await this.checkAssets(caller.owner, workflow);
-    const validation = await this.o.engine.validate(workflow);
-    if (!validation.ok) throw invalidWorkflow(validation);
-    const queued = this.o.dispatcher.queue.size;
-    if (queued >= this.o.queueLimit) {
-      const retryAfter = this.o.dispatcher.drain.retryAfterSeconds(queued - this.o.queueLimit + 1, this.o.now());
-      throw new ServiceError("queue_full", "The queue is full; retry later.", null, retryAfter);
+    const { workflow } = submission;
+    let validation: Extract<GraphValidation, { ok: true }>;
+    try {
+      validation = await this.admit(caller, workflow);
+    } catch (err) {
+      // A key already used is a reuse whatever else is wrong; only a refused submission pays
+      // for this read (the insert below decides every other case, races included).
+      const key = submission.idempotency_key;
+      if (key !== undefined && (await this.o.store.getIdempotencyClaim(caller.owner, key, this.o.now()))) throw keyReused();
+      throw err;
     }
     const now = this.o.now();
     let job: JobRecord;
+    this.inserting++;
     try {
       job = await this.o.store.createJob(
         {
@@ -100,10 +98,29 @@ export class JobService {
     } catch (err) {
       if (err instanceof IdempotencyKeyReused) throw keyReused();
       throw err;
+    } finally {
+      this.inserting--;
     }
     this.o.events.publish({ type: "status", job });
     this.o.dispatcher.enqueue(job, submission.extra_data);
     return { job, outputs: [], queue_position: this.o.dispatcher.queue.position(job.id), logs: null };
+  }
+
+  /** The checks before a job is recorded: its format, its asset references, the graph, the queue bound. */
+  private async admit(caller: Caller, workflow: Record<string, unknown>): Promise<Extract<GraphValidation, { ok: true }>> {
+    if (this.o.engine.isUiFormat(workflow)) {
+      throw new ServiceError("workflow_format_ui", "This is a UI-format workflow; export it in the API format.");
+    }
+    // Asset references first: a malformed one is `missing_asset`, not a graph error.
+    await this.checkAssets(caller.owner, workflow);
+    const validation = await this.o.engine.validate(workflow);
+    if (!validation.ok) throw invalidWorkflow(validation);
+    const queued = this.o.dispatcher.queue.size + this.inserting;
+    if (queued >= this.o.queueLimit) {
+      const retryAfter = this.o.dispatcher.drain.retryAfterSeconds(queued - this.o.queueLimit + 1, this.o.now());
+      throw new ServiceError("queue_full", "The queue is full; retry later.", null, retryAfter);
+    }
+    return validation;
   }
 
   /** The caller's job with its outputs so far (and its log when `withLogs`), or 404. */

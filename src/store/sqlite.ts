@@ -2,13 +2,22 @@
 // node:sqlite is synchronous, so each call runs to completion on one connection and calls of
 // one process never interleave; write transactions use BEGIN IMMEDIATE so that several
 // processes on the same file serialize on the write lock (waiting up to busy_timeout).
+//
+// Durability without an fsync per write on the event loop: SQLite runs with synchronous=NORMAL
+// (a commit is a write into the WAL file), and every write method resolves only after an fsync
+// of the WAL file that began after its commit. Those fsyncs run on libuv's thread pool and are
+// shared by every write committed meanwhile (group commit). Job inserts are batched too: the
+// submissions of one event-loop turn commit in one transaction. A write is visible to readers of
+// this process as soon as it commits, a moment before it is durable; nothing is acknowledged
+// before it is durable.
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
-import type { SQLInputValue, StatementSync } from "node:sqlite";
+import type { SQLInputValue, SQLOutputValue, StatementSync } from "node:sqlite";
 import { decodeCursor, encodeCursor } from "./cursor.ts";
 import { IdempotencyKeyReused, TerminalStatusError, UnknownJobError } from "./errors.ts";
 import { SQL, jobsInStatusSql, listJobsSql, transitionSql } from "./sqlite-queries.ts";
+import { FileSync } from "./file-sync.ts";
 import { jsonOrNull, toAsset, toClaim, toJob, toLogs } from "./sqlite-rows.ts";
 import { TERMINAL_TRIGGER_MESSAGE, migrate } from "./sqlite-schema.ts";
 import { IDEMPOTENCY_TTL_MS, JOB_STATUSES } from "./types.ts";
@@ -55,6 +64,15 @@ export const SQLITE_FILE_NAME = "flowgate.sqlite";
 type Params = Record<string, SQLInputValue>;
 type Statements = { [K in keyof typeof SQL]: StatementSync };
 
+/** A job insert waiting for the next batch. */
+interface PendingInsert {
+  params: Params;
+  owner: string;
+  idempotency: IdempotencyOptions | undefined;
+  resolve: (job: JobRecord) => void;
+  reject: (error: unknown) => void;
+}
+
 const MAX_PAGE = 1000;
 const MAX_QUEUE_READ = 100_000;
 const DEFAULT_PURGE_LIMIT = 500;
@@ -64,9 +82,13 @@ export class SqliteStore implements Store {
   readonly #db: DatabaseSync;
   readonly #sql: Statements;
   readonly #variants = new Map<string, StatementSync>();
+  /** fsyncs the WAL file for "full" durability; null for "normal" and in-memory databases. */
+  readonly #walSync: FileSync | null;
+  #pendingInserts: PendingInsert[] = [];
 
-  private constructor(db: DatabaseSync) {
+  private constructor(db: DatabaseSync, walSync: FileSync | null) {
     this.#db = db;
+    this.#walSync = walSync;
     this.#sql = Object.fromEntries(
       Object.entries(SQL).map(([name, text]) => [name, db.prepare(text)]),
     ) as Statements;
@@ -84,10 +106,13 @@ export class SqliteStore implements Store {
     });
     try {
       if (!inMemory) db.exec("PRAGMA journal_mode = WAL");
-      db.exec(`PRAGMA synchronous = ${options.synchronous === "normal" ? "NORMAL" : "FULL"}`);
+      // NORMAL in WAL mode: commits skip the fsync, checkpoints still sync; #walSync adds the rest.
+      db.exec("PRAGMA synchronous = NORMAL");
       db.exec("PRAGMA cache_size = -32000"); // 32 MB of page cache keeps hot indexes in memory
       migrate(db, (options.now ?? Date.now)());
-      return new SqliteStore(db);
+      // The WAL file exists from the first access in WAL mode (migrate read the schema version).
+      const walSync = inMemory || options.synchronous === "normal" ? null : await FileSync.open(`${db.location()}-wal`);
+      return new SqliteStore(db, walSync);
     } catch (error) {
       db.close();
       throw error;
@@ -106,19 +131,19 @@ export class SqliteStore implements Store {
       cost: job.cost ?? null,
       workflow: JSON.stringify(job.workflow),
     };
-    const idempotency = options.idempotency;
-    return this.#transaction(() => {
-      if (idempotency !== undefined) this.#claim(job.owner, idempotency, job.id);
-      return toJob(this.#sql.insertJob.get(params)!);
+    const inserted = new Promise<JobRecord>((resolve, reject) => {
+      const pending = { params, owner: job.owner, idempotency: options.idempotency, resolve, reject };
+      if (this.#pendingInserts.push(pending) === 1) setImmediate(() => this.#insertPending());
     });
+    return this.#durable(await inserted);
   }
 
   async claimIdempotencyKey(owner: string, key: string, now: number, ttlMs?: number): Promise<IdempotencyClaim> {
-    return this.#transaction(() => this.#claim(owner, ttlMs === undefined ? { key, now } : { key, now, ttlMs }, null));
+    return this.#durable(this.#transaction(() => this.#claim(owner, ttlMs === undefined ? { key, now } : { key, now, ttlMs }, null)));
   }
 
   async releaseIdempotencyKey(owner: string, key: string): Promise<boolean> {
-    return this.#sql.releaseKey.run({ owner, key }).changes > 0;
+    return this.#durable(this.#sql.releaseKey.run({ owner, key }).changes > 0);
   }
 
   async getIdempotencyClaim(owner: string, key: string, now: number): Promise<IdempotencyClaim | null> {
@@ -172,16 +197,17 @@ export class SqliteStore implements Store {
       ...bindPatchField("error", patch.error === undefined ? undefined : jsonOrNull(patch.error)),
       ...bindPatchField("cost", patch.cost),
     };
+    let row: Record<string, SQLOutputValue> | undefined;
     try {
-      const row = statement.get(params);
-      return row === undefined ? null : toJob(row);
+      row = statement.get(params);
     } catch (error) {
       throw mapTerminal(error, id);
     }
+    return row === undefined ? null : this.#durable(toJob(row));
   }
 
   async updateProgress(id: string, progress: JsonObject | null): Promise<boolean> {
-    return this.#sql.updateProgress.run({ id, progress: jsonOrNull(progress) }).changes > 0;
+    return this.#durable(this.#sql.updateProgress.run({ id, progress: jsonOrNull(progress) }).changes > 0);
   }
 
   async setLogs(id: string, logs: JobLogs | null): Promise<boolean> {
@@ -189,7 +215,7 @@ export class SqliteStore implements Store {
       logs === null
         ? { id, text: null, truncated: null, captured_at: null }
         : { id, text: logs.text, truncated: logs.truncated ? 1 : 0, captured_at: logs.captured_at };
-    return this.#sql.setLogs.run(params).changes > 0;
+    return this.#durable(this.#sql.setLogs.run(params).changes > 0);
   }
 
   async queuedJobs(limit = 1000, afterSeq = 0): Promise<JobRecord[]> {
@@ -229,7 +255,7 @@ export class SqliteStore implements Store {
         created_at: asset.created_at,
         expires_at: asset.expires_at ?? null,
       });
-      return toAsset(row!);
+      return this.#durable(toAsset(row!));
     } catch (error) {
       if (jobId !== null && sqliteErrcode(error) === SQLITE_CONSTRAINT_FOREIGNKEY) throw new UnknownJobError(jobId, { cause: error });
       throw error;
@@ -246,12 +272,14 @@ export class SqliteStore implements Store {
   }
 
   async deleteAsset(id: string): Promise<AssetDeletion | null> {
-    return this.#transaction(() => {
-      const row = this.#sql.deleteAsset.get({ id });
-      if (row === undefined) return null;
-      const blob_key = row.blob_key as string;
-      return { blob_key, blob_unreferenced: !this.#referenced(blob_key) };
-    });
+    return this.#durable(
+      this.#transaction(() => {
+        const row = this.#sql.deleteAsset.get({ id });
+        if (row === undefined) return null;
+        const blob_key = row.blob_key as string;
+        return { blob_key, blob_unreferenced: !this.#referenced(blob_key) };
+      }),
+    );
   }
 
   async findAssetByBlob(owner: string, blobKey: string): Promise<AssetRecord | null> {
@@ -269,7 +297,7 @@ export class SqliteStore implements Store {
   }
 
   async expireJobs(now: number): Promise<JobRecord[]> {
-    return this.#sql.expireJobs.all({ now }).map(toJob).sort((a, b) => a.seq - b.seq);
+    return this.#durable(this.#sql.expireJobs.all({ now }).map(toJob).sort((a, b) => a.seq - b.seq));
   }
 
   async purgeExpired(now: number, options: PurgeOptions = {}): Promise<PurgeResult> {
@@ -277,7 +305,7 @@ export class SqliteStore implements Store {
     if (!Number.isSafeInteger(graceMs) || graceMs < 0) throw new RangeError("graceMs must be a non-negative integer");
     const limit = checkCount(options.limit ?? DEFAULT_PURGE_LIMIT, MAX_QUEUE_READ, "limit");
     const cutoff = now - graceMs;
-    return this.#transaction(() => {
+    const result = this.#transaction(() => {
       const job_ids = this.#sql.purgeableJobs.all({ cutoff, limit }).map((row) => row.id as string);
       const asset_ids: string[] = [];
       const candidates = new Set<string>();
@@ -296,12 +324,63 @@ export class SqliteStore implements Store {
       const more = job_ids.length === limit || uploads.length === limit || claims === limit;
       return { job_ids, asset_ids, unreferenced_blob_keys, more };
     });
+    return this.#durable(result);
   }
 
   async close(): Promise<void> {
     if (!this.#db.isOpen) return;
+    this.#insertPending(); // a batch still waiting for its turn commits before the connection goes
+    await new Promise((resolve) => setImmediate(resolve)); // its callers ask for their fsync first
+    await this.#walSync?.close();
     this.#db.exec("PRAGMA optimize");
     this.#db.close();
+  }
+
+  /** Resolves with `value` once every write committed so far is on stable storage. */
+  async #durable<T>(value: T): Promise<T> {
+    await this.#walSync?.sync();
+    return value;
+  }
+
+  /**
+   * Inserts the waiting jobs in one transaction. A reused idempotency key writes nothing and
+   * fails only its own submission; any other failure rolls the batch back and inserts its jobs
+   * one transaction each, so that one bad job never fails the others.
+   */
+  #insertPending(): void {
+    const batch = this.#pendingInserts;
+    if (batch.length === 0) return;
+    this.#pendingInserts = [];
+    let outcomes: Array<PromiseSettledResult<JobRecord>>;
+    try {
+      outcomes = this.#transaction(() => batch.map((pending) => this.#insertOne(pending, true)));
+    } catch {
+      outcomes = batch.map((pending) => {
+        try {
+          return this.#transaction(() => this.#insertOne(pending, false));
+        } catch (reason) {
+          return { status: "rejected", reason };
+        }
+      });
+    }
+    batch.forEach((pending, i) => {
+      const outcome = outcomes[i]!;
+      if (outcome.status === "fulfilled") pending.resolve(outcome.value);
+      else pending.reject(outcome.reason);
+    });
+  }
+
+  /** Claims the key (a refused claim writes nothing) and inserts the job, inside the caller's transaction. */
+  #insertOne({ params, owner, idempotency }: PendingInsert, batched: boolean): PromiseSettledResult<JobRecord> {
+    if (idempotency !== undefined) {
+      try {
+        this.#claim(owner, idempotency, params.id as string);
+      } catch (reason) {
+        if (batched && reason instanceof IdempotencyKeyReused) return { status: "rejected", reason };
+        throw reason;
+      }
+    }
+    return { status: "fulfilled", value: toJob(this.#sql.insertJob.get(params)!) };
   }
 
   /** Takes or binds an idempotency claim inside the caller's transaction. */

@@ -130,3 +130,28 @@ describe("claim before an upstream call", () => {
     await expect(t.store.claimIdempotencyKey("alice", "k", T0, 0)).rejects.toThrow(RangeError);
   });
 });
+
+describe("batched inserts", () => {
+  it("fails only the submissions that reuse a key when one turn's submissions share a transaction", async () => {
+    const keys = ["a", "b", "a", "c", "b", "d"];
+    const results = await Promise.allSettled(keys.map((key) => t.store.createJob(newJob(), { idempotency: { key, now: T0 } })));
+    expect(results.map((r) => r.status)).toEqual(["fulfilled", "fulfilled", "rejected", "fulfilled", "rejected", "fulfilled"]);
+    const created = results.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
+    // Insert order is submission order, and every created job holds its key.
+    expect(created.map((j) => j.seq)).toEqual([...created.map((j) => j.seq)].sort((x, y) => x - y));
+    for (const [i, key] of ["a", "b", "c", "d"].entries()) {
+      expect(await t.store.getIdempotencyClaim("alice", key, T0)).toMatchObject({ job_id: created[i]!.id });
+    }
+    expect(await countJobs()).toBe(4);
+    // A second connection sees every acknowledged job: they were committed before the promises resolved.
+    expect(t.raw().prepare("SELECT count(*) AS n FROM jobs").get()).toEqual({ n: 4 });
+  });
+
+  it("commits a waiting batch when the store closes", async () => {
+    const pending = t.store.createJob(newJob());
+    await t.store.close();
+    const job = await pending;
+    const reopened = await t.reopen();
+    expect(await reopened.getJob(job.id)).toEqual(job);
+  });
+});

@@ -1,0 +1,59 @@
+// Group fsync: many writers share one fsync of a file, run on libuv's thread pool so the event
+// loop keeps serving requests while the disk flushes.
+import { open } from "node:fs/promises";
+
+/** What FileSync needs of an open file (a node:fs/promises FileHandle). */
+export interface SyncableFile {
+  sync(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Coalesces fsyncs of one file: each `sync()` resolves after an fsync that began after the call. */
+export class FileSync {
+  readonly #handle: SyncableFile;
+  /** The fsync under way, if any. */
+  #running: Promise<void> | null = null;
+  /** The fsync that starts when the running one ends; every caller arriving meanwhile shares it. */
+  #next: Promise<void> | null = null;
+
+  /** Wraps an open file; see `open` for a path. */
+  constructor(handle: SyncableFile) {
+    this.#handle = handle;
+  }
+
+  /** Opens `path` (which must exist) for syncing. */
+  static async open(path: string): Promise<FileSync> {
+    // Read-write: some platforms refuse fsync on a descriptor opened read-only.
+    return new FileSync(await open(path, "r+"));
+  }
+
+  /** Resolves once everything written to the file before this call is on stable storage. */
+  sync(): Promise<void> {
+    if (this.#next !== null) return this.#next;
+    if (this.#running === null) return this.#start();
+    // An fsync already under way may have begun before the caller's write: wait for a fresh one.
+    const next = this.#running.then(
+      () => undefined,
+      () => undefined,
+    ).then(() => {
+      this.#next = null;
+      return this.#start();
+    });
+    this.#next = next;
+    return next;
+  }
+
+  /** Waits for pending fsyncs, then closes the file. */
+  async close(): Promise<void> {
+    await Promise.allSettled([this.#running, this.#next]);
+    await this.#handle.close();
+  }
+
+  #start(): Promise<void> {
+    const running = this.#handle.sync().finally(() => {
+      if (this.#running === running) this.#running = null;
+    });
+    this.#running = running;
+    return running;
+  }
+}
