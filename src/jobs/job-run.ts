@@ -25,14 +25,15 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
   const base = { job_id: job.id, owner: job.owner };
   const tracker = new ProgressTracker();
   const log = new LogCapture(deps.logLimitBytes);
-  let progressWrite: Promise<unknown> = Promise.resolve();
+  const progressWrites = latestWins((progress: Progress) => store.updateProgress(job.id, progress as unknown as Record<string, unknown>));
   const commits = new Set<Promise<unknown>>();
   /** Engine file name -> the unique name it was committed under, by folder. */
   const renamed = new Map<string, string>();
 
   const report = (progress: Progress) => {
-    // Writes are chained so snapshots land in order; the event goes out at once.
-    progressWrite = progressWrite.then(() => store.updateProgress(job.id, progress as unknown as Record<string, unknown>)).catch(() => undefined);
+    // Snapshots land in order, and one arriving while a write is under way replaces any older
+    // one still waiting: the stored progress catches up at once. The event goes out at once.
+    progressWrites.write(progress);
     events.publish({ type: "progress", ...base, progress });
   };
 
@@ -81,7 +82,7 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
   }
   // A canceled run can end while an output is still being committed: it lands before the end state.
   await Promise.allSettled(commits);
-  await progressWrite;
+  await progressWrites.idle();
 
   if (deps.captureLogs) {
     const { text, truncated } = log.result();
@@ -141,4 +142,27 @@ function track(pending: Set<Promise<unknown>>, work: () => Promise<void>): Promi
   pending.add(p);
   void p.finally(() => pending.delete(p)).catch(() => undefined);
   return p;
+}
+
+/** Serializes writes of a value so that only the newest waiting value is written next. */
+function latestWins<T>(write: (value: T) => Promise<unknown>): { write(value: T): void; idle(): Promise<void> } {
+  let waiting: { value: T } | null = null;
+  let running: Promise<void> | null = null;
+  const drain = async () => {
+    while (waiting !== null) {
+      const { value } = waiting;
+      waiting = null;
+      await write(value).catch(() => undefined);
+    }
+    running = null;
+  };
+  return {
+    write(value) {
+      waiting = { value };
+      running ??= drain();
+    },
+    idle: async () => {
+      await running;
+    },
+  };
 }

@@ -40,6 +40,11 @@ export interface Caller {
   demo?: boolean;
 }
 
+/** Whether a job belongs to the caller (and to the deployment it calls through, if any). */
+export function ownsJob(caller: Caller, job: Pick<JobRecord, "owner" | "deployment_id">): boolean {
+  return job.owner === caller.owner && (!caller.deployment_id || job.deployment_id === caller.deployment_id);
+}
+
 /** A submission after the envelope was validated. */
 export interface Submission {
   workflow: Record<string, unknown>;
@@ -196,7 +201,7 @@ export class JobService {
   /** The caller's job record, or 404 `not_found` (another caller's job looks missing). */
   async owned(caller: Caller, id: string): Promise<JobRecord> {
     const job = await this.o.store.getJob(id);
-    if (!job || job.owner !== caller.owner || (caller.deployment_id && job.deployment_id !== caller.deployment_id)) throw notFound();
+    if (!job || !ownsJob(caller, job)) throw notFound();
     if (this.pastRetention(job)) throw notFound();
     return job;
   }

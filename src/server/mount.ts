@@ -14,7 +14,7 @@ import { toHostedError } from "./hosted/hosted-errors.ts";
 import type { HandlerContext, HandlerResult } from "./handler-context.ts";
 import { assertValid } from "./request-validation.ts";
 import type { Runtime } from "./runtime.ts";
-import type { LinkContext } from "./views.ts";
+import { linkExpiry, type LinkContext } from "./views.ts";
 
 type AnyHandler = (input: never, ctx: HandlerContext) => unknown;
 
@@ -119,10 +119,11 @@ function deploymentOf(request: FastifyRequest, runtime: Runtime): string | null 
 function validateInput(route: RouteSpec, request: FastifyRequest) {
   const params = { ...(request.params as Record<string, unknown>) };
   const query = { ...(request.query as Record<string, unknown>) };
-  const headers = Object.fromEntries(Object.entries(request.headers).map(([k, v]) => [k, Array.isArray(v) ? v[0] : v])) as Record<
-    string,
-    string | undefined
-  >;
+  // Node joins repeated headers into one string (set-cookie aside), so only a route that
+  // validates its headers needs its own copy.
+  const headers = (
+    route.validators.header ? Object.fromEntries(Object.entries(request.headers).map(([k, v]) => [k, Array.isArray(v) ? v[0] : v])) : request.headers
+  ) as Record<string, string | undefined>;
   if (route.validators.path) assertValid(coercing[route.validators.path]!, params);
   if (route.validators.query) assertValid(coercing[route.validators.query]!, query);
   if (route.validators.header) assertValid(coercing[route.validators.header]!, headers);
@@ -143,8 +144,7 @@ function linkContext(request: FastifyRequest, runtime: Runtime, mount: string): 
     mount,
     origin: runtime.config.publicUrl ?? requestOrigin(request),
     signer: runtime.signer,
-    urlTtlMs: runtime.config.urlTtlMs,
-    now: runtime.now(),
+    expiresAt: () => linkExpiry(runtime.now(), runtime.config.urlTtlMs),
   };
 }
 

@@ -11,6 +11,7 @@ import { OutputNamer } from "../jobs/output-names.ts";
 import { startReaper } from "../jobs/retention.ts";
 import { openDirectory, openStore, type Directory, type Store } from "../store/index.ts";
 import { SurfacePolicy } from "../surfaces/surface-policy.ts";
+import { FinishedJobViews } from "./v2/finished-job-views.ts";
 
 export interface Runtime {
   config: Config;
@@ -24,6 +25,8 @@ export interface Runtime {
   assets: AssetService;
   /** What differs between self-hosted, cloud and serverless. */
   surface: SurfacePolicy;
+  /** Rendered views of finished jobs, for repeated GETs. */
+  finishedViews: FinishedJobViews;
   /** Accounts, keys and deployments (cloud and serverless only). */
   directory: Directory | null;
   now: () => number;
@@ -82,6 +85,7 @@ export async function openRuntime(config: Config, options: RuntimeOptions): Prom
     jobs,
     assets,
     surface,
+    finishedViews: new FinishedJobViews(),
     directory,
     now,
     async close() {

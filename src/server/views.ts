@@ -11,8 +11,18 @@ export interface LinkContext {
   /** Absolute origin (and optional base path) for signed links, e.g. "http://127.0.0.1:8189". */
   origin: string;
   signer: UrlSigner;
-  urlTtlMs: number;
-  now: number;
+  /** When a link signed now expires (asked at signing time: an event stream lives for hours). */
+  expiresAt(): number;
+}
+
+/**
+ * When links signed at `now` expire: `now + ttlMs` rounded up to a step of a sixtieth of the TTL
+ * (1 s to 60 s). Links signed within one step are byte-identical, so clients and caches can
+ * keep them, and a rendered answer stays valid for the whole step.
+ */
+export function linkExpiry(now: number, ttlMs: number): number {
+  const step = Math.min(60_000, Math.max(1000, Math.floor(ttlMs / 60_000) * 1000));
+  return Math.ceil((now + ttlMs) / step) * step;
 }
 
 /** RFC 3339 in UTC with a `Z` suffix. */
@@ -26,7 +36,7 @@ export function iso(ms: number | null): string | null {
 export function signedContentUrl(assetId: string, ctx: LinkContext): { url: string; expires_at: number } {
   // Signed over the unprefixed path, so a link works through any mount of the same server.
   const path = `/api/v2/assets/${assetId}/content`;
-  const signed = ctx.signer.sign(path, ctx.now + ctx.urlTtlMs);
+  const signed = ctx.signer.sign(path, ctx.expiresAt());
   return { url: `${ctx.origin}${ctx.mount}${path}?${signed.query}`, expires_at: signed.expires_at };
 }
 

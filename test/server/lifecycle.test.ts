@@ -99,6 +99,25 @@ describe("queued -> running -> end, one at a time", () => {
   });
 });
 
+describe("repeated reads of a finished job", () => {
+  it("OUT-5 answer the same bytes within a link step, and fresh links once the step rolls over", async () => {
+    const job = await s.api.submit(imageGraph("cached"));
+    await s.api.waitTerminal(job.id);
+    const pair = async () => [await s.api.get(`/api/v2/jobs/${job.id}`), await s.api.get(`/api/v2/jobs/${job.id}`)] as const;
+    let [first, second] = await pair();
+    // Two reads straddle a step boundary once a minute at most: then take the next pair.
+    if (first.body.outputs[0].url_expires_at !== second.body.outputs[0].url_expires_at) [first, second] = await pair();
+    expect(second.text).toBe(first.text);
+    expect(second.headers.get("content-type")).toBe(first.headers.get("content-type"));
+    expectValid(v.response_getJob_200, second.body);
+    s.clock.advance(60_000);
+    const later = await s.api.get(`/api/v2/jobs/${job.id}`);
+    expect(later.body.outputs[0].url).not.toBe(first.body.outputs[0].url);
+    expect(Date.parse(later.body.outputs[0].url_expires_at)).toBe(Date.parse(first.body.outputs[0].url_expires_at) + 60_000);
+    expect((await fetch(later.body.outputs[0].url)).status).toBe(200);
+  });
+});
+
 describe("concurrency", () => {
   it("--concurrency 2 runs two jobs at once and queues the third", async () => {
     const c2 = await startTestServer({ flags: ["--concurrency", "2"] });

@@ -37,6 +37,21 @@ async function waitNoStreams(server: TestServer): Promise<void> {
 }
 
 describe("the stream", () => {
+  it("OUT-5 signs the links of a late event when it is sent, not when the stream opened", async () => {
+    const blocker = await s.api.submit(delayGraph(30));
+    await s.api.waitJob(blocker.id, (j) => j.status === "running", "blocker running");
+    const job = await s.api.submit(imageGraph("late-links"));
+    const stream = open(job.id);
+    await stream.waitUntil((c) => c.of("status").length >= 1, "snapshot");
+    s.clock.advance(2 * 3_600_000); // longer than a link lives
+    await s.api.post(`/api/v2/jobs/${blocker.id}/cancel`);
+    await stream.done;
+    const end = stream.of("status").at(-1)!.json;
+    expect(end.status).toBe("succeeded");
+    expect(Date.parse(end.outputs[0].url_expires_at)).toBeGreaterThan(s.clock.now() + 3_600_000 - 1000);
+    expect((await fetch(end.outputs[0].url)).status).toBe(200);
+  });
+
   it("SSE-1 SSE-2 SSE-3 PRG-4 sends the snapshot, every transition, progress, previews and outputs, then closes", async () => {
     const blocker = await s.api.submit(delayGraph(30));
     await s.api.waitJob(blocker.id, (j) => j.status === "running", "blocker running");

@@ -25,11 +25,26 @@ export async function listJobs(input: OperationInput<"listJobs">, ctx: HandlerCo
   return { status: 200, body: { jobs: page.jobs.map((s) => jobView(s, links)), next_cursor: page.next_cursor } };
 }
 
+const JSON_TYPE = { "content-type": "application/json; charset=utf-8" };
+
 /** GET /api/v2/jobs/{id}: the only view that carries `logs`. */
 export async function getJob(input: OperationInput<"getJob">, ctx: HandlerContext): Promise<HandlerResult> {
   const withLogs = ctx.runtime.surface.showsLogs(ctx.caller);
-  const snapshot = await ctx.runtime.jobs.get(ctx.caller, input.params.id, { withLogs });
-  return { status: 200, body: jobView(snapshot, ctx.links(), { withLogs }) };
+  const links = ctx.links();
+  if (withLogs) {
+    // Logs may still be written after the end: such views are never cached.
+    const snapshot = await ctx.runtime.jobs.get(ctx.caller, input.params.id, { withLogs });
+    return { status: 200, body: jobView(snapshot, links, { withLogs }) };
+  }
+  // Every link of one answer carries the same expiry, which keys the finished-job cache.
+  const expiresAt = links.expiresAt();
+  const fixed = { ...links, expiresAt: () => expiresAt };
+  const linkKey = `${links.mount}|${links.origin}`;
+  const views = ctx.runtime.finishedViews;
+  const cached = views.get(ctx.caller, input.params.id, linkKey, expiresAt, ctx.runtime.now());
+  if (cached) return { status: 200, body: cached, headers: JSON_TYPE };
+  const snapshot = await ctx.runtime.jobs.get(ctx.caller, input.params.id);
+  return { status: 200, body: views.render(snapshot.job, linkKey, expiresAt, jobView(snapshot, fixed)), headers: JSON_TYPE };
 }
 
 /** POST /api/v2/jobs/{id}/cancel */
