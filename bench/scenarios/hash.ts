@@ -1,8 +1,9 @@
-// blake3 (the project's hash-wasm helpers, as the blob store uses them) against Node's built-in
+// blake3 (the project's helpers, as the blob store uses them: the native binding where it loads,
+// else hash-wasm; the backend is named in each figure) against Node's built-in
 // sha256 over the same bytes, rounds alternating. Two paths: the whole buffer in one call, and
 // 64 KiB chunks (how uploads and file streams reach the blob store's hasher).
 import { createHash, randomFillSync } from "node:crypto";
-import { blake3Hex, createBlake3Hasher } from "../../src/blobs/blake3.ts";
+import { blake3Backend, blake3Hex, createBlake3Hasher } from "../../src/blobs/blake3.ts";
 import type { BenchContext } from "../lib/context.ts";
 import { judge, type Figure } from "../lib/report.ts";
 import { median, medianRatio, nowMs } from "../lib/stats.ts";
@@ -65,7 +66,7 @@ export async function hashScenarios(ctx: BenchContext): Promise<Figure[]> {
     ctx.log(`hash (${label}): blake3 ${median(sB3).toFixed(0)} MiB/s, sha256 ${median(sSha).toFixed(0)} MiB/s`);
     figures.push({
       scenario: `Hashing ${hashMiB} MiB, ${label}`,
-      metric: "blake3 speed",
+      metric: `blake3 speed (${blake3Backend})`,
       value: median(sB3),
       unit: "MiB/s",
       baseline: { name: "node:crypto sha256", value: median(sSha), unit: "MiB/s" },

@@ -1,5 +1,28 @@
-// blake3 helpers shared by the blob store, the server and the clients.
-import { blake3, createBLAKE3 } from "hash-wasm";
+// blake3 helpers shared by the blob store, the server and the clients. Hashing runs in the
+// native binding (@napi-rs/blake-hash: SIMD, 4x Node's sha256 on x86-64) where its prebuilt
+// binary exists for the platform, and in hash-wasm's portable WebAssembly everywhere else.
+import { createRequire } from "node:module";
+import { blake3 as wasmBlake3, createBLAKE3 } from "hash-wasm";
+
+interface NativeBlake3 {
+  blake3(input: Uint8Array | string): Buffer;
+  Blake3Hasher: new () => { update(input: Uint8Array): unknown; digest(format: "hex"): string };
+}
+
+/** The native binding, or null when no prebuilt binary loads here (FLOWGATE_BLAKE3=wasm forces null). */
+const native: NativeBlake3 | null = loadNative();
+
+function loadNative(): NativeBlake3 | null {
+  if (process.env.FLOWGATE_BLAKE3 === "wasm") return null;
+  try {
+    return createRequire(import.meta.url)("@napi-rs/blake-hash") as NativeBlake3;
+  } catch {
+    return null;
+  }
+}
+
+/** Which implementation hashes in this process: "native" or "wasm". */
+export const blake3Backend: "native" | "wasm" = native === null ? "wasm" : "native";
 
 /** The prefix of a content hash as it appears on the wire: `blake3:<hex>`. */
 export const BLAKE3_PREFIX = "blake3:";
@@ -24,8 +47,8 @@ export function parseBlake3Hash(hash: unknown): string | null {
 }
 
 /** blake3-256 of the given bytes (or UTF-8 text) as lowercase hex. */
-export function blake3Hex(data: Uint8Array | string): Promise<string> {
-  return blake3(data);
+export async function blake3Hex(data: Uint8Array | string): Promise<string> {
+  return native === null ? wasmBlake3(data) : native.blake3(data).toString("hex");
 }
 
 /** A streaming blake3-256 hasher: `update` chunks in order, then `digestHex` once. */
@@ -34,8 +57,19 @@ export interface Blake3Hasher {
   digestHex(): string;
 }
 
-/** Creates a streaming hasher (one wasm instance per hasher, so hashers never share state). */
+/** Creates a streaming hasher (one native or wasm instance per hasher, so hashers never share state). */
 export async function createBlake3Hasher(): Promise<Blake3Hasher> {
+  if (native !== null) {
+    const hasher = new native.Blake3Hasher();
+    return {
+      update(chunk) {
+        hasher.update(chunk);
+      },
+      digestHex() {
+        return hasher.digest("hex");
+      },
+    };
+  }
   const hasher = await createBLAKE3(256);
   hasher.init();
   return {

@@ -4,6 +4,7 @@ export type { BlobSource, BlobStat, BlobStoreOptions, ByteRange, PutOptions, Put
 export { assertBlobKey, blobPath } from "./blob-key.ts";
 export {
   BLAKE3_PREFIX,
+  blake3Backend,
   blake3Hex,
   blake3HexOfStream,
   createBlake3Hasher,

@@ -1,6 +1,8 @@
+import { execFileSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import { blake3 as referenceBlake3 } from "hash-wasm";
 import {
+  blake3Backend,
   blake3Hex,
   blake3HexOfStream,
   createBlake3Hasher,
@@ -43,6 +45,18 @@ describe("blake3 helpers", () => {
     b.update(patterned(20));
     expect(a.digestHex()).toBe(await referenceBlake3(patterned(10)));
     expect(b.digestHex()).toBe(await referenceBlake3(patterned(20)));
+  });
+
+  it("hash natively where the prebuilt binding exists, and the same in the wasm fallback", async () => {
+    if (process.platform === "linux" && process.arch === "x64") expect(blake3Backend).toBe("native");
+    const script = `import { blake3Backend, blake3Hex, createBlake3Hasher } from "./src/blobs/blake3.ts";
+      const h = await createBlake3Hasher(); h.update(new Uint8Array(1025).fill(7));
+      console.log(JSON.stringify([blake3Backend, await blake3Hex("abc"), h.digestHex()]));`;
+    const out = execFileSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
+      env: { ...process.env, FLOWGATE_BLAKE3: "wasm" },
+      encoding: "utf8",
+    });
+    expect(JSON.parse(out)).toEqual(["wasm", "6437b3ac38465133ffb63b75273a8db548c558465d79db03fd359c6cd5bd9d85", await referenceBlake3(new Uint8Array(1025).fill(7))]);
   });
 
   it("parse and format the wire form", () => {
