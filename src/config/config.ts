@@ -31,6 +31,8 @@ export interface Config {
   comfyuiUrls: string[];
   /** Vendor endpoint of the partner node (FlowgatePartnerCall); null disables it. */
   partnerUrl: string | null;
+  /** Memory for the embedded engine's cached node results, in bytes; 0 turns the cache off. */
+  cacheBytes: number;
   /** Largest JSON body, in bytes. */
   bodyLimit: number;
   /** Largest upload, in bytes. */
@@ -66,6 +68,7 @@ export const SERVE_FLAGS = {
   "credit-rate": { env: "FLOWGATE_CREDIT_RATE", help: "cloud/serverless: credits per second of execution (default 1)" },
   tiers: { env: "FLOWGATE_TIERS", help: "cloud: concurrent jobs per tier (default free=1,pro=3,team=10)" },
   "partner-url": { env: "FLOWGATE_PARTNER_URL", help: "vendor endpoint FlowgatePartnerCall posts to (default: none)" },
+  "cache-size": { env: "FLOWGATE_CACHE_SIZE", help: "memory for the embedded engine's cached node results, like 256MB or 2GB; 0 turns it off (default 256MB)" },
   engine: { env: "FLOWGATE_ENGINE", help: "embedded (default) or comfyui" },
   "comfyui-url": { env: "FLOWGATE_COMFYUI_URL", help: "a ComfyUI instance for --engine comfyui; repeat it (comma-separated in the env) for several" },
   "log-level": { env: "FLOWGATE_LOG_LEVEL", help: "fatal, error, warn, info (default), debug" },
@@ -79,6 +82,15 @@ export function parseDuration(text: string): number {
   const ms = Math.round(Number(m[1]) * unit);
   if (ms <= 0) throw new Error(`duration "${text}" must be positive`);
   return ms;
+}
+
+/** Parses a size like `256MB`, `2GB`, `512KiB` or a plain number of bytes (decimal and binary units both mean powers of 1024). */
+export function parseSize(text: string): number {
+  const m = /^(\d+(?:\.\d+)?)\s*(|b|kb|kib|k|mb|mib|m|gb|gib|g)$/i.exec(text.trim());
+  if (!m) throw new Error(`invalid size "${text}" (use a number of bytes or one with KB, MB or GB)`);
+  const unit = m[2]!.toLowerCase().charAt(0);
+  const scale = unit === "k" ? 1024 : unit === "m" ? 1024 ** 2 : unit === "g" ? 1024 ** 3 : 1;
+  return Math.floor(Number(m[1]) * scale);
 }
 
 function positiveInt(name: string, text: string): number {
@@ -140,6 +152,7 @@ export function loadConfig(argv: string[] = [], env: NodeJS.ProcessEnv = process
     engine,
     comfyuiUrls,
     partnerUrl: get("partner-url") || null,
+    cacheBytes: parseSize(get("cache-size") ?? "256MB"),
     bodyLimit: 10 * 1024 * 1024,
     maxUploadBytes: 512 * 1024 * 1024,
     urlTtlMs: 60 * 60 * 1000,
@@ -167,6 +180,7 @@ export function describeConfig(c: Config): Record<string, unknown> {
     retention: `${c.retentionMs / 3_600_000}h`,
     signingKey: c.signingKey ? "(set)" : "(per data dir)",
     partnerUrl: c.partnerUrl ?? "(none)",
+    ...(c.engine === "embedded" ? { cacheSize: `${Math.round(c.cacheBytes / 1024 / 1024)}MB` } : {}),
     ...(c.engine === "comfyui" ? { comfyuiUrls: c.comfyuiUrls.map(withoutCredentials).join(",") } : {}),
   };
 }

@@ -11,8 +11,10 @@ import { analyzeGraph, describeErrors, validationResult, type ValidationResult }
 
 /** Construction options of the embedded engine. */
 export interface EmbeddedEngineOptions {
-  /** Upper bound of the node result cache in bytes (default 512 MiB); least recently used goes first. */
+  /** Upper bound of the node result cache in bytes (default 256 MiB); least recently used goes first. */
   cacheBytes?: number;
+  /** Upper bound of the number of cached node results (default 10,000). */
+  cacheEntries?: number;
   /** The partner vendor endpoint FlowgatePartnerCall posts to; null disables partner nodes. */
   partnerUrl?: string | null;
   /** Default resolvers; the ones given to execute() take precedence (they are per caller). */
@@ -50,7 +52,7 @@ export class EmbeddedEngine implements Engine {
 
   constructor(private readonly options: EmbeddedEngineOptions = {}) {
     this.registry = createRegistry([...builtinNodes, ...(options.extraNodes ?? [])]);
-    this.cache = new ByteLruCache<CachedResult>(options.cacheBytes ?? 512 * 1024 * 1024);
+    this.cache = new ByteLruCache<CachedResult>(options.cacheBytes ?? 256 * 1024 * 1024, options.cacheEntries ?? 10_000);
     this.info = objectInfo(this.registry);
   }
 

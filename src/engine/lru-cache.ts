@@ -1,11 +1,17 @@
-// A least-recently-used map bounded by the total byte size of its entries.
+// A least-recently-used map bounded by the total byte size of its entries and by their count.
 
-/** LRU cache whose capacity is a number of bytes, each entry weighed when stored. */
+/** What an entry costs beyond its value: the map slot, the entry object and the key's header. */
+const ENTRY_OVERHEAD = 160;
+
+/** LRU cache whose capacity is a number of bytes (each entry weighed with its key) and of entries. */
 export class ByteLruCache<V> {
   private readonly entries = new Map<string, { value: V; bytes: number }>();
   private total = 0;
 
-  constructor(readonly maxBytes: number) {}
+  constructor(
+    readonly maxBytes: number,
+    readonly maxEntries: number = Number.POSITIVE_INFINITY,
+  ) {}
 
   /** Bytes held now. */
   get bytes(): number {
@@ -31,14 +37,15 @@ export class ByteLruCache<V> {
     return entry.value;
   }
 
-  /** Stores a value; evicts least recently used entries to fit. Returns false when it can never fit. */
-  set(key: string, value: V, bytes: number): boolean {
+  /** Stores a value of `valueBytes`; evicts least recently used entries to fit. Returns false when it can never fit. */
+  set(key: string, value: V, valueBytes: number): boolean {
     this.delete(key);
-    if (bytes > this.maxBytes) return false;
+    const bytes = valueBytes + key.length * 2 + ENTRY_OVERHEAD;
+    if (bytes > this.maxBytes || this.maxEntries < 1) return false;
     this.entries.set(key, { value, bytes });
     this.total += bytes;
     for (const [oldKey, entry] of this.entries) {
-      if (this.total <= this.maxBytes) break;
+      if (this.total <= this.maxBytes && this.entries.size <= this.maxEntries) break;
       this.entries.delete(oldKey);
       this.total -= entry.bytes;
     }

@@ -3,24 +3,34 @@ import { ByteLruCache } from "../../src/engine/lru-cache.ts";
 import { newEngine, node, recorder } from "./helpers.ts";
 
 describe("ByteLruCache", () => {
+  // Every entry also weighs its key (two bytes a character) and a fixed 160 bytes of bookkeeping.
+  const weight = (key: string, bytes: number) => bytes + key.length * 2 + 160;
+
   it("evicts least recently used entries until the bytes fit", () => {
-    const cache = new ByteLruCache<string>(100);
+    const cache = new ByteLruCache<string>(3 * weight("a", 40) - 1);
     cache.set("a", "A", 40);
     cache.set("b", "B", 40);
     expect(cache.get("a")).toBe("A"); // a is now the most recent
     cache.set("c", "C", 40);
     expect(cache.keys()).toEqual(["a", "c"]);
-    expect(cache.bytes).toBe(80);
+    expect(cache.bytes).toBe(2 * weight("a", 40));
     expect(cache.get("b")).toBeUndefined();
   });
 
   it("never stores an entry larger than the whole cache, and replaces keys in place", () => {
-    const cache = new ByteLruCache<string>(10);
-    expect(cache.set("big", "x", 11)).toBe(false);
+    const cache = new ByteLruCache<string>(weight("k", 10));
+    expect(cache.set("k", "x", 11)).toBe(false);
     expect(cache.size).toBe(0);
     cache.set("k", "v1", 5);
     cache.set("k", "v2", 7);
-    expect([cache.size, cache.bytes, cache.get("k")]).toEqual([1, 7, "v2"]);
+    expect([cache.size, cache.bytes, cache.get("k")]).toEqual([1, weight("k", 7), "v2"]);
+  });
+
+  it("holds at most its entry bound however small the entries", () => {
+    const cache = new ByteLruCache<number>(1e9, 3);
+    for (let i = 0; i < 10; i++) cache.set(`k${i}`, i, 1);
+    expect(cache.keys()).toEqual(["k7", "k8", "k9"]);
+    expect(new ByteLruCache<number>(1e9, 0).set("k", 1, 1)).toBe(false);
   });
 });
 

@@ -4,7 +4,7 @@
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { describeConfig, loadConfig, parseDuration } from "../../src/config/config.ts";
+import { describeConfig, loadConfig, parseDuration, parseSize } from "../../src/config/config.ts";
 import { settingsLine } from "../../src/server/start.ts";
 import { imageGraph, ROOT, startTestServer } from "./helpers.ts";
 
@@ -40,6 +40,19 @@ describe("configuration", () => {
     [["--no-such-flag", "1"]],
   ])("refuses %j", (argv) => {
     expect(() => loadConfig(argv, {})).toThrow();
+  });
+
+  it("parses sizes, and --cache-size sets the engine cache (256MB by default, 0 turns it off)", () => {
+    expect(parseSize("256MB")).toBe(256 * 1024 ** 2);
+    expect(parseSize("1.5 GiB")).toBe(1.5 * 1024 ** 3);
+    expect(parseSize("64k")).toBe(65_536);
+    expect(parseSize("1000")).toBe(1000);
+    expect(parseSize("0")).toBe(0);
+    for (const bad of ["", "-1MB", "12 parsecs", "MB"]) expect(() => parseSize(bad)).toThrow(/invalid size/);
+    expect(loadConfig([], {}).cacheBytes).toBe(256 * 1024 ** 2);
+    expect(loadConfig(["--cache-size", "0"], {}).cacheBytes).toBe(0);
+    expect(loadConfig([], { FLOWGATE_CACHE_SIZE: "1GB" }).cacheBytes).toBe(1024 ** 3);
+    expect(describeConfig(loadConfig(["--cache-size", "64MB"], {})).cacheSize).toBe("64MB");
   });
 
   it("parses durations", () => {
