@@ -30,6 +30,9 @@ process.on("exit", () => {
   for (const c of live) c.kill("SIGKILL");
 });
 
+/** The node flags `npm start` and bin/flowgate.js run the server with. */
+const SERVER_NODE_FLAGS = ["--max-semi-space-size=16"];
+
 /** Extra node flags for every child (e.g. --cpu-prof), set by the runner. */
 export const childNodeFlags: string[] = [];
 
@@ -38,7 +41,7 @@ export async function spawnServer(spec: ChildSpec, timeoutMs = 60_000): Promise<
   // The soft descriptor limit is raised to the hard one for 10,000 streams (no-op when equal).
   const child = spawn(
     "/bin/sh",
-    ["-c", 'ulimit -n "$(ulimit -Hn)" 2>/dev/null; exec "$@"', "sh", process.execPath, "--expose-gc", ...childNodeFlags, "--import", "tsx", CHILD, JSON.stringify(spec)],
+    ["-c", 'ulimit -n "$(ulimit -Hn)" 2>/dev/null; exec "$@"', "sh", process.execPath, "--expose-gc", ...SERVER_NODE_FLAGS, ...childNodeFlags, "--import", "tsx", CHILD, JSON.stringify(spec)],
     { cwd: ROOT, stdio: ["ignore", "inherit", "inherit", "ipc"], env: { ...process.env, NODE_ENV: "production" } },
   );
   live.add(child);

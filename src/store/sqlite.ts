@@ -108,7 +108,7 @@ export class SqliteStore implements Store {
       if (!inMemory) db.exec("PRAGMA journal_mode = WAL");
       // NORMAL in WAL mode: commits skip the fsync, checkpoints still sync; #walSync adds the rest.
       db.exec("PRAGMA synchronous = NORMAL");
-      db.exec("PRAGMA cache_size = -32000"); // 32 MB of page cache keeps hot indexes in memory
+      db.exec("PRAGMA cache_size = -8000"); // 8 MB of page cache keeps hot indexes in memory
       migrate(db, (options.now ?? Date.now)());
       // The WAL file exists from the first access in WAL mode (migrate read the schema version).
       const walSync = inMemory || options.synchronous === "normal" ? null : await FileSync.open(`${db.location()}-wal`);

@@ -84,19 +84,31 @@ export class EventStreams {
     this.perOwner.set(job.owner, (this.perOwner.get(job.owner) ?? 0) + 1);
     // Subscribe before reading the snapshot, so no transition falls between the two.
     const js = this.attach(job.id, stream);
-    res.on("close", () => this.detach(job.id, stream));
+    this.releaseOnClose(job.id, stream);
     // A client gone before this point already fired its `close`: release at once.
     if (res.destroyed || !res.socket || res.socket.destroyed) return this.detach(job.id, stream);
-    js.chain = js.chain.then(async () => {
-      const current = (await this.runtime.store.getJob(job.id)) ?? job;
-      const snapshot = await this.runtime.jobs.snapshot(current);
-      res.write(frame("status", JSON.stringify(jobView(snapshot, links))));
-      stream.ready = true;
-      if (isTerminalStatus(current.status)) return void res.end();
-      if (current.progress) res.write(frame("progress", JSON.stringify(current.progress)));
-      const preview = this.latestPreview.get(job.id);
-      if (preview) res.write(frame("preview", preview));
-    });
+    js.chain = js.chain.then(() => this.greet(job, stream));
+  }
+
+  /**
+   * Registers the release of a stream when its connection closes. Its own scope holds only the
+   * job id: a listener that lives as long as the stream must not keep the job record alive.
+   */
+  private releaseOnClose(jobId: string, stream: Stream): void {
+    stream.res.on("close", () => this.detach(jobId, stream));
+  }
+
+  /** Writes the connect-time snapshot (and the latest progress and preview) to a new stream. */
+  private async greet(job: JobRecord, stream: Stream): Promise<void> {
+    const { res, links } = stream;
+    const current = (await this.runtime.store.getJob(job.id)) ?? job;
+    const snapshot = await this.runtime.jobs.snapshot(current);
+    res.write(frame("status", JSON.stringify(jobView(snapshot, links))));
+    stream.ready = true;
+    if (isTerminalStatus(current.status)) return void res.end();
+    if (current.progress) res.write(frame("progress", JSON.stringify(current.progress)));
+    const preview = this.latestPreview.get(job.id);
+    if (preview) res.write(frame("preview", preview));
   }
 
   /** Stops the keep-alive and closes every stream (server shutdown). */
