@@ -38,13 +38,13 @@ export async function getJob(input: OperationInput<"getJob">, ctx: HandlerContex
   }
   // Every link of one answer carries the same expiry, which keys the finished-job cache.
   const expiresAt = links.expiresAt();
-  const fixed = { ...links, expiresAt: () => expiresAt };
   const linkKey = `${links.mount}|${links.origin}`;
   const views = ctx.runtime.finishedViews;
   const cached = views.get(ctx.caller, input.params.id, linkKey, expiresAt, ctx.runtime.now());
   if (cached) return { status: 200, body: cached, headers: JSON_TYPE };
   const snapshot = await ctx.runtime.jobs.get(ctx.caller, input.params.id);
-  return { status: 200, body: views.render(snapshot.job, linkKey, expiresAt, jobView(snapshot, fixed)), headers: JSON_TYPE };
+  const view = jobView(snapshot, { ...links, expiresAt: () => expiresAt });
+  return { status: 200, body: views.render(snapshot.job, linkKey, expiresAt, view), headers: JSON_TYPE };
 }
 
 /** POST /api/v2/jobs/{id}/cancel */
