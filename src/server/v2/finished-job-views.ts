@@ -13,9 +13,11 @@ interface Entry {
   /** The expiry of the links inside `body`. */
   links_expire_at: number;
   body: Buffer;
+  /** Read since it was (re)queued: spared once by eviction (second chance, cheaper than LRU moves). */
+  used: boolean;
 }
 
-/** A least-recently-used cache of finished jobs' rendered views, bounded in bytes. */
+/** A cache of finished jobs' rendered views, bounded in bytes, evicting the least recently used (second chance). */
 export class FinishedJobViews {
   readonly #entries = new Map<string, Entry>();
   #bytes = 0;
@@ -42,8 +44,7 @@ export class FinishedJobViews {
       return undefined;
     }
     if (!ownsJob(caller, entry)) return undefined;
-    this.#entries.delete(key); // most recently used goes last
-    this.#entries.set(key, entry);
+    entry.used = true;
     return entry.body;
   }
 
@@ -54,11 +55,16 @@ export class FinishedJobViews {
     const key = `${job.id}\n${linkKey}`;
     const old = this.#entries.get(key);
     if (old !== undefined) this.#delete(key, old);
-    this.#entries.set(key, { owner: job.owner, deployment_id: job.deployment_id, job_expires_at: job.expires_at, links_expire_at: linksExpireAt, body });
+    this.#entries.set(key, { owner: job.owner, deployment_id: job.deployment_id, job_expires_at: job.expires_at, links_expire_at: linksExpireAt, body, used: false });
     this.#bytes += body.length;
     for (const [oldest, entry] of this.#entries) {
       if (this.#bytes <= this.maxBytes) break;
-      this.#delete(oldest, entry);
+      this.#entries.delete(oldest);
+      if (entry.used) {
+        // Read since it was queued: requeue it once instead of evicting it.
+        entry.used = false;
+        this.#entries.set(oldest, entry);
+      } else this.#bytes -= entry.body.length;
     }
     return body;
   }
