@@ -17,6 +17,7 @@ import type { SQLInputValue, SQLOutputValue, StatementSync } from "node:sqlite";
 import { decodeCursor, encodeCursor } from "./cursor.ts";
 import { IdempotencyKeyReused, TerminalStatusError, UnknownJobError } from "./errors.ts";
 import { SQL, jobsInStatusSql, listJobsSql, transitionSql } from "./sqlite-queries.ts";
+import { Checkpointer } from "./checkpointer.ts";
 import { FileSync } from "./file-sync.ts";
 import { jsonOrNull, toAsset, toClaim, toJob, toLogs } from "./sqlite-rows.ts";
 import { TERMINAL_TRIGGER_MESSAGE, migrate } from "./sqlite-schema.ts";
@@ -74,6 +75,8 @@ interface PendingInsert {
 }
 
 const MAX_PAGE = 1000;
+/** WAL pages at which the event loop checkpoints by itself, should the checkpoint worker fall behind. */
+const BACKSTOP_CHECKPOINT_PAGES = 16_000;
 const MAX_QUEUE_READ = 100_000;
 const DEFAULT_PURGE_LIMIT = 500;
 
@@ -84,11 +87,14 @@ export class SqliteStore implements Store {
   readonly #variants = new Map<string, StatementSync>();
   /** fsyncs the WAL file for "full" durability; null for "normal" and in-memory databases. */
   readonly #walSync: FileSync | null;
+  /** Checkpoints the WAL off the event loop; null in memory. */
+  readonly #checkpointer: Checkpointer | null;
   #pendingInserts: PendingInsert[] = [];
 
-  private constructor(db: DatabaseSync, walSync: FileSync | null) {
+  private constructor(db: DatabaseSync, walSync: FileSync | null, checkpointer: Checkpointer | null) {
     this.#db = db;
     this.#walSync = walSync;
+    this.#checkpointer = checkpointer;
     this.#sql = Object.fromEntries(
       Object.entries(SQL).map(([name, text]) => [name, db.prepare(text)]),
     ) as Statements;
@@ -112,7 +118,19 @@ export class SqliteStore implements Store {
       migrate(db, (options.now ?? Date.now)());
       // The WAL file exists from the first access in WAL mode (migrate read the schema version).
       const walSync = inMemory || options.synchronous === "normal" ? null : await FileSync.open(`${db.location()}-wal`);
-      return new SqliteStore(db, walSync);
+      let checkpointer: Checkpointer | null = null;
+      if (!inMemory) {
+        // Automatic checkpoints stay on as a safety net, at a size the worker never lets the WAL reach.
+        db.exec(`PRAGMA wal_autocheckpoint = ${BACKSTOP_CHECKPOINT_PAGES}`);
+        checkpointer = Checkpointer.start({
+          path: db.location()!,
+          busyTimeoutMs: options.busyTimeoutMs ?? 5000,
+          onFailure: () => {
+            if (db.isOpen) db.exec("PRAGMA wal_autocheckpoint = 1000");
+          },
+        });
+      }
+      return new SqliteStore(db, walSync, checkpointer);
     } catch (error) {
       db.close();
       throw error;
@@ -332,6 +350,7 @@ export class SqliteStore implements Store {
     this.#insertPending(); // a batch still waiting for its turn commits before the connection goes
     await new Promise((resolve) => setImmediate(resolve)); // its callers ask for their fsync first
     await this.#walSync?.close();
+    await this.#checkpointer?.stop();
     this.#db.exec("PRAGMA optimize");
     this.#db.close();
   }
