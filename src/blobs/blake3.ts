@@ -1,6 +1,7 @@
 // blake3 helpers shared by the blob store, the server and the clients. Hashing runs in the
-// native binding (@napi-rs/blake-hash: SIMD, 4x Node's sha256 on x86-64) where its prebuilt
-// binary exists for the platform, and in hash-wasm's portable WebAssembly everywhere else.
+// native binding of @napi-rs/blake-hash (SIMD, about 4x Node's sha256 on x86-64) where its
+// prebuilt binary for the platform is installed (an optional dependency: x86-64 Linux, glibc or
+// musl), and in hash-wasm's portable WebAssembly everywhere else.
 import { createRequire } from "node:module";
 import { blake3 as wasmBlake3, createBLAKE3 } from "hash-wasm";
 
@@ -9,16 +10,25 @@ interface NativeBlake3 {
   Blake3Hasher: new () => { update(input: Uint8Array): unknown; digest(format: "hex"): string };
 }
 
-/** The native binding, or null when no prebuilt binary loads here (FLOWGATE_BLAKE3=wasm forces null). */
+/** Prebuilt bindings by platform and architecture, tried in order. */
+const NATIVE_PACKAGES: Record<string, string[]> = {
+  "linux-x64": ["@napi-rs/blake-hash-linux-x64-gnu", "@napi-rs/blake-hash-linux-x64-musl"],
+};
+
+/** The native binding, or null when none loads here (FLOWGATE_BLAKE3=wasm forces null). */
 const native: NativeBlake3 | null = loadNative();
 
 function loadNative(): NativeBlake3 | null {
   if (process.env.FLOWGATE_BLAKE3 === "wasm") return null;
-  try {
-    return createRequire(import.meta.url)("@napi-rs/blake-hash") as NativeBlake3;
-  } catch {
-    return null;
+  const require = createRequire(import.meta.url);
+  for (const name of NATIVE_PACKAGES[`${process.platform}-${process.arch}`] ?? []) {
+    try {
+      return require(name) as NativeBlake3;
+    } catch {
+      // Not installed for this platform, or built for another libc: try the next.
+    }
   }
+  return null;
 }
 
 /** Which implementation hashes in this process: "native" or "wasm". */
