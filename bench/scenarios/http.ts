@@ -158,7 +158,7 @@ export async function httpScenarios(ctx: BenchContext): Promise<Figure[]> {
         ratio: medianRatio(rate("submitEmpty"), rate("bare")),
         target: { on: "ratio", op: ">=", bound: 0.3 },
         rounds: rate("submitEmpty"),
-        note: `synchronous=FULL SQLite, ${C} connections`,
+        note: `every 201 after an fsync of the WAL holding the job (group commit), ${C} connections`,
       },
       {
         scenario: "POST /api/v2/jobs, 3-node graph, durable commit, Idempotency-Key",
