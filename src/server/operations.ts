@@ -7,7 +7,7 @@ export const operationsHandlers: OperationsHandlers<HandlerContext> = {
   getHealth: (): HandlerResult => ({ status: 200, body: { status: "ok" } }),
   async getReadiness(_input, ctx): Promise<HandlerResult> {
     const { runtime } = ctx;
-    const store = await runtime.store.countQueued().then(() => true, () => false);
+    const store = await runtime.store.check().then(() => true, () => false);
     const engine = await runtime.engine.ready().catch(() => false);
     const queue = runtime.dispatcher.queue.size < runtime.config.queueLimit;
     const ready = store && engine && queue;

@@ -15,6 +15,12 @@ export class FileSync {
   #running: Promise<void> | null = null;
   /** The fsync that starts when the running one ends; every caller arriving meanwhile shares it. */
   #next: Promise<void> | null = null;
+  /**
+   * Why an fsync failed, once one has. After a failed fsync the file's state on disk is unknown
+   * (the kernel may have dropped the dirty pages), and in a WAL a lost frame voids every later
+   * one: no later fsync can make a write durable, so every later sync fails too.
+   */
+  #failure: { error: unknown } | null = null;
 
   /** Wraps an open file; see `open` for a path. */
   constructor(handle: SyncableFile) {
@@ -27,8 +33,14 @@ export class FileSync {
     return new FileSync(await open(path, "r+"));
   }
 
+  /** The first failed fsync's error, or null while every fsync has succeeded. */
+  get failure(): { error: unknown } | null {
+    return this.#failure;
+  }
+
   /** Resolves once everything written to the file before this call is on stable storage. */
   sync(): Promise<void> {
+    if (this.#failure !== null) return Promise.reject(this.#failure.error);
     if (this.#next !== null) return this.#next;
     if (this.#running === null) return this.#start();
     // An fsync already under way may have begun before the caller's write: wait for a fresh one.
@@ -50,9 +62,16 @@ export class FileSync {
   }
 
   #start(): Promise<void> {
-    const running = this.#handle.sync().finally(() => {
-      if (this.#running === running) this.#running = null;
-    });
+    if (this.#failure !== null) return Promise.reject(this.#failure.error);
+    const running = this.#handle
+      .sync()
+      .catch((error: unknown) => {
+        this.#failure ??= { error };
+        throw error;
+      })
+      .finally(() => {
+        if (this.#running === running) this.#running = null;
+      });
     this.#running = running;
     return running;
   }

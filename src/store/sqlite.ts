@@ -345,6 +345,12 @@ export class SqliteStore implements Store {
     return this.#durable(result);
   }
 
+  async check(): Promise<void> {
+    const failure = this.#walSync?.failure;
+    if (failure) throw failure.error;
+    this.#sql.countQueued.get();
+  }
+
   async close(): Promise<void> {
     if (!this.#db.isOpen) return;
     this.#insertPending(); // a batch still waiting for its turn commits before the connection goes

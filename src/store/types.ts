@@ -258,6 +258,12 @@ export interface Store {
    */
   purgeExpired(now: number, options?: PurgeOptions): Promise<PurgeResult>;
 
+  /**
+   * Resolves when the store can read and durably write; rejects with the cause otherwise (for
+   * readiness probes). A store whose durable writes failed stays failed until it is reopened.
+   */
+  check(): Promise<void>;
+
   /** Closes the store; no call may follow. */
   close(): Promise<void>;
 }

@@ -226,6 +226,22 @@ describe("probes", () => {
     }
   });
 
+  it("/readyz is 503 not_ready while the store cannot write durably", async () => {
+    const store = s.runtime.store;
+    const check = store.check;
+    store.check = async () => {
+      throw new Error("EIO: fsync of the WAL failed");
+    };
+    try {
+      const r = await s.api.get("/readyz");
+      expect(r.status).toBe(503);
+      expect(r.body).toEqual({ status: "not_ready", checks: { store: false, engine: true, queue: true } });
+    } finally {
+      store.check = check;
+    }
+    expect((await s.api.get("/readyz")).status).toBe(200);
+  });
+
   it("unknown ids never reach the store as anything but a lookup", async () => {
     for (const id of ["../../etc/passwd", "%2e%2e%2f", "'; DROP TABLE jobs; --", randomUUID()]) {
       const res = await s.api.get(`/api/v2/jobs/${encodeURIComponent(id)}`);

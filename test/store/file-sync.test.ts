@@ -39,13 +39,23 @@ describe("FileSync", () => {
     expect(g.began).toHaveLength(2);
   });
 
-  it("starts at once when idle and rejects the callers of a failed fsync only", async () => {
-    let fail = true;
-    const file: SyncableFile = { sync: async () => { if (fail) throw new Error("EIO"); }, close: async () => undefined };
+  it("starts at once when idle, and after a failed fsync fails every later sync with that error", async () => {
+    let calls = 0;
+    const file: SyncableFile = {
+      sync: async () => {
+        calls++;
+        if (calls === 2) throw new Error("EIO");
+      },
+      close: async () => undefined,
+    };
     const sync = new FileSync(file);
-    await expect(sync.sync()).rejects.toThrow("EIO");
-    fail = false;
     await expect(sync.sync()).resolves.toBeUndefined();
+    expect(sync.failure).toBeNull();
+    await expect(sync.sync()).rejects.toThrow("EIO");
+    // A WAL frame that may be lost voids every later one: nothing can be made durable any more.
+    await expect(sync.sync()).rejects.toThrow("EIO");
+    expect(calls).toBe(2);
+    expect(sync.failure).toMatchObject({ error: expect.objectContaining({ message: "EIO" }) });
   });
 
   let dir: string;
