@@ -110,6 +110,7 @@ export class SqliteStore implements Store {
       enableForeignKeyConstraints: true,
       defensive: true,
     });
+    let walSync: FileSync | null = null;
     try {
       if (!inMemory) db.exec("PRAGMA journal_mode = WAL");
       // NORMAL in WAL mode: commits skip the fsync, checkpoints still sync; #walSync adds the rest.
@@ -117,7 +118,7 @@ export class SqliteStore implements Store {
       db.exec("PRAGMA cache_size = -8000"); // 8 MB of page cache keeps hot indexes in memory
       migrate(db, (options.now ?? Date.now)());
       // The WAL file exists from the first access in WAL mode (migrate read the schema version).
-      const walSync = inMemory || options.synchronous === "normal" ? null : await FileSync.open(`${db.location()}-wal`);
+      walSync = inMemory || options.synchronous === "normal" ? null : await FileSync.open(`${db.location()}-wal`);
       let checkpointer: Checkpointer | null = null;
       if (!inMemory) {
         // Automatic checkpoints stay on as a safety net, at a size the worker never lets the WAL reach.
@@ -132,6 +133,7 @@ export class SqliteStore implements Store {
       }
       return new SqliteStore(db, walSync, checkpointer);
     } catch (error) {
+      await walSync?.close().catch(() => undefined);
       db.close();
       throw error;
     }
