@@ -57,6 +57,8 @@ export interface SqliteStoreOptions {
   synchronous?: "full" | "normal";
   /** Clock for migration bookkeeping only (default Date.now). */
   now?: () => number;
+  /** How the WAL file is opened for fsyncs (default FileSync.open); tests hold fsyncs with it. */
+  openWalSync?: (walPath: string) => Promise<FileSync>;
 }
 
 /** Default database file name under the data dir. */
@@ -118,7 +120,7 @@ export class SqliteStore implements Store {
       db.exec("PRAGMA cache_size = -8000"); // 8 MB of page cache keeps hot indexes in memory
       migrate(db, (options.now ?? Date.now)());
       // The WAL file exists from the first access in WAL mode (migrate read the schema version).
-      walSync = inMemory || options.synchronous === "normal" ? null : await FileSync.open(`${db.location()}-wal`);
+      walSync = inMemory || options.synchronous === "normal" ? null : await (options.openWalSync ?? FileSync.open)(`${db.location()}-wal`);
       let checkpointer: Checkpointer | null = null;
       if (!inMemory) {
         // Automatic checkpoints stay on as a safety net, at a size the worker never lets the WAL reach.

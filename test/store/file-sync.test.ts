@@ -1,8 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { mkdtemp, readFile, rm, writeFile, appendFile } from "node:fs/promises";
+import { appendFile, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { FileSync, type SyncableFile } from "../../src/store/file-sync.ts";
+import { SqliteStore } from "../../src/store/sqlite.ts";
+import { newJob } from "./helpers.ts";
 
 /** A file whose fsyncs finish only when the test says so, counting how many began. */
 function gatedFile() {
@@ -72,5 +74,33 @@ describe("FileSync", () => {
     await sync.close();
     await pending;
     expect(await readFile(path, "utf8")).toBe("ab");
+  });
+});
+
+describe("the store's writes wait for the WAL fsync", () => {
+  let storeDir: string;
+  beforeEach(async () => void (storeDir = await mkdtemp(join(tmpdir(), "flowgate-durable-"))));
+  afterEach(async () => rm(storeDir, { recursive: true, force: true }));
+
+  it("resolves a write only after an fsync that began after its commit", async () => {
+    const gate = gatedFile();
+    const store = await SqliteStore.open({ dataDir: storeDir, openWalSync: async () => new FileSync(gate.file) });
+    try {
+      const created = store.createJob(newJob());
+      // Committed (a second connection would see it) but not yet acknowledged.
+      for (let i = 0; i < 20 && gate.began.length === 0; i++) await new Promise((r) => setImmediate(r));
+      expect(gate.began).toHaveLength(1);
+      expect(await settled(created)).toBe(false);
+      gate.finish(0);
+      const job = await created;
+      const moved = store.transitionJob(job.id, ["queued"], "canceled", { completed_at: job.created_at });
+      expect(await settled(moved)).toBe(false);
+      expect(gate.began).toHaveLength(2);
+      gate.finish(1);
+      expect((await moved)?.status).toBe("canceled");
+    } finally {
+      for (let i = 0; i < gate.began.length; i++) gate.finish(i);
+      await store.close();
+    }
   });
 });
