@@ -1,6 +1,5 @@
 // Shared fixtures of the client and CLI tests: a real server, graphs, polling with a deadline,
 // a fetch that records and injects faults, and a sleep that records what it was asked to wait.
-import { randomUUID } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -8,6 +7,7 @@ import { loadConfig } from "../../src/config/config.ts";
 import { EmbeddedEngine } from "../../src/engine/embedded-engine.ts";
 import { engineAdapter } from "../../src/jobs/engine-adapter.ts";
 import { startServer } from "../../src/server/start.ts";
+import { imageGraph as serverImageGraph, unique } from "../server/helpers.ts";
 
 /** A real flowgate server on a free port with a fresh data dir. */
 export interface TestServer {
@@ -42,26 +42,11 @@ export async function waitFor<T>(read: () => Promise<T> | T, until: (value: T) =
   }
 }
 
-/** A string no earlier run used, so the engine's cache never answers for another test. */
-export function unique(prefix = "t"): string {
-  return `${prefix}-${randomUUID()}`;
-}
+export { delayGraph, unique } from "../server/helpers.ts";
 
 /** EmptyImage -> SaveImage: one PNG, quick. */
 export function imageGraph(prefix = "client"): Record<string, unknown> {
-  return {
-    "1": { class_type: "EmptyImage", inputs: { width: 8, height: 8, batch_size: 1, color: Math.floor(Math.random() * 0xffffff) } },
-    "2": { class_type: "SaveImage", inputs: { images: ["1", 0], filename_prefix: prefix } },
-  };
-}
-
-/** A string delayed by `seconds`, then previewed: runs long enough to cancel. */
-export function delayGraph(seconds: number): Record<string, unknown> {
-  return {
-    "1": { class_type: "PrimitiveString", inputs: { value: unique("delay") } },
-    "2": { class_type: "FlowgateDelay", inputs: { value: ["1", 0], seconds } },
-    "3": { class_type: "PreviewAny", inputs: { source: ["2", 0] } },
-  };
+  return serverImageGraph(prefix);
 }
 
 /** FlowgateSampler (steps, JPEG previews) -> SaveImage. */

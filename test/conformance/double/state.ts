@@ -1,5 +1,6 @@
 // The double's state: options and breakages, accounts, jobs with their queue and dispatcher,
 // assets over blobs, idempotency keys, and per-job event fan-out.
+import type { Progress } from "../../../src/jobs/progress.ts";
 import { createHmac, randomUUID } from "node:crypto";
 import { EventEmitter } from "node:events";
 import { blake3 } from "hash-wasm";
@@ -70,16 +71,7 @@ export interface Asset {
   folder: "output" | "temp" | "input";
 }
 
-export interface Progress {
-  value: number;
-  nodes_done: number;
-  nodes_total: number;
-  current_node: string | null;
-  current_node_class: string | null;
-  step: number | null;
-  steps: number | null;
-  message: string | null;
-}
+export type { Progress };
 
 export interface JobRec {
   id: string;
