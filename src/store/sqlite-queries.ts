@@ -17,16 +17,17 @@ export function inList(prefix: string, count: number): string {
 
 /** Fixed statements, prepared once per connection. */
 export const SQL = {
+  // The two statements of every submission bind by position and return nothing: the store
+  // knows every value it wrote, and RETURNING plus named binding cost a third of their time.
   insertJob: `INSERT INTO jobs (id, owner, deployment_id, status, created_at, expires_at, output_node_ids, cost, workflow)
-    VALUES (:id, :owner, :deployment_id, 'queued', :created_at, :expires_at, :output_node_ids, :cost, :workflow)
-    RETURNING ${JOB_COLUMNS}`,
-  // One statement takes a free key or replaces a dead claim, atomically; no row back = live claim.
+    VALUES (?, ?, ?, 'queued', ?, ?, ?, ?, ?)`,
+  // One statement takes a free key or replaces a dead claim, atomically; no change = live claim.
+  // Binds owner, key, job_id, now, expires_at.
   claimKey: `INSERT INTO idempotency_keys (owner, key, job_id, claimed_at, expires_at)
-    VALUES (:owner, :key, :job_id, :now, :expires_at)
+    VALUES (?1, ?2, ?3, ?4, ?5)
     ON CONFLICT (owner, key) DO UPDATE
       SET job_id = excluded.job_id, claimed_at = excluded.claimed_at, expires_at = excluded.expires_at
-      WHERE idempotency_keys.expires_at <= :now
-    RETURNING ${CLAIM_COLUMNS}`,
+      WHERE idempotency_keys.expires_at <= ?4`,
   bindHeldKey: `UPDATE idempotency_keys SET job_id = :job_id
     WHERE owner = :owner AND key = :key AND job_id IS NULL AND expires_at > :now
     RETURNING ${CLAIM_COLUMNS}`,

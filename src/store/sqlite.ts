@@ -69,7 +69,9 @@ type Statements = { [K in keyof typeof SQL]: StatementSync };
 
 /** A job insert waiting for the next batch. */
 interface PendingInsert {
-  params: Params;
+  job: NewJob;
+  /** insertJob's values, in its order. */
+  values: SQLInputValue[];
   owner: string;
   idempotency: IdempotencyOptions | undefined;
   resolve: (job: JobRecord) => void;
@@ -143,18 +145,18 @@ export class SqliteStore implements Store {
 
   async createJob(job: NewJob, options: { idempotency?: IdempotencyOptions } = {}): Promise<JobRecord> {
     checkNewJob(job);
-    const params: Params = {
-      id: job.id,
-      owner: job.owner,
-      deployment_id: job.deployment_id ?? null,
-      created_at: job.created_at,
-      expires_at: job.expires_at,
-      output_node_ids: JSON.stringify(job.output_node_ids),
-      cost: job.cost ?? null,
-      workflow: JSON.stringify(job.workflow),
-    };
+    const values: SQLInputValue[] = [
+      job.id,
+      job.owner,
+      job.deployment_id ?? null,
+      job.created_at,
+      job.expires_at,
+      JSON.stringify(job.output_node_ids),
+      job.cost ?? null,
+      JSON.stringify(job.workflow),
+    ];
     const inserted = new Promise<JobRecord>((resolve, reject) => {
-      const pending = { params, owner: job.owner, idempotency: options.idempotency, resolve, reject };
+      const pending = { job, values, owner: job.owner, idempotency: options.idempotency, resolve, reject };
       if (this.#pendingInserts.push(pending) === 1) setImmediate(() => this.#insertPending());
     });
     return this.#durable(await inserted);
@@ -400,16 +402,17 @@ export class SqliteStore implements Store {
   }
 
   /** Claims the key (a refused claim writes nothing) and inserts the job, inside the caller's transaction. */
-  #insertOne({ params, owner, idempotency }: PendingInsert, batched: boolean): PromiseSettledResult<JobRecord> {
+  #insertOne({ job, values, owner, idempotency }: PendingInsert, batched: boolean): PromiseSettledResult<JobRecord> {
     if (idempotency !== undefined) {
       try {
-        this.#claim(owner, idempotency, params.id as string);
+        this.#claim(owner, idempotency, job.id);
       } catch (reason) {
         if (batched && reason instanceof IdempotencyKeyReused) return { status: "rejected", reason };
         throw reason;
       }
     }
-    return { status: "fulfilled", value: toJob(this.#sql.insertJob.get(params)!) };
+    const { lastInsertRowid } = this.#sql.insertJob.run(...values);
+    return { status: "fulfilled", value: insertedJob(job, Number(lastInsertRowid)) };
   }
 
   /** Takes or binds an idempotency claim inside the caller's transaction. */
@@ -423,8 +426,8 @@ export class SqliteStore implements Store {
       if (bound !== undefined) return toClaim(bound);
       // Not held any more (it expired): fall through and claim afresh, refusing a live foreign claim.
     }
-    const row = this.#sql.claimKey.get({ owner, key, job_id: jobId, now, expires_at: now + ttlMs });
-    if (row !== undefined) return toClaim(row);
+    const expires_at = now + ttlMs;
+    if (this.#sql.claimKey.run(owner, key, jobId, now, expires_at).changes > 0) return { owner, key, job_id: jobId, claimed_at: now, expires_at };
     const existing = this.#sql.getClaim.get({ owner, key, now });
     throw new IdempotencyKeyReused(owner, key, (existing?.job_id as string | null | undefined) ?? null);
   }
@@ -465,6 +468,25 @@ function mapTerminal(error: unknown, jobId: string): unknown {
   return error instanceof Error && error.message.includes(TERMINAL_TRIGGER_MESSAGE)
     ? new TerminalStatusError(jobId, { cause: error })
     : error;
+}
+
+/** The record of a job just inserted as `seq`: what the row holds, without reading it back. */
+function insertedJob(job: NewJob, seq: number): JobRecord {
+  return {
+    id: job.id,
+    owner: job.owner,
+    deployment_id: job.deployment_id ?? null,
+    status: "queued",
+    seq,
+    created_at: job.created_at,
+    started_at: null,
+    completed_at: null,
+    expires_at: job.expires_at,
+    progress: null,
+    error: null,
+    output_node_ids: [...job.output_node_ids],
+    cost: job.cost ?? null,
+  };
 }
 
 /** `{set_<name>: 0|1, <name>: value}`: a CASE in the UPDATE keeps the column when the flag is 0. */
