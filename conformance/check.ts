@@ -83,10 +83,12 @@ export class T {
   /** Last status seen per job id by this check's sequential reads (ST-3/ST-4). */
   readonly lastStatus = new Map<string, string>();
 
-  constructor(
-    readonly run: RunContext,
-    readonly check: Check,
-  ) {
+  readonly run: RunContext;
+  readonly check: Check;
+
+  constructor(run: RunContext, check: Check) {
+    this.run = run;
+    this.check = check;
     this.api = this.client("auto");
   }
 

@@ -51,8 +51,14 @@ export interface Seen {
 
 /** The server did not answer in time: the hang the contract never allows. */
 export class RequestTimeout extends Error {
-  constructor(readonly method: string, readonly url: string, readonly ms: number) {
+  readonly method: string;
+  readonly url: string;
+  readonly ms: number;
+  constructor(method: string, url: string, ms: number) {
     super(`no answer to ${method} ${url} within ${ms} ms`);
+    this.method = method;
+    this.url = url;
+    this.ms = ms;
   }
 }
 
@@ -110,7 +116,10 @@ export class Http {
   readonly seen: Seen[] = [];
   private readonly exchanges = new WeakMap<Response, Exchange>();
 
-  constructor(readonly options: HttpOptions) {
+  readonly options: HttpOptions;
+
+  constructor(options: HttpOptions) {
+    this.options = options;
     this.base = new URL(options.baseUrl);
     this.basePath = this.base.pathname.replace(/\/+$/, "");
   }

@@ -87,11 +87,14 @@ export class HostedSocket {
   closed = false;
   private waiters: Waiter[] = [];
 
-  private constructor(
-    readonly http: Http,
-    readonly url: string,
-    private readonly ws: WebSocket,
-  ) {
+  readonly http: Http;
+  readonly url: string;
+  private readonly ws: WebSocket;
+
+  private constructor(http: Http, url: string, ws: WebSocket) {
+    this.http = http;
+    this.url = url;
+    this.ws = ws;
     ws.on("message", (data: Buffer, isBinary: boolean) => this.onMessage(data, isBinary));
     ws.on("close", () => {
       this.closed = true;

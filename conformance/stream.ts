@@ -29,12 +29,17 @@ export class EventStream {
   private waiters: Waiter[] = [];
   private endWaiters: Array<() => void> = [];
 
-  private constructor(
-    readonly http: Http,
-    readonly url: string,
-    readonly headers: Headers,
-    private readonly ctrl: AbortController,
-  ) {}
+  readonly http: Http;
+  readonly url: string;
+  readonly headers: Headers;
+  private readonly ctrl: AbortController;
+
+  private constructor(http: Http, url: string, headers: Headers, ctrl: AbortController) {
+    this.http = http;
+    this.url = url;
+    this.headers = headers;
+    this.ctrl = ctrl;
+  }
 
   /** Opens a stream; an answer other than 200 comes back as a checked exchange instead. */
   static async open(http: Http, url: string, opts: OpenOptions = {}): Promise<{ stream?: EventStream; ex?: Exchange }> {

@@ -24,10 +24,13 @@ export class SsePool {
   private endedCount = 0;
   private failure: Error | null = null;
 
-  constructor(
-    private readonly host: string,
-    private readonly port: number,
-  ) {}
+  private readonly host: string;
+  private readonly port: number;
+
+  constructor(host: string, port: number) {
+    this.host = host;
+    this.port = port;
+  }
 
   get size(): number {
     return this.conns.length;

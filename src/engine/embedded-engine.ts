@@ -50,7 +50,10 @@ export class EmbeddedEngine implements Engine {
   private readonly cache: ByteLruCache<CachedResult>;
   private readonly info: ObjectInfo;
 
-  constructor(private readonly options: EmbeddedEngineOptions = {}) {
+  private readonly options: EmbeddedEngineOptions;
+
+  constructor(options: EmbeddedEngineOptions = {}) {
+    this.options = options;
     this.registry = createRegistry([...builtinNodes, ...(options.extraNodes ?? [])]);
     this.cache = new ByteLruCache<CachedResult>(options.cacheBytes ?? 256 * 1024 * 1024, options.cacheEntries ?? 10_000);
     this.info = objectInfo(this.registry);

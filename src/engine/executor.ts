@@ -39,7 +39,10 @@ export interface RunConfig {
 
 /** A callback's own error, passed through execute() unchanged. */
 class CallbackFailure {
-  constructor(readonly error: unknown) {}
+  readonly error: unknown;
+  constructor(error: unknown) {
+    this.error = error;
+  }
 }
 
 /** Marks work abandoned because the run already ended (cancel, timeout, another failure). */
@@ -64,11 +67,14 @@ class Run {
   private readonly volatile = new Set<string>();
   private reject: (err: unknown) => void = () => {};
 
-  constructor(
-    private readonly analysis: Analysis,
-    private readonly options: ExecuteOptions,
-    private readonly config: RunConfig,
-  ) {
+  private readonly analysis: Analysis;
+  private readonly options: ExecuteOptions;
+  private readonly config: RunConfig;
+
+  constructor(analysis: Analysis, options: ExecuteOptions, config: RunConfig) {
+    this.analysis = analysis;
+    this.options = options;
+    this.config = config;
     this.namer = new FileNamer(config.now);
     const key = options.extra?.api_key_vendor_org;
     this.secrets = typeof key === "string" && key.length > 0 ? [key] : [];

@@ -52,7 +52,11 @@ export function splitPrefix(prefix: string): { subfolder: string; filename: stri
 export class FileNamer {
   private readonly counters = new Map<string, number>();
 
-  constructor(private readonly now: () => Date = () => new Date()) {}
+  private readonly now: () => Date;
+
+  constructor(now: () => Date = () => new Date()) {
+    this.now = now;
+  }
 
   /** The name for the next file of a node. */
   allocate(file: NodeFile): FileName {

@@ -8,10 +8,13 @@ export class ByteLruCache<V> {
   private readonly entries = new Map<string, { value: V; bytes: number }>();
   private total = 0;
 
-  constructor(
-    readonly maxBytes: number,
-    readonly maxEntries: number = Number.POSITIVE_INFINITY,
-  ) {}
+  readonly maxBytes: number;
+  readonly maxEntries: number;
+
+  constructor(maxBytes: number, maxEntries: number = Number.POSITIVE_INFINITY) {
+    this.maxBytes = maxBytes;
+    this.maxEntries = maxEntries;
+  }
 
   /** Bytes held now. */
   get bytes(): number {

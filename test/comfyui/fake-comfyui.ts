@@ -39,7 +39,10 @@ export class FakeComfyUI {
   private readonly prompts: any[] = [];
   private counter = 0;
 
-  constructor(private readonly o: FakeOptions) {
+  private readonly o: FakeOptions;
+
+  constructor(o: FakeOptions) {
+    this.o = o;
     this.server = http.createServer((req, res) => void this.handle(req, res));
     this.server.on("upgrade", (req, socket, head) => {
       this.connections.push(req.url ?? "");

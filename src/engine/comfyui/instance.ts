@@ -46,10 +46,10 @@ export class Instance {
   private reconciling = false;
   private readonly timer: NodeJS.Timeout;
 
-  constructor(
-    url: string,
-    private readonly timings: InstanceTimings,
-  ) {
+  private readonly timings: InstanceTimings;
+
+  constructor(url: string, timings: InstanceTimings) {
+    this.timings = timings;
     this.http = new ComfyHttp(url, timings.http);
     this.socket = new ComfySocket(this.http.socketUrl(this.clientId), {
       onOpen: (reconnected) => this.onOpen(reconnected),

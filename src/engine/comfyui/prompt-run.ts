@@ -59,7 +59,10 @@ export class PromptRun {
   private readonly outputs: OutputSummary[] = [];
   private readonly ui: Record<string, UiDict> = {};
 
-  constructor(private readonly o: PromptRunOptions) {
+  private readonly o: PromptRunOptions;
+
+  constructor(o: PromptRunOptions) {
+    this.o = o;
     this.result = new Promise<ExecuteResult>((resolve, reject) => {
       this.resolveResult = resolve;
       this.rejectResult = reject;

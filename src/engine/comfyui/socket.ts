@@ -31,11 +31,14 @@ export class ComfySocket {
   private pinger: NodeJS.Timeout | null = null;
   private alive = true;
 
-  constructor(
-    private readonly url: string,
-    private readonly handlers: SocketHandlers,
-    private readonly timings: SocketTimings,
-  ) {
+  private readonly url: string;
+  private readonly handlers: SocketHandlers;
+  private readonly timings: SocketTimings;
+
+  constructor(url: string, handlers: SocketHandlers, timings: SocketTimings) {
+    this.url = url;
+    this.handlers = handlers;
+    this.timings = timings;
     this.delay = timings.reconnectMinMs;
   }
 

@@ -23,7 +23,11 @@ export class FinishedJobViews {
   #bytes = 0;
 
   /** `maxBytes`: the most rendered bytes held at once. */
-  constructor(private readonly maxBytes = 16 * 1024 * 1024) {}
+  private readonly maxBytes: number;
+
+  constructor(maxBytes = 16 * 1024 * 1024) {
+    this.maxBytes = maxBytes;
+  }
 
   /** Bytes held now. */
   get bytes(): number {

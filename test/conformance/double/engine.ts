@@ -50,8 +50,13 @@ export const JPEG = Buffer.from("/9j/4AAQSkZJRgABAQAAAQABAAD/2wBDAAgGBgcGBQgHBwc
 
 /** A failure while running a node. */
 export class NodeError extends Error {
-  constructor(readonly nodeId: string, readonly classType: string, message: string) {
+  readonly nodeId: string;
+  readonly classType: string;
+
+  constructor(nodeId: string, classType: string, message: string) {
     super(message);
+    this.nodeId = nodeId;
+    this.classType = classType;
   }
 }
 
