@@ -1,5 +1,6 @@
 // `flowgate serve`: opens the runtime, builds the app, listens, prints settings and the URL.
 import type { FastifyInstance } from "fastify";
+import { pino } from "pino";
 import { describeConfig, type Config } from "../config/config.ts";
 import type { EnginePort } from "../jobs/engine-port.ts";
 import { buildApp } from "./app.ts";
@@ -18,7 +19,13 @@ export async function startServer(config: Config, engine: EnginePort, options: {
   // Request logs carry the path only: query strings may hold signatures or tokens.
   const logger = options.quiet
     ? false
-    : { level: config.logLevel, serializers: { req: (req: { method: string; url: string }) => ({ method: req.method, path: req.url.split("?")[0] }) } };
+    : {
+        level: config.logLevel,
+        serializers: { req: (req: { method: string; url: string }) => ({ method: req.method, path: req.url.split("?")[0] }) },
+        // Lines leave through the thread pool, not a blocking write each; pino flushes what is
+        // left when the process exits (a SIGKILL can lose the lines of the write under way).
+        stream: pino.destination({ dest: 1, sync: false }),
+      };
   const runtime = await openRuntime(config, { engine, ...(options.now ? { now: options.now } : {}) });
   const app = await buildApp(runtime, { logger });
   await app.listen({ host: config.host, port: config.port });
