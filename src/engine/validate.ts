@@ -137,8 +137,11 @@ export function analyzeGraph(graph: unknown, registry: NodeRegistry): Analysis {
     for (const link of Object.values(prepared.links)) pending.push(link.from);
   }
 
-  const cyclic = nodesOnCycles(analysis.nodes);
-  for (const id of [...cyclic].sort(compareNodeIds)) issue(id, "", "cycle", comfyError.dependencyCycle());
+  // One depth-first walk orders the nodes and meets any cycle; only a graph with one pays for
+  // finding every node on a cycle (the error names them all).
+  const order = executionOrder(analysis.outputs, analysis.nodes);
+  if (order !== null) analysis.order = order;
+  else for (const id of [...nodesOnCycles(analysis.nodes)].sort(compareNodeIds)) issue(id, "", "cycle", comfyError.dependencyCycle());
 
   // Only error reports read `dependents` (ComfyUI's dependent_outputs), and walking every
   // output's ancestors is quadratic in deep graphs: skip it for a valid graph.
@@ -151,7 +154,6 @@ export function analyzeGraph(graph: unknown, registry: NodeRegistry): Analysis {
       }
     }
   }
-  if (cyclic.size === 0) analysis.order = executionOrder(analysis.outputs, analysis.nodes);
   return analysis;
 }
 
@@ -350,25 +352,43 @@ function nodesOnCycles(nodes: Map<string, PreparedNode>): Set<string> {
   return result;
 }
 
-/** Post-order from the outputs: every node after the nodes it reads from. */
-function executionOrder(outputs: string[], nodes: Map<string, PreparedNode>): string[] {
+/** Post-order from the outputs: every node after the nodes it reads from; null when a path loops. */
+function executionOrder(outputs: string[], nodes: Map<string, PreparedNode>): string[] | null {
   const order: string[] = [];
-  const done = new Set<string>();
+  const seen = new Set<string>();
+  /** The nodes on the current path from an output: meeting one again closes a cycle. */
+  const onPath = new Set<string>();
+  const work: { id: string; deps: string[]; next: number }[] = [];
   for (const root of outputs) {
-    const work: { id: string; deps: string[]; next: number }[] = [];
-    const push = (id: string) => {
-      if (done.has(id) || !nodes.has(id)) return;
-      done.add(id);
-      work.push({ id, deps: Object.values(nodes.get(id)!.links).map((l) => l.from), next: 0 });
-    };
-    push(root);
+    const rootNode = nodes.get(root);
+    if (rootNode === undefined || seen.has(root)) continue;
+    seen.add(root);
+    onPath.add(root);
+    work.push({ id: root, deps: linkSources(rootNode), next: 0 });
     while (work.length > 0) {
       const frame = work[work.length - 1]!;
-      if (frame.next < frame.deps.length) push(frame.deps[frame.next++]!);
-      else order.push(work.pop()!.id);
+      if (frame.next === frame.deps.length) {
+        work.pop();
+        onPath.delete(frame.id);
+        order.push(frame.id);
+        continue;
+      }
+      const dep = frame.deps[frame.next++]!;
+      if (onPath.has(dep)) return null;
+      const node = nodes.get(dep);
+      if (node === undefined || seen.has(dep)) continue;
+      seen.add(dep);
+      onPath.add(dep);
+      work.push({ id: dep, deps: linkSources(node), next: 0 });
     }
   }
   return order;
+}
+
+function linkSources(node: PreparedNode): string[] {
+  const sources: string[] = [];
+  for (const name in node.links) sources.push(node.links[name]!.from);
+  return sources;
 }
 
 /** Turns an analysis into the public result with both error shapes. */

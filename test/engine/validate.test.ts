@@ -125,6 +125,35 @@ describe("validate: every reason", () => {
     expect(engine.validateSync(g).node_errors).toEqual({ "1": [{ field: "", reason: "cycle" }] });
   });
 
+  it("cycle only for the nodes on it, also when the loop hangs below a second output", () => {
+    const g = {
+      "1": node("EmptyImage", { width: 8, height: 8, batch_size: 1, color: 0 }),
+      "2": node("SaveImage", { images: ["1", 0], filename_prefix: "ok" }),
+      "3": node("ImageBlend", { image1: ["1", 0], image2: ["5", 0], blend_factor: 0.5, blend_mode: "normal" }),
+      "4": node("ImageInvert", { image: ["3", 0] }),
+      "5": node("ImageInvert", { image: ["4", 0] }),
+      "6": node("ImageInvert", { image: ["5", 0] }),
+      "7": node("SaveImage", { images: ["6", 0], filename_prefix: "loop" }),
+    };
+    expect(engine.validateSync(g).node_errors).toEqual({
+      "3": [{ field: "", reason: "cycle" }],
+      "4": [{ field: "", reason: "cycle" }],
+      "5": [{ field: "", reason: "cycle" }],
+    });
+  });
+
+  it("a node read by several others is no cycle (diamond)", () => {
+    const g = {
+      "1": node("EmptyImage", { width: 8, height: 8, batch_size: 1, color: 0 }),
+      "2": node("ImageInvert", { image: ["1", 0] }),
+      "3": node("ImageInvert", { image: ["1", 0] }),
+      "4": node("ImageBlend", { image1: ["2", 0], image2: ["3", 0], blend_factor: 0.5, blend_mode: "normal" }),
+      "5": node("SaveImage", { images: ["4", 0], filename_prefix: "d" }),
+      "6": node("SaveImage", { images: ["2", 0], filename_prefix: "e" }),
+    };
+    expect(engine.validateSync(g)).toMatchObject({ valid: true, node_errors: {} });
+  });
+
   it("no_output_node under the graph-level key ''", () => {
     const g = { "1": node("EmptyImage", { width: 8, height: 8, batch_size: 1, color: 0 }) };
     expect(engine.validateSync(g).node_errors).toEqual({ "": [{ field: "", reason: "no_output_node" }] });
