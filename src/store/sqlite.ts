@@ -69,7 +69,8 @@ type Statements = { [K in keyof typeof SQL]: StatementSync };
 
 /** A job insert waiting for the next batch. */
 interface PendingInsert {
-  job: NewJob;
+  /** The record as inserted, but for its seq. */
+  record: JobRecord;
   /** insertJob's values, in its order. */
   values: SQLInputValue[];
   owner: string;
@@ -156,7 +157,7 @@ export class SqliteStore implements Store {
       JSON.stringify(job.workflow),
     ];
     const inserted = new Promise<JobRecord>((resolve, reject) => {
-      const pending = { job, values, owner: job.owner, idempotency: options.idempotency, resolve, reject };
+      const pending = { record: insertedJob(job), values, owner: job.owner, idempotency: options.idempotency, resolve, reject };
       if (this.#pendingInserts.push(pending) === 1) setImmediate(() => this.#insertPending());
     });
     return this.#durable(await inserted);
@@ -402,17 +403,17 @@ export class SqliteStore implements Store {
   }
 
   /** Claims the key (a refused claim writes nothing) and inserts the job, inside the caller's transaction. */
-  #insertOne({ job, values, owner, idempotency }: PendingInsert, batched: boolean): PromiseSettledResult<JobRecord> {
+  #insertOne({ record, values, owner, idempotency }: PendingInsert, batched: boolean): PromiseSettledResult<JobRecord> {
     if (idempotency !== undefined) {
       try {
-        this.#claim(owner, idempotency, job.id);
+        this.#claim(owner, idempotency, record.id);
       } catch (reason) {
         if (batched && reason instanceof IdempotencyKeyReused) return { status: "rejected", reason };
         throw reason;
       }
     }
     const { lastInsertRowid } = this.#sql.insertJob.run(...values);
-    return { status: "fulfilled", value: insertedJob(job, Number(lastInsertRowid)) };
+    return { status: "fulfilled", value: { ...record, seq: Number(lastInsertRowid) } };
   }
 
   /** Takes or binds an idempotency claim inside the caller's transaction. */
@@ -470,14 +471,14 @@ function mapTerminal(error: unknown, jobId: string): unknown {
     : error;
 }
 
-/** The record of a job just inserted as `seq`: what the row holds, without reading it back. */
-function insertedJob(job: NewJob, seq: number): JobRecord {
+/** The record a job's insert writes, without reading the row back; its seq comes from the insert. */
+function insertedJob(job: NewJob): JobRecord {
   return {
     id: job.id,
     owner: job.owner,
     deployment_id: job.deployment_id ?? null,
     status: "queued",
-    seq,
+    seq: 0,
     created_at: job.created_at,
     started_at: null,
     completed_at: null,
