@@ -1,6 +1,7 @@
 // The suite's client of the hosted WebSocket (`/ws` on the origin): JSON messages are checked
 // against the generated validators, binary frames are decoded per the seed's big-endian layouts.
 import WebSocket from "ws";
+import { Arrivals } from "./arrivals.ts";
 import { validator } from "./contract.ts";
 import type { Exchange, Http } from "./http.ts";
 
@@ -79,13 +80,9 @@ export function decodeFrame(buf: Uint8Array): BinaryFrame | { error: string } | 
   }
 }
 
-type Waiter = { pred: (m: WsMessage) => boolean; resolve: (m: WsMessage | undefined) => void };
-
 /** An open hosted WebSocket. */
 export class HostedSocket {
-  readonly messages: WsMessage[] = [];
-  closed = false;
-  private waiters: Waiter[] = [];
+  private readonly arrivals = new Arrivals<WsMessage>();
 
   readonly http: Http;
   readonly url: string;
@@ -96,11 +93,17 @@ export class HostedSocket {
     this.url = url;
     this.ws = ws;
     ws.on("message", (data: Buffer, isBinary: boolean) => this.onMessage(data, isBinary));
-    ws.on("close", () => {
-      this.closed = true;
-      for (const w of this.waiters) w.resolve(undefined);
-      this.waiters = [];
-    });
+    ws.on("close", () => this.arrivals.end());
+  }
+
+  /** Every message received so far, in order. */
+  get messages(): readonly WsMessage[] {
+    return this.arrivals.items;
+  }
+
+  /** The socket closed. */
+  get closed(): boolean {
+    return this.arrivals.ended;
   }
 
   /** The `/ws` URL on the base URL's origin. */
@@ -171,12 +174,7 @@ export class HostedSocket {
       }
     }
     if (!msg) return;
-    this.messages.push(msg);
-    this.waiters = this.waiters.filter((w) => {
-      if (!w.pred(msg)) return true;
-      w.resolve(msg);
-      return false;
-    });
+    this.arrivals.push(msg);
   }
 
   private pseudo(text: string): Exchange {
@@ -194,16 +192,7 @@ export class HostedSocket {
 
   /** The first message (received or to come) matching pred, or undefined at the deadline or close. */
   waitFor(pred: (m: WsMessage) => boolean, timeoutMs: number): Promise<WsMessage | undefined> {
-    const found = this.messages.find(pred);
-    if (found || this.closed) return Promise.resolve(found);
-    return new Promise((resolve) => {
-      const w: Waiter = { pred, resolve: (m) => (clearTimeout(t), resolve(m)) };
-      const t = setTimeout(() => {
-        this.waiters = this.waiters.filter((x) => x !== w);
-        resolve(undefined);
-      }, timeoutMs);
-      this.waiters.push(w);
-    });
+    return this.arrivals.waitFor(pred, timeoutMs);
   }
 
   close(): void {

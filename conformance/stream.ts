@@ -1,6 +1,7 @@
 // The suite's SSE client: reads a job's event stream, checks every event against the generated
 // validators as it arrives, and flags `id:` lines (the stream has no resume cursor).
 import { createParser } from "eventsource-parser";
+import { Arrivals } from "./arrivals.ts";
 import { matchRoute, validator } from "./contract.ts";
 import type { Auth, Exchange, Http } from "./http.ts";
 
@@ -18,15 +19,11 @@ export interface OpenOptions {
   timeoutMs?: number;
 }
 
-type Waiter = { pred: (e: SseEvent) => boolean; resolve: (e: SseEvent | undefined) => void };
-
 /** An open event stream. */
 export class EventStream {
-  readonly events: SseEvent[] = [];
   readonly comments: string[] = [];
   readonly ids: string[] = [];
-  ended = false;
-  private waiters: Waiter[] = [];
+  private readonly arrivals = new Arrivals<SseEvent>();
   private endWaiters: Array<() => void> = [];
 
   readonly http: Http;
@@ -98,9 +95,7 @@ export class EventStream {
     } catch {
       // aborted by close(), or the connection dropped: either way the stream has ended
     }
-    this.ended = true;
-    for (const w of this.waiters) w.resolve(undefined);
-    this.waiters = [];
+    this.arrivals.end();
     for (const f of this.endWaiters) f();
     this.endWaiters = [];
   }
@@ -120,12 +115,7 @@ export class EventStream {
       this.http.validateBody(fn, { kind: "sse", event: name }, json, `SSE ${name} event`, this.pseudo(ev));
       if (name === "status") this.http.checkJob(json, "sse", "SSE status event", this.pseudo(ev));
     }
-    this.events.push(ev);
-    this.waiters = this.waiters.filter((w) => {
-      if (!w.pred(ev)) return true;
-      w.resolve(ev);
-      return false;
-    });
+    this.arrivals.push(ev);
   }
 
   /** An exchange-like record of one event, for failure reports. */
@@ -140,16 +130,17 @@ export class EventStream {
 
   /** The first event (already received or still to come) matching pred, or undefined at the end or deadline. */
   waitFor(pred: (e: SseEvent) => boolean, timeoutMs: number): Promise<SseEvent | undefined> {
-    const found = this.events.find(pred);
-    if (found || this.ended) return Promise.resolve(found);
-    return new Promise((resolve) => {
-      const w: Waiter = { pred, resolve: (e) => (clearTimeout(t), resolve(e)) };
-      const t = setTimeout(() => {
-        this.waiters = this.waiters.filter((x) => x !== w);
-        resolve(undefined);
-      }, timeoutMs);
-      this.waiters.push(w);
-    });
+    return this.arrivals.waitFor(pred, timeoutMs);
+  }
+
+  /** Every event received so far, in order. */
+  get events(): readonly SseEvent[] {
+    return this.arrivals.items;
+  }
+
+  /** The stream ended. */
+  get ended(): boolean {
+    return this.arrivals.ended;
   }
 
   /** Waits until the server ends the stream; false at the deadline. */

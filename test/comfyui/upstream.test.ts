@@ -2,14 +2,14 @@
 // (a second flowgate with the embedded engine, serving ComfyUI's native routes): the v2
 // contract and the hosted interface end to end, cancels, the partner key, several instances,
 // and an upstream that goes away or restarts.
-import { readdir, readFile, rm } from "node:fs/promises";
+import { readFile, rm } from "node:fs/promises";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { join } from "node:path";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { JobEvent } from "../../src/jobs/event-bus.ts";
 import { ComfyClient } from "../hosted/comfy-client.ts";
+import { listFiles } from "../server/helpers.ts";
 import { call, startFront, startUpstream, TERMINAL, until, waitJob, type Front, type Upstream } from "./helpers.ts";
 
 const KEY = "vendor-key-7f3a9c1e5b";
@@ -38,16 +38,6 @@ const delayGraph = (seconds: number) => ({
   "3": { class_type: "PreviewAny", inputs: { source: ["2", 0] } },
 });
 
-/** Every regular file under `dir`. */
-async function filesUnder(dir: string): Promise<string[]> {
-  const out: string[] = [];
-  for (const e of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
-    const p = join(dir, e.name);
-    if (e.isDirectory()) out.push(...(await filesUnder(p)));
-    else if (e.isFile()) out.push(p);
-  }
-  return out;
-}
 
 describe("comfyui mode over a ComfyUI-protocol upstream", () => {
   let upstream: Upstream;
@@ -199,7 +189,7 @@ describe("comfyui mode over a ComfyUI-protocol upstream", () => {
     const failed = await waitJob(front.url, bare.id, (j) => TERMINAL.includes(j.status), "the keyless job to end");
     expect(failed.status).toBe("failed");
     expect(failed.error.code).toBe("partner_node_error");
-    for (const file of await filesUnder(front.dataDir)) expect((await readFile(file)).includes(Buffer.from(KEY)), file).toBe(false);
+    for (const file of await listFiles(front.dataDir)) expect((await readFile(file)).includes(Buffer.from(KEY)), file).toBe(false);
     expect(JSON.stringify(await call("GET", `${front.url}/api/v2/jobs/${job.id}`))).not.toContain(KEY);
   });
 });
