@@ -137,7 +137,8 @@ export class JobService {
   /** A snapshot of a job record the caller already owns. */
   async snapshot(job: JobRecord, withLogs = false): Promise<JobSnapshot> {
     const [outputs, logs] = await Promise.all([
-      this.o.store.listJobOutputs(job.id),
+      // A queued job has never run, so it has no outputs: the hot poll of a waiting job skips the read.
+      job.status === "queued" ? [] : this.o.store.listJobOutputs(job.id),
       withLogs && isTerminalStatus(job.status) ? this.o.store.getJobLogs(job.id) : Promise.resolve(null),
     ]);
     return { job, outputs, queue_position: job.status === "queued" ? this.o.dispatcher.queue.position(job.id) : null, logs };

@@ -45,6 +45,7 @@ describe("queued -> running -> end, one at a time", () => {
       expect(j.status).toBe("queued");
       expect(j.queue_position).toBe(pos);
       expect(j.progress).toBeNull();
+      expect(j.outputs).toEqual([]);
       expect(j.metrics).toEqual({ queue_ms: null, execution_ms: null });
     }
 
