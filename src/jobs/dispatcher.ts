@@ -107,6 +107,8 @@ export class Dispatcher {
       this.pumpAgain = true;
       return;
     }
+    // Every slot is taken (the usual case while a queue waits): the end of a run pumps again.
+    if (this.running.size >= this.o.concurrency) return;
     this.pumping = true;
     const p = this.fill().finally(() => {
       this.pumping = false;
