@@ -416,7 +416,7 @@ export interface paths {
         };
         /**
          * The caller's queue
-         * @description The caller's running and pending prompts, each entry in ComfyUI's list shape.
+         * @description The caller's running prompts and the first 1,000 of its pending prompts in queue order, each entry in ComfyUI's list shape.
          */
         get: operations["hostedGetQueue"];
         put?: never;

@@ -344,7 +344,7 @@ export const hostedView = <ThrowOnError extends boolean = false>(options: Option
 /**
  * The caller's queue
  *
- * The caller's running and pending prompts, each entry in ComfyUI's list shape.
+ * The caller's running prompts and the first 1,000 of its pending prompts in queue order, each entry in ComfyUI's list shape.
  */
 export const hostedGetQueue = <ThrowOnError extends boolean = false>(options?: Options<HostedGetQueueData, ThrowOnError>): RequestResult<HostedGetQueueResponses, HostedGetQueueErrors, ThrowOnError> => (options?.client ?? client).get<HostedGetQueueResponses, HostedGetQueueErrors, ThrowOnError>({
     security: [{ name: 'X-API-Key', type: 'apiKey' }],

@@ -243,13 +243,14 @@ export class SqliteStore implements Store {
     return this.#durable(this.#sql.setLogs.run(params).changes > 0);
   }
 
-  async queuedJobs(limit = 1000, afterSeq = 0): Promise<JobRecord[]> {
+  async queuedJobs(limit = 1000, afterSeq = 0, owner?: string): Promise<JobRecord[]> {
     const count = checkCount(limit, MAX_QUEUE_READ, "limit");
-    return this.#sql.queuedJobs.all({ after: afterSeq, limit: count }).map(toJob);
+    const rows = owner === undefined ? this.#sql.queuedJobs.all({ after: afterSeq, limit: count }) : this.#sql.ownerQueuedJobs.all({ owner, after: afterSeq, limit: count });
+    return rows.map(toJob);
   }
 
-  async countQueued(): Promise<number> {
-    return this.#sql.countQueued.get()!.n as number;
+  async countQueued(owner?: string): Promise<number> {
+    return (owner === undefined ? this.#sql.countQueued.get() : this.#sql.countOwnerQueued.get({ owner }))!.n as number;
   }
 
   async jobsInStatus(statuses: readonly JobStatus[]): Promise<JobRecord[]> {

@@ -228,10 +228,10 @@ export interface Store {
   /** Stores (or clears) a job's captured log, whatever its status; false when the job is absent. */
   setLogs(id: string, logs: JobLogs | null): Promise<boolean>;
 
-  /** Queued jobs in FIFO (seq) order, after `afterSeq`; for the dispatcher and startup rebuild. */
-  queuedJobs(limit?: number, afterSeq?: number): Promise<JobRecord[]>;
-  /** How many jobs are queued. */
-  countQueued(): Promise<number>;
+  /** Queued jobs in FIFO (seq) order, after `afterSeq` (only `owner`'s when given); the startup rebuild, the hosted queue. */
+  queuedJobs(limit?: number, afterSeq?: number, owner?: string): Promise<JobRecord[]>;
+  /** How many jobs are queued (only `owner`'s when given). */
+  countQueued(owner?: string): Promise<number>;
   /** Every job in one of the statuses, in seq order (startup recovery of running/canceling jobs). */
   jobsInStatus(statuses: readonly JobStatus[]): Promise<JobRecord[]>;
 

@@ -104,6 +104,14 @@ describe("queue reads", () => {
     expect([...page1, ...page2].map((j) => j.id)).toEqual(queued.slice(0, 4).map((j) => j.id));
     expect(await t.store.countQueued()).toBe(6);
     await expect(t.store.queuedJobs(0)).rejects.toBeInstanceOf(RangeError);
+
+    // One owner's queue, FIFO and paged the same way.
+    const bobs = await t.store.queuedJobs(1000, 0, "bob");
+    expect(bobs.map((j) => j.owner)).toEqual(["bob", "bob"]);
+    expect(bobs.map((j) => j.id)).toEqual(queued.slice(4).map((j) => j.id));
+    expect(await t.store.queuedJobs(1, bobs[0]!.seq, "bob")).toEqual([bobs[1]]);
+    expect(await t.store.countQueued("bob")).toBe(2);
+    expect(await t.store.countQueued("nobody")).toBe(0);
   });
 
   it("finds jobs in given statuses for startup recovery", async () => {

@@ -50,13 +50,15 @@ describe("query plans", () => {
     inStatus: jobsInStatusSql(2),
   };
   // Ordered reads that must come straight off an index (no sort of the whole match).
-  const noSort = ["queuedJobs", "listAll", "listOneStatus", "listJobOutputs", "findAssetByBlob", "findAssetByName", "expireJobs", "purgeableJobs", "deleteExpiredUploads", "deleteExpiredClaims"];
+  const noSort = ["queuedJobs", "ownerQueuedJobs", "listAll", "listOneStatus", "listJobOutputs", "findAssetByBlob", "findAssetByName", "expireJobs", "purgeableJobs", "deleteExpiredUploads", "deleteExpiredClaims"];
 
   // The index each hot or reaper read must use (a scan of another index can be as slow as a table scan).
   const expectedIndex: Record<string, string> = {
     getJob: "sqlite_autoindex_jobs_1",
     queuedJobs: "jobs_status_seq",
     countQueued: "jobs_status_seq",
+    ownerQueuedJobs: "jobs_owner_status_seq",
+    countOwnerQueued: "jobs_owner_status_seq",
     listAll: "jobs_owner_seq",
     listOneStatus: "jobs_owner_status_seq",
     listJobOutputs: "assets_job_seq",

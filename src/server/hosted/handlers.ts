@@ -11,8 +11,11 @@ import { assertSafeName } from "./file-names.ts";
 import { hostedStatus } from "./status-map.ts";
 import { uploadImage, uploadMask } from "./uploads.ts";
 
-const LIVE = ["queued", "running", "canceling"] as const;
 const TEXT_INLINE_LIMIT = 64 * 1024;
+/** `GET /queue` lists this many pending jobs from the front of the caller's queue. */
+export const QUEUE_PENDING_LIMIT = 1000;
+/** Pending jobs canceled per store read by `POST /queue {clear}`. */
+const CLEAR_PAGE = 1000;
 
 /** Reads small text outputs so history and `executed` can carry them inline, as ComfyUI does. */
 export async function inlineTexts(runtime: Runtime, assets: readonly AssetRecord[]): Promise<Map<string, string>> {
@@ -26,8 +29,9 @@ export async function inlineTexts(runtime: Runtime, assets: readonly AssetRecord
   return texts;
 }
 
-async function liveJobs(ctx: HandlerContext): Promise<JobRecord[]> {
-  const page = await ctx.runtime.store.listJobs(ctx.caller.owner, { status: [...LIVE], limit: 1000 });
+/** The caller's running (and canceling) jobs, oldest first: at most its slots, so one page holds them. */
+async function runningJobs(ctx: HandlerContext): Promise<JobRecord[]> {
+  const page = await ctx.runtime.store.listJobs(ctx.caller.owner, { status: ["running", "canceling"], limit: 1000 });
   return page.jobs.sort((a, b) => a.seq - b.seq);
 }
 
@@ -80,7 +84,8 @@ export const hostedHandlers: HostedHandlers<HandlerContext> = {
   },
 
   async hostedGetPromptInfo(_input, ctx): Promise<HandlerResult> {
-    return { status: 200, body: { exec_info: { queue_remaining: (await liveJobs(ctx)).length } } };
+    const [running, queued] = await Promise.all([runningJobs(ctx), ctx.runtime.store.countQueued(ctx.caller.owner)]);
+    return { status: 200, body: { exec_info: { queue_remaining: running.length + queued } } };
   },
 
   async hostedGetJobStatus(input: OperationInput<"hostedGetJobStatus">, ctx): Promise<HandlerResult> {
@@ -102,27 +107,28 @@ export const hostedHandlers: HostedHandlers<HandlerContext> = {
   },
 
   async hostedGetQueue(_input, ctx): Promise<HandlerResult> {
-    const jobs = await liveJobs(ctx);
-    const entries = await Promise.all(jobs.map(async (j) => ({ job: j, entry: queueEntry(j, (await ctx.runtime.store.getJobWorkflow(j.id)) ?? {}) })));
-    return {
-      status: 200,
-      body: {
-        queue_running: entries.filter((e) => e.job.status !== "queued").map((e) => e.entry),
-        queue_pending: entries.filter((e) => e.job.status === "queued").map((e) => e.entry),
-      },
-    };
+    const [running, pending] = await Promise.all([runningJobs(ctx), ctx.runtime.store.queuedJobs(QUEUE_PENDING_LIMIT, 0, ctx.caller.owner)]);
+    const entries = (jobs: JobRecord[]) => Promise.all(jobs.map(async (j) => queueEntry(j, (await ctx.runtime.store.getJobWorkflow(j.id)) ?? {})));
+    return { status: 200, body: { queue_running: await entries(running), queue_pending: await entries(pending) } };
   },
 
   async hostedManageQueue(input: OperationInput<"hostedManageQueue">, ctx): Promise<HandlerResult> {
-    const ids = new Set(input.body.delete ?? []);
-    if (input.body.clear) for (const j of await liveJobs(ctx)) if (j.status === "queued") ids.add(j.id);
-    for (const id of ids) await ctx.runtime.jobs.cancel(ctx.caller, id).catch(() => undefined);
+    if (input.body.clear) {
+      // Every pending job of the caller, however deep the queue: page through it in FIFO order.
+      for (let after = 0; ; ) {
+        const page = await ctx.runtime.store.queuedJobs(CLEAR_PAGE, after, ctx.caller.owner);
+        for (const job of page) await ctx.runtime.jobs.cancel(ctx.caller, job.id).catch(() => undefined);
+        if (page.length < CLEAR_PAGE) break;
+        after = page[page.length - 1]!.seq;
+      }
+    }
+    for (const id of new Set(input.body.delete ?? [])) await ctx.runtime.jobs.cancel(ctx.caller, id).catch(() => undefined);
     return { status: 200 };
   },
 
   async hostedInterrupt(input: OperationInput<"hostedInterrupt">, ctx): Promise<HandlerResult> {
     const target = input.body?.prompt_id;
-    const jobs = target ? [await findJob(ctx, target)] : (await liveJobs(ctx)).filter((j) => j.status === "running");
+    const jobs = target ? [await findJob(ctx, target)] : await runningJobs(ctx);
     for (const job of jobs) if (job && job.status === "running") await ctx.runtime.jobs.cancel(ctx.caller, job.id);
     return { status: 200 };
   },

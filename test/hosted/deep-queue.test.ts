@@ -1,0 +1,72 @@
+// The hosted queue endpoints with more pending jobs than one store page: the running job, the
+// front of the queue and the counts must not depend on how many jobs wait behind them.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import * as v from "../../generated/validators.js";
+import { QUEUE_PENDING_LIMIT } from "../../src/server/hosted/handlers.ts";
+import { startTestServer, until, type TestServer } from "./hosted-server.ts";
+
+const KEY = "test-key-0123456789";
+const PENDING = QUEUE_PENDING_LIMIT + 5;
+let server: TestServer;
+
+function api(path: string, body?: unknown): Promise<Response> {
+  const init: RequestInit = { headers: { "X-API-Key": KEY, "content-type": "application/json" } };
+  if (body !== undefined) Object.assign(init, { method: "POST", body: JSON.stringify(body) });
+  return fetch(`${server.url}/api${path}`, init);
+}
+
+async function queuePrompt(value: string, seconds = 0): Promise<string> {
+  const prompt =
+    seconds > 0
+      ? { "1": { class_type: "PrimitiveString", inputs: { value } }, "2": { class_type: "FlowgateDelay", inputs: { value: ["1", 0], seconds } }, "3": { class_type: "PreviewAny", inputs: { source: ["2", 0] } } }
+      : { "1": { class_type: "PrimitiveString", inputs: { value } }, "2": { class_type: "PreviewAny", inputs: { source: ["1", 0] } } };
+  const res = await api("/prompt", { prompt });
+  expect(res.status).toBe(200);
+  return ((await res.json()) as { prompt_id: string }).prompt_id;
+}
+
+async function status(id: string): Promise<string> {
+  return ((await (await api(`/job/${id}/status`)).json()) as { status: string }).status;
+}
+
+async function remaining(): Promise<number> {
+  return ((await (await api("/prompt")).json()) as { exec_info: { queue_remaining: number } }).exec_info.queue_remaining;
+}
+
+beforeAll(async () => {
+  server = await startTestServer(["--token", KEY, "--concurrency", "1"]);
+});
+afterAll(async () => {
+  await server.stop();
+});
+
+describe("a queue deeper than one page", () => {
+  it("HOST-7/HOST-8: the queue shows the running job and the front of the queue; clear and interrupt reach every job", async () => {
+    const running = await queuePrompt("slow", 60);
+    await until(async () => ((await status(running)) === "executing" ? true : undefined));
+    const pending: string[] = [];
+    for (let i = 0; i < PENDING; i += 50) {
+      const ids = await Promise.all(Array.from({ length: Math.min(50, PENDING - i) }, (_, k) => queuePrompt(`p${i + k}`)));
+      pending.push(...ids);
+    }
+
+    expect(await remaining()).toBe(PENDING + 1);
+    const queue = (await (await api("/queue")).json()) as { queue_running: unknown[][]; queue_pending: unknown[][] };
+    expect(v.schema_HostedQueue(queue)).toBe(true);
+    expect(queue.queue_running.map((e) => e[1])).toEqual([running]);
+    // Submitted in batches, so the order within a batch is the store's: compare as sets per window.
+    const listed = queue.queue_pending.map((e) => e[1] as string);
+    expect(listed).toHaveLength(QUEUE_PENDING_LIMIT);
+    expect(new Set(listed)).toEqual(new Set(pending.slice(0, QUEUE_PENDING_LIMIT)));
+    const numbers = queue.queue_pending.map((e) => e[0] as number);
+    expect(numbers).toEqual([...numbers].sort((a, b) => a - b));
+
+    expect((await api("/queue", { clear: true })).status).toBe(200);
+    expect(await remaining()).toBe(1);
+    for (const id of [pending[0]!, pending[PENDING - 1]!]) expect(await status(id)).toBe("cancelled");
+
+    expect((await api("/interrupt", {})).status).toBe(200);
+    await until(async () => ((await status(running)) === "cancelled" ? true : undefined));
+    expect(await remaining()).toBe(0);
+  });
+});
