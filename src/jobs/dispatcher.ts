@@ -25,6 +25,8 @@ export class Dispatcher {
   /** Owner of every queued and running job, and running jobs per owner, for tier limits. */
   private readonly owners = new Map<string, string>();
   private readonly runningPerOwner = new Map<string, number>();
+  /** Queued jobs per owner, for the hosted interface's `queue_remaining`. */
+  private readonly queuedPerOwner = new Map<string, number>();
   /** Secrets of queued and running jobs, in memory only, dropped when the run ends. */
   private readonly extras = new Map<string, { api_key_vendor_org?: string }>();
   private readonly inflight = new Set<Promise<unknown>>();
@@ -57,10 +59,7 @@ export class Dispatcher {
     let after = 0;
     for (;;) {
       const page = await this.o.store.queuedJobs(5000, after);
-      for (const job of page) {
-        this.queue.push(job.id);
-        this.owners.set(job.id, job.owner);
-      }
+      for (const job of page) this.addQueued(job.id, job.owner);
       if (page.length < 5000) break;
       after = page[page.length - 1]!.seq;
     }
@@ -70,15 +69,19 @@ export class Dispatcher {
   /** A job just committed as queued. */
   enqueue(job: JobRecord, extra: { api_key_vendor_org?: string } | undefined): void {
     if (extra && Object.keys(extra).length > 0) this.extras.set(job.id, extra);
-    this.owners.set(job.id, job.owner);
-    this.queue.push(job.id);
+    this.addQueued(job.id, job.owner);
     this.pump();
   }
 
   /** Takes a queued job out of the queue (cancel, expiry). */
   dequeue(jobId: string): void {
-    if (this.queue.remove(jobId)) this.owners.delete(jobId);
+    if (this.removeQueued(jobId)) this.owners.delete(jobId);
     this.extras.delete(jobId);
+  }
+
+  /** An owner's jobs waiting or running (canceling ones included until their run ends). */
+  liveCount(owner: string): number {
+    return (this.queuedPerOwner.get(owner) ?? 0) + (this.runningPerOwner.get(owner) ?? 0);
   }
 
   /** Asks a running job to stop at its next node or step boundary. */
@@ -128,7 +131,7 @@ export class Dispatcher {
       const now = this.o.now();
       // The job keeps its place (position 0) until it is durably running.
       const job = await this.o.store.transitionJob(id, ["queued"], "running", { started_at: now }).catch(ignoreTerminal);
-      this.queue.remove(id);
+      this.removeQueued(id);
       if (!job) {
         this.extras.delete(id); // canceled or expired meanwhile
         this.owners.delete(id);
@@ -152,6 +155,22 @@ export class Dispatcher {
       full.add(owner);
     }
     return undefined;
+  }
+
+  private addQueued(id: string, owner: string): void {
+    if (!this.queue.push(id)) return;
+    this.owners.set(id, owner);
+    this.queuedPerOwner.set(owner, (this.queuedPerOwner.get(owner) ?? 0) + 1);
+  }
+
+  /** Takes a job out of the queue and its owner's count; false when it was not waiting. */
+  private removeQueued(id: string): boolean {
+    if (!this.queue.remove(id)) return false;
+    const owner = this.owners.get(id) ?? "";
+    const left = (this.queuedPerOwner.get(owner) ?? 1) - 1;
+    if (left > 0) this.queuedPerOwner.set(owner, left);
+    else this.queuedPerOwner.delete(owner);
+    return true;
   }
 
   private launch(job: JobRecord): void {

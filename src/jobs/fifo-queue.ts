@@ -13,9 +13,9 @@ export class FifoQueue {
     return this.index.size;
   }
 
-  /** Appends a job (callers append in seq order). */
-  push(id: string): void {
-    if (this.index.has(id)) return;
+  /** Appends a job (callers append in seq order); false when it is already waiting. */
+  push(id: string): boolean {
+    if (this.index.has(id)) return false;
     const slot = this.ids.length;
     this.ids.push(id);
     this.tree.push(0);
@@ -26,6 +26,7 @@ export class FifoQueue {
     for (let j = i - 1; j > i - lowbit; j -= j & -j) sum += this.tree[j]!;
     this.tree[i] = sum;
     this.index.set(id, slot);
+    return true;
   }
 
   /** Removes a job wherever it is; false when absent. */

@@ -3,6 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as v from "../../generated/validators.js";
 import { QUEUE_PENDING_LIMIT } from "../../src/server/hosted/handlers.ts";
+import { ComfyClient } from "./comfy-client.ts";
 import { startTestServer, until, type TestServer } from "./hosted-server.ts";
 
 const KEY = "test-key-0123456789";
@@ -29,6 +30,12 @@ async function status(id: string): Promise<string> {
   return ((await (await api(`/job/${id}/status`)).json()) as { status: string }).status;
 }
 
+/** queue_remaining of the socket's latest status message. */
+function socketRemaining(client: ComfyClient): number | undefined {
+  const last = client.messages.filter((m) => m.type === "status").at(-1) as { data: { status: { exec_info: { queue_remaining: number } } } } | undefined;
+  return last?.data.status.exec_info.queue_remaining;
+}
+
 async function remaining(): Promise<number> {
   return ((await (await api("/prompt")).json()) as { exec_info: { queue_remaining: number } }).exec_info.queue_remaining;
 }
@@ -41,7 +48,7 @@ afterAll(async () => {
 });
 
 describe("a queue deeper than one page", () => {
-  it("HOST-7/HOST-8: the queue shows the running job and the front of the queue; clear and interrupt reach every job", async () => {
+  it("HOST-7/HOST-8/WS-3: the queue shows the running job and the front of the queue; clear and interrupt reach every job", async () => {
     const running = await queuePrompt("slow", 60);
     await until(async () => ((await status(running)) === "executing" ? true : undefined));
     const pending: string[] = [];
@@ -51,6 +58,18 @@ describe("a queue deeper than one page", () => {
     }
 
     expect(await remaining()).toBe(PENDING + 1);
+    // A socket opened now is told the whole count, and follows it from there.
+    const client = new ComfyClient(server.url, KEY);
+    await client.connect();
+    try {
+      await until(async () => (socketRemaining(client) === PENDING + 1 ? true : undefined));
+      const extra = await queuePrompt("one more");
+      await until(async () => (socketRemaining(client) === PENDING + 2 ? true : undefined));
+      expect((await api("/queue", { delete: [extra] })).status).toBe(200);
+      await until(async () => (socketRemaining(client) === PENDING + 1 ? true : undefined));
+    } finally {
+      client.close();
+    }
     const queue = (await (await api("/queue")).json()) as { queue_running: unknown[][]; queue_pending: unknown[][] };
     expect(v.schema_HostedQueue(queue)).toBe(true);
     expect(queue.queue_running.map((e) => e[1])).toEqual([running]);

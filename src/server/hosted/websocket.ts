@@ -32,8 +32,8 @@ export class HostedSockets {
   private readonly runtime: Runtime;
   private readonly wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024 });
   private readonly byOwner = new Map<string, Set<Client>>();
-  /** Live (queued or running) jobs per owner, for `queue_remaining`. */
-  private readonly live = new Map<string, Set<string>>();
+  /** Owners whose `status` message (queue_remaining) goes out at the end of this turn. */
+  private readonly statusDue = new Set<string>();
   /** Node currently executing per job, for TEXT frames of its output. */
   private readonly currentNode = new Map<string, string>();
   private readonly unsubscribe: () => void;
@@ -54,7 +54,7 @@ export class HostedSockets {
       this.runtime.surface.hostedCaller(url.searchParams.get("token")).then(
         (caller) => {
           if (!caller.subscription_active) return refuse(socket, "429 Too Many Requests", "inactive_subscription", "Your subscription is not active.");
-          this.wss.handleUpgrade(req, socket, head, (ws) => void this.connect(ws, caller.owner, url.searchParams.get("clientId") ?? ""));
+          this.wss.handleUpgrade(req, socket, head, (ws) => this.connect(ws, caller.owner, url.searchParams.get("clientId") ?? ""));
         },
         (err) => {
           if (err instanceof ServiceError && err.code === "unauthorized") refuse(socket, "401 Unauthorized", "unauthorized", "Invalid or missing API key.");
@@ -86,7 +86,7 @@ export class HostedSockets {
     this.wss.close();
   }
 
-  private async connect(ws: WebSocket, owner: string, clientId: string): Promise<void> {
+  private connect(ws: WebSocket, owner: string, clientId: string): void {
     const client: Client = { ws, owner, clientId, previewMetadata: false, alive: true };
     let set = this.byOwner.get(owner);
     if (!set) this.byOwner.set(owner, (set = new Set()));
@@ -106,17 +106,10 @@ export class HostedSockets {
     });
     ws.on("close", () => {
       set.delete(client);
-      if (set.size === 0 && this.byOwner.get(owner) === set) {
-        this.byOwner.delete(owner);
-        this.live.delete(owner);
-      }
+      if (set.size === 0 && this.byOwner.get(owner) === set) this.byOwner.delete(owner);
     });
     ws.on("error", () => ws.terminate());
-    if (!this.live.has(owner)) {
-      const page = await this.runtime.store.listJobs(owner, { status: ["queued", "running", "canceling"], limit: 1000 });
-      if (!this.live.has(owner)) this.live.set(owner, new Set(page.jobs.map((j) => j.id)));
-    }
-    this.send(client, { type: "status", data: { status: { exec_info: { queue_remaining: this.live.get(owner)?.size ?? 0 } }, sid: clientId } });
+    this.send(client, { type: "status", data: { status: { exec_info: { queue_remaining: this.runtime.dispatcher.liveCount(owner) } }, sid: clientId } });
   }
 
   private ping(): void {
@@ -143,8 +136,21 @@ export class HostedSockets {
     if (set) for (const c of set) this.send(c, message);
   }
 
+  /**
+   * Sends the owner's queue_remaining once the turn ends: the dispatcher's counts settle after the
+   * status event (a run leaves its slot after its end is published), and a burst of submissions
+   * makes one message.
+   */
   private queueStatus(owner: string): void {
-    this.broadcast(owner, { type: "status", data: { status: { exec_info: { queue_remaining: this.live.get(owner)?.size ?? 0 } } } });
+    if (this.statusDue.size === 0) setImmediate(() => this.flushStatus());
+    this.statusDue.add(owner);
+  }
+
+  private flushStatus(): void {
+    for (const owner of this.statusDue) {
+      this.broadcast(owner, { type: "status", data: { status: { exec_info: { queue_remaining: this.runtime.dispatcher.liveCount(owner) } } } });
+    }
+    this.statusDue.clear();
   }
 
   private onEvent(e: JobEvent): void {
@@ -187,8 +193,6 @@ export class HostedSockets {
 
   private onStatus(job: JobRecord, timestamp: number): void {
     const owner = job.owner;
-    const live = this.live.get(owner) ?? new Set<string>();
-    this.live.set(owner, live);
     const prompt_id = job.id;
     if (job.status === "running") {
       this.broadcast(owner, { type: "execution_start", data: { prompt_id, timestamp } });
@@ -219,13 +223,9 @@ export class HostedSockets {
     if (isTerminalStatus(job.status)) {
       // As ComfyUI does after every run, whatever its outcome: the empty `executing` ends it.
       if (job.status !== "succeeded") this.broadcast(owner, { type: "executing", data: { node: null, prompt_id } });
-      live.delete(job.id);
       this.currentNode.delete(job.id);
-      this.queueStatus(owner);
-    } else if (!live.has(job.id)) {
-      live.add(job.id);
-      this.queueStatus(owner);
     }
+    if (job.status === "queued" || isTerminalStatus(job.status)) this.queueStatus(owner);
   }
 
   private sendPreview(owner: string, e: Extract<JobEvent, { type: "preview" }>): void {
