@@ -13,9 +13,6 @@ export interface DispatcherOptions extends JobRunDeps {
   slotsFor?: (owner: string) => Promise<number>;
 }
 
-/** How far past the head the dispatcher looks for a job whose owner has a free slot. */
-const SCAN_LIMIT = 1000;
-
 /** The queue, the slots, and the runs in flight. */
 export class Dispatcher {
   readonly queue = new FifoQueue();
@@ -25,8 +22,8 @@ export class Dispatcher {
   /** Owner of every queued and running job, and running jobs per owner, for tier limits. */
   private readonly owners = new Map<string, string>();
   private readonly runningPerOwner = new Map<string, number>();
-  /** Queued jobs per owner, for the hosted interface's `queue_remaining`. */
-  private readonly queuedPerOwner = new Map<string, number>();
+  /** Each owner's queued jobs in queue order: tier-aware starts and `queue_remaining`. */
+  private readonly queuedByOwner = new Map<string, FifoQueue>();
   /** Secrets of queued and running jobs, in memory only, dropped when the run ends. */
   private readonly extras = new Map<string, { api_key_vendor_org?: string }>();
   private readonly inflight = new Set<Promise<unknown>>();
@@ -81,7 +78,7 @@ export class Dispatcher {
 
   /** An owner's jobs waiting or running (canceling ones included until their run ends). */
   liveCount(owner: string): number {
-    return (this.queuedPerOwner.get(owner) ?? 0) + (this.runningPerOwner.get(owner) ?? 0);
+    return (this.queuedByOwner.get(owner)?.size ?? 0) + (this.runningPerOwner.get(owner) ?? 0);
   }
 
   /** Asks a running job to stop at its next node or step boundary. */
@@ -142,34 +139,41 @@ export class Dispatcher {
     }
   }
 
-  /** The first queued job whose owner has a free slot (FIFO among those that can start). */
+  /**
+   * The first queued job whose owner has a free slot (FIFO among those that can start): the
+   * earliest of the owners' first jobs, so however many jobs a busy owner has waiting, they never
+   * hide another owner's job behind them.
+   */
   private async nextStartable(): Promise<string | undefined> {
     if (!this.o.slotsFor) return this.queue.peek();
-    const full = new Set<string>();
-    let scanned = 0;
-    for (const id of this.queue.entries()) {
-      if (++scanned > SCAN_LIMIT) return undefined;
-      const owner = this.owners.get(id) ?? "";
-      if (full.has(owner)) continue;
-      if ((this.runningPerOwner.get(owner) ?? 0) < (await this.o.slotsFor(owner))) return id;
-      full.add(owner);
+    let best: string | undefined;
+    let bestPosition = Infinity;
+    for (const [owner, queue] of this.queuedByOwner) {
+      const head = queue.peek();
+      const position = head === undefined ? null : this.queue.position(head);
+      if (position === null || position >= bestPosition) continue;
+      if ((this.runningPerOwner.get(owner) ?? 0) >= (await this.o.slotsFor(owner))) continue;
+      best = head;
+      bestPosition = position;
     }
-    return undefined;
+    return best;
   }
 
   private addQueued(id: string, owner: string): void {
     if (!this.queue.push(id)) return;
     this.owners.set(id, owner);
-    this.queuedPerOwner.set(owner, (this.queuedPerOwner.get(owner) ?? 0) + 1);
+    let mine = this.queuedByOwner.get(owner);
+    if (!mine) this.queuedByOwner.set(owner, (mine = new FifoQueue()));
+    mine.push(id);
   }
 
-  /** Takes a job out of the queue and its owner's count; false when it was not waiting. */
+  /** Takes a job out of the queue and its owner's; false when it was not waiting. */
   private removeQueued(id: string): boolean {
     if (!this.queue.remove(id)) return false;
     const owner = this.owners.get(id) ?? "";
-    const left = (this.queuedPerOwner.get(owner) ?? 1) - 1;
-    if (left > 0) this.queuedPerOwner.set(owner, left);
-    else this.queuedPerOwner.delete(owner);
+    const mine = this.queuedByOwner.get(owner);
+    mine?.remove(id);
+    if (mine?.size === 0) this.queuedByOwner.delete(owner);
     return true;
   }
 

@@ -54,7 +54,7 @@ export class FifoQueue {
     return sum;
   }
 
-  /** Waiting ids from the head, in order, for the dispatcher's scan. */
+  /** Waiting ids from the head, in order. */
   *entries(): Generator<string> {
     for (let s = this.head; s < this.ids.length; s++) {
       const id = this.ids[s];

@@ -116,6 +116,24 @@ describe("cloud surface", () => {
     for (const [k, id] of [[keyA, second.id], [keyB, other.id]] as const) await api(k, `/api/v2/jobs/${id}/cancel`, { method: "POST" });
   });
 
+  it("GEN-8: however many jobs an account has waiting, another account's job starts on a free slot", async () => {
+    await dir.updateAccount("acme", { tier: "free", credits: 100 });
+    const first = (await (await submit(keyA, slow(30))).json()) as Record<string, any>;
+    await waitStatus(keyA, first.id, ["running"]);
+    // More of acme's jobs waiting than the dispatcher used to look past, all behind acme's one slot.
+    for (let i = 0; i < 1100; i += 100) {
+      const batch = await Promise.all(Array.from({ length: 100 }, () => submit(keyA, slow(30))));
+      expect(batch.map((r) => r.status)).toEqual(batch.map(() => 201));
+    }
+    const other = (await (await submit(keyB, slow(30))).json()) as Record<string, any>;
+    expect(other.queue_position).toBe(1100);
+    await waitStatus(keyB, other.id, ["running"]);
+    // Clean up for the tests after: every acme job waiting, then the two running.
+    expect((await fetch(`${server.url}/api/queue`, { method: "POST", headers: { "X-API-Key": keyA, "content-type": "application/json" }, body: JSON.stringify({ clear: true }) })).status).toBe(200);
+    for (const [k, id] of [[keyA, first.id], [keyB, other.id]] as const) await api(k, `/api/v2/jobs/${id}/cancel`, { method: "POST" });
+    await waitStatus(keyA, first.id, ["canceled"]);
+  });
+
   it("GEN-8/HOST-9: an inactive subscription is 403 on v2 and 429 on the hosted interface", async () => {
     await dir.updateAccount("globex", { subscription_active: false });
     const v2 = await api(keyB, "/api/v2/jobs");
