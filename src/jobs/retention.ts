@@ -5,6 +5,9 @@ import type { Store } from "../store/index.ts";
 import type { Dispatcher } from "./dispatcher.ts";
 import type { EventBus } from "./event-bus.ts";
 
+/** Jobs expired per store call. */
+const EXPIRE_BATCH = 500;
+
 export interface ReaperOptions {
   store: Store;
   blobs: BlobStore;
@@ -16,11 +19,17 @@ export interface ReaperOptions {
 /** One pass of retention; returns how many jobs expired and were purged. */
 export async function reapOnce(o: ReaperOptions): Promise<{ expired: number; purged: number; blobs: number }> {
   const now = o.now();
-  const expired = await o.store.expireJobs(now);
-  for (const job of expired) {
-    o.dispatcher.dequeue(job.id);
-    o.dispatcher.abort(job.id);
-    o.events.publish({ type: "status", job });
+  let expired = 0;
+  for (;;) {
+    // In bounded batches: a deep queue past its retention must not stall the event loop at once.
+    const batch = await o.store.expireJobs(now, EXPIRE_BATCH);
+    for (const job of batch) {
+      o.dispatcher.dequeue(job.id);
+      o.dispatcher.abort(job.id);
+      o.events.publish({ type: "status", job });
+    }
+    expired += batch.length;
+    if (batch.length < EXPIRE_BATCH) break;
   }
   let purged = 0;
   let blobs = 0;
@@ -33,7 +42,7 @@ export async function reapOnce(o: ReaperOptions): Promise<{ expired: number; pur
     }
     if (!r.more) break;
   }
-  return { expired: expired.length, purged, blobs };
+  return { expired, purged, blobs };
 }
 
 /** Runs the reaper every `intervalMs` until the returned stop function is called. */

@@ -62,8 +62,9 @@ export const SQL = {
   // The reaper's statements name their index: without statistics the planner would rather walk
   // the (status, seq) index, i.e. every queued job, on each pass. Each WHERE repeats the
   // partial index's own predicate, which INDEXED BY requires.
-  expireJobs: `UPDATE jobs INDEXED BY jobs_live_expires_at SET status = 'expired', completed_at = :now
-    WHERE status IN ${LIVE} AND expires_at <= :now
+  expireJobs: `UPDATE jobs SET status = 'expired', completed_at = :now WHERE id IN (
+      SELECT id FROM jobs INDEXED BY jobs_live_expires_at WHERE status IN ${LIVE} AND expires_at <= :now
+      ORDER BY expires_at LIMIT :limit)
     RETURNING ${JOB_COLUMNS}`,
   purgeableJobs: `SELECT id FROM jobs INDEXED BY jobs_done_expires_at WHERE expires_at <= :cutoff AND status IN ${TERMINAL}
     ORDER BY expires_at LIMIT :limit`,

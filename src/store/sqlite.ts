@@ -322,8 +322,9 @@ export class SqliteStore implements Store {
     return this.#referenced(blobKey);
   }
 
-  async expireJobs(now: number): Promise<JobRecord[]> {
-    return this.#durable(this.#sql.expireJobs.all({ now }).map(toJob).sort((a, b) => a.seq - b.seq));
+  async expireJobs(now: number, limit = DEFAULT_PURGE_LIMIT): Promise<JobRecord[]> {
+    const count = checkCount(limit, MAX_QUEUE_READ, "limit");
+    return this.#durable(this.#sql.expireJobs.all({ now, limit: count }).map(toJob).sort((a, b) => a.seq - b.seq));
   }
 
   async purgeExpired(now: number, options: PurgeOptions = {}): Promise<PurgeResult> {

@@ -250,8 +250,11 @@ export interface Store {
   /** Whether any asset record refers to the blob. */
   blobReferenced(blobKey: string): Promise<boolean>;
 
-  /** Marks every live job whose expires_at <= now as expired (completed_at = now) and returns them. */
-  expireJobs(now: number): Promise<JobRecord[]>;
+  /**
+   * Marks live jobs whose expires_at <= now as expired (completed_at = now), earliest expiry first,
+   * at most `limit` (default 500) per call so that one call stays short; returns them in seq order.
+   */
+  expireJobs(now: number, limit?: number): Promise<JobRecord[]>;
   /**
    * Deletes terminal jobs past expires_at (+grace) with their assets, expired uploads and
    * expired idempotency claims; returns what went and the blob keys left unreferenced.

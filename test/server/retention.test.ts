@@ -81,6 +81,20 @@ describe("retention", () => {
     expect(s.app.eventStreams.size).toBe(0);
   });
 
+  it("ST-3 a queue deeper than one expiry batch expires whole, and the dispatcher lets every job go", async () => {
+    const running = await s.api.submit(delayGraph(600));
+    await s.api.waitJob(running.id, (j) => j.status === "running", "running");
+    const count = 520; // over the reaper's batch of 500
+    for (let i = 0; i < count; i += 40) await Promise.all(Array.from({ length: Math.min(40, count - i) }, () => s.api.submit(delayGraph(600))));
+    expect(s.runtime.dispatcher.queue.size).toBe(count);
+    s.clock.advance(HOUR);
+    expect((await reap()).expired).toBe(count + 1);
+    await waitForIdle(s);
+    expect(s.runtime.dispatcher.queue.size).toBe(0);
+    expect(s.runtime.dispatcher.liveCount("")).toBe(0);
+    expect(await s.runtime.store.countQueued()).toBe(0);
+  });
+
   it("uploads expire too; a blob still referenced by a live record is kept", async () => {
     const shared = randomBytes(512);
     const lone = randomBytes(512);

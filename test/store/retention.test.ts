@@ -39,6 +39,17 @@ describe("expireJobs", () => {
     expect(await t.store.expireJobs(EXPIRY)).toEqual([]);
     expect(await t.store.countQueued()).toBe(1);
   });
+
+  it("expires at most `limit` jobs a call, earliest expiry first", async () => {
+    const jobs = [];
+    for (let i = 0; i < 5; i++) jobs.push(await t.store.createJob(newJob({ expires_at: EXPIRY - i })));
+    const first = await t.store.expireJobs(EXPIRY, 2);
+    expect(first.map((j) => j.id)).toEqual([jobs[3]!.id, jobs[4]!.id]);
+    expect((await t.store.expireJobs(EXPIRY, 2)).map((j) => j.id)).toEqual([jobs[1]!.id, jobs[2]!.id]);
+    expect((await t.store.expireJobs(EXPIRY, 2)).map((j) => j.id)).toEqual([jobs[0]!.id]);
+    expect(await t.store.countQueued()).toBe(0);
+    await expect(t.store.expireJobs(EXPIRY, 0)).rejects.toBeInstanceOf(RangeError);
+  });
 });
 
 describe("purgeExpired", () => {
