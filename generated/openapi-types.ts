@@ -563,7 +563,7 @@ export interface paths {
         };
         /**
          * Readiness
-         * @description Ready when the store is reachable, the engine is ready and the queue is below its bound.
+         * @description Ready when the store is reachable, the engine is ready, the queue is below its bound and the server starts jobs (`dispatch` is false while it stops and lets running jobs finish).
          */
         get: operations["getReadiness"];
         put?: never;
@@ -1264,7 +1264,8 @@ export interface components {
          *       "checks": {
          *         "store": true,
          *         "engine": true,
-         *         "queue": true
+         *         "queue": true,
+         *         "dispatch": true
          *       }
          *     }
          */
@@ -3250,7 +3251,8 @@ export interface operations {
                      *       "checks": {
                      *         "store": true,
                      *         "engine": true,
-                     *         "queue": true
+                     *         "queue": true,
+                     *         "dispatch": true
                      *       }
                      *     }
                      */
@@ -3269,7 +3271,8 @@ export interface operations {
                      *       "checks": {
                      *         "store": true,
                      *         "engine": false,
-                     *         "queue": true
+                     *         "queue": true,
+                     *         "dispatch": true
                      *       }
                      *     }
                      */

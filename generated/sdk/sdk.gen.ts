@@ -444,6 +444,6 @@ export const getHealth = <ThrowOnError extends boolean = false>(options?: Option
 /**
  * Readiness
  *
- * Ready when the store is reachable, the engine is ready and the queue is below its bound.
+ * Ready when the store is reachable, the engine is ready, the queue is below its bound and the server starts jobs (`dispatch` is false while it stops and lets running jobs finish).
  */
 export const getReadiness = <ThrowOnError extends boolean = false>(options?: Options<GetReadinessData, ThrowOnError>): RequestResult<GetReadinessResponses, GetReadinessErrors, ThrowOnError> => (options?.client ?? client).get<GetReadinessResponses, GetReadinessErrors, ThrowOnError>({ url: '/readyz', ...options });

@@ -34,10 +34,19 @@ export async function serve(argv: string[]): Promise<void> {
   let closing = false;
   for (const signal of ["SIGINT", "SIGTERM"] as const) {
     process.on(signal, () => {
-      if (closing) return;
+      if (closing) {
+        // A second signal: stop the running jobs now instead of waiting for them.
+        void server.runtime.dispatcher.stop();
+        return;
+      }
       closing = true;
+      const running = server.runtime.dispatcher.runningCount;
+      const grace = config.shutdownGraceMs;
+      if (running > 0 && grace > 0) {
+        process.stdout.write(`flowgate: stopping; waiting up to ${grace / 1000}s for ${running} running job(s) (${signal} again stops them now)\n`);
+      }
       server
-        .close()
+        .close({ graceMs: grace })
         .then(() => engine.close?.())
         .then(
           () => process.exit(0),

@@ -48,6 +48,8 @@ export interface Config {
   /** Bound of a captured log, in bytes. */
   logLimitBytes: number;
   reaperIntervalMs: number;
+  /** On SIGTERM/SIGINT, how long running jobs may finish before they are stopped; 0 stops them at once. */
+  shutdownGraceMs: number;
   /** Log level of the server's JSON log. */
   logLevel: string;
 }
@@ -71,6 +73,7 @@ export const SERVE_FLAGS = {
   "cache-size": { env: "FLOWGATE_CACHE_SIZE", help: "memory for the embedded engine's cached node results, like 256MB or 2GB; 0 turns it off (default 256MB)" },
   engine: { env: "FLOWGATE_ENGINE", help: "embedded (default) or comfyui" },
   "comfyui-url": { env: "FLOWGATE_COMFYUI_URL", help: "a ComfyUI instance for --engine comfyui; repeat it (comma-separated in the env) for several" },
+  "shutdown-grace": { env: "FLOWGATE_SHUTDOWN_GRACE", help: "on SIGTERM or SIGINT, how long running jobs may finish, like 25s or 5m; 0 stops them at once (default 25s)" },
   "log-level": { env: "FLOWGATE_LOG_LEVEL", help: "fatal, error, warn, info (default), debug" },
 } as const;
 
@@ -91,6 +94,11 @@ export function parseSize(text: string): number {
   const unit = m[2]!.toLowerCase().charAt(0);
   const scale = unit === "k" ? 1024 : unit === "m" ? 1024 ** 2 : unit === "g" ? 1024 ** 3 : 1;
   return Math.floor(Number(m[1]) * scale);
+}
+
+/** A grace period: a duration, or 0 for none. */
+function shutdownGraceOf(text: string): number {
+  return /^0+(\.0*)?(ms|s|m|h|d)?$/.test(text.trim()) ? 0 : parseDuration(text);
 }
 
 function positiveInt(name: string, text: string): number {
@@ -161,6 +169,7 @@ export function loadConfig(argv: string[] = [], env: NodeJS.ProcessEnv = process
     wsPingIntervalMs: 30_000,
     logLimitBytes: 64 * 1024,
     reaperIntervalMs: 60_000,
+    shutdownGraceMs: shutdownGraceOf(get("shutdown-grace") ?? "25s"),
     logLevel: get("log-level") ?? "info",
   };
 }
@@ -180,6 +189,7 @@ export function describeConfig(c: Config): Record<string, unknown> {
     retention: `${c.retentionMs / 3_600_000}h`,
     signingKey: c.signingKey ? "(set)" : "(per data dir)",
     partnerUrl: c.partnerUrl ?? "(none)",
+    shutdownGrace: `${c.shutdownGraceMs / 1000}s`,
     ...(c.engine === "embedded" ? { cacheSize: `${Math.round(c.cacheBytes / 1024 / 1024)}MB` } : {}),
     ...(c.engine === "comfyui" ? { comfyuiUrls: c.comfyuiUrls.map(withoutCredentials).join(",") } : {}),
   };

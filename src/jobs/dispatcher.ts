@@ -30,6 +30,8 @@ export class Dispatcher {
   private pumping = false;
   private pumpAgain = false;
   private stopped = false;
+  /** Ends the grace period of a stop under way. */
+  private endGrace: (() => void) | undefined;
 
   constructor(options: DispatcherOptions) {
     this.o = options;
@@ -93,11 +95,37 @@ export class Dispatcher {
     return this.running.size;
   }
 
-  /** Stops starting jobs and waits for the runs in flight. */
-  async stop(): Promise<void> {
+  /** Whether the dispatcher has stopped starting jobs (a stop or a drain is under way or done). */
+  get stopping(): boolean {
+    return this.stopped;
+  }
+
+  /**
+   * Stops starting jobs, lets the runs in flight finish for up to `graceMs`, then aborts what
+   * still runs and waits for it to settle. Queued jobs stay queued: they run after a restart.
+   * A second call ends a wait under way at once.
+   */
+  async stop(graceMs = 0): Promise<void> {
+    const again = this.stopped;
     this.stopped = true;
+    if (again) this.endGrace?.();
+    else if (graceMs > 0 && this.inflight.size > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      const ended = new Promise<void>((resolve) => {
+        this.endGrace = resolve;
+        timer = setTimeout(resolve, graceMs);
+      });
+      await Promise.race([ended, this.settled()]);
+      clearTimeout(timer);
+      this.endGrace = undefined;
+    }
     for (const c of this.running.values()) c.abort();
-    await Promise.allSettled([...this.inflight]);
+    await this.settled();
+  }
+
+  /** Resolves once no fill and no run is in flight (a fill under way may still launch one run). */
+  private async settled(): Promise<void> {
+    while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
   }
 
   /** Fills free slots from the queue; a call during a fill makes it run once more after. */

@@ -11,7 +11,12 @@ export interface RunningServer {
   runtime: Runtime;
   /** http://host:port of the listener. */
   url: string;
-  close(): Promise<void>;
+  /**
+   * Stops the server. With `graceMs`, running jobs first get that long to finish while HTTP still
+   * answers (readiness says not ready; submissions queue for the next start); then connections
+   * close and whatever still runs is stopped (it ends `worker_lost` at the next start).
+   */
+  close(options?: { graceMs?: number }): Promise<void>;
 }
 
 /** Starts a server for `config` with `engine`; `quiet` silences the request log (tests). */
@@ -37,7 +42,8 @@ export async function startServer(config: Config, engine: EnginePort, options: {
     app,
     runtime,
     url,
-    async close() {
+    async close({ graceMs = 0 } = {}) {
+      if (graceMs > 0) await runtime.dispatcher.stop(graceMs);
       await app.close();
       await runtime.close();
     },

@@ -55,6 +55,16 @@ describe("configuration", () => {
     expect(describeConfig(loadConfig(["--cache-size", "64MB"], {})).cacheSize).toBe("64MB");
   });
 
+  it("--shutdown-grace takes a duration or 0 (25s by default)", () => {
+    expect(loadConfig([], {}).shutdownGraceMs).toBe(25_000);
+    expect(loadConfig(["--shutdown-grace", "5m"], {}).shutdownGraceMs).toBe(300_000);
+    expect(loadConfig(["--shutdown-grace", "0"], {}).shutdownGraceMs).toBe(0);
+    expect(loadConfig([], { FLOWGATE_SHUTDOWN_GRACE: "0s" }).shutdownGraceMs).toBe(0);
+    expect(describeConfig(loadConfig(["--shutdown-grace", "90s"], {})).shutdownGrace).toBe("90s");
+    for (const bad of ["", "soon", "10"]) expect(() => loadConfig(["--shutdown-grace", bad], {})).toThrow(/duration/);
+    expect(() => loadConfig(["--shutdown-grace=-5s"], {})).toThrow(/duration/);
+  });
+
   it("parses durations", () => {
     expect(parseDuration("500ms")).toBe(500);
     expect(parseDuration("45s")).toBe(45_000);
