@@ -32,6 +32,8 @@ export class Dispatcher {
   private stopped = false;
   /** Ends the grace period of a stop under way. */
   private endGrace: (() => void) | undefined;
+  /** Set when a stop's grace is over: every run, even one a fill launches later, is aborted. */
+  private abortingRuns = false;
 
   constructor(options: DispatcherOptions) {
     this.o = options;
@@ -119,6 +121,7 @@ export class Dispatcher {
       clearTimeout(timer);
       this.endGrace = undefined;
     }
+    this.abortingRuns = true;
     for (const c of this.running.values()) c.abort();
     await this.settled();
   }
@@ -207,6 +210,8 @@ export class Dispatcher {
 
   private launch(job: JobRecord): void {
     const controller = new AbortController();
+    // A fill that was committing this start when the stop came launches it late: stop it too.
+    if (this.abortingRuns) controller.abort();
     this.running.set(job.id, controller);
     this.runningPerOwner.set(job.owner, (this.runningPerOwner.get(job.owner) ?? 0) + 1);
     const extra = this.extras.get(job.id) ?? {};

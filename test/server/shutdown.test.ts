@@ -17,6 +17,16 @@ function closeOrHang(close: () => Promise<void>): Promise<string> {
   return Promise.race([close().then(() => "closed"), new Promise<string>((r) => setTimeout(() => r("hung"), 10_000).unref())]);
 }
 
+/** The status the store holds for `id` once the server is down. */
+async function storedStatus(dataDir: string, id: string): Promise<string | undefined> {
+  const store = await openStore({ dataDir });
+  try {
+    return (await store.getJob(id))?.status;
+  } finally {
+    await store.close();
+  }
+}
+
 describe("stopping the server", () => {
   it("ends open event streams and drops request-less connections, so close() completes", async () => {
     const s = await startTestServer();
@@ -115,19 +125,28 @@ describe("stopping the server", () => {
     expect(await closing).toBe("closed");
     await s.stop();
   });
+
+  it("a run whose start was committing when the stop came is stopped too", async () => {
+    const s = await startTestServer();
+    const store = s.runtime.store;
+    const transition = store.transitionJob.bind(store);
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    store.transitionJob = async (...args) => {
+      if (args[2] === "running") await gate;
+      return transition(...args);
+    };
+    const job = await s.api.submit(delayGraph(600));
+    const closing = closeOrHang(() => s.close());
+    await waitFor(() => s.runtime.dispatcher.stopping, Boolean, "the stop");
+    release();
+    expect(await closing).toBe("closed");
+    expect(await storedStatus(s.dataDir, job.id)).toBe("running");
+    await s.stop();
+  });
 });
 
 describe("stopping with a grace period", () => {
-  /** The status the store holds for `id` once the server is down. */
-  async function storedStatus(dataDir: string, id: string): Promise<string | undefined> {
-    const store = await openStore({ dataDir });
-    try {
-      return (await store.getJob(id))?.status;
-    } finally {
-      await store.close();
-    }
-  }
-
   it("lets a running job finish while HTTP still answers; queued jobs wait for the next start", async () => {
     const s = await startTestServer({ flags: ["--concurrency", "1"] });
     const running = await s.api.submit(delayGraph(1));
