@@ -77,8 +77,9 @@ export const SERVE_FLAGS = {
   "log-level": { env: "FLOWGATE_LOG_LEVEL", help: "fatal, error, warn, info (default), debug" },
 } as const;
 
-/** Parses a duration like `7d`, `12h`, `30m`, `45s` or `500ms` into milliseconds. */
-export function parseDuration(text: string): number {
+/** Parses a duration like `7d`, `12h`, `30m`, `45s` or `500ms` into milliseconds; `allowZero` also takes `0`. */
+export function parseDuration(text: string, { allowZero = false } = {}): number {
+  if (allowZero && /^0+(\.0*)?(ms|s|m|h|d)?$/.test(text.trim())) return 0;
   const m = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/.exec(text.trim());
   if (!m) throw new Error(`invalid duration "${text}" (use a number and one of ms, s, m, h, d)`);
   const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[m[2] as "ms" | "s" | "m" | "h" | "d"];
@@ -94,11 +95,6 @@ export function parseSize(text: string): number {
   const unit = m[2]!.toLowerCase().charAt(0);
   const scale = unit === "k" ? 1024 : unit === "m" ? 1024 ** 2 : unit === "g" ? 1024 ** 3 : 1;
   return Math.floor(Number(m[1]) * scale);
-}
-
-/** A grace period: a duration, or 0 for none. */
-function shutdownGraceOf(text: string): number {
-  return /^0+(\.0*)?(ms|s|m|h|d)?$/.test(text.trim()) ? 0 : parseDuration(text);
 }
 
 function positiveInt(name: string, text: string): number {
@@ -169,7 +165,7 @@ export function loadConfig(argv: string[] = [], env: NodeJS.ProcessEnv = process
     wsPingIntervalMs: 30_000,
     logLimitBytes: 64 * 1024,
     reaperIntervalMs: 60_000,
-    shutdownGraceMs: shutdownGraceOf(get("shutdown-grace") ?? "25s"),
+    shutdownGraceMs: parseDuration(get("shutdown-grace") ?? "25s", { allowZero: true }),
     logLevel: get("log-level") ?? "info",
   };
 }
