@@ -3,7 +3,7 @@
 // into packages/client/dist/), JS and .d.ts. Both mirror the source tree, so relative imports
 // between modules hold; tsc rewrites their .ts extensions to .js. Runs on Node 24 as it is.
 import { spawnSync } from "node:child_process";
-import { copyFileSync, readdirSync, rmSync } from "node:fs";
+import { copyFileSync, mkdirSync, readdirSync, rmSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -16,14 +16,23 @@ function tsc(project: string, outDir: string): void {
   if (result.status !== 0) process.exit(result.status ?? 1);
 }
 
-/** The server: every module of src/, conformance/ and generated/; the ajv validators are JS already, so they are copied. */
+/** The compiled trees of the server package; files in them that tsc does not compile are copied as they are. */
+const SERVER_TREES = ["src", "conformance", "generated"];
+
+/**
+ * The server: every module of src/, conformance/ and generated/, plus the files beside them that
+ * are read or imported at run time as they are (the ajv validators, which are JS already, with
+ * their .d.ts; data files a module may add). Documentation stays out.
+ */
 function buildServer(): void {
   const out = path.join(ROOT, "dist");
   tsc("tsconfig.build.json", out);
-  const generated = path.join(ROOT, "generated");
-  for (const file of readdirSync(generated)) {
-    if (file.endsWith(".js") || (file.endsWith(".d.ts") && readdirSync(generated).includes(file.replace(/\.d\.ts$/, ".js")))) {
-      copyFileSync(path.join(generated, file), path.join(out, "generated", file));
+  for (const tree of SERVER_TREES) {
+    for (const entry of readdirSync(path.join(ROOT, tree), { withFileTypes: true, recursive: true })) {
+      if (!entry.isFile() || entry.name.endsWith(".md") || (entry.name.endsWith(".ts") && !entry.name.endsWith(".d.ts"))) continue;
+      const relative = path.relative(ROOT, path.join(entry.parentPath, entry.name));
+      mkdirSync(path.dirname(path.join(out, relative)), { recursive: true });
+      copyFileSync(path.join(ROOT, relative), path.join(out, relative));
     }
   }
 }
