@@ -10,6 +10,7 @@ import { fileURLToPath } from "node:url";
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const TSC = path.join(ROOT, "node_modules", "typescript", "bin", "tsc");
 
+/** Empties `outDir`, then compiles `project` into it (the build stops on a type error). */
 function tsc(project: string, outDir: string): void {
   rmSync(outDir, { recursive: true, force: true });
   const result = spawnSync(process.execPath, [TSC, "-p", project], { cwd: ROOT, stdio: "inherit" });
