@@ -12,7 +12,7 @@ import { ServiceError } from "../jobs/errors.ts";
 import { bearerToken } from "./auth.ts";
 import { toHostedError } from "./hosted/hosted-errors.ts";
 import type { HandlerContext, HandlerResult } from "./handler-context.ts";
-import { assertValid } from "./request-validation.ts";
+import { assertShallow, assertValid } from "./request-validation.ts";
 import type { Runtime } from "./runtime.ts";
 import { linkExpiry, type LinkContext } from "./views.ts";
 
@@ -135,6 +135,7 @@ function validateInput(route: RouteSpec, request: FastifyRequest) {
       if (route.requestBody.required) assertValid(strict[route.requestBody.validator]!, undefined);
       body = undefined;
     } else {
+      assertShallow(body);
       assertValid(strict[route.requestBody.validator]!, body);
     }
   }
