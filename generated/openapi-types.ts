@@ -823,7 +823,12 @@ export interface components {
              * @description Retention deadline, a platform setting; after it the job and its outputs are gone.
              */
             expires_at: string;
-            /** @description While queued, how many jobs are ahead of this one in its queue (0 = next to start); null otherwise. */
+            /**
+             * @description While queued, how many jobs start before this one in the current order (0 = next to start);
+             *     null otherwise. Accounts with jobs waiting share the slots: the next job is the first
+             *     waiting job of the account with the fewest jobs running, ties by submission order, so the
+             *     position can grow when another account's run ends or its job arrives.
+             */
             queue_position: number | null;
             /** @description Latest progress snapshot, null before the run reports any. */
             progress: components["schemas"]["Progress"] | null;
@@ -1777,7 +1782,7 @@ export interface components {
         };
     };
     responses: {
-        /** @description `invalid_request`: the request envelope is malformed (not JSON, wrong or unknown fields, reserved fields, bad parameters); `details.fields` lists each offending field. */
+        /** @description `invalid_request`: the request envelope is malformed (not JSON, wrong or unknown fields, reserved fields, bad parameters, a JSON body nested deeper than 64 levels of arrays and objects: reason `too_deep`); `details.fields` lists each offending field. */
         InvalidRequest: {
             headers: {
                 [name: string]: unknown;

@@ -219,7 +219,11 @@ export type JobFields = {
      */
     expires_at: string;
     /**
-     * While queued, how many jobs are ahead of this one in its queue (0 = next to start); null otherwise.
+     * While queued, how many jobs start before this one in the current order (0 = next to start);
+     * null otherwise. Accounts with jobs waiting share the slots: the next job is the first
+     * waiting job of the account with the fewest jobs running, ties by submission order, so the
+     * position can grow when another account's run ends or its job arrives.
+     *
      */
     queue_position: number | null;
     /**
@@ -1076,7 +1080,7 @@ export type ListJobsData = {
 
 export type ListJobsErrors = {
     /**
-     * `invalid_request`: the request envelope is malformed (not JSON, wrong or unknown fields, reserved fields, bad parameters); `details.fields` lists each offending field.
+     * `invalid_request`: the request envelope is malformed (not JSON, wrong or unknown fields, reserved fields, bad parameters, a JSON body nested deeper than 64 levels of arrays and objects: reason `too_deep`); `details.fields` lists each offending field.
      */
     400: ErrorEnvelope;
     /**
@@ -1123,7 +1127,7 @@ export type CreateJobData = {
 
 export type CreateJobErrors = {
     /**
-     * `invalid_request`: the request envelope is malformed (not JSON, wrong or unknown fields, reserved fields, bad parameters); `details.fields` lists each offending field.
+     * `invalid_request`: the request envelope is malformed (not JSON, wrong or unknown fields, reserved fields, bad parameters, a JSON body nested deeper than 64 levels of arrays and objects: reason `too_deep`); `details.fields` lists each offending field.
      */
     400: ErrorEnvelope;
     /**
@@ -1190,7 +1194,7 @@ export type GetJobData = {
 
 export type GetJobErrors = {
     /**
-     * `invalid_request`: the request envelope is malformed (not JSON, wrong or unknown fields, reserved fields, bad parameters); `details.fields` lists each offending field.
+     * `invalid_request`: the request envelope is malformed (not JSON, wrong or unknown fields, reserved fields, bad parameters, a JSON body nested deeper than 64 levels of arrays and objects: reason `too_deep`); `details.fields` lists each offending field.
      */
     400: ErrorEnvelope;
     /**
@@ -1240,7 +1244,7 @@ export type CancelJobData = {
 
 export type CancelJobErrors = {
     /**
-     * `invalid_request`: the request envelope is malformed (not JSON, wrong or unknown fields, reserved fields, bad parameters); `details.fields` lists each offending field.
+     * `invalid_request`: the request envelope is malformed (not JSON, wrong or unknown fields, reserved fields, bad parameters, a JSON body nested deeper than 64 levels of arrays and objects: reason `too_deep`); `details.fields` lists each offending field.
      */
     400: ErrorEnvelope;
     /**
@@ -1290,7 +1294,7 @@ export type StreamJobEventsData = {
 
 export type StreamJobEventsErrors = {
     /**
-     * `invalid_request`: the request envelope is malformed (not JSON, wrong or unknown fields, reserved fields, bad parameters); `details.fields` lists each offending field.
+     * `invalid_request`: the request envelope is malformed (not JSON, wrong or unknown fields, reserved fields, bad parameters, a JSON body nested deeper than 64 levels of arrays and objects: reason `too_deep`); `details.fields` lists each offending field.
      */
     400: ErrorEnvelope;
     /**
@@ -1340,7 +1344,7 @@ export type GetJobWorkflowData = {
 
 export type GetJobWorkflowErrors = {
     /**
-     * `invalid_request`: the request envelope is malformed (not JSON, wrong or unknown fields, reserved fields, bad parameters); `details.fields` lists each offending field.
+     * `invalid_request`: the request envelope is malformed (not JSON, wrong or unknown fields, reserved fields, bad parameters, a JSON body nested deeper than 64 levels of arrays and objects: reason `too_deep`); `details.fields` lists each offending field.
      */
     400: ErrorEnvelope;
     /**
@@ -1385,7 +1389,7 @@ export type UploadAssetData = {
 
 export type UploadAssetErrors = {
     /**
-     * `invalid_request`: the request envelope is malformed (not JSON, wrong or unknown fields, reserved fields, bad parameters); `details.fields` lists each offending field.
+     * `invalid_request`: the request envelope is malformed (not JSON, wrong or unknown fields, reserved fields, bad parameters, a JSON body nested deeper than 64 levels of arrays and objects: reason `too_deep`); `details.fields` lists each offending field.
      */
     400: ErrorEnvelope;
     /**
@@ -1438,7 +1442,7 @@ export type CreateAssetFromHashData = {
 
 export type CreateAssetFromHashErrors = {
     /**
-     * `invalid_request`: the request envelope is malformed (not JSON, wrong or unknown fields, reserved fields, bad parameters); `details.fields` lists each offending field.
+     * `invalid_request`: the request envelope is malformed (not JSON, wrong or unknown fields, reserved fields, bad parameters, a JSON body nested deeper than 64 levels of arrays and objects: reason `too_deep`); `details.fields` lists each offending field.
      */
     400: ErrorEnvelope;
     /**
@@ -1542,7 +1546,7 @@ export type DeleteAssetData = {
 
 export type DeleteAssetErrors = {
     /**
-     * `invalid_request`: the request envelope is malformed (not JSON, wrong or unknown fields, reserved fields, bad parameters); `details.fields` lists each offending field.
+     * `invalid_request`: the request envelope is malformed (not JSON, wrong or unknown fields, reserved fields, bad parameters, a JSON body nested deeper than 64 levels of arrays and objects: reason `too_deep`); `details.fields` lists each offending field.
      */
     400: ErrorEnvelope;
     /**
@@ -1592,7 +1596,7 @@ export type GetAssetData = {
 
 export type GetAssetErrors = {
     /**
-     * `invalid_request`: the request envelope is malformed (not JSON, wrong or unknown fields, reserved fields, bad parameters); `details.fields` lists each offending field.
+     * `invalid_request`: the request envelope is malformed (not JSON, wrong or unknown fields, reserved fields, bad parameters, a JSON body nested deeper than 64 levels of arrays and objects: reason `too_deep`); `details.fields` lists each offending field.
      */
     400: ErrorEnvelope;
     /**
@@ -1657,7 +1661,7 @@ export type GetAssetContentData = {
 
 export type GetAssetContentErrors = {
     /**
-     * `invalid_request`: the request envelope is malformed (not JSON, wrong or unknown fields, reserved fields, bad parameters); `details.fields` lists each offending field.
+     * `invalid_request`: the request envelope is malformed (not JSON, wrong or unknown fields, reserved fields, bad parameters, a JSON body nested deeper than 64 levels of arrays and objects: reason `too_deep`); `details.fields` lists each offending field.
      */
     400: ErrorEnvelope;
     /**
