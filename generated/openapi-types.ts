@@ -17,13 +17,16 @@ export interface paths {
          * Submit a workflow
          * @description Validates the request envelope, then the graph (UI-format exports, structure, unknown node
          *     classes, node inputs, `core/ASSET` references that must exist and belong to the caller),
-         *     and records the job durably before answering 201 with the job in `queued`.
+         *     and records the job durably before answering 201 with the job in `queued`. A
+         *     `filename_prefix` input longer than 255 characters is 422 `invalid_workflow` (`out_of_range`):
+         *     output names come back in every read of the job.
          *
          *     **Idempotency.** The first request presenting an `Idempotency-Key` is processed normally.
          *     Every later request with the same key is rejected with 422 `idempotency_key_reuse` and never
          *     executed: a retry, a concurrent duplicate and a different body alike. A key is claimed only
          *     by a request that reaches submission; it is released when submission definitively fails
-         *     without creating a job (validation error, out of credits, queue full), and it stays claimed
+         *     without creating a job (validation error, out of credits, queue full; a key that another
+         *     request holds or is still writing is a reuse before the queue bound is checked), and it stays claimed
          *     when the outcome is unknown (an upstream timeout or 5xx). Keys expire after 24 hours. There is
          *     no response replay and no `Idempotency-Replayed` header. `extra_data` is excluded from every
          *     comparison.
@@ -1165,7 +1168,7 @@ export interface components {
             /** @description File name to record. */
             file_path?: string;
             expected_hash?: components["schemas"]["Blake3Hash"];
-            /** @description Tags; repeat the field for several. */
+            /** @description Tags (at most 64, each at most 128 characters); repeat the field for several. */
             tags?: string[];
         };
         /**
@@ -1179,7 +1182,7 @@ export interface components {
             hash: components["schemas"]["Blake3Hash"];
             /** @description File name to record. */
             file_path?: string;
-            /** @description Tags. */
+            /** @description Tags (at most 64, each at most 128 characters). */
             tags?: string[];
         };
         /**
@@ -2155,6 +2158,29 @@ export interface components {
                 "application/json": components["schemas"]["HostedError"];
             };
         };
+        /**
+         * @description The queue is at its bound (`--queue-limit`). On the hosted interface a 429 means an inactive
+         *     subscription, so backpressure is a 503 with `Retry-After` (seconds, from the observed drain rate).
+         */
+        HostedQueueFull: {
+            headers: {
+                "Retry-After": components["headers"]["RetryAfter"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "type": "queue_full",
+                 *         "message": "The queue is full; retry later.",
+                 *         "details": "",
+                 *         "extra_info": {}
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["HostedError"];
+            };
+        };
         /** @description The request body is larger than the configured limit. */
         HostedPayloadTooLarge: {
             headers: {
@@ -2972,6 +2998,7 @@ export interface operations {
             413: components["responses"]["HostedPayloadTooLarge"];
             429: components["responses"]["HostedInactiveSubscription"];
             500: components["responses"]["HostedInternalError"];
+            503: components["responses"]["HostedQueueFull"];
         };
     };
     hostedGetJobStatus: {

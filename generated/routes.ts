@@ -1452,6 +1452,12 @@ export const routes: readonly RouteSpec[] = [
         "validator": "response_hostedQueuePrompt_500",
         "errorCodes": [],
         "retryAfter": false
+      },
+      "503": {
+        "contentType": "application/json",
+        "validator": "response_hostedQueuePrompt_503",
+        "errorCodes": [],
+        "retryAfter": true
       }
     }
   },

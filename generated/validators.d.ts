@@ -166,6 +166,7 @@ export declare const response_hostedQueuePrompt_402: ValidateFunction;
 export declare const response_hostedQueuePrompt_413: ValidateFunction;
 export declare const response_hostedQueuePrompt_429: ValidateFunction;
 export declare const response_hostedQueuePrompt_500: ValidateFunction;
+export declare const response_hostedQueuePrompt_503: ValidateFunction;
 export declare const response_hostedGetJobStatus_200: ValidateFunction;
 export declare const response_hostedGetJobStatus_401: ValidateFunction;
 export declare const response_hostedGetJobStatus_404: ValidateFunction;

@@ -441,7 +441,7 @@ export type UploadAssetRequest = {
     file_path?: string;
     expected_hash?: Blake3Hash;
     /**
-     * Tags; repeat the field for several.
+     * Tags (at most 64, each at most 128 characters); repeat the field for several.
      */
     tags?: Array<string>;
 };
@@ -456,7 +456,7 @@ export type AssetFromHashRequest = {
      */
     file_path?: string;
     /**
-     * Tags.
+     * Tags (at most 64, each at most 128 characters).
      */
     tags?: Array<string>;
 };
@@ -1923,6 +1923,12 @@ export type HostedQueuePromptErrors = {
      * Internal server error; the message is generic.
      */
     500: HostedError;
+    /**
+     * The queue is at its bound (`--queue-limit`). On the hosted interface a 429 means an inactive
+     * subscription, so backpressure is a 503 with `Retry-After` (seconds, from the observed drain rate).
+     *
+     */
+    503: HostedError;
 };
 
 export type HostedQueuePromptError = HostedQueuePromptErrors[keyof HostedQueuePromptErrors];

@@ -87,6 +87,9 @@ export function typesCompatible(received: string, expected: InputType): boolean 
   return false;
 }
 
+/** Longest `filename_prefix` a node may be given. */
+export const MAX_FILENAME_PREFIX = 255;
+
 const WIDGET_TYPES = new Set(["INT", "FLOAT", "STRING", "BOOLEAN"]);
 
 /** Analyses a graph against a node registry. */
@@ -285,6 +288,11 @@ function checkLiteral(
     }
   } else if (type === "STRING") {
     coerced = pyStr(value);
+    // Output names come back in every read of the job: a prefix is bounded like a path.
+    if (name === "filename_prefix" && (coerced as string).length > MAX_FILENAME_PREFIX) {
+      issue(id, name, "out_of_range", comfyError.invalidInputType(name, spec, `${(coerced as string).slice(0, 32)}...`, `filename_prefix is longer than ${MAX_FILENAME_PREFIX} characters`));
+      return;
+    }
   } else {
     coerced = pyBool(value);
   }

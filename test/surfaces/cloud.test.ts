@@ -140,7 +140,9 @@ describe("cloud surface", () => {
     const v2 = await api(keyB, "/api/v2/jobs");
     expect(v2.status).toBe(403);
     expect(((await v2.json()) as any).error.code).toBe("forbidden");
-    expect((await fetch(`${server.url}/api/queue`, { headers: { "X-API-Key": keyB } })).status).toBe(429);
+    const inactive = await fetch(`${server.url}/api/queue`, { headers: { "X-API-Key": keyB } });
+    expect(inactive.status).toBe(429);
+    expect(inactive.headers.get("retry-after") ?? "").toMatch(/^\d+$/); // the spec declares it
     await expect(new ComfyClient(server.url, keyB).connect()).rejects.toThrow(/429/);
     await dir.updateAccount("globex", { subscription_active: true });
     expect((await api(keyB, "/api/v2/jobs")).status).toBe(200);
