@@ -690,8 +690,9 @@ export interface components {
         /**
          * @description An execution failure (not an HTTP error). Known codes: `node_execution_error`,
          *     `invalid_input` (a node rejected its inputs at run time), `missing_model`, `out_of_memory`,
-         *     `partner_node_error`, `worker_lost`, `timeout`; more may be added. `traceback` never carries
-         *     server paths or secrets.
+         *     `partner_node_error`, `worker_lost`, `timeout`, `partner_key_lost` (the job was submitted with
+         *     `extra_data`, which is kept in memory only, and the server restarted before it ran: submit it
+         *     again); more may be added. `traceback` never carries server paths or secrets.
          * @example {
          *       "code": "node_execution_error",
          *       "message": "Image dimensions must be positive",

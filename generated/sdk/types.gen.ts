@@ -109,8 +109,9 @@ export type Output = {
 /**
  * An execution failure (not an HTTP error). Known codes: `node_execution_error`,
  * `invalid_input` (a node rejected its inputs at run time), `missing_model`, `out_of_memory`,
- * `partner_node_error`, `worker_lost`, `timeout`; more may be added. `traceback` never carries
- * server paths or secrets.
+ * `partner_node_error`, `worker_lost`, `timeout`, `partner_key_lost` (the job was submitted with
+ * `extra_data`, which is kept in memory only, and the server restarted before it ran: submit it
+ * again); more may be added. `traceback` never carries server paths or secrets.
  *
  */
 export type JobError = {

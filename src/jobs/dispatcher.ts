@@ -42,7 +42,9 @@ export class Dispatcher {
 
   /**
    * Recovers after a restart: jobs left running or canceling by a dead process end `failed`
-   * with `worker_lost` (never `running` forever); queued jobs wait again in their order.
+   * with `worker_lost` (never `running` forever); queued jobs wait again in their order, except
+   * those submitted with secrets (a partner key), which lived in this memory only: they end
+   * `failed` with `partner_key_lost` rather than run without them.
    */
   async start(): Promise<void> {
     const now = this.o.now();
@@ -53,6 +55,14 @@ export class Dispatcher {
           ? { completed_at: now, error: { code: "worker_lost", message: "The worker running this job stopped before it finished." } }
           : { completed_at: now };
       await this.o.store.transitionJob(job.id, [job.status], to, patch).catch(ignoreTerminal);
+    }
+    for (const id of await this.o.store.queuedJobsWithSecrets()) {
+      const error = { code: "partner_key_lost", message: "The partner key given with this job is kept in memory only and did not survive a server restart; submit the job again." };
+      // Through `running`, as every failure (the state machine has no queued -> failed).
+      const started = await this.o.store.transitionJob(id, ["queued"], "running", { started_at: now }).catch(ignoreTerminal);
+      if (!started) continue;
+      const job = await this.o.store.transitionJob(id, ["running"], "failed", { completed_at: now, error }).catch(ignoreTerminal);
+      if (job) this.events.publish({ type: "status", job });
     }
     let after = 0;
     for (;;) {

@@ -101,6 +101,7 @@ export class JobService {
           expires_at: now + this.o.retentionMs,
           workflow,
           output_node_ids: validation.output_node_ids,
+          secrets_given: submission.extra_data !== undefined && Object.keys(submission.extra_data).length > 0,
         },
         submission.idempotency_key === undefined ? {} : { idempotency: { key: submission.idempotency_key, now } },
       );
