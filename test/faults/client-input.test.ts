@@ -1,5 +1,6 @@
 // Client input that once reached a 500: node ids that are Object.prototype names, and values
 // nested thousands of levels deep. Each is a 4xx in its interface's shape, or a job that runs.
+import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { expectError, expectValid, startTestServer, v, type TestServer } from "../server/helpers.ts";
 
@@ -88,5 +89,34 @@ describe("values nested without bound", () => {
     expect(res.status, res.text).toBe(201);
     expectValid(v.response_createJob_201, res.body);
     expect((await s.api.waitTerminal(res.body.id)).status).toBe("succeeded");
+  });
+});
+
+describe("requests the HTTP parser refuses", () => {
+  /** Writes raw bytes on a fresh connection and reads everything until the server closes. */
+  function raw(text: string): Promise<string> {
+    return new Promise((resolve, reject) => {
+      const socket = net.connect(Number(new URL(s.url).port), "127.0.0.1", () => socket.write(text));
+      let out = "";
+      socket.on("data", (d) => (out += d));
+      socket.on("close", () => resolve(out));
+      socket.on("error", reject);
+    });
+  }
+
+  it.each([
+    ["a bad Content-Length", "POST /api/v2/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: abc\r\n\r\n{}", 400],
+    ["Content-Length with Transfer-Encoding", "POST /api/v2/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400],
+    ["a control character in a header", "GET /api/v2/jobs HTTP/1.1\r\nHost: x\r\nX-Note: a\x01b\r\n\r\n", 400],
+    ["a 100 KB query string", `GET /api/v2/jobs?x=${"a".repeat(100_000)} HTTP/1.1\r\nHost: x\r\n\r\n`, 431],
+    ["a request line that is not HTTP", "HELLO\r\n\r\n", 400],
+  ])("%s is answered in the envelope (invalid_request), not reset", async (_what, request, status) => {
+    const answer = await raw(request);
+    const [head, body] = answer.split("\r\n\r\n");
+    expect(head).toMatch(new RegExp(`^HTTP/1.1 ${status} `));
+    expect(head!.toLowerCase()).toContain("content-type: application/json");
+    const json = JSON.parse(body!);
+    expectValid(v.schema_ErrorEnvelope, json);
+    expect(json.error.code).toBe("invalid_request");
   });
 });
