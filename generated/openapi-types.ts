@@ -1845,8 +1845,8 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description `not_found`: no such resource for this caller (another caller's resource looks the same as a missing one). */
-        NotFound: {
+        /** @description `not_found`: serverless surfaces: no such deployment. */
+        DeploymentNotFound: {
             headers: {
                 [name: string]: unknown;
             };
@@ -1862,8 +1862,8 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description `blob_not_found`: no blob with this hash that the caller may use. */
-        BlobNotFound: {
+        /** @description `not_found`: no such resource for this caller (another caller's resource looks the same as a missing one). */
+        NotFound: {
             headers: {
                 [name: string]: unknown;
             };
@@ -1871,8 +1871,8 @@ export interface components {
                 /**
                  * @example {
                  *       "error": {
-                 *         "code": "blob_not_found",
-                 *         "message": "No blob with this hash is available to you."
+                 *         "code": "not_found",
+                 *         "message": "Not found."
                  *       }
                  *     }
                  */
@@ -2298,6 +2298,7 @@ export interface operations {
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            404: components["responses"]["DeploymentNotFound"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["UpstreamError"];
         };
@@ -2356,6 +2357,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             402: components["responses"]["InsufficientCredits"];
             403: components["responses"]["Forbidden"];
+            404: components["responses"]["DeploymentNotFound"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["SubmitUnprocessable"];
             429: components["responses"]["SubmitTooManyRequests"];
@@ -2547,6 +2549,7 @@ export interface operations {
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            404: components["responses"]["DeploymentNotFound"];
             409: components["responses"]["HashMismatch"];
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["RateLimited"];
@@ -2593,7 +2596,23 @@ export interface operations {
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["BlobNotFound"];
+            /** @description `blob_not_found`: no blob with this hash that the caller may use; `not_found` on serverless surfaces: no such deployment. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "blob_not_found",
+                     *         "message": "No blob with this hash is available to you."
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["UpstreamError"];
@@ -2822,6 +2841,7 @@ export interface operations {
                     "application/json": components["schemas"]["HostedNodeDefinitions"];
                 };
             };
+            400: components["responses"]["HostedBadRequest"];
             401: components["responses"]["HostedUnauthorized"];
             500: components["responses"]["HostedInternalError"];
         };
@@ -3023,6 +3043,7 @@ export interface operations {
                     "application/json": components["schemas"]["HostedJobStatus"];
                 };
             };
+            400: components["responses"]["HostedBadRequest"];
             401: components["responses"]["HostedUnauthorized"];
             404: components["responses"]["HostedNotFound"];
             500: components["responses"]["HostedInternalError"];
@@ -3187,6 +3208,7 @@ export interface operations {
                     "application/json": components["schemas"]["HostedHistory"];
                 };
             };
+            400: components["responses"]["HostedBadRequest"];
             401: components["responses"]["HostedUnauthorized"];
             500: components["responses"]["HostedInternalError"];
         };

@@ -1093,6 +1093,10 @@ export type ListJobsErrors = {
      */
     403: ErrorEnvelope;
     /**
+     * `not_found`: serverless surfaces: no such deployment.
+     */
+    404: ErrorEnvelope;
+    /**
      * `rate_limited`: a configured request rate was exceeded; carries `Retry-After`.
      */
     429: ErrorEnvelope;
@@ -1143,6 +1147,10 @@ export type CreateJobErrors = {
      * `forbidden`: authenticated but not allowed (for example an inactive subscription, or a tampered or expired signed link).
      */
     403: ErrorEnvelope;
+    /**
+     * `not_found`: serverless surfaces: no such deployment.
+     */
+    404: ErrorEnvelope;
     /**
      * `payload_too_large`: the request body is larger than the configured limit.
      */
@@ -1402,6 +1410,10 @@ export type UploadAssetErrors = {
      */
     403: ErrorEnvelope;
     /**
+     * `not_found`: serverless surfaces: no such deployment.
+     */
+    404: ErrorEnvelope;
+    /**
      * `hash_mismatch`: the uploaded bytes do not hash to `expected_hash`; nothing was stored.
      */
     409: ErrorEnvelope;
@@ -1455,7 +1467,7 @@ export type CreateAssetFromHashErrors = {
      */
     403: ErrorEnvelope;
     /**
-     * `blob_not_found`: no blob with this hash that the caller may use.
+     * `blob_not_found`: no blob with this hash that the caller may use; `not_found` on serverless surfaces: no such deployment.
      */
     404: ErrorEnvelope;
     /**
@@ -1749,6 +1761,10 @@ export type HostedGetNodeInfoData = {
 
 export type HostedGetNodeInfoErrors = {
     /**
+     * Invalid request (bad workflow, missing or malformed fields).
+     */
+    400: HostedError;
+    /**
      * Invalid or missing API key.
      */
     401: HostedError;
@@ -1956,6 +1972,10 @@ export type HostedGetJobStatusData = {
 };
 
 export type HostedGetJobStatusErrors = {
+    /**
+     * Invalid request (bad workflow, missing or malformed fields).
+     */
+    400: HostedError;
     /**
      * Invalid or missing API key.
      */
@@ -2168,6 +2188,10 @@ export type HostedGetHistoryEntryData = {
 };
 
 export type HostedGetHistoryEntryErrors = {
+    /**
+     * Invalid request (bad workflow, missing or malformed fields).
+     */
+    400: HostedError;
     /**
      * Invalid or missing API key.
      */

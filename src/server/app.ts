@@ -56,6 +56,9 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
     trustProxy: false,
     return503OnClosing: false,
     clientErrorHandler: answerClientError,
+    // A long path parameter reaches its handler (an unknown id, in the route's own shape) instead
+    // of the router's 414; the request line and headers are bounded at 16 KB by Node anyway.
+    routerOptions: { maxParamLength: 16_384 },
     // Errors raised before routing (a malformed URL) use the envelope too.
     frameworkErrors: (err, _request, reply) => {
       const env = toEnvelope(err);
