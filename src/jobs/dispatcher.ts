@@ -27,6 +27,10 @@ export class Dispatcher {
   /** Secrets of queued and running jobs, in memory only, dropped when the run ends. */
   private readonly extras = new Map<string, { api_key_vendor_org?: string }>();
   private readonly inflight = new Set<Promise<unknown>>();
+  /** The queue was read from the store (`load`). */
+  private loaded = false;
+  /** Jobs start only after `start` (recovery) ran. */
+  private started = false;
   private pumping = false;
   private pumpAgain = false;
   private stopped = false;
@@ -44,10 +48,27 @@ export class Dispatcher {
   }
 
   /**
-   * Recovers after a restart: jobs left running or canceling by a dead process end `failed`
-   * with `worker_lost` (never `running` forever); queued jobs wait again in their order.
+   * Loads the queued jobs into the in-memory queue, in their order. Read-only: a server loads
+   * before it listens, and touches jobs only once it listens (`start`).
+   */
+  async load(): Promise<void> {
+    if (this.loaded) return;
+    this.loaded = true;
+    let after = 0;
+    for (;;) {
+      const page = await this.o.store.queuedJobs(5000, after);
+      for (const job of page) this.addQueued(job.id, job.owner);
+      if (page.length < 5000) break;
+      after = page[page.length - 1]!.seq;
+    }
+  }
+
+  /**
+   * Recovers after a restart and starts dispatching: jobs left running or canceling by a dead
+   * process end `failed` with `worker_lost` (never `running` forever); queued jobs run in order.
    */
   async start(): Promise<void> {
+    await this.load();
     const now = this.o.now();
     for (const job of await this.o.store.jobsInStatus(["running", "canceling"])) {
       const to = job.status === "canceling" ? "canceled" : "failed";
@@ -57,13 +78,7 @@ export class Dispatcher {
           : { completed_at: now };
       await this.o.store.transitionJob(job.id, [job.status], to, patch).catch(ignoreTerminal);
     }
-    let after = 0;
-    for (;;) {
-      const page = await this.o.store.queuedJobs(5000, after);
-      for (const job of page) this.addQueued(job.id, job.owner);
-      if (page.length < 5000) break;
-      after = page[page.length - 1]!.seq;
-    }
+    this.started = true;
     this.pump();
   }
 
@@ -133,7 +148,7 @@ export class Dispatcher {
 
   /** Fills free slots from the queue; a call during a fill makes it run once more after. */
   pump(): void {
-    if (this.stopped) return;
+    if (this.stopped || !this.started) return;
     if (this.pumping) {
       this.pumpAgain = true;
       return;

@@ -3,6 +3,7 @@
 import { BlobStore, UrlSigner, loadOrCreateSigningKey } from "../blobs/index.ts";
 import type { Config } from "../config/config.ts";
 import { AssetService } from "../assets/asset-service.ts";
+import { DataDirLock } from "../datadir/lock.ts";
 import { Dispatcher } from "../jobs/dispatcher.ts";
 import type { EnginePort } from "../jobs/engine-port.ts";
 import { EventBus } from "../jobs/event-bus.ts";
@@ -30,6 +31,8 @@ export interface Runtime {
   /** Accounts, keys and deployments (cloud and serverless only). */
   directory: Directory | null;
   now: () => number;
+  /** Recovers after a crash and starts dispatching and the reaper; call it once the server listens. */
+  start(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -41,8 +44,21 @@ export interface RuntimeOptions {
   onBackgroundError?: (err: unknown) => void;
 }
 
-/** Opens the store and blobs under the data dir and starts dispatching (recovering after a crash). */
+/**
+ * Takes the data directory's lock (DataDirInUseError when another server holds it), then opens
+ * the store and blobs under it and loads the queue. No job is touched until `start()`.
+ */
 export async function openRuntime(config: Config, options: RuntimeOptions): Promise<Runtime> {
+  const lock = await DataDirLock.acquire(config.dataDir);
+  try {
+    return await openLocked(config, options, lock);
+  } catch (err) {
+    lock.release();
+    throw err;
+  }
+}
+
+async function openLocked(config: Config, options: RuntimeOptions, lock: DataDirLock): Promise<Runtime> {
   const now = options.now ?? Date.now;
   const store = await openStore({ dataDir: config.dataDir });
   const blobs = await BlobStore.open(config.dataDir);
@@ -71,9 +87,16 @@ export async function openRuntime(config: Config, options: RuntimeOptions): Prom
     names: new OutputNamer(store),
   });
   const jobs = new JobService({ store, engine: options.engine, assets, dispatcher, events, now, retentionMs: config.retentionMs, queueLimit: config.queueLimit, beforeSubmit: (caller) => surface.beforeSubmit(caller) });
-  await dispatcher.start();
-  const stopCharging = surface.chargeOnEnd(events, options.onBackgroundError ?? (() => undefined));
-  const stopReaper = startReaper({ store, blobs, dispatcher, events, now }, config.reaperIntervalMs, options.onBackgroundError ?? (() => undefined));
+  try {
+    await dispatcher.load();
+  } catch (err) {
+    await store.close();
+    await directory?.close();
+    throw err;
+  }
+  const onBackgroundError = options.onBackgroundError ?? (() => undefined);
+  let stopCharging = () => undefined as unknown;
+  let stopReaper = () => undefined as unknown;
   return {
     config,
     store,
@@ -88,12 +111,18 @@ export async function openRuntime(config: Config, options: RuntimeOptions): Prom
     finishedViews: new FinishedJobViews(),
     directory,
     now,
+    async start() {
+      await dispatcher.start();
+      stopCharging = surface.chargeOnEnd(events, onBackgroundError);
+      stopReaper = startReaper({ store, blobs, dispatcher, events, now }, config.reaperIntervalMs, onBackgroundError);
+    },
     async close() {
       stopReaper();
       stopCharging();
       await dispatcher.stop();
       await store.close();
       await directory?.close();
+      lock.release();
     },
   };
 }
