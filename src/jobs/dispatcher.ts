@@ -11,7 +11,13 @@ export interface DispatcherOptions extends JobRunDeps {
   concurrency: number;
   /** Jobs of one owner that may run at once (cloud tiers); unlimited when absent. */
   slotsFor?: (owner: string) => Promise<number>;
+  /** Told of every failed store write of the dispatcher (each is retried). */
+  onStoreFailure?: (err: unknown) => void;
 }
+
+/** Backoff of retried store writes: the first wait, doubling up to the last. */
+const RETRY_FIRST_MS = 100;
+const RETRY_MAX_MS = 5_000;
 
 /** The queue, the slots, and the runs in flight. */
 export class Dispatcher {
@@ -38,6 +44,13 @@ export class Dispatcher {
   private endGrace: (() => void) | undefined;
   /** Set when a stop's grace is over: every run, even one a fill launches later, is aborted. */
   private abortingRuns = false;
+  /** Store writes failing now and being retried: "start" (a fill), or the id of a run's end. */
+  private readonly failingWrites = new Set<string>();
+  /** Backoff of the next fill after a failed one, and its timer. */
+  private fillRetryMs = RETRY_FIRST_MS;
+  private fillRetry: NodeJS.Timeout | undefined;
+  /** Wakes the retries that wait, so that a stop does not wait for their backoff. */
+  private readonly wakers = new Set<() => void>();
 
   constructor(options: DispatcherOptions) {
     this.o = options;
@@ -112,6 +125,11 @@ export class Dispatcher {
     return this.running.size;
   }
 
+  /** Whether a store write of the dispatcher is failing (and being retried): readiness reports it. */
+  get failing(): boolean {
+    return this.failingWrites.size > 0;
+  }
+
   /** Whether the dispatcher has stopped starting jobs (a stop or a drain is under way or done). */
   get stopping(): boolean {
     return this.stopped;
@@ -137,7 +155,9 @@ export class Dispatcher {
       this.endGrace = undefined;
     }
     this.abortingRuns = true;
+    clearTimeout(this.fillRetry);
     for (const c of this.running.values()) c.abort();
+    for (const wake of [...this.wakers]) wake();
     await this.settled();
   }
 
@@ -156,15 +176,67 @@ export class Dispatcher {
     // Every slot is taken (the usual case while a queue waits): the end of a run pumps again.
     if (this.running.size >= this.o.concurrency) return;
     this.pumping = true;
-    const p = this.fill().finally(() => {
+    const p = this.fill()
+      .then(() => {
+        this.fillRetryMs = RETRY_FIRST_MS;
+      })
+      .catch((err: unknown) => this.fillFailed(err))
+      .finally(() => {
       this.pumping = false;
-      this.inflight.delete(p);
-      if (this.pumpAgain) {
-        this.pumpAgain = false;
-        this.pump();
-      }
-    });
+        this.inflight.delete(p);
+        if (this.pumpAgain) {
+          this.pumpAgain = false;
+          this.pump();
+        }
+      });
     this.inflight.add(p);
+  }
+
+  /**
+   * A fill failed (the store refused a start): the job keeps its place in the queue, readiness
+   * reports the failure, and the fill is tried again after a backoff (100 ms doubling to 5 s).
+   */
+  private fillFailed(err: unknown): void {
+    this.failingWrites.add("start");
+    this.o.onStoreFailure?.(err);
+    if (this.stopped || this.fillRetry !== undefined) return;
+    this.fillRetry = setTimeout(() => {
+      this.fillRetry = undefined;
+      this.pump();
+    }, this.fillRetryMs);
+    this.fillRetryMs = Math.min(this.fillRetryMs * 2, RETRY_MAX_MS);
+  }
+
+  /**
+   * Writes the end of a run, retrying until it lands: a job never stays `running` because one
+   * write failed. A stop that aborts the runs gives up (the next start ends the job worker_lost).
+   */
+  private async persistEnd<T>(jobId: string, write: () => Promise<T>): Promise<T> {
+    for (let delay = RETRY_FIRST_MS; ; delay = Math.min(delay * 2, RETRY_MAX_MS)) {
+      try {
+        const result = await write();
+        this.failingWrites.delete(jobId);
+        return result;
+      } catch (err) {
+        this.failingWrites.add(jobId);
+        this.o.onStoreFailure?.(err);
+        if (this.abortingRuns) throw err;
+        await this.pause(delay);
+      }
+    }
+  }
+
+  /** Waits `ms`, or less if a stop comes. */
+  private pause(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        this.wakers.delete(wake);
+        resolve();
+      };
+      const timer = setTimeout(wake, ms);
+      this.wakers.add(wake);
+    });
   }
 
   private async fill(): Promise<void> {
@@ -174,6 +246,7 @@ export class Dispatcher {
       const now = this.o.now();
       // The job keeps its place (position 0) until it is durably running.
       const job = await this.o.store.transitionJob(id, ["queued"], "running", { started_at: now }).catch(ignoreTerminal);
+      this.failingWrites.delete("start");
       this.removeQueued(id);
       if (!job) {
         this.extras.delete(id); // canceled or expired meanwhile
@@ -230,9 +303,11 @@ export class Dispatcher {
     this.running.set(job.id, controller);
     this.runningPerOwner.set(job.owner, (this.runningPerOwner.get(job.owner) ?? 0) + 1);
     const extra = this.extras.get(job.id) ?? {};
-    const p = runJob(this.o, job, extra, controller.signal)
+    const deps = { ...this.o, persistEnd: <T>(write: () => Promise<T>) => this.persistEnd(job.id, write) };
+    const p = runJob(deps, job, extra, controller.signal)
       .catch(() => null)
       .finally(() => {
+        this.failingWrites.delete(job.id);
         this.running.delete(job.id);
         this.extras.delete(job.id);
         this.owners.delete(job.id);

@@ -17,6 +17,8 @@ export interface JobRunDeps {
   captureLogs: boolean;
   logLimitBytes: number;
   names: OutputNamer;
+  /** Writes the end of the run, retrying a failed write until it lands (default: one attempt). */
+  persistEnd?: <T>(write: () => Promise<T>) => Promise<T>;
 }
 
 /** Runs a job that is already `running`, to its terminal state. */
@@ -37,9 +39,9 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
     events.publish({ type: "progress", ...base, progress });
   };
 
-  const graph = (await store.getJobWorkflow(job.id)) ?? {};
   let end: RunEnd;
   try {
+    const graph = (await store.getJobWorkflow(job.id)) ?? {};
     end = await deps.engine.run(graph, {
       jobId: job.id,
       signal,
@@ -77,27 +79,27 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
       },
     });
   } catch {
-    // The port promises not to throw; if a backend does anyway, the job still ends.
+    // The port promises not to throw, but the graph read can fail: either way the job still ends.
     end = { kind: "failed", error: { code: "node_execution_error", message: "The workflow failed." } };
   }
   // A canceled run can end while an output is still being committed: it lands before the end state.
   await Promise.allSettled(commits);
   await progressWrites.idle();
 
-  if (deps.captureLogs) {
-    const { text, truncated } = log.result();
-    await store.setLogs(job.id, { text, truncated, captured_at: deps.now() });
-  }
-  const now = deps.now();
-  let finished: JobRecord | null;
-  if (end.kind === "succeeded") {
-    const progress = tracker.finish() as unknown as Record<string, unknown>;
-    finished = await settle(store, job.id, "succeeded", { completed_at: now, progress });
-  } else if (end.kind === "failed") {
-    finished = await settle(store, job.id, "failed", { completed_at: now, error: { ...end.error } });
-  } else {
-    finished = await settle(store, job.id, "canceled", { completed_at: now });
-  }
+  const persist = deps.persistEnd ?? ((write) => write());
+  const finished = await persist(async () => {
+    if (deps.captureLogs) {
+      const { text, truncated } = log.result();
+      await store.setLogs(job.id, { text, truncated, captured_at: deps.now() });
+    }
+    const now = deps.now();
+    if (end.kind === "succeeded") {
+      const progress = tracker.finish() as unknown as Record<string, unknown>;
+      return settle(store, job.id, "succeeded", { completed_at: now, progress });
+    }
+    if (end.kind === "failed") return settle(store, job.id, "failed", { completed_at: now, error: { ...end.error } });
+    return settle(store, job.id, "canceled", { completed_at: now });
+  });
   // The final snapshot (value 1) goes out as progress too, so streams end on job.progress.
   if (finished?.status === "succeeded") events.publish({ type: "progress", ...base, progress: tracker.finish() });
   if (finished) events.publish({ type: "status", job: finished });

@@ -10,8 +10,9 @@ export const operationsHandlers: OperationsHandlers<HandlerContext> = {
     const store = await runtime.store.check().then(() => true, () => false);
     const engine = await runtime.engine.ready().catch(() => false);
     const queue = runtime.dispatcher.queue.size < runtime.config.queueLimit;
-    // False once the server is stopping: a load balancer should send new work elsewhere.
-    const dispatch = !runtime.dispatcher.stopping;
+    // False once the server is stopping (a load balancer should send new work elsewhere), and
+    // while a store write of the dispatcher fails and is retried.
+    const dispatch = !runtime.dispatcher.stopping && !runtime.dispatcher.failing;
     const ready = store && engine && queue && dispatch;
     return { status: ready ? 200 : 503, body: { status: ready ? "ready" : "not_ready", checks: { store, engine, queue, dispatch } } };
   },
