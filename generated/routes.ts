@@ -238,6 +238,14 @@ export const routes: readonly RouteSpec[] = [
           "upstream_error"
         ],
         "retryAfter": false
+      },
+      "507": {
+        "contentType": "application/json",
+        "validator": "response_createJob_507",
+        "errorCodes": [
+          "insufficient_storage"
+        ],
+        "retryAfter": false
       }
     }
   },
@@ -400,6 +408,14 @@ export const routes: readonly RouteSpec[] = [
         "validator": "response_cancelJob_500",
         "errorCodes": [
           "upstream_error"
+        ],
+        "retryAfter": false
+      },
+      "507": {
+        "contentType": "application/json",
+        "validator": "response_cancelJob_507",
+        "errorCodes": [
+          "insufficient_storage"
         ],
         "retryAfter": false
       }
@@ -660,6 +676,14 @@ export const routes: readonly RouteSpec[] = [
           "upstream_error"
         ],
         "retryAfter": false
+      },
+      "507": {
+        "contentType": "application/json",
+        "validator": "response_uploadAsset_507",
+        "errorCodes": [
+          "insufficient_storage"
+        ],
+        "retryAfter": false
       }
     }
   },
@@ -757,6 +781,14 @@ export const routes: readonly RouteSpec[] = [
         "validator": "response_createAssetFromHash_500",
         "errorCodes": [
           "upstream_error"
+        ],
+        "retryAfter": false
+      },
+      "507": {
+        "contentType": "application/json",
+        "validator": "response_createAssetFromHash_507",
+        "errorCodes": [
+          "insufficient_storage"
         ],
         "retryAfter": false
       }
@@ -994,6 +1026,14 @@ export const routes: readonly RouteSpec[] = [
         "validator": "response_deleteAsset_500",
         "errorCodes": [
           "upstream_error"
+        ],
+        "retryAfter": false
+      },
+      "507": {
+        "contentType": "application/json",
+        "validator": "response_deleteAsset_507",
+        "errorCodes": [
+          "insufficient_storage"
         ],
         "retryAfter": false
       }
@@ -1257,6 +1297,12 @@ export const routes: readonly RouteSpec[] = [
         "validator": "response_hostedUploadImage_500",
         "errorCodes": [],
         "retryAfter": false
+      },
+      "507": {
+        "contentType": "application/json",
+        "validator": "response_hostedUploadImage_507",
+        "errorCodes": [],
+        "retryAfter": false
       }
     }
   },
@@ -1334,6 +1380,12 @@ export const routes: readonly RouteSpec[] = [
       "500": {
         "contentType": "application/json",
         "validator": "response_hostedUploadMask_500",
+        "errorCodes": [],
+        "retryAfter": false
+      },
+      "507": {
+        "contentType": "application/json",
+        "validator": "response_hostedUploadMask_507",
         "errorCodes": [],
         "retryAfter": false
       }
@@ -1450,6 +1502,12 @@ export const routes: readonly RouteSpec[] = [
       "500": {
         "contentType": "application/json",
         "validator": "response_hostedQueuePrompt_500",
+        "errorCodes": [],
+        "retryAfter": false
+      },
+      "507": {
+        "contentType": "application/json",
+        "validator": "response_hostedQueuePrompt_507",
         "errorCodes": [],
         "retryAfter": false
       }

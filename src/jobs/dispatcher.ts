@@ -11,8 +11,8 @@ export interface DispatcherOptions extends JobRunDeps {
   concurrency: number;
   /** Jobs of one owner that may run at once (cloud tiers); unlimited when absent. */
   slotsFor?: (owner: string) => Promise<number>;
-  /** Told of every failed store write of the dispatcher (each is retried). */
-  onStoreFailure?: (err: unknown) => void;
+  /** Whether jobs may start now (false while the data directory is short of space); always when absent. */
+  mayStart?: () => boolean;
 }
 
 /** Backoff of retried store writes: the first wait, doubling up to the last. */
@@ -196,9 +196,8 @@ export class Dispatcher {
    * A fill failed (the store refused a start): the job keeps its place in the queue, readiness
    * reports the failure, and the fill is tried again after a backoff (100 ms doubling to 5 s).
    */
-  private fillFailed(err: unknown): void {
+  private fillFailed(_err: unknown): void {
     this.failingWrites.add("start");
-    this.o.onStoreFailure?.(err);
     if (this.stopped || this.fillRetry !== undefined) return;
     this.fillRetry = setTimeout(() => {
       this.fillRetry = undefined;
@@ -219,7 +218,6 @@ export class Dispatcher {
         return result;
       } catch (err) {
         this.failingWrites.add(jobId);
-        this.o.onStoreFailure?.(err);
         if (this.abortingRuns) throw err;
         await this.pause(delay);
       }
@@ -240,7 +238,7 @@ export class Dispatcher {
   }
 
   private async fill(): Promise<void> {
-    while (!this.stopped && this.running.size < this.o.concurrency) {
+    while (!this.stopped && this.running.size < this.o.concurrency && (this.o.mayStart?.() ?? true)) {
       const id = await this.nextStartable();
       if (id === undefined) return;
       const now = this.o.now();

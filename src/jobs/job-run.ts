@@ -1,7 +1,8 @@
 // One run of one job: engine callbacks become progress, outputs, previews, logs and events.
 import type { AssetService } from "../assets/asset-service.ts";
 import { TerminalStatusError, type JobRecord, type JobStatus, type Store } from "../store/index.ts";
-import type { EnginePort, RunEnd } from "./engine-port.ts";
+import { isOutOfSpace } from "../datadir/space.ts";
+import type { EnginePort, RunEnd, RunFailure } from "./engine-port.ts";
 import type { EventBus } from "./event-bus.ts";
 import { LogCapture } from "./log-capture.ts";
 import type { OutputNamer } from "./output-names.ts";
@@ -29,6 +30,8 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
   const log = new LogCapture(deps.logLimitBytes);
   const progressWrites = latestWins((progress: Progress) => store.updateProgress(job.id, progress as unknown as Record<string, unknown>));
   const commits = new Set<Promise<unknown>>();
+  /** The output that could not be stored for lack of space, if any: the job fails with `insufficient_storage`. */
+  let spaceFailure: { node_id: string; class_type: string } | null = null;
   /** Engine file name -> the unique name it was committed under, by folder. */
   const renamed = new Map<string, string>();
 
@@ -70,7 +73,13 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
         track(commits, async () => {
           const name = await deps.names.reserve(job.owner, output.folder, output.name);
           renamed.set(`${output.folder}/${output.name}`, name);
-          const asset = await assets.commitOutput(job, { ...output, name });
+          let asset;
+          try {
+            asset = await assets.commitOutput(job, { ...output, name });
+          } catch (err) {
+            if (isOutOfSpace(err)) spaceFailure ??= { node_id: output.node_id, class_type: output.class_type };
+            throw err;
+          }
           events.publish({ type: "output", ...base, asset });
         }),
       onLog: (text) => {
@@ -84,6 +93,7 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
   }
   // A canceled run can end while an output is still being committed: it lands before the end state.
   await Promise.allSettled(commits);
+  if (end.kind === "failed" && spaceFailure !== null) end = { kind: "failed", error: outOfSpace(spaceFailure) };
   await progressWrites.idle();
 
   const persist = deps.persistEnd ?? ((write) => write());
@@ -136,6 +146,17 @@ function renameInUi(ui: Record<string, unknown> | null, renamed: ReadonlyMap<str
       : list;
   }
   return out;
+}
+
+/** The job error of a run whose output could not be stored for lack of space. */
+function outOfSpace(at: { node_id: string; class_type: string }): RunFailure {
+  return {
+    code: "insufficient_storage",
+    message: "The server ran out of storage space while saving an output; nothing of it was kept.",
+    node_id: at.node_id,
+    class_type: at.class_type,
+    traceback: null,
+  };
 }
 
 /** Runs `work`, keeping its promise in `pending` until it settles. */

@@ -13,7 +13,9 @@ export const operationsHandlers: OperationsHandlers<HandlerContext> = {
     // False once the server is stopping (a load balancer should send new work elsewhere), and
     // while a store write of the dispatcher fails and is retried.
     const dispatch = !runtime.dispatcher.stopping && !runtime.dispatcher.failing;
-    const ready = store && engine && queue && dispatch;
-    return { status: ready ? 200 : 503, body: { status: ready ? "ready" : "not_ready", checks: { store, engine, queue, dispatch } } };
+    // False while the data directory is short of space (new data is refused, dispatch waits).
+    const storage = !runtime.space.short;
+    const ready = store && engine && queue && dispatch && storage;
+    return { status: ready ? 200 : 503, body: { status: ready ? "ready" : "not_ready", checks: { store, engine, queue, dispatch, storage } } };
   },
 };

@@ -4,6 +4,7 @@ import { BlobStore, UrlSigner, loadOrCreateSigningKey } from "../blobs/index.ts"
 import type { Config } from "../config/config.ts";
 import { AssetService } from "../assets/asset-service.ts";
 import { DataDirLock } from "../datadir/lock.ts";
+import { StorageSpace, watchFailures } from "../datadir/space.ts";
 import { Dispatcher } from "../jobs/dispatcher.ts";
 import type { EnginePort } from "../jobs/engine-port.ts";
 import { EventBus } from "../jobs/event-bus.ts";
@@ -28,6 +29,8 @@ export interface Runtime {
   surface: SurfacePolicy;
   /** Rendered views of finished jobs, for repeated GETs. */
   finishedViews: FinishedJobViews;
+  /** Free space of the data directory: short after a write failed for space, until it returns. */
+  space: StorageSpace;
   /** Accounts, keys and deployments (cloud and serverless only). */
   directory: Directory | null;
   now: () => number;
@@ -60,8 +63,14 @@ export async function openRuntime(config: Config, options: RuntimeOptions): Prom
 
 async function openLocked(config: Config, options: RuntimeOptions, lock: DataDirLock): Promise<Runtime> {
   const now = options.now ?? Date.now;
-  const store = await openStore({ dataDir: config.dataDir });
-  const blobs = await BlobStore.open(config.dataDir);
+  let dispatcher: Dispatcher | undefined;
+  // Space returning lifts the short state by itself: the queue resumes.
+  const space = await StorageSpace.open({ dataDir: config.dataDir, reserveBytes: config.spaceReserveBytes, onChange: (short) => short || dispatcher?.pump() });
+  // Every store and blob failure passes by the space watch: one that is for space, wherever it
+  // happened, makes the directory short.
+  const noteFailure = (err: unknown) => void space.noteFailure(err);
+  const store = watchFailures(await openStore({ dataDir: config.dataDir }), noteFailure);
+  const blobs = watchFailures(await BlobStore.open(config.dataDir), noteFailure);
   const signer = new UrlSigner(config.signingKey ?? (await loadOrCreateSigningKey(config.dataDir)));
   const events = new EventBus();
   const directory = config.surface === "self-hosted" ? null : await openDirectory(config.dataDir);
@@ -73,8 +82,8 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     creditRate: config.creditRate,
     notReadyRetryAfter: 5,
   });
-  const assets = new AssetService({ store, blobs, now, retentionMs: config.retentionMs, maxUploadBytes: config.maxUploadBytes });
-  const dispatcher = new Dispatcher({
+  const assets = new AssetService({ store, blobs, now, retentionMs: config.retentionMs, maxUploadBytes: config.maxUploadBytes, space });
+  dispatcher = new Dispatcher({
     store,
     assets,
     engine: options.engine,
@@ -85,11 +94,13 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     ...(config.surface === "cloud" ? { slotsFor: (owner: string) => surface.slotsFor(owner) } : {}),
     logLimitBytes: config.logLimitBytes,
     names: new OutputNamer(store),
+    mayStart: () => !space.short,
   });
-  const jobs = new JobService({ store, engine: options.engine, assets, dispatcher, events, now, retentionMs: config.retentionMs, queueLimit: config.queueLimit, beforeSubmit: (caller) => surface.beforeSubmit(caller) });
+  const jobs = new JobService({ store, engine: options.engine, assets, dispatcher, events, now, retentionMs: config.retentionMs, queueLimit: config.queueLimit, beforeSubmit: (caller) => (space.assertRoom(), surface.beforeSubmit(caller)) });
   try {
     await dispatcher.load();
   } catch (err) {
+    space.close();
     await store.close();
     await directory?.close();
     throw err;
@@ -108,6 +119,7 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     jobs,
     assets,
     surface,
+    space,
     finishedViews: new FinishedJobViews(),
     directory,
     now,
@@ -120,6 +132,7 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
       stopReaper();
       stopCharging();
       await dispatcher.stop();
+      space.close();
       await store.close();
       await directory?.close();
       lock.release();
