@@ -178,11 +178,13 @@ export class Dispatcher {
     this.pumping = true;
     const p = this.fill()
       .then(() => {
+        // A fill that ended without a store failure: starts work (or there was nothing to start).
+        this.failingWrites.delete("start");
         this.fillRetryMs = RETRY_FIRST_MS;
       })
-      .catch((err: unknown) => this.fillFailed(err))
+      .catch(() => this.fillFailed())
       .finally(() => {
-      this.pumping = false;
+        this.pumping = false;
         this.inflight.delete(p);
         if (this.pumpAgain) {
           this.pumpAgain = false;
@@ -196,7 +198,7 @@ export class Dispatcher {
    * A fill failed (the store refused a start): the job keeps its place in the queue, readiness
    * reports the failure, and the fill is tried again after a backoff (100 ms doubling to 5 s).
    */
-  private fillFailed(_err: unknown): void {
+  private fillFailed(): void {
     this.failingWrites.add("start");
     if (this.stopped || this.fillRetry !== undefined) return;
     this.fillRetry = setTimeout(() => {
@@ -244,7 +246,6 @@ export class Dispatcher {
       const now = this.o.now();
       // The job keeps its place (position 0) until it is durably running.
       const job = await this.o.store.transitionJob(id, ["queued"], "running", { started_at: now }).catch(ignoreTerminal);
-      this.failingWrites.delete("start");
       this.removeQueued(id);
       if (!job) {
         this.extras.delete(id); // canceled or expired meanwhile

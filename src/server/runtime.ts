@@ -96,7 +96,10 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     names: new OutputNamer(store),
     mayStart: () => !space.short,
   });
-  const jobs = new JobService({ store, engine: options.engine, assets, dispatcher, events, now, retentionMs: config.retentionMs, queueLimit: config.queueLimit, beforeSubmit: (caller) => (space.assertRoom(), surface.beforeSubmit(caller)) });
+  const jobs = new JobService({ store, engine: options.engine, assets, dispatcher, events, now, retentionMs: config.retentionMs, queueLimit: config.queueLimit, beforeSubmit: async (caller) => {
+    space.assertRoom(); // no new job while the disk is full: it could not save its outputs
+    await surface.beforeSubmit(caller);
+  } });
   try {
     await dispatcher.load();
   } catch (err) {
@@ -106,8 +109,8 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     throw err;
   }
   const onBackgroundError = options.onBackgroundError ?? (() => undefined);
-  let stopCharging = () => undefined as unknown;
-  let stopReaper = () => undefined as unknown;
+  let stopCharging: () => void = () => undefined;
+  let stopReaper: () => void = () => undefined;
   return {
     config,
     store,
