@@ -5,10 +5,13 @@
 // resumes by itself.
 import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
 import { afterAll, describe, expect, it } from "vitest";
+import { isOutOfSpace } from "../../src/datadir/space.ts";
+import { openStore, SQLITE_FILE_NAME } from "../../src/store/index.ts";
 import { delayGraph, expectError, imageGraph, startTestServer, upload, waitFor, type TestServer } from "../server/helpers.ts";
 
 const MiB = 1024 * 1024;
@@ -47,6 +50,45 @@ function bigOutputAfter(seconds: number, seed: number): Record<string, unknown> 
 }
 
 describe.skipIf(!("dir" in mount))(`a full disk${"reason" in mount ? ` (skipped: ${mount.reason})` : ""}`, () => {
+  it("the store never answers with a write that the full disk rolled back", async () => {
+    const root = (mount as { dir: string }).dir;
+    const dir = join(root, "store");
+    const filler = join(root, "filler");
+    const store = await openStore({ dataDir: dir });
+    const reader = new DatabaseSync(join(dir, SQLITE_FILE_NAME));
+    try {
+      const now = Date.now();
+      const jobs = [];
+      for (let i = 0; i < 5; i++) {
+        jobs.push(await store.createJob({ id: `job-${i}`, owner: "", created_at: now, expires_at: now + 3_600_000, workflow: { pad: "x".repeat(20_000) }, output_node_ids: [] }));
+      }
+      // An open read pins the WAL, so new frames must grow it; then nothing is left to grow into.
+      reader.exec("BEGIN");
+      reader.prepare("SELECT count(*) FROM jobs").get();
+      try {
+        writeFileSync(filler, Buffer.alloc(16 * MiB));
+      } catch (err) {
+        expect((err as { code?: string }).code).toBe("ENOSPC");
+      }
+      let refused = 0;
+      for (const job of jobs) {
+        const moved = await store.transitionJob(job.id, ["queued"], "running", { started_at: now }).catch((err: unknown) => {
+          expect(isOutOfSpace(err), String(err)).toBe(true);
+          refused++;
+          return undefined;
+        });
+        // What the store answered is what it holds.
+        expect((await store.getJob(job.id))!.status).toBe(moved ? "running" : "queued");
+      }
+      expect(refused).toBeGreaterThan(0);
+    } finally {
+      reader.close();
+      rmSync(filler, { force: true });
+      await store.close().catch(() => undefined);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it("fails what does not fit with 507, reports it, keeps cancels and deletes working, and resumes when space returns", async () => {
     const dataDir = join((mount as { dir: string }).dir, "data");
     mkdirSync(dataDir);
@@ -96,5 +138,7 @@ describe.skipIf(!("dir" in mount))(`a full disk${"reason" in mount ? ` (skipped:
     expect((await api.waitTerminal(waiting.id)).status).toBe("succeeded");
     expect((await upload(api, [{ name: "file", file: randomBytes(1000) }])).status).toBe(201);
     expect(readdirSync(join(dataDir, "blobs", "tmp"))).toEqual([]);
+    await server.stop();
+    server = undefined;
   });
 });
