@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { routes } from "../../generated/routes.ts";
 import { ServiceError } from "../../src/jobs/errors.ts";
 import { STATUS_OF, toEnvelope, UPSTREAM_MESSAGE } from "../../src/server/error-envelope.ts";
-import { checkAgainstSpec, delayGraph, expectError, expectValid, imageGraph, startTestServer, upload, v, type TestServer } from "./helpers.ts";
+import { checkAgainstSpec, delayGraph, expectError, expectValid, imageGraph, startTestServer, upload, v, waitFor, type TestServer } from "./helpers.ts";
 
 let s: TestServer;
 beforeAll(async () => {
@@ -214,6 +214,8 @@ describe("probes", () => {
     try {
       const running = await q.api.submit(delayGraph(30));
       await q.api.waitJob(running.id, (j) => j.status === "running", "running");
+      // A start is visible (GET says running) a moment before its fsync ends and it leaves the queue.
+      await waitFor(() => q.runtime.dispatcher.queue.size, (n) => n === 0, "the start to be durable");
       const waiting = await q.api.submit(delayGraph(30));
       const r = await q.api.get("/readyz");
       expect(r.status).toBe(503);
