@@ -52,6 +52,8 @@ export interface Config {
   shutdownGraceMs: number;
   /** Log level of the server's JSON log. */
   logLevel: string;
+  /** Operator token of GET /metrics; null = open on self-hosted, not served on cloud/serverless. */
+  metricsToken: string | null;
 }
 
 /** Flags of `flowgate serve`: name, environment variable, and one-line help. */
@@ -75,6 +77,7 @@ export const SERVE_FLAGS = {
   "comfyui-url": { env: "FLOWGATE_COMFYUI_URL", help: "a ComfyUI instance for --engine comfyui; repeat it (comma-separated in the env) for several" },
   "shutdown-grace": { env: "FLOWGATE_SHUTDOWN_GRACE", help: "on SIGTERM or SIGINT, how long running jobs may finish, like 25s or 5m; 0 stops them at once (default 25s)" },
   "log-level": { env: "FLOWGATE_LOG_LEVEL", help: "fatal, error, warn, info (default), debug" },
+  "metrics-token": { env: "FLOWGATE_METRICS_TOKEN", help: "operator bearer token of GET /metrics (default: open on self-hosted, not served on cloud and serverless)" },
 } as const;
 
 /** Parses a duration like `7d`, `12h`, `30m`, `45s` or `500ms` into milliseconds; `allowZero` also takes `0`. */
@@ -167,6 +170,7 @@ export function loadConfig(argv: string[] = [], env: NodeJS.ProcessEnv = process
     reaperIntervalMs: 60_000,
     shutdownGraceMs: parseDuration(get("shutdown-grace") ?? "25s", { allowZero: true }),
     logLevel: get("log-level") ?? "info",
+    metricsToken: get("metrics-token") || null,
   };
 }
 
@@ -179,6 +183,7 @@ export function describeConfig(c: Config): Record<string, unknown> {
     port: c.port,
     dataDir: c.dataDir,
     token: c.token ? "(set)" : "(none: open)",
+    metricsToken: c.metricsToken ? "(set)" : "(none)",
     publicUrl: c.publicUrl ?? "(request origin)",
     queueLimit: c.queueLimit,
     concurrency: c.concurrency,

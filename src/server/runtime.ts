@@ -10,6 +10,7 @@ import { JobService } from "../jobs/job-service.ts";
 import { OutputNamer } from "../jobs/output-names.ts";
 import { startReaper } from "../jobs/retention.ts";
 import { openDirectory, openStore, type Directory, type Store } from "../store/index.ts";
+import { FlowgateMetrics } from "../metrics/metrics.ts";
 import { SurfacePolicy } from "../surfaces/surface-policy.ts";
 import { FinishedJobViews } from "./v2/finished-job-views.ts";
 
@@ -29,6 +30,8 @@ export interface Runtime {
   finishedViews: FinishedJobViews;
   /** Accounts, keys and deployments (cloud and serverless only). */
   directory: Directory | null;
+  /** Prometheus metrics of this server. */
+  metrics: FlowgateMetrics;
   now: () => number;
   close(): Promise<void>;
 }
@@ -44,7 +47,8 @@ export interface RuntimeOptions {
 /** Opens the store and blobs under the data dir and starts dispatching (recovering after a crash). */
 export async function openRuntime(config: Config, options: RuntimeOptions): Promise<Runtime> {
   const now = options.now ?? Date.now;
-  const store = await openStore({ dataDir: config.dataDir });
+  const metrics = new FlowgateMetrics();
+  const store = metrics.instrumentStore(await openStore({ dataDir: config.dataDir }));
   const blobs = await BlobStore.open(config.dataDir);
   const signer = new UrlSigner(config.signingKey ?? (await loadOrCreateSigningKey(config.dataDir)));
   const events = new EventBus();
@@ -56,6 +60,7 @@ export async function openRuntime(config: Config, options: RuntimeOptions): Prom
     tiers: config.tiers,
     creditRate: config.creditRate,
     notReadyRetryAfter: 5,
+    metricsToken: config.metricsToken,
   });
   const assets = new AssetService({ store, blobs, now, retentionMs: config.retentionMs, maxUploadBytes: config.maxUploadBytes });
   const dispatcher = new Dispatcher({
@@ -71,6 +76,7 @@ export async function openRuntime(config: Config, options: RuntimeOptions): Prom
     names: new OutputNamer(store),
   });
   const jobs = new JobService({ store, engine: options.engine, assets, dispatcher, events, now, retentionMs: config.retentionMs, queueLimit: config.queueLimit, beforeSubmit: (caller) => surface.beforeSubmit(caller) });
+  metrics.observeJobs(events); // before the start, so that recovered jobs count too
   await dispatcher.start();
   const stopCharging = surface.chargeOnEnd(events, options.onBackgroundError ?? (() => undefined));
   const stopReaper = startReaper({ store, blobs, dispatcher, events, now }, config.reaperIntervalMs, options.onBackgroundError ?? (() => undefined));
@@ -87,8 +93,10 @@ export async function openRuntime(config: Config, options: RuntimeOptions): Prom
     surface,
     finishedViews: new FinishedJobViews(),
     directory,
+    metrics,
     now,
     async close() {
+      metrics.close();
       stopReaper();
       stopCharging();
       await dispatcher.stop();
