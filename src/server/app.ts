@@ -14,6 +14,7 @@ import { operationsHandlers } from "./operations.ts";
 import { hostedHandlers } from "./hosted/handlers.ts";
 import { HostedSockets } from "./hosted/websocket.ts";
 import type { Runtime } from "./runtime.ts";
+import { mountUi } from "./ui.ts";
 import * as assets from "./v2/assets.ts";
 import { EventStreams } from "./v2/event-stream.ts";
 import { streamJobEventsHandler } from "./v2/events.ts";
@@ -113,6 +114,7 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
     mountRoutes(app, runtime, { v2, operations: operationsHandlers });
     mountRoutes(app, runtime, { v2 }, "/deployment/:deployment_id");
   }
+  await mountUi(app);
   runtime.metrics.observeSources({
     queueDepth: () => runtime.dispatcher.queue.size,
     runningJobs: () => runtime.dispatcher.runningCount,
