@@ -3,6 +3,7 @@
 import { randomUUID } from "node:crypto";
 import parsePrometheusTextFormat, { type PromFamily } from "parse-prometheus-text-format";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { FlowgateMetrics } from "../../src/metrics/metrics.ts";
 import { delayGraph, expectError, imageGraph, SseClient, startTestServer, waitFor, type TestServer } from "./helpers.ts";
 
 const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/i;
@@ -115,5 +116,28 @@ describe("GET /metrics with an operator token", () => {
     } finally {
       await open.stop();
     }
+  });
+});
+
+describe("ComfyUI upstream metrics", () => {
+  it("report each configured instance's reachability and reconnections, labelled by its URL", async () => {
+    const metrics = new FlowgateMetrics();
+    let upstreams = [
+      { url: "http://gpu1:8188", reachable: true, reconnects: 0 },
+      { url: "http://gpu2:8188", reachable: false, reconnects: 3 },
+    ];
+    metrics.observeSources({ queueDepth: () => 7, runningJobs: () => 2, upstreams: () => upstreams });
+    const read = async () => new Map(parsePrometheusTextFormat(await metrics.render()).map((f) => [f.name, f]));
+    let families = await read();
+    expect(sample(families, "flowgate_comfyui_up", { instance: "http://gpu1:8188" })?.value).toBe("1");
+    expect(sample(families, "flowgate_comfyui_up", { instance: "http://gpu2:8188" })?.value).toBe("0");
+    expect(families.get("flowgate_comfyui_reconnects_total")?.type).toBe("COUNTER");
+    expect(sample(families, "flowgate_comfyui_reconnects_total", { instance: "http://gpu2:8188" })?.value).toBe("3");
+    expect(sample(families, "flowgate_queue_depth")?.value).toBe("7");
+    upstreams = [{ url: "http://gpu2:8188", reachable: true, reconnects: 4 }];
+    families = await read();
+    expect(families.get("flowgate_comfyui_up")?.metrics).toEqual([{ labels: { instance: "http://gpu2:8188" }, value: "1" }]);
+    expect(sample(families, "flowgate_comfyui_reconnects_total", { instance: "http://gpu2:8188" })?.value).toBe("4");
+    metrics.close();
   });
 });

@@ -18,8 +18,10 @@ export function jobView(root: HTMLElement, id: string, onError: (err: unknown) =
   const outputBox = h("section", { className: "card", "aria-labelledby": "outputs-title", hidden: true });
   const errorBox = h("section", { className: "card error-card", role: "alert", hidden: true });
   const logBox = h("section", { className: "card", "aria-labelledby": "log-title", hidden: true });
+  const graphBox = h("section", { className: "card", "aria-labelledby": "graph-title", hidden: true });
+  let graph: Record<string, { class_type?: string; _meta?: { title?: string } }> | null = null;
   const live = h("p", { className: "sr-only", "aria-live": "polite", id: "job-live" });
-  replace(root, h("p", { className: "crumbs" }, h("a", { href: "#/" }, "← Jobs")), head, live, h("div", { className: "job-grid" }, h("div", {}, summary, errorBox, outputBox, logBox), previewBox));
+  replace(root, h("p", { className: "crumbs" }, h("a", { href: "#/" }, "← Jobs")), head, live, h("div", { className: "job-grid" }, h("div", {}, summary, errorBox, outputBox, logBox, graphBox), previewBox));
 
   const cancel = async () => {
     if (!job) return;
@@ -68,6 +70,7 @@ export function jobView(root: HTMLElement, id: string, onError: (err: unknown) =
       outputBox.hidden = false;
       replace(outputBox, h("h2", { id: "outputs-title" }, `Outputs (${outputs.size})`), h("ul", { className: "outputs", id: "job-outputs" }, ...[...outputs.values()].map(outputItem)));
     }
+    if (graph) renderGraph(job);
     const logs = (job as Job & { logs?: { text: string; truncated: boolean } | null }).logs;
     logBox.hidden = !logs;
     if (logs) replace(logBox, h("h2", { id: "log-title" }, "Log"), logs.truncated ? h("p", { className: "muted small" }, "Only the end of the log was kept.") : null, h("pre", { className: "log" }, logs.text));
@@ -83,6 +86,35 @@ export function jobView(root: HTMLElement, id: string, onError: (err: unknown) =
     }
   };
 
+  /** The graph's nodes, the running one marked. */
+  let shownCurrent: string | null | undefined;
+  const renderGraph = (j: Job) => {
+    const current = j.status === "running" ? (j.progress?.current_node ?? null) : null;
+    if (!graphBox.hidden && current === shownCurrent) return; // progress events repeat the node
+    shownCurrent = current;
+    graphBox.hidden = false;
+    const open = graphBox.querySelector("details")?.open ?? false;
+    replace(
+      graphBox,
+      h("h2", { id: "graph-title" }, "Workflow"),
+      h(
+        "ol",
+        { className: "nodes" },
+        ...Object.entries(graph!).map(([nodeId, node]) =>
+          h(
+            "li",
+            { className: nodeId === current ? "current" : "", "aria-current": nodeId === current ? "step" : false },
+            h("span", { className: "node-id mono" }, nodeId),
+            h("span", {}, node.class_type ?? "?"),
+            node._meta?.title ? h("span", { className: "muted" }, ` “${node._meta.title}”`) : null,
+            nodeId === current ? h("span", { className: "badge badge-running" }, "running") : null,
+          ),
+        ),
+      ),
+      h("details", { open }, h("summary", {}, "API-format JSON"), h("pre", {}, JSON.stringify(graph, null, 2))),
+    );
+  };
+
   const load = async () => {
     try {
       job = await api<Job>("GET", `/api/v2/jobs/${encodeURIComponent(id)}`);
@@ -94,6 +126,13 @@ export function jobView(root: HTMLElement, id: string, onError: (err: unknown) =
       return onError(err);
     }
     render();
+    void api<{ workflow: typeof graph }>("GET", `/api/v2/jobs/${encodeURIComponent(id)}/workflow`).then(
+      (w) => {
+        graph = w.workflow;
+        render();
+      },
+      () => undefined, // the page works without it
+    );
     if (TERMINAL.includes(job.status)) return;
     await followJob(
       job.urls.events,
