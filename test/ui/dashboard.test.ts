@@ -74,10 +74,9 @@ describe.skipIf(!hasChromium)("dashboard in Chromium", () => {
     await preview.waitFor({ state: "visible", timeout: 20_000 });
     await expect.poll(() => preview.evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth > 0)).toBe(true);
     await expect.poll(() => page.locator("#job-status").textContent()).toBe("running");
-    const pct = Number((await page.locator(".progress-pct").first().textContent())!.replace("%", ""));
-    expect(pct).toBeGreaterThan(0);
-    expect(pct).toBeLessThan(100);
-    expect(await page.locator("#job-step").textContent()).toMatch(/node \d+ (FlowgateSampler|FlowgateDelay)/);
+    const pct = async () => Number((await page.locator(".progress-pct").first().textContent())!.replace("%", ""));
+    await expect.poll(async () => (await pct()) > 0 && (await pct()) < 100).toBe(true);
+    await expect.poll(() => page.locator("#job-step").textContent()).toMatch(/node \d+ (FlowgateSampler|FlowgateDelay)/);
     await shot("02-job-running");
 
     await expect.poll(() => page.locator("#job-status").textContent(), { timeout: 30_000 }).toBe("succeeded");
