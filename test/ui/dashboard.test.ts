@@ -32,7 +32,7 @@ function delayGraph(seconds: number): Record<string, unknown> {
   };
 }
 
-describe.skipIf(!hasChromium)("dashboard in Chromium", () => {
+describe.skipIf(!hasChromium)("dashboard in Chromium", { timeout: 90_000 }, () => {
   let server: TestServer;
   let browser: Browser;
   let page: Page;
@@ -144,7 +144,7 @@ describe.skipIf(!hasChromium)("dashboard in Chromium", () => {
   });
 });
 
-describe.skipIf(!hasChromium)("dashboard with a token", () => {
+describe.skipIf(!hasChromium)("dashboard with a token", { timeout: 90_000 }, () => {
   it("asks for the token on 401, keeps it in the tab and sends it as a bearer token", async () => {
     const server = await startTestServer({ flags: ["--token", "s3cret-token"] });
     const browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"] });
