@@ -9,7 +9,8 @@ import type { FastifyInstance, FastifyReply } from "fastify";
 import { ServiceError } from "../jobs/errors.ts";
 import { toEnvelope } from "./error-envelope.ts";
 
-const ROOT = resolve(import.meta.dirname, "../..");
+/** The package root: two levels up in a checkout (src/server), three from the build (dist/src/server). */
+const ROOT = [resolve(import.meta.dirname, "../.."), resolve(import.meta.dirname, "../../..")].find((dir) => existsSync(resolve(dir, "spec/openapi.yaml"))) ?? resolve(import.meta.dirname, "../..");
 /** Where `npm run build:ui` writes the pages. */
 export const UI_DIST = resolve(ROOT, "ui/dist");
 const SPEC_DIR = resolve(ROOT, "spec");
