@@ -51,8 +51,10 @@ describe("GET /metrics (self-hosted, open)", () => {
     const running = await server.api.submit(delayGraph(30));
     const stream = new SseClient(`${server.url}/api/v2/jobs/${running.id}/events`);
     await stream.waitUntil((c) => c.events.length > 0, "the first event");
+    await server.api.waitJob(running.id, (j) => j.status === "running", "the delay job running");
 
-    const families = await scrape(server);
+    // The finished job leaves the dispatcher's running set a moment after its status is stored.
+    const families = await waitFor(() => scrape(server), (f) => Number(sample(f, "flowgate_jobs_running")?.value) === 1, "one running job");
     expect(families.get("flowgate_http_request_duration_seconds")?.type).toBe("HISTOGRAM");
     const count = (name: string, labels: Record<string, string> = {}) => Number(sample(families, `${name}_count`, labels)?.value);
     expect(count("flowgate_http_request_duration_seconds", { method: "POST", route: "/api/v2/jobs", status: "201" })).toBeGreaterThanOrEqual(2);

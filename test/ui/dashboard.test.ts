@@ -13,6 +13,8 @@ import { ROOT, startTestServer, unique, type TestServer } from "../server/helper
 const CHROMIUM = process.env.FLOWGATE_CHROMIUM ?? "/usr/bin/chromium";
 const SHOTS = join(ROOT, "test-output/screenshots");
 const hasChromium = existsSync(CHROMIUM);
+/** Headless, and quiet on the network: without the background-networking flags Chromium reaches for Google's hosts, which a closed network refuses. */
+const LAUNCH = { executablePath: CHROMIUM, args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"] };
 if (!hasChromium) console.warn(`dashboard browser tests skipped: no Chromium at ${CHROMIUM} (apt-get install chromium, or set FLOWGATE_CHROMIUM)`);
 
 /** A sampler whose image waits `seconds` before it is saved: previews arrive, then the job holds still. */
@@ -44,11 +46,7 @@ describe.skipIf(!hasChromium)("dashboard in Chromium", { timeout: 90_000 }, () =
     if (!existsSync(join(UI_DIST, "index.html"))) await build({ configFile: join(ROOT, "ui/vite.config.ts"), logLevel: "warn" });
     await mkdir(SHOTS, { recursive: true });
     server = await startTestServer();
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      // Without the background-networking flags Chromium reaches for Google's hosts, which a closed network refuses.
-      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-    });
+    browser = await chromium.launch(LAUNCH);
     page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
     page.on("request", (r) => {
       if (!r.url().startsWith(server.url) && !r.url().startsWith("data:")) foreign.push(r.url());
@@ -65,18 +63,18 @@ describe.skipIf(!hasChromium)("dashboard in Chromium", { timeout: 90_000 }, () =
   it("submits a graph from the page, shows progress and previews as they arrive, then the output image", async () => {
     await page.goto(`${server.url}/#/submit`);
     await expect.poll(() => page.locator("h1").textContent()).toBe("Submit a workflow");
-    await page.getByLabel("Workflow (API format JSON)").fill(JSON.stringify(samplerGraph(40, 4), null, 2));
+    await page.getByLabel("Workflow (API format JSON)").fill(JSON.stringify(samplerGraph(120, 4), null, 2));
     await shot("01-submit");
     await page.getByRole("button", { name: "Submit job" }).click();
 
     await page.waitForURL(/#\/jobs\/[0-9a-f-]{36}$/);
+    await expect.poll(() => page.locator("#job-step").textContent(), { timeout: 20_000 }).toMatch(/node 1 FlowgateSampler · step \d+\/120/);
     const preview = page.locator("#job-preview");
     await preview.waitFor({ state: "visible", timeout: 20_000 });
     await expect.poll(() => preview.evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth > 0)).toBe(true);
     await expect.poll(() => page.locator("#job-status").textContent()).toBe("running");
     const pct = async () => Number((await page.locator(".progress-pct").first().textContent())!.replace("%", ""));
     await expect.poll(async () => (await pct()) > 0 && (await pct()) < 100).toBe(true);
-    await expect.poll(() => page.locator("#job-step").textContent()).toMatch(/node \d+ (FlowgateSampler|FlowgateDelay)/);
     await shot("02-job-running");
 
     await expect.poll(() => page.locator("#job-status").textContent(), { timeout: 30_000 }).toBe("succeeded");
@@ -147,7 +145,7 @@ describe.skipIf(!hasChromium)("dashboard in Chromium", { timeout: 90_000 }, () =
 describe.skipIf(!hasChromium)("dashboard with a token", { timeout: 90_000 }, () => {
   it("asks for the token on 401, keeps it in the tab and sends it as a bearer token", async () => {
     const server = await startTestServer({ flags: ["--token", "s3cret-token"] });
-    const browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"] });
+    const browser = await chromium.launch(LAUNCH);
     try {
       await server.api.submit(delayGraph(0.1), {}).catch(() => undefined);
       const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
