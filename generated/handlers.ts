@@ -60,6 +60,7 @@ export interface HostedHandlers<Ctx> {
 export interface OperationsHandlers<Ctx> {
   getHealth: OperationHandler<"getHealth", Ctx>;
   getReadiness: OperationHandler<"getReadiness", Ctx>;
+  getMetrics: OperationHandler<"getMetrics", Ctx>;
 }
 
 /** Every operation of the spec. */

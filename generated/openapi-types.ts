@@ -580,6 +580,32 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Prometheus metrics
+         * @description The server's figures in Prometheus' text exposition format (version 0.0.4): HTTP requests
+         *     by route template and status, jobs by status, queue depth, queue and execution times,
+         *     open event streams and WebSockets, store commit latency, engine node durations by class,
+         *     ComfyUI upstream health and reconnects, and process metrics. No label carries a job id,
+         *     key or other unbounded value. Open on self-hosted unless an operator token is configured
+         *     (`--metrics-token`); on cloud and serverless it needs that token, and answers 404 when
+         *     none is configured.
+         */
+        get: operations["getMetrics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -3393,6 +3419,33 @@ export interface operations {
                     "application/json": components["schemas"]["Readiness"];
                 };
             };
+        };
+    };
+    getMetrics: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The metrics. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example # HELP flowgate_queue_depth Jobs waiting in the queue.
+                     *     # TYPE flowgate_queue_depth gauge
+                     *     flowgate_queue_depth 0
+                     */
+                    "text/plain": string;
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
         };
     };
 }

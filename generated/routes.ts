@@ -30,7 +30,8 @@ export type OperationId =
   | "hostedGetSystemStats"
   | "hostedWebSocket"
   | "getHealth"
-  | "getReadiness";
+  | "getReadiness"
+  | "getMetrics";
 
 /** One declared response of an operation. */
 export interface ResponseSpec {
@@ -2061,6 +2062,53 @@ export const routes: readonly RouteSpec[] = [
         "contentType": "application/json",
         "validator": "response_getReadiness_503",
         "errorCodes": [],
+        "retryAfter": false
+      }
+    }
+  },
+  {
+    "operationId": "getMetrics",
+    "method": "GET",
+    "path": "/metrics",
+    "url": "/metrics",
+    "family": "operations",
+    "tags": [
+      "operations"
+    ],
+    "security": [
+      [],
+      [
+        "operatorToken"
+      ]
+    ],
+    "websocket": false,
+    "requestBody": null,
+    "validators": {
+      "path": null,
+      "query": null,
+      "header": null
+    },
+    "responses": {
+      "200": {
+        "contentType": "text/plain",
+        "validator": null,
+        "errorCodes": [],
+        "retryAfter": false
+      },
+      "401": {
+        "contentType": "application/json",
+        "validator": "response_getMetrics_401",
+        "errorCodes": [
+          "unauthorized"
+        ],
+        "retryAfter": false
+      },
+      "404": {
+        "contentType": "application/json",
+        "validator": "response_getMetrics_404",
+        "errorCodes": [
+          "not_found"
+        ],
         "retryAfter": false
       }
     }

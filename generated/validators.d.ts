@@ -216,6 +216,8 @@ export declare const response_hostedWebSocket_429: ValidateFunction;
 export declare const response_getHealth_200: ValidateFunction;
 export declare const response_getReadiness_200: ValidateFunction;
 export declare const response_getReadiness_503: ValidateFunction;
+export declare const response_getMetrics_401: ValidateFunction;
+export declare const response_getMetrics_404: ValidateFunction;
 export declare const event_sse_log: ValidateFunction;
 export declare const event_sse_output: ValidateFunction;
 export declare const event_sse_preview: ValidateFunction;

@@ -2,7 +2,7 @@
 
 import { client } from './client.gen.ts';
 import { type Client, type ClientMeta, formDataBodySerializer, type Options as Options2, type RequestResult, type ServerSentEventsResult, type TDataShape } from './client/index.ts';
-import type { CancelJobData, CancelJobErrors, CancelJobResponses, CheckAssetHashData, CheckAssetHashErrors, CheckAssetHashResponses, CreateAssetFromHashData, CreateAssetFromHashErrors, CreateAssetFromHashResponses, CreateJobData, CreateJobErrors, CreateJobResponses, DeleteAssetData, DeleteAssetErrors, DeleteAssetResponses, GetAssetContentData, GetAssetContentErrors, GetAssetContentResponses, GetAssetData, GetAssetErrors, GetAssetResponses, GetHealthData, GetHealthResponses, GetJobData, GetJobErrors, GetJobResponses, GetJobWorkflowData, GetJobWorkflowErrors, GetJobWorkflowResponses, GetReadinessData, GetReadinessErrors, GetReadinessResponses, HostedGetHistoryData, HostedGetHistoryEntryData, HostedGetHistoryEntryErrors, HostedGetHistoryEntryResponses, HostedGetHistoryErrors, HostedGetHistoryResponses, HostedGetJobStatusData, HostedGetJobStatusErrors, HostedGetJobStatusResponses, HostedGetNodeInfoData, HostedGetNodeInfoErrors, HostedGetNodeInfoResponses, HostedGetObjectInfoData, HostedGetObjectInfoErrors, HostedGetObjectInfoResponses, HostedGetPromptInfoData, HostedGetPromptInfoErrors, HostedGetPromptInfoResponses, HostedGetQueueData, HostedGetQueueErrors, HostedGetQueueResponses, HostedGetSystemStatsData, HostedGetSystemStatsErrors, HostedGetSystemStatsResponses, HostedInterruptData, HostedInterruptErrors, HostedInterruptResponses, HostedManageQueueData, HostedManageQueueErrors, HostedManageQueueResponses, HostedQueuePromptData, HostedQueuePromptErrors, HostedQueuePromptResponses, HostedUploadImageData, HostedUploadImageErrors, HostedUploadImageResponses, HostedUploadMaskData, HostedUploadMaskErrors, HostedUploadMaskResponses, HostedViewData, HostedViewErrors, HostedWebSocketData, HostedWebSocketErrors, ListJobsData, ListJobsErrors, ListJobsResponses, StreamJobEventsData, StreamJobEventsErrors, StreamJobEventsResponse, StreamJobEventsResponses, UploadAssetData, UploadAssetErrors, UploadAssetResponses } from './types.gen.ts';
+import type { CancelJobData, CancelJobErrors, CancelJobResponses, CheckAssetHashData, CheckAssetHashErrors, CheckAssetHashResponses, CreateAssetFromHashData, CreateAssetFromHashErrors, CreateAssetFromHashResponses, CreateJobData, CreateJobErrors, CreateJobResponses, DeleteAssetData, DeleteAssetErrors, DeleteAssetResponses, GetAssetContentData, GetAssetContentErrors, GetAssetContentResponses, GetAssetData, GetAssetErrors, GetAssetResponses, GetHealthData, GetHealthResponses, GetJobData, GetJobErrors, GetJobResponses, GetJobWorkflowData, GetJobWorkflowErrors, GetJobWorkflowResponses, GetMetricsData, GetMetricsErrors, GetMetricsResponses, GetReadinessData, GetReadinessErrors, GetReadinessResponses, HostedGetHistoryData, HostedGetHistoryEntryData, HostedGetHistoryEntryErrors, HostedGetHistoryEntryResponses, HostedGetHistoryErrors, HostedGetHistoryResponses, HostedGetJobStatusData, HostedGetJobStatusErrors, HostedGetJobStatusResponses, HostedGetNodeInfoData, HostedGetNodeInfoErrors, HostedGetNodeInfoResponses, HostedGetObjectInfoData, HostedGetObjectInfoErrors, HostedGetObjectInfoResponses, HostedGetPromptInfoData, HostedGetPromptInfoErrors, HostedGetPromptInfoResponses, HostedGetQueueData, HostedGetQueueErrors, HostedGetQueueResponses, HostedGetSystemStatsData, HostedGetSystemStatsErrors, HostedGetSystemStatsResponses, HostedInterruptData, HostedInterruptErrors, HostedInterruptResponses, HostedManageQueueData, HostedManageQueueErrors, HostedManageQueueResponses, HostedQueuePromptData, HostedQueuePromptErrors, HostedQueuePromptResponses, HostedUploadImageData, HostedUploadImageErrors, HostedUploadImageResponses, HostedUploadMaskData, HostedUploadMaskErrors, HostedUploadMaskResponses, HostedViewData, HostedViewErrors, HostedWebSocketData, HostedWebSocketErrors, ListJobsData, ListJobsErrors, ListJobsResponses, StreamJobEventsData, StreamJobEventsErrors, StreamJobEventsResponse, StreamJobEventsResponses, UploadAssetData, UploadAssetErrors, UploadAssetResponses } from './types.gen.ts';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -24,7 +24,11 @@ export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends 
  * The caller's jobs, newest first, with cursor pagination. Entries carry no `logs`.
  */
 export const listJobs = <ThrowOnError extends boolean = false>(options?: Options<ListJobsData, ThrowOnError>): RequestResult<ListJobsResponses, ListJobsErrors, ThrowOnError> => (options?.client ?? client).get<ListJobsResponses, ListJobsErrors, ThrowOnError>({
-    security: [{ scheme: 'bearer', type: 'http' }],
+    security: [{
+            key: 'bearerAuth',
+            scheme: 'bearer',
+            type: 'http'
+        }],
     url: '/api/v2/jobs',
     ...options
 });
@@ -53,7 +57,11 @@ export const listJobs = <ThrowOnError extends boolean = false>(options?: Options
  *
  */
 export const createJob = <ThrowOnError extends boolean = false>(options: Options<CreateJobData, ThrowOnError>): RequestResult<CreateJobResponses, CreateJobErrors, ThrowOnError> => (options.client ?? client).post<CreateJobResponses, CreateJobErrors, ThrowOnError>({
-    security: [{ scheme: 'bearer', type: 'http' }],
+    security: [{
+            key: 'bearerAuth',
+            scheme: 'bearer',
+            type: 'http'
+        }],
     url: '/api/v2/jobs',
     ...options,
     headers: {
@@ -72,7 +80,11 @@ export const createJob = <ThrowOnError extends boolean = false>(options: Options
  *
  */
 export const getJob = <ThrowOnError extends boolean = false>(options: Options<GetJobData, ThrowOnError>): RequestResult<GetJobResponses, GetJobErrors, ThrowOnError> => (options.client ?? client).get<GetJobResponses, GetJobErrors, ThrowOnError>({
-    security: [{ scheme: 'bearer', type: 'http' }],
+    security: [{
+            key: 'bearerAuth',
+            scheme: 'bearer',
+            type: 'http'
+        }],
     url: '/api/v2/jobs/{id}',
     ...options
 });
@@ -87,7 +99,11 @@ export const getJob = <ThrowOnError extends boolean = false>(options: Options<Ge
  *
  */
 export const cancelJob = <ThrowOnError extends boolean = false>(options: Options<CancelJobData, ThrowOnError>): RequestResult<CancelJobResponses, CancelJobErrors, ThrowOnError> => (options.client ?? client).post<CancelJobResponses, CancelJobErrors, ThrowOnError>({
-    security: [{ scheme: 'bearer', type: 'http' }],
+    security: [{
+            key: 'bearerAuth',
+            scheme: 'bearer',
+            type: 'http'
+        }],
     url: '/api/v2/jobs/{id}/cancel',
     ...options,
     headers: {
@@ -111,7 +127,11 @@ export const cancelJob = <ThrowOnError extends boolean = false>(options: Options
  *
  */
 export const streamJobEvents = <ThrowOnError extends boolean = false>(options: Options<StreamJobEventsData, ThrowOnError, StreamJobEventsResponse>): Promise<ServerSentEventsResult<StreamJobEventsResponses>> => (options.client ?? client).sse.get<StreamJobEventsResponses, StreamJobEventsErrors, ThrowOnError>({
-    security: [{ scheme: 'bearer', type: 'http' }],
+    security: [{
+            key: 'bearerAuth',
+            scheme: 'bearer',
+            type: 'http'
+        }],
     url: '/api/v2/jobs/{id}/events',
     ...options
 });
@@ -122,7 +142,11 @@ export const streamJobEvents = <ThrowOnError extends boolean = false>(options: O
  * The graph as it was submitted, in the API format. Never carries `extra_data`.
  */
 export const getJobWorkflow = <ThrowOnError extends boolean = false>(options: Options<GetJobWorkflowData, ThrowOnError>): RequestResult<GetJobWorkflowResponses, GetJobWorkflowErrors, ThrowOnError> => (options.client ?? client).get<GetJobWorkflowResponses, GetJobWorkflowErrors, ThrowOnError>({
-    security: [{ scheme: 'bearer', type: 'http' }],
+    security: [{
+            key: 'bearerAuth',
+            scheme: 'bearer',
+            type: 'http'
+        }],
     url: '/api/v2/jobs/{id}/workflow',
     ...options
 });
@@ -143,7 +167,11 @@ export const getJobWorkflow = <ThrowOnError extends boolean = false>(options: Op
  */
 export const uploadAsset = <ThrowOnError extends boolean = false>(options: Options<UploadAssetData, ThrowOnError>): RequestResult<UploadAssetResponses, UploadAssetErrors, ThrowOnError> => (options.client ?? client).post<UploadAssetResponses, UploadAssetErrors, ThrowOnError>({
     ...formDataBodySerializer,
-    security: [{ scheme: 'bearer', type: 'http' }],
+    security: [{
+            key: 'bearerAuth',
+            scheme: 'bearer',
+            type: 'http'
+        }],
     url: '/api/v2/assets',
     ...options,
     headers: {
@@ -161,7 +189,11 @@ export const uploadAsset = <ThrowOnError extends boolean = false>(options: Optio
  *
  */
 export const createAssetFromHash = <ThrowOnError extends boolean = false>(options: Options<CreateAssetFromHashData, ThrowOnError>): RequestResult<CreateAssetFromHashResponses, CreateAssetFromHashErrors, ThrowOnError> => (options.client ?? client).post<CreateAssetFromHashResponses, CreateAssetFromHashErrors, ThrowOnError>({
-    security: [{ scheme: 'bearer', type: 'http' }],
+    security: [{
+            key: 'bearerAuth',
+            scheme: 'bearer',
+            type: 'http'
+        }],
     url: '/api/v2/assets/from-hash',
     ...options,
     headers: {
@@ -176,7 +208,11 @@ export const createAssetFromHash = <ThrowOnError extends boolean = false>(option
  * 200 when the caller may create an asset from this hash with from-hash, 404 otherwise. No body.
  */
 export const checkAssetHash = <ThrowOnError extends boolean = false>(options: Options<CheckAssetHashData, ThrowOnError>): RequestResult<CheckAssetHashResponses, CheckAssetHashErrors, ThrowOnError> => (options.client ?? client).head<CheckAssetHashResponses, CheckAssetHashErrors, ThrowOnError>({
-    security: [{ scheme: 'bearer', type: 'http' }],
+    security: [{
+            key: 'bearerAuth',
+            scheme: 'bearer',
+            type: 'http'
+        }],
     url: '/api/v2/assets/by-hash/{hash}',
     ...options
 });
@@ -190,7 +226,11 @@ export const checkAssetHash = <ThrowOnError extends boolean = false>(options: Op
  *
  */
 export const deleteAsset = <ThrowOnError extends boolean = false>(options: Options<DeleteAssetData, ThrowOnError>): RequestResult<DeleteAssetResponses, DeleteAssetErrors, ThrowOnError> => (options.client ?? client).delete<DeleteAssetResponses, DeleteAssetErrors, ThrowOnError>({
-    security: [{ scheme: 'bearer', type: 'http' }],
+    security: [{
+            key: 'bearerAuth',
+            scheme: 'bearer',
+            type: 'http'
+        }],
     url: '/api/v2/assets/{id}',
     ...options
 });
@@ -201,7 +241,11 @@ export const deleteAsset = <ThrowOnError extends boolean = false>(options: Optio
  * The asset record with a freshly signed `url`. An output's `id` resolves here while its job is retained.
  */
 export const getAsset = <ThrowOnError extends boolean = false>(options: Options<GetAssetData, ThrowOnError>): RequestResult<GetAssetResponses, GetAssetErrors, ThrowOnError> => (options.client ?? client).get<GetAssetResponses, GetAssetErrors, ThrowOnError>({
-    security: [{ scheme: 'bearer', type: 'http' }],
+    security: [{
+            key: 'bearerAuth',
+            scheme: 'bearer',
+            type: 'http'
+        }],
     url: '/api/v2/assets/{id}',
     ...options
 });
@@ -218,7 +262,11 @@ export const getAsset = <ThrowOnError extends boolean = false>(options: Options<
  *
  */
 export const getAssetContent = <ThrowOnError extends boolean = false>(options: Options<GetAssetContentData, ThrowOnError>): RequestResult<GetAssetContentResponses, GetAssetContentErrors, ThrowOnError> => (options.client ?? client).get<GetAssetContentResponses, GetAssetContentErrors, ThrowOnError>({
-    security: [{ scheme: 'bearer', type: 'http' }, {
+    security: [{
+            key: 'bearerAuth',
+            scheme: 'bearer',
+            type: 'http'
+        }, {
             in: 'query',
             name: 'signature',
             type: 'apiKey'
@@ -454,3 +502,25 @@ export const getHealth = <ThrowOnError extends boolean = false>(options?: Option
  *
  */
 export const getReadiness = <ThrowOnError extends boolean = false>(options?: Options<GetReadinessData, ThrowOnError>): RequestResult<GetReadinessResponses, GetReadinessErrors, ThrowOnError> => (options?.client ?? client).get<GetReadinessResponses, GetReadinessErrors, ThrowOnError>({ url: '/readyz', ...options });
+
+/**
+ * Prometheus metrics
+ *
+ * The server's figures in Prometheus' text exposition format (version 0.0.4): HTTP requests
+ * by route template and status, jobs by status, queue depth, queue and execution times,
+ * open event streams and WebSockets, store commit latency, engine node durations by class,
+ * ComfyUI upstream health and reconnects, and process metrics. No label carries a job id,
+ * key or other unbounded value. Open on self-hosted unless an operator token is configured
+ * (`--metrics-token`); on cloud and serverless it needs that token, and answers 404 when
+ * none is configured.
+ *
+ */
+export const getMetrics = <ThrowOnError extends boolean = false>(options?: Options<GetMetricsData, ThrowOnError>): RequestResult<GetMetricsResponses, GetMetricsErrors, ThrowOnError> => (options?.client ?? client).get<GetMetricsResponses, GetMetricsErrors, ThrowOnError>({
+    security: [{
+            key: 'operatorToken',
+            scheme: 'bearer',
+            type: 'http'
+        }],
+    url: '/metrics',
+    ...options
+});

@@ -2371,3 +2371,32 @@ export type GetReadinessResponses = {
 };
 
 export type GetReadinessResponse = GetReadinessResponses[keyof GetReadinessResponses];
+
+export type GetMetricsData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/metrics';
+};
+
+export type GetMetricsErrors = {
+    /**
+     * `unauthorized`: missing or invalid credentials.
+     */
+    401: ErrorEnvelope;
+    /**
+     * `not_found`: no such resource for this caller (another caller's resource looks the same as a missing one).
+     */
+    404: ErrorEnvelope;
+};
+
+export type GetMetricsError = GetMetricsErrors[keyof GetMetricsErrors];
+
+export type GetMetricsResponses = {
+    /**
+     * The metrics.
+     */
+    200: string;
+};
+
+export type GetMetricsResponse = GetMetricsResponses[keyof GetMetricsResponses];

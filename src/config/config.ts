@@ -54,6 +54,8 @@ export interface Config {
   logLevel: string;
   /** Disk space held in `<dataDir>/space-reserve`, released when the disk fills; 0 keeps none. */
   spaceReserveBytes: number;
+  /** Operator token of GET /metrics; null = open on self-hosted, not served on cloud/serverless. */
+  metricsToken: string | null;
 }
 
 /** Flags of `flowgate serve`: name, environment variable, and one-line help. */
@@ -78,6 +80,7 @@ export const SERVE_FLAGS = {
   "shutdown-grace": { env: "FLOWGATE_SHUTDOWN_GRACE", help: "on SIGTERM or SIGINT, how long running jobs may finish, like 25s or 5m; 0 stops them at once (default 25s)" },
   "log-level": { env: "FLOWGATE_LOG_LEVEL", help: "fatal, error, warn, info (default), debug" },
   "space-reserve": { env: "FLOWGATE_SPACE_RESERVE", help: "disk space held back for recording job ends and deletes when the disk fills, like 8MB; 0 holds none (default 8MB)" },
+  "metrics-token": { env: "FLOWGATE_METRICS_TOKEN", help: "operator bearer token of GET /metrics (default: open on self-hosted, not served on cloud and serverless)" },
 } as const;
 
 /** Parses a duration like `7d`, `12h`, `30m`, `45s` or `500ms` into milliseconds; `allowZero` also takes `0`. */
@@ -171,6 +174,7 @@ export function loadConfig(argv: string[] = [], env: NodeJS.ProcessEnv = process
     shutdownGraceMs: parseDuration(get("shutdown-grace") ?? "25s", { allowZero: true }),
     logLevel: get("log-level") ?? "info",
     spaceReserveBytes: parseSize(get("space-reserve") ?? "8MB"),
+    metricsToken: get("metrics-token") || null,
   };
 }
 
@@ -183,6 +187,7 @@ export function describeConfig(c: Config): Record<string, unknown> {
     port: c.port,
     dataDir: c.dataDir,
     token: c.token ? "(set)" : "(none: open)",
+    metricsToken: c.metricsToken ? "(set)" : "(none)",
     publicUrl: c.publicUrl ?? "(request origin)",
     queueLimit: c.queueLimit,
     concurrency: c.concurrency,

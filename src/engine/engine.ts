@@ -139,6 +139,8 @@ export interface Engine {
   admit?(): Promise<void>;
   /** Whether the backend can take work (for /readyz). Absent: always ready. */
   ready?(): Promise<boolean>;
+  /** The upstream instances' health (metrics). Absent: no upstream. */
+  upstreams?(): { url: string; reachable: boolean; reconnects: number }[];
   /** Releases connections and timers. */
   close?(): Promise<void>;
 }

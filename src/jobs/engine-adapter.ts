@@ -20,6 +20,7 @@ export function engineAdapter(engine: Engine): EnginePort {
     run: (graph, options) => run(engine, graph, options),
     nodeDefinitions: async () => (await engine.nodeDefinitions()) as Record<string, unknown>,
     ready: async () => (engine.ready ? engine.ready() : true),
+    upstreams: () => engine.upstreams?.() ?? [],
   };
 }
 

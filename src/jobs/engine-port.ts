@@ -81,4 +81,15 @@ export interface EnginePort {
   nodeDefinitions(): Promise<Record<string, unknown>>;
   /** Whether the engine can take work. */
   ready(): Promise<boolean>;
+  /** The upstream instances' health (metrics); absent or empty for the embedded engine. */
+  upstreams?(): UpstreamHealth[];
+}
+
+/** One upstream engine instance, as metrics report it. */
+export interface UpstreamHealth {
+  /** Base URL without credentials (a configured, bounded value). */
+  url: string;
+  reachable: boolean;
+  /** Reconnections of its socket since the server started. */
+  reconnects: number;
 }

@@ -9,11 +9,13 @@ import { answerClientError } from "./client-errors.ts";
 import { toEnvelope } from "./error-envelope.ts";
 import { toHostedError } from "./hosted/hosted-errors.ts";
 import type { HandlerContext } from "./handler-context.ts";
+import { measureHttp } from "./http-metrics.ts";
 import { mountRoutes } from "./mount.ts";
 import { operationsHandlers } from "./operations.ts";
 import { hostedHandlers } from "./hosted/handlers.ts";
 import { HostedSockets } from "./hosted/websocket.ts";
 import type { Runtime } from "./runtime.ts";
+import { mountUi } from "./ui.ts";
 import * as assets from "./v2/assets.ts";
 import { EventStreams } from "./v2/event-stream.ts";
 import { streamJobEventsHandler } from "./v2/events.ts";
@@ -80,6 +82,7 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
   app.addContentTypeParser("*", (_req, _payload, done) => {
     done(new ServiceError("invalid_request", "The request is invalid.", { fields: [{ field: "", reason: "unsupported_content_type" }] }), undefined);
   });
+  const observeUnmatched = measureHttp(app, runtime.metrics);
   await app.register(multipart, { limits: { fileSize: runtime.config.maxUploadBytes + 1, files: 1, fields: 64, fieldSize: 64 * 1024 } });
 
   app.setErrorHandler((err, request, reply) => {
@@ -92,6 +95,7 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
   app.setNotFoundHandler((_request, reply) => {
     const env = toEnvelope(new ServiceError("not_found", "Not found."));
     reply.code(env.status).send(env.body);
+    observeUnmatched(reply);
   });
 
   const streams = new EventStreams(runtime);
@@ -115,6 +119,14 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
     mountRoutes(app, runtime, { v2, operations: operationsHandlers });
     mountRoutes(app, runtime, { v2 }, "/deployment/:deployment_id");
   }
+  await mountUi(app);
+  runtime.metrics.observeSources({
+    queueDepth: () => runtime.dispatcher.queue.size,
+    runningJobs: () => runtime.dispatcher.runningCount,
+    openEventStreams: () => streams.size,
+    openWebSockets: () => app.hostedSockets?.size ?? 0,
+    upstreams: () => runtime.engine.upstreams?.() ?? [],
+  });
   return app;
 }
 

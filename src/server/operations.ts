@@ -1,8 +1,9 @@
-// Liveness and readiness probes.
+// Liveness and readiness probes, and the Prometheus metrics.
 import type { OperationsHandlers } from "../../generated/handlers.ts";
+import { bearerToken } from "./auth.ts";
 import type { HandlerContext, HandlerResult } from "./handler-context.ts";
 
-/** GET /healthz and GET /readyz. */
+/** GET /healthz, GET /readyz and GET /metrics. */
 export const operationsHandlers: OperationsHandlers<HandlerContext> = {
   getHealth: (): HandlerResult => ({ status: 200, body: { status: "ok" } }),
   async getReadiness(_input, ctx): Promise<HandlerResult> {
@@ -17,5 +18,10 @@ export const operationsHandlers: OperationsHandlers<HandlerContext> = {
     const storage = !runtime.space.short;
     const ready = store && engine && queue && dispatch && storage;
     return { status: ready ? 200 : 503, body: { status: ready ? "ready" : "not_ready", checks: { store, engine, queue, dispatch, storage } } };
+  },
+  async getMetrics(_input, ctx): Promise<HandlerResult> {
+    const { runtime } = ctx;
+    runtime.surface.assertMetricsAccess(bearerToken(ctx.request));
+    return { status: 200, headers: { "content-type": runtime.metrics.contentType }, body: await runtime.metrics.render() };
   },
 };

@@ -12,6 +12,7 @@ import { JobService } from "../jobs/job-service.ts";
 import { OutputNamer } from "../jobs/output-names.ts";
 import { startReaper } from "../jobs/retention.ts";
 import { openDirectory, openStore, type Directory, type Store } from "../store/index.ts";
+import { FlowgateMetrics } from "../metrics/metrics.ts";
 import { SurfacePolicy } from "../surfaces/surface-policy.ts";
 import { FinishedJobViews } from "./v2/finished-job-views.ts";
 
@@ -33,6 +34,8 @@ export interface Runtime {
   space: StorageSpace;
   /** Accounts, keys and deployments (cloud and serverless only). */
   directory: Directory | null;
+  /** Prometheus metrics of this server. */
+  metrics: FlowgateMetrics;
   now: () => number;
   /** Recovers after a crash and starts dispatching and the reaper; call it once the server listens. */
   start(): Promise<void>;
@@ -69,7 +72,8 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
   // Every store and blob failure passes by the space watch: one that is for space, wherever it
   // happened, makes the directory short.
   const noteFailure = (err: unknown) => void space.noteFailure(err);
-  const store = watchFailures(await openStore({ dataDir: config.dataDir }), noteFailure);
+  const metrics = new FlowgateMetrics();
+  const store = watchFailures(metrics.instrumentStore(await openStore({ dataDir: config.dataDir })), noteFailure);
   const blobs = watchFailures(await BlobStore.open(config.dataDir), noteFailure);
   const signer = new UrlSigner(config.signingKey ?? (await loadOrCreateSigningKey(config.dataDir)));
   const events = new EventBus();
@@ -81,6 +85,7 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     tiers: config.tiers,
     creditRate: config.creditRate,
     notReadyRetryAfter: 5,
+    metricsToken: config.metricsToken,
   });
   const assets = new AssetService({ store, blobs, now, retentionMs: config.retentionMs, maxUploadBytes: config.maxUploadBytes, space });
   dispatcher = new Dispatcher({
@@ -108,6 +113,7 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     await directory?.close();
     throw err;
   }
+  metrics.observeJobs(events); // before the start, so that recovered jobs count too
   const onBackgroundError = options.onBackgroundError ?? (() => undefined);
   let stopCharging: () => void = () => undefined;
   let stopReaper: () => void = () => undefined;
@@ -125,6 +131,7 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     space,
     finishedViews: new FinishedJobViews(),
     directory,
+    metrics,
     now,
     async start() {
       await dispatcher.start();
@@ -132,6 +139,7 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
       stopReaper = startReaper({ store, blobs, dispatcher, events, now }, config.reaperIntervalMs, onBackgroundError);
     },
     async close() {
+      metrics.close();
       stopReaper();
       stopCharging();
       await dispatcher.stop();

@@ -20,6 +20,8 @@ export interface SurfacePolicyOptions {
   creditRate: number;
   /** Seconds to come back after `deployment_not_ready`. */
   notReadyRetryAfter: number;
+  /** The operator token of GET /metrics; null or absent = open on self-hosted, not served elsewhere. */
+  metricsToken?: string | null;
 }
 
 /** Owner of anonymous callers of the public demo deployment. */
@@ -91,6 +93,20 @@ export class SurfacePolicy {
     if (this.o.surface !== "cloud") return Number.POSITIVE_INFINITY;
     const account = await this.directory.getAccount(owner);
     return account ? (this.o.tiers[account.tier] ?? 1) : 1;
+  }
+
+  /**
+   * Whether GET /metrics may be read with this bearer token. It aggregates every account, so on
+   * cloud and serverless it needs the operator token and is not served (404) without one; on
+   * self-hosted it is open unless a token is set. 401 `unauthorized` for a wrong or missing token.
+   */
+  assertMetricsAccess(bearer: string | null): void {
+    const token = this.o.metricsToken ?? null;
+    if (token === null) {
+      if (this.o.surface === "self-hosted") return;
+      throw new ServiceError("not_found", "Not found.");
+    }
+    if (bearer === null || !sameSecret(bearer, token)) throw new ServiceError("unauthorized", "Missing or invalid credentials.");
   }
 
   /** Whether `logs` may be shown to this caller (never on the demo deployment). */

@@ -27,7 +27,7 @@ describe("the envelope from the router and the parsers", () => {
     ["DELETE", "/api/v2/jobs"],
     ["PUT", "/api/v2/jobs/0192f4a8-6c1e-7b3a-9f21-3c5d8e7a1b42"],
     ["GET", "/api/v3/jobs"],
-    ["GET", "/"],
+    ["GET", "/no/such/page"], // "/" is the dashboard
     ["POST", "/api/v2/assets/by-hash/blake3:00"],
   ])("ERR-1 an unknown route (%s %s) is 404 not_found in the envelope", async (method, path) => {
     const res = await s.api.request(method, path);

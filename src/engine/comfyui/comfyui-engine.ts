@@ -85,6 +85,11 @@ export class ComfyUIEngine implements Engine {
     return this.pool.instances.map((i) => i.url);
   }
 
+  /** Each instance's reachability and socket reconnections (metrics). */
+  upstreams(): { url: string; reachable: boolean; reconnects: number }[] {
+    return this.pool.instances.map((i) => ({ url: i.url, reachable: i.reachable, reconnects: i.reconnects }));
+  }
+
   /** object_info of every instance, merged (first instance wins per class). */
   async nodeDefinitions(): Promise<ObjectInfo> {
     return mergeObjectInfo(await this.definitions(false));

@@ -35,6 +35,8 @@ export class Instance {
   readonly uploads = new UploadCache();
   /** Prompts chosen for this instance but not yet accepted by it. */
   reserved = 0;
+  /** Reconnections of the socket (metrics). */
+  reconnects = 0;
   private readonly socket: ComfySocket;
   private readonly runs = new Map<string, PromptRun>();
   private early: { promptId: string; message: ComfyMessage; at: number }[] = [];
@@ -68,6 +70,11 @@ export class Instance {
   /** The base URL, without credentials. */
   get url(): string {
     return this.http.base;
+  }
+
+  /** Whether the instance answers now (its socket or its last probe). */
+  get reachable(): boolean {
+    return this.unreachableSince === null;
   }
 
   /** Prompts followed now. */
@@ -169,6 +176,7 @@ export class Instance {
   private onOpen(reconnected: boolean): void {
     this.unreachableSince = null;
     if (!reconnected) return;
+    this.reconnects++;
     // It may have restarted: inputs may be gone, nodes may have changed, prompts may be forgotten.
     this.uploads.clear();
     void this.objectInfo(true).catch(() => undefined);

@@ -1,0 +1,192 @@
+// The server's Prometheus metrics. Counters and histograms are updated where things happen (job
+// events, store writes, HTTP responses); gauges are read at scrape time from their owners, so the
+// hot paths pay nothing for them. No label holds a job id, key or other unbounded value: labels
+// are statuses, route templates, node classes (bounded by the engine's registry), store
+// operation names and configured ComfyUI URLs.
+import { performance } from "node:perf_hooks";
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import type { EventBus } from "../jobs/event-bus.ts";
+import type { UpstreamHealth } from "../jobs/engine-port.ts";
+import { isTerminalStatus, type Store } from "../store/index.ts";
+
+/** Where the scrape-time gauges read their values; each is optional (tests, surfaces). */
+export interface MetricSources {
+  queueDepth(): number;
+  runningJobs(): number;
+  openEventStreams?(): number;
+  openWebSockets?(): number;
+  upstreams?(): UpstreamHealth[];
+}
+
+/** Store writes whose latency (commit and fsync) is measured. */
+const STORE_WRITES = [
+  "createJob",
+  "claimIdempotencyKey",
+  "releaseIdempotencyKey",
+  "transitionJob",
+  "updateProgress",
+  "setLogs",
+  "addAsset",
+  "deleteAsset",
+  "expireJobs",
+  "purgeExpired",
+] as const;
+
+/** The scrape-time metrics of observeSources. */
+const SOURCE_METRICS = ["flowgate_queue_depth", "flowgate_jobs_running", "flowgate_sse_streams_open", "flowgate_websockets_open", "flowgate_comfyui_up", "flowgate_comfyui_reconnects_total"];
+
+const SECONDS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+const JOB_SECONDS = [0.01, 0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600];
+
+/** Process metrics are per process: one registry, whatever the number of apps in it (tests). */
+let processRegistry: Registry | null = null;
+
+/** The metrics of one server. */
+export class FlowgateMetrics {
+  readonly registry = new Registry();
+  /** HTTP requests by method, route template and status. */
+  readonly httpDuration = new Histogram({
+    name: "flowgate_http_request_duration_seconds",
+    help: "HTTP requests by method, route template and status, and their duration.",
+    labelNames: ["method", "route", "status"] as const,
+    buckets: SECONDS,
+    registers: [this.registry],
+  });
+  private readonly jobsTotal = new Counter({
+    name: "flowgate_jobs_total",
+    help: "Jobs that entered each status since the server started.",
+    labelNames: ["status"] as const,
+    registers: [this.registry],
+  });
+  private readonly queueWait = new Histogram({
+    name: "flowgate_job_queue_seconds",
+    help: "Time jobs waited in the queue before they started.",
+    buckets: JOB_SECONDS,
+    registers: [this.registry],
+  });
+  private readonly execution = new Histogram({
+    name: "flowgate_job_execution_seconds",
+    help: "Execution time of jobs that ran, by final status.",
+    labelNames: ["status"] as const,
+    buckets: JOB_SECONDS,
+    registers: [this.registry],
+  });
+  private readonly nodeDuration = new Histogram({
+    name: "flowgate_engine_node_duration_seconds",
+    help: "Duration of executed (not cached) nodes, by node class.",
+    labelNames: ["class_type"] as const,
+    buckets: SECONDS,
+    registers: [this.registry],
+  });
+  private readonly storeCommit = new Histogram({
+    name: "flowgate_store_commit_seconds",
+    help: "Latency of store writes until durable (commit and fsync), by operation.",
+    labelNames: ["operation"] as const,
+    buckets: SECONDS,
+    registers: [this.registry],
+  });
+  /** Node start times of running jobs: job id to node id to performance.now(). */
+  private readonly nodeStarts = new Map<string, Map<string, number>>();
+  private stopObserving: () => void = () => undefined;
+
+  constructor() {
+    processRegistry ??= newProcessRegistry();
+  }
+
+  /** Registers the scrape-time gauges over `sources`. */
+  observeSources(sources: MetricSources): void {
+    const r = [this.registry];
+    for (const name of SOURCE_METRICS) this.registry.removeSingleMetric(name); // a second app over the same runtime
+    new Gauge({ name: "flowgate_queue_depth", help: "Jobs waiting in the queue.", registers: r, collect() { this.set(sources.queueDepth()); } });
+    new Gauge({ name: "flowgate_jobs_running", help: "Jobs running now.", registers: r, collect() { this.set(sources.runningJobs()); } });
+    new Gauge({ name: "flowgate_sse_streams_open", help: "Open v2 event streams.", registers: r, collect() { this.set(sources.openEventStreams?.() ?? 0); } });
+    new Gauge({ name: "flowgate_websockets_open", help: "Open hosted-interface WebSockets.", registers: r, collect() { this.set(sources.openWebSockets?.() ?? 0); } });
+    new Gauge({
+      name: "flowgate_comfyui_up",
+      help: "Whether each ComfyUI instance is reachable (1) or not (0); absent with the embedded engine.",
+      labelNames: ["instance"] as const,
+      registers: r,
+      collect() {
+        this.reset();
+        for (const u of sources.upstreams?.() ?? []) this.set({ instance: u.url }, u.reachable ? 1 : 0);
+      },
+    });
+    new Counter({
+      name: "flowgate_comfyui_reconnects_total",
+      help: "Reconnections of each ComfyUI instance's WebSocket.",
+      labelNames: ["instance"] as const,
+      registers: r,
+      collect() {
+        this.reset();
+        for (const u of sources.upstreams?.() ?? []) this.inc({ instance: u.url }, u.reconnects);
+      },
+    });
+  }
+
+  /** Follows job events: transitions, queue and execution times, node durations. */
+  observeJobs(events: EventBus): void {
+    this.stopObserving = events.subscribeAll((e) => {
+      if (e.type === "status") {
+        const job = e.job;
+        this.jobsTotal.inc({ status: job.status });
+        if (job.status === "running" && job.started_at !== null) this.queueWait.observe((job.started_at - job.created_at) / 1000);
+        if (isTerminalStatus(job.status)) {
+          this.nodeStarts.delete(job.id);
+          if (job.started_at !== null && job.completed_at !== null) this.execution.observe({ status: job.status }, (job.completed_at - job.started_at) / 1000);
+        }
+      } else if (e.type === "node_start") {
+        let starts = this.nodeStarts.get(e.job_id);
+        if (!starts) this.nodeStarts.set(e.job_id, (starts = new Map()));
+        starts.set(e.node_id, performance.now());
+      } else if (e.type === "node_done") {
+        const starts = this.nodeStarts.get(e.job_id);
+        const at = starts?.get(e.node_id);
+        if (at === undefined) return;
+        starts!.delete(e.node_id);
+        this.nodeDuration.observe({ class_type: e.class_type }, (performance.now() - at) / 1000);
+      }
+    });
+  }
+
+  /**
+   * Times the store's writes until they resolve (durable). The methods are replaced on the
+   * instance itself, bound to it: reads keep their direct calls, and any Store works.
+   */
+  instrumentStore<S extends Store>(store: S): S {
+    const table = store as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
+    for (const name of STORE_WRITES) {
+      const write = table[name]!.bind(store);
+      const child = this.storeCommit.labels(name);
+      table[name] = (...args: unknown[]) => {
+        const start = performance.now();
+        const done = () => child.observe((performance.now() - start) / 1000);
+        const result = write(...args);
+        result.then(done, done);
+        return result;
+      };
+    }
+    return store;
+  }
+
+  /** The exposition text: this server's metrics and the process's. */
+  async render(): Promise<string> {
+    return (await this.registry.metrics()) + (await processRegistry!.metrics());
+  }
+
+  /** The content type of render()'s text. */
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  /** Stops following job events. */
+  close(): void {
+    this.stopObserving();
+    this.nodeStarts.clear();
+  }
+}
+
+function newProcessRegistry(): Registry {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  return registry;
+}

@@ -1,0 +1,44 @@
+// The pages: the dashboard at /, the API reference at /docs and the event catalogue at
+// /docs/events, from the UI build (ui/dist, `npm run build:ui`) under /ui/; and the contract
+// documents they render, from spec/. Pages hold no data: the dashboard calls the API with the
+// caller's own token.
+import { existsSync } from "node:fs";
+import { resolve } from "node:path";
+import fastifyStatic from "@fastify/static";
+import type { FastifyInstance, FastifyReply } from "fastify";
+import { ServiceError } from "../jobs/errors.ts";
+import { toEnvelope } from "./error-envelope.ts";
+
+/** The package root: two levels up in a checkout (src/server), three from the build (dist/src/server). */
+const ROOT = [resolve(import.meta.dirname, "../.."), resolve(import.meta.dirname, "../../..")].find((dir) => existsSync(resolve(dir, "spec/openapi.yaml"))) ?? resolve(import.meta.dirname, "../..");
+/** Where `npm run build:ui` writes the pages. */
+export const UI_DIST = resolve(ROOT, "ui/dist");
+const SPEC_DIR = resolve(ROOT, "spec");
+
+/** Serves the pages and the spec documents; without a UI build the pages answer 404 saying so. */
+export async function mountUi(app: FastifyInstance, dist = UI_DIST): Promise<void> {
+  const built = existsSync(resolve(dist, "index.html"));
+  // Hashed assets (ui/dist/assets) never change; everything else is revalidated on every load.
+  await app.register(fastifyStatic, {
+    root: built ? dist : SPEC_DIR,
+    prefix: "/ui/",
+    serve: built,
+    index: false,
+    cacheControl: false,
+    setHeaders: (res, path) => res.setHeader("cache-control", path.startsWith(resolve(dist, "assets")) ? "public, max-age=31536000, immutable" : "no-cache"),
+  });
+  const fresh = { cacheControl: false } as const;
+  const page = (file: string) => async (_request: unknown, reply: FastifyReply) => {
+    if (!built) {
+      const env = toEnvelope(new ServiceError("not_found", "The dashboard is not built: run `npm run build:ui`."));
+      return reply.code(env.status).send(env.body);
+    }
+    return reply.header("cache-control", "no-cache").sendFile(file, dist, fresh);
+  };
+  app.get("/", page("index.html"));
+  app.get("/docs", page("docs.html"));
+  app.get("/docs/events", page("events.html"));
+  for (const file of ["openapi.yaml", "asyncapi.yaml"]) {
+    app.get(`/docs/${file}`, async (_request, reply) => reply.header("cache-control", "no-cache").type("application/yaml; charset=utf-8").sendFile(file, SPEC_DIR, fresh));
+  }
+}

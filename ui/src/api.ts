@@ -1,0 +1,107 @@
+// The dashboard's HTTP side: the bearer token (kept in the browser), JSON requests with the
+// contract's error envelope, and job event streams read with fetch (EventSource cannot send an
+// Authorization header).
+import { createParser } from "eventsource-parser";
+import type { components } from "../../generated/openapi-types.ts";
+
+export type Job = components["schemas"]["Job"];
+export type Output = components["schemas"]["Output"];
+export type Progress = components["schemas"]["Progress"];
+export type JobStatus = components["schemas"]["JobStatus"];
+
+export const TERMINAL: readonly JobStatus[] = ["succeeded", "canceled", "failed", "expired"];
+
+const TOKEN_KEY = "flowgate.token";
+
+/** The saved token: this tab's, else the remembered one. */
+export function getToken(): string | null {
+  return sessionStorage.getItem(TOKEN_KEY) ?? localStorage.getItem(TOKEN_KEY);
+}
+
+/** Saves the token for this tab, and across visits when `remember`; null forgets it. */
+export function setToken(token: string | null, remember = false): void {
+  sessionStorage.removeItem(TOKEN_KEY);
+  localStorage.removeItem(TOKEN_KEY);
+  if (token) (remember ? localStorage : sessionStorage).setItem(TOKEN_KEY, token);
+}
+
+/** An error answer in the contract's envelope. */
+export class ApiError extends Error {
+  readonly status: number;
+  readonly code: string;
+  readonly details: Record<string, unknown> | null;
+
+  constructor(status: number, code: string, message: string, details: Record<string, unknown> | null) {
+    super(message);
+    this.status = status;
+    this.code = code;
+    this.details = details;
+  }
+}
+
+function authHeaders(): Record<string, string> {
+  const token = getToken();
+  return token ? { authorization: `Bearer ${token}` } : {};
+}
+
+/** A JSON request; throws ApiError with the envelope's code on an error answer. */
+export async function api<T>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<T> {
+  const res = await fetch(path, {
+    method,
+    headers: { ...authHeaders(), ...(body === undefined ? {} : { "content-type": "application/json" }), ...headers },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const text = await res.text();
+  const json = text ? safeJson(text) : undefined;
+  if (!res.ok) {
+    const e = (json as { error?: { code?: string; message?: string; details?: Record<string, unknown> } } | undefined)?.error;
+    throw new ApiError(res.status, e?.code ?? "http_error", e?.message ?? `HTTP ${res.status}`, e?.details ?? null);
+  }
+  return json as T;
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/** A link of the API as a path or URL the page can fetch (links may be host-relative). */
+export function resolveLink(link: string): string {
+  return new URL(link, window.location.origin).toString();
+}
+
+/** One event of a job's stream. */
+export type JobEvent =
+  | { event: "status"; data: Job }
+  | { event: "progress"; data: Progress }
+  | { event: "preview"; data: { node_id: string; content_type: string; data_base64: string } }
+  | { event: "output"; data: Output }
+  | { event: "log"; data: { text: string } };
+
+/**
+ * Follows a job's event stream until it ends or `signal` aborts; calls `onEvent` for each event.
+ * Resolves when the stream closes (after the terminal status, or when the connection drops).
+ */
+export async function followJob(eventsUrl: string, onEvent: (e: JobEvent) => void, signal: AbortSignal): Promise<void> {
+  const res = await fetch(resolveLink(eventsUrl), { headers: { ...authHeaders(), accept: "text/event-stream" }, signal });
+  if (!res.ok || !res.body) throw new ApiError(res.status, "stream_refused", `The event stream answered ${res.status}`, null);
+  const parser = createParser({
+    onEvent(message) {
+      const data = safeJson(message.data);
+      if (data !== undefined) onEvent({ event: message.event ?? "message", data } as JobEvent);
+    },
+  });
+  const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      parser.feed(value);
+    }
+  } catch (err) {
+    if (!signal.aborted) throw err;
+  }
+}
