@@ -52,7 +52,7 @@ export class Instance {
     this.timings = timings;
     this.http = new ComfyHttp(url, timings.http);
     this.socket = new ComfySocket(this.http.socketUrl(this.clientId), {
-      onOpen: (reconnected) => this.onOpen(reconnected),
+      onOpen: (reconnected, afterOutage) => this.onOpen(reconnected, afterOutage),
       onClose: () => {
         this.unreachableSince ??= Date.now();
         this.currentPrompt = null;
@@ -166,13 +166,17 @@ export class Instance {
     }
   }
 
-  private onOpen(reconnected: boolean): void {
+  private onOpen(reconnected: boolean, afterOutage: boolean): void {
     this.unreachableSince = null;
     if (!reconnected) return;
-    // It may have restarted: inputs may be gone, nodes may have changed, prompts may be forgotten.
+    // Messages may have been missed while no socket was open.
+    void this.reconcile();
+    // A socket closed while idle (the server answered the next attempt at once) keeps the cached
+    // definitions and uploads. After an outage it may have restarted: inputs may be gone, nodes
+    // may have changed.
+    if (!afterOutage) return;
     this.uploads.clear();
     void this.objectInfo(true).catch(() => undefined);
-    void this.reconcile();
   }
 
   private onMessage(m: ComfyMessage): void {

@@ -107,8 +107,10 @@ export class PromptRun {
 
   /**
    * Stops the prompt: deleted from the queue while pending, interrupted by its id while running
-   * (never a global interrupt). The run then settles as canceled (or timed out) once ComfyUI
-   * confirms, or after cancelWaitMs.
+   * (never a global interrupt). The run settles as canceled (or timed out) only once ComfyUI
+   * confirms: the prompt left its queue, or an end message arrived. A ComfyUI that refuses the
+   * interrupt (404 on an old version) thus keeps the run stopping until the prompt ends there;
+   * after cancelWaitMs it settles anyway (the documented bound).
    */
   async stop(reason: "cancel" | "timeout"): Promise<void> {
     if (this.settled || this.stopping) return;
@@ -118,21 +120,22 @@ export class PromptRun {
     this.stopTimer.unref();
     const { http } = this.o;
     const id = this.promptId;
-    try {
-      const before = await http.queue();
-      if (before.pending.includes(id)) {
-        await http.deletePending([id]);
-        const after = await http.queue();
-        // It may have started between the read and the delete.
-        if (after.running.includes(id)) await http.interrupt(id);
-        else if (!after.pending.includes(id)) return this.settleStopped(); // removed before it ran: no message will come
-      } else if (before.running.includes(id)) {
-        await http.interrupt(id);
-      } else {
-        return this.settleStopped(); // already finished or forgotten
+    let interrupted = false;
+    for (let wait = 10; !this.settled; wait = Math.min(wait * 2, 500)) {
+      const q = await http.queue().catch(() => null); // unreachable: the reconcile's lostAfterMs still applies
+      if (q && q.pending.includes(id)) {
+        await http.deletePending([id]).catch(() => undefined);
+        continue; // read again: it may have started between the read and the delete
       }
-    } catch {
-      this.settleStopped(); // unreachable: nothing more to wait for
+      if (q && q.running.includes(id)) {
+        if (!interrupted) {
+          interrupted = true;
+          await http.interrupt(id).catch(() => undefined);
+        }
+      } else if (q) {
+        return this.settleStopped(); // it left the queue: removed, interrupted or finished
+      }
+      await new Promise((r) => setTimeout(r, wait));
     }
   }
 

@@ -1,0 +1,136 @@
+// The comfyui backend against what a real ComfyUI does that the first double did not: node
+// definitions with `display_name: null`, POST /interrupt answering 404, sockets closed while
+// idle, and prompts waiting in ComfyUI's own queue behind other clients' work.
+import { afterEach, describe, expect, it } from "vitest";
+import { ComfyUIEngine, type ComfyUIEngineOptions } from "../../src/engine/comfyui/index.ts";
+import { reconnectDelay } from "../../src/engine/comfyui/socket.ts";
+import { EmbeddedEngine } from "../../src/engine/embedded-engine.ts";
+import { ExecutionCancelledError } from "../../src/engine/errors.ts";
+import { FakeComfyUI, type FakeOptions } from "./fake-comfyui.ts";
+import { FAST, recorder, until } from "./helpers.ts";
+
+const OBJECT_INFO = new EmbeddedEngine().nodeDefinitionsSync() as unknown as Record<string, unknown>;
+
+const DELAY_GRAPH = {
+  "1": { class_type: "PrimitiveString", inputs: { value: "a" } },
+  "2": { class_type: "FlowgateDelay", inputs: { value: ["1", 0], seconds: 30 } },
+  "3": { class_type: "PreviewAny", inputs: { source: ["2", 0] } },
+};
+
+let fakes: FakeComfyUI[] = [];
+let engines: ComfyUIEngine[] = [];
+
+afterEach(async () => {
+  for (const e of engines) await e.close();
+  for (const f of fakes) await f.stop();
+  engines = [];
+  fakes = [];
+});
+
+async function setup(fakeOptions: Partial<FakeOptions> = {}, engineOptions: Partial<ComfyUIEngineOptions> = {}) {
+  const fake = await new FakeComfyUI({ objectInfo: OBJECT_INFO, ...fakeOptions }).start();
+  fakes.push(fake);
+  const engine = new ComfyUIEngine({ ...FAST, ...engineOptions, urls: [fake.url] });
+  engines.push(engine);
+  return { fake, engine };
+}
+
+/** A reconnect scheduler the test steps through by hand: no timer, no waiting. */
+function steppedReconnects() {
+  const delays: number[] = [];
+  const due: Array<() => void> = [];
+  return {
+    delays,
+    schedule: (reconnect: () => void, delayMs: number) => {
+      delays.push(delayMs);
+      due.push(reconnect);
+    },
+    async next(what: string) {
+      const run = await until(() => due.shift(), what);
+      run();
+    },
+  };
+}
+
+describe("comfyui backend against real ComfyUI behaviour", () => {
+  it("display_name null (newer ComfyUI nodes) is served as the class name, as ComfyUI's frontend shows it", async () => {
+    const info = structuredClone(OBJECT_INFO) as Record<string, Record<string, unknown>>;
+    info.ImageInvert!.display_name = null;
+    delete info.EmptyImage!.display_name;
+    const { engine } = await setup({ objectInfo: info });
+    const defs = (await engine.nodeDefinitions()) as Record<string, Record<string, unknown>>;
+    expect(defs.ImageInvert!.display_name).toBe("ImageInvert");
+    expect(defs.EmptyImage!.display_name).toBe("EmptyImage");
+    expect(defs.SaveImage!.display_name).toBe((OBJECT_INFO.SaveImage as Record<string, unknown>).display_name);
+  });
+
+  it("reconnect waits grow exponentially with jitter up to the cap", () => {
+    expect([0, 1, 2, 3, 4, 5, 40].map((a) => reconnectDelay(a, 100, 1000, () => 1))).toEqual([100, 200, 400, 800, 1000, 1000, 1000]);
+    expect([0, 1, 2, 3, 4, 5].map((a) => reconnectDelay(a, 100, 1000, () => 0))).toEqual([50, 100, 200, 400, 500, 500]);
+  });
+
+  it("a socket ComfyUI closes while idle reconnects with a growing wait and keeps the cached definitions", async () => {
+    const stepper = steppedReconnects();
+    const { fake, engine } = await setup({}, { reconnectMinMs: 100, reconnectMaxMs: 1000, socket: { random: () => 1, schedule: stepper.schedule } });
+    await engine.nodeDefinitions();
+    await until(() => (fake.socketCount === 1 ? true : undefined), "the first connection");
+    fake.closeIdleSockets = true;
+    fake.dropSockets();
+    for (let i = 0; i < 6; i++) await stepper.next(`reconnect ${i + 1}`);
+    await until(() => (stepper.delays.length === 7 ? true : undefined), "the seventh close");
+    // Every connection closed at once: the backoff never reset.
+    expect(stepper.delays).toEqual([100, 200, 400, 800, 1000, 1000, 1000]);
+    expect(fake.connections.length).toBe(7);
+    expect(fake.calls("GET", "/object_info")).toHaveLength(1);
+    await engine.nodeDefinitions();
+    expect(fake.calls("GET", "/object_info")).toHaveLength(1);
+  });
+
+  it("after an outage (a connect attempt failed) the reconnect refetches the definitions: ComfyUI may have restarted", async () => {
+    const stepper = steppedReconnects();
+    const { fake, engine } = await setup({}, { socket: { random: () => 1, schedule: stepper.schedule } });
+    await engine.nodeDefinitions();
+    await until(() => (fake.socketCount === 1 ? true : undefined), "the first connection");
+    const port = Number(new URL(fake.url).port);
+    await fake.stop();
+    await stepper.next("the reconnect after the stop");
+    await until(() => (stepper.delays.length === 2 ? true : undefined), "the failed attempt");
+    const again = await new FakeComfyUI({ objectInfo: OBJECT_INFO }).start(port);
+    fakes.push(again);
+    await stepper.next("the reconnect after the restart");
+    await until(() => (again.calls("GET", "/object_info").length === 1 ? true : undefined), "the refetch of object_info");
+  });
+
+  it("a cancel ComfyUI refused (POST /interrupt 404) is not reported until the prompt left ComfyUI's queue", async () => {
+    const { fake, engine } = await setup({ interruptStatus: 404 }, { cancelWaitMs: 60_000 });
+    const controller = new AbortController();
+    let settled = false;
+    const result = engine.execute(DELAY_GRAPH, { ...recorder().options, signal: controller.signal });
+    void result.catch(() => undefined).finally(() => (settled = true));
+    const { prompt_id: id } = await fake.nextPrompt();
+    fake.startRunning(id);
+    fake.send("execution_start", { prompt_id: id });
+    controller.abort();
+    await until(() => (fake.calls("POST", "/interrupt").length > 0 ? true : undefined), "the interrupt");
+    // The run keeps reading the queue; while the prompt runs there, the cancel is not done.
+    const reads = fake.calls("GET", "/queue").length;
+    await until(() => (fake.calls("GET", "/queue").length >= reads + 3 ? true : undefined), "more queue reads");
+    expect(settled).toBe(false);
+    // The prompt ends upstream on its own (nobody interrupted it): now the cancel is over.
+    fake.finish(id, { outputs: {}, status: { status_str: "success", completed: true, messages: [] } });
+    const err = await result.then(() => null, (e: unknown) => e);
+    expect(err).toBeInstanceOf(ExecutionCancelledError);
+  });
+
+  it("a cancel ComfyUI never confirms ends after cancelWaitMs (the documented bound)", async () => {
+    const { fake, engine } = await setup({ interruptStatus: 404 }, { cancelWaitMs: 300 });
+    const controller = new AbortController();
+    const result = engine.execute(DELAY_GRAPH, { ...recorder().options, signal: controller.signal });
+    const { prompt_id: id } = await fake.nextPrompt();
+    fake.startRunning(id);
+    controller.abort();
+    const err = await result.then(() => null, (e: unknown) => e);
+    expect(err).toBeInstanceOf(ExecutionCancelledError);
+    expect(fake.queue.running).toContain(id);
+  });
+});
