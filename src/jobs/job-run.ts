@@ -19,8 +19,19 @@ export interface JobRunDeps {
   names: OutputNamer;
 }
 
-/** Runs a job that is already `running`, to its terminal state. */
-export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_vendor_org?: string }, signal: AbortSignal): Promise<JobRecord | null> {
+/** What the dispatcher hears of a run whose job is still `queued` (an engine with its own queue). */
+export interface QueuedRunHooks {
+  /** Work ahead of the job in the engine's queue. */
+  onQueued(ahead: number): void;
+  /** The job is `running` now (or ended without a start the engine reported). */
+  onRunning(): void;
+}
+
+/**
+ * Runs a job to its terminal state. A `running` job runs from now on; a `queued` one (an engine
+ * with a queue of its own) moves to `running` when the engine reports that its graph started.
+ */
+export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_vendor_org?: string }, signal: AbortSignal, hooks?: QueuedRunHooks): Promise<JobRecord | null> {
   const { store, events, assets } = deps;
   const base = { job_id: job.id, owner: job.owner };
   const tracker = new ProgressTracker();
@@ -37,6 +48,19 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
     events.publish({ type: "progress", ...base, progress });
   };
 
+  let started = job.status !== "queued";
+  /** The plan, kept back while the job is queued: progress belongs to running jobs. */
+  let planned: Progress | null = null;
+  const markRunning = async () => {
+    if (started) return;
+    started = true;
+    const moved = await store.transitionJob(job.id, ["queued"], "running", { started_at: deps.now() }).catch(ignoreTerminal);
+    hooks?.onRunning();
+    if (!moved) return; // canceled or expired meanwhile: the run is being stopped
+    events.publish({ type: "status", job: moved });
+    if (planned) report(planned);
+  };
+
   const graph = (await store.getJobWorkflow(job.id)) ?? {};
   let end: RunEnd;
   try {
@@ -46,7 +70,13 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
       extra,
       resolveAsset: (ref) => assets.readOwned(job.owner, ref.id),
       resolveUpload: (name) => assets.readUploadByName(job.owner, name),
-      onStart: (nodes) => report(tracker.plan(nodes)),
+      onStart: (nodes) => {
+        const plan = tracker.plan(nodes);
+        if (started) report(plan);
+        else planned = plan;
+      },
+      onQueued: (ahead) => hooks?.onQueued(ahead),
+      onRunning: markRunning,
       onCached: (ids) => {
         events.publish({ type: "cached", ...base, node_ids: ids });
         report(tracker.cached(ids));
@@ -80,6 +110,9 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
     // The port promises not to throw; if a backend does anyway, the job still ends.
     end = { kind: "failed", error: { code: "node_execution_error", message: "The workflow failed." } };
   }
+  // An end the engine reached without reporting a start (a prompt it refused, a missed message)
+  // still passes through `running`: a job only leaves `queued` by running or by a cancel.
+  if (end.kind !== "canceled") await markRunning();
   // A canceled run can end while an output is still being committed: it lands before the end state.
   await Promise.allSettled(commits);
   await progressWrites.idle();
@@ -118,6 +151,11 @@ async function settle(store: Store, id: string, to: JobStatus, patch: Parameters
     if (err instanceof TerminalStatusError) return null;
     throw err;
   }
+}
+
+function ignoreTerminal(err: unknown): null {
+  if (err instanceof TerminalStatusError) return null;
+  throw err;
 }
 
 /** The node's ui dict with each file info's name replaced by the name it was committed under. */

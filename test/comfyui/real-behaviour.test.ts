@@ -7,7 +7,7 @@ import { reconnectDelay } from "../../src/engine/comfyui/socket.ts";
 import { EmbeddedEngine } from "../../src/engine/embedded-engine.ts";
 import { ExecutionCancelledError } from "../../src/engine/errors.ts";
 import { FakeComfyUI, type FakeOptions } from "./fake-comfyui.ts";
-import { FAST, recorder, until } from "./helpers.ts";
+import { call, FAST, recorder, startFront, until, waitJob, type Front } from "./helpers.ts";
 
 const OBJECT_INFO = new EmbeddedEngine().nodeDefinitionsSync() as unknown as Record<string, unknown>;
 
@@ -19,8 +19,11 @@ const DELAY_GRAPH = {
 
 let fakes: FakeComfyUI[] = [];
 let engines: ComfyUIEngine[] = [];
+let fronts: Front[] = [];
 
 afterEach(async () => {
+  for (const f of fronts) await f.stop();
+  fronts = [];
   for (const e of engines) await e.close();
   for (const f of fakes) await f.stop();
   engines = [];
@@ -58,7 +61,7 @@ describe("comfyui backend against real ComfyUI behaviour", () => {
     info.ImageInvert!.display_name = null;
     delete info.EmptyImage!.display_name;
     const { engine } = await setup({ objectInfo: info });
-    const defs = (await engine.nodeDefinitions()) as Record<string, Record<string, unknown>>;
+    const defs = (await engine.nodeDefinitions()) as unknown as Record<string, Record<string, unknown>>;
     expect(defs.ImageInvert!.display_name).toBe("ImageInvert");
     expect(defs.EmptyImage!.display_name).toBe("EmptyImage");
     expect(defs.SaveImage!.display_name).toBe((OBJECT_INFO.SaveImage as Record<string, unknown>).display_name);
@@ -132,5 +135,56 @@ describe("comfyui backend against real ComfyUI behaviour", () => {
     const err = await result.then(() => null, (e: unknown) => e);
     expect(err).toBeInstanceOf(ExecutionCancelledError);
     expect(fake.queue.running).toContain(id);
+  });
+
+  it("a job is queued while its prompt waits in ComfyUI's queue, with what is ahead there counted; running from execution_start", async () => {
+    const fake = await new FakeComfyUI({ objectInfo: OBJECT_INFO, interruptStatus: 404 }).start();
+    fakes.push(fake);
+    // Another client's work: one prompt running, one pending.
+    fake.queue.running.push("other-1");
+    fake.queue.pending.push("other-2");
+    const front = await startFront([fake.url], ["--concurrency", "2"], { cancelWaitMs: 60_000 });
+    fronts.push(front);
+    const submit = async () => {
+      const res = await call("POST", `${front.url}/api/v2/jobs`, { workflow: DELAY_GRAPH });
+      expect(res.status, JSON.stringify(res.body)).toBe(201);
+      return res.body.id as string;
+    };
+    const a = await submit();
+    await until(() => (fake.queue.pending.includes(a) ? true : undefined), "A in ComfyUI's queue");
+    const b = await submit();
+    await until(() => (fake.queue.pending.includes(b) ? true : undefined), "B in ComfyUI's queue");
+    const c = await submit(); // the two slots are taken: C waits in flowgate's own queue
+    const job = (id: string) => call("GET", `${front.url}/api/v2/jobs/${id}`).then((r) => r.body);
+    // other-1 runs and other-2 waits ahead of A; A is ahead of B; everything upstream is ahead of C.
+    await waitJob(front.url, a, (j) => j.status === "queued" && j.queue_position === 2, "A queued at 2");
+    await waitJob(front.url, b, (j) => j.status === "queued" && j.queue_position === 3, "B queued at 3");
+    expect(await job(c)).toMatchObject({ status: "queued", queue_position: 4 });
+    expect((await job(a)).started_at).toBeNull();
+
+    // ComfyUI's worker takes A.
+    fake.finish("other-1", { outputs: {}, status: { status_str: "success", completed: true, messages: [] } });
+    fake.finish("other-2", { outputs: {}, status: { status_str: "success", completed: true, messages: [] } });
+    fake.startRunning(a);
+    fake.send("execution_start", { prompt_id: a });
+    const running = await waitJob(front.url, a, (j) => j.status === "running", "A running");
+    expect(running.started_at).not.toBeNull();
+    expect(running.queue_position).toBeNull();
+    await waitJob(front.url, b, (j) => j.status === "queued" && j.queue_position === 1, "B behind A");
+
+    // B is canceled while it waits upstream: it is deleted from ComfyUI's queue.
+    expect((await call("POST", `${front.url}/api/v2/jobs/${b}/cancel`)).body.status).toBe("canceled");
+    await until(() => (fake.calls("POST", "/queue").some((r) => r.json?.delete?.includes(b)) ? true : undefined), "B deleted upstream");
+    expect(fake.queue.pending).not.toContain(b);
+    expect(fake.calls("POST", "/interrupt").filter((r) => r.json?.prompt_id === b)).toHaveLength(0);
+
+    // A is canceled while running on a ComfyUI that refuses POST /interrupt: canceling until it ends there.
+    expect((await call("POST", `${front.url}/api/v2/jobs/${a}/cancel`)).body.status).toBe("canceling");
+    await until(() => (fake.calls("POST", "/interrupt").some((r) => r.json?.prompt_id === a) ? true : undefined), "the interrupt of A");
+    const reads = fake.calls("GET", "/queue").length;
+    await until(() => (fake.calls("GET", "/queue").length >= reads + 3 ? true : undefined), "more queue reads");
+    expect((await job(a)).status).toBe("canceling");
+    fake.finish(a, { outputs: {}, status: { status_str: "success", completed: true, messages: [] } });
+    await waitJob(front.url, a, (j) => j.status === "canceled", "A canceled");
   });
 });

@@ -55,6 +55,8 @@ const PARTNER_KEY = "api_key_vendor_org";
 /** The Engine over ComfyUI instances. */
 export class ComfyUIEngine implements Engine {
   readonly kind = "comfyui";
+  /** A prompt waits in ComfyUI's queue first: onQueued while it waits, onRunning at its execution_start. */
+  readonly queuesWork = true;
   private readonly pool: InstancePool;
   private readonly o: Required<Omit<ComfyUIEngineOptions, "maxQueue" | "http" | "socket">> & Pick<ComfyUIEngineOptions, "maxQueue" | "http" | "socket">;
   private merged: { docs: Record<string, unknown>[]; registry: NodeRegistry } | null = null;
@@ -164,6 +166,8 @@ export class ComfyUIEngine implements Engine {
         const accepted = await instance.http.postPrompt(body);
         run = this.newRun(instance, g, nodes, options, secrets);
         run.accepted(accepted.prompt_id);
+        // Everything queued there at the probe is ahead of it; the reconcile refines this.
+        run.queued(instance.load);
         instance.follow(run);
         // ComfyUI queues the outputs that validated and reports the others; here any error fails the job.
         if (Object.keys(accepted.node_errors).length > 0) {

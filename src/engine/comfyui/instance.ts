@@ -35,6 +35,8 @@ export class Instance {
   readonly uploads = new UploadCache();
   /** Prompts chosen for this instance but not yet accepted by it. */
   reserved = 0;
+  /** queue_remaining at the last probe (running and pending prompts). */
+  load = 0;
   private readonly socket: ComfySocket;
   private readonly runs = new Map<string, PromptRun>();
   private early: { promptId: string; message: ComfyMessage; at: number }[] = [];
@@ -108,6 +110,7 @@ export class Instance {
     try {
       const n = await this.http.queueRemaining(this.timings.probeTimeoutMs);
       this.unreachableSince = null;
+      this.load = n;
       return n;
     } catch (err) {
       // It answered, just not as expected: reachable, load unknown.
@@ -150,6 +153,12 @@ export class Instance {
         const q = await this.http.queue();
         live = new Set([...q.running, ...q.pending]);
         this.unreachableSince = null;
+        // Where each prompt stands: running (its execution_start may have been missed), or how much is ahead.
+        for (const run of this.runs.values()) {
+          if (q.running.includes(run.promptId)) run.push({ kind: "running" });
+          const at = q.pending.indexOf(run.promptId);
+          if (at >= 0) run.queued(q.running.length + at);
+        }
       } catch {
         this.unreachableSince ??= startedAt;
         if (Date.now() - this.unreachableSince >= this.timings.lostAfterMs) for (const run of [...this.runs.values()]) run.push({ kind: "lost" });

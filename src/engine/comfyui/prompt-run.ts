@@ -12,8 +12,11 @@ import { ComfyHttpError, ComfyUnreachableError, type ComfyHttp, type HistoryEntr
 import { outcomeOf, outcomeOfHistory, type BinaryFrame, type ComfyMessage, type Outcome } from "./messages.ts";
 import { materialize, outputKey, outputsOfUi } from "./outputs.ts";
 
-/** What reaches a run: a socket message, the history entry a reconcile found, or word that ComfyUI forgot the prompt. */
-export type RunEvent = { kind: "message"; message: ComfyMessage } | { kind: "history"; entry: HistoryEntry } | { kind: "lost" };
+/**
+ * What reaches a run: a socket message, what a reconcile found (the prompt running, or its
+ * history entry), or word that ComfyUI forgot the prompt.
+ */
+export type RunEvent = { kind: "message"; message: ComfyMessage } | { kind: "running" } | { kind: "history"; entry: HistoryEntry } | { kind: "lost" };
 
 /** Timings of a run, in ms. */
 export interface RunTimings {
@@ -50,6 +53,8 @@ export class PromptRun {
   private stopping: "cancel" | "timeout" | null = null;
   private stopTimer: NodeJS.Timeout | null = null;
   private current: string | null = null;
+  /** ComfyUI started the prompt (onRunning was called). */
+  private running = false;
   private readonly started = new Set<string>();
   private readonly done = new Set<string>();
   private readonly cached = new Set<string>();
@@ -75,6 +80,14 @@ export class PromptRun {
   accepted(promptId: string): void {
     this.promptId = promptId;
     this.acceptedAt = Date.now();
+  }
+
+  /** Work ahead of the prompt in ComfyUI's queue, while it waits there. */
+  queued(ahead: number): void {
+    if (this.running || this.settled || this.stopping) return;
+    void Promise.resolve()
+      .then(() => this.o.callbacks.onQueued?.(ahead))
+      .catch(() => undefined);
   }
 
   /** Queues an event; events are handled one at a time, in order. */
@@ -147,6 +160,12 @@ export class PromptRun {
   }
 
   private async handle(event: RunEvent): Promise<void> {
+    // ComfyUI sends a prompt's messages (execution_start first) only once its worker took it.
+    if ((event.kind === "message" || event.kind === "running") && !this.running) {
+      this.running = true;
+      await this.o.callbacks.onRunning?.();
+    }
+    if (event.kind === "running") return;
     if (event.kind === "lost") {
       if (this.stopping) return this.settleStopped();
       return this.settle(() =>
