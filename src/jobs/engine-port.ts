@@ -57,8 +57,8 @@ export interface RunOptions {
   onStart(nodes: string[]): void;
   /** While the run waits in the engine's own queue (EnginePort.queuesWork): work ahead of it there. */
   onQueued(ahead: number): void;
-  /** The graph started executing (EnginePort.queuesWork only); awaited before any node event. */
-  onRunning(): Promise<void>;
+  /** The graph started executing (EnginePort.queuesWork only); what is reported after it is published after the move. */
+  onRunning(): void;
   onCached(nodeIds: string[]): void;
   onNodeStart(nodeId: string, classType: string): void;
   onNodeDone(nodeId: string, classType: string, ui: Record<string, unknown> | null): void;

@@ -51,14 +51,35 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
   let started = job.status !== "queued";
   /** The plan, kept back while the job is queued: progress belongs to running jobs. */
   let planned: Progress | null = null;
-  const markRunning = async () => {
+  /**
+   * While the move to `running` commits, what the run reports waits behind it, in order, so the
+   * `running` status goes out first; the engine itself goes on meanwhile.
+   */
+  let startCommit: Promise<void> | null = null;
+  const inOrder = (publish: () => void): void => {
+    if (!startCommit) return publish();
+    const next: Promise<void> = startCommit.then(publish);
+    startCommit = next;
+    void next.then(() => {
+      if (startCommit === next) startCommit = null;
+    });
+  };
+  const markRunning = (): void => {
     if (started) return;
     started = true;
-    const moved = await store.transitionJob(job.id, ["queued"], "running", { started_at: deps.now() }).catch(ignoreTerminal);
-    hooks?.onRunning();
-    if (!moved) return; // canceled or expired meanwhile: the run is being stopped
-    events.publish({ type: "status", job: moved });
-    if (planned) report(planned);
+    startCommit = store
+      .transitionJob(job.id, ["queued"], "running", { started_at: deps.now() })
+      .catch(ignoreTerminal)
+      .then((moved) => {
+        hooks?.onRunning();
+        if (!moved) return; // canceled or expired meanwhile: the run is being stopped
+        events.publish({ type: "status", job: moved });
+        if (planned) report(planned);
+      });
+    const mine = startCommit;
+    void mine.then(() => {
+      if (startCommit === mine) startCommit = null;
+    });
   };
 
   const graph = (await store.getJobWorkflow(job.id)) ?? {};
@@ -77,33 +98,39 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
       },
       onQueued: (ahead) => hooks?.onQueued(ahead),
       onRunning: markRunning,
-      onCached: (ids) => {
-        events.publish({ type: "cached", ...base, node_ids: ids });
-        report(tracker.cached(ids));
-      },
-      onNodeStart: (node_id, class_type) => {
-        events.publish({ type: "node_start", ...base, node_id, class_type });
-        report(tracker.nodeStart(node_id, class_type));
-      },
+      onCached: (ids) =>
+        inOrder(() => {
+          events.publish({ type: "cached", ...base, node_ids: ids });
+          report(tracker.cached(ids));
+        }),
+      onNodeStart: (node_id, class_type) =>
+        inOrder(() => {
+          events.publish({ type: "node_start", ...base, node_id, class_type });
+          report(tracker.nodeStart(node_id, class_type));
+        }),
       onNodeDone: (node_id, class_type, ui) => {
-        events.publish({ type: "node_done", ...base, node_id, class_type, ui: renameInUi(ui, renamed) });
-        report(tracker.nodeDone(node_id));
+        const renamedUi = renameInUi(ui, renamed);
+        inOrder(() => {
+          events.publish({ type: "node_done", ...base, node_id, class_type, ui: renamedUi });
+          report(tracker.nodeDone(node_id));
+        });
       },
-      onProgress: (node_id, value, max) => {
-        events.publish({ type: "step", ...base, node_id, value, max });
-        report(tracker.step(node_id, value, max));
-      },
-      onPreview: (node_id, content_type, data) => events.publish({ type: "preview", ...base, node_id, content_type, data }),
+      onProgress: (node_id, value, max) =>
+        inOrder(() => {
+          events.publish({ type: "step", ...base, node_id, value, max });
+          report(tracker.step(node_id, value, max));
+        }),
+      onPreview: (node_id, content_type, data) => inOrder(() => events.publish({ type: "preview", ...base, node_id, content_type, data })),
       onOutput: (output) =>
         track(commits, async () => {
           const name = await deps.names.reserve(job.owner, output.folder, output.name);
           renamed.set(`${output.folder}/${output.name}`, name);
           const asset = await assets.commitOutput(job, { ...output, name });
-          events.publish({ type: "output", ...base, asset });
+          inOrder(() => events.publish({ type: "output", ...base, asset }));
         }),
       onLog: (text) => {
         log.write(text);
-        events.publish({ type: "log", ...base, text });
+        inOrder(() => events.publish({ type: "log", ...base, text }));
       },
     });
   } catch {
@@ -112,7 +139,8 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
   }
   // An end the engine reached without reporting a start (a prompt it refused, a missed message)
   // still passes through `running`: a job only leaves `queued` by running or by a cancel.
-  if (end.kind !== "canceled") await markRunning();
+  if (end.kind !== "canceled") markRunning();
+  await startCommit;
   // A canceled run can end while an output is still being committed: it lands before the end state.
   await Promise.allSettled(commits);
   await progressWrites.idle();

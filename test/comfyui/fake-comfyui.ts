@@ -95,6 +95,11 @@ export class FakeComfyUI {
     for (const ws of this.sockets) ws.send(JSON.stringify({ type, data }));
   }
 
+  /** Sends the queue's size to every socket, as ComfyUI does on every change of its queue. */
+  broadcastStatus(): void {
+    this.send("status", { status: { exec_info: { queue_remaining: this.queue.running.length + this.queue.pending.length } } });
+  }
+
   /** Sends a binary frame to every socket. */
   sendBinary(frame: Buffer): void {
     for (const ws of this.sockets) ws.send(frame);
@@ -133,6 +138,7 @@ export class FakeComfyUI {
       if (answer) return json(answer.status, answer.body);
       const id = typeof rec.json.prompt_id === "string" ? rec.json.prompt_id : `p-${++this.counter}`;
       this.queue.pending.push(id);
+      this.broadcastStatus();
       this.o.beforeAnswer?.(id);
       json(200, { prompt_id: id, number: this.counter, node_errors: {} });
       const waiter = this.promptWaiters.shift();
@@ -143,6 +149,7 @@ export class FakeComfyUI {
     if (req.method === "POST" && p === "/queue") {
       const del: string[] = rec.json?.delete ?? [];
       this.queue.pending = this.queue.pending.filter((id) => !del.includes(id));
+      this.broadcastStatus();
       return void res.writeHead(200).end();
     }
     if (req.method === "POST" && p === "/interrupt") return void res.writeHead(this.o.interruptStatus ?? 200).end();
@@ -175,6 +182,7 @@ export class FakeComfyUI {
     this.queue.pending = this.queue.pending.filter((p) => p !== id);
     this.queue.running = this.queue.running.filter((p) => p !== id);
     this.history.set(id, entry);
+    this.broadcastStatus();
   }
 
   /** Forgets a prompt entirely (a restarted ComfyUI). */

@@ -187,4 +187,22 @@ describe("comfyui backend against real ComfyUI behaviour", () => {
     fake.finish(a, { outputs: {}, status: { status_str: "success", completed: true, messages: [] } });
     await waitJob(front.url, a, (j) => j.status === "canceled", "A canceled");
   });
+
+  it("a success whose cached output node sent no `executed` is completed from history", async () => {
+    const { fake, engine } = await setup();
+    const png = Buffer.from("\x89PNG cached");
+    fake.files.set("output//c_00001_.png", { bytes: png, contentType: "image/png" });
+    const rec = recorder();
+    const graph = { "1": { class_type: "EmptyImage", inputs: { width: 8, height: 8, batch_size: 1, color: 0 } }, "2": { class_type: "SaveImage", inputs: { images: ["1", 0], filename_prefix: "c" } } };
+    const result = engine.execute(graph, rec.options);
+    const { prompt_id: id } = await fake.nextPrompt();
+    fake.startRunning(id);
+    fake.send("execution_start", { prompt_id: id });
+    fake.send("execution_cached", { nodes: ["1", "2"], prompt_id: id });
+    fake.finish(id, { outputs: { "2": { images: [{ filename: "c_00001_.png", subfolder: "", type: "output" }] } }, status: { status_str: "success", completed: true, messages: [] } });
+    fake.send("execution_success", { prompt_id: id });
+    const done = await result;
+    expect(fake.calls("GET", `/history/${id}`).length).toBeGreaterThan(0);
+    expect(done.outputs.map((o) => o.name)).toEqual(["c_00001_.png"]);
+  });
 });

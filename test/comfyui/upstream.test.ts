@@ -265,6 +265,8 @@ describe("comfyui mode at ComfyUI's queue bound", () => {
     try {
       const direct: string[] = [];
       for (let i = 0; i < 2; i++) direct.push((await call("POST", `${upstream.url}/api/v2/jobs`, { workflow: delayGraph(60) })).body.id);
+      // The front learns the load from the upstream's `status` messages, a moment after the queue changed.
+      await until(() => front.engine.admit().then(() => undefined, () => true), "the front to see the full queue");
       const full = await call("POST", `${front.url}/api/v2/jobs`, { workflow: delayGraph(1) });
       expect(full.status).toBe(429);
       expect(full.body.error.code).toBe("queue_full");

@@ -163,8 +163,9 @@ export class ComfyUIEngine implements Engine {
         // The partner key travels in this request only; it is never kept or logged.
         if (key) body.extra_data = { [PARTNER_KEY]: key };
         phase = "post";
+        const connectionAtPost = instance.connection;
         const accepted = await instance.http.postPrompt(body);
-        run = this.newRun(instance, g, nodes, options, secrets);
+        run = this.newRun(instance, g, nodes, options, secrets, connectionAtPost);
         run.accepted(accepted.prompt_id);
         // Everything queued there at the probe is ahead of it; the reconcile refines this.
         run.queued(instance.load);
@@ -199,7 +200,7 @@ export class ComfyUIEngine implements Engine {
     }
   }
 
-  private newRun(instance: Instance, graph: Record<string, unknown>, registry: NodeRegistry, options: ExecuteOptions, secrets: string[]): PromptRun {
+  private newRun(instance: Instance, graph: Record<string, unknown>, registry: NodeRegistry, options: ExecuteOptions, secrets: string[], connectionAtPost: number | null): PromptRun {
     return new PromptRun({
       http: instance.http,
       graph,
@@ -208,6 +209,8 @@ export class ComfyUIEngine implements Engine {
       secrets,
       timings: { confirmTimeoutMs: this.o.confirmTimeoutMs, cancelWaitMs: this.o.cancelWaitMs } satisfies RunTimings,
       onSettled: (r) => instance.forget(r),
+      connection: () => instance.connection,
+      connectionAtPost,
     });
   }
 

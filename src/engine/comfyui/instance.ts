@@ -35,8 +35,12 @@ export class Instance {
   readonly uploads = new UploadCache();
   /** Prompts chosen for this instance but not yet accepted by it. */
   reserved = 0;
-  /** queue_remaining at the last probe (running and pending prompts). */
+  /** queue_remaining (running and pending prompts) at the last probe or `status` message. */
   load = 0;
+  /** A `status` message came on the connection open now: `load` is current (ComfyUI sends one on every queue change). */
+  private loadLive = false;
+  /** Counts socket connections; a run whose messages all came on one connection missed none. */
+  private epoch = 0;
   private readonly socket: ComfySocket;
   private readonly runs = new Map<string, PromptRun>();
   private early: { promptId: string; message: ComfyMessage; at: number }[] = [];
@@ -58,6 +62,7 @@ export class Instance {
       onClose: () => {
         this.unreachableSince ??= Date.now();
         this.currentPrompt = null;
+        this.loadLive = false;
       },
       onJson: (m) => this.onMessage(m),
       onBinary: (f) => this.onBinary(f),
@@ -105,8 +110,17 @@ export class Instance {
     return this.info ? Date.now() - this.info.at : Number.POSITIVE_INFINITY;
   }
 
-  /** How busy the instance is (its queue_remaining), or null when it cannot be reached. */
+  /** The current socket connection, or null while none is open: equal values mean no message was missed between them. */
+  get connection(): number | null {
+    return this.socket.connected ? this.epoch : null;
+  }
+
+  /**
+   * How busy the instance is (its queue_remaining), or null when it cannot be reached. While the
+   * socket is open, ComfyUI's `status` messages keep the load current and no request is made.
+   */
   async probe(): Promise<number | null> {
+    if (this.loadLive && this.socket.connected) return this.load;
     try {
       const n = await this.http.queueRemaining(this.timings.probeTimeoutMs);
       this.unreachableSince = null;
@@ -177,6 +191,7 @@ export class Instance {
 
   private onOpen(reconnected: boolean, afterOutage: boolean): void {
     this.unreachableSince = null;
+    this.epoch++;
     if (!reconnected) return;
     // Messages may have been missed while no socket was open.
     void this.reconcile();
@@ -189,7 +204,7 @@ export class Instance {
   }
 
   private onMessage(m: ComfyMessage): void {
-    if (m.type === "status") return;
+    if (m.type === "status") return this.onStatus(m);
     const id = promptIdOf(m) ?? this.currentPrompt;
     if (m.type === "execution_start" && id) this.currentPrompt = id;
     else if (outcomeOf(m) && id === this.currentPrompt) this.currentPrompt = null;
@@ -199,6 +214,14 @@ export class Instance {
     const now = Date.now();
     this.early = this.early.filter((e) => now - e.at < EARLY_MESSAGE_MS).slice(-EARLY_MESSAGE_LIMIT);
     this.early.push({ promptId: id, message: m, at: now });
+  }
+
+  private onStatus(m: ComfyMessage): void {
+    const status = m.data.status as { exec_info?: { queue_remaining?: unknown } } | undefined;
+    const n = status?.exec_info?.queue_remaining;
+    if (typeof n !== "number" || !Number.isFinite(n)) return;
+    this.load = n;
+    this.loadLive = true;
   }
 
   private onBinary(frame: Buffer): void {

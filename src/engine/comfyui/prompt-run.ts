@@ -36,6 +36,10 @@ export interface PromptRunOptions {
   timings: RunTimings;
   /** Called once when the run settles. */
   onSettled(run: PromptRun): void;
+  /** The instance's socket connection now (null: none open); see Instance.connection. */
+  connection(): number | null;
+  /** The connection before POST /prompt was sent. */
+  connectionAtPost: number | null;
 }
 
 /** A prompt being followed. */
@@ -260,7 +264,7 @@ export class PromptRun {
   /** Confirms the end from history, fetches outputs the socket never announced, and settles. */
   private async end(said: Outcome, known: HistoryEntry | undefined): Promise<void> {
     this.ending = true;
-    const entry = known ?? (await this.confirm());
+    const entry = known ?? (this.socketToldAll(said) ? null : await this.confirm());
     if (this.settled) return;
     if (this.stopping) return this.settleStopped();
     let outcome: Outcome = entry ? outcomeOfHistory(entry) : said.kind === "ended" ? { kind: "success" } : said;
@@ -280,6 +284,16 @@ export class PromptRun {
     const data = (outcome as { data?: Record<string, unknown> }).data ?? {};
     const jobError = jobErrorOf(data, (cls) => this.o.registry.get(cls)?.api_node === true, this.o.secrets);
     return this.settle(() => this.rejectResult(new EngineError(jobError)));
+  }
+
+  /**
+   * A success whose messages all came on one connection, opened before the POST, needs no
+   * history: ComfyUI sends `executed` for every output node, cached ones included. A cached
+   * output node without its `executed` (an upstream that does not) still sends us to history.
+   */
+  private socketToldAll(said: Outcome): boolean {
+    if (said.kind !== "success" || this.o.connectionAtPost === null || this.o.connection() !== this.o.connectionAtPost) return false;
+    return [...this.cached].every((id) => this.reported.has(id) || this.o.registry.get(this.classOf(id))?.output_node !== true);
   }
 
   /** Polls GET /history until the entry appears; null if it does not in time. */
