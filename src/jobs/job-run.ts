@@ -143,7 +143,9 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
   await startCommit;
   // A canceled run can end while an output is still being committed: it lands before the end state.
   await Promise.allSettled(commits);
-  await progressWrites.idle();
+  // A success writes its final progress with its end (a write still waiting then finds the job
+  // no longer running and changes nothing); other ends keep the last snapshot, so it lands first.
+  if (end.kind !== "succeeded") await progressWrites.idle();
 
   if (deps.captureLogs) {
     const { text, truncated } = log.result();
