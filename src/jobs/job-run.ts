@@ -56,30 +56,27 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
    * `running` status goes out first; the engine itself goes on meanwhile.
    */
   let startCommit: Promise<void> | null = null;
-  const inOrder = (publish: () => void): void => {
-    if (!startCommit) return publish();
-    const next: Promise<void> = startCommit.then(publish);
-    startCommit = next;
-    void next.then(() => {
-      if (startCommit === next) startCommit = null;
+  const waitFor = (step: Promise<void>): void => {
+    startCommit = step;
+    void step.then(() => {
+      if (startCommit === step) startCommit = null;
     });
   };
+  const inOrder = (publish: () => void): void => (startCommit ? waitFor(startCommit.then(publish)) : publish());
   const markRunning = (): void => {
     if (started) return;
     started = true;
-    startCommit = store
-      .transitionJob(job.id, ["queued"], "running", { started_at: deps.now() })
-      .catch(ignoreTerminal)
-      .then((moved) => {
-        hooks?.onRunning();
-        if (!moved) return; // canceled or expired meanwhile: the run is being stopped
-        events.publish({ type: "status", job: moved });
-        if (planned) report(planned);
-      });
-    const mine = startCommit;
-    void mine.then(() => {
-      if (startCommit === mine) startCommit = null;
-    });
+    waitFor(
+      store
+        .transitionJob(job.id, ["queued"], "running", { started_at: deps.now() })
+        .catch(ignoreTerminal)
+        .then((moved) => {
+          hooks?.onRunning();
+          if (!moved) return; // canceled or expired meanwhile: the run is being stopped
+          events.publish({ type: "status", job: moved });
+          if (planned) report(planned);
+        }),
+    );
   };
 
   const graph = (await store.getJobWorkflow(job.id)) ?? {};
