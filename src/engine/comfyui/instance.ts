@@ -125,6 +125,7 @@ export class Instance {
       const n = await this.http.queueRemaining(this.timings.probeTimeoutMs);
       this.unreachableSince = null;
       this.load = n;
+      this.socket.kick();
       return n;
     } catch (err) {
       // It answered, just not as expected: reachable, load unknown.

@@ -75,6 +75,17 @@ export class ComfySocket {
     if (!this.ws && !this.closed) this.connect();
   }
 
+  /**
+   * The instance answered HTTP again: after an outage, reconnect now rather than at the end of a
+   * long backoff. (A socket closed while the server stayed up keeps its wait.)
+   */
+  kick(): void {
+    if (this.closed || this.ws || !this.outage) return;
+    if (this.retry) clearTimeout(this.retry);
+    this.retry = null;
+    this.connect();
+  }
+
   /** Closes for good. */
   close(): void {
     this.closed = true;
