@@ -566,7 +566,10 @@ export interface paths {
         };
         /**
          * Readiness
-         * @description Ready when the store is reachable, the engine is ready, the queue is below its bound and the server starts jobs (`dispatch` is false while it stops and lets running jobs finish).
+         * @description Ready when the store is reachable, the engine is ready, the queue is below its bound, the
+         *     server starts jobs (`dispatch` is false while it stops and lets running jobs finish, and
+         *     while a store write that starts or ends a job fails and is retried) and its storage has
+         *     room (`storage` is false after a write failed for lack of space, until space returns).
          */
         get: operations["getReadiness"];
         put?: never;
@@ -692,7 +695,9 @@ export interface components {
          *     `invalid_input` (a node rejected its inputs at run time), `missing_model`, `out_of_memory`,
          *     `partner_node_error`, `worker_lost`, `timeout`, `partner_key_lost` (the job was submitted with
          *     `extra_data`, which is kept in memory only, and the server restarted before it ran: submit it
-         *     again); more may be added. `traceback` never carries server paths or secrets.
+         *     again), `insufficient_storage` (an output could not be stored: the server's storage is full;
+         *     `node_id` names the node); more may be added. `traceback` never carries server paths or
+         *     secrets.
          * @example {
          *       "code": "node_execution_error",
          *       "message": "Image dimensions must be positive",
@@ -1224,12 +1229,13 @@ export interface components {
          *     `hash_mismatch` 409, `payload_too_large` 413, `range_not_satisfiable` 416,
          *     `invalid_workflow` 422, `workflow_format_ui` 422, `missing_asset` 422,
          *     `idempotency_key_reuse` 422, `deployment_stopped` 422, `queue_full` 429,
-         *     `deployment_not_ready` 429, `too_many_streams` 429, `rate_limited` 429, `upstream_error` 500.
+         *     `deployment_not_ready` 429, `too_many_streams` 429, `rate_limited` 429, `upstream_error` 500,
+         *     `insufficient_storage` 507.
          *     Every 429 carries `Retry-After`. More codes may be added within v2.
          * @example invalid_workflow
          * @enum {string}
          */
-        ErrorCode: "invalid_request" | "unauthorized" | "insufficient_credits" | "forbidden" | "not_found" | "blob_not_found" | "hash_mismatch" | "payload_too_large" | "range_not_satisfiable" | "invalid_workflow" | "workflow_format_ui" | "missing_asset" | "idempotency_key_reuse" | "deployment_stopped" | "queue_full" | "deployment_not_ready" | "too_many_streams" | "rate_limited" | "upstream_error";
+        ErrorCode: "invalid_request" | "unauthorized" | "insufficient_credits" | "forbidden" | "not_found" | "blob_not_found" | "hash_mismatch" | "payload_too_large" | "range_not_satisfiable" | "invalid_workflow" | "workflow_format_ui" | "missing_asset" | "idempotency_key_reuse" | "deployment_stopped" | "queue_full" | "deployment_not_ready" | "too_many_streams" | "rate_limited" | "upstream_error" | "insufficient_storage";
         /**
          * @description Every v2 error body, from every layer.
          * @example {
@@ -1274,7 +1280,8 @@ export interface components {
          *         "store": true,
          *         "engine": true,
          *         "queue": true,
-         *         "dispatch": true
+         *         "dispatch": true,
+         *         "storage": true
          *       }
          *     }
          */
@@ -2027,6 +2034,29 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
+        /**
+         * @description `insufficient_storage`: the server's storage is full. Nothing of the request was kept (a
+         *     partly stored upload is removed). While space is short the server refuses new uploads and
+         *     submissions at once with this answer and `/readyz` reports `storage: false`; cancels and
+         *     deletes keep working (they free space), and the server takes new work again by itself once
+         *     space returns.
+         */
+        InsufficientStorage: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": "insufficient_storage",
+                 *         "message": "The server is out of storage space; retry later."
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
         /** @description `upstream_error`: an unexpected failure in backing services. The message is one fixed, generic sentence, safe to display. Any operation can fail this way. */
         UpstreamError: {
             headers: {
@@ -2201,6 +2231,25 @@ export interface components {
                 "application/json": components["schemas"]["HostedError"];
             };
         };
+        /** @description The server is out of storage space; nothing of the request was kept (see the v2 `insufficient_storage`). */
+        HostedInsufficientStorage: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "type": "insufficient_storage",
+                 *         "message": "The server is out of storage space; retry later.",
+                 *         "details": "",
+                 *         "extra_info": {}
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["HostedError"];
+            };
+        };
         /** @description Internal server error; the message is generic. */
         HostedInternalError: {
             headers: {
@@ -2362,6 +2411,7 @@ export interface operations {
             422: components["responses"]["SubmitUnprocessable"];
             429: components["responses"]["SubmitTooManyRequests"];
             500: components["responses"]["UpstreamError"];
+            507: components["responses"]["InsufficientStorage"];
         };
     };
     getJob: {
@@ -2425,6 +2475,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["UpstreamError"];
+            507: components["responses"]["InsufficientStorage"];
         };
     };
     streamJobEvents: {
@@ -2554,6 +2605,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["UpstreamError"];
+            507: components["responses"]["InsufficientStorage"];
         };
     };
     createAssetFromHash: {
@@ -2616,6 +2668,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["UpstreamError"];
+            507: components["responses"]["InsufficientStorage"];
         };
     };
     checkAssetHash: {
@@ -2736,6 +2789,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["UpstreamError"];
+            507: components["responses"]["InsufficientStorage"];
         };
     };
     getAssetContent: {
@@ -2874,6 +2928,7 @@ export interface operations {
             413: components["responses"]["HostedPayloadTooLarge"];
             429: components["responses"]["HostedInactiveSubscription"];
             500: components["responses"]["HostedInternalError"];
+            507: components["responses"]["HostedInsufficientStorage"];
         };
     };
     hostedUploadMask: {
@@ -2905,6 +2960,7 @@ export interface operations {
             413: components["responses"]["HostedPayloadTooLarge"];
             429: components["responses"]["HostedInactiveSubscription"];
             500: components["responses"]["HostedInternalError"];
+            507: components["responses"]["HostedInsufficientStorage"];
         };
     };
     hostedGetPromptInfo: {
@@ -3020,6 +3076,7 @@ export interface operations {
             429: components["responses"]["HostedInactiveSubscription"];
             500: components["responses"]["HostedInternalError"];
             503: components["responses"]["HostedQueueFull"];
+            507: components["responses"]["HostedInsufficientStorage"];
         };
     };
     hostedGetJobStatus: {
@@ -3307,7 +3364,8 @@ export interface operations {
                      *         "store": true,
                      *         "engine": true,
                      *         "queue": true,
-                     *         "dispatch": true
+                     *         "dispatch": true,
+                     *         "storage": true
                      *       }
                      *     }
                      */
@@ -3325,9 +3383,10 @@ export interface operations {
                      *       "status": "not_ready",
                      *       "checks": {
                      *         "store": true,
-                     *         "engine": false,
+                     *         "engine": true,
                      *         "queue": true,
-                     *         "dispatch": true
+                     *         "dispatch": false,
+                     *         "storage": false
                      *       }
                      *     }
                      */

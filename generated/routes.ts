@@ -254,6 +254,14 @@ export const routes: readonly RouteSpec[] = [
           "upstream_error"
         ],
         "retryAfter": false
+      },
+      "507": {
+        "contentType": "application/json",
+        "validator": "response_createJob_507",
+        "errorCodes": [
+          "insufficient_storage"
+        ],
+        "retryAfter": false
       }
     }
   },
@@ -416,6 +424,14 @@ export const routes: readonly RouteSpec[] = [
         "validator": "response_cancelJob_500",
         "errorCodes": [
           "upstream_error"
+        ],
+        "retryAfter": false
+      },
+      "507": {
+        "contentType": "application/json",
+        "validator": "response_cancelJob_507",
+        "errorCodes": [
+          "insufficient_storage"
         ],
         "retryAfter": false
       }
@@ -684,6 +700,14 @@ export const routes: readonly RouteSpec[] = [
           "upstream_error"
         ],
         "retryAfter": false
+      },
+      "507": {
+        "contentType": "application/json",
+        "validator": "response_uploadAsset_507",
+        "errorCodes": [
+          "insufficient_storage"
+        ],
+        "retryAfter": false
       }
     }
   },
@@ -782,6 +806,14 @@ export const routes: readonly RouteSpec[] = [
         "validator": "response_createAssetFromHash_500",
         "errorCodes": [
           "upstream_error"
+        ],
+        "retryAfter": false
+      },
+      "507": {
+        "contentType": "application/json",
+        "validator": "response_createAssetFromHash_507",
+        "errorCodes": [
+          "insufficient_storage"
         ],
         "retryAfter": false
       }
@@ -1019,6 +1051,14 @@ export const routes: readonly RouteSpec[] = [
         "validator": "response_deleteAsset_500",
         "errorCodes": [
           "upstream_error"
+        ],
+        "retryAfter": false
+      },
+      "507": {
+        "contentType": "application/json",
+        "validator": "response_deleteAsset_507",
+        "errorCodes": [
+          "insufficient_storage"
         ],
         "retryAfter": false
       }
@@ -1288,6 +1328,12 @@ export const routes: readonly RouteSpec[] = [
         "validator": "response_hostedUploadImage_500",
         "errorCodes": [],
         "retryAfter": false
+      },
+      "507": {
+        "contentType": "application/json",
+        "validator": "response_hostedUploadImage_507",
+        "errorCodes": [],
+        "retryAfter": false
       }
     }
   },
@@ -1365,6 +1411,12 @@ export const routes: readonly RouteSpec[] = [
       "500": {
         "contentType": "application/json",
         "validator": "response_hostedUploadMask_500",
+        "errorCodes": [],
+        "retryAfter": false
+      },
+      "507": {
+        "contentType": "application/json",
+        "validator": "response_hostedUploadMask_507",
         "errorCodes": [],
         "retryAfter": false
       }
@@ -1489,6 +1541,12 @@ export const routes: readonly RouteSpec[] = [
         "validator": "response_hostedQueuePrompt_503",
         "errorCodes": [],
         "retryAfter": true
+      },
+      "507": {
+        "contentType": "application/json",
+        "validator": "response_hostedQueuePrompt_507",
+        "errorCodes": [],
+        "retryAfter": false
       }
     }
   },

@@ -447,6 +447,10 @@ export const getHealth = <ThrowOnError extends boolean = false>(options?: Option
 /**
  * Readiness
  *
- * Ready when the store is reachable, the engine is ready, the queue is below its bound and the server starts jobs (`dispatch` is false while it stops and lets running jobs finish).
+ * Ready when the store is reachable, the engine is ready, the queue is below its bound, the
+ * server starts jobs (`dispatch` is false while it stops and lets running jobs finish, and
+ * while a store write that starts or ends a job fails and is retried) and its storage has
+ * room (`storage` is false after a write failed for lack of space, until space returns).
+ *
  */
 export const getReadiness = <ThrowOnError extends boolean = false>(options?: Options<GetReadinessData, ThrowOnError>): RequestResult<GetReadinessResponses, GetReadinessErrors, ThrowOnError> => (options?.client ?? client).get<GetReadinessResponses, GetReadinessErrors, ThrowOnError>({ url: '/readyz', ...options });

@@ -111,7 +111,9 @@ export type Output = {
  * `invalid_input` (a node rejected its inputs at run time), `missing_model`, `out_of_memory`,
  * `partner_node_error`, `worker_lost`, `timeout`, `partner_key_lost` (the job was submitted with
  * `extra_data`, which is kept in memory only, and the server restarted before it ran: submit it
- * again); more may be added. `traceback` never carries server paths or secrets.
+ * again), `insufficient_storage` (an output could not be stored: the server's storage is full;
+ * `node_id` names the node); more may be added. `traceback` never carries server paths or
+ * secrets.
  *
  */
 export type JobError = {
@@ -495,11 +497,12 @@ export type NodeErrors = {
  * `hash_mismatch` 409, `payload_too_large` 413, `range_not_satisfiable` 416,
  * `invalid_workflow` 422, `workflow_format_ui` 422, `missing_asset` 422,
  * `idempotency_key_reuse` 422, `deployment_stopped` 422, `queue_full` 429,
- * `deployment_not_ready` 429, `too_many_streams` 429, `rate_limited` 429, `upstream_error` 500.
+ * `deployment_not_ready` 429, `too_many_streams` 429, `rate_limited` 429, `upstream_error` 500,
+ * `insufficient_storage` 507.
  * Every 429 carries `Retry-After`. More codes may be added within v2.
  *
  */
-export type ErrorCode = 'invalid_request' | 'unauthorized' | 'insufficient_credits' | 'forbidden' | 'not_found' | 'blob_not_found' | 'hash_mismatch' | 'payload_too_large' | 'range_not_satisfiable' | 'invalid_workflow' | 'workflow_format_ui' | 'missing_asset' | 'idempotency_key_reuse' | 'deployment_stopped' | 'queue_full' | 'deployment_not_ready' | 'too_many_streams' | 'rate_limited' | 'upstream_error';
+export type ErrorCode = 'invalid_request' | 'unauthorized' | 'insufficient_credits' | 'forbidden' | 'not_found' | 'blob_not_found' | 'hash_mismatch' | 'payload_too_large' | 'range_not_satisfiable' | 'invalid_workflow' | 'workflow_format_ui' | 'missing_asset' | 'idempotency_key_reuse' | 'deployment_stopped' | 'queue_full' | 'deployment_not_ready' | 'too_many_streams' | 'rate_limited' | 'upstream_error' | 'insufficient_storage';
 
 /**
  * Every v2 error body, from every layer.
@@ -1176,6 +1179,15 @@ export type CreateJobErrors = {
      * `upstream_error`: an unexpected failure in backing services. The message is one fixed, generic sentence, safe to display. Any operation can fail this way.
      */
     500: ErrorEnvelope;
+    /**
+     * `insufficient_storage`: the server's storage is full. Nothing of the request was kept (a
+     * partly stored upload is removed). While space is short the server refuses new uploads and
+     * submissions at once with this answer and `/readyz` reports `storage: false`; cancels and
+     * deletes keep working (they free space), and the server takes new work again by itself once
+     * space returns.
+     *
+     */
+    507: ErrorEnvelope;
 };
 
 export type CreateJobError = CreateJobErrors[keyof CreateJobErrors];
@@ -1276,6 +1288,15 @@ export type CancelJobErrors = {
      * `upstream_error`: an unexpected failure in backing services. The message is one fixed, generic sentence, safe to display. Any operation can fail this way.
      */
     500: ErrorEnvelope;
+    /**
+     * `insufficient_storage`: the server's storage is full. Nothing of the request was kept (a
+     * partly stored upload is removed). While space is short the server refuses new uploads and
+     * submissions at once with this answer and `/readyz` reports `storage: false`; cancels and
+     * deletes keep working (they free space), and the server takes new work again by itself once
+     * space returns.
+     *
+     */
+    507: ErrorEnvelope;
 };
 
 export type CancelJobError = CancelJobErrors[keyof CancelJobErrors];
@@ -1429,6 +1450,15 @@ export type UploadAssetErrors = {
      * `upstream_error`: an unexpected failure in backing services. The message is one fixed, generic sentence, safe to display. Any operation can fail this way.
      */
     500: ErrorEnvelope;
+    /**
+     * `insufficient_storage`: the server's storage is full. Nothing of the request was kept (a
+     * partly stored upload is removed). While space is short the server refuses new uploads and
+     * submissions at once with this answer and `/readyz` reports `storage: false`; cancels and
+     * deletes keep working (they free space), and the server takes new work again by itself once
+     * space returns.
+     *
+     */
+    507: ErrorEnvelope;
 };
 
 export type UploadAssetError = UploadAssetErrors[keyof UploadAssetErrors];
@@ -1482,6 +1512,15 @@ export type CreateAssetFromHashErrors = {
      * `upstream_error`: an unexpected failure in backing services. The message is one fixed, generic sentence, safe to display. Any operation can fail this way.
      */
     500: ErrorEnvelope;
+    /**
+     * `insufficient_storage`: the server's storage is full. Nothing of the request was kept (a
+     * partly stored upload is removed). While space is short the server refuses new uploads and
+     * submissions at once with this answer and `/readyz` reports `storage: false`; cancels and
+     * deletes keep working (they free space), and the server takes new work again by itself once
+     * space returns.
+     *
+     */
+    507: ErrorEnvelope;
 };
 
 export type CreateAssetFromHashError = CreateAssetFromHashErrors[keyof CreateAssetFromHashErrors];
@@ -1582,6 +1621,15 @@ export type DeleteAssetErrors = {
      * `upstream_error`: an unexpected failure in backing services. The message is one fixed, generic sentence, safe to display. Any operation can fail this way.
      */
     500: ErrorEnvelope;
+    /**
+     * `insufficient_storage`: the server's storage is full. Nothing of the request was kept (a
+     * partly stored upload is removed). While space is short the server refuses new uploads and
+     * submissions at once with this answer and `/readyz` reports `storage: false`; cancels and
+     * deletes keep working (they free space), and the server takes new work again by itself once
+     * space returns.
+     *
+     */
+    507: ErrorEnvelope;
 };
 
 export type DeleteAssetError = DeleteAssetErrors[keyof DeleteAssetErrors];
@@ -1817,6 +1865,10 @@ export type HostedUploadImageErrors = {
      * Internal server error; the message is generic.
      */
     500: HostedError;
+    /**
+     * The server is out of storage space; nothing of the request was kept (see the v2 `insufficient_storage`).
+     */
+    507: HostedError;
 };
 
 export type HostedUploadImageError = HostedUploadImageErrors[keyof HostedUploadImageErrors];
@@ -1866,6 +1918,10 @@ export type HostedUploadMaskErrors = {
      * Internal server error; the message is generic.
      */
     500: HostedError;
+    /**
+     * The server is out of storage space; nothing of the request was kept (see the v2 `insufficient_storage`).
+     */
+    507: HostedError;
 };
 
 export type HostedUploadMaskError = HostedUploadMaskErrors[keyof HostedUploadMaskErrors];
@@ -1946,6 +2002,10 @@ export type HostedQueuePromptErrors = {
      *
      */
     503: HostedError;
+    /**
+     * The server is out of storage space; nothing of the request was kept (see the v2 `insufficient_storage`).
+     */
+    507: HostedError;
 };
 
 export type HostedQueuePromptError = HostedQueuePromptErrors[keyof HostedQueuePromptErrors];

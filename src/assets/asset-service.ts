@@ -1,8 +1,8 @@
 // Asset records over content-addressed blobs: uploads, reuse by hash, outputs, reads, deletion.
 // Ownership is checked here; another caller's asset looks exactly like a missing one.
 import type { Readable } from "node:stream";
-import { BlobStore, HashMismatchError, PayloadTooLargeError, parseBlake3Hash, type ByteRange } from "../blobs/index.ts";
-import type { AssetFolder, AssetRecord, AssetType, Store } from "../store/index.ts";
+import { BlobStore, HashMismatchError, PayloadTooLargeError, parseBlake3Hash, type ByteRange, type PutResult } from "../blobs/index.ts";
+import type { AssetFolder, AssetRecord, AssetType, NewAsset, Store } from "../store/index.ts";
 import { notFound, ServiceError } from "../jobs/errors.ts";
 import { uuidv7 } from "../jobs/ids.ts";
 import { isMediaType, mediaTypeFromName, sniffMediaType } from "./media-types.ts";
@@ -15,6 +15,8 @@ export interface AssetServiceOptions {
   retentionMs: number;
   /** Largest accepted upload, in bytes. */
   maxUploadBytes: number;
+  /** Refuses new bytes while the data directory is short of space. */
+  space?: { assertRoom(): void };
 }
 
 /** What an upload says about its bytes. */
@@ -54,6 +56,7 @@ export class AssetService {
       throw new ServiceError("invalid_request", "The request is invalid.", { fields: [{ field: "content_type", reason: "invalid_format" }] });
     }
     checkDescription(meta);
+    this.o.space?.assertRoom();
     let put;
     try {
       put = await this.o.blobs.put(source, { expectedHash: meta.expected_hash, maxBytes: this.o.maxUploadBytes });
@@ -69,7 +72,7 @@ export class AssetService {
     }
     const contentType = meta.content_type ?? (await this.sniff(put.key)) ?? mediaTypeFromName(meta.file_path ?? "") ?? "application/octet-stream";
     const now = this.o.now();
-    const asset = await this.o.store.addAsset({
+    const asset = await this.recordOver(put, {
       id: uuidv7(now),
       owner,
       name: meta.file_path ?? put.key,
@@ -156,9 +159,10 @@ export class AssetService {
 
   /** Commits one output of a running job: blob first, then the record, so a record never points at nothing. */
   async commitOutput(job: { id: string; owner: string; expires_at: number }, file: OutputFile): Promise<AssetRecord> {
+    this.o.space?.assertRoom();
     const put = await this.o.blobs.put(file.data);
     const now = this.o.now();
-    return this.o.store.addAsset({
+    return this.recordOver(put, {
       id: uuidv7(now),
       owner: job.owner,
       job_id: job.id,
@@ -174,6 +178,25 @@ export class AssetService {
       created_at: now,
       expires_at: job.expires_at,
     });
+  }
+
+  /**
+   * Adds the record over a blob just put. When the record cannot be written (a full disk), a
+   * blob the put created and nothing else uses is removed again: no orphan is left behind.
+   */
+  private async recordOver(put: PutResult, asset: NewAsset): Promise<AssetRecord> {
+    // File times are wall-clock whatever clock the service runs on; +1 covers the sub-ms part of
+    // our own write's mtime.
+    const putAt = Date.now() + 1;
+    try {
+      return await this.o.store.addAsset(asset);
+    } catch (err) {
+      if (put.created && !(await this.o.store.blobReferenced(put.key).catch(() => true))) {
+        // Spared if another put of the same bytes touched it since (its record may be on the way).
+        await this.o.blobs.delete(put.key, { unlessTouchedAfter: putAt }).catch(() => false);
+      }
+      throw err;
+    }
   }
 
   /** Bytes of the caller's asset for the engine (core/ASSET references), or null. */

@@ -71,6 +71,8 @@ export class TooManyStreamsError extends FlowgateApiError {}
 export class RateLimitedError extends FlowgateApiError {}
 /** 500 `upstream_error`: a failure behind the API; the message is generic. */
 export class UpstreamError extends FlowgateApiError {}
+/** 507 `insufficient_storage`: the server's storage is full; nothing was kept. Retry later. */
+export class InsufficientStorageError extends FlowgateApiError {}
 
 type ApiErrorClass = new (init: ApiErrorInit) => FlowgateApiError;
 
@@ -95,6 +97,7 @@ export const ERROR_CLASSES = {
   too_many_streams: TooManyStreamsError,
   rate_limited: RateLimitedError,
   upstream_error: UpstreamError,
+  insufficient_storage: InsufficientStorageError,
 } as const satisfies Record<ErrorCode, ApiErrorClass>;
 
 /** The error for a code: its own class when known, FlowgateApiError otherwise. */

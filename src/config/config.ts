@@ -52,6 +52,8 @@ export interface Config {
   shutdownGraceMs: number;
   /** Log level of the server's JSON log. */
   logLevel: string;
+  /** Disk space held in `<dataDir>/space-reserve`, released when the disk fills; 0 keeps none. */
+  spaceReserveBytes: number;
 }
 
 /** Flags of `flowgate serve`: name, environment variable, and one-line help. */
@@ -75,6 +77,7 @@ export const SERVE_FLAGS = {
   "comfyui-url": { env: "FLOWGATE_COMFYUI_URL", help: "a ComfyUI instance for --engine comfyui; repeat it (comma-separated in the env) for several" },
   "shutdown-grace": { env: "FLOWGATE_SHUTDOWN_GRACE", help: "on SIGTERM or SIGINT, how long running jobs may finish, like 25s or 5m; 0 stops them at once (default 25s)" },
   "log-level": { env: "FLOWGATE_LOG_LEVEL", help: "fatal, error, warn, info (default), debug" },
+  "space-reserve": { env: "FLOWGATE_SPACE_RESERVE", help: "disk space held back for recording job ends and deletes when the disk fills, like 8MB; 0 holds none (default 8MB)" },
 } as const;
 
 /** Parses a duration like `7d`, `12h`, `30m`, `45s` or `500ms` into milliseconds; `allowZero` also takes `0`. */
@@ -167,6 +170,7 @@ export function loadConfig(argv: string[] = [], env: NodeJS.ProcessEnv = process
     reaperIntervalMs: 60_000,
     shutdownGraceMs: parseDuration(get("shutdown-grace") ?? "25s", { allowZero: true }),
     logLevel: get("log-level") ?? "info",
+    spaceReserveBytes: parseSize(get("space-reserve") ?? "8MB"),
   };
 }
 
@@ -186,6 +190,7 @@ export function describeConfig(c: Config): Record<string, unknown> {
     signingKey: c.signingKey ? "(set)" : "(per data dir)",
     partnerUrl: c.partnerUrl ?? "(none)",
     shutdownGrace: `${c.shutdownGraceMs / 1000}s`,
+    spaceReserve: `${Math.round(c.spaceReserveBytes / 1024 / 1024)}MB`,
     ...(c.engine === "embedded" ? { cacheSize: `${Math.round(c.cacheBytes / 1024 / 1024)}MB` } : {}),
     ...(c.engine === "comfyui" ? { comfyuiUrls: c.comfyuiUrls.map(withoutCredentials).join(",") } : {}),
   };

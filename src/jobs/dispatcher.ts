@@ -14,7 +14,13 @@ export interface DispatcherOptions extends JobRunDeps {
   concurrency: number;
   /** Jobs of one owner that may run at once (cloud tiers); unlimited when absent. */
   slotsFor?: (owner: string) => Promise<number>;
+  /** Whether jobs may start now (false while the data directory is short of space); always when absent. */
+  mayStart?: () => boolean;
 }
+
+/** Backoff of retried store writes: the first wait, doubling up to the last. */
+const RETRY_FIRST_MS = 100;
+const RETRY_MAX_MS = 5_000;
 
 /** The queue, the slots, and the runs in flight. */
 export class Dispatcher {
@@ -28,6 +34,10 @@ export class Dispatcher {
   /** Secrets of queued and running jobs, in memory only, dropped when the run ends. */
   private readonly extras = new Map<string, { api_key_vendor_org?: string }>();
   private readonly inflight = new Set<Promise<unknown>>();
+  /** The queue was read from the store (`load`). */
+  private loaded = false;
+  /** Jobs start only after `start` (recovery) ran. */
+  private started = false;
   private pumping = false;
   private pumpAgain = false;
   private stopped = false;
@@ -35,6 +45,13 @@ export class Dispatcher {
   private endGrace: (() => void) | undefined;
   /** Set when a stop's grace is over: every run, even one a fill launches later, is aborted. */
   private abortingRuns = false;
+  /** Store writes failing now and being retried: "start" (a fill), or the id of a run's end. */
+  private readonly failingWrites = new Set<string>();
+  /** Backoff of the next fill after a failed one, and its timer. */
+  private fillRetryMs = RETRY_FIRST_MS;
+  private fillRetry: NodeJS.Timeout | undefined;
+  /** Wakes the retries that wait, so that a stop does not wait for their backoff. */
+  private readonly wakers = new Set<() => void>();
 
   constructor(options: DispatcherOptions) {
     this.o = options;
@@ -45,12 +62,29 @@ export class Dispatcher {
   }
 
   /**
-   * Recovers after a restart: jobs left running or canceling by a dead process end `failed`
-   * with `worker_lost` (never `running` forever); queued jobs wait again in their order, except
-   * those submitted with secrets (a partner key), which lived in this memory only: they end
-   * `failed` with `partner_key_lost` rather than run without them.
+   * Loads the queued jobs into the in-memory queue, in their order. Read-only: a server loads
+   * before it listens, and touches jobs only once it listens (`start`).
+   */
+  async load(): Promise<void> {
+    if (this.loaded) return;
+    this.loaded = true;
+    let after = 0;
+    for (;;) {
+      const page = await this.o.store.queuedJobs(5000, after);
+      for (const job of page) this.queue.push(job.id, job.owner);
+      if (page.length < 5000) break;
+      after = page[page.length - 1]!.seq;
+    }
+  }
+
+  /**
+   * Recovers after a restart and starts dispatching: jobs left running or canceling by a dead
+   * process end `failed` with `worker_lost` (never `running` forever); queued jobs run in order,
+   * except those submitted with secrets (a partner key), which lived in the dead process's memory
+   * only: they end `failed` with `partner_key_lost` rather than run without them.
    */
   async start(): Promise<void> {
+    await this.load();
     const now = this.o.now();
     for (const job of await this.o.store.jobsInStatus(["running", "canceling"])) {
       const to = job.status === "canceling" ? "canceled" : "failed";
@@ -61,20 +95,17 @@ export class Dispatcher {
       await this.o.store.transitionJob(job.id, [job.status], to, patch).catch(ignoreTerminal);
     }
     for (const id of await this.o.store.queuedJobsWithSecrets()) {
+      // A job submitted to this process since it started listening still has its key here.
+      if (this.extras.has(id)) continue;
       const error = { code: "partner_key_lost", message: "The partner key given with this job is kept in memory only and did not survive a server restart; submit the job again." };
       // Through `running`, as every failure (the state machine has no queued -> failed).
       const started = await this.o.store.transitionJob(id, ["queued"], "running", { started_at: now }).catch(ignoreTerminal);
+      this.queue.remove(id);
       if (!started) continue;
       const job = await this.o.store.transitionJob(id, ["running"], "failed", { completed_at: now, error }).catch(ignoreTerminal);
       if (job) this.events.publish({ type: "status", job });
     }
-    let after = 0;
-    for (;;) {
-      const page = await this.o.store.queuedJobs(5000, after);
-      for (const job of page) this.queue.push(job.id, job.owner);
-      if (page.length < 5000) break;
-      after = page[page.length - 1]!.seq;
-    }
+    this.started = true;
     this.pump();
   }
 
@@ -124,6 +155,11 @@ export class Dispatcher {
     return this.running.size;
   }
 
+  /** Whether a store write of the dispatcher is failing (and being retried): readiness reports it. */
+  get failing(): boolean {
+    return this.failingWrites.size > 0;
+  }
+
   /** Whether the dispatcher has stopped starting jobs (a stop or a drain is under way or done). */
   get stopping(): boolean {
     return this.stopped;
@@ -149,7 +185,9 @@ export class Dispatcher {
       this.endGrace = undefined;
     }
     this.abortingRuns = true;
+    clearTimeout(this.fillRetry);
     for (const c of this.running.values()) c.abort();
+    for (const wake of [...this.wakers]) wake();
     await this.settled();
   }
 
@@ -160,7 +198,7 @@ export class Dispatcher {
 
   /** Fills free slots from the queue; a call during a fill makes it run once more after. */
   pump(): void {
-    if (this.stopped) return;
+    if (this.stopped || !this.started) return;
     if (this.pumping) {
       this.pumpAgain = true;
       return;
@@ -168,19 +206,71 @@ export class Dispatcher {
     // Every slot is taken (the usual case while a queue waits): the end of a run pumps again.
     if (this.running.size >= this.o.concurrency) return;
     this.pumping = true;
-    const p = this.fill().finally(() => {
-      this.pumping = false;
-      this.inflight.delete(p);
-      if (this.pumpAgain) {
-        this.pumpAgain = false;
-        this.pump();
-      }
-    });
+    const p = this.fill()
+      .then(() => {
+        // A fill that ended without a store failure: starts work (or there was nothing to start).
+        this.failingWrites.delete("start");
+        this.fillRetryMs = RETRY_FIRST_MS;
+      })
+      .catch(() => this.fillFailed())
+      .finally(() => {
+        this.pumping = false;
+        this.inflight.delete(p);
+        if (this.pumpAgain) {
+          this.pumpAgain = false;
+          this.pump();
+        }
+      });
     this.inflight.add(p);
   }
 
+  /**
+   * A fill failed (the store refused a start): the job keeps its place in the queue, readiness
+   * reports the failure, and the fill is tried again after a backoff (100 ms doubling to 5 s).
+   */
+  private fillFailed(): void {
+    this.failingWrites.add("start");
+    if (this.stopped || this.fillRetry !== undefined) return;
+    this.fillRetry = setTimeout(() => {
+      this.fillRetry = undefined;
+      this.pump();
+    }, this.fillRetryMs);
+    this.fillRetryMs = Math.min(this.fillRetryMs * 2, RETRY_MAX_MS);
+  }
+
+  /**
+   * Writes the end of a run, retrying until it lands: a job never stays `running` because one
+   * write failed. A stop that aborts the runs gives up (the next start ends the job worker_lost).
+   */
+  private async persistEnd<T>(jobId: string, write: () => Promise<T>): Promise<T> {
+    for (let delay = RETRY_FIRST_MS; ; delay = Math.min(delay * 2, RETRY_MAX_MS)) {
+      try {
+        const result = await write();
+        this.failingWrites.delete(jobId);
+        return result;
+      } catch (err) {
+        this.failingWrites.add(jobId);
+        if (this.abortingRuns) throw err;
+        await this.pause(delay);
+      }
+    }
+  }
+
+  /** Waits `ms`, or less if a stop comes. */
+  private pause(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        this.wakers.delete(wake);
+        resolve();
+      };
+      const timer = setTimeout(wake, ms);
+      this.wakers.add(wake);
+    });
+  }
+
   private async fill(): Promise<void> {
-    while (!this.stopped && this.running.size < this.o.concurrency) {
+    while (!this.stopped && this.running.size < this.o.concurrency && (this.o.mayStart?.() ?? true)) {
       const id = await this.nextStartable();
       if (id === undefined) return;
       if (this.o.engine.queuesWork) {
@@ -237,9 +327,11 @@ export class Dispatcher {
     this.running.set(job.id, controller);
     this.queue.started(job.owner);
     const extra = this.extras.get(job.id) ?? {};
-    const p = runJob(this.o, job, extra, controller.signal, hooks)
+    const deps = { ...this.o, persistEnd: <T>(write: () => Promise<T>) => this.persistEnd(job.id, write) };
+    const p = runJob(deps, job, extra, controller.signal, hooks)
       .catch(() => null)
       .finally(() => {
+        this.failingWrites.delete(job.id);
         this.running.delete(job.id);
         this.waitingInEngine.delete(job.id);
         this.extras.delete(job.id);

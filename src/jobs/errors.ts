@@ -21,7 +21,8 @@ export type ErrorCode =
   | "deployment_not_ready"
   | "too_many_streams"
   | "rate_limited"
-  | "upstream_error";
+  | "upstream_error"
+  | "insufficient_storage";
 
 /** A failure with a contract code, a safe message, optional details and a back-off hint. */
 export class ServiceError extends Error {

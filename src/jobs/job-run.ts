@@ -1,7 +1,8 @@
 // One run of one job: engine callbacks become progress, outputs, previews, logs and events.
 import type { AssetService } from "../assets/asset-service.ts";
 import { TerminalStatusError, type JobRecord, type JobStatus, type Store } from "../store/index.ts";
-import type { EnginePort, RunEnd } from "./engine-port.ts";
+import { isOutOfSpace } from "../datadir/space.ts";
+import type { EnginePort, RunEnd, RunFailure } from "./engine-port.ts";
 import type { EventBus } from "./event-bus.ts";
 import { LogCapture } from "./log-capture.ts";
 import type { OutputNamer } from "./output-names.ts";
@@ -17,6 +18,8 @@ export interface JobRunDeps {
   captureLogs: boolean;
   logLimitBytes: number;
   names: OutputNamer;
+  /** Writes the end of the run, retrying a failed write until it lands (default: one attempt). */
+  persistEnd?: <T>(write: () => Promise<T>) => Promise<T>;
 }
 
 /** What the dispatcher hears of a run whose job is still `queued` (an engine with its own queue). */
@@ -38,6 +41,8 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
   const log = new LogCapture(deps.logLimitBytes);
   const progressWrites = latestWins((progress: Progress) => store.updateProgress(job.id, progress as unknown as Record<string, unknown>));
   const commits = new Set<Promise<unknown>>();
+  /** The output that could not be stored for lack of space, if any: the job fails with `insufficient_storage`. */
+  let spaceFailure: { node_id: string; class_type: string } | null = null;
   /** Engine file name -> the unique name it was committed under, by folder. */
   const renamed = new Map<string, string>();
 
@@ -79,9 +84,9 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
     );
   };
 
-  const graph = (await store.getJobWorkflow(job.id)) ?? {};
   let end: RunEnd;
   try {
+    const graph = (await store.getJobWorkflow(job.id)) ?? {};
     end = await deps.engine.run(graph, {
       jobId: job.id,
       signal,
@@ -122,7 +127,13 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
         track(commits, async () => {
           const name = await deps.names.reserve(job.owner, output.folder, output.name);
           renamed.set(`${output.folder}/${output.name}`, name);
-          const asset = await assets.commitOutput(job, { ...output, name });
+          let asset;
+          try {
+            asset = await assets.commitOutput(job, { ...output, name });
+          } catch (err) {
+            if (isOutOfSpace(err)) spaceFailure ??= { node_id: output.node_id, class_type: output.class_type };
+            throw err;
+          }
           inOrder(() => events.publish({ type: "output", ...base, asset }));
         }),
       onLog: (text) => {
@@ -131,7 +142,7 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
       },
     });
   } catch {
-    // The port promises not to throw; if a backend does anyway, the job still ends.
+    // The port promises not to throw, but the graph read can fail: either way the job still ends.
     end = { kind: "failed", error: { code: "node_execution_error", message: "The workflow failed." } };
   }
   // An end the engine reached without reporting a start (a prompt it refused, a missed message)
@@ -140,24 +151,25 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
   await startCommit;
   // A canceled run can end while an output is still being committed: it lands before the end state.
   await Promise.allSettled(commits);
+  if (end.kind === "failed" && spaceFailure !== null) end = { kind: "failed", error: outOfSpace(spaceFailure) };
   // A success writes its final progress with its end (a write still waiting then finds the job
   // no longer running and changes nothing); other ends keep the last snapshot, so it lands first.
   if (end.kind !== "succeeded") await progressWrites.idle();
 
-  if (deps.captureLogs) {
-    const { text, truncated } = log.result();
-    await store.setLogs(job.id, { text, truncated, captured_at: deps.now() });
-  }
-  const now = deps.now();
-  let finished: JobRecord | null;
-  if (end.kind === "succeeded") {
-    const progress = tracker.finish() as unknown as Record<string, unknown>;
-    finished = await settle(store, job.id, "succeeded", { completed_at: now, progress });
-  } else if (end.kind === "failed") {
-    finished = await settle(store, job.id, "failed", { completed_at: now, error: { ...end.error } });
-  } else {
-    finished = await settle(store, job.id, "canceled", { completed_at: now });
-  }
+  const persist = deps.persistEnd ?? ((write) => write());
+  const finished = await persist(async () => {
+    if (deps.captureLogs) {
+      const { text, truncated } = log.result();
+      await store.setLogs(job.id, { text, truncated, captured_at: deps.now() });
+    }
+    const now = deps.now();
+    if (end.kind === "succeeded") {
+      const progress = tracker.finish() as unknown as Record<string, unknown>;
+      return settle(store, job.id, "succeeded", { completed_at: now, progress });
+    }
+    if (end.kind === "failed") return settle(store, job.id, "failed", { completed_at: now, error: { ...end.error } });
+    return settle(store, job.id, "canceled", { completed_at: now });
+  });
   // The final snapshot (value 1) goes out as progress too, so streams end on job.progress.
   if (finished?.status === "succeeded") events.publish({ type: "progress", ...base, progress: tracker.finish() });
   if (finished) events.publish({ type: "status", job: finished });
@@ -199,6 +211,17 @@ function renameInUi(ui: Record<string, unknown> | null, renamed: ReadonlyMap<str
       : list;
   }
   return out;
+}
+
+/** The job error of a run whose output could not be stored for lack of space. */
+function outOfSpace(at: { node_id: string; class_type: string }): RunFailure {
+  return {
+    code: "insufficient_storage",
+    message: "The server ran out of storage space while saving an output; nothing of it was kept.",
+    node_id: at.node_id,
+    class_type: at.class_type,
+    traceback: null,
+  };
 }
 
 /** Runs `work`, keeping its promise in `pending` until it settles. */

@@ -1,5 +1,6 @@
 // The one place that turns failures into the v2 error envelope. Every layer (router,
 // validation, auth, body limits, handlers) goes through here; nothing else writes error bodies.
+import { isOutOfSpace } from "../datadir/space.ts";
 import type { ErrorCode } from "../jobs/errors.ts";
 import { ServiceError } from "../jobs/errors.ts";
 
@@ -24,6 +25,7 @@ export const STATUS_OF: Record<ErrorCode, number> = {
   too_many_streams: 429,
   rate_limited: 429,
   upstream_error: 500,
+  insufficient_storage: 507,
 };
 
 /** The fixed message of `upstream_error`: nothing of the cause reaches a client. */
@@ -54,8 +56,14 @@ export function isFrameworkError(err: unknown): boolean {
   return typeof code === "string" && code.startsWith("FST_");
 }
 
+/** `insufficient_storage`: a write failed, or was refused, because the storage is full. */
+export function insufficientStorage(): ServiceError {
+  return new ServiceError("insufficient_storage", "The server is out of storage space; retry later.");
+}
+
 function asServiceError(err: unknown): ServiceError {
   if (err instanceof ServiceError) return err;
+  if (isOutOfSpace(err)) return insufficientStorage();
   // Any other failure is ours, whatever status it carries.
   if (!isFrameworkError(err)) return new ServiceError("upstream_error", UPSTREAM_MESSAGE);
   const fastifyCode = (err as { code?: unknown })?.code;
@@ -85,6 +93,6 @@ export function invalidRequest(fields: Array<{ field: string; reason: string; me
  * their meaning, and a parser's complaint (a truncated or malformed body) is `invalid_request`.
  */
 export function malformedMultipart(err: unknown): unknown {
-  if (err instanceof ServiceError || isFrameworkError(err)) return err;
+  if (err instanceof ServiceError || isFrameworkError(err) || isOutOfSpace(err)) return err;
   return new ServiceError("invalid_request", "The request is invalid.", { fields: [{ field: "", reason: "malformed_multipart" }] });
 }

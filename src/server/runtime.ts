@@ -3,6 +3,8 @@
 import { BlobStore, UrlSigner, loadOrCreateSigningKey } from "../blobs/index.ts";
 import type { Config } from "../config/config.ts";
 import { AssetService } from "../assets/asset-service.ts";
+import { DataDirLock } from "../datadir/lock.ts";
+import { StorageSpace, watchFailures } from "../datadir/space.ts";
 import { Dispatcher } from "../jobs/dispatcher.ts";
 import type { EnginePort } from "../jobs/engine-port.ts";
 import { EventBus } from "../jobs/event-bus.ts";
@@ -27,9 +29,13 @@ export interface Runtime {
   surface: SurfacePolicy;
   /** Rendered views of finished jobs, for repeated GETs. */
   finishedViews: FinishedJobViews;
+  /** Free space of the data directory: short after a write failed for space, until it returns. */
+  space: StorageSpace;
   /** Accounts, keys and deployments (cloud and serverless only). */
   directory: Directory | null;
   now: () => number;
+  /** Recovers after a crash and starts dispatching and the reaper; call it once the server listens. */
+  start(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -41,11 +47,30 @@ export interface RuntimeOptions {
   onBackgroundError?: (err: unknown) => void;
 }
 
-/** Opens the store and blobs under the data dir and starts dispatching (recovering after a crash). */
+/**
+ * Takes the data directory's lock (DataDirInUseError when another server holds it), then opens
+ * the store and blobs under it and loads the queue. No job is touched until `start()`.
+ */
 export async function openRuntime(config: Config, options: RuntimeOptions): Promise<Runtime> {
+  const lock = await DataDirLock.acquire(config.dataDir);
+  try {
+    return await openLocked(config, options, lock);
+  } catch (err) {
+    lock.release();
+    throw err;
+  }
+}
+
+async function openLocked(config: Config, options: RuntimeOptions, lock: DataDirLock): Promise<Runtime> {
   const now = options.now ?? Date.now;
-  const store = await openStore({ dataDir: config.dataDir });
-  const blobs = await BlobStore.open(config.dataDir);
+  let dispatcher: Dispatcher | undefined;
+  // Space returning lifts the short state by itself: the queue resumes.
+  const space = await StorageSpace.open({ dataDir: config.dataDir, reserveBytes: config.spaceReserveBytes, onChange: (short) => short || dispatcher?.pump() });
+  // Every store and blob failure passes by the space watch: one that is for space, wherever it
+  // happened, makes the directory short.
+  const noteFailure = (err: unknown) => void space.noteFailure(err);
+  const store = watchFailures(await openStore({ dataDir: config.dataDir }), noteFailure);
+  const blobs = watchFailures(await BlobStore.open(config.dataDir), noteFailure);
   const signer = new UrlSigner(config.signingKey ?? (await loadOrCreateSigningKey(config.dataDir)));
   const events = new EventBus();
   const directory = config.surface === "self-hosted" ? null : await openDirectory(config.dataDir);
@@ -57,8 +82,8 @@ export async function openRuntime(config: Config, options: RuntimeOptions): Prom
     creditRate: config.creditRate,
     notReadyRetryAfter: 5,
   });
-  const assets = new AssetService({ store, blobs, now, retentionMs: config.retentionMs, maxUploadBytes: config.maxUploadBytes });
-  const dispatcher = new Dispatcher({
+  const assets = new AssetService({ store, blobs, now, retentionMs: config.retentionMs, maxUploadBytes: config.maxUploadBytes, space });
+  dispatcher = new Dispatcher({
     store,
     assets,
     engine: options.engine,
@@ -69,11 +94,23 @@ export async function openRuntime(config: Config, options: RuntimeOptions): Prom
     ...(config.surface === "cloud" ? { slotsFor: (owner: string) => surface.slotsFor(owner) } : {}),
     logLimitBytes: config.logLimitBytes,
     names: new OutputNamer(store),
+    mayStart: () => !space.short,
   });
-  const jobs = new JobService({ store, engine: options.engine, assets, dispatcher, events, now, retentionMs: config.retentionMs, queueLimit: config.queueLimit, beforeSubmit: (caller) => surface.beforeSubmit(caller) });
-  await dispatcher.start();
-  const stopCharging = surface.chargeOnEnd(events, options.onBackgroundError ?? (() => undefined));
-  const stopReaper = startReaper({ store, blobs, dispatcher, events, now }, config.reaperIntervalMs, options.onBackgroundError ?? (() => undefined));
+  const jobs = new JobService({ store, engine: options.engine, assets, dispatcher, events, now, retentionMs: config.retentionMs, queueLimit: config.queueLimit, beforeSubmit: async (caller) => {
+    space.assertRoom(); // no new job while the disk is full: it could not save its outputs
+    await surface.beforeSubmit(caller);
+  } });
+  try {
+    await dispatcher.load();
+  } catch (err) {
+    space.close();
+    await store.close();
+    await directory?.close();
+    throw err;
+  }
+  const onBackgroundError = options.onBackgroundError ?? (() => undefined);
+  let stopCharging: () => void = () => undefined;
+  let stopReaper: () => void = () => undefined;
   return {
     config,
     store,
@@ -85,15 +122,23 @@ export async function openRuntime(config: Config, options: RuntimeOptions): Prom
     jobs,
     assets,
     surface,
+    space,
     finishedViews: new FinishedJobViews(),
     directory,
     now,
+    async start() {
+      await dispatcher.start();
+      stopCharging = surface.chargeOnEnd(events, onBackgroundError);
+      stopReaper = startReaper({ store, blobs, dispatcher, events, now }, config.reaperIntervalMs, onBackgroundError);
+    },
     async close() {
       stopReaper();
       stopCharging();
       await dispatcher.stop();
+      space.close();
       await store.close();
       await directory?.close();
+      lock.release();
     },
   };
 }

@@ -31,9 +31,19 @@ export async function startServer(config: Config, engine: EnginePort, options: {
         // left when the process exits (a SIGKILL can lose the lines of the write under way).
         stream: pino.destination({ dest: 1, sync: false }),
       };
+  // Lock the data directory, listen, and only then recover and dispatch: a server that cannot
+  // listen exits without having touched a job.
   const runtime = await openRuntime(config, { engine, ...(options.now ? { now: options.now } : {}) });
-  const app = await buildApp(runtime, { logger });
-  await app.listen({ host: config.host, port: config.port });
+  let app: FastifyInstance | undefined;
+  try {
+    app = await buildApp(runtime, { logger });
+    await app.listen({ host: config.host, port: config.port });
+    await runtime.start();
+  } catch (err) {
+    await app?.close().catch(() => undefined);
+    await runtime.close();
+    throw listenError(err, config);
+  }
   const address = app.server.address();
   const port = typeof address === "object" && address ? address.port : config.port;
   const host = config.host.includes(":") ? `[${config.host}]` : config.host;
@@ -48,6 +58,16 @@ export async function startServer(config: Config, engine: EnginePort, options: {
       await runtime.close();
     },
   };
+}
+
+/** A listen failure in one clear sentence (the cause kept); other failures unchanged. */
+function listenError(err: unknown, config: Config): unknown {
+  const code = (err as { code?: unknown })?.code;
+  const where = `${config.host}:${config.port}`;
+  if (code === "EADDRINUSE") return new Error(`cannot listen on ${where}: the address is already in use`, { cause: err });
+  if (code === "EACCES") return new Error(`cannot listen on ${where}: permission denied`, { cause: err });
+  if (code === "EADDRNOTAVAIL") return new Error(`cannot listen on ${where}: the address is not available on this host`, { cause: err });
+  return err;
 }
 
 /** One line of settings for the start-up banner; never a secret. */

@@ -63,18 +63,19 @@ export class SqliteDirectory implements Directory {
     return this.#db.prepare(`SELECT ${ACCOUNT} FROM accounts ORDER BY name`).all().map(toAccount);
   }
 
+  // Writes with RETURNING use .all(), never .get(): see writeReturning in sqlite.ts.
   async updateAccount(name: string, patch: { tier?: string; credits?: number; subscription_active?: boolean }): Promise<AccountRecord | null> {
     const r = this.#db
       .prepare(
         `UPDATE accounts SET tier = COALESCE(:tier, tier), credits = COALESCE(:credits, credits),
           subscription_active = COALESCE(:active, subscription_active) WHERE name = :name RETURNING ${ACCOUNT}`,
       )
-      .get({ name, tier: patch.tier ?? null, credits: patch.credits ?? null, active: patch.subscription_active === undefined ? null : patch.subscription_active ? 1 : 0 });
+      .all({ name, tier: patch.tier ?? null, credits: patch.credits ?? null, active: patch.subscription_active === undefined ? null : patch.subscription_active ? 1 : 0 })[0];
     return r ? toAccount(r) : null;
   }
 
   async chargeCredits(name: string, amount: number): Promise<AccountRecord | null> {
-    const r = this.#db.prepare(`UPDATE accounts SET credits = credits - ? WHERE name = ? RETURNING ${ACCOUNT}`).get(amount, name);
+    const r = this.#db.prepare(`UPDATE accounts SET credits = credits - ? WHERE name = ? RETURNING ${ACCOUNT}`).all(amount, name)[0];
     return r ? toAccount(r) : null;
   }
 
@@ -94,7 +95,7 @@ export class SqliteDirectory implements Directory {
   async createDeployment(d: DeploymentRecord): Promise<DeploymentRecord> {
     const r = this.#db
       .prepare(`INSERT INTO deployments (${DEPLOYMENT}) VALUES (?, ?, ?, ?) RETURNING ${DEPLOYMENT}`)
-      .get(d.id, d.state, d.demo ? 1 : 0, d.created_at);
+      .all(d.id, d.state, d.demo ? 1 : 0, d.created_at)[0];
     return toDeployment(r!);
   }
 
@@ -104,7 +105,7 @@ export class SqliteDirectory implements Directory {
   }
 
   async setDeploymentState(id: string, state: DeploymentState): Promise<DeploymentRecord | null> {
-    const r = this.#db.prepare(`UPDATE deployments SET state = ? WHERE id = ? RETURNING ${DEPLOYMENT}`).get(state, id);
+    const r = this.#db.prepare(`UPDATE deployments SET state = ? WHERE id = ? RETURNING ${DEPLOYMENT}`).all(state, id)[0];
     return r ? toDeployment(r) : null;
   }
 

@@ -225,7 +225,7 @@ export class SqliteStore implements Store {
     };
     let row: Record<string, SQLOutputValue> | undefined;
     try {
-      row = statement.get(params);
+      row = writeReturning(statement, params);
     } catch (error) {
       throw mapTerminal(error, id);
     }
@@ -269,7 +269,7 @@ export class SqliteStore implements Store {
     checkNewAsset(asset);
     const jobId = asset.job_id ?? null;
     try {
-      const row = this.#sql.insertAsset.get({
+      const row = writeReturning(this.#sql.insertAsset, {
         id: asset.id,
         owner: asset.owner,
         job_id: jobId,
@@ -467,6 +467,16 @@ export class SqliteStore implements Store {
 }
 
 const SQLITE_CONSTRAINT_FOREIGNKEY = 787;
+
+/**
+ * Runs a one-row write with RETURNING outside a transaction. Never `.get()`: it resets the
+ * statement after the first row, and node:sqlite drops an error of that reset, which is where
+ * the autocommit COMMIT fails (SQLITE_FULL on a full disk): the row would come back as written
+ * while the database rolled it back. `.all()` runs the statement to its end and throws.
+ */
+function writeReturning(statement: StatementSync, params: Params): Record<string, SQLOutputValue> | undefined {
+  return statement.all(params)[0];
+}
 
 function sqliteErrcode(error: unknown): number | undefined {
   return (error as { errcode?: number } | null)?.errcode;

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { routes } from "../../generated/routes.ts";
 import { ServiceError } from "../../src/jobs/errors.ts";
 import { STATUS_OF, toEnvelope, UPSTREAM_MESSAGE } from "../../src/server/error-envelope.ts";
-import { checkAgainstSpec, delayGraph, expectError, expectValid, imageGraph, startTestServer, upload, v, type TestServer } from "./helpers.ts";
+import { checkAgainstSpec, delayGraph, expectError, expectValid, imageGraph, startTestServer, upload, v, waitFor, type TestServer } from "./helpers.ts";
 
 let s: TestServer;
 beforeAll(async () => {
@@ -206,7 +206,7 @@ describe("probes", () => {
     const r = await s.api.get("/readyz");
     expect(r.status).toBe(200);
     expectValid(v.response_getReadiness_200, r.body);
-    expect(r.body).toEqual({ status: "ready", checks: { store: true, engine: true, queue: true, dispatch: true } });
+    expect(r.body).toEqual({ status: "ready", checks: { store: true, engine: true, queue: true, dispatch: true, storage: true } });
   });
 
   it("/readyz is 503 not_ready while the queue is at its bound", async () => {
@@ -214,11 +214,13 @@ describe("probes", () => {
     try {
       const running = await q.api.submit(delayGraph(30));
       await q.api.waitJob(running.id, (j) => j.status === "running", "running");
+      // A start is visible (GET says running) a moment before its fsync ends and it leaves the queue.
+      await waitFor(() => q.runtime.dispatcher.queue.size, (n) => n === 0, "the start to be durable");
       const waiting = await q.api.submit(delayGraph(30));
       const r = await q.api.get("/readyz");
       expect(r.status).toBe(503);
       expectValid(v.response_getReadiness_503, r.body);
-      expect(r.body).toEqual({ status: "not_ready", checks: { store: true, engine: true, queue: false, dispatch: true } });
+      expect(r.body).toEqual({ status: "not_ready", checks: { store: true, engine: true, queue: false, dispatch: true, storage: true } });
       await q.api.post(`/api/v2/jobs/${waiting.id}/cancel`);
       expect((await q.api.get("/readyz")).status).toBe(200);
     } finally {
@@ -235,7 +237,7 @@ describe("probes", () => {
     try {
       const r = await s.api.get("/readyz");
       expect(r.status).toBe(503);
-      expect(r.body).toEqual({ status: "not_ready", checks: { store: false, engine: true, queue: true, dispatch: true } });
+      expect(r.body).toEqual({ status: "not_ready", checks: { store: false, engine: true, queue: true, dispatch: true, storage: true } });
     } finally {
       store.check = check;
     }

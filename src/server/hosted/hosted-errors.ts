@@ -1,7 +1,8 @@
 // Errors of the hosted interface, in ComfyUI's shape `{error: {type, message, details,
 // extra_info}, node_errors?}`, with the statuses of the seed's hosted table.
 import { ServiceError } from "../../jobs/errors.ts";
-import { UPSTREAM_MESSAGE } from "../error-envelope.ts";
+import { isOutOfSpace } from "../../datadir/space.ts";
+import { insufficientStorage, UPSTREAM_MESSAGE } from "../error-envelope.ts";
 
 /** A hosted error response. */
 export interface HostedErrorResponse {
@@ -24,6 +25,7 @@ const STATUS: Partial<Record<string, number>> = {
   payload_too_large: 413,
   // On this interface a 429 means an inactive subscription; a full queue is a 503.
   queue_full: 503,
+  insufficient_storage: 507,
 };
 
 /** When a caller with an inactive subscription may check again (the contract's 429 carries Retry-After). */
@@ -31,6 +33,7 @@ const INACTIVE_RETRY_AFTER_SECONDS = 60;
 
 /** Maps any failure to the hosted shape; unknown failures are a generic 500. */
 export function toHostedError(err: unknown): HostedErrorResponse {
+  if (isOutOfSpace(err)) err = insufficientStorage();
   if (!(err instanceof ServiceError) || STATUS[err.code] === undefined) {
     const statusCode = (err as { statusCode?: unknown })?.statusCode;
     if ((err as { code?: unknown })?.code === "FST_FILES_LIMIT") return plain(400, "invalid_request", "Upload one file per request.");

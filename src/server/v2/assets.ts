@@ -35,6 +35,8 @@ export async function uploadAsset(_input: OperationInput<"uploadAsset">, ctx: Ha
   } catch (err) {
     // The upload as a whole failed: the record made for its file goes too.
     if (result) await ctx.runtime.assets.delete(ctx.caller.owner, result.asset.id);
+    // The body may not have been read to its end: this connection cannot carry another request.
+    ctx.reply.header("connection", "close");
     throw err;
   }
   if (!result) throw invalidRequest([{ field: "file", reason: "missing" }]);
@@ -51,7 +53,11 @@ async function storeFile(ctx: HandlerContext, part: MultipartFile, fields: Recor
       expected_hash: fields.expected_hash,
       tags,
     })
-    .catch((err: unknown) => Promise.reject(broken ? malformedMultipart(err) : err));
+    .catch((err: unknown) => {
+      // Refused before or while storing (a full disk): drain the rest, so the answer goes out.
+      part.file.resume();
+      return Promise.reject(broken ? malformedMultipart(err) : err);
+    });
   if (part.file.truncated) {
     await ctx.runtime.assets.delete(ctx.caller.owner, stored.asset.id);
     throw new ServiceError("payload_too_large", "The request body is too large.");

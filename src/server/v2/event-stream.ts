@@ -87,7 +87,8 @@ export class EventStreams {
     this.releaseOnClose(job.id, stream);
     // A client gone before this point already fired its `close`: release at once.
     if (res.destroyed || !res.socket || res.socket.destroyed) return this.detach(job.id, stream);
-    js.chain = js.chain.then(() => this.greet(job, stream));
+    // A greeting that cannot read the job ends the stream: the client reconnects or polls.
+    js.chain = js.chain.then(() => this.greet(job, stream)).catch(() => void stream.res.end());
   }
 
   /**
@@ -123,7 +124,11 @@ export class EventStreams {
     if (!js) {
       const entry: JobStreams = { streams: new Set(), unsubscribe: () => undefined, chain: Promise.resolve() };
       entry.unsubscribe = this.runtime.events.subscribe(jobId, (e) => {
-        entry.chain = entry.chain.then(() => this.deliver(entry, e)).catch(() => undefined);
+        // An event that cannot be delivered (a failed read) ends the job's streams rather than
+        // leaving them a transition behind; clients reconnect and get the current job.
+        entry.chain = entry.chain.then(() => this.deliver(entry, e)).catch(() => {
+          for (const s of entry.streams) s.res.end();
+        });
       });
       this.jobs.set(jobId, (js = entry));
     }
