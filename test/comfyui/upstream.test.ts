@@ -204,6 +204,8 @@ describe("comfyui mode when ComfyUI goes away", () => {
       expect((await call("GET", `${front.url}/readyz`)).status).toBe(200);
       const job = await submit(front.url, delayGraph(60));
       await until(async () => ((await call("GET", `${upstream.url}/api/v2/jobs?status=running`)).body.jobs.length > 0 ? true : undefined), "the job to run upstream");
+      // It is running for the front too once the upstream's execution_start reached it.
+      await waitJob(front.url, job.id, (j) => j.status === "running", "the job to run");
 
       await upstream.kill();
       // Reachability comes from the socket while it is open: its close is seen a moment later.
