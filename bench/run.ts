@@ -9,6 +9,7 @@ import { parseArgs } from "node:util";
 import { childNodeFlags, ROOT } from "./lib/child.ts";
 import { FULL, QUICK, type BenchContext } from "./lib/context.ts";
 import { machineInfo, markdownTable, type Figure } from "./lib/report.ts";
+import { comfyuiScenarios } from "./scenarios/comfyui.ts";
 import { engineScenarios } from "./scenarios/engine.ts";
 import { hashScenarios } from "./scenarios/hash.ts";
 import { httpScenarios } from "./scenarios/http.ts";
@@ -21,6 +22,7 @@ const SCENARIOS: Record<string, (ctx: BenchContext) => Promise<Figure[]>> = {
   http: httpScenarios,
   sse: sseScenarios,
   memory: memoryScenarios,
+  comfyui: comfyuiScenarios,
 };
 
 async function main(): Promise<number> {

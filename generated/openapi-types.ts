@@ -1701,7 +1701,7 @@ export interface components {
             output_name?: string[];
             /** @description Class name. */
             name: string;
-            /** @description Display name. */
+            /** @description Display name. Always a string; in front of a ComfyUI that sends `null` (nodes that set none), it is the class name, as ComfyUI's frontend shows them. */
             display_name?: string;
             /** @description What the node does. */
             description?: string;

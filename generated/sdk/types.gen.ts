@@ -881,7 +881,7 @@ export type HostedNodeDefinition = {
      */
     name: string;
     /**
-     * Display name.
+     * Display name. Always a string; in front of a ComfyUI that sends `null` (nodes that set none), it is the class name, as ComfyUI's frontend shows them.
      */
     display_name?: string;
     /**

@@ -94,6 +94,10 @@ export interface ExecuteOptions {
   /** The job's id, when the caller has one: the ComfyUI backend submits it as the prompt_id. */
   runId?: string;
   onStart?(event: StartEvent): MaybePromise;
+  /** While the graph waits in a queue of the backend's own (Engine.queuesWork): how much work is ahead of it. */
+  onQueued?(ahead: number): MaybePromise;
+  /** Once, when the graph starts executing (Engine.queuesWork only), before any node event. */
+  onRunning?(): MaybePromise;
   /** Once, before anything runs (possibly with an empty list), as ComfyUI's execution_cached. */
   onCached?(nodes: string[]): MaybePromise;
   onNodeStart?(event: NodeEvent): MaybePromise;
@@ -122,6 +126,11 @@ export interface ExecuteResult {
 export interface Engine {
   /** "embedded" or "comfyui". */
   readonly kind: string;
+  /**
+   * True when execute() first waits in a queue of the backend's own (ComfyUI's): it reports
+   * onQueued while waiting and onRunning once the graph starts. Absent: running from the call on.
+   */
+  readonly queuesWork?: boolean;
   /** ComfyUI's object_info. */
   nodeDefinitions(): Promise<ObjectInfo>;
   /** Every validation error at once, in flowgate's and ComfyUI's shapes. */

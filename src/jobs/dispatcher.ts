@@ -1,11 +1,13 @@
 // Starts queued jobs when a slot is free, sharing the slots fairly between the owners with jobs
 // waiting, and keeps the in-memory queue that answers queue positions. The store is the truth;
-// the queue is rebuilt from it at start.
+// the queue is rebuilt from it at start. With an engine that has a queue of its own (ComfyUI), a
+// started run's job stays `queued` until the engine reports its graph running, and its position is
+// what the engine reports ahead of it.
 import { TerminalStatusError, type JobRecord, type Store } from "../store/index.ts";
 import { DrainRate } from "./drain-rate.ts";
 import type { EventBus } from "./event-bus.ts";
 import { FairQueue } from "./fair-queue.ts";
-import { runJob, type JobRunDeps } from "./job-run.ts";
+import { runJob, type JobRunDeps, type QueuedRunHooks } from "./job-run.ts";
 
 export interface DispatcherOptions extends JobRunDeps {
   /** Jobs that run at once. */
@@ -27,6 +29,8 @@ export class Dispatcher {
   readonly drain = new DrainRate();
   private readonly o: DispatcherOptions;
   private readonly running = new Map<string, AbortController>();
+  /** Runs handed to an engine with its own queue and not started there yet: work ahead of each. */
+  private readonly waitingInEngine = new Map<string, number>();
   /** Secrets of queued and running jobs, in memory only, dropped when the run ends. */
   private readonly extras = new Map<string, { api_key_vendor_org?: string }>();
   private readonly inflight = new Set<Promise<unknown>>();
@@ -112,10 +116,26 @@ export class Dispatcher {
     this.pump();
   }
 
-  /** Takes a queued job out of the queue (cancel, expiry). */
+  /** Takes a queued job out of the queue (cancel, expiry); one already handed to the engine is stopped there. */
   dequeue(jobId: string): void {
     this.queue.remove(jobId);
     this.extras.delete(jobId);
+    if (this.waitingInEngine.has(jobId)) this.running.get(jobId)?.abort();
+  }
+
+  /**
+   * How many jobs, or other work of the engine, are ahead of a queued job (0: next to start);
+   * null when it is not queued. Jobs waiting in flowgate's queue come after everything waiting
+   * in the engine's queue.
+   */
+  position(jobId: string): number | null {
+    const inEngine = this.waitingInEngine.get(jobId);
+    if (inEngine !== undefined) return inEngine;
+    const mine = this.queue.position(jobId);
+    if (mine === null) return null;
+    let engineAhead = 0;
+    for (const ahead of this.waitingInEngine.values()) engineAhead = Math.max(engineAhead, ahead + 1);
+    return mine + engineAhead;
   }
 
   /** An owner's jobs waiting or running (canceling ones included until their run ends). */
@@ -253,6 +273,10 @@ export class Dispatcher {
     while (!this.stopped && this.running.size < this.o.concurrency && (this.o.mayStart?.() ?? true)) {
       const id = await this.nextStartable();
       if (id === undefined) return;
+      if (this.o.engine.queuesWork) {
+        await this.handToEngine(id);
+        continue;
+      }
       const now = this.o.now();
       // The job keeps its place (position 0) until it is durably running.
       const job = await this.o.store.transitionJob(id, ["queued"], "running", { started_at: now }).catch(ignoreTerminal);
@@ -278,7 +302,25 @@ export class Dispatcher {
     return undefined;
   }
 
-  private launch(job: JobRecord): void {
+  /** Starts the run of a job that stays `queued` until the engine reports it running. */
+  private async handToEngine(id: string): Promise<void> {
+    const job = await this.o.store.getJob(id);
+    // A cancel or an expiry that came during the read has taken it out of the queue already.
+    if (!this.queue.remove(id)) return;
+    if (!job || job.status !== "queued") {
+      this.extras.delete(id);
+      return;
+    }
+    this.waitingInEngine.set(id, 0);
+    this.launch(job, {
+      onQueued: (ahead) => {
+        if (this.waitingInEngine.has(id)) this.waitingInEngine.set(id, ahead);
+      },
+      onRunning: () => this.waitingInEngine.delete(id),
+    });
+  }
+
+  private launch(job: JobRecord, hooks?: QueuedRunHooks): void {
     const controller = new AbortController();
     // A fill that was committing this start when the stop came launches it late: stop it too.
     if (this.abortingRuns) controller.abort();
@@ -286,11 +328,12 @@ export class Dispatcher {
     this.queue.started(job.owner);
     const extra = this.extras.get(job.id) ?? {};
     const deps = { ...this.o, persistEnd: <T>(write: () => Promise<T>) => this.persistEnd(job.id, write) };
-    const p = runJob(deps, job, extra, controller.signal)
+    const p = runJob(deps, job, extra, controller.signal, hooks)
       .catch(() => null)
       .finally(() => {
         this.failingWrites.delete(job.id);
         this.running.delete(job.id);
+        this.waitingInEngine.delete(job.id);
         this.extras.delete(job.id);
         this.queue.ended(job.owner);
         this.inflight.delete(p);

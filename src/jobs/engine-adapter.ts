@@ -10,6 +10,7 @@ import { ServiceError } from "./errors.ts";
 export function engineAdapter(engine: Engine): EnginePort {
   return {
     isUiFormat,
+    queuesWork: engine.queuesWork === true,
     assetReferences: (graph) => findAssetReferences(graph).map((r) => ({ node_id: r.node_id, input: r.input, id: r.ref?.id ?? null })),
     async validate(graph): Promise<GraphValidation> {
       const v = await engine.validate(graph);
@@ -49,6 +50,8 @@ async function run(engine: Engine, graph: Record<string, unknown>, o: RunOptions
       },
       resolveUpload: o.resolveUpload,
       onStart: (e) => o.onStart([...e.cached, ...e.nodes]),
+      onQueued: (ahead) => o.onQueued(ahead),
+      onRunning: () => o.onRunning(),
       onCached: (ids) => o.onCached(ids),
       onNodeStart: (e) => o.onNodeStart(e.node_id, e.class_type),
       onNodeDone: (e) => o.onNodeDone(e.node_id, e.class_type, e.ui),

@@ -55,6 +55,10 @@ export interface RunOptions {
   resolveAsset(ref: { id: string }): Promise<{ bytes: Buffer; hash: string; content_type: string } | null>;
   resolveUpload(name: string): Promise<{ bytes: Buffer; hash: string } | null>;
   onStart(nodes: string[]): void;
+  /** While the run waits in the engine's own queue (EnginePort.queuesWork): work ahead of it there. */
+  onQueued(ahead: number): void;
+  /** The graph started executing (EnginePort.queuesWork only); what is reported after it is published after the move. */
+  onRunning(): void;
   onCached(nodeIds: string[]): void;
   onNodeStart(nodeId: string, classType: string): void;
   onNodeDone(nodeId: string, classType: string, ui: Record<string, unknown> | null): void;
@@ -75,6 +79,11 @@ export interface EnginePort {
   /** Every `core/ASSET` reference in the graph, malformed ones included. */
   assetReferences(graph: Record<string, unknown>): GraphAssetReference[];
   validate(graph: Record<string, unknown>): Promise<GraphValidation>;
+  /**
+   * True when a run first waits in a queue of the engine's own: its job stays `queued` until the
+   * engine reports onRunning. False: the job is `running` from the start of the run.
+   */
+  readonly queuesWork: boolean;
   /** Runs a validated graph; never rejects: the end is reported as a RunEnd. */
   run(graph: Record<string, unknown>, options: RunOptions): Promise<RunEnd>;
   /** Node definitions in ComfyUI's object_info shape. */

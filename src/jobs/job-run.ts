@@ -22,8 +22,19 @@ export interface JobRunDeps {
   persistEnd?: <T>(write: () => Promise<T>) => Promise<T>;
 }
 
-/** Runs a job that is already `running`, to its terminal state. */
-export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_vendor_org?: string }, signal: AbortSignal): Promise<JobRecord | null> {
+/** What the dispatcher hears of a run whose job is still `queued` (an engine with its own queue). */
+export interface QueuedRunHooks {
+  /** Work ahead of the job in the engine's queue. */
+  onQueued(ahead: number): void;
+  /** The job is `running` now (or ended without a start the engine reported). */
+  onRunning(): void;
+}
+
+/**
+ * Runs a job to its terminal state. A `running` job runs from now on; a `queued` one (an engine
+ * with a queue of its own) moves to `running` when the engine reports that its graph started.
+ */
+export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_vendor_org?: string }, signal: AbortSignal, hooks?: QueuedRunHooks): Promise<JobRecord | null> {
   const { store, events, assets } = deps;
   const base = { job_id: job.id, owner: job.owner };
   const tracker = new ProgressTracker();
@@ -42,6 +53,37 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
     events.publish({ type: "progress", ...base, progress });
   };
 
+  let started = job.status !== "queued";
+  /** The plan, kept back while the job is queued: progress belongs to running jobs. */
+  let planned: Progress | null = null;
+  /**
+   * While the move to `running` commits, what the run reports waits behind it, in order, so the
+   * `running` status goes out first; the engine itself goes on meanwhile.
+   */
+  let startCommit: Promise<void> | null = null;
+  const waitFor = (step: Promise<void>): void => {
+    startCommit = step;
+    void step.then(() => {
+      if (startCommit === step) startCommit = null;
+    });
+  };
+  const inOrder = (publish: () => void): void => (startCommit ? waitFor(startCommit.then(publish)) : publish());
+  const markRunning = (): void => {
+    if (started) return;
+    started = true;
+    waitFor(
+      store
+        .transitionJob(job.id, ["queued"], "running", { started_at: deps.now() })
+        .catch(ignoreTerminal)
+        .then((moved) => {
+          hooks?.onRunning();
+          if (!moved) return; // canceled or expired meanwhile: the run is being stopped
+          events.publish({ type: "status", job: moved });
+          if (planned) report(planned);
+        }),
+    );
+  };
+
   let end: RunEnd;
   try {
     const graph = (await store.getJobWorkflow(job.id)) ?? {};
@@ -51,24 +93,36 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
       extra,
       resolveAsset: (ref) => assets.readOwned(job.owner, ref.id),
       resolveUpload: (name) => assets.readUploadByName(job.owner, name),
-      onStart: (nodes) => report(tracker.plan(nodes)),
-      onCached: (ids) => {
-        events.publish({ type: "cached", ...base, node_ids: ids });
-        report(tracker.cached(ids));
+      onStart: (nodes) => {
+        const plan = tracker.plan(nodes);
+        if (started) report(plan);
+        else planned = plan;
       },
-      onNodeStart: (node_id, class_type) => {
-        events.publish({ type: "node_start", ...base, node_id, class_type });
-        report(tracker.nodeStart(node_id, class_type));
-      },
+      onQueued: (ahead) => hooks?.onQueued(ahead),
+      onRunning: markRunning,
+      onCached: (ids) =>
+        inOrder(() => {
+          events.publish({ type: "cached", ...base, node_ids: ids });
+          report(tracker.cached(ids));
+        }),
+      onNodeStart: (node_id, class_type) =>
+        inOrder(() => {
+          events.publish({ type: "node_start", ...base, node_id, class_type });
+          report(tracker.nodeStart(node_id, class_type));
+        }),
       onNodeDone: (node_id, class_type, ui) => {
-        events.publish({ type: "node_done", ...base, node_id, class_type, ui: renameInUi(ui, renamed) });
-        report(tracker.nodeDone(node_id));
+        const renamedUi = renameInUi(ui, renamed);
+        inOrder(() => {
+          events.publish({ type: "node_done", ...base, node_id, class_type, ui: renamedUi });
+          report(tracker.nodeDone(node_id));
+        });
       },
-      onProgress: (node_id, value, max) => {
-        events.publish({ type: "step", ...base, node_id, value, max });
-        report(tracker.step(node_id, value, max));
-      },
-      onPreview: (node_id, content_type, data) => events.publish({ type: "preview", ...base, node_id, content_type, data }),
+      onProgress: (node_id, value, max) =>
+        inOrder(() => {
+          events.publish({ type: "step", ...base, node_id, value, max });
+          report(tracker.step(node_id, value, max));
+        }),
+      onPreview: (node_id, content_type, data) => inOrder(() => events.publish({ type: "preview", ...base, node_id, content_type, data })),
       onOutput: (output) =>
         track(commits, async () => {
           const name = await deps.names.reserve(job.owner, output.folder, output.name);
@@ -80,21 +134,27 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
             if (isOutOfSpace(err)) spaceFailure ??= { node_id: output.node_id, class_type: output.class_type };
             throw err;
           }
-          events.publish({ type: "output", ...base, asset });
+          inOrder(() => events.publish({ type: "output", ...base, asset }));
         }),
       onLog: (text) => {
         log.write(text);
-        events.publish({ type: "log", ...base, text });
+        inOrder(() => events.publish({ type: "log", ...base, text }));
       },
     });
   } catch {
     // The port promises not to throw, but the graph read can fail: either way the job still ends.
     end = { kind: "failed", error: { code: "node_execution_error", message: "The workflow failed." } };
   }
+  // An end the engine reached without reporting a start (a prompt it refused, a missed message)
+  // still passes through `running`: a job only leaves `queued` by running or by a cancel.
+  if (end.kind !== "canceled") markRunning();
+  await startCommit;
   // A canceled run can end while an output is still being committed: it lands before the end state.
   await Promise.allSettled(commits);
   if (end.kind === "failed" && spaceFailure !== null) end = { kind: "failed", error: outOfSpace(spaceFailure) };
-  await progressWrites.idle();
+  // A success writes its final progress with its end (a write still waiting then finds the job
+  // no longer running and changes nothing); other ends keep the last snapshot, so it lands first.
+  if (end.kind !== "succeeded") await progressWrites.idle();
 
   const persist = deps.persistEnd ?? ((write) => write());
   const finished = await persist(async () => {
@@ -130,6 +190,11 @@ async function settle(store: Store, id: string, to: JobStatus, patch: Parameters
     if (err instanceof TerminalStatusError) return null;
     throw err;
   }
+}
+
+function ignoreTerminal(err: unknown): null {
+  if (err instanceof TerminalStatusError) return null;
+  throw err;
 }
 
 /** The node's ui dict with each file info's name replaced by the name it was committed under. */

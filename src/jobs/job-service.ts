@@ -116,7 +116,7 @@ export class JobService {
     }
     this.o.events.publish({ type: "status", job });
     this.o.dispatcher.enqueue(job, submission.extra_data);
-    return { job, outputs: [], queue_position: this.o.dispatcher.queue.position(job.id), logs: null };
+    return { job, outputs: [], queue_position: this.o.dispatcher.position(job.id), logs: null };
   }
 
   /**
@@ -159,7 +159,7 @@ export class JobService {
       job.status === "queued" ? [] : this.o.store.listJobOutputs(job.id),
       withLogs && isTerminalStatus(job.status) ? this.o.store.getJobLogs(job.id) : Promise.resolve(null),
     ]);
-    return { job, outputs, queue_position: job.status === "queued" ? this.o.dispatcher.queue.position(job.id) : null, logs };
+    return { job, outputs, queue_position: job.status === "queued" ? this.o.dispatcher.position(job.id) : null, logs };
   }
 
   /** The caller's jobs, newest first. */

@@ -19,6 +19,8 @@ export interface FakeOptions {
   onPrompt?: (body: any) => { status: number; body: unknown } | undefined;
   /** Runs after a prompt was queued and before POST /prompt answers (messages may beat the answer). */
   beforeAnswer?: (promptId: string) => void;
+  /** Status of POST /interrupt (default 200); 404 as a ComfyUI without the route answers. */
+  interruptStatus?: number;
 }
 
 /** One scripted ComfyUI. */
@@ -31,6 +33,8 @@ export class FakeComfyUI {
   readonly handshakes: any[] = [];
   /** The URL of every WebSocket connection. */
   readonly connections: string[] = [];
+  /** Close every socket right after its status message, as a server dropping idle sockets does. */
+  closeIdleSockets = false;
   url = "";
   private readonly server: http.Server;
   private readonly wss = new WebSocketServer({ noServer: true });
@@ -55,6 +59,7 @@ export class FakeComfyUI {
         });
         ws.on("close", () => this.sockets.delete(ws));
         ws.send(JSON.stringify({ type: "status", data: { status: { exec_info: { queue_remaining: this.queue.running.length + this.queue.pending.length } }, sid: "x" } }));
+        if (this.closeIdleSockets) ws.close(1000);
       });
     });
   }
@@ -88,6 +93,11 @@ export class FakeComfyUI {
   /** Sends a JSON message to every socket. */
   send(type: string, data: Record<string, unknown>): void {
     for (const ws of this.sockets) ws.send(JSON.stringify({ type, data }));
+  }
+
+  /** Sends the queue's size to every socket, as ComfyUI does on every change of its queue. */
+  broadcastStatus(): void {
+    this.send("status", { status: { exec_info: { queue_remaining: this.queue.running.length + this.queue.pending.length } } });
   }
 
   /** Sends a binary frame to every socket. */
@@ -128,6 +138,7 @@ export class FakeComfyUI {
       if (answer) return json(answer.status, answer.body);
       const id = typeof rec.json.prompt_id === "string" ? rec.json.prompt_id : `p-${++this.counter}`;
       this.queue.pending.push(id);
+      this.broadcastStatus();
       this.o.beforeAnswer?.(id);
       json(200, { prompt_id: id, number: this.counter, node_errors: {} });
       const waiter = this.promptWaiters.shift();
@@ -138,9 +149,10 @@ export class FakeComfyUI {
     if (req.method === "POST" && p === "/queue") {
       const del: string[] = rec.json?.delete ?? [];
       this.queue.pending = this.queue.pending.filter((id) => !del.includes(id));
+      this.broadcastStatus();
       return void res.writeHead(200).end();
     }
-    if (req.method === "POST" && p === "/interrupt") return void res.writeHead(200).end();
+    if (req.method === "POST" && p === "/interrupt") return void res.writeHead(this.o.interruptStatus ?? 200).end();
     if (req.method === "GET" && p.startsWith("/history/")) {
       const id = decodeURIComponent(p.slice("/history/".length));
       return json(200, this.history.has(id) ? { [id]: this.history.get(id) } : {});
@@ -170,6 +182,7 @@ export class FakeComfyUI {
     this.queue.pending = this.queue.pending.filter((p) => p !== id);
     this.queue.running = this.queue.running.filter((p) => p !== id);
     this.history.set(id, entry);
+    this.broadcastStatus();
   }
 
   /** Forgets a prompt entirely (a restarted ComfyUI). */

@@ -204,14 +204,19 @@ describe("comfyui mode when ComfyUI goes away", () => {
       expect((await call("GET", `${front.url}/readyz`)).status).toBe(200);
       const job = await submit(front.url, delayGraph(60));
       await until(async () => ((await call("GET", `${upstream.url}/api/v2/jobs?status=running`)).body.jobs.length > 0 ? true : undefined), "the job to run upstream");
+      // It is running for the front too once the upstream's execution_start reached it.
+      await waitJob(front.url, job.id, (j) => j.status === "running", "the job to run");
 
       await upstream.kill();
+      // Reachability comes from the socket while it is open: its close is seen a moment later.
+      const ready = await until(async () => {
+        const r = await call("GET", `${front.url}/readyz`);
+        return r.status === 503 ? r : undefined;
+      }, "not ready");
+      expect(ready.body.checks.engine).toBe(false);
       const down = await call("POST", `${front.url}/api/v2/jobs`, { workflow: delayGraph(1) });
       expect(down.status).toBe(500);
       expect(down.body.error.code).toBe("upstream_error");
-      const ready = await call("GET", `${front.url}/readyz`);
-      expect(ready.status).toBe(503);
-      expect(ready.body.checks.engine).toBe(false);
       expect((await call("GET", `${front.url}/api/v2/jobs/${job.id}`)).body.status).toBe("running");
 
       // The same address, a fresh data dir: a ComfyUI restarted without its queue.
@@ -265,11 +270,14 @@ describe("comfyui mode at ComfyUI's queue bound", () => {
     try {
       const direct: string[] = [];
       for (let i = 0; i < 2; i++) direct.push((await call("POST", `${upstream.url}/api/v2/jobs`, { workflow: delayGraph(60) })).body.id);
+      // The front learns the load from the upstream's `status` messages, a moment after the queue changed.
+      await until(() => front.engine.admit().then(() => undefined, () => true), "the front to see the full queue");
       const full = await call("POST", `${front.url}/api/v2/jobs`, { workflow: delayGraph(1) });
       expect(full.status).toBe(429);
       expect(full.body.error.code).toBe("queue_full");
       expect(full.headers.get("retry-after")).toMatch(/^\d+$/);
       await call("POST", `${upstream.url}/api/v2/jobs/${direct[1]}/cancel`);
+      await until(() => front.engine.admit().then(() => true, () => undefined), "the front to see room in the queue");
       const job = await submit(front.url, { "1": { class_type: "PrimitiveString", inputs: { value: "room" } }, "2": { class_type: "PreviewAny", inputs: { source: ["1", 0] } } });
       await call("POST", `${upstream.url}/api/v2/jobs/${direct[0]}/cancel`);
       expect((await waitJob(front.url, job.id, (j) => TERMINAL.includes(j.status), "the job to end")).status).toBe("succeeded");

@@ -6,7 +6,7 @@ import { ComfyUIEngine } from "../../src/engine/comfyui/index.ts";
 import { EmbeddedEngine } from "../../src/engine/embedded-engine.ts";
 import { EngineBusyError, EngineUnavailableError } from "../../src/engine/engine.ts";
 import { FakeComfyUI } from "./fake-comfyui.ts";
-import { FAST } from "./helpers.ts";
+import { FAST, until } from "./helpers.ts";
 
 const embedded = new EmbeddedEngine();
 const OBJECT_INFO = embedded.nodeDefinitionsSync() as unknown as Record<string, unknown>;
@@ -130,7 +130,8 @@ describe("validation from object_info", () => {
     await engine.validate(GRAPHS.valid);
     await fake.stop();
     fakes = [];
-    expect(await engine.ready()).toBe(false);
+    // Reachability comes from the socket while it is open: its close is seen a moment later.
+    await until(async () => ((await engine.ready()) ? undefined : true), "not ready");
     expect((await engine.validate(GRAPHS.valid)).valid).toBe(true);
     await expect(engine.admit()).rejects.toBeInstanceOf(EngineUnavailableError);
     const cold = new ComfyUIEngine({ ...FAST, urls: [fake.url] });
@@ -141,9 +142,11 @@ describe("validation from object_info", () => {
   it("admission is refused as busy when every instance's queue is at the bound", async () => {
     const { fake, engine } = await engineOver(OBJECT_INFO, { maxQueue: 2 });
     fake.queue.pending.push("a");
+    fake.broadcastStatus();
     await expect(engine.admit()).resolves.toBeUndefined();
     fake.queue.pending.push("b");
-    const err = await engine.admit().then(() => null, (e: unknown) => e);
+    fake.broadcastStatus();
+    const err = await until(() => engine.admit().then(() => undefined, (e: unknown) => e), "a refused admission");
     expect(err).toBeInstanceOf(EngineBusyError);
     expect((err as EngineBusyError).retryAfterSeconds).toBeGreaterThan(0);
   });

@@ -15,6 +15,7 @@ import { ComfyHttpError, ComfyUnreachableError, type HttpTimeouts } from "./http
 import type { Instance, InstanceTimings } from "./instance.ts";
 import { InstancePool } from "./pool.ts";
 import { PromptRun, type RunTimings } from "./prompt-run.ts";
+import type { SocketTimings } from "./socket.ts";
 import { prepareInputs } from "./uploads.ts";
 
 /** Construction options of the comfyui backend (every duration in ms). */
@@ -35,11 +36,17 @@ export interface ComfyUIEngineOptions {
   unreachableGraceMs?: number;
   confirmTimeoutMs?: number;
   cancelWaitMs?: number;
+  /** First socket reconnect wait (default 250 ms); it doubles per failed or short-lived connection, with jitter. */
   reconnectMinMs?: number;
+  /** Cap of the reconnect wait (default 15 s). */
   reconnectMaxMs?: number;
+  /** A socket connection open this long resets the reconnect backoff (default 60 s). */
+  reconnectStableMs?: number;
   pingIntervalMs?: number;
   probeTimeoutMs?: number;
   http?: Partial<HttpTimeouts>;
+  /** Test seams of the socket: the jitter's random numbers and the reconnect scheduler. */
+  socket?: Pick<SocketTimings, "random" | "schedule">;
 }
 
 /** The key name ComfyUI reads the partner key from in a prompt's extra_data. */
@@ -48,8 +55,10 @@ const PARTNER_KEY = "api_key_vendor_org";
 /** The Engine over ComfyUI instances. */
 export class ComfyUIEngine implements Engine {
   readonly kind = "comfyui";
+  /** A prompt waits in ComfyUI's queue first: onQueued while it waits, onRunning at its execution_start. */
+  readonly queuesWork = true;
   private readonly pool: InstancePool;
-  private readonly o: Required<Omit<ComfyUIEngineOptions, "maxQueue" | "http">> & Pick<ComfyUIEngineOptions, "maxQueue" | "http">;
+  private readonly o: Required<Omit<ComfyUIEngineOptions, "maxQueue" | "http" | "socket">> & Pick<ComfyUIEngineOptions, "maxQueue" | "http" | "socket">;
   private merged: { docs: Record<string, unknown>[]; registry: NodeRegistry } | null = null;
 
   constructor(options: ComfyUIEngineOptions) {
@@ -62,7 +71,8 @@ export class ComfyUIEngine implements Engine {
       confirmTimeoutMs: 30_000,
       cancelWaitMs: 15_000,
       reconnectMinMs: 250,
-      reconnectMaxMs: 5_000,
+      reconnectMaxMs: 15_000,
+      reconnectStableMs: 60_000,
       pingIntervalMs: 30_000,
       probeTimeoutMs: 3_000,
       ...options,
@@ -74,6 +84,8 @@ export class ComfyUIEngine implements Engine {
       probeTimeoutMs: this.o.probeTimeoutMs,
       reconnectMinMs: this.o.reconnectMinMs,
       reconnectMaxMs: this.o.reconnectMaxMs,
+      stableAfterMs: this.o.reconnectStableMs,
+      ...this.o.socket,
       pingIntervalMs: this.o.pingIntervalMs,
       http: this.o.http ?? {},
     };
@@ -156,9 +168,12 @@ export class ComfyUIEngine implements Engine {
         // The partner key travels in this request only; it is never kept or logged.
         if (key) body.extra_data = { [PARTNER_KEY]: key };
         phase = "post";
+        const connectionAtPost = instance.connection;
         const accepted = await instance.http.postPrompt(body);
-        run = this.newRun(instance, g, nodes, options, secrets);
+        run = this.newRun(instance, g, nodes, options, secrets, connectionAtPost);
         run.accepted(accepted.prompt_id);
+        // Everything queued there at the probe is ahead of it; the reconcile refines this.
+        run.queued(instance.load);
         instance.follow(run);
         // ComfyUI queues the outputs that validated and reports the others; here any error fails the job.
         if (Object.keys(accepted.node_errors).length > 0) {
@@ -190,7 +205,7 @@ export class ComfyUIEngine implements Engine {
     }
   }
 
-  private newRun(instance: Instance, graph: Record<string, unknown>, registry: NodeRegistry, options: ExecuteOptions, secrets: string[]): PromptRun {
+  private newRun(instance: Instance, graph: Record<string, unknown>, registry: NodeRegistry, options: ExecuteOptions, secrets: string[], connectionAtPost: number | null): PromptRun {
     return new PromptRun({
       http: instance.http,
       graph,
@@ -199,6 +214,8 @@ export class ComfyUIEngine implements Engine {
       secrets,
       timings: { confirmTimeoutMs: this.o.confirmTimeoutMs, cancelWaitMs: this.o.cancelWaitMs } satisfies RunTimings,
       onSettled: (r) => instance.forget(r),
+      connection: () => instance.connection,
+      connectionAtPost,
     });
   }
 

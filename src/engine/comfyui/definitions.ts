@@ -76,5 +76,15 @@ export function registryOf(infos: readonly Record<string, unknown>[]): NodeRegis
 export function mergeObjectInfo(infos: readonly Record<string, unknown>[]): ObjectInfo {
   const out: Record<string, unknown> = {};
   for (const info of infos) for (const [name, raw] of Object.entries(info)) if (!(name in out)) out[name] = raw;
-  return structuredClone(out) as ObjectInfo;
+  const copy = structuredClone(out);
+  for (const [name, raw] of Object.entries(copy)) if (isPlainObject(raw)) normalizeEntry(name, raw);
+  return copy as ObjectInfo;
+}
+
+/**
+ * ComfyUI sends `display_name: null` for nodes that set none (many V3 nodes); its own frontend
+ * shows the class name then, and the contract promises a string: flowgate sends that name.
+ */
+function normalizeEntry(name: string, entry: Record<string, unknown>): void {
+  if (typeof entry.display_name !== "string" || entry.display_name === "") entry.display_name = typeof entry.name === "string" && entry.name !== "" ? entry.name : name;
 }

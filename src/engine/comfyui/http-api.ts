@@ -118,10 +118,18 @@ export class ComfyHttp {
     return typeof n === "number" && Number.isFinite(n) ? n : 0;
   }
 
-  /** GET /queue, reduced to prompt ids (an entry is [number, prompt_id, prompt, extra_data, outputs]). */
+  /**
+   * GET /queue, reduced to prompt ids in queue order (an entry is [number, prompt_id, prompt,
+   * extra_data, outputs]; ComfyUI lists its pending heap unsorted, the number orders it).
+   */
   async queue(): Promise<QueueState> {
     const body = await this.json("GET", "/queue");
-    const ids = (list: unknown) => (Array.isArray(list) ? list.map((e) => (Array.isArray(e) ? String(e[1]) : "")).filter(Boolean) : []);
+    const ids = (list: unknown) =>
+      (Array.isArray(list) ? list.filter(Array.isArray) : [])
+        .map((e: unknown[]) => ({ n: typeof e[0] === "number" ? e[0] : 0, id: typeof e[1] === "string" ? e[1] : "" }))
+        .filter((e) => e.id !== "")
+        .sort((a, b) => a.n - b.n)
+        .map((e) => e.id);
     return isObject(body) ? { running: ids(body.queue_running), pending: ids(body.queue_pending) } : { running: [], pending: [] };
   }
 

@@ -37,6 +37,12 @@ export class Instance {
   reserved = 0;
   /** Reconnections of the socket (metrics). */
   reconnects = 0;
+  /** queue_remaining (running and pending prompts) at the last probe or `status` message. */
+  load = 0;
+  /** A `status` message came on the connection open now: `load` is current (ComfyUI sends one on every queue change). */
+  private loadLive = false;
+  /** Counts socket connections; a run whose messages all came on one connection missed none. */
+  private epoch = 0;
   private readonly socket: ComfySocket;
   private readonly runs = new Map<string, PromptRun>();
   private early: { promptId: string; message: ComfyMessage; at: number }[] = [];
@@ -54,10 +60,11 @@ export class Instance {
     this.timings = timings;
     this.http = new ComfyHttp(url, timings.http);
     this.socket = new ComfySocket(this.http.socketUrl(this.clientId), {
-      onOpen: (reconnected) => this.onOpen(reconnected),
+      onOpen: (reconnected, afterOutage) => this.onOpen(reconnected, afterOutage),
       onClose: () => {
         this.unreachableSince ??= Date.now();
         this.currentPrompt = null;
+        this.loadLive = false;
       },
       onJson: (m) => this.onMessage(m),
       onBinary: (f) => this.onBinary(f),
@@ -110,11 +117,22 @@ export class Instance {
     return this.info ? Date.now() - this.info.at : Number.POSITIVE_INFINITY;
   }
 
-  /** How busy the instance is (its queue_remaining), or null when it cannot be reached. */
+  /** The current socket connection, or null while none is open: equal values mean no message was missed between them. */
+  get connection(): number | null {
+    return this.socket.connected ? this.epoch : null;
+  }
+
+  /**
+   * How busy the instance is (its queue_remaining), or null when it cannot be reached. While the
+   * socket is open, ComfyUI's `status` messages keep the load current and no request is made.
+   */
   async probe(): Promise<number | null> {
+    if (this.loadLive && this.socket.connected) return this.load;
     try {
       const n = await this.http.queueRemaining(this.timings.probeTimeoutMs);
       this.unreachableSince = null;
+      this.load = n;
+      this.socket.kick();
       return n;
     } catch (err) {
       // It answered, just not as expected: reachable, load unknown.
@@ -157,6 +175,12 @@ export class Instance {
         const q = await this.http.queue();
         live = new Set([...q.running, ...q.pending]);
         this.unreachableSince = null;
+        // Where each prompt stands: running (its execution_start may have been missed), or how much is ahead.
+        for (const run of this.runs.values()) {
+          if (q.running.includes(run.promptId)) run.push({ kind: "running" });
+          const at = q.pending.indexOf(run.promptId);
+          if (at >= 0) run.queued(q.running.length + at);
+        }
       } catch {
         this.unreachableSince ??= startedAt;
         if (Date.now() - this.unreachableSince >= this.timings.lostAfterMs) for (const run of [...this.runs.values()]) run.push({ kind: "lost" });
@@ -173,18 +197,23 @@ export class Instance {
     }
   }
 
-  private onOpen(reconnected: boolean): void {
+  private onOpen(reconnected: boolean, afterOutage: boolean): void {
     this.unreachableSince = null;
+    this.epoch++;
     if (!reconnected) return;
     this.reconnects++;
-    // It may have restarted: inputs may be gone, nodes may have changed, prompts may be forgotten.
+    // Messages may have been missed while no socket was open.
+    void this.reconcile();
+    // A socket closed while idle (the server answered the next attempt at once) keeps the cached
+    // definitions and uploads. After an outage it may have restarted: inputs may be gone, nodes
+    // may have changed.
+    if (!afterOutage) return;
     this.uploads.clear();
     void this.objectInfo(true).catch(() => undefined);
-    void this.reconcile();
   }
 
   private onMessage(m: ComfyMessage): void {
-    if (m.type === "status") return;
+    if (m.type === "status") return this.onStatus(m);
     const id = promptIdOf(m) ?? this.currentPrompt;
     if (m.type === "execution_start" && id) this.currentPrompt = id;
     else if (outcomeOf(m) && id === this.currentPrompt) this.currentPrompt = null;
@@ -194,6 +223,14 @@ export class Instance {
     const now = Date.now();
     this.early = this.early.filter((e) => now - e.at < EARLY_MESSAGE_MS).slice(-EARLY_MESSAGE_LIMIT);
     this.early.push({ promptId: id, message: m, at: now });
+  }
+
+  private onStatus(m: ComfyMessage): void {
+    const status = m.data.status as { exec_info?: { queue_remaining?: unknown } } | undefined;
+    const n = status?.exec_info?.queue_remaining;
+    if (typeof n !== "number" || !Number.isFinite(n)) return;
+    this.load = n;
+    this.loadLive = true;
   }
 
   private onBinary(frame: Buffer): void {

@@ -12,8 +12,11 @@ import { ComfyHttpError, ComfyUnreachableError, type ComfyHttp, type HistoryEntr
 import { outcomeOf, outcomeOfHistory, type BinaryFrame, type ComfyMessage, type Outcome } from "./messages.ts";
 import { materialize, outputKey, outputsOfUi } from "./outputs.ts";
 
-/** What reaches a run: a socket message, the history entry a reconcile found, or word that ComfyUI forgot the prompt. */
-export type RunEvent = { kind: "message"; message: ComfyMessage } | { kind: "history"; entry: HistoryEntry } | { kind: "lost" };
+/**
+ * What reaches a run: a socket message, what a reconcile found (the prompt running, or its
+ * history entry), or word that ComfyUI forgot the prompt.
+ */
+export type RunEvent = { kind: "message"; message: ComfyMessage } | { kind: "running" } | { kind: "history"; entry: HistoryEntry } | { kind: "lost" };
 
 /** Timings of a run, in ms. */
 export interface RunTimings {
@@ -33,6 +36,10 @@ export interface PromptRunOptions {
   timings: RunTimings;
   /** Called once when the run settles. */
   onSettled(run: PromptRun): void;
+  /** The instance's socket connection now (null: none open); see Instance.connection. */
+  connection(): number | null;
+  /** The connection before POST /prompt was sent. */
+  connectionAtPost: number | null;
 }
 
 /** A prompt being followed. */
@@ -50,6 +57,8 @@ export class PromptRun {
   private stopping: "cancel" | "timeout" | null = null;
   private stopTimer: NodeJS.Timeout | null = null;
   private current: string | null = null;
+  /** ComfyUI started the prompt (onRunning was called). */
+  private running = false;
   private readonly started = new Set<string>();
   private readonly done = new Set<string>();
   private readonly cached = new Set<string>();
@@ -75,6 +84,14 @@ export class PromptRun {
   accepted(promptId: string): void {
     this.promptId = promptId;
     this.acceptedAt = Date.now();
+  }
+
+  /** Work ahead of the prompt in ComfyUI's queue, while it waits there. */
+  queued(ahead: number): void {
+    if (this.running || this.settled || this.stopping) return;
+    void Promise.resolve()
+      .then(() => this.o.callbacks.onQueued?.(ahead))
+      .catch(() => undefined);
   }
 
   /** Queues an event; events are handled one at a time, in order. */
@@ -107,8 +124,10 @@ export class PromptRun {
 
   /**
    * Stops the prompt: deleted from the queue while pending, interrupted by its id while running
-   * (never a global interrupt). The run then settles as canceled (or timed out) once ComfyUI
-   * confirms, or after cancelWaitMs.
+   * (never a global interrupt). The run settles as canceled (or timed out) only once ComfyUI
+   * confirms: the prompt left its queue, or an end message arrived. A ComfyUI that refuses the
+   * interrupt (404 on an old version) thus keeps the run stopping until the prompt ends there;
+   * after cancelWaitMs it settles anyway (the documented bound).
    */
   async stop(reason: "cancel" | "timeout"): Promise<void> {
     if (this.settled || this.stopping) return;
@@ -118,21 +137,22 @@ export class PromptRun {
     this.stopTimer.unref();
     const { http } = this.o;
     const id = this.promptId;
-    try {
-      const before = await http.queue();
-      if (before.pending.includes(id)) {
-        await http.deletePending([id]);
-        const after = await http.queue();
-        // It may have started between the read and the delete.
-        if (after.running.includes(id)) await http.interrupt(id);
-        else if (!after.pending.includes(id)) return this.settleStopped(); // removed before it ran: no message will come
-      } else if (before.running.includes(id)) {
-        await http.interrupt(id);
-      } else {
-        return this.settleStopped(); // already finished or forgotten
+    let interrupted = false;
+    for (let wait = 10; !this.settled; wait = Math.min(wait * 2, 500)) {
+      const q = await http.queue().catch(() => null); // unreachable: the reconcile's lostAfterMs still applies
+      if (q && q.pending.includes(id)) {
+        await http.deletePending([id]).catch(() => undefined);
+        continue; // read again: it may have started between the read and the delete
       }
-    } catch {
-      this.settleStopped(); // unreachable: nothing more to wait for
+      if (q && q.running.includes(id)) {
+        if (!interrupted) {
+          interrupted = true;
+          await http.interrupt(id).catch(() => undefined);
+        }
+      } else if (q) {
+        return this.settleStopped(); // it left the queue: removed, interrupted or finished
+      }
+      await new Promise((r) => setTimeout(r, wait));
     }
   }
 
@@ -144,6 +164,12 @@ export class PromptRun {
   }
 
   private async handle(event: RunEvent): Promise<void> {
+    // ComfyUI sends a prompt's messages (execution_start first) only once its worker took it.
+    if ((event.kind === "message" || event.kind === "running") && !this.running) {
+      this.running = true;
+      await this.o.callbacks.onRunning?.();
+    }
+    if (event.kind === "running") return;
     if (event.kind === "lost") {
       if (this.stopping) return this.settleStopped();
       return this.settle(() =>
@@ -238,7 +264,7 @@ export class PromptRun {
   /** Confirms the end from history, fetches outputs the socket never announced, and settles. */
   private async end(said: Outcome, known: HistoryEntry | undefined): Promise<void> {
     this.ending = true;
-    const entry = known ?? (await this.confirm());
+    const entry = known ?? (this.socketToldAll(said) ? null : await this.confirm());
     if (this.settled) return;
     if (this.stopping) return this.settleStopped();
     let outcome: Outcome = entry ? outcomeOfHistory(entry) : said.kind === "ended" ? { kind: "success" } : said;
@@ -258,6 +284,16 @@ export class PromptRun {
     const data = (outcome as { data?: Record<string, unknown> }).data ?? {};
     const jobError = jobErrorOf(data, (cls) => this.o.registry.get(cls)?.api_node === true, this.o.secrets);
     return this.settle(() => this.rejectResult(new EngineError(jobError)));
+  }
+
+  /**
+   * A success whose messages all came on one connection, opened before the POST, needs no
+   * history: ComfyUI sends `executed` for every output node, cached ones included. A cached
+   * output node without its `executed` (an upstream that does not) still sends us to history.
+   */
+  private socketToldAll(said: Outcome): boolean {
+    if (said.kind !== "success" || this.o.connectionAtPost === null || this.o.connection() !== this.o.connectionAtPost) return false;
+    return [...this.cached].every((id) => this.reported.has(id) || this.o.registry.get(this.classOf(id))?.output_node !== true);
   }
 
   /** Polls GET /history until the entry appears; null if it does not in time. */
