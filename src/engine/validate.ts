@@ -188,6 +188,8 @@ export function analyzeGraph(graph: unknown, registry: NodeRegistry, options: An
 function checkSizes(analysis: Analysis, options: AnalyzeOptions, refuse: (id: string, field: string, message: string) => void): void {
   const budget = options.jobMemoryBytes;
   const shapes = new Map<string, readonly (TensorShape | undefined)[]>();
+  // Values made by a refused node: their consumers are not refused again for the same bytes.
+  const refused = new Set<TensorShape>();
   for (const id of analysis.order) {
     const node = analysis.nodes.get(id)!;
     const inputs: Record<string, TensorShape | undefined> = {};
@@ -199,7 +201,10 @@ function checkSizes(analysis: Analysis, options: AnalyzeOptions, refuse: (id: st
     for (const s of held) bytes += shapeBytes(s);
     for (const s of outputs) if (s && !held.has(s)) bytes += shapeBytes(s);
     if (budget !== undefined && bytes > budget) {
-      refuse(id, "", `needs at least ${formatBytes(bytes)} of tensors, more than the job memory budget of ${formatBytes(budget)}`);
+      for (const s of outputs) if (s) refused.add(s);
+      if (![...held].some((s) => refused.has(s))) {
+        refuse(id, "", `needs at least ${formatBytes(bytes)} of tensors, more than the job memory budget of ${formatBytes(budget)}`);
+      }
     }
     const limit = node.def.limits?.(node.literals, inputs);
     if (limit) refuse(id, limit.field, limit.message);

@@ -1,7 +1,7 @@
 // Image decoding and encoding through sharp.
 import sharp from "sharp";
-import { NodeInputError } from "../errors.ts";
-import { chargeAllocation, cooperate } from "../run-scope.ts";
+import { isAbortError, NodeInputError } from "../errors.ts";
+import { chargeAllocation, cooperate, OutOfMemoryError } from "../run-scope.ts";
 import { pngProblem, webpProblem } from "./encoder-limits.ts";
 import { allocFloats, frameToRgb8, framesToRgb8, makeImage, makeMask, type ImageTensor, type MaskTensor } from "./tensors.ts";
 
@@ -47,6 +47,11 @@ export async function decodeImage(bytes: Buffer): Promise<DecodedImage> {
     if (alpha) alpha[p] = data[s + channels - 1]! / 255;
   }
   return { image: makeImage(frames, frameHeight, width, rgb), alpha, format: meta.format ?? "unknown" };
+}
+
+/** A decode's failure as a node reports it: the file is invalid, unless the budget or a cancel stopped it. */
+export function decodeFailure(err: unknown, name: string): unknown {
+  return err instanceof OutOfMemoryError || isAbortError(err) ? err : new NodeInputError(`Invalid image file: ${name}`);
 }
 
 /** ComfyUI's LoadImage mask: 1 - alpha, or a 64x64 zero mask per frame when there is no alpha. */

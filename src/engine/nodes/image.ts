@@ -1,6 +1,5 @@
 // Image family (ComfyUI nodes.py): LoadImage, SaveImage, PreviewImage, EmptyImage, ImageInvert, ImageBatch.
-import { NodeInputError } from "../errors.ts";
-import { decodeImage, maskFromAlpha } from "../media/image-codec.ts";
+import { decodeFailure, decodeImage, maskFromAlpha } from "../media/image-codec.ts";
 import { commonUpscale } from "../media/resample.ts";
 import { allocFloats, copyFloats, makeImage } from "../media/tensors.ts";
 import { comboV1, intInput, MAX_RESOLUTION, socket, stringInput, type NodeDefinition } from "../node-spec.ts";
@@ -25,8 +24,8 @@ export const LoadImage: NodeDefinition = {
     let decoded;
     try {
       decoded = await decodeImage(file.bytes);
-    } catch {
-      throw new NodeInputError(`Invalid image file: ${file.name}`);
+    } catch (err) {
+      throw decodeFailure(err, file.name);
     }
     return { result: [decoded.image, maskFromAlpha(decoded)] };
   },

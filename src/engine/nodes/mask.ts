@@ -1,6 +1,6 @@
 // Mask family (comfy_extras/nodes_mask.py and LoadImageMask from nodes.py).
 import { NodeInputError } from "../errors.ts";
-import { decodeImage } from "../media/image-codec.ts";
+import { decodeFailure, decodeImage } from "../media/image-codec.ts";
 import { resize } from "../media/resample.ts";
 import { allocFloats, copyFloats, fillFloats, makeImage, makeMask, repeatToBatch, type ImageTensor, type MaskTensor } from "../media/tensors.ts";
 import { booleanInput, comboV1, floatInput, intInput, MAX_RESOLUTION, noCheckpoint, socket, type Checkpoint, type NodeDefinition } from "../node-spec.ts";
@@ -30,8 +30,8 @@ export const LoadImageMask: NodeDefinition = {
     let decoded;
     try {
       decoded = await decodeImage(file.bytes);
-    } catch {
-      throw new NodeInputError(`Invalid image file: ${file.name}`);
+    } catch (err) {
+      throw decodeFailure(err, file.name);
     }
     // Only the first frame, as ComfyUI opens the file without iterating frames.
     const { height, width } = decoded.image;
