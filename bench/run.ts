@@ -11,6 +11,7 @@ import { FULL, QUICK, type BenchContext } from "./lib/context.ts";
 import { machineInfo, markdownTable, type Figure } from "./lib/report.ts";
 import { engineScenarios } from "./scenarios/engine.ts";
 import { hashScenarios } from "./scenarios/hash.ts";
+import { heavyScenarios } from "./scenarios/heavy.ts";
 import { httpScenarios } from "./scenarios/http.ts";
 import { memoryScenarios } from "./scenarios/memory.ts";
 import { sseScenarios } from "./scenarios/sse.ts";
@@ -21,6 +22,7 @@ const SCENARIOS: Record<string, (ctx: BenchContext) => Promise<Figure[]>> = {
   http: httpScenarios,
   sse: sseScenarios,
   memory: memoryScenarios,
+  heavy: heavyScenarios,
 };
 
 async function main(): Promise<number> {

@@ -84,7 +84,7 @@ async function startFlowgate(s: Extract<ChildSpec, { kind: "flowgate" }>): Promi
     reaperIntervalMs: 3_600_000,
     ...s.config,
   };
-  engine = new EmbeddedEngine({ partnerUrl: config.partnerUrl, cacheBytes: config.cacheBytes }); // as `flowgate serve` builds it
+  engine = new EmbeddedEngine({ partnerUrl: config.partnerUrl, cacheBytes: config.cacheBytes, jobMemoryBytes: config.jobMemoryBytes }); // as `flowgate serve` builds it
   return startServer(config, engineAdapter(engine), { quiet: true });
 }
 
