@@ -2,6 +2,7 @@
 // so that node code can be ported line by line. Every tensor's storage is allocated here
 // (allocFloats, allocBytes), where it is charged to the running job's memory budget.
 import { chargeAllocation, cooperate } from "../run-scope.ts";
+import { fillPattern, floatsToRgb8 } from "./pixel-kernels.ts";
 
 /** IMAGE: batch x height x width x 3 floats in 0..1 (channels last, like ComfyUI). */
 export interface ImageTensor {
@@ -46,27 +47,27 @@ export interface Audio {
   readonly sample_rate: number;
 }
 
-/** A zeroed float array, charged to the running job's budget before it is allocated. */
+/**
+ * A zeroed float array, charged to the running job's budget before it is allocated. Its storage
+ * is shared memory, so the pixel worker (pixel-kernels.ts) can work on it without a copy.
+ */
 export function allocFloats(length: number): Float32Array {
   chargeAllocation(length * 4);
-  return new Float32Array(length);
+  return new Float32Array(new SharedArrayBuffer(length * 4));
 }
 
-/** A zeroed byte buffer, charged like allocFloats. */
+/** A zeroed byte buffer, charged and shared like allocFloats. */
 export function allocBytes(length: number): Buffer {
   chargeAllocation(length);
-  return Buffer.alloc(length);
+  return Buffer.from(new SharedArrayBuffer(length));
 }
 
 /** Values per slice of the bulk loops below: a few milliseconds of work between yields. */
-const SLICE = 1 << 22;
+const SLICE = 1 << 20;
 
-/** Fills a float array slice by slice, yielding between slices (a 1 GB fill would hold the event loop). */
-export async function fillFloats(data: Float32Array, value: number): Promise<void> {
-  for (let at = 0; at < data.length; at += SLICE) {
-    data.fill(value, at, Math.min(data.length, at + SLICE));
-    await cooperate();
-  }
+/** Sets every value (the pixel worker does it for shared storage; a 1 GB fill would hold the event loop). */
+export function fillFloats(data: Float32Array, value: number): Promise<void> {
+  return fillPattern(data, Float32Array.of(value));
 }
 
 /** Copies src into dst at offset slice by slice, yielding between slices. */
@@ -140,21 +141,11 @@ export function frameToRgb8(image: ImageTensor, index: number): Promise<Buffer> 
   return framesToRgb8(image, index, 1);
 }
 
-/** Converts `count` frames from `first` into one buffer of stacked 8-bit RGB frames, yielding between slices. */
+/** Converts `count` frames from `first` into one buffer of stacked 8-bit RGB frames (on the pixel worker). */
 export async function framesToRgb8(image: ImageTensor, first: number, count: number): Promise<Buffer> {
   const length = image.height * image.width * 3 * count;
   const out = allocBytes(length);
-  const src = image.data;
-  const base = first * image.height * image.width * 3;
-  for (let at = 0; at < length; at += SLICE) {
-    const end = Math.min(length, at + SLICE);
-    for (let i = at; i < end; i++) {
-      const v = 255 * (src[base + i] ?? 0);
-      // NaN becomes 0, as numpy's uint8 cast of a NaN is platform-defined and 0 is the safe choice.
-      out[i] = v >= 255 ? 255 : v > 0 ? Math.floor(v) : 0;
-    }
-    await cooperate();
-  }
+  await floatsToRgb8(image.data, first * image.height * image.width * 3, length, out);
   return out;
 }
 

@@ -1,6 +1,7 @@
 // Image family (ComfyUI nodes.py): LoadImage, SaveImage, PreviewImage, EmptyImage, ImageInvert, ImageBatch.
 import { decodeFailure, decodeImage, maskFromAlpha } from "../media/image-codec.ts";
 import { commonUpscale } from "../media/resample.ts";
+import { fillPattern } from "../media/pixel-kernels.ts";
 import { allocFloats, copyFloats, makeImage } from "../media/tensors.ts";
 import { comboV1, intInput, MAX_RESOLUTION, socket, stringInput, type NodeDefinition } from "../node-spec.ts";
 import { fileInput, imageInput, knownInt, numberInput, pngFiles, pngLimit, sameShape, stringValue, tempSuffix } from "./helpers.ts";
@@ -96,20 +97,14 @@ export const EmptyImage: NodeDefinition = {
     const [width, height, batch] = [knownInt(l.width), knownInt(l.height), knownInt(l.batch_size ?? 1)];
     return [width && height && batch ? { kind: "IMAGE", batch, height, width } : undefined];
   },
-  async run(ctx, inputs) {
+  async run(_ctx, inputs) {
     const width = numberInput(inputs, "width");
     const height = numberInput(inputs, "height");
     const batch = numberInput(inputs, "batch_size", 1);
     const color = numberInput(inputs, "color", 0);
     const rgb = [((color >> 16) & 0xff) / 0xff, ((color >> 8) & 0xff) / 0xff, (color & 0xff) / 0xff] as const;
     const image = makeImage(batch, height, width);
-    // One row of pixels, then copied row after row (a large image must not hold the event loop).
-    const row = allocFloats(width * 3);
-    for (let p = 0; p < row.length; p += 3) row.set(rgb, p);
-    for (let y = 0; y < batch * height; y++) {
-      image.data.set(row, y * row.length);
-      await ctx.checkpoint();
-    }
+    await fillPattern(image.data, Float32Array.from(rgb));
     return { result: [image] };
   },
 };
