@@ -23,10 +23,6 @@ export class RunMemory {
     this.limit = limit;
   }
 
-  get usedBytes(): number {
-    return this.used;
-  }
-
   /** Counts an allocation about to be made; throws OutOfMemoryError when it would not fit. */
   charge(bytes: number, lease: NodeLease): void {
     if (this.used + bytes > this.limit) {
