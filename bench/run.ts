@@ -12,6 +12,7 @@ import { machineInfo, markdownTable, type Figure } from "./lib/report.ts";
 import { comfyuiScenarios } from "./scenarios/comfyui.ts";
 import { engineScenarios } from "./scenarios/engine.ts";
 import { hashScenarios } from "./scenarios/hash.ts";
+import { heavyScenarios } from "./scenarios/heavy.ts";
 import { httpScenarios } from "./scenarios/http.ts";
 import { memoryScenarios } from "./scenarios/memory.ts";
 import { sseScenarios } from "./scenarios/sse.ts";
@@ -23,6 +24,7 @@ const SCENARIOS: Record<string, (ctx: BenchContext) => Promise<Figure[]>> = {
   sse: sseScenarios,
   memory: memoryScenarios,
   comfyui: comfyuiScenarios,
+  heavy: heavyScenarios,
 };
 
 async function main(): Promise<number> {

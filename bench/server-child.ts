@@ -89,7 +89,7 @@ async function startFlowgate(s: Extract<ChildSpec, { kind: "flowgate" }>): Promi
     // In front of a ComfyUI (or a ComfyUI-speaking flowgate), as `flowgate serve --engine comfyui` builds it.
     return startServer(config, engineAdapter(new ComfyUIEngine({ urls: config.comfyuiUrls, maxQueue: config.queueLimit })), { quiet: true });
   }
-  engine = new EmbeddedEngine({ partnerUrl: config.partnerUrl, cacheBytes: config.cacheBytes }); // as `flowgate serve` builds it
+  engine = new EmbeddedEngine({ partnerUrl: config.partnerUrl, cacheBytes: config.cacheBytes, jobMemoryBytes: config.jobMemoryBytes }); // as `flowgate serve` builds it
   return startServer(config, engineAdapter(engine), { quiet: true });
 }
 

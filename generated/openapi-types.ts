@@ -1230,6 +1230,8 @@ export interface components {
             /**
              * @description Short stable snake_case word. For graphs: `missing_input`, `unknown_class`, `bad_link`,
              *     `type_mismatch`, `out_of_range`, `not_in_options`, `cycle`, `no_output_node`, `bad_node`.
+             *     `out_of_range` also marks a node whose tensor sizes, known from the graph, exceed the
+             *     server's per-job memory budget or what an encoder can write; `message` then says which.
              */
             reason: string;
             /** @description Optional human-readable explanation. */

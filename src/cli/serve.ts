@@ -15,7 +15,7 @@ export function serveUsage(): string {
 /** The engine the configuration asks for. */
 export function createEngine(config: Config): Engine {
   if (config.engine === "comfyui") return new ComfyUIEngine({ urls: config.comfyuiUrls, maxQueue: config.queueLimit });
-  return new EmbeddedEngine({ partnerUrl: config.partnerUrl, cacheBytes: config.cacheBytes });
+  return new EmbeddedEngine({ partnerUrl: config.partnerUrl, cacheBytes: config.cacheBytes, jobMemoryBytes: config.jobMemoryBytes });
 }
 
 /** Runs the server until SIGINT or SIGTERM. */

@@ -33,6 +33,8 @@ export interface Config {
   partnerUrl: string | null;
   /** Memory for the embedded engine's cached node results, in bytes; 0 turns the cache off. */
   cacheBytes: number;
+  /** Tensor memory one job of the embedded engine may hold at once, in bytes. */
+  jobMemoryBytes: number;
   /** Largest JSON body, in bytes. */
   bodyLimit: number;
   /** Largest upload, in bytes. */
@@ -75,6 +77,7 @@ export const SERVE_FLAGS = {
   tiers: { env: "FLOWGATE_TIERS", help: "cloud: concurrent jobs per tier (default free=1,pro=3,team=10)" },
   "partner-url": { env: "FLOWGATE_PARTNER_URL", help: "vendor endpoint FlowgatePartnerCall posts to (default: none)" },
   "cache-size": { env: "FLOWGATE_CACHE_SIZE", help: "memory for the embedded engine's cached node results, like 256MB or 2GB; 0 turns it off (default 256MB)" },
+  "job-memory": { env: "FLOWGATE_JOB_MEMORY", help: "tensor memory one job of the embedded engine may hold, like 1GB or 512MB (default 1GB)" },
   engine: { env: "FLOWGATE_ENGINE", help: "embedded (default) or comfyui" },
   "comfyui-url": { env: "FLOWGATE_COMFYUI_URL", help: "a ComfyUI instance for --engine comfyui; repeat it (comma-separated in the env) for several" },
   "shutdown-grace": { env: "FLOWGATE_SHUTDOWN_GRACE", help: "on SIGTERM or SIGINT, how long running jobs may finish, like 25s or 5m; 0 stops them at once (default 25s)" },
@@ -106,6 +109,12 @@ export function parseSize(text: string): number {
 function positiveInt(name: string, text: string): number {
   const n = Number(text);
   if (!Number.isInteger(n) || n <= 0) throw new Error(`--${name} must be a positive integer, got "${text}"`);
+  return n;
+}
+
+function positiveSize(name: string, text: string): number {
+  const n = parseSize(text);
+  if (n <= 0) throw new Error(`--${name} must be more than 0 bytes, got "${text}"`);
   return n;
 }
 
@@ -163,6 +172,7 @@ export function loadConfig(argv: string[] = [], env: NodeJS.ProcessEnv = process
     comfyuiUrls,
     partnerUrl: get("partner-url") || null,
     cacheBytes: parseSize(get("cache-size") ?? "256MB"),
+    jobMemoryBytes: positiveSize("job-memory", get("job-memory") ?? "1GB"),
     bodyLimit: 10 * 1024 * 1024,
     maxUploadBytes: 512 * 1024 * 1024,
     urlTtlMs: 60 * 60 * 1000,
@@ -196,7 +206,7 @@ export function describeConfig(c: Config): Record<string, unknown> {
     partnerUrl: c.partnerUrl ?? "(none)",
     shutdownGrace: `${c.shutdownGraceMs / 1000}s`,
     spaceReserve: `${Math.round(c.spaceReserveBytes / 1024 / 1024)}MB`,
-    ...(c.engine === "embedded" ? { cacheSize: `${Math.round(c.cacheBytes / 1024 / 1024)}MB` } : {}),
+    ...(c.engine === "embedded" ? { cacheSize: `${Math.round(c.cacheBytes / 1024 / 1024)}MB`, jobMemory: `${Math.round(c.jobMemoryBytes / 1024 / 1024)}MB` } : {}),
     ...(c.engine === "comfyui" ? { comfyuiUrls: c.comfyuiUrls.map(withoutCredentials).join(",") } : {}),
   };
 }

@@ -124,6 +124,15 @@ export const comfyError = {
       extra_info: { exception_type: "graph.DependencyCycleError", traceback: [] },
     };
   },
+  /** A node's own check refused its inputs (ComfyUI: VALIDATE_INPUTS returned a message). */
+  customValidationFailed(input: string, reason: string): ComfyErrorItem {
+    return {
+      type: "custom_validation_failed",
+      message: "Custom validation failed for node",
+      details: input ? `${input} - ${reason}` : reason,
+      extra_info: { input_name: input },
+    };
+  },
   promptOutputsFailedValidation(lines: string[]): ComfyErrorItem {
     return { type: "prompt_outputs_failed_validation", message: "Prompt outputs failed validation", details: lines.join("\n"), extra_info: {} };
   },

@@ -26,11 +26,18 @@ export interface EmbeddedEngineOptions {
   partnerTimeoutMs?: number;
   /** Nodes of one run that may be in flight at once (default 8). */
   maxConcurrency?: number;
+  /** Tensor bytes one run may hold at once (default 1 GiB): larger graphs are refused or fail out_of_memory. */
+  jobMemoryBytes?: number;
+  /** Long node loops yield to the event loop after this much work, in ms (default 10; 0 yields at every checkpoint). */
+  yieldEveryMs?: number;
   /** Extra node classes, added to the built-in library. */
   extraNodes?: readonly NodeDefinition[];
   /** Clock for %date% variables in file names. */
   now?: () => Date;
 }
+
+/** The default per-run memory budget: 1 GiB. */
+export const DEFAULT_JOB_MEMORY = 2 ** 30;
 
 /** execute() was given a graph that does not validate; carries the validation result. */
 export class EngineValidationError extends EngineError {
@@ -69,9 +76,14 @@ export class EmbeddedEngine implements Engine {
     return this.nodeDefinitionsSync();
   }
 
+  /** The per-run memory budget in bytes. */
+  get jobMemoryBytes(): number {
+    return this.options.jobMemoryBytes ?? DEFAULT_JOB_MEMORY;
+  }
+
   /** Validation, synchronously. */
   validateSync(graph: unknown): ValidationResult {
-    return validationResult(analyzeGraph(graph, this.registry));
+    return validationResult(analyzeGraph(graph, this.registry, { jobMemoryBytes: this.jobMemoryBytes }));
   }
 
   /** Validation. */
@@ -81,7 +93,7 @@ export class EmbeddedEngine implements Engine {
 
   /** Runs a graph; see Engine.execute. */
   async execute(graph: unknown, options: ExecuteOptions = {}): Promise<ExecuteResult> {
-    const analysis = analyzeGraph(graph, this.registry);
+    const analysis = analyzeGraph(graph, this.registry, { jobMemoryBytes: this.jobMemoryBytes });
     if (analysis.issues.length > 0) throw new EngineValidationError(validationResult(analysis));
     return runGraph(analysis, options, {
       cache: this.cache,
@@ -89,6 +101,8 @@ export class EmbeddedEngine implements Engine {
       fetch: this.options.fetch ?? globalThis.fetch,
       partnerTimeoutMs: this.options.partnerTimeoutMs ?? 60_000,
       maxConcurrency: this.options.maxConcurrency ?? 8,
+      jobMemoryBytes: this.jobMemoryBytes,
+      yieldEveryMs: this.options.yieldEveryMs ?? 10,
       resolveAsset: this.options.resolveAsset,
       resolveUpload: this.options.resolveUpload,
       now: this.options.now,

@@ -1,4 +1,5 @@
 // Errors the engine raises, and the mapping of any failure to a JobError that is safe to show.
+import { OutOfMemoryError } from "./run-scope.ts";
 
 /** JobError.code values (DECISIONS.md, "Jobs: the rest"). */
 export type JobErrorCode =
@@ -98,6 +99,7 @@ function codeFor(e: Error): JobErrorCode {
   if (e instanceof MissingModelError) return "missing_model";
   if (e instanceof PartnerNodeError) return "partner_node_error";
   if (e instanceof EngineError) return e.code;
+  if (e instanceof OutOfMemoryError) return "out_of_memory";
   // V8's allocation failures for typed arrays and buffers.
   if (e instanceof RangeError && /allocation failed|invalid typed array length|array buffer|out of memory/i.test(e.message)) {
     return "out_of_memory";

@@ -14,6 +14,7 @@ import { EngineError, ExecutionCancelledError, isAbortError, NodeInputError, toJ
 import { FileNamer } from "./filenames.ts";
 import type { ByteLruCache } from "./lru-cache.ts";
 import type { NodeContext, NodeFile, ResolvedFile } from "./node-spec.ts";
+import { RunMemory, withinNode } from "./run-scope.ts";
 import { nodeSignature } from "./signature.ts";
 import type { Analysis, FileRef, PreparedNode } from "./validate.ts";
 import { estimateBytes } from "./value-size.ts";
@@ -32,6 +33,10 @@ export interface RunConfig {
   fetch: typeof fetch;
   partnerTimeoutMs: number;
   maxConcurrency: number;
+  /** Tensor bytes one run may hold and allocate at once (RunMemory). */
+  jobMemoryBytes: number;
+  /** Long node loops yield to the event loop after this many milliseconds of work. */
+  yieldEveryMs: number;
   resolveAsset?: AssetResolver;
   resolveUpload?: UploadResolver;
   now?: () => Date;
@@ -65,6 +70,7 @@ class Run {
   private readonly secrets: string[];
   private readonly result: ExecuteResult = { executed: [], cached: [], outputs: [], ui: {} };
   private readonly volatile = new Set<string>();
+  private readonly memory: RunMemory;
   private reject: (err: unknown) => void = () => {};
 
   private readonly analysis: Analysis;
@@ -76,6 +82,7 @@ class Run {
     this.options = options;
     this.config = config;
     this.namer = new FileNamer(config.now);
+    this.memory = new RunMemory(config.jobMemoryBytes);
     const key = options.extra?.api_key_vendor_org;
     this.secrets = typeof key === "string" && key.length > 0 ? [key] : [];
   }
@@ -196,6 +203,9 @@ class Run {
     const toRun = order.filter((id) => needed.has(id));
     const cached = order.filter((id) => hits.has(id));
     this.result.cached = cached;
+    // Cached values the run reads count against its budget too, so whether a job fits never depends on the cache.
+    const read = new Set(toRun.flatMap((id) => Object.values(nodes.get(id)!.links).map((l) => l.from)));
+    for (const id of cached) if (read.has(id)) this.memory.hold(hits.get(id)!.outputs);
 
     await this.call("onStart", { nodes: toRun, cached, steps: this.knownSteps(toRun) });
     await this.call("onCached", [...cached]);
@@ -292,7 +302,10 @@ class Run {
             for (const s of new Set(Object.values(nodes.get(id)!.links).map((l) => l.from))) {
               const left = uses.get(s)! - 1;
               uses.set(s, left);
-              if (left === 0) values.delete(s);
+              if (left === 0) {
+                this.memory.release(values.get(s) ?? []);
+                values.delete(s);
+              }
             }
             pump();
           }, reject);
@@ -310,8 +323,10 @@ class Run {
       const inputs: Record<string, unknown> = { ...node.literals, ...files };
       for (const [name, link] of Object.entries(node.links)) inputs[name] = values.get(link.from)?.[link.index];
       let produced;
+      const ctx = this.contextFor(node);
+      const lease = { charged: 0 };
       try {
-        produced = await node.def.run(this.contextFor(node), inputs);
+        produced = await withinNode({ memory: this.memory, lease, checkpoint: ctx.checkpoint }, () => node.def.run(ctx, inputs));
         this.throwIfStopped();
         const outputs = produced.result ?? [];
         if (outputs.length !== node.def.output.length) {
@@ -319,10 +334,14 @@ class Run {
         }
       } catch (err) {
         throw this.nodeFailure(err, node);
+      } finally {
+        // What the node allocated is garbage now, but for what it returned, which is held instead.
+        this.memory.settle(lease);
       }
       const outputs = produced.result ?? [];
       const entry: CachedResult = { outputs, ui: produced.ui ?? null, files: produced.files ?? [] };
       values.set(node.id, outputs);
+      this.memory.hold(outputs);
       if (!this.volatile.has(node.id)) this.config.cache.set(key, entry, estimateBytes(entry));
       this.result.executed.push(node.id);
       await this.emit(node, entry.ui, entry.files, false);
@@ -396,7 +415,7 @@ class Run {
       checkpoint: async () => {
         if (signal.aborted) throw cancelled();
         // Long loops give the event loop (other runs, HTTP, the abort itself) a turn every ~10 ms.
-        if (performance.now() - lastYield < 10) return;
+        if (performance.now() - lastYield < this.config.yieldEveryMs) return;
         await new Promise<void>((resolve) => setImmediate(resolve));
         lastYield = performance.now();
         if (signal.aborted) throw cancelled();

@@ -86,6 +86,22 @@ export interface PartnerAccess {
   readonly timeoutMs: number;
 }
 
+/** A tensor's size as validation can know it from literals (what flows along a link). */
+export type TensorShape =
+  | { readonly kind: "IMAGE" | "MASK"; readonly batch: number; readonly height: number; readonly width: number }
+  | { readonly kind: "LATENT"; readonly dims: readonly [number, number, number, number] }
+  | { readonly kind: "AUDIO"; readonly batch: number; readonly channels: number; readonly samples: number };
+
+/** Input shapes known at validation, by input name (undefined: not a tensor, or not known). */
+export type InputShapes = Readonly<Record<string, TensorShape | undefined>>;
+
+/** Bytes of a tensor of this shape (float32 storage). */
+export function shapeBytes(shape: TensorShape): number {
+  if (shape.kind === "LATENT") return shape.dims.reduce((a, b) => a * b, 4);
+  if (shape.kind === "AUDIO") return shape.batch * shape.channels * shape.samples * 4;
+  return shape.batch * shape.height * shape.width * (shape.kind === "IMAGE" ? 12 : 4);
+}
+
 /** A node class of the embedded library. run() must not modify its inputs: results are cached and shared. */
 export interface NodeDefinition {
   name: string;
@@ -106,6 +122,13 @@ export interface NodeDefinition {
   stepsInput?: string;
   /** False for nodes whose result must not be reused (calls out to third parties). */
   cacheable?: boolean;
+  /**
+   * Output shapes from literals and known input shapes, for the memory check at validation;
+   * undefined where unknown. A passed-through input is returned as the same object.
+   */
+  shapes?(literals: Readonly<Record<string, unknown>>, inputs: InputShapes): readonly (TensorShape | undefined)[];
+  /** An encoder limit the known input shapes break (checked at validation), or null. */
+  limits?(literals: Readonly<Record<string, unknown>>, inputs: InputShapes): { field: string; message: string } | null;
   run(ctx: NodeContext, inputs: Record<string, unknown>): Promise<NodeResult> | NodeResult;
 }
 

@@ -10,9 +10,19 @@
 import { parseAssetRef, isAssetObject, type AssetRef } from "./asset-refs.ts";
 import { comfyError, type ComfyErrorItem, type ComfyNodeErrors, type ComfyValidationError } from "./comfy-errors.ts";
 import { compareNodeIds, isPlainObject, readLink } from "./graph.ts";
-import { comboOptions, declaredInputs, findInput, type InputSpec, type InputType, type NodeDefinition } from "./node-spec.ts";
+import {
+  comboOptions,
+  declaredInputs,
+  findInput,
+  shapeBytes,
+  type InputSpec,
+  type InputType,
+  type NodeDefinition,
+  type TensorShape,
+} from "./node-spec.ts";
 import type { NodeRegistry } from "./nodes/registry.ts";
 import { pyBool, pyFloat, pyFloatRepr, pyInt, pyRepr, pyStr } from "./python.ts";
+import { formatBytes } from "./run-scope.ts";
 
 /** flowgate's validation reasons (DECISIONS.md, "Graph validation"). */
 export type ValidationReason =
@@ -30,6 +40,8 @@ export type ValidationReason =
 export interface FieldError {
   field: string;
   reason: ValidationReason;
+  /** Why, when the reason alone does not say it (sizes past the memory budget or an encoder's limit). */
+  message?: string;
 }
 
 /** The outcome of validate(): both error shapes, and the output nodes found. */
@@ -62,6 +74,7 @@ export interface Issue {
   field: string;
   reason: ValidationReason;
   comfy: ComfyErrorItem;
+  message?: string;
 }
 
 /** Everything validation learns about a graph. */
@@ -92,8 +105,14 @@ export const MAX_FILENAME_PREFIX = 255;
 
 const WIDGET_TYPES = new Set(["INT", "FLOAT", "STRING", "BOOLEAN"]);
 
+/** What validation checks beyond the graph itself. */
+export interface AnalyzeOptions {
+  /** The per-run memory budget: a node whose known tensor sizes exceed it is out_of_range. */
+  jobMemoryBytes?: number;
+}
+
 /** Analyses a graph against a node registry. */
-export function analyzeGraph(graph: unknown, registry: NodeRegistry): Analysis {
+export function analyzeGraph(graph: unknown, registry: NodeRegistry, options: AnalyzeOptions = {}): Analysis {
   const analysis: Analysis = { issues: [], outputs: [], nodes: new Map(), order: [], dependents: new Map(), classTypes: new Map() };
   const issue = (node_id: string, field: string, reason: ValidationReason, comfy: ComfyErrorItem) =>
     analysis.issues.push({ node_id, field, reason, comfy });
@@ -145,6 +164,10 @@ export function analyzeGraph(graph: unknown, registry: NodeRegistry): Analysis {
   const order = executionOrder(analysis.outputs, analysis.nodes);
   if (order !== null) analysis.order = order;
   else for (const id of [...nodesOnCycles(analysis.nodes)].sort(compareNodeIds)) issue(id, "", "cycle", comfyError.dependencyCycle());
+  // Sizes are checked once the graph is otherwise sound (they read coerced literals).
+  if (analysis.issues.length === 0) checkSizes(analysis, options, (id, field, message) => {
+    analysis.issues.push({ node_id: id, field, reason: "out_of_range", comfy: comfyError.customValidationFailed(field, message), message });
+  });
 
   // Only error reports read `dependents` (ComfyUI's dependent_outputs), and walking every
   // output's ancestors is quadratic in deep graphs: skip it for a valid graph.
@@ -158,6 +181,37 @@ export function analyzeGraph(graph: unknown, registry: NodeRegistry): Analysis {
     }
   }
   return analysis;
+}
+
+/**
+ * Tensor sizes known from literals, followed along links: a node whose inputs and new outputs
+ * together exceed the memory budget can never run (they are all held while it runs), and an
+ * encoder given frames it cannot write can never succeed. Unknown sizes (a loaded file) pass.
+ */
+function checkSizes(analysis: Analysis, options: AnalyzeOptions, refuse: (id: string, field: string, message: string) => void): void {
+  const budget = options.jobMemoryBytes;
+  const shapes = new Map<string, readonly (TensorShape | undefined)[]>();
+  // Values made by a refused node: their consumers are not refused again for the same bytes.
+  const refused = new Set<TensorShape>();
+  for (const id of analysis.order) {
+    const node = analysis.nodes.get(id)!;
+    const inputs: Record<string, TensorShape | undefined> = {};
+    for (const [name, link] of Object.entries(node.links)) inputs[name] = shapes.get(link.from)?.[link.index];
+    const outputs = node.def.shapes?.(node.literals, inputs) ?? [];
+    shapes.set(id, outputs);
+    const held = new Set(Object.values(inputs).filter((s) => s !== undefined));
+    let bytes = 0;
+    for (const s of held) bytes += shapeBytes(s);
+    for (const s of outputs) if (s && !held.has(s)) bytes += shapeBytes(s);
+    if (budget !== undefined && bytes > budget) {
+      for (const s of outputs) if (s) refused.add(s);
+      if (![...held].some((s) => refused.has(s))) {
+        refuse(id, "", `needs at least ${formatBytes(bytes)} of tensors, more than the job memory budget of ${formatBytes(budget)}`);
+      }
+    }
+    const limit = node.def.limits?.(node.literals, inputs);
+    if (limit) refuse(id, limit.field, limit.message);
+  }
 }
 
 type Report = (node_id: string, field: string, reason: ValidationReason, comfy: ComfyErrorItem) => void;
@@ -404,7 +458,7 @@ export function validationResult(analysis: Analysis): ValidationResult {
   const valid = analysis.issues.length === 0;
   // Keyed by client node ids, which may be any string ("__proto__", "valueOf"): no prototype.
   const nodeErrors: Record<string, FieldError[]> = Object.create(null);
-  for (const i of analysis.issues) (nodeErrors[i.node_id] ??= []).push({ field: i.field, reason: i.reason });
+  for (const i of analysis.issues) (nodeErrors[i.node_id] ??= []).push({ field: i.field, reason: i.reason, ...(i.message ? { message: i.message } : {}) });
   return {
     valid,
     node_errors: nodeErrors,

@@ -45,9 +45,9 @@ describe("npm run bench -- --quick", () => {
     const results = JSON.parse(await readFile(out, "utf8"));
     expect(results.mode).toBe("quick");
     expect(results.failed).toEqual([]);
-    expect(results.scenarios).toEqual(["engine", "hash", "http", "sse", "memory", "comfyui"]);
+    expect(results.scenarios).toEqual(["engine", "hash", "http", "sse", "memory", "comfyui", "heavy"]);
     const names: string[] = results.figures.map((f: { scenario: string }) => f.scenario);
-    for (const part of ["GET /api/v2/jobs/{id}", "POST /api/v2/jobs", "Queue depth", "submit", "SSE fan-out", "Engine: validate", "scheduling overhead", "Hashing", "Memory over completed jobs", "ComfyUI backend"]) {
+    for (const part of ["GET /api/v2/jobs/{id}", "POST /api/v2/jobs", "Queue depth", "submit", "SSE fan-out", "Engine: validate", "scheduling overhead", "Hashing", "Memory over completed jobs", "ComfyUI backend", "/healthz while the largest job"]) {
       expect(names.some((n) => n.includes(part)), `a figure for "${part}"`).toBe(true);
     }
     for (const f of results.figures) {

@@ -55,6 +55,14 @@ describe("configuration", () => {
     expect(describeConfig(loadConfig(["--cache-size", "64MB"], {})).cacheSize).toBe("64MB");
   });
 
+  it("--job-memory sets the per-job memory budget (1GB by default, never 0)", () => {
+    expect(loadConfig([], {}).jobMemoryBytes).toBe(1024 ** 3);
+    expect(loadConfig(["--job-memory", "512MB"], {}).jobMemoryBytes).toBe(512 * 1024 ** 2);
+    expect(loadConfig([], { FLOWGATE_JOB_MEMORY: "2GB" }).jobMemoryBytes).toBe(2 * 1024 ** 3);
+    expect(describeConfig(loadConfig(["--job-memory", "64MB"], {})).jobMemory).toBe("64MB");
+    for (const bad of ["0", "lots"]) expect(() => loadConfig(["--job-memory", bad], {})).toThrow(/job-memory|invalid size/);
+  });
+
   it("--shutdown-grace takes a duration or 0 (25s by default)", () => {
     expect(loadConfig([], {}).shutdownGraceMs).toBe(25_000);
     expect(loadConfig(["--shutdown-grace", "5m"], {}).shutdownGraceMs).toBe(300_000);

@@ -1,7 +1,8 @@
 // ComfyUI's ImageBlur and ImageSharpen kernels on typed arrays. Its Gaussian is sampled on
 // linspace(-1, 1, 2r+1), not in pixel units, so sharp's blur would give different pixels.
 import { noCheckpoint, type Checkpoint } from "../node-spec.ts";
-import { makeImage, type ImageTensor } from "./tensors.ts";
+import { chargeAllocation } from "../run-scope.ts";
+import { allocFloats, makeImage, type ImageTensor } from "./tensors.ts";
 
 /** 1-d factor of ComfyUI's gaussian_kernel(2r+1, sigma), normalised to sum 1. */
 export function gaussianTaps(radius: number, sigma: number): Float64Array {
@@ -31,7 +32,8 @@ function reflect(i: number, n: number): number {
 export async function gaussianBlur(image: ImageTensor, radius: number, sigma: number, checkpoint: Checkpoint = noCheckpoint): Promise<ImageTensor> {
   const { batch, height: h, width: w } = image;
   const taps = gaussianTaps(radius, sigma);
-  const out = new Float32Array(image.data.length);
+  const out = allocFloats(image.data.length);
+  chargeAllocation(h * w * 3 * 8);
   const tmp = new Float64Array(h * w * 3);
   for (let b = 0; b < batch; b++) {
     const base = b * h * w * 3;
@@ -69,8 +71,9 @@ export async function sharpen(
 ): Promise<ImageTensor> {
   const blurred = await gaussianBlur(image, radius, sigma, checkpoint);
   const a = 10 * alpha;
-  const out = new Float32Array(image.data.length);
+  const out = allocFloats(image.data.length);
   for (let i = 0; i < out.length; i++) {
+    if ((i & 0xfffff) === 0) await checkpoint();
     // Σ K = 1 gives (1 + a)·I − a·(G * I).
     const v = (1 + a) * image.data[i]! - a * blurred.data[i]!;
     out[i] = v < 0 ? 0 : v > 1 ? 1 : v;

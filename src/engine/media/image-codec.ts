@@ -1,6 +1,9 @@
 // Image decoding and encoding through sharp.
 import sharp from "sharp";
-import { frameToRgb8, makeImage, makeMask, type ImageTensor, type MaskTensor } from "./tensors.ts";
+import { isAbortError, NodeInputError } from "../errors.ts";
+import { chargeAllocation, cooperate, OutOfMemoryError } from "../run-scope.ts";
+import { pngProblem, webpProblem } from "./encoder-limits.ts";
+import { allocFloats, frameToRgb8, framesToRgb8, makeImage, makeMask, type ImageTensor, type MaskTensor } from "./tensors.ts";
 
 /** A decoded file: RGB frames, and alpha frames when the file has an alpha channel. */
 export interface DecodedImage {
@@ -18,15 +21,18 @@ export async function decodeImage(bytes: Buffer): Promise<DecodedImage> {
   // EXIF orientation is applied as ComfyUI's exif_transpose does; animations carry none.
   if (pages === 1) pipeline = pipeline.rotate();
   const { data, info } = await pipeline.toColourspace("srgb").raw({ depth: "uchar" }).toBuffer({ resolveWithObject: true });
+  // sharp decoded off the event loop; the job pays for its bytes before the float copy is made.
+  chargeAllocation(data.length);
   const frameHeight = pages > 1 ? (info.pageHeight ?? meta.pageHeight ?? info.height) : info.height;
   const frames = Math.max(1, Math.floor(info.height / frameHeight));
   const width = info.width;
   const channels = info.channels;
   const hasAlpha = channels === 4 || channels === 2;
   const pixels = frames * frameHeight * width;
-  const rgb = new Float32Array(pixels * 3);
-  const alpha = hasAlpha ? new Float32Array(pixels) : null;
+  const rgb = allocFloats(pixels * 3);
+  const alpha = hasAlpha ? allocFloats(pixels) : null;
   for (let p = 0; p < pixels; p++) {
+    if ((p & 0xfffff) === 0) await cooperate();
     const s = p * channels;
     if (channels >= 3) {
       rgb[p * 3] = data[s]! / 255;
@@ -43,36 +49,40 @@ export async function decodeImage(bytes: Buffer): Promise<DecodedImage> {
   return { image: makeImage(frames, frameHeight, width, rgb), alpha, format: meta.format ?? "unknown" };
 }
 
+/** A decode's failure as a node reports it: the file is invalid, unless the budget or a cancel stopped it. */
+export function decodeFailure(err: unknown, name: string): unknown {
+  return err instanceof OutOfMemoryError || isAbortError(err) ? err : new NodeInputError(`Invalid image file: ${name}`);
+}
+
 /** ComfyUI's LoadImage mask: 1 - alpha, or a 64x64 zero mask per frame when there is no alpha. */
 export function maskFromAlpha(decoded: DecodedImage): MaskTensor {
   const { image, alpha } = decoded;
   if (!alpha) return makeMask(image.batch, 64, 64);
-  const out = new Float32Array(alpha.length);
+  const out = allocFloats(alpha.length);
   for (let i = 0; i < alpha.length; i++) out[i] = 1 - alpha[i]!;
   return makeMask(image.batch, image.height, image.width, out);
 }
 
 /** Encodes one frame as PNG (compression level as ComfyUI's compress_level). */
 export async function encodePng(image: ImageTensor, index: number, compressionLevel: number): Promise<Buffer> {
-  return sharp(frameToRgb8(image, index), { raw: { width: image.width, height: image.height, channels: 3 } })
+  refuse(pngProblem(image.width, image.height));
+  return sharp(await frameToRgb8(image, index), { raw: { width: image.width, height: image.height, channels: 3 } })
     .png({ compressionLevel, palette: false })
     .toBuffer();
 }
 
 /** Encodes one frame as JPEG, optionally shrunk to fit a box (for previews). */
 export async function encodeJpeg(image: ImageTensor, index: number, quality: number, maxSide?: number): Promise<Buffer> {
-  let pipeline = sharp(frameToRgb8(image, index), { raw: { width: image.width, height: image.height, channels: 3 } });
+  let pipeline = sharp(await frameToRgb8(image, index), { raw: { width: image.width, height: image.height, channels: 3 } });
   if (maxSide && Math.max(image.width, image.height) > maxSide) {
     pipeline = pipeline.resize(maxSide, maxSide, { fit: "inside" });
   }
   return pipeline.jpeg({ quality }).toBuffer();
 }
 
-/** The whole batch as one tall 8-bit RGB buffer (frames stacked vertically). */
-export function batchToRgb8(image: ImageTensor): Buffer {
-  const frames: Buffer[] = [];
-  for (let b = 0; b < image.batch; b++) frames.push(frameToRgb8(image, b));
-  return Buffer.concat(frames);
+/** An encoder limit the frames break: invalid_input, before anything is allocated. */
+function refuse(problem: string | null): void {
+  if (problem) throw new NodeInputError(problem);
 }
 
 /** Options of SaveAnimatedWEBP. */
@@ -86,8 +96,9 @@ export interface AnimatedWebpOptions {
 
 /** Encodes the batch as an animated WebP, one frame per image, looping forever. */
 export async function encodeAnimatedWebp(image: ImageTensor, options: AnimatedWebpOptions): Promise<Buffer> {
+  refuse(webpProblem(image.width, image.height, image.batch, true));
   const delay = Math.min(65535, Math.trunc(1000 / options.fps));
-  return sharp(batchToRgb8(image), {
+  return sharp(await framesToRgb8(image, 0, image.batch), {
     raw: { width: image.width, height: image.height * image.batch, channels: 3, pageHeight: image.height },
   })
     .webp({
@@ -102,7 +113,8 @@ export async function encodeAnimatedWebp(image: ImageTensor, options: AnimatedWe
 
 /** Encodes one frame as a lossy WebP (used to obtain VP8 key frames for video). */
 export async function encodeLossyWebp(image: ImageTensor, index: number, quality: number): Promise<Buffer> {
-  return sharp(frameToRgb8(image, index), { raw: { width: image.width, height: image.height, channels: 3 } })
+  refuse(webpProblem(image.width, image.height, 1, false));
+  return sharp(await frameToRgb8(image, index), { raw: { width: image.width, height: image.height, channels: 3 } })
     .webp({ quality, lossless: false, alphaQuality: 100 })
     .toBuffer();
 }

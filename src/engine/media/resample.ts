@@ -2,6 +2,8 @@
 // interpolate modes computed on typed arrays, and lanczos through sharp (ComfyUI uses PIL there).
 import sharp from "sharp";
 import { noCheckpoint, type Checkpoint } from "../node-spec.ts";
+import { cooperate } from "../run-scope.ts";
+import { allocBytes, allocFloats } from "./tensors.ts";
 
 /** ComfyUI's upscale method names. */
 export const UPSCALE_METHODS = ["nearest-exact", "bilinear", "area", "bicubic", "lanczos"] as const;
@@ -38,11 +40,11 @@ export async function resize(
   method: Exclude<UpscaleMethod, "lanczos">,
   checkpoint: Checkpoint = noCheckpoint,
 ): Promise<Planes> {
-  const out = new Float32Array(src.batch * height * width * src.channels);
+  const out = allocFloats(src.batch * height * width * src.channels);
   const rows = axisWeights(src.height, height, method);
   const cols = axisWeights(src.width, width, method);
   const c = src.channels;
-  const tmp = new Float32Array(src.height * width * c);
+  const tmp = allocFloats(src.height * width * c);
   for (let b = 0; b < src.batch; b++) {
     const inBase = b * src.height * src.width * c;
     // Separable: columns first into tmp, then rows into out.
@@ -140,7 +142,7 @@ export function centerCrop(src: Planes, width: number, height: number): Planes {
 /** Copies a rectangle out of every batch item. */
 export function cropPlanes(src: Planes, x: number, y: number, width: number, height: number): Planes {
   const c = src.channels;
-  const out = new Float32Array(src.batch * width * height * c);
+  const out = allocFloats(src.batch * width * height * c);
   for (let b = 0; b < src.batch; b++) {
     for (let row = 0; row < height; row++) {
       const from = ((b * src.height + y + row) * src.width + x) * c;
@@ -159,11 +161,12 @@ export function pyRoundHalfEven(x: number): number {
 /** Lanczos through sharp on 8-bit data, as ComfyUI goes through PIL on uint8 for this method. */
 async function lanczos(src: Planes, width: number, height: number): Promise<Planes> {
   const c = src.channels;
-  const out = new Float32Array(src.batch * width * height * c);
+  const out = allocFloats(src.batch * width * height * c);
   const frameIn = src.height * src.width * c;
   for (let b = 0; b < src.batch; b++) {
-    const bytes = Buffer.alloc(frameIn);
+    const bytes = allocBytes(frameIn);
     for (let i = 0; i < frameIn; i++) {
+      if ((i & 0xfffff) === 0) await cooperate();
       const v = Math.round(255 * (src.data[b * frameIn + i] ?? 0));
       bytes[i] = v < 0 ? 0 : v > 255 ? 255 : v;
     }
@@ -172,7 +175,10 @@ async function lanczos(src: Planes, width: number, height: number): Promise<Plan
       .raw()
       .toBuffer();
     const base = b * width * height * c;
-    for (let i = 0; i < resized.length; i++) out[base + i] = resized[i]! / 255;
+    for (let i = 0; i < resized.length; i++) {
+      if ((i & 0xfffff) === 0) await cooperate();
+      out[base + i] = resized[i]! / 255;
+    }
   }
   return { batch: src.batch, height, width, channels: c, data: out };
 }

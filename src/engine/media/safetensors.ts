@@ -1,6 +1,11 @@
 // safetensors layout: u64 little-endian header length, a JSON header (dtype, shape,
 // data_offsets per tensor, optional __metadata__), then the raw little-endian tensor bytes.
 
+import { endianness } from "node:os";
+import { allocBytes } from "./tensors.ts";
+
+const LITTLE_ENDIAN = endianness() === "LE";
+
 /** One float32 tensor to store. */
 export interface F32Tensor {
   name: string;
@@ -16,8 +21,10 @@ export function encodeSafetensors(tensors: readonly F32Tensor[], metadata?: Reco
   let offset = 0;
   // safetensors orders tensors by name within a dtype; all ours are F32.
   for (const t of [...tensors].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
-    const bytes = Buffer.alloc(t.data.length * 4);
-    for (let i = 0; i < t.data.length; i++) bytes.writeFloatLE(t.data[i]!, i * 4);
+    const bytes = allocBytes(t.data.length * 4);
+    // Float32Array is host-endian: on little-endian hosts its bytes are the file's bytes.
+    if (LITTLE_ENDIAN) bytes.set(new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength));
+    else for (let i = 0; i < t.data.length; i++) bytes.writeFloatLE(t.data[i]!, i * 4);
     header[t.name] = { dtype: "F32", shape: [...t.shape], data_offsets: [offset, offset + bytes.length] };
     offset += bytes.length;
     blobs.push(bytes);

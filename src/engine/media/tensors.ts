@@ -1,5 +1,8 @@
 // In-memory value shapes that flow along links, laid out like ComfyUI's torch tensors
-// so that node code can be ported line by line.
+// so that node code can be ported line by line. Every tensor's storage is allocated here
+// (allocFloats, allocBytes), where it is charged to the running job's memory budget.
+import { chargeAllocation, cooperate } from "../run-scope.ts";
+import { fillPattern, floatsToRgb8 } from "./pixel-kernels.ts";
 
 /** IMAGE: batch x height x width x 3 floats in 0..1 (channels last, like ComfyUI). */
 export interface ImageTensor {
@@ -44,25 +47,56 @@ export interface Audio {
   readonly sample_rate: number;
 }
 
+/**
+ * A zeroed float array, charged to the running job's budget before it is allocated. Its storage
+ * is shared memory, so the pixel worker (pixel-kernels.ts) can work on it without a copy.
+ */
+export function allocFloats(length: number): Float32Array {
+  chargeAllocation(length * 4);
+  return new Float32Array(new SharedArrayBuffer(length * 4));
+}
+
+/** A zeroed byte buffer, charged and shared like allocFloats. */
+export function allocBytes(length: number): Buffer {
+  chargeAllocation(length);
+  return Buffer.from(new SharedArrayBuffer(length));
+}
+
+/** Values per slice of the bulk loops below: a few milliseconds of work between yields. */
+const SLICE = 1 << 20;
+
+/** Sets every value (the pixel worker does it for shared storage; a 1 GB fill would hold the event loop). */
+export function fillFloats(data: Float32Array, value: number): Promise<void> {
+  return fillPattern(data, Float32Array.of(value));
+}
+
+/** Copies src into dst at offset slice by slice, yielding between slices. */
+export async function copyFloats(dst: Float32Array, src: Float32Array, offset = 0): Promise<void> {
+  for (let at = 0; at < src.length; at += SLICE) {
+    dst.set(src.subarray(at, Math.min(src.length, at + SLICE)), offset + at);
+    await cooperate();
+  }
+}
+
 /** Creates an image tensor, zero-filled unless data is given. */
 export function makeImage(batch: number, height: number, width: number, data?: Float32Array): ImageTensor {
   const size = batch * height * width * 3;
   if (data && data.length !== size) throw new Error(`image data has ${data.length} values, expected ${size}`);
-  return { kind: "IMAGE", batch, height, width, channels: 3, data: data ?? new Float32Array(size) };
+  return { kind: "IMAGE", batch, height, width, channels: 3, data: data ?? allocFloats(size) };
 }
 
 /** Creates a mask tensor, zero-filled unless data is given. */
 export function makeMask(batch: number, height: number, width: number, data?: Float32Array): MaskTensor {
   const size = batch * height * width;
   if (data && data.length !== size) throw new Error(`mask data has ${data.length} values, expected ${size}`);
-  return { kind: "MASK", batch, height, width, data: data ?? new Float32Array(size) };
+  return { kind: "MASK", batch, height, width, data: data ?? allocFloats(size) };
 }
 
 /** Creates a latent from a shape, zero-filled unless data is given. */
 export function makeLatent(shape: readonly [number, number, number, number], data?: Float32Array): Latent {
   const size = shape[0] * shape[1] * shape[2] * shape[3];
   if (data && data.length !== size) throw new Error(`latent data has ${data.length} values, expected ${size}`);
-  return { kind: "LATENT", samples: { shape, data: data ?? new Float32Array(size) } };
+  return { kind: "LATENT", samples: { shape, data: data ?? allocFloats(size) } };
 }
 
 /** Creates an audio value from a batch x channels x samples waveform. */
@@ -71,7 +105,7 @@ export function makeAudio(batch: number, channels: number, samples: number, samp
   if (data && data.length !== size) throw new Error(`waveform has ${data.length} values, expected ${size}`);
   return {
     kind: "AUDIO",
-    waveform: { batch, channels, samples, data: data ?? new Float32Array(size) },
+    waveform: { batch, channels, samples, data: data ?? allocFloats(size) },
     sample_rate: sampleRate,
   };
 }
@@ -103,16 +137,15 @@ export function imageFrame(image: ImageTensor, index: number): ImageTensor {
 }
 
 /** Converts one frame to 8-bit RGB the way ComfyUI saves: clip(255 * x) truncated to uint8. */
-export function frameToRgb8(image: ImageTensor, index: number): Buffer {
-  const frame = image.height * image.width * 3;
-  const out = Buffer.alloc(frame);
-  const src = image.data;
-  const base = index * frame;
-  for (let i = 0; i < frame; i++) {
-    const v = 255 * (src[base + i] ?? 0);
-    // NaN becomes 0, as numpy's uint8 cast of a NaN is platform-defined and 0 is the safe choice.
-    out[i] = v >= 255 ? 255 : v > 0 ? Math.floor(v) : 0;
-  }
+export function frameToRgb8(image: ImageTensor, index: number): Promise<Buffer> {
+  return framesToRgb8(image, index, 1);
+}
+
+/** Converts `count` frames from `first` into one buffer of stacked 8-bit RGB frames (on the pixel worker). */
+export async function framesToRgb8(image: ImageTensor, first: number, count: number): Promise<Buffer> {
+  const length = image.height * image.width * 3 * count;
+  const out = allocBytes(length);
+  await floatsToRgb8(image.data, first * image.height * image.width * 3, length, out);
   return out;
 }
 
@@ -122,9 +155,9 @@ export function rgb8ToFloat(bytes: Uint8Array, out: Float32Array, offset = 0): v
 }
 
 /** Repeats or truncates a batch to `batch` items, like comfy.utils.repeat_to_batch_size. */
-export function repeatToBatch(data: Float32Array, itemSize: number, have: number, want: number): Float32Array {
+export async function repeatToBatch(data: Float32Array, itemSize: number, have: number, want: number): Promise<Float32Array> {
   if (have === want) return data;
-  const out = new Float32Array(itemSize * want);
-  for (let b = 0; b < want; b++) out.set(data.subarray((b % have) * itemSize, (b % have + 1) * itemSize), b * itemSize);
+  const out = allocFloats(itemSize * want);
+  for (let b = 0; b < want; b++) await copyFloats(out, data.subarray((b % have) * itemSize, (b % have + 1) * itemSize), b * itemSize);
   return out;
 }

@@ -59,14 +59,21 @@ export const FlowgateTone: NodeDefinition = {
   },
   output: ["AUDIO"],
   output_node: false,
-  run(_ctx, inputs) {
+  shapes: (l) => {
+    const { seconds, sample_rate: rate } = l;
+    return [typeof seconds === "number" && typeof rate === "number" ? { kind: "AUDIO", batch: 1, channels: 1, samples: Math.round(seconds * rate) } : undefined];
+  },
+  async run(ctx, inputs) {
     const seconds = numberInput(inputs, "seconds");
     const frequency = numberInput(inputs, "frequency");
     const rate = numberInput(inputs, "sample_rate");
     const amplitude = numberInput(inputs, "amplitude", 0.5);
     const n = Math.round(seconds * rate);
     const audio = makeAudio(1, 1, n, rate);
-    for (let i = 0; i < n; i++) audio.waveform.data[i] = amplitude * Math.sin((2 * Math.PI * frequency * i) / rate);
+    for (let i = 0; i < n; i++) {
+      if ((i & 0xfffff) === 0) await ctx.checkpoint();
+      audio.waveform.data[i] = amplitude * Math.sin((2 * Math.PI * frequency * i) / rate);
+    }
     return { result: [audio] };
   },
 };

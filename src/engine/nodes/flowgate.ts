@@ -3,9 +3,10 @@
 import { createHash } from "node:crypto";
 import { NodeInputError } from "../errors.ts";
 import { encodeJpeg } from "../media/image-codec.ts";
-import { makeImage, makeLatent, type ImageTensor } from "../media/tensors.ts";
+import { allocFloats, makeImage, makeLatent, type ImageTensor } from "../media/tensors.ts";
 import { floatInput, intInput, noCheckpoint, socket, stringInput, type Checkpoint, type NodeDefinition } from "../node-spec.ts";
-import { numberInput, stringValue } from "./helpers.ts";
+import { cooperate } from "../run-scope.ts";
+import { knownInt, numberInput, stringValue } from "./helpers.ts";
 import { textFile } from "./text.ts";
 
 const MODULE = "custom_nodes.flowgate";
@@ -75,12 +76,13 @@ export async function renderPicture(seed: number, width: number, height: number,
 }
 
 /** The latent of an image: 8x8 block means of R, G, B and luminance (batch x 4 x h/8 x w/8). */
-function latentOf(image: ImageTensor) {
+async function latentOf(image: ImageTensor) {
   const lh = Math.floor(image.height / 8);
   const lw = Math.floor(image.width / 8);
   const latent = makeLatent([1, 4, lh, lw]);
   const plane = lh * lw;
   for (let by = 0; by < lh; by++) {
+    await cooperate();
     for (let bx = 0; bx < lw; bx++) {
       const sums = [0, 0, 0];
       for (let y = by * 8; y < by * 8 + 8; y++) {
@@ -118,6 +120,11 @@ export const FlowgateSampler: NodeDefinition = {
   output_name: ["IMAGE", "LATENT"],
   output_node: false,
   stepsInput: "steps",
+  shapes: (l) => {
+    const [width, height] = [knownInt(l.width), knownInt(l.height)];
+    if (!width || !height) return [undefined, undefined];
+    return [{ kind: "IMAGE", batch: 1, height, width }, { kind: "LATENT", dims: [1, 4, Math.floor(height / 8), Math.floor(width / 8)] }];
+  },
   async run(ctx, inputs) {
     const seed = numberInput(inputs, "seed");
     const steps = numberInput(inputs, "steps");
@@ -129,7 +136,7 @@ export const FlowgateSampler: NodeDefinition = {
     const ph = Math.max(1, Math.round(height * scale));
     const target = await renderPicture(seed, pw, ph, ctx.checkpoint);
     const rand = seededRandom(seed + 1);
-    const noise = new Float32Array(target.data.length);
+    const noise = allocFloats(target.data.length);
     for (let i = 0; i < noise.length; i++) noise[i] = rand();
     const current = makeImage(1, ph, pw);
     for (let step = 1; step <= steps; step++) {
@@ -141,7 +148,7 @@ export const FlowgateSampler: NodeDefinition = {
     }
     ctx.throwIfAborted();
     const image = await renderPicture(seed, width, height, ctx.checkpoint);
-    return { result: [image, latentOf(image)] };
+    return { result: [image, await latentOf(image)] };
   },
 };
 
@@ -161,6 +168,7 @@ export const FlowgateDelay: NodeDefinition = {
   output: ["*"],
   output_name: ["value"],
   output_node: false,
+  shapes: (_l, inputs) => [inputs.value],
   async run(ctx, inputs) {
     await ctx.sleep(numberInput(inputs, "seconds") * 1000);
     return { result: [inputs.value] };

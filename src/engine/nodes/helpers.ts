@@ -1,8 +1,9 @@
 // Small helpers shared by node families: typed access to inputs and image file outputs.
 import { NodeInputError } from "../errors.ts";
+import { pngProblem } from "../media/encoder-limits.ts";
 import { encodePng } from "../media/image-codec.ts";
 import { isAudio, isImage, isLatent, isMask, type Audio, type ImageTensor, type Latent, type MaskTensor } from "../media/tensors.ts";
-import type { NodeFile, ResolvedFile } from "../node-spec.ts";
+import type { NodeFile, ResolvedFile, TensorShape } from "../node-spec.ts";
 
 /** The IMAGE input `name`, or an invalid_input failure. */
 export function imageInput(inputs: Record<string, unknown>, name: string): ImageTensor {
@@ -86,4 +87,20 @@ export function tempSuffix(): string {
   let s = "_temp_";
   for (let i = 0; i < 5; i++) s += letters[Math.floor(Math.random() * letters.length)];
   return s;
+}
+
+/** A literal positive integer (a size known at validation), or undefined. */
+export function knownInt(v: unknown): number | undefined {
+  return typeof v === "number" && Number.isInteger(v) && v > 0 ? v : undefined;
+}
+
+/** A new tensor the size of an image or mask input (a per-pixel operation), if that is known. */
+export function sameShape(input: TensorShape | undefined): TensorShape | undefined {
+  return input ? { ...input } : undefined;
+}
+
+/** The known image size of `images` if PNG cannot hold its frames. */
+export function pngLimit(images: TensorShape | undefined): { field: string; message: string } | null {
+  const problem = images?.kind === "IMAGE" ? pngProblem(images.width, images.height) : null;
+  return problem ? { field: "images", message: problem } : null;
 }

@@ -2,9 +2,9 @@
 import { NodeInputError } from "../errors.ts";
 import { gaussianBlur, sharpen } from "../media/convolve.ts";
 import { commonUpscale } from "../media/resample.ts";
-import { makeImage, type ImageTensor } from "../media/tensors.ts";
+import { allocFloats, makeImage, type ImageTensor } from "../media/tensors.ts";
 import { comboV1, floatInput, intInput, socket, type NodeDefinition } from "../node-spec.ts";
-import { imageInput, numberInput, stringValue } from "./helpers.ts";
+import { imageInput, numberInput, sameShape, stringValue } from "./helpers.ts";
 
 const MODULE = "comfy_extras.nodes_post_processing";
 
@@ -24,6 +24,7 @@ export const ImageBlur: NodeDefinition = {
   },
   output: ["IMAGE"],
   output_node: false,
+  shapes: (_l, inputs) => [sameShape(inputs.image)],
   async run(ctx, inputs) {
     const image = imageInput(inputs, "image");
     const radius = numberInput(inputs, "blur_radius");
@@ -49,6 +50,7 @@ export const ImageSharpen: NodeDefinition = {
   },
   output: ["IMAGE"],
   output_node: false,
+  shapes: (_l, inputs) => [sameShape(inputs.image)],
   async run(ctx, inputs) {
     const image = imageInput(inputs, "image");
     const radius = numberInput(inputs, "sharpen_radius");
@@ -100,6 +102,8 @@ export const ImageBlend: NodeDefinition = {
   },
   output: ["IMAGE"],
   output_node: false,
+  shapes: (_l, { image1: a, image2: b }) =>
+    [a?.kind === "IMAGE" && b?.kind === "IMAGE" ? { kind: "IMAGE", batch: Math.max(a.batch, b.batch), height: a.height, width: a.width } : undefined],
   async run(ctx, inputs) {
     const a = imageInput(inputs, "image1");
     let b: ImageTensor = imageInput(inputs, "image2");
@@ -115,11 +119,12 @@ export const ImageBlend: NodeDefinition = {
     }
     const batch = Math.max(a.batch, b.batch);
     const frame = a.height * a.width * 3;
-    const out = new Float32Array(batch * frame);
+    const out = allocFloats(batch * frame);
     for (let n = 0; n < batch; n++) {
       const ao = (a.batch === 1 ? 0 : n) * frame;
       const bo = (b.batch === 1 ? 0 : n) * frame;
       for (let i = 0; i < frame; i++) {
+        if ((i & 0xfffff) === 0) await ctx.checkpoint();
         const x = a.data[ao + i]!;
         const v = x * (1 - factor) + blendValue(mode, x, b.data[bo + i]!) * factor;
         out[n * frame + i] = v < 0 ? 0 : v > 1 ? 1 : v;

@@ -1,9 +1,29 @@
 // Geometry of images: ImageScale, ImageScaleBy (nodes.py), ImageCrop, ImageFlip, ImageRotate (nodes_images.py).
 import { NodeInputError } from "../errors.ts";
 import { commonUpscale, cropPlanes, pyRoundHalfEven, UPSCALE_METHODS, type UpscaleMethod } from "../media/resample.ts";
-import { makeImage, type ImageTensor } from "../media/tensors.ts";
-import { comboV1, comboV3, floatInput, intInput, MAX_RESOLUTION, socket, type Checkpoint, type NodeDefinition } from "../node-spec.ts";
-import { imageInput, numberInput, stringValue } from "./helpers.ts";
+import { allocFloats, makeImage, type ImageTensor } from "../media/tensors.ts";
+import {
+  comboV1,
+  comboV3,
+  floatInput,
+  intInput,
+  MAX_RESOLUTION,
+  socket,
+  noCheckpoint,
+  type Checkpoint,
+  type InputShapes,
+  type NodeDefinition,
+  type TensorShape,
+} from "../node-spec.ts";
+import { imageInput, numberInput, sameShape, stringValue } from "./helpers.ts";
+
+/** The known IMAGE input `image`, resized (a new tensor), or undefined. */
+function resized(inputs: InputShapes, size: (s: { width: number; height: number }) => [number, number] | null): TensorShape | undefined {
+  const image = inputs.image;
+  if (image?.kind !== "IMAGE") return undefined;
+  const wh = size(image);
+  return wh ? { kind: "IMAGE", batch: image.batch, width: wh[0], height: wh[1] } : undefined;
+}
 
 const CROP_METHODS = ["disabled", "center"] as const;
 
@@ -32,6 +52,12 @@ export const ImageScale: NodeDefinition = {
   },
   output: ["IMAGE"],
   output_node: false,
+  shapes: (l, inputs) => {
+    if (typeof l.width !== "number" || typeof l.height !== "number") return [undefined];
+    const [w, h] = [l.width, l.height];
+    if (w === 0 && h === 0) return [inputs.image];
+    return [resized(inputs, (s) => [w === 0 ? Math.max(1, pyRoundHalfEven((s.width * h) / s.height)) : w, h === 0 ? Math.max(1, pyRoundHalfEven((s.height * w) / s.width)) : h])];
+  },
   async run(ctx, inputs) {
     const image = imageInput(inputs, "image");
     let width = numberInput(inputs, "width");
@@ -59,6 +85,11 @@ export const ImageScaleBy: NodeDefinition = {
   },
   output: ["IMAGE"],
   output_node: false,
+  shapes: (l, inputs) => {
+    const scale = l.scale_by;
+    if (typeof scale !== "number") return [undefined];
+    return [resized(inputs, (s) => [pyRoundHalfEven(s.width * scale), pyRoundHalfEven(s.height * scale)])];
+  },
   async run(ctx, inputs) {
     const image = imageInput(inputs, "image");
     const scale = numberInput(inputs, "scale_by");
@@ -86,6 +117,11 @@ export const ImageCrop: NodeDefinition = {
   },
   output: ["IMAGE"],
   output_node: false,
+  shapes: (l, inputs) => {
+    const { x, y, width, height } = l;
+    if (typeof x !== "number" || typeof y !== "number" || typeof width !== "number" || typeof height !== "number") return [undefined];
+    return [resized(inputs, (s) => [Math.min(width, s.width - Math.min(x, s.width - 1)), Math.min(height, s.height - Math.min(y, s.height - 1))])];
+  },
   run(_ctx, inputs) {
     const image = imageInput(inputs, "image");
     const x = Math.min(numberInput(inputs, "x"), image.width - 1);
@@ -112,15 +148,17 @@ export const ImageFlip: NodeDefinition = {
   },
   output: ["IMAGE"],
   output_node: false,
-  run(_ctx, inputs) {
+  shapes: (_l, inputs) => [sameShape(inputs.image)],
+  async run(ctx, inputs) {
     const image = imageInput(inputs, "image");
     const method = stringValue(inputs, "flip_method");
     const vertical = method.startsWith("x");
     const horizontal = method.startsWith("y");
     const { batch, height: h, width: w } = image;
-    const out = new Float32Array(image.data.length);
+    const out = allocFloats(image.data.length);
     for (let b = 0; b < batch; b++) {
       for (let y = 0; y < h; y++) {
+        await ctx.checkpoint();
         for (let x = 0; x < w; x++) {
           const sy = vertical ? h - 1 - y : y;
           const sx = horizontal ? w - 1 - x : x;
@@ -137,15 +175,16 @@ export const ImageFlip: NodeDefinition = {
 };
 
 /** Rotates clockwise by quarter turns, as torch.rot90(image, k, dims=[2, 1]) does on BHWC. */
-export function rotateClockwise(image: ImageTensor, quarterTurns: number): ImageTensor {
+export async function rotateClockwise(image: ImageTensor, quarterTurns: number, checkpoint: Checkpoint = noCheckpoint): Promise<ImageTensor> {
   const k = ((quarterTurns % 4) + 4) % 4;
   if (k === 0) return image;
   const { batch, height: h, width: w } = image;
   const outH = k === 2 ? h : w;
   const outW = k === 2 ? w : h;
-  const out = new Float32Array(image.data.length);
+  const out = allocFloats(image.data.length);
   for (let b = 0; b < batch; b++) {
     for (let y = 0; y < outH; y++) {
+      await checkpoint();
       for (let x = 0; x < outW; x++) {
         let sy: number;
         let sx: number;
@@ -163,6 +202,11 @@ export function rotateClockwise(image: ImageTensor, quarterTurns: number): Image
   return makeImage(batch, outH, outW, out);
 }
 
+function turnsOf(rotation: unknown): number {
+  const r = String(rotation);
+  return r.startsWith("90") ? 1 : r.startsWith("180") ? 2 : r.startsWith("270") ? 3 : 0;
+}
+
 /** ImageRotate: none / 90 / 180 / 270 degrees clockwise. */
 export const ImageRotate: NodeDefinition = {
   name: "ImageRotate",
@@ -178,11 +222,14 @@ export const ImageRotate: NodeDefinition = {
   },
   output: ["IMAGE"],
   output_node: false,
-  run(_ctx, inputs) {
+  shapes: (l, inputs) => {
+    const turns = turnsOf(l.rotation);
+    if (turns === 0) return [inputs.image];
+    return [resized(inputs, (s) => (turns === 2 ? [s.width, s.height] : [s.height, s.width]))];
+  },
+  async run(ctx, inputs) {
     const image = imageInput(inputs, "image");
-    const rotation = stringValue(inputs, "rotation");
-    const k = rotation.startsWith("90") ? 1 : rotation.startsWith("180") ? 2 : rotation.startsWith("270") ? 3 : 0;
-    return { result: [rotateClockwise(image, k)] };
+    return { result: [await rotateClockwise(image, turnsOf(stringValue(inputs, "rotation")), ctx.checkpoint)] };
   },
 };
 

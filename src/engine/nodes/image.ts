@@ -1,10 +1,10 @@
 // Image family (ComfyUI nodes.py): LoadImage, SaveImage, PreviewImage, EmptyImage, ImageInvert, ImageBatch.
-import { NodeInputError } from "../errors.ts";
-import { decodeImage, maskFromAlpha } from "../media/image-codec.ts";
+import { decodeFailure, decodeImage, maskFromAlpha } from "../media/image-codec.ts";
 import { commonUpscale } from "../media/resample.ts";
-import { makeImage } from "../media/tensors.ts";
+import { fillPattern } from "../media/pixel-kernels.ts";
+import { allocFloats, copyFloats, makeImage } from "../media/tensors.ts";
 import { comboV1, intInput, MAX_RESOLUTION, socket, stringInput, type NodeDefinition } from "../node-spec.ts";
-import { fileInput, imageInput, numberInput, pngFiles, stringValue, tempSuffix } from "./helpers.ts";
+import { fileInput, imageInput, knownInt, numberInput, pngFiles, pngLimit, sameShape, stringValue, tempSuffix } from "./helpers.ts";
 
 const SAVE_HIDDEN = { prompt: "PROMPT", extra_pnginfo: "EXTRA_PNGINFO" } as const;
 
@@ -25,8 +25,8 @@ export const LoadImage: NodeDefinition = {
     let decoded;
     try {
       decoded = await decodeImage(file.bytes);
-    } catch {
-      throw new NodeInputError(`Invalid image file: ${file.name}`);
+    } catch (err) {
+      throw decodeFailure(err, file.name);
     }
     return { result: [decoded.image, maskFromAlpha(decoded)] };
   },
@@ -52,6 +52,7 @@ export const SaveImage: NodeDefinition = {
   },
   output: [],
   output_node: true,
+  limits: (_l, inputs) => pngLimit(inputs.images),
   async run(_ctx, inputs) {
     const images = imageInput(inputs, "images");
     return { files: await pngFiles(images, stringValue(inputs, "filename_prefix", "ComfyUI"), "output", 4) };
@@ -68,6 +69,7 @@ export const PreviewImage: NodeDefinition = {
   input: { required: { images: socket("IMAGE") }, hidden: SAVE_HIDDEN },
   output: [],
   output_node: true,
+  limits: (_l, inputs) => pngLimit(inputs.images),
   async run(_ctx, inputs) {
     const images = imageInput(inputs, "images");
     return { files: await pngFiles(images, `ComfyUI${tempSuffix()}`, "temp", 1) };
@@ -91,18 +93,18 @@ export const EmptyImage: NodeDefinition = {
   },
   output: ["IMAGE"],
   output_node: false,
-  run(_ctx, inputs) {
+  shapes: (l) => {
+    const [width, height, batch] = [knownInt(l.width), knownInt(l.height), knownInt(l.batch_size ?? 1)];
+    return [width && height && batch ? { kind: "IMAGE", batch, height, width } : undefined];
+  },
+  async run(_ctx, inputs) {
     const width = numberInput(inputs, "width");
     const height = numberInput(inputs, "height");
     const batch = numberInput(inputs, "batch_size", 1);
     const color = numberInput(inputs, "color", 0);
     const rgb = [((color >> 16) & 0xff) / 0xff, ((color >> 8) & 0xff) / 0xff, (color & 0xff) / 0xff] as const;
     const image = makeImage(batch, height, width);
-    for (let p = 0; p < image.data.length; p += 3) {
-      image.data[p] = rgb[0];
-      image.data[p + 1] = rgb[1];
-      image.data[p + 2] = rgb[2];
-    }
+    await fillPattern(image.data, Float32Array.from(rgb));
     return { result: [image] };
   },
 };
@@ -117,10 +119,14 @@ export const ImageInvert: NodeDefinition = {
   input: { required: { image: socket("IMAGE") } },
   output: ["IMAGE"],
   output_node: false,
-  run(_ctx, inputs) {
+  shapes: (_l, inputs) => [sameShape(inputs.image)],
+  async run(ctx, inputs) {
     const image = imageInput(inputs, "image");
-    const out = new Float32Array(image.data.length);
-    for (let i = 0; i < out.length; i++) out[i] = 1 - image.data[i]!;
+    const out = allocFloats(image.data.length);
+    for (let i = 0; i < out.length; i++) {
+      out[i] = 1 - image.data[i]!;
+      if ((i & 0xfffff) === 0) await ctx.checkpoint();
+    }
     return { result: [makeImage(image.batch, image.height, image.width, out)] };
   },
 };
@@ -135,6 +141,8 @@ export const ImageBatch: NodeDefinition = {
   input: { required: { image1: socket("IMAGE"), image2: socket("IMAGE") } },
   output: ["IMAGE"],
   output_node: false,
+  shapes: (_l, { image1: a, image2: b }) =>
+    [a?.kind === "IMAGE" && b?.kind === "IMAGE" ? { kind: "IMAGE", batch: a.batch + b.batch, height: a.height, width: a.width } : undefined],
   async run(ctx, inputs) {
     const a = imageInput(inputs, "image1");
     let b = imageInput(inputs, "image2");
@@ -142,9 +150,9 @@ export const ImageBatch: NodeDefinition = {
       const r = await commonUpscale({ ...b, channels: 3 }, a.width, a.height, "bilinear", "center", ctx.checkpoint);
       b = makeImage(b.batch, a.height, a.width, r.data);
     }
-    const out = new Float32Array(a.data.length + b.data.length);
-    out.set(a.data, 0);
-    out.set(b.data, a.data.length);
+    const out = allocFloats(a.data.length + b.data.length);
+    await copyFloats(out, a.data, 0);
+    await copyFloats(out, b.data, a.data.length);
     return { result: [makeImage(a.batch + b.batch, a.height, a.width, out)] };
   },
 };

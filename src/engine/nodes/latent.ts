@@ -2,7 +2,7 @@
 import { encodeSafetensors } from "../media/safetensors.ts";
 import { makeLatent, type Latent } from "../media/tensors.ts";
 import { intInput, MAX_RESOLUTION, socket, stringInput, type NodeDefinition } from "../node-spec.ts";
-import { latentInput, numberInput, stringValue } from "./helpers.ts";
+import { knownInt, latentInput, numberInput, stringValue } from "./helpers.ts";
 
 /** EmptyLatentImage: zeros of batch x 4 x height/8 x width/8. */
 export const EmptyLatentImage: NodeDefinition = {
@@ -21,6 +21,10 @@ export const EmptyLatentImage: NodeDefinition = {
   output: ["LATENT"],
   output_tooltips: ["The empty latent image batch."],
   output_node: false,
+  shapes: (l) => {
+    const [width, height, batch] = [knownInt(l.width), knownInt(l.height), knownInt(l.batch_size ?? 1)];
+    return [width && height && batch ? { kind: "LATENT", dims: [batch, 4, Math.floor(height / 8), Math.floor(width / 8)] } : undefined];
+  },
   run(_ctx, inputs) {
     const width = numberInput(inputs, "width");
     const height = numberInput(inputs, "height");

@@ -1,10 +1,10 @@
 // Mask family (comfy_extras/nodes_mask.py and LoadImageMask from nodes.py).
 import { NodeInputError } from "../errors.ts";
-import { decodeImage } from "../media/image-codec.ts";
+import { decodeFailure, decodeImage } from "../media/image-codec.ts";
 import { resize } from "../media/resample.ts";
-import { makeImage, makeMask, repeatToBatch, type ImageTensor, type MaskTensor } from "../media/tensors.ts";
+import { allocFloats, copyFloats, fillFloats, makeImage, makeMask, repeatToBatch, type ImageTensor, type MaskTensor } from "../media/tensors.ts";
 import { booleanInput, comboV1, floatInput, intInput, MAX_RESOLUTION, noCheckpoint, socket, type Checkpoint, type NodeDefinition } from "../node-spec.ts";
-import { booleanValue, fileInput, imageInput, maskInput, numberInput, stringValue } from "./helpers.ts";
+import { booleanValue, fileInput, imageInput, knownInt, maskInput, numberInput, sameShape, stringValue } from "./helpers.ts";
 
 const MODULE = "comfy_extras.nodes_mask";
 
@@ -30,13 +30,13 @@ export const LoadImageMask: NodeDefinition = {
     let decoded;
     try {
       decoded = await decodeImage(file.bytes);
-    } catch {
-      throw new NodeInputError(`Invalid image file: ${file.name}`);
+    } catch (err) {
+      throw decodeFailure(err, file.name);
     }
     // Only the first frame, as ComfyUI opens the file without iterating frames.
     const { height, width } = decoded.image;
     const pixels = height * width;
-    const out = new Float32Array(pixels);
+    const out = allocFloats(pixels);
     if (channel === "alpha") {
       // A file without alpha is converted to RGBA (opaque), so the mask is all zeros.
       if (decoded.alpha) for (let p = 0; p < pixels; p++) out[p] = 1 - decoded.alpha[p]!;
@@ -64,9 +64,13 @@ export const SolidMask: NodeDefinition = {
   },
   output: ["MASK"],
   output_node: false,
-  run(_ctx, inputs) {
+  shapes: (l) => {
+    const [width, height] = [knownInt(l.width), knownInt(l.height)];
+    return [width && height ? { kind: "MASK", batch: 1, height, width } : undefined];
+  },
+  async run(_ctx, inputs) {
     const mask = makeMask(1, numberInput(inputs, "height"), numberInput(inputs, "width"));
-    mask.data.fill(numberInput(inputs, "value"));
+    await fillFloats(mask.data, numberInput(inputs, "value"));
     return { result: [mask] };
   },
 };
@@ -81,10 +85,14 @@ export const InvertMask: NodeDefinition = {
   input: { required: { mask: socket("MASK") } },
   output: ["MASK"],
   output_node: false,
-  run(_ctx, inputs) {
+  shapes: (_l, inputs) => [sameShape(inputs.mask)],
+  async run(ctx, inputs) {
     const mask = maskInput(inputs, "mask");
-    const out = new Float32Array(mask.data.length);
-    for (let i = 0; i < out.length; i++) out[i] = 1 - mask.data[i]!;
+    const out = allocFloats(mask.data.length);
+    for (let i = 0; i < out.length; i++) {
+      if ((i & 0xfffff) === 0) await ctx.checkpoint();
+      out[i] = 1 - mask.data[i]!;
+    }
     return { result: [makeMask(mask.batch, mask.height, mask.width, out)] };
   },
 };
@@ -99,10 +107,12 @@ export const MaskToImage: NodeDefinition = {
   input: { required: { mask: socket("MASK") } },
   output: ["IMAGE"],
   output_node: false,
-  run(_ctx, inputs) {
+  shapes: (_l, { mask }) => [mask?.kind === "MASK" ? { ...mask, kind: "IMAGE" } : undefined],
+  async run(ctx, inputs) {
     const mask = maskInput(inputs, "mask");
     const image = makeImage(mask.batch, mask.height, mask.width);
     for (let p = 0; p < mask.data.length; p++) {
+      if ((p & 0xfffff) === 0) await ctx.checkpoint();
       const v = mask.data[p]!;
       image.data[p * 3] = v;
       image.data[p * 3 + 1] = v;
@@ -124,12 +134,16 @@ export const ImageToMask: NodeDefinition = {
   input: { required: { image: socket("IMAGE"), channel: comboV1(IMAGE_CHANNELS) } },
   output: ["MASK"],
   output_node: false,
-  run(_ctx, inputs) {
+  shapes: (_l, { image }) => [image?.kind === "IMAGE" ? { ...image, kind: "MASK" } : undefined],
+  async run(ctx, inputs) {
     const image = imageInput(inputs, "image");
     const c = (IMAGE_CHANNELS as readonly string[]).indexOf(stringValue(inputs, "channel"));
     if (c < 0 || c >= image.channels) throw new NodeInputError(`The image has no ${stringValue(inputs, "channel")} channel`);
     const mask = makeMask(image.batch, image.height, image.width);
-    for (let p = 0; p < mask.data.length; p++) mask.data[p] = image.data[p * 3 + c]!;
+    for (let p = 0; p < mask.data.length; p++) {
+      if ((p & 0xfffff) === 0) await ctx.checkpoint();
+      mask.data[p] = image.data[p * 3 + c]!;
+    }
     return { result: [mask] };
   },
 };
@@ -152,15 +166,16 @@ export async function compositeMasked(
   const batch = destination.batch;
   const sw = src.width;
   const sh = src.height;
-  const srcData = repeatToBatch(src.data, sh * sw * 3, src.batch, batch);
+  const srcData = await repeatToBatch(src.data, sh * sw * 3, src.batch, batch);
   let maskData: Float32Array | null = null;
   if (mask) {
     const m = await resize({ batch: mask.batch, height: mask.height, width: mask.width, channels: 1, data: mask.data }, sw, sh, "bilinear", checkpoint);
-    maskData = repeatToBatch(m.data, sh * sw, mask.batch, batch);
+    maskData = await repeatToBatch(m.data, sh * sw, mask.batch, batch);
   }
   const left = Math.max(-sw, Math.min(x, destination.width));
   const top = Math.max(-sh, Math.min(y, destination.height));
-  const out = Float32Array.from(destination.data);
+  const out = allocFloats(destination.data.length);
+  await copyFloats(out, destination.data);
   const dw = destination.width;
   const dh = destination.height;
   for (let b = 0; b < batch; b++) {
@@ -200,6 +215,7 @@ export const ImageCompositeMasked: NodeDefinition = {
   },
   output: ["IMAGE"],
   output_node: false,
+  shapes: (_l, inputs) => [sameShape(inputs.destination)],
   async run(ctx, inputs) {
     const mask = inputs.mask === undefined ? undefined : maskInput(inputs, "mask");
     return {

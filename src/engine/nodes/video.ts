@@ -1,9 +1,18 @@
 // Animation and video writers: SaveAnimatedWEBP, SaveAnimatedPNG (nodes_images.py) and FlowgateSaveVideo.
 import { assembleApng } from "../media/apng.ts";
 import { encodeAnimatedWebp, encodeLossyWebp, encodePng } from "../media/image-codec.ts";
+import { webpProblem } from "../media/encoder-limits.ts";
 import { muxWebm, vp8FromWebp } from "../media/webm.ts";
 import { booleanInput, comboV3, floatInput, intInput, socket, stringInput, type NodeDefinition } from "../node-spec.ts";
-import { booleanValue, imageInput, numberInput, stringValue } from "./helpers.ts";
+import { booleanValue, imageInput, numberInput, pngLimit, stringValue } from "./helpers.ts";
+import type { InputShapes } from "../node-spec.ts";
+
+/** The known image size of `images` if WebP cannot hold it (`stacked`: the whole batch is one encoder input). */
+function webpLimit(inputs: InputShapes, stacked: boolean): { field: string; message: string } | null {
+  const s = inputs.images;
+  const problem = s?.kind === "IMAGE" ? webpProblem(s.width, s.height, s.batch, stacked) : null;
+  return problem ? { field: "images", message: problem } : null;
+}
 
 const SAVE_HIDDEN = { prompt: "PROMPT", extra_pnginfo: "EXTRA_PNGINFO" } as const;
 const WEBP_METHODS: Record<string, number> = { default: 4, fastest: 0, slowest: 6 };
@@ -28,6 +37,7 @@ export const SaveAnimatedWEBP: NodeDefinition = {
   },
   output: [],
   output_node: true,
+  limits: (_l, inputs) => webpLimit(inputs, true),
   async run(_ctx, inputs) {
     const images = imageInput(inputs, "images");
     const data = await encodeAnimatedWebp(images, {
@@ -71,6 +81,7 @@ export const SaveAnimatedPNG: NodeDefinition = {
   },
   output: [],
   output_node: true,
+  limits: (_l, inputs) => pngLimit(inputs.images),
   async run(ctx, inputs) {
     const images = imageInput(inputs, "images");
     const level = numberInput(inputs, "compress_level", 4);
@@ -113,6 +124,7 @@ export const FlowgateSaveVideo: NodeDefinition = {
   },
   output: [],
   output_node: true,
+  limits: (_l, inputs) => webpLimit(inputs, false),
   async run(ctx, inputs) {
     const images = imageInput(inputs, "images");
     const quality = numberInput(inputs, "quality", 80);
