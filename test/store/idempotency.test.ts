@@ -64,7 +64,7 @@ describe("createJob with an idempotency key", () => {
     const gate = new Int32Array(barrier);
     const runs = Array.from({ length: workers }, () => {
       const worker = new Worker(new URL("./idempotency-worker.ts", import.meta.url), {
-        workerData: { dataDir: t.dataDir, barrier, attempts, key: "cross", now: T0 },
+        workerData: { options: t.options, barrier, attempts, key: "cross", now: T0 },
       });
       return new Promise<{ created: string[]; reused: number }>((resolve, reject) => {
         worker.once("message", resolve);
@@ -144,7 +144,7 @@ describe("batched inserts", () => {
     }
     expect(await countJobs()).toBe(4);
     // A second connection sees every acknowledged job: they were committed before the promises resolved.
-    expect(t.raw().prepare("SELECT count(*) AS n FROM jobs").get()).toEqual({ n: 4 });
+    expect(await t.sql("SELECT count(*) AS n FROM jobs")).toEqual([{ n: 4 }]);
   });
 
   it("commits a waiting batch when the store closes", async () => {
