@@ -44,11 +44,13 @@ export interface RuntimeOptions {
 /** Opens the store and blobs under the data dir and starts dispatching (recovering after a crash). */
 export async function openRuntime(config: Config, options: RuntimeOptions): Promise<Runtime> {
   const now = options.now ?? Date.now;
-  const store = await openStore({ dataDir: config.dataDir });
-  const blobs = await BlobStore.open(config.dataDir);
+  // PostgreSQL when configured (shared by every node), else the SQLite file of the data dir.
+  const database = config.databaseUrl === null ? null : ({ kind: "postgres", url: config.databaseUrl } as const);
+  const store = await openStore(database ?? { dataDir: config.dataDir });
+  const blobs = await BlobStore.open(config.dataDir, config.blobDir === null ? {} : { root: config.blobDir });
   const signer = new UrlSigner(config.signingKey ?? (await loadOrCreateSigningKey(config.dataDir)));
   const events = new EventBus();
-  const directory = config.surface === "self-hosted" ? null : await openDirectory(config.dataDir);
+  const directory = config.surface === "self-hosted" ? null : await openDirectory(database ?? config.dataDir);
   const surface = new SurfacePolicy({
     surface: config.surface,
     token: config.token,

@@ -60,9 +60,10 @@ export const PG_SQL = {
   blobReferenced: "SELECT 1 AS found FROM assets WHERE blob_key = $1 LIMIT 1",
   referencedBlobs: "SELECT DISTINCT blob_key FROM assets WHERE blob_key = ANY($1::text[])",
 
-  // The batch is picked once in a CTE (a subquery with LIMIT may be rescanned while its rows change).
+  // The batch is picked (and locked: a job a transition holds is waited for, never skipped) once, in a
+  // CTE: a subquery with LIMIT may be rescanned while its rows change.
   expireJobs: `WITH picked AS MATERIALIZED (
-      SELECT id FROM jobs WHERE status IN ${LIVE} AND expires_at <= $1 ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+      SELECT id FROM jobs WHERE status IN ${LIVE} AND expires_at <= $1 ORDER BY expires_at LIMIT $2 FOR UPDATE)
     UPDATE jobs SET status = 'expired', completed_at = $1 FROM picked
     WHERE jobs.id = picked.id AND status IN ${LIVE} AND expires_at <= $1
     RETURNING ${JOB_COLUMNS.replace(/\b(\w+)\b/g, "jobs.$1")}`,

@@ -67,3 +67,15 @@ export async function onPostgres(select: () => void, load: () => Promise<unknown
   select();
   await load();
 }
+
+/** A fresh schema of our own, created; drop it with dropTestSchema. */
+export async function createTestSchema(): Promise<string> {
+  const schema = testSchemaName();
+  await adminQuery(`CREATE SCHEMA ${schema}`);
+  return schema;
+}
+
+/** The --database-url of a server that keeps its tables in `schema` (search_path in the URL). */
+export function schemaUrl(schema: string): string {
+  return `${TEST_DATABASE_URL}${TEST_DATABASE_URL.includes("?") ? "&" : "?"}options=${encodeURIComponent(`-c search_path=${schema}`)}`;
+}
