@@ -49,6 +49,7 @@ export class AssetService {
     if (meta.expected_hash !== undefined && parseBlake3Hash(meta.expected_hash) === null) {
       throw new ServiceError("invalid_request", "The request is invalid.", { fields: [{ field: "expected_hash", reason: "invalid_format" }] });
     }
+    checkFilePath(meta.file_path);
     if (meta.content_type !== undefined && !isMediaType(meta.content_type)) {
       throw new ServiceError("invalid_request", "The request is invalid.", { fields: [{ field: "content_type", reason: "invalid_format" }] });
     }
@@ -86,6 +87,7 @@ export class AssetService {
 
   /** A new record over a blob the caller may already use; 404 `blob_not_found` otherwise. */
   async fromHash(owner: string, hash: string, meta: { file_path?: string | undefined; tags?: string[] | undefined }): Promise<{ asset: AssetRecord; created: boolean }> {
+    checkFilePath(meta.file_path);
     const key = parseBlake3Hash(hash);
     const existing = key === null ? null : await this.usableRecord(owner, key);
     if (!existing || key === null || !(await this.o.blobs.has(key))) {
@@ -203,4 +205,11 @@ export class AssetService {
 
 function sameTags(a: readonly string[], b: readonly string[]): boolean {
   return a.length === b.length && a.every((t, i) => t === b[i]);
+}
+
+/** A file name with a NUL character names no file (and no database text can hold it): 400. */
+function checkFilePath(filePath: string | undefined): void {
+  if (filePath?.includes("\0")) {
+    throw new ServiceError("invalid_request", "The request is invalid.", { fields: [{ field: "file_path", reason: "invalid_format" }] });
+  }
 }

@@ -40,6 +40,8 @@ export class PostgresDirectory implements Directory {
   }
 
   async #rows(text: string, params: unknown[] = []): Promise<Row[]> {
+    // PostgreSQL text cannot hold U+0000: no stored name or id has one (a lookup by one finds nothing).
+    if (params.some((p) => typeof p === "string" && p.includes("\0")) && !/^\s*INSERT/i.test(text)) return [];
     return (await this.#pool.query(text, params)).rows as Row[];
   }
 

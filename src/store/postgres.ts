@@ -84,7 +84,7 @@ export class PostgresStore implements Store {
   }
 
   async releaseIdempotencyKey(owner: string, key: string): Promise<boolean> {
-    return ((await this.#pool.query(PG_SQL.releaseKey, [owner, key])).rowCount ?? 0) > 0;
+    return ((await this.#query(PG_SQL.releaseKey, [owner, key])).rowCount ?? 0) > 0;
   }
 
   async getIdempotencyClaim(owner: string, key: string, now: number): Promise<IdempotencyClaim | null> {
@@ -116,7 +116,7 @@ export class PostgresStore implements Store {
     const params: unknown[] = [owner, before, limit + 1];
     if (statuses !== null) params.push(statuses);
     if (options.deployment_id !== undefined) params.push(options.deployment_id);
-    const { rows } = await this.#pool.query(pgListJobsSql(statuses !== null, options.deployment_id !== undefined), params);
+    const { rows } = await this.#query(pgListJobsSql(statuses !== null, options.deployment_id !== undefined), params);
     const jobs = rows.slice(0, limit).map(toJob);
     return { jobs, next_cursor: rows.length > limit ? encodeCursor(jobs[jobs.length - 1]!.seq) : null };
   }
@@ -147,21 +147,22 @@ export class PostgresStore implements Store {
   }
 
   async updateProgress(id: string, progress: JsonObject | null): Promise<boolean> {
-    const result = await this.#pool.query(PG_SQL.updateProgress, [id, progress === null ? null : JSON.stringify(progress)]);
+    const result = await this.#query(PG_SQL.updateProgress, [id, progress === null ? null : JSON.stringify(progress)]);
     return (result.rowCount ?? 0) > 0;
   }
 
   async setLogs(id: string, logs: JobLogs | null): Promise<boolean> {
-    const params: unknown[] = logs === null ? [id, null, null, null] : [id, logs.text, logs.truncated, logs.captured_at];
-    return ((await this.#pool.query(PG_SQL.setLogs, params)).rowCount ?? 0) > 0;
+    // A NUL the process printed cannot be stored in PostgreSQL text: it reads back as U+FFFD.
+    const params: unknown[] = logs === null ? [id, null, null, null] : [id, logs.text.replaceAll("\0", "\uFFFD"), logs.truncated, logs.captured_at];
+    return ((await this.#query(PG_SQL.setLogs, params)).rowCount ?? 0) > 0;
   }
 
   async queuedJobs(limit = 1000, afterSeq = 0, owner?: string): Promise<JobRecord[]> {
     const count = checkCount(limit, MAX_QUEUE_READ, "limit");
     const { rows } =
       owner === undefined
-        ? await this.#pool.query(PG_SQL.queuedJobs, [afterSeq, count])
-        : await this.#pool.query(PG_SQL.ownerQueuedJobs, [afterSeq, count, owner]);
+        ? await this.#query(PG_SQL.queuedJobs, [afterSeq, count])
+        : await this.#query(PG_SQL.ownerQueuedJobs, [afterSeq, count, owner]);
     return rows.map(toJob);
   }
 
@@ -173,7 +174,7 @@ export class PostgresStore implements Store {
   async jobsInStatus(statuses: readonly JobStatus[]): Promise<JobRecord[]> {
     const distinct = distinctStatuses(statuses);
     if (distinct.length === 0) return [];
-    return (await this.#pool.query(PG_SQL.jobsInStatus, [distinct])).rows.map(toJob);
+    return (await this.#query(PG_SQL.jobsInStatus, [distinct])).rows.map(toJob);
   }
 
   async addAsset(asset: NewAsset): Promise<AssetRecord> {
@@ -210,7 +211,7 @@ export class PostgresStore implements Store {
   }
 
   async listJobOutputs(jobId: string): Promise<AssetRecord[]> {
-    return (await this.#pool.query(PG_SQL.listJobOutputs, [jobId])).rows.map(toAsset);
+    return (await this.#query(PG_SQL.listJobOutputs, [jobId])).rows.map(toAsset);
   }
 
   async deleteAsset(id: string): Promise<AssetDeletion | null> {
@@ -238,7 +239,7 @@ export class PostgresStore implements Store {
 
   async expireJobs(now: number, limit = DEFAULT_PURGE_LIMIT): Promise<JobRecord[]> {
     const count = checkCount(limit, MAX_QUEUE_READ, "limit");
-    const { rows } = await this.#pool.query(PG_SQL.expireJobs, [now, count]);
+    const { rows } = await this.#query(PG_SQL.expireJobs, [now, count]);
     return rows.map(toJob).sort((a, b) => a.seq - b.seq);
   }
 
@@ -271,7 +272,7 @@ export class PostgresStore implements Store {
   }
 
   async check(): Promise<void> {
-    await this.#pool.query("SELECT 1");
+    await this.#query("SELECT 1", []);
   }
 
   async close(): Promise<void> {
@@ -282,7 +283,19 @@ export class PostgresStore implements Store {
   }
 
   async #one(text: string, params: unknown[], on: Queryable = this.#pool): Promise<Row | undefined> {
-    return (await on.query(text, params)).rows[0] as Row | undefined;
+    return (await this.#query(text, params, on)).rows[0];
+  }
+
+  /**
+   * One statement. PostgreSQL text cannot hold U+0000 (SQLite's can): a read, update or delete
+   * matching on such a value finds nothing without asking, and an insert of one is refused.
+   */
+  async #query(text: string, params: unknown[], on: Queryable = this.#pool): Promise<{ rows: Row[]; rowCount: number | null }> {
+    if (params.some((p) => typeof p === "string" && p.includes("\0"))) {
+      if (/^\s*INSERT/i.test(text)) throw new TypeError("a text value holds a NUL character, which PostgreSQL cannot store");
+      return { rows: [], rowCount: 0 };
+    }
+    return on.query(text, params);
   }
 
   /** Commits the waiting submissions; batches commit one after another, in submission order. */
