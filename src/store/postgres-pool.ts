@@ -45,9 +45,10 @@ export async function openPostgresPool(options: PostgresOptions): Promise<pg.Poo
     types: PG_TYPES,
     ...(schema === null ? {} : { options: `-c search_path=${schema}` }),
   });
-  // An idle connection the server ends (restart, pg_terminate_backend) must not crash the
-  // process: the pool drops it and the next query opens a fresh one.
+  // A connection the server ends (restart, pg_terminate_backend, network loss) must not crash the
+  // process: the query on it rejects, the pool drops it, and the next query opens a fresh one.
   pool.on("error", () => undefined);
+  pool.on("connect", (client) => client.on("error", () => undefined));
   try {
     const client = await pool.connect();
     try {
