@@ -3,6 +3,7 @@
 import type { AssetService } from "../assets/asset-service.ts";
 import {
   IdempotencyKeyReused,
+  QueueFullError,
   InvalidCursorError,
   TerminalStatusError,
   isTerminalStatus,
@@ -98,10 +99,16 @@ export class JobService {
           workflow,
           output_node_ids: validation.output_node_ids,
         },
-        submission.idempotency_key === undefined ? {} : { idempotency: { key: submission.idempotency_key, now } },
+        // The store checks the bound again as it commits: exact when several processes share it.
+        { queueLimit: this.o.queueLimit, ...(submission.idempotency_key === undefined ? {} : { idempotency: { key: submission.idempotency_key, now } }) },
       );
     } catch (err) {
       if (err instanceof IdempotencyKeyReused) throw keyReused();
+      if (err instanceof QueueFullError) {
+        const key = submission.idempotency_key;
+        if (key !== undefined && (await this.o.store.getIdempotencyClaim(caller.owner, key, this.o.now()))) throw keyReused();
+        throw queueFull(this.o.dispatcher.drain.retryAfterSeconds(1, this.o.now()));
+      }
       throw err;
     } finally {
       this.inserting--;
@@ -121,10 +128,7 @@ export class JobService {
     const validation = await this.o.engine.validate(workflow);
     if (!validation.ok) throw invalidWorkflow(validation);
     const queued = this.o.dispatcher.queue.size + this.inserting;
-    if (queued >= this.o.queueLimit) {
-      const retryAfter = this.o.dispatcher.drain.retryAfterSeconds(queued - this.o.queueLimit + 1, this.o.now());
-      throw new ServiceError("queue_full", "The queue is full; retry later.", null, retryAfter);
-    }
+    if (queued >= this.o.queueLimit) throw queueFull(this.o.dispatcher.drain.retryAfterSeconds(queued - this.o.queueLimit + 1, this.o.now()));
     return validation;
   }
 
@@ -223,6 +227,10 @@ export class JobService {
       throw new ServiceError("missing_asset", "A referenced asset does not exist or is not yours.", { assets: missing });
     }
   }
+}
+
+function queueFull(retryAfter: number): ServiceError {
+  return new ServiceError("queue_full", "The queue is full; retry later.", null, retryAfter);
 }
 
 function keyReused(): ServiceError {

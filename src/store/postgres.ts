@@ -6,7 +6,7 @@
 // acknowledged before it is. Submissions of one event-loop turn share a transaction, like SQLite's.
 import type pg from "pg";
 import { decodeCursor, encodeCursor } from "./cursor.ts";
-import { IdempotencyKeyReused, TerminalStatusError, UnknownJobError } from "./errors.ts";
+import { IdempotencyKeyReused, QueueFullError, TerminalStatusError, UnknownJobError } from "./errors.ts";
 import { checkClaimInput, checkCount, checkNewAsset, checkNewJob, checkStatus, distinctStatuses, insertedJob } from "./input-checks.ts";
 import { inTransaction, openPostgresPool, type PostgresOptions } from "./postgres-pool.ts";
 import { PG_SQL, pgInsertJobsSql, pgListJobsSql } from "./postgres-queries.ts";
@@ -14,6 +14,7 @@ import { PG_TERMINAL_SQLSTATE } from "./postgres-schema.ts";
 import { IDEMPOTENCY_TTL_MS } from "./types.ts";
 import type {
   AssetDeletion,
+  CreateJobOptions,
   AssetFolder,
   AssetRecord,
   IdempotencyClaim,
@@ -39,6 +40,7 @@ type Queryable = pg.Pool | pg.PoolClient;
 interface PendingInsert {
   job: NewJob;
   idempotency: IdempotencyOptions | undefined;
+  queueLimit: number | undefined;
   resolve: (job: JobRecord) => void;
   reject: (error: unknown) => void;
 }
@@ -49,6 +51,8 @@ const DEFAULT_PURGE_LIMIT = 500;
 /** Jobs per multi-row INSERT (8 parameters each, far below PostgreSQL's 65,535). */
 const MAX_INSERT_ROWS = 500;
 const PG_FOREIGN_KEY_VIOLATION = "23503";
+/** Advisory lock key that serializes bounded submissions across processes ("queu"). */
+const QUEUE_LOCK = 0x71756575;
 const PG_CHECK_VIOLATION = "23514";
 
 /** Store over a PostgreSQL database (one schema), through a node-postgres pool. */
@@ -67,11 +71,12 @@ export class PostgresStore implements Store {
     return new PostgresStore(await openPostgresPool(options));
   }
 
-  async createJob(job: NewJob, options: { idempotency?: IdempotencyOptions } = {}): Promise<JobRecord> {
+  async createJob(job: NewJob, options: CreateJobOptions = {}): Promise<JobRecord> {
     checkNewJob(job);
     if (options.idempotency !== undefined) checkIdempotency(job.owner, options.idempotency);
+    if (options.queueLimit !== undefined) checkCount(options.queueLimit, Number.MAX_SAFE_INTEGER, "queueLimit");
     return new Promise<JobRecord>((resolve, reject) => {
-      if (this.#pendingInserts.push({ job, idempotency: options.idempotency, resolve, reject }) === 1) {
+      if (this.#pendingInserts.push({ job, idempotency: options.idempotency, queueLimit: options.queueLimit, resolve, reject }) === 1) {
         setImmediate(() => void this.#flush());
       }
     });
@@ -334,13 +339,25 @@ export class PostgresStore implements Store {
 }
 
 /**
- * Claims each submission's key (a refused claim writes nothing), then inserts the jobs whose
- * claims held in multi-row INSERTs, inside the caller's transaction; outcomes in batch order.
+ * Checks the queue bound, claims each submission's key (a refused claim writes nothing), then
+ * inserts the jobs admitted in multi-row INSERTs, inside the caller's transaction; outcomes in
+ * batch order. The queue is counted under a transaction-scoped advisory lock, so that no other
+ * process's submissions commit between the count and this insert: the bound is exact across nodes.
  */
 async function insertJobs(client: pg.PoolClient, batch: PendingInsert[], batched: boolean): Promise<Array<PromiseSettledResult<JobRecord>>> {
   const outcomes: Array<PromiseSettledResult<JobRecord> | null> = [];
   const admitted: number[] = [];
-  for (const [i, { job, idempotency }] of batch.entries()) {
+  let queued = 0;
+  if (batch.some((pending) => pending.queueLimit !== undefined)) {
+    await client.query("SELECT pg_advisory_xact_lock($1)", [QUEUE_LOCK]);
+    queued = (await client.query(PG_SQL.countQueued)).rows[0].n as number;
+  }
+  for (const [i, { job, idempotency, queueLimit }] of batch.entries()) {
+    if (queueLimit !== undefined && queued >= queueLimit) {
+      if (!batched) throw new QueueFullError(queueLimit);
+      outcomes.push({ status: "rejected", reason: new QueueFullError(queueLimit) });
+      continue;
+    }
     if (idempotency !== undefined) {
       try {
         await claim(client, job.owner, idempotency, job.id);
@@ -354,6 +371,7 @@ async function insertJobs(client: pg.PoolClient, batch: PendingInsert[], batched
     }
     outcomes.push(null);
     admitted.push(i);
+    queued++;
   }
   for (let start = 0; start < admitted.length; start += MAX_INSERT_ROWS) {
     const chunk = admitted.slice(start, start + MAX_INSERT_ROWS);

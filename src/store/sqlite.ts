@@ -25,6 +25,7 @@ import { TERMINAL_TRIGGER_MESSAGE, migrate } from "./sqlite-schema.ts";
 import { IDEMPOTENCY_TTL_MS } from "./types.ts";
 import type {
   AssetDeletion,
+  CreateJobOptions,
   AssetFolder,
   AssetRecord,
   IdempotencyClaim,
@@ -145,7 +146,7 @@ export class SqliteStore implements Store {
     }
   }
 
-  async createJob(job: NewJob, options: { idempotency?: IdempotencyOptions } = {}): Promise<JobRecord> {
+  async createJob(job: NewJob, options: CreateJobOptions = {}): Promise<JobRecord> {
     checkNewJob(job);
     const values: SQLInputValue[] = [
       job.id,
