@@ -44,6 +44,7 @@ export const PG_SQL = {
   queuedJobs: `SELECT ${JOB_COLUMNS} FROM jobs WHERE status = 'queued' AND seq > $1 ORDER BY seq LIMIT $2`,
   ownerQueuedJobs: `SELECT ${JOB_COLUMNS} FROM jobs WHERE owner = $3 AND status = 'queued' AND seq > $1 ORDER BY seq LIMIT $2`,
   countQueued: "SELECT count(*) AS n FROM jobs WHERE status = 'queued'",
+  queuedWithSecrets: "SELECT id FROM jobs WHERE status = 'queued' AND secrets_given ORDER BY seq",
   countOwnerQueued: "SELECT count(*) AS n FROM jobs WHERE owner = $1 AND status = 'queued'",
   jobsInStatus: `SELECT ${JOB_COLUMNS} FROM jobs WHERE status = ANY($1::text[]) ORDER BY seq`,
 
@@ -87,12 +88,15 @@ export function pgListJobsSql(byStatus: boolean, byDeployment: boolean): string 
     ORDER BY seq DESC LIMIT $3`;
 }
 
-/** A multi-row job insert of `count` jobs (8 values each), returning the seq of each id. */
+/** Values per job of pgInsertJobsSql. */
+export const JOB_INSERT_VALUES = 9;
+
+/** A multi-row job insert of `count` jobs (JOB_INSERT_VALUES values each), returning the seq of each id. */
 export function pgInsertJobsSql(count: number): string {
   const rows = Array.from({ length: count }, (_, i) => {
-    const p = (n: number) => `$${i * 8 + n}`;
-    return `(${p(1)}, ${p(2)}, ${p(3)}, 'queued', ${p(4)}::bigint, ${p(5)}::bigint, ${p(6)}::json, ${p(7)}::float8, ${p(8)}::json)`;
+    const p = (n: number) => `$${i * JOB_INSERT_VALUES + n}`;
+    return `(${p(1)}, ${p(2)}, ${p(3)}, 'queued', ${p(4)}::bigint, ${p(5)}::bigint, ${p(6)}::json, ${p(7)}::float8, ${p(8)}::json, ${p(9)}::boolean)`;
   });
-  return `INSERT INTO jobs (id, owner, deployment_id, status, created_at, expires_at, output_node_ids, cost, workflow)
+  return `INSERT INTO jobs (id, owner, deployment_id, status, created_at, expires_at, output_node_ids, cost, workflow, secrets_given)
     VALUES ${rows.join(", ")} RETURNING id, seq`;
 }

@@ -48,7 +48,7 @@ interface PendingInsert {
 const MAX_PAGE = 1000;
 const MAX_QUEUE_READ = 100_000;
 const DEFAULT_PURGE_LIMIT = 500;
-/** Jobs per multi-row INSERT (8 parameters each, far below PostgreSQL's 65,535). */
+/** Jobs per multi-row INSERT (9 parameters each, far below PostgreSQL's 65,535). */
 const MAX_INSERT_ROWS = 500;
 const PG_FOREIGN_KEY_VIOLATION = "23503";
 /** Advisory lock key that serializes bounded submissions across processes ("queu"). */
@@ -169,6 +169,10 @@ export class PostgresStore implements Store {
         ? await this.#query(PG_SQL.queuedJobs, [afterSeq, count])
         : await this.#query(PG_SQL.ownerQueuedJobs, [afterSeq, count, owner]);
     return rows.map(toJob);
+  }
+
+  async queuedJobsWithSecrets(): Promise<string[]> {
+    return (await this.#query(PG_SQL.queuedWithSecrets, [])).rows.map((row) => row.id as string);
   }
 
   async countQueued(owner?: string): Promise<number> {
@@ -377,7 +381,7 @@ async function insertJobs(client: pg.PoolClient, batch: PendingInsert[], batched
     const chunk = admitted.slice(start, start + MAX_INSERT_ROWS);
     const params = chunk.flatMap((i) => {
       const { job } = batch[i]!;
-      return [job.id, job.owner, job.deployment_id ?? null, job.created_at, job.expires_at, JSON.stringify(job.output_node_ids), job.cost ?? null, JSON.stringify(job.workflow)];
+      return [job.id, job.owner, job.deployment_id ?? null, job.created_at, job.expires_at, JSON.stringify(job.output_node_ids), job.cost ?? null, JSON.stringify(job.workflow), job.secrets_given === true];
     });
     const { rows } = await client.query(pgInsertJobsSql(chunk.length), params);
     const seqs = new Map(rows.map((row) => [row.id as string, row.seq as number]));

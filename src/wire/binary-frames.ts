@@ -1,4 +1,5 @@
-// Binary WebSocket frames of the hosted interface; every integer is big-endian.
+// Binary WebSocket frames of the hosted interface, shared by the server (encodes) and the clients
+// (decode), so the client package carries no server module; every integer is big-endian.
 
 /** Frame types of the seed's table. */
 export const FRAME = { PREVIEW_IMAGE: 1, TEXT: 3, PREVIEW_IMAGE_WITH_METADATA: 4 } as const;
