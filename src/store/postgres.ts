@@ -11,6 +11,7 @@ import { checkClaimInput, checkCount, checkNewAsset, checkNewJob, checkStatus, d
 import { inTransaction, openPostgresPool, type PostgresOptions } from "./postgres-pool.ts";
 import { PG_SQL, pgInsertJobsSql, pgListJobsSql } from "./postgres-queries.ts";
 import { PG_TERMINAL_SQLSTATE } from "./postgres-schema.ts";
+import { toClaim } from "./sqlite-rows.ts"; // plain columns, the same on both stores
 import { IDEMPOTENCY_TTL_MS } from "./types.ts";
 import type {
   AssetDeletion,
@@ -456,15 +457,5 @@ function toAsset(row: Row): AssetRecord {
     tags: row.tags as string[],
     created_at: row.created_at as number,
     expires_at: row.expires_at as number | null,
-  };
-}
-
-function toClaim(row: Row): IdempotencyClaim {
-  return {
-    owner: row.owner as string,
-    key: row.key as string,
-    job_id: row.job_id as string | null,
-    claimed_at: row.claimed_at as number,
-    expires_at: row.expires_at as number,
   };
 }
