@@ -241,6 +241,8 @@ export const MAX_TAG_LENGTH = 128;
 function checkDescription(meta: { file_path?: string | undefined; tags?: string[] | undefined }): void {
   const fields: Array<{ field: string; reason: string }> = [];
   if (meta.file_path !== undefined && meta.file_path.length > MAX_FILE_PATH) fields.push({ field: "file_path", reason: "out_of_range" });
+  // A NUL names no file (and no PostgreSQL text can hold one).
+  else if (meta.file_path?.includes("\0")) fields.push({ field: "file_path", reason: "invalid_format" });
   const tags = meta.tags ?? [];
   if (tags.length > MAX_TAGS || tags.some((t) => t.length > MAX_TAG_LENGTH)) fields.push({ field: "tags", reason: "out_of_range" });
   if (fields.length > 0) throw new ServiceError("invalid_request", "The request is invalid.", { fields });

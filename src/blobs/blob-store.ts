@@ -4,6 +4,7 @@
 import { randomUUID } from "node:crypto";
 import { link, mkdir, open, readdir, rename, rm, stat, unlink, utimes } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
+import { hostname } from "node:os";
 import { dirname, join } from "node:path";
 import type { Readable } from "node:stream";
 import { createBlake3Hasher, parseBlake3Hash, toBlake3Hash, isBlake3Hex } from "./blake3.ts";
@@ -48,9 +49,13 @@ export interface ByteRange {
 export interface BlobStoreOptions {
   /** Temp files of dead processes, and any older than this, are removed at open (default 24 h). */
   staleTempMs?: number;
+  /** The blob directory (default `<dataDir>/blobs`); several nodes may share one (a network filesystem). */
+  root?: string;
 }
 
 const TEMP_SUFFIX = ".tmp";
+/** This machine in temp file names: on a directory several nodes share, a pid means something only on its own host. */
+const HOST_TAG = hostname().replace(/[^A-Za-z0-9-]/g, "-") || "host";
 const DAY_MS = 24 * 60 * 60 * 1000;
 
 /** The on-disk content-addressed blob store rooted at `<dataDir>/blobs`. */
@@ -64,9 +69,9 @@ export class BlobStore {
     this.tmpDir = join(root, "tmp");
   }
 
-  /** Opens (creating if needed) the store under `<dataDir>/blobs` and removes temp files left by a crash. */
+  /** Opens (creating if needed) the store under `<dataDir>/blobs` (or `options.root`) and removes temp files left by a crash. */
   static async open(dataDir: string, options: BlobStoreOptions = {}): Promise<BlobStore> {
-    const store = new BlobStore(join(dataDir, "blobs"));
+    const store = new BlobStore(options.root ?? join(dataDir, "blobs"));
     await mkdir(store.tmpDir, { recursive: true });
     await store.removeStaleTemps(options.staleTempMs ?? DAY_MS);
     return store;
@@ -81,8 +86,8 @@ export class BlobStore {
   async put(source: BlobSource, options: PutOptions = {}): Promise<PutResult> {
     const expectedHex = checkExpectedHash(options.expectedHash);
     const maxBytes = checkMaxBytes(options.maxBytes);
-    // The pid in the name lets a later open tell a crashed writer's file from a live one's.
-    const tempPath = join(this.tmpDir, `${process.pid}.${randomUUID()}${TEMP_SUFFIX}`);
+    // The pid and host in the name let a later open tell a crashed writer's file from a live one's.
+    const tempPath = join(this.tmpDir, `${process.pid}@${HOST_TAG}.${randomUUID()}${TEMP_SUFFIX}`);
     let handle: FileHandle | null = await open(tempPath, "wx", 0o644);
     try {
       const hasher = await createBlake3Hasher();
@@ -188,8 +193,11 @@ export class BlobStore {
     const now = Date.now();
     for (const name of await listDir(this.tmpDir)) {
       const path = join(this.tmpDir, name);
-      const pid = Number(/^(\d+)\./.exec(name)?.[1]);
-      let stale = !Number.isSafeInteger(pid) || pid <= 0 || !processAlive(pid);
+      const [, pidText, host] = /^(\d+)(?:@([A-Za-z0-9-]+))?\./.exec(name) ?? [];
+      const pid = Number(pidText);
+      // Another host's writer may be alive whatever our process table says: only its age counts.
+      const local = host === undefined || host === HOST_TAG;
+      let stale = !Number.isSafeInteger(pid) || pid <= 0 || (local && !processAlive(pid));
       if (!stale) {
         const info = await stat(path).catch(() => null);
         stale = info !== null && now - info.mtimeMs > staleTempMs;

@@ -1,16 +1,19 @@
-// Admin commands of the cloud and serverless surfaces, against the data directory (safe while
-// the server runs): `flowgate keys|accounts|deployments ...`.
+// Admin commands of the cloud and serverless surfaces, against the data directory or the
+// PostgreSQL database (safe while the server runs): `flowgate keys|accounts|deployments ...`.
 import path from "node:path";
-import { DEPLOYMENT_STATES, openDirectory, type DeploymentState, type Directory } from "../store/index.ts";
+import { DEPLOYMENT_STATES, PG_SCHEMA_VERSION, openDirectory, openStore, type DeploymentState, type Directory } from "../store/index.ts";
+import { SCHEMA_VERSION as SQLITE_SCHEMA_VERSION } from "../store/sqlite-schema.ts";
 import { generateApiKey, hashApiKey, keyPrefix } from "../surfaces/api-keys.ts";
 import { helpText, parseCommand, stringFlag, UsageError, type CommandSpec, type FlagSpec } from "./command.ts";
 
 const DATA_DIR: Record<string, FlagSpec> = {
   "data-dir": { type: "string", env: "FLOWGATE_DATA_DIR", arg: "DIR", help: "the server's data directory (default ./data)" },
+  "database-url": { type: "string", env: "FLOWGATE_DATABASE_URL", arg: "URL", help: "the server's PostgreSQL database, when it runs on one" },
 };
 
 async function withDirectory<T>(values: Record<string, unknown>, work: (d: Directory) => Promise<T>): Promise<T> {
-  const dir = await openDirectory(path.resolve(stringFlag(values as never, "data-dir") ?? "data"));
+  const url = stringFlag(values as never, "database-url");
+  const dir = await openDirectory(url ? { kind: "postgres", url } : path.resolve(stringFlag(values as never, "data-dir") ?? "data"));
   try {
     return await work(dir);
   } finally {
@@ -133,4 +136,22 @@ export async function deployments(argv: string[]): Promise<void> {
       throw new UsageError("expected create, set-state or list");
     }
   });
+}
+
+const MIGRATE: CommandSpec = {
+  name: "migrate",
+  summary: "Bring the database schema to this flowgate's version (the server also does it at start).",
+  synopsis: "migrate [--database-url URL | --data-dir DIR]",
+  flags: { ...DATA_DIR },
+  details: "Safe while servers run and when several start at once: each migration is applied once, in one transaction, under a lock.",
+};
+
+/** `flowgate migrate`: applies the pending schema migrations of the configured store. */
+export async function migrate(argv: string[]): Promise<void> {
+  const p = parseCommand(MIGRATE, argv);
+  if (p.help) return void process.stdout.write(helpText(MIGRATE));
+  const url = stringFlag(p.values, "database-url");
+  const store = await openStore(url ? { kind: "postgres", url } : { dataDir: path.resolve(stringFlag(p.values, "data-dir") ?? "data") });
+  await store.close();
+  process.stdout.write(`${url ? "PostgreSQL" : "SQLite"} schema at version ${url ? PG_SCHEMA_VERSION : SQLITE_SCHEMA_VERSION}\n`);
 }

@@ -1,5 +1,5 @@
 // The flowgate command line: `flowgate <command> [flags]`.
-import { accounts, deployments, keys } from "./admin.ts";
+import { accounts, deployments, keys, migrate } from "./admin.ts";
 import { UsageError } from "./command.ts";
 import { describeError } from "./connection.ts";
 import { conformance, mock } from "./delegates.ts";
@@ -18,6 +18,7 @@ const COMMANDS: Record<string, { run: (argv: string[]) => Promise<void>; help: s
   keys: { run: keys, help: "create or revoke API keys (cloud, serverless)" },
   accounts: { run: accounts, help: "manage accounts: tier, credits, subscription (cloud, serverless)" },
   deployments: { run: deployments, help: "manage serverless deployments and their states" },
+  migrate: { run: migrate, help: "bring the database schema (SQLite or --database-url PostgreSQL) to this version" },
 };
 
 function usage(): string {

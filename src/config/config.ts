@@ -10,6 +10,10 @@ export interface Config {
   host: string;
   port: number;
   dataDir: string;
+  /** PostgreSQL connection string of the shared store; null = the SQLite file under dataDir. */
+  databaseUrl: string | null;
+  /** Blob directory (several nodes may share it); null = `<dataDir>/blobs`. */
+  blobDir: string | null;
   /** Static bearer token of the self-hosted surface; null = open. */
   token: string | null;
   /** Origin (and optional path) put in front of signed links; null = the request's origin. */
@@ -65,6 +69,8 @@ export const SERVE_FLAGS = {
   port: { env: "FLOWGATE_PORT", help: "port to listen on (default 8189)" },
   host: { env: "FLOWGATE_HOST", help: "interface to bind (default 127.0.0.1)" },
   "data-dir": { env: "FLOWGATE_DATA_DIR", help: "where the database and blobs live (default ./data)" },
+  "database-url": { env: "FLOWGATE_DATABASE_URL", help: "postgres://user@host:port/db: keep jobs, assets and accounts in PostgreSQL instead of the SQLite file (default: none)" },
+  "blob-dir": { env: "FLOWGATE_BLOB_DIR", help: "where blobs live, a directory every node shares when several run (default <data-dir>/blobs)" },
   token: { env: "FLOWGATE_TOKEN", help: "static bearer token required on v2 (default: none, open)" },
   "public-url": { env: "FLOWGATE_PUBLIC_URL", help: "origin used in signed links (default: the request's origin)" },
   "queue-limit": { env: "FLOWGATE_QUEUE_LIMIT", help: "queued jobs before queue_full (default 10000)" },
@@ -125,9 +131,9 @@ function comfyuiUrlsOf(flags: string[] | undefined, env: string | undefined): st
   return urls;
 }
 
-/** A URL with any user:password part hidden, for printing. */
+/** A URL with any user:password part (and a password= parameter) hidden, for printing. */
 function withoutCredentials(url: string): string {
-  return url.replace(/^(https?:\/\/)[^/@]*@/, "$1(credentials)@");
+  return url.replace(/^([a-z]+:\/\/)[^/@]*@/, "$1(credentials)@").replace(/([?&]password=)[^&]*/i, "$1(hidden)");
 }
 
 /** The configuration from command-line arguments and the environment. */
@@ -154,10 +160,15 @@ export function loadConfig(argv: string[] = [], env: NodeJS.ProcessEnv = process
   const comfyuiUrls = engine === "comfyui" ? comfyuiUrlsOf(values["comfyui-url"] as string[] | undefined, env.FLOWGATE_COMFYUI_URL) : [];
   if (engine === "comfyui" && comfyuiUrls.length === 0) throw new Error("--engine comfyui needs --comfyui-url (or FLOWGATE_COMFYUI_URL)");
   if (publicUrl !== null && !/^https?:\/\/[^/]+/.test(publicUrl)) throw new Error(`--public-url must be an http(s) URL`);
+  const databaseUrl = get("database-url") || null;
+  if (databaseUrl !== null && !/^postgres(ql)?:\/\/[^/]*\/?/.test(databaseUrl)) throw new Error(`--database-url must be a postgres:// URL`);
+  const blobDir = get("blob-dir") || null;
   return {
     host: get("host") ?? "127.0.0.1",
     port,
     dataDir: path.resolve(get("data-dir") ?? "data"),
+    databaseUrl,
+    blobDir: blobDir === null ? null : path.resolve(blobDir),
     token: get("token") || null,
     publicUrl: publicUrl?.replace(/\/+$/, "") ?? null,
     queueLimit: positiveInt("queue-limit", get("queue-limit") ?? "10000"),
@@ -196,6 +207,8 @@ export function describeConfig(c: Config): Record<string, unknown> {
     host: c.host,
     port: c.port,
     dataDir: c.dataDir,
+    database: c.databaseUrl === null ? "sqlite" : withoutCredentials(c.databaseUrl),
+    ...(c.blobDir === null ? {} : { blobDir: c.blobDir }),
     token: c.token ? "(set)" : "(none: open)",
     metricsToken: c.metricsToken ? "(set)" : "(none)",
     publicUrl: c.publicUrl ?? "(request origin)",

@@ -3,6 +3,7 @@
 import type { AssetService } from "../assets/asset-service.ts";
 import {
   IdempotencyKeyReused,
+  QueueFullError,
   InvalidCursorError,
   TerminalStatusError,
   isTerminalStatus,
@@ -103,12 +104,18 @@ export class JobService {
           output_node_ids: validation.output_node_ids,
           secrets_given: submission.extra_data !== undefined && Object.keys(submission.extra_data).length > 0,
         },
-        submission.idempotency_key === undefined ? {} : { idempotency: { key: submission.idempotency_key, now } },
+        // The store checks the bound again as it commits: exact when several processes share it.
+        { queueLimit: this.o.queueLimit, ...(submission.idempotency_key === undefined ? {} : { idempotency: { key: submission.idempotency_key, now } }) },
       );
       if (key !== undefined && !this.writingKeys.has(key)) this.writingKeys.set(key, inserted);
       job = await inserted;
     } catch (err) {
       if (err instanceof IdempotencyKeyReused) throw keyReused();
+      if (err instanceof QueueFullError) {
+        const given = submission.idempotency_key;
+        if (given !== undefined && (await this.keyClaimed(caller.owner, given))) throw keyReused();
+        throw queueFull(this.o.dispatcher.drain.retryAfterSeconds(1, this.o.now()));
+      }
       throw err;
     } finally {
       this.inserting--;
@@ -139,10 +146,7 @@ export class JobService {
     const validation = await this.o.engine.validate(workflow);
     if (!validation.ok) throw invalidWorkflow(validation);
     const queued = this.o.dispatcher.queue.size + this.inserting;
-    if (queued >= this.o.queueLimit) {
-      const retryAfter = this.o.dispatcher.drain.retryAfterSeconds(queued - this.o.queueLimit + 1, this.o.now());
-      throw new ServiceError("queue_full", "The queue is full; retry later.", null, retryAfter);
-    }
+    if (queued >= this.o.queueLimit) throw queueFull(this.o.dispatcher.drain.retryAfterSeconds(queued - this.o.queueLimit + 1, this.o.now()));
     return validation;
   }
 
@@ -241,6 +245,10 @@ export class JobService {
       throw new ServiceError("missing_asset", "A referenced asset does not exist or is not yours.", { assets: missing });
     }
   }
+}
+
+function queueFull(retryAfter: number): ServiceError {
+  return new ServiceError("queue_full", "The queue is full; retry later.", null, retryAfter);
 }
 
 function keyReused(): ServiceError {

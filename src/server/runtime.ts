@@ -73,11 +73,13 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
   // happened, makes the directory short.
   const noteFailure = (err: unknown) => void space.noteFailure(err);
   const metrics = new FlowgateMetrics();
-  const store = watchFailures(metrics.instrumentStore(await openStore({ dataDir: config.dataDir })), noteFailure);
-  const blobs = watchFailures(await BlobStore.open(config.dataDir), noteFailure);
+  // PostgreSQL when configured (shared by every node), else the SQLite file of the data dir.
+  const database = config.databaseUrl === null ? null : ({ kind: "postgres", url: config.databaseUrl } as const);
+  const store = watchFailures(metrics.instrumentStore(await openStore(database ?? { dataDir: config.dataDir })), noteFailure);
+  const blobs = watchFailures(await BlobStore.open(config.dataDir, config.blobDir === null ? {} : { root: config.blobDir }), noteFailure);
   const signer = new UrlSigner(config.signingKey ?? (await loadOrCreateSigningKey(config.dataDir)));
   const events = new EventBus();
-  const directory = config.surface === "self-hosted" ? null : await openDirectory(config.dataDir);
+  const directory = config.surface === "self-hosted" ? null : await openDirectory(database ?? config.dataDir);
   const surface = new SurfacePolicy({
     surface: config.surface,
     token: config.token,

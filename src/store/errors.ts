@@ -43,3 +43,13 @@ export class UnknownJobError extends Error {
     this.jobId = jobId;
   }
 }
+
+/** The queue already holds the job's queueLimit: nothing was inserted. */
+export class QueueFullError extends Error {
+  override readonly name = "QueueFullError";
+  readonly limit: number;
+  constructor(limit: number) {
+    super(`the queue holds ${limit} jobs`);
+    this.limit = limit;
+  }
+}

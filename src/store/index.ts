@@ -1,23 +1,37 @@
 // Public surface of the persistence layer: the Store contract, its records and errors, and
 // openStore, which picks the implementation from configuration.
+import { PostgresDirectory } from "./postgres-directory.ts";
+import type { PostgresOptions } from "./postgres-pool.ts";
+import { PostgresStore } from "./postgres.ts";
 import { SqliteStore } from "./sqlite.ts";
 import type { SqliteStoreOptions } from "./sqlite.ts";
+import { SqliteDirectory } from "./sqlite-directory.ts";
+import type { Directory } from "./directory.ts";
 import type { Store } from "./types.ts";
 
 export type * from "./types.ts";
 export { IDEMPOTENCY_TTL_MS, JOB_STATUSES, LIVE_STATUSES, TERMINAL_STATUSES, isTerminalStatus } from "./types.ts";
-export { IdempotencyKeyReused, InvalidCursorError, TerminalStatusError, UnknownJobError } from "./errors.ts";
+export { IdempotencyKeyReused, InvalidCursorError, QueueFullError, TerminalStatusError, UnknownJobError } from "./errors.ts";
 export { SQLITE_FILE_NAME } from "./sqlite.ts";
 export type { SqliteStoreOptions } from "./sqlite.ts";
 export type * from "./directory.ts";
 export { DEPLOYMENT_STATES } from "./directory.ts";
-export { openDirectory } from "./sqlite-directory.ts";
+export type { PostgresOptions } from "./postgres-pool.ts";
+export { PG_SCHEMA_VERSION } from "./postgres-schema.ts";
 
-/** Where the store lives: the embedded SQLite file (default) or a PostgreSQL server. */
-export type StoreOptions = ({ kind?: "sqlite" } & SqliteStoreOptions) | { kind: "postgres"; url: string };
+/** Where the store lives: the embedded SQLite file (default) or a PostgreSQL database. */
+export type StoreOptions = ({ kind?: "sqlite" } & SqliteStoreOptions) | ({ kind: "postgres" } & PostgresOptions);
 
 /** Opens the configured store, creating and migrating its schema as needed. */
 export async function openStore(options: StoreOptions): Promise<Store> {
-  if (options.kind === "postgres") throw new Error("the PostgreSQL store is not implemented yet");
+  if (options.kind === "postgres") return PostgresStore.open(options);
   return SqliteStore.open(options);
+}
+
+/** Where the directory lives: a data dir's SQLite file (a path) or a PostgreSQL database. */
+export type DirectoryLocation = string | ({ kind: "postgres" } & PostgresOptions);
+
+/** Opens the accounts, keys and deployments, creating and migrating the schema as needed. */
+export async function openDirectory(location: DirectoryLocation): Promise<Directory> {
+  return typeof location === "string" ? SqliteDirectory.open(location) : PostgresDirectory.open(location);
 }

@@ -117,8 +117,3 @@ export class SqliteDirectory implements Directory {
     if (this.#db.isOpen) this.#db.close();
   }
 }
-
-/** Opens the directory of a data dir. */
-export function openDirectory(dataDir: string): Promise<Directory> {
-  return SqliteDirectory.open(dataDir);
-}

@@ -20,10 +20,12 @@ import { SQL, jobsInStatusSql, listJobsSql, transitionSql } from "./sqlite-queri
 import { Checkpointer } from "./checkpointer.ts";
 import { FileSync } from "./file-sync.ts";
 import { jsonOrNull, toAsset, toClaim, toJob, toLogs } from "./sqlite-rows.ts";
+import { checkClaimInput, checkCount, checkNewAsset, checkNewJob, checkStatus, distinctStatuses, insertedJob } from "./input-checks.ts";
 import { TERMINAL_TRIGGER_MESSAGE, migrate } from "./sqlite-schema.ts";
-import { IDEMPOTENCY_TTL_MS, JOB_STATUSES } from "./types.ts";
+import { IDEMPOTENCY_TTL_MS } from "./types.ts";
 import type {
   AssetDeletion,
+  CreateJobOptions,
   AssetFolder,
   AssetRecord,
   IdempotencyClaim,
@@ -144,7 +146,7 @@ export class SqliteStore implements Store {
     }
   }
 
-  async createJob(job: NewJob, options: { idempotency?: IdempotencyOptions } = {}): Promise<JobRecord> {
+  async createJob(job: NewJob, options: CreateJobOptions = {}): Promise<JobRecord> {
     checkNewJob(job);
     const values: SQLInputValue[] = [
       job.id,
@@ -488,25 +490,6 @@ function mapTerminal(error: unknown, jobId: string): unknown {
     : error;
 }
 
-/** The record a job's insert writes, without reading the row back; its seq comes from the insert. */
-function insertedJob(job: NewJob): JobRecord {
-  return {
-    id: job.id,
-    owner: job.owner,
-    deployment_id: job.deployment_id ?? null,
-    status: "queued",
-    seq: 0,
-    created_at: job.created_at,
-    started_at: null,
-    completed_at: null,
-    expires_at: job.expires_at,
-    progress: null,
-    error: null,
-    output_node_ids: [...job.output_node_ids],
-    cost: job.cost ?? null,
-  };
-}
-
 /** `{set_<name>: 0|1, <name>: value}`: a CASE in the UPDATE keeps the column when the flag is 0. */
 function bindPatchField(name: string, value: SQLInputValue | undefined): Params {
   return value === undefined ? { [`set_${name}`]: 0, [name]: null } : { [`set_${name}`]: 1, [name]: value };
@@ -516,51 +499,4 @@ function bindList(prefix: string, values: readonly string[]): Params {
   const params: Params = {};
   values.forEach((value, i) => (params[`${prefix}${i}`] = value));
   return params;
-}
-
-function distinctStatuses(statuses: readonly JobStatus[]): JobStatus[] {
-  const distinct = [...new Set(statuses)];
-  distinct.forEach(checkStatus);
-  return distinct;
-}
-
-function checkStatus(status: JobStatus): void {
-  if (!JOB_STATUSES.includes(status)) throw new TypeError(`unknown job status: ${String(status)}`);
-}
-
-function checkCount(value: number, max: number, name: string): number {
-  if (!Number.isSafeInteger(value) || value < 1 || value > max) throw new RangeError(`${name} must be an integer in 1..${max}`);
-  return value;
-}
-
-function checkTime(value: unknown, name: string): void {
-  if (!Number.isSafeInteger(value)) throw new TypeError(`${name} must be an integer epoch in milliseconds`);
-}
-
-function checkNewJob(job: NewJob): void {
-  if (typeof job.id !== "string" || job.id === "") throw new TypeError("job id must be a non-empty string");
-  if (typeof job.owner !== "string") throw new TypeError("job owner must be a string");
-  checkTime(job.created_at, "created_at");
-  checkTime(job.expires_at, "expires_at");
-  if (!Array.isArray(job.output_node_ids) || !job.output_node_ids.every((n) => typeof n === "string")) {
-    throw new TypeError("output_node_ids must be an array of strings");
-  }
-  if (typeof job.workflow !== "object" || job.workflow === null || Array.isArray(job.workflow)) {
-    throw new TypeError("workflow must be a JSON object");
-  }
-}
-
-function checkNewAsset(asset: NewAsset): void {
-  if (typeof asset.id !== "string" || asset.id === "") throw new TypeError("asset id must be a non-empty string");
-  if (typeof asset.owner !== "string") throw new TypeError("asset owner must be a string");
-  if (!/^[0-9a-f]{64}$/.test(asset.blob_key)) throw new TypeError("blob_key must be a lowercase 64-hex blake3 digest");
-  if (!Number.isSafeInteger(asset.size_bytes) || asset.size_bytes < 0) throw new TypeError("size_bytes must be a non-negative integer");
-  checkTime(asset.created_at, "created_at");
-  if (asset.expires_at != null) checkTime(asset.expires_at, "expires_at");
-}
-
-function checkClaimInput(owner: string, key: string, now: number): void {
-  if (typeof owner !== "string") throw new TypeError("owner must be a string");
-  if (typeof key !== "string" || key === "") throw new TypeError("idempotency key must be a non-empty string");
-  checkTime(now, "now");
 }

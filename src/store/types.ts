@@ -100,6 +100,18 @@ export interface IdempotencyOptions {
   held?: boolean;
 }
 
+/** Options of createJob. */
+export interface CreateJobOptions {
+  idempotency?: IdempotencyOptions;
+  /**
+   * Refuse with QueueFullError, inserting nothing, when this many jobs are queued as the insert
+   * commits. A store several processes share (PostgreSQL) counts in the insert's transaction,
+   * exact across them; the SQLite store has one owning process, whose own count is exact, and
+   * ignores it.
+   */
+  queueLimit?: number;
+}
+
 /** A claimed idempotency key. */
 export interface IdempotencyClaim {
   owner: string;
@@ -202,7 +214,7 @@ export interface Store {
    * a live claim of (owner, key) throws IdempotencyKeyReused and inserts nothing; an expired
    * one is replaced. Returns the stored job with its seq.
    */
-  createJob(job: NewJob, options?: { idempotency?: IdempotencyOptions }): Promise<JobRecord>;
+  createJob(job: NewJob, options?: CreateJobOptions): Promise<JobRecord>;
   /** Takes a claim on (owner, key) without a job yet; IdempotencyKeyReused when a live claim exists. */
   claimIdempotencyKey(owner: string, key: string, now: number, ttlMs?: number): Promise<IdempotencyClaim>;
   /** Drops a claim no job was created under (a definitive failure); false when absent or bound to a job. */

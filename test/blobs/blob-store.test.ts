@@ -249,4 +249,26 @@ describe("BlobStore.open cleanup", () => {
     expect(await readdir(tmp)).toEqual([`${process.pid}.live.tmp`]);
     expect((await stat(join(tmp, `${process.pid}.live.tmp`))).size).toBe(11);
   });
+
+  it("on a shared directory, keeps another host's young temp files whatever its pid, and drops its old ones", async () => {
+    const root = join(dataDir, "shared-blobs");
+    const tmp = join(root, "tmp");
+    const deadPid = spawnSync(process.execPath, ["-e", ""]).pid!;
+    await mkdir(tmp, { recursive: true });
+    await writeFile(join(tmp, `${deadPid}@other-node.a.tmp`), "in progress elsewhere");
+    await writeFile(join(tmp, `${deadPid}@other-node.b.tmp`), "forgotten elsewhere");
+    const twoDaysAgo = new Date(Date.now() - 2 * 24 * 3_600_000);
+    await utimes(join(tmp, `${deadPid}@other-node.b.tmp`), twoDaysAgo, twoDaysAgo);
+
+    const blobs = await BlobStore.open(dataDir, { root });
+    expect(await readdir(tmp)).toEqual([`${deadPid}@other-node.a.tmp`]);
+    // Two stores on one directory storing the same bytes at once: one file, both see it whole.
+    const other = await BlobStore.open(join(dataDir, "elsewhere"), { root });
+    const bytes = Buffer.alloc(256 * 1024, 7);
+    const [a, b] = await Promise.all([blobs.putBytes(bytes), other.putBytes(bytes)]);
+    expect(a.key).toBe(b.key);
+    expect([a.created, b.created].filter(Boolean)).toHaveLength(1);
+    expect(await readFile(blobs.pathOf(a.key))).toEqual(bytes);
+    expect(await readdir(tmp)).toEqual([`${deadPid}@other-node.a.tmp`]);
+  });
 });

@@ -28,7 +28,7 @@ describe("the reference server keeps the contract", () => {
     await dir?.close();
     await server?.stop();
     server = await startTestServer([...flags, "--concurrency", "2", "--queue-limit", "6"]);
-    dir = flags.includes("self-hosted") ? null : await openDirectory(server.dataDir);
+    dir = flags.includes("self-hosted") ? null : await openDirectory(server.directory);
   }
 
   it("self-hosted, with a static token", async () => {

@@ -6,23 +6,38 @@ import { loadConfig } from "../../src/config/config.ts";
 import { EmbeddedEngine } from "../../src/engine/embedded-engine.ts";
 import { engineAdapter } from "../../src/jobs/engine-adapter.ts";
 import { startServer, type RunningServer } from "../../src/server/start.ts";
+import type { DirectoryLocation } from "../../src/store/index.ts";
+import { createTestSchema, dropTestSchema, schemaUrl } from "../postgres/pg.ts";
 
 export interface TestServer extends RunningServer {
   dataDir: string;
+  /** Where the server keeps accounts, keys and deployments: open it with openDirectory. */
+  directory: DirectoryLocation;
   stop(): Promise<void>;
+}
+
+let database: "sqlite" | "postgres" = "sqlite";
+
+/** Runs the servers of the test files imported after this call on PostgreSQL, blobs in a --blob-dir of their own. */
+export function useDatabase(kind: "sqlite" | "postgres"): void {
+  database = kind;
 }
 
 /** A server with the embedded engine; `flags` as on the command line. */
 export async function startTestServer(flags: string[] = []): Promise<TestServer> {
   const dataDir = await mkdtemp(path.join(tmpdir(), "flowgate-hosted-"));
-  const config = loadConfig(["--port", "0", "--data-dir", dataDir, ...flags], {});
+  const schema = database === "postgres" ? await createTestSchema() : null;
+  const pgFlags = schema === null ? [] : ["--database-url", schemaUrl(schema), "--blob-dir", path.join(dataDir, "shared-blobs")];
+  const config = loadConfig(["--port", "0", "--data-dir", dataDir, ...pgFlags, ...flags], {});
   const server = await startServer(config, engineAdapter(new EmbeddedEngine()), { quiet: true });
   return {
     ...server,
     dataDir,
+    directory: schema === null ? dataDir : { kind: "postgres", url: schemaUrl(schema) },
     async stop() {
       await server.close();
       await rm(dataDir, { recursive: true, force: true });
+      if (schema !== null) await dropTestSchema(schema);
     },
   };
 }

@@ -91,6 +91,13 @@ describe("upload", () => {
     expect(await blobFiles(s.dataDir)).toEqual(before);
   });
 
+  it("a file_path holding a NUL character is 400 invalid_request, on upload and from-hash", async () => {
+    const bad = await upload(s.api, [{ name: "file_path", value: "a\u0000b.png" }, { name: "file", file: Buffer.from("nul name") }]);
+    expectError(bad, 400, "invalid_request");
+    const good = await upload(s.api, [{ name: "file", file: Buffer.from("nul name") }]);
+    expectError(await s.api.post("/api/v2/assets/from-hash", { hash: good.body.hash, file_path: "x\u0000" }), 400, "invalid_request");
+  });
+
   it("rejects a body that is not multipart", async () => {
     const res = await s.api.request("POST", "/api/v2/assets", { body: "hello", headers: { "content-type": "application/octet-stream" } });
     expectError(res, 400, "invalid_request", v.response_uploadAsset_400);

@@ -14,6 +14,7 @@ import { loadConfig, type Config } from "../../src/config/config.ts";
 import { EmbeddedEngine, type EmbeddedEngineOptions } from "../../src/engine/embedded-engine.ts";
 import { engineAdapter } from "../../src/jobs/engine-adapter.ts";
 import { startServer, type RunningServer } from "../../src/server/start.ts";
+import { createTestSchema, dropTestSchema, schemaUrl } from "../postgres/pg.ts";
 
 export { v };
 
@@ -46,11 +47,19 @@ export interface TestServerOptions {
   engine?: EmbeddedEngineOptions;
 }
 
-/** Starts a server on port 0 with a fresh data dir. */
+let database: "sqlite" | "postgres" = "sqlite";
+
+/** Runs the servers of the test files imported after this call on PostgreSQL (the wrappers under test/server/postgres/). */
+export function useDatabase(kind: "sqlite" | "postgres"): void {
+  database = kind;
+}
+
+/** Starts a server on port 0 with a fresh data dir (and a fresh PostgreSQL schema after useDatabase("postgres")). */
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
   const dataDir = await mkdtemp(join(tmpdir(), "flowgate-server-"));
+  const schema = database === "postgres" ? await createTestSchema() : null;
   const config: Config = {
-    ...loadConfig(["--data-dir", dataDir, "--port", "0", ...(options.flags ?? [])], {}),
+    ...loadConfig(["--data-dir", dataDir, "--port", "0", ...(schema === null ? [] : ["--database-url", schemaUrl(schema)]), ...(options.flags ?? [])], {}),
     reaperIntervalMs: 3_600_000,
     ...options.config,
   };
@@ -68,6 +77,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
       stopped = true;
       await server.close();
       await rm(dataDir, { recursive: true, force: true, maxRetries: 5 });
+      if (schema !== null) await dropTestSchema(schema);
     },
   };
 }

@@ -1,22 +1,36 @@
-// The account directory: accounts, hashed keys, deployments, on a real SQLite file.
+// The account directory: accounts, hashed keys, deployments, on a real SQLite file (or a
+// PostgreSQL schema, under test/store/postgres/).
 import { mkdtemp, readFile, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { openDirectory, type Directory } from "../../src/store/index.ts";
+import { openDirectory, type Directory, type DirectoryLocation } from "../../src/store/index.ts";
 import { generateApiKey, hashApiKey, keyPrefix } from "../../src/surfaces/api-keys.ts";
+import { TEST_DATABASE_URL, adminQuery, dropTestSchema, testSchemaName } from "../postgres/pg.ts";
+import { storeKind } from "./helpers.ts";
 
+const onPostgres = storeKind() === "postgres";
 let dir: string;
+let location: DirectoryLocation;
 let d: Directory;
 
 beforeEach(async () => {
-  dir = await mkdtemp(path.join(tmpdir(), "flowgate-dir-"));
-  d = await openDirectory(dir);
+  dir = onPostgres ? testSchemaName() : await mkdtemp(path.join(tmpdir(), "flowgate-dir-"));
+  location = onPostgres ? { kind: "postgres", url: TEST_DATABASE_URL, schema: dir } : dir;
+  d = await openDirectory(location);
 });
 afterEach(async () => {
   await d.close();
-  await rm(dir, { recursive: true, force: true });
+  if (onPostgres) await dropTestSchema(dir);
+  else await rm(dir, { recursive: true, force: true });
 });
+
+/** Everything the directory wrote: the database files, or every row of the schema's tables as text. */
+async function storedBytes(): Promise<Buffer[]> {
+  if (!onPostgres) return Promise.all((await readdir(dir)).map((f) => readFile(path.join(dir, f))));
+  const rows = await adminQuery(`SELECT t::text AS row FROM ${dir}.accounts t UNION ALL SELECT t::text FROM ${dir}.api_keys t UNION ALL SELECT t::text FROM ${dir}.deployments t`);
+  return rows.map((r) => Buffer.from(String(r.row)));
+}
 
 describe("directory", () => {
   it("creates an account once and updates tier, credits and subscription", async () => {
@@ -37,8 +51,8 @@ describe("directory", () => {
     expect((await d.findApiKey(hashApiKey(key)))?.account).toBe("acme");
     expect(await d.findApiKey(hashApiKey(key + "x"))).toBeNull();
     await d.close();
-    for (const f of await readdir(dir)) expect((await readFile(path.join(dir, f))).includes(Buffer.from(key))).toBe(false);
-    d = await openDirectory(dir);
+    for (const bytes of await storedBytes()) expect(bytes.includes(Buffer.from(key))).toBe(false);
+    d = await openDirectory(location);
     expect(await d.revokeApiKey(hashApiKey(key), 2)).toBe(true);
     expect(await d.revokeApiKey(hashApiKey(key), 3)).toBe(false);
     expect(await d.findApiKey(hashApiKey(key))).toBeNull();

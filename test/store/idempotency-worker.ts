@@ -1,18 +1,18 @@
 // Worker of the cross-connection idempotency race: opens its own connection to the shared
-// database file, waits at a barrier with the other workers, then submits with the same key.
+// database (SQLite file or PostgreSQL schema), waits at a barrier with the other workers, then submits with the same key.
 import { randomUUID } from "node:crypto";
 import { parentPort, workerData } from "node:worker_threads";
-import { IdempotencyKeyReused, openStore } from "../../src/store/index.ts";
+import { IdempotencyKeyReused, openStore, type StoreOptions } from "../../src/store/index.ts";
 
-const { dataDir, barrier, attempts, key, now } = workerData as {
-  dataDir: string;
+const { options, barrier, attempts, key, now } = workerData as {
+  options: StoreOptions;
   barrier: SharedArrayBuffer;
   attempts: number;
   key: string;
   now: number;
 };
 
-const store = await openStore({ dataDir, busyTimeoutMs: 20_000 });
+const store = await openStore(options.kind === "postgres" ? options : { ...options, busyTimeoutMs: 20_000 });
 const gate = new Int32Array(barrier);
 Atomics.add(gate, 0, 1);
 while (Atomics.load(gate, 1) === 0) Atomics.wait(gate, 1, 0, 50);

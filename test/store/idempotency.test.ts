@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { Worker } from "node:worker_threads";
-import { IDEMPOTENCY_TTL_MS, IdempotencyKeyReused } from "../../src/store/index.ts";
-import { T0, newJob, openTestStore } from "./helpers.ts";
+import { IDEMPOTENCY_TTL_MS, IdempotencyKeyReused, QueueFullError, openStore } from "../../src/store/index.ts";
+import { T0, newJob, openTestStore, storeKind } from "./helpers.ts";
 import type { TestStore } from "./helpers.ts";
 
 let t: TestStore;
@@ -64,7 +64,7 @@ describe("createJob with an idempotency key", () => {
     const gate = new Int32Array(barrier);
     const runs = Array.from({ length: workers }, () => {
       const worker = new Worker(new URL("./idempotency-worker.ts", import.meta.url), {
-        workerData: { dataDir: t.dataDir, barrier, attempts, key: "cross", now: T0 },
+        workerData: { options: t.options, barrier, attempts, key: "cross", now: T0 },
       });
       return new Promise<{ created: string[]; reused: number }>((resolve, reject) => {
         worker.once("message", resolve);
@@ -144,7 +144,7 @@ describe("batched inserts", () => {
     }
     expect(await countJobs()).toBe(4);
     // A second connection sees every acknowledged job: they were committed before the promises resolved.
-    expect(t.raw().prepare("SELECT count(*) AS n FROM jobs").get()).toEqual({ n: 4 });
+    expect(await t.sql("SELECT count(*) AS n FROM jobs")).toEqual([{ n: 4 }]);
   });
 
   it("commits a waiting batch when the store closes", async () => {
@@ -153,5 +153,25 @@ describe("batched inserts", () => {
     const job = await pending;
     const reopened = await t.reopen();
     expect(await reopened.getJob(job.id)).toEqual(job);
+  });
+});
+
+// SQLite has one owning process, whose own count is exact: the option is for shared stores.
+describe.runIf(storeKind() === "postgres")("the queue bound across processes", () => {
+  it("admits exactly queueLimit jobs when two connections submit at once", async () => {
+    const other = await openStore(t.options);
+    try {
+      await t.store.createJob(newJob());
+      const submit = (store: typeof other) => store.createJob(newJob(), { queueLimit: 5 });
+      const results = await Promise.allSettled([...Array.from({ length: 8 }, () => submit(t.store)), ...Array.from({ length: 8 }, () => submit(other))]);
+      expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(4);
+      expect(results.filter((r) => r.status === "rejected").every((r) => r.reason instanceof QueueFullError)).toBe(true);
+      expect(await t.store.countQueued()).toBe(5);
+      // A refused submission took no idempotency claim.
+      await expect(t.store.createJob(newJob(), { queueLimit: 5, idempotency: { key: "full", now: T0 } })).rejects.toBeInstanceOf(QueueFullError);
+      expect(await t.store.getIdempotencyClaim("alice", "full", T0)).toBeNull();
+    } finally {
+      await other.close();
+    }
   });
 });

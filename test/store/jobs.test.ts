@@ -48,6 +48,18 @@ describe("createJob and reads", () => {
     expect(await t.store.getJobLogs("missing")).toBeNull();
   });
 
+  it("finds nothing by an id or name holding a NUL character (a path parameter %00)", async () => {
+    const job = await t.store.createJob(newJob());
+    const nul = `${job.id}\0`;
+    expect(await t.store.getJob(nul)).toBeNull();
+    expect(await t.store.getJobWorkflow(nul)).toBeNull();
+    expect(await t.store.transitionJob(nul, ["queued"], "canceled", { completed_at: T0 })).toBeNull();
+    expect(await t.store.getAsset(nul)).toBeNull();
+    expect(await t.store.findAssetByName("alice", "a\0.png")).toBeNull();
+    expect(await t.store.listJobOutputs(nul)).toEqual([]);
+    expect((await t.store.listJobs("alice\0", { limit: 10 })).jobs).toEqual([]);
+  });
+
   it("refuses a duplicate id and malformed input", async () => {
     const job = newJob();
     await t.store.createJob(job);
@@ -104,8 +116,7 @@ describe("durability", () => {
   });
 
   it("writes through WAL with foreign keys on", async () => {
-    const db = t.raw();
-    expect(db.prepare("PRAGMA journal_mode").get()).toEqual({ journal_mode: "wal" });
+    if (t.kind === "sqlite") expect(t.raw().prepare("PRAGMA journal_mode").get()).toEqual({ journal_mode: "wal" });
     await expect(t.store.addAsset(newAsset({ job_id: "no-such-job", blob_key: blobKey("b") }))).rejects.toBeInstanceOf(UnknownJobError);
   });
 });

@@ -106,7 +106,7 @@ describe("purgeExpired", () => {
     await t.store.claimIdempotencyKey("alice", "old", T0, 1000);
     await t.store.claimIdempotencyKey("alice", "new", T0, 5000);
     await t.store.purgeExpired(T0 + 1000);
-    const keys = t.raw().prepare("SELECT key FROM idempotency_keys ORDER BY key").all().map((r) => r.key);
+    const keys = (await t.sql("SELECT key FROM idempotency_keys ORDER BY key")).map((r) => r.key);
     expect(keys).toEqual(["new"]);
   });
 

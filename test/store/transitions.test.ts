@@ -110,7 +110,6 @@ describe("terminal statuses are final", () => {
 
   it("raw SQL cannot change a terminal job's status or outcome either", async () => {
     const done = await jobIn("succeeded");
-    const db = t.raw();
     for (const statement of [
       "UPDATE jobs SET status = 'running' WHERE id = ?",
       "UPDATE jobs SET status = 'failed' WHERE id = ?",
@@ -118,24 +117,23 @@ describe("terminal statuses are final", () => {
       "UPDATE jobs SET started_at = NULL WHERE id = ?",
       `UPDATE jobs SET error = '{"code":"x"}' WHERE id = ?`,
     ]) {
-      expect(() => db.prepare(statement).run(done.id), statement).toThrow(/terminal job status is final/);
+      await expect(t.sql(statement, done.id), statement).rejects.toThrow(/terminal job status is final/);
     }
     expect(await t.store.getJob(done.id)).toEqual(done);
     // What is not the outcome may still change, and the row may be deleted by retention.
-    db.prepare("UPDATE jobs SET cost = 3 WHERE id = ?").run(done.id);
+    await t.sql("UPDATE jobs SET cost = 3 WHERE id = ?", done.id);
     expect((await t.store.getJob(done.id))?.cost).toBe(3);
-    db.prepare("DELETE FROM jobs WHERE id = ?").run(done.id);
+    await t.sql("DELETE FROM jobs WHERE id = ?", done.id);
     expect(await t.store.getJob(done.id)).toBeNull();
   });
 
   it("raw SQL can still move a live job, and cannot change any job's identity", async () => {
     const job = await t.store.createJob(newJob());
-    const db = t.raw();
-    db.prepare("UPDATE jobs SET status = 'canceled', completed_at = 1 WHERE id = ?").run(job.id);
+    await t.sql("UPDATE jobs SET status = 'canceled', completed_at = 1 WHERE id = ?", job.id);
     expect((await t.store.getJob(job.id))?.status).toBe("canceled");
     const other = await t.store.createJob(newJob());
-    expect(() => db.prepare("UPDATE jobs SET owner = 'mallory' WHERE id = ?").run(other.id)).toThrow(/identity is fixed/);
-    expect(() => db.prepare("UPDATE jobs SET seq = seq + 1000 WHERE id = ?").run(other.id)).toThrow(/identity is fixed/);
+    await expect(t.sql("UPDATE jobs SET owner = 'mallory' WHERE id = ?", other.id)).rejects.toThrow(/identity is fixed/);
+    await expect(t.sql("UPDATE jobs SET seq = seq + 1000 WHERE id = ?", other.id)).rejects.toThrow(/identity is fixed/);
   });
 });
 

@@ -1,0 +1,77 @@
+// Argument checks shared by every Store implementation: a bad argument is a TypeError or
+// RangeError before any SQL runs, whatever the database.
+import { JOB_STATUSES } from "./types.ts";
+import type { JobRecord, JobStatus, NewAsset, NewJob } from "./types.ts";
+
+/** The record a job's insert writes, without reading the row back; its seq comes from the insert. */
+export function insertedJob(job: NewJob): JobRecord {
+  return {
+    id: job.id,
+    owner: job.owner,
+    deployment_id: job.deployment_id ?? null,
+    status: "queued",
+    seq: 0,
+    created_at: job.created_at,
+    started_at: null,
+    completed_at: null,
+    expires_at: job.expires_at,
+    progress: null,
+    error: null,
+    output_node_ids: [...job.output_node_ids],
+    cost: job.cost ?? null,
+  };
+}
+
+/** The distinct statuses of a list, each checked. */
+export function distinctStatuses(statuses: readonly JobStatus[]): JobStatus[] {
+  const distinct = [...new Set(statuses)];
+  distinct.forEach(checkStatus);
+  return distinct;
+}
+
+/** TypeError for a status the contract does not know. */
+export function checkStatus(status: JobStatus): void {
+  if (!JOB_STATUSES.includes(status)) throw new TypeError(`unknown job status: ${String(status)}`);
+}
+
+/** RangeError unless `value` is an integer in 1..max. */
+export function checkCount(value: number, max: number, name: string): number {
+  if (!Number.isSafeInteger(value) || value < 1 || value > max) throw new RangeError(`${name} must be an integer in 1..${max}`);
+  return value;
+}
+
+/** TypeError unless `value` is an integer epoch in ms. */
+export function checkTime(value: unknown, name: string): void {
+  if (!Number.isSafeInteger(value)) throw new TypeError(`${name} must be an integer epoch in milliseconds`);
+}
+
+/** TypeError for a malformed job input. */
+export function checkNewJob(job: NewJob): void {
+  if (typeof job.id !== "string" || job.id === "") throw new TypeError("job id must be a non-empty string");
+  if (typeof job.owner !== "string") throw new TypeError("job owner must be a string");
+  checkTime(job.created_at, "created_at");
+  checkTime(job.expires_at, "expires_at");
+  if (!Array.isArray(job.output_node_ids) || !job.output_node_ids.every((n) => typeof n === "string")) {
+    throw new TypeError("output_node_ids must be an array of strings");
+  }
+  if (typeof job.workflow !== "object" || job.workflow === null || Array.isArray(job.workflow)) {
+    throw new TypeError("workflow must be a JSON object");
+  }
+}
+
+/** TypeError for a malformed asset input. */
+export function checkNewAsset(asset: NewAsset): void {
+  if (typeof asset.id !== "string" || asset.id === "") throw new TypeError("asset id must be a non-empty string");
+  if (typeof asset.owner !== "string") throw new TypeError("asset owner must be a string");
+  if (!/^[0-9a-f]{64}$/.test(asset.blob_key)) throw new TypeError("blob_key must be a lowercase 64-hex blake3 digest");
+  if (!Number.isSafeInteger(asset.size_bytes) || asset.size_bytes < 0) throw new TypeError("size_bytes must be a non-negative integer");
+  checkTime(asset.created_at, "created_at");
+  if (asset.expires_at != null) checkTime(asset.expires_at, "expires_at");
+}
+
+/** TypeError for a malformed idempotency claim. */
+export function checkClaimInput(owner: string, key: string, now: number): void {
+  if (typeof owner !== "string") throw new TypeError("owner must be a string");
+  if (typeof key !== "string" || key === "") throw new TypeError("idempotency key must be a non-empty string");
+  checkTime(now, "now");
+}

@@ -1,0 +1,83 @@
+// Connections to PostgreSQL: one pg Pool per store or directory, on an optional schema, with
+// BIGINT columns read as JavaScript numbers (every one holds an epoch in ms, a seq or a size,
+// all far below 2^53). A connection the server drops is discarded and replaced on next use.
+import pg from "pg";
+import { migratePostgres } from "./postgres-schema.ts";
+
+/** Where and how to connect. */
+export interface PostgresOptions {
+  /** `postgres://user@host:port/database` (node-postgres connection string). */
+  url: string;
+  /** Schema holding flowgate's tables (default: the server's search_path, normally `public`). Created if missing. */
+  schema?: string;
+  /** Connections at most (default 10). */
+  maxConnections?: number;
+  /** Shown in pg_stat_activity (default "flowgate"). */
+  applicationName?: string;
+  /** Clock for migration bookkeeping only (default Date.now). */
+  now?: () => number;
+}
+
+const INT8_OID = 20;
+
+/** BIGINT as a JavaScript number; every other type as node-postgres reads it. */
+export const PG_TYPES = {
+  getTypeParser(oid: number, format?: "text" | "binary") {
+    if (oid === INT8_OID && format !== "binary") return (text: string) => Number(text);
+    return pg.types.getTypeParser(oid, format as "text");
+  },
+} as pg.CustomTypesConfig;
+
+/** Whether a name is a plain identifier we can put in search_path unquoted. */
+function checkSchema(schema: string): string {
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) throw new TypeError(`invalid PostgreSQL schema name "${schema}" (use lowercase letters, digits and _)`);
+  return schema;
+}
+
+/** Opens a pool on the options' database and schema and migrates it; the pool is returned ready. */
+export async function openPostgresPool(options: PostgresOptions): Promise<pg.Pool> {
+  const schema = options.schema === undefined ? null : checkSchema(options.schema);
+  const pool = new pg.Pool({
+    connectionString: options.url,
+    max: options.maxConnections ?? 10,
+    application_name: options.applicationName ?? "flowgate",
+    connectionTimeoutMillis: 10_000,
+    types: PG_TYPES,
+    ...(schema === null ? {} : { options: `-c search_path=${schema}` }),
+  });
+  // A connection the server ends (restart, pg_terminate_backend, network loss) must not crash the
+  // process: the query on it rejects, the pool drops it, and the next query opens a fresh one.
+  pool.on("error", () => undefined);
+  pool.on("connect", (client) => client.on("error", () => undefined));
+  try {
+    const client = await pool.connect();
+    try {
+      await migratePostgres(client, (options.now ?? Date.now)(), schema);
+    } finally {
+      client.release();
+    }
+    return pool;
+  } catch (error) {
+    await pool.end().catch(() => undefined);
+    throw error;
+  }
+}
+
+/** Runs `work` in one READ COMMITTED transaction on one pooled connection. */
+export async function inTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  let broken = false;
+  try {
+    await client.query("BEGIN");
+    const result = await work(client);
+    await client.query("COMMIT");
+    return result;
+  } catch (error) {
+    await client.query("ROLLBACK").catch(() => {
+      broken = true; // the connection itself failed: do not give it back
+    });
+    throw error;
+  } finally {
+    client.release(broken);
+  }
+}

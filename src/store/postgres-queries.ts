@@ -1,0 +1,102 @@
+// Every SQL statement of the PostgreSQL store. Positional parameters ($1...); status sets bind as
+// one text[] (`= ANY($n)`), so one statement serves every set. Each guarded UPDATE and DELETE
+// repeats its condition on the outer row: under READ COMMITTED a row changed meanwhile by another
+// transaction is re-checked against the outer WHERE only, never against a subquery.
+
+const JOB_COLUMNS =
+  "seq, id, owner, deployment_id, status, created_at, started_at, completed_at, expires_at, progress, error, output_node_ids, cost";
+const ASSET_COLUMNS =
+  "id, owner, job_id, node_id, name, type, content_type, size_bytes, hash, blob_key, folder, file_path, tags, created_at, expires_at";
+const CLAIM_COLUMNS = "owner, key, job_id, claimed_at, expires_at";
+const TERMINAL = "('succeeded', 'canceled', 'failed', 'expired')";
+const LIVE = "('queued', 'running', 'canceling')";
+
+export const PG_SQL = {
+  // A free key or a dead claim is taken in one statement; a live one yields no row. Two
+  // transactions racing on one key serialize on its unique index: the second sees the first's row.
+  // $1 owner, $2 key, $3 job_id, $4 now, $5 expires_at.
+  claimKey: `INSERT INTO idempotency_keys (owner, key, job_id, claimed_at, expires_at) VALUES ($1, $2, $3, $4, $5)
+    ON CONFLICT (owner, key) DO UPDATE
+      SET job_id = excluded.job_id, claimed_at = excluded.claimed_at, expires_at = excluded.expires_at
+      WHERE idempotency_keys.expires_at <= $4
+    RETURNING ${CLAIM_COLUMNS}`,
+  // $1 owner, $2 key, $3 job_id, $4 now.
+  bindHeldKey: `UPDATE idempotency_keys SET job_id = $3
+    WHERE owner = $1 AND key = $2 AND job_id IS NULL AND expires_at > $4 RETURNING ${CLAIM_COLUMNS}`,
+  getClaim: `SELECT ${CLAIM_COLUMNS} FROM idempotency_keys WHERE owner = $1 AND key = $2 AND expires_at > $3`,
+  releaseKey: "DELETE FROM idempotency_keys WHERE owner = $1 AND key = $2 AND job_id IS NULL",
+
+  getJob: `SELECT ${JOB_COLUMNS} FROM jobs WHERE id = $1`,
+  getWorkflow: "SELECT workflow FROM jobs WHERE id = $1",
+  getLogs: "SELECT logs_text, logs_truncated, logs_captured_at FROM jobs WHERE id = $1",
+  updateProgress: "UPDATE jobs SET progress = $2::json WHERE id = $1 AND status IN ('running', 'canceling')",
+  setLogs: "UPDATE jobs SET logs_text = $2, logs_truncated = $3, logs_captured_at = $4 WHERE id = $1",
+  // $1 id, $2 to, $3 from[], then (flag, value) per patch field: the column keeps its value when the flag is false.
+  transition: `UPDATE jobs SET status = $2,
+      started_at = CASE WHEN $4::boolean THEN $5::bigint ELSE started_at END,
+      completed_at = CASE WHEN $6::boolean THEN $7::bigint ELSE completed_at END,
+      progress = CASE WHEN $8::boolean THEN $9::json ELSE progress END,
+      error = CASE WHEN $10::boolean THEN $11::json ELSE error END,
+      cost = CASE WHEN $12::boolean THEN $13::float8 ELSE cost END
+    WHERE id = $1 AND status = ANY($3::text[])
+    RETURNING ${JOB_COLUMNS}`,
+
+  queuedJobs: `SELECT ${JOB_COLUMNS} FROM jobs WHERE status = 'queued' AND seq > $1 ORDER BY seq LIMIT $2`,
+  ownerQueuedJobs: `SELECT ${JOB_COLUMNS} FROM jobs WHERE owner = $3 AND status = 'queued' AND seq > $1 ORDER BY seq LIMIT $2`,
+  countQueued: "SELECT count(*) AS n FROM jobs WHERE status = 'queued'",
+  queuedWithSecrets: "SELECT id FROM jobs WHERE status = 'queued' AND secrets_given ORDER BY seq",
+  countOwnerQueued: "SELECT count(*) AS n FROM jobs WHERE owner = $1 AND status = 'queued'",
+  jobsInStatus: `SELECT ${JOB_COLUMNS} FROM jobs WHERE status = ANY($1::text[]) ORDER BY seq`,
+
+  insertAsset: `INSERT INTO assets (${ASSET_COLUMNS})
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13::json, $14,
+      COALESCE($15::bigint, (SELECT expires_at FROM jobs WHERE id = $3)))
+    RETURNING ${ASSET_COLUMNS}`,
+  getAsset: `SELECT ${ASSET_COLUMNS} FROM assets WHERE id = $1`,
+  listJobOutputs: `SELECT ${ASSET_COLUMNS} FROM assets WHERE job_id = $1 ORDER BY seq`,
+  deleteAsset: "DELETE FROM assets WHERE id = $1 RETURNING blob_key",
+  findAssetByBlob: `SELECT ${ASSET_COLUMNS} FROM assets WHERE blob_key = $2 AND owner = $1 ORDER BY seq DESC LIMIT 1`,
+  findAssetByName: `SELECT ${ASSET_COLUMNS} FROM assets WHERE owner = $1 AND name = $2
+    AND ($3::text IS NULL OR folder = $3) ORDER BY seq DESC LIMIT 1`,
+  blobReferenced: "SELECT 1 AS found FROM assets WHERE blob_key = $1 LIMIT 1",
+  referencedBlobs: "SELECT DISTINCT blob_key FROM assets WHERE blob_key = ANY($1::text[])",
+
+  // The batch is picked (and locked: a job a transition holds is waited for, never skipped) once, in a
+  // CTE: a subquery with LIMIT may be rescanned while its rows change.
+  expireJobs: `WITH picked AS MATERIALIZED (
+      SELECT id FROM jobs WHERE status IN ${LIVE} AND expires_at <= $1 ORDER BY expires_at LIMIT $2 FOR UPDATE)
+    UPDATE jobs SET status = 'expired', completed_at = $1 FROM picked
+    WHERE jobs.id = picked.id AND status IN ${LIVE} AND expires_at <= $1
+    RETURNING ${JOB_COLUMNS.replace(/\b(\w+)\b/g, "jobs.$1")}`,
+  purgeableJobs: `SELECT id FROM jobs WHERE expires_at <= $1 AND status IN ${TERMINAL} ORDER BY expires_at, seq LIMIT $2`,
+  deleteJobsAssets: "DELETE FROM assets WHERE job_id = ANY($1::text[]) RETURNING id, blob_key, job_id, seq",
+  deleteJobs: "DELETE FROM jobs WHERE id = ANY($1::text[])",
+  deleteExpiredUploads: `WITH picked AS MATERIALIZED (
+      SELECT id FROM assets WHERE job_id IS NULL AND expires_at <= $1 ORDER BY expires_at LIMIT $2 FOR UPDATE)
+    DELETE FROM assets USING picked WHERE assets.id = picked.id AND job_id IS NULL AND expires_at <= $1
+    RETURNING assets.id, blob_key, seq`,
+  deleteExpiredClaims: `WITH picked AS MATERIALIZED (
+      SELECT owner, key FROM idempotency_keys WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2 FOR UPDATE)
+    DELETE FROM idempotency_keys k USING picked WHERE k.owner = picked.owner AND k.key = picked.key AND k.expires_at <= $1`,
+} as const;
+
+/** An owner's jobs newest first below a seq; $1 owner, $2 before, $3 limit, then the status set and the deployment when used. */
+export function pgListJobsSql(byStatus: boolean, byDeployment: boolean): string {
+  return `SELECT ${JOB_COLUMNS} FROM jobs WHERE owner = $1 AND seq < $2
+    ${byStatus ? "AND status = ANY($4::text[])" : ""}
+    ${byDeployment ? `AND deployment_id = $${byStatus ? 5 : 4}` : ""}
+    ORDER BY seq DESC LIMIT $3`;
+}
+
+/** Values per job of pgInsertJobsSql. */
+export const JOB_INSERT_VALUES = 9;
+
+/** A multi-row job insert of `count` jobs (JOB_INSERT_VALUES values each), returning the seq of each id. */
+export function pgInsertJobsSql(count: number): string {
+  const rows = Array.from({ length: count }, (_, i) => {
+    const p = (n: number) => `$${i * JOB_INSERT_VALUES + n}`;
+    return `(${p(1)}, ${p(2)}, ${p(3)}, 'queued', ${p(4)}::bigint, ${p(5)}::bigint, ${p(6)}::json, ${p(7)}::float8, ${p(8)}::json, ${p(9)}::boolean)`;
+  });
+  return `INSERT INTO jobs (id, owner, deployment_id, status, created_at, expires_at, output_node_ids, cost, workflow, secrets_given)
+    VALUES ${rows.join(", ")} RETURNING id, seq`;
+}

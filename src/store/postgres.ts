@@ -1,0 +1,461 @@
+// The Store on PostgreSQL, for several flowgate processes sharing one database. Every rule the
+// SQLite store keeps holds here, enforced by the database rather than by one process: the
+// terminal guard is a trigger, an idempotency key is claimed by one INSERT ... ON CONFLICT on its
+// primary key in the job's own transaction, and every guarded move is one UPDATE ... WHERE on the
+// row. A commit returns once PostgreSQL made it durable (synchronous_commit), so nothing is
+// acknowledged before it is. Submissions of one event-loop turn share a transaction, like SQLite's.
+import type pg from "pg";
+import { decodeCursor, encodeCursor } from "./cursor.ts";
+import { IdempotencyKeyReused, QueueFullError, TerminalStatusError, UnknownJobError } from "./errors.ts";
+import { checkClaimInput, checkCount, checkNewAsset, checkNewJob, checkStatus, distinctStatuses, insertedJob } from "./input-checks.ts";
+import { inTransaction, openPostgresPool, type PostgresOptions } from "./postgres-pool.ts";
+import { PG_SQL, pgInsertJobsSql, pgListJobsSql } from "./postgres-queries.ts";
+import { PG_TERMINAL_SQLSTATE } from "./postgres-schema.ts";
+import { toClaim } from "./sqlite-rows.ts"; // plain columns, the same on both stores
+import { IDEMPOTENCY_TTL_MS } from "./types.ts";
+import type {
+  AssetDeletion,
+  CreateJobOptions,
+  AssetFolder,
+  AssetRecord,
+  IdempotencyClaim,
+  IdempotencyOptions,
+  JobLogs,
+  JobPage,
+  JobPatch,
+  JobRecord,
+  JobStatus,
+  JsonObject,
+  ListJobsOptions,
+  NewAsset,
+  NewJob,
+  PurgeOptions,
+  PurgeResult,
+  Store,
+} from "./types.ts";
+
+type Row = Record<string, unknown>;
+type Queryable = pg.Pool | pg.PoolClient;
+
+/** A job insert waiting for the next batch. */
+interface PendingInsert {
+  job: NewJob;
+  idempotency: IdempotencyOptions | undefined;
+  queueLimit: number | undefined;
+  resolve: (job: JobRecord) => void;
+  reject: (error: unknown) => void;
+}
+
+const MAX_PAGE = 1000;
+const MAX_QUEUE_READ = 100_000;
+const DEFAULT_PURGE_LIMIT = 500;
+/** Jobs per multi-row INSERT (9 parameters each, far below PostgreSQL's 65,535). */
+const MAX_INSERT_ROWS = 500;
+const PG_FOREIGN_KEY_VIOLATION = "23503";
+/** Advisory lock key that serializes bounded submissions across processes ("queu"). */
+const QUEUE_LOCK = 0x71756575;
+const PG_CHECK_VIOLATION = "23514";
+
+/** Store over a PostgreSQL database (one schema), through a node-postgres pool. */
+export class PostgresStore implements Store {
+  readonly #pool: pg.Pool;
+  #pendingInserts: PendingInsert[] = [];
+  #flushing: Promise<void> = Promise.resolve();
+  #closed = false;
+
+  private constructor(pool: pg.Pool) {
+    this.#pool = pool;
+  }
+
+  /** Connects, creates the schema when asked, and runs the migrations not yet applied. */
+  static async open(options: PostgresOptions): Promise<PostgresStore> {
+    return new PostgresStore(await openPostgresPool(options));
+  }
+
+  async createJob(job: NewJob, options: CreateJobOptions = {}): Promise<JobRecord> {
+    checkNewJob(job);
+    if (options.idempotency !== undefined) checkIdempotency(job.owner, options.idempotency);
+    if (options.queueLimit !== undefined) checkCount(options.queueLimit, Number.MAX_SAFE_INTEGER, "queueLimit");
+    return new Promise<JobRecord>((resolve, reject) => {
+      if (this.#pendingInserts.push({ job, idempotency: options.idempotency, queueLimit: options.queueLimit, resolve, reject }) === 1) {
+        setImmediate(() => void this.#flush());
+      }
+    });
+  }
+
+  async claimIdempotencyKey(owner: string, key: string, now: number, ttlMs?: number): Promise<IdempotencyClaim> {
+    const options = ttlMs === undefined ? { key, now } : { key, now, ttlMs };
+    checkIdempotency(owner, options);
+    return inTransaction(this.#pool, (client) => claim(client, owner, options, null));
+  }
+
+  async releaseIdempotencyKey(owner: string, key: string): Promise<boolean> {
+    return ((await this.#query(PG_SQL.releaseKey, [owner, key])).rowCount ?? 0) > 0;
+  }
+
+  async getIdempotencyClaim(owner: string, key: string, now: number): Promise<IdempotencyClaim | null> {
+    const row = await this.#one(PG_SQL.getClaim, [owner, key, now]);
+    return row === undefined ? null : toClaim(row);
+  }
+
+  async getJob(id: string): Promise<JobRecord | null> {
+    const row = await this.#one(PG_SQL.getJob, [id]);
+    return row === undefined ? null : toJob(row);
+  }
+
+  async getJobWorkflow(id: string): Promise<JsonObject | null> {
+    const row = await this.#one(PG_SQL.getWorkflow, [id]);
+    return row === undefined ? null : (row.workflow as JsonObject);
+  }
+
+  async getJobLogs(id: string): Promise<JobLogs | null> {
+    const row = await this.#one(PG_SQL.getLogs, [id]);
+    if (row === undefined || row.logs_captured_at === null) return null;
+    return { text: row.logs_text as string, truncated: row.logs_truncated === true, captured_at: row.logs_captured_at as number };
+  }
+
+  async listJobs(owner: string, options: ListJobsOptions): Promise<JobPage> {
+    const limit = checkCount(options.limit, MAX_PAGE, "limit");
+    const statuses = options.status === undefined ? null : distinctStatuses(typeof options.status === "string" ? [options.status] : options.status);
+    if (statuses !== null && statuses.length === 0) return { jobs: [], next_cursor: null };
+    const before = options.cursor == null ? Number.MAX_SAFE_INTEGER : decodeCursor(options.cursor);
+    const params: unknown[] = [owner, before, limit + 1];
+    if (statuses !== null) params.push(statuses);
+    if (options.deployment_id !== undefined) params.push(options.deployment_id);
+    const { rows } = await this.#query(pgListJobsSql(statuses !== null, options.deployment_id !== undefined), params);
+    const jobs = rows.slice(0, limit).map(toJob);
+    return { jobs, next_cursor: rows.length > limit ? encodeCursor(jobs[jobs.length - 1]!.seq) : null };
+  }
+
+  async transitionJob(id: string, from: readonly JobStatus[], to: JobStatus, patch: JobPatch = {}): Promise<JobRecord | null> {
+    const fromStatuses = distinctStatuses(from);
+    checkStatus(to);
+    if (fromStatuses.length === 0) return null;
+    const field = (value: unknown) => [value !== undefined, value ?? null];
+    const json = (value: JsonObject | null | undefined) => (value === undefined ? undefined : value === null ? null : JSON.stringify(value));
+    const params = [
+      id,
+      to,
+      fromStatuses,
+      ...field(patch.started_at),
+      ...field(patch.completed_at),
+      ...field(json(patch.progress)),
+      ...field(json(patch.error)),
+      ...field(patch.cost),
+    ];
+    try {
+      const row = await this.#one(PG_SQL.transition, params);
+      return row === undefined ? null : toJob(row);
+    } catch (error) {
+      if (sqlState(error) === PG_TERMINAL_SQLSTATE) throw new TerminalStatusError(id, { cause: error });
+      throw portable(error);
+    }
+  }
+
+  async updateProgress(id: string, progress: JsonObject | null): Promise<boolean> {
+    const result = await this.#query(PG_SQL.updateProgress, [id, progress === null ? null : JSON.stringify(progress)]);
+    return (result.rowCount ?? 0) > 0;
+  }
+
+  async setLogs(id: string, logs: JobLogs | null): Promise<boolean> {
+    // A NUL the process printed cannot be stored in PostgreSQL text: it reads back as U+FFFD.
+    const params: unknown[] = logs === null ? [id, null, null, null] : [id, logs.text.replaceAll("\0", "\uFFFD"), logs.truncated, logs.captured_at];
+    return ((await this.#query(PG_SQL.setLogs, params)).rowCount ?? 0) > 0;
+  }
+
+  async queuedJobs(limit = 1000, afterSeq = 0, owner?: string): Promise<JobRecord[]> {
+    const count = checkCount(limit, MAX_QUEUE_READ, "limit");
+    const { rows } =
+      owner === undefined
+        ? await this.#query(PG_SQL.queuedJobs, [afterSeq, count])
+        : await this.#query(PG_SQL.ownerQueuedJobs, [afterSeq, count, owner]);
+    return rows.map(toJob);
+  }
+
+  async queuedJobsWithSecrets(): Promise<string[]> {
+    return (await this.#query(PG_SQL.queuedWithSecrets, [])).rows.map((row) => row.id as string);
+  }
+
+  async countQueued(owner?: string): Promise<number> {
+    const row = owner === undefined ? await this.#one(PG_SQL.countQueued, []) : await this.#one(PG_SQL.countOwnerQueued, [owner]);
+    return row!.n as number;
+  }
+
+  async jobsInStatus(statuses: readonly JobStatus[]): Promise<JobRecord[]> {
+    const distinct = distinctStatuses(statuses);
+    if (distinct.length === 0) return [];
+    return (await this.#query(PG_SQL.jobsInStatus, [distinct])).rows.map(toJob);
+  }
+
+  async addAsset(asset: NewAsset): Promise<AssetRecord> {
+    checkNewAsset(asset);
+    const jobId = asset.job_id ?? null;
+    try {
+      const row = await this.#one(PG_SQL.insertAsset, [
+        asset.id,
+        asset.owner,
+        jobId,
+        asset.node_id ?? null,
+        asset.name,
+        asset.type ?? null,
+        asset.content_type,
+        asset.size_bytes,
+        asset.hash ?? null,
+        asset.blob_key,
+        asset.folder,
+        asset.file_path ?? null,
+        JSON.stringify(asset.tags ?? []),
+        asset.created_at,
+        asset.expires_at ?? null,
+      ]);
+      return toAsset(row!);
+    } catch (error) {
+      if (jobId !== null && sqlState(error) === PG_FOREIGN_KEY_VIOLATION) throw new UnknownJobError(jobId, { cause: error });
+      throw portable(error);
+    }
+  }
+
+  async getAsset(id: string): Promise<AssetRecord | null> {
+    const row = await this.#one(PG_SQL.getAsset, [id]);
+    return row === undefined ? null : toAsset(row);
+  }
+
+  async listJobOutputs(jobId: string): Promise<AssetRecord[]> {
+    return (await this.#query(PG_SQL.listJobOutputs, [jobId])).rows.map(toAsset);
+  }
+
+  async deleteAsset(id: string): Promise<AssetDeletion | null> {
+    return inTransaction(this.#pool, async (client) => {
+      const row = await this.#one(PG_SQL.deleteAsset, [id], client);
+      if (row === undefined) return null;
+      const blob_key = row.blob_key as string;
+      return { blob_key, blob_unreferenced: (await this.#one(PG_SQL.blobReferenced, [blob_key], client)) === undefined };
+    });
+  }
+
+  async findAssetByBlob(owner: string, blobKey: string): Promise<AssetRecord | null> {
+    const row = await this.#one(PG_SQL.findAssetByBlob, [owner, blobKey]);
+    return row === undefined ? null : toAsset(row);
+  }
+
+  async findAssetByName(owner: string, name: string, folder?: AssetFolder): Promise<AssetRecord | null> {
+    const row = await this.#one(PG_SQL.findAssetByName, [owner, name, folder ?? null]);
+    return row === undefined ? null : toAsset(row);
+  }
+
+  async blobReferenced(blobKey: string): Promise<boolean> {
+    return (await this.#one(PG_SQL.blobReferenced, [blobKey])) !== undefined;
+  }
+
+  async expireJobs(now: number, limit = DEFAULT_PURGE_LIMIT): Promise<JobRecord[]> {
+    const count = checkCount(limit, MAX_QUEUE_READ, "limit");
+    const { rows } = await this.#query(PG_SQL.expireJobs, [now, count]);
+    return rows.map(toJob).sort((a, b) => a.seq - b.seq);
+  }
+
+  async purgeExpired(now: number, options: PurgeOptions = {}): Promise<PurgeResult> {
+    const graceMs = options.graceMs ?? 0;
+    if (!Number.isSafeInteger(graceMs) || graceMs < 0) throw new RangeError("graceMs must be a non-negative integer");
+    const limit = checkCount(options.limit ?? DEFAULT_PURGE_LIMIT, MAX_QUEUE_READ, "limit");
+    const cutoff = now - graceMs;
+    return inTransaction(this.#pool, async (client) => {
+      const job_ids = (await client.query(PG_SQL.purgeableJobs, [cutoff, limit])).rows.map((row) => row.id as string);
+      const order = new Map(job_ids.map((id, i) => [id, i]));
+      // Assets in the order SQLite gives them: job by job, each job's in commit order.
+      const jobAssets = job_ids.length === 0 ? [] : (await client.query(PG_SQL.deleteJobsAssets, [job_ids])).rows;
+      jobAssets.sort((a, b) => order.get(a.job_id)! - order.get(b.job_id)! || (a.seq as number) - (b.seq as number));
+      if (job_ids.length > 0) await client.query(PG_SQL.deleteJobs, [job_ids]);
+      const uploads = (await client.query(PG_SQL.deleteExpiredUploads, [cutoff, limit])).rows;
+      uploads.sort((a, b) => (a.seq as number) - (b.seq as number));
+      const claims = (await client.query(PG_SQL.deleteExpiredClaims, [now, limit])).rowCount ?? 0;
+      const removed = [...jobAssets, ...uploads];
+      const candidates = [...new Set(removed.map((row) => row.blob_key as string))];
+      const referenced =
+        candidates.length === 0 ? new Set<string>() : new Set((await client.query(PG_SQL.referencedBlobs, [candidates])).rows.map((row) => row.blob_key as string));
+      return {
+        job_ids,
+        asset_ids: removed.map((row) => row.id as string),
+        unreferenced_blob_keys: candidates.filter((key) => !referenced.has(key)),
+        more: job_ids.length === limit || uploads.length === limit || claims === limit,
+      };
+    });
+  }
+
+  async check(): Promise<void> {
+    await this.#query("SELECT 1", []);
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.#flush(); // a batch still waiting for its turn commits before the pool goes
+    await this.#pool.end();
+  }
+
+  async #one(text: string, params: unknown[], on: Queryable = this.#pool): Promise<Row | undefined> {
+    return (await this.#query(text, params, on)).rows[0];
+  }
+
+  /**
+   * One statement. PostgreSQL text cannot hold U+0000 (SQLite's can): a read, update or delete
+   * matching on such a value finds nothing without asking, and an insert of one is refused.
+   */
+  async #query(text: string, params: unknown[], on: Queryable = this.#pool): Promise<{ rows: Row[]; rowCount: number | null }> {
+    if (params.some((p) => typeof p === "string" && p.includes("\0"))) {
+      if (/^\s*INSERT/i.test(text)) throw new TypeError("a text value holds a NUL character, which PostgreSQL cannot store");
+      return { rows: [], rowCount: 0 };
+    }
+    return on.query(text, params);
+  }
+
+  /** Commits the waiting submissions; batches commit one after another, in submission order. */
+  #flush(): Promise<void> {
+    const batch = this.#pendingInserts;
+    this.#pendingInserts = [];
+    this.#flushing = this.#flushing.then(() => (batch.length === 0 ? undefined : this.#insertBatch(batch)));
+    return this.#flushing;
+  }
+
+  /**
+   * Inserts a batch in one transaction. A reused key writes nothing and fails only its own
+   * submission; any other failure rolls the batch back and inserts its jobs one transaction each,
+   * so that one bad job never fails the others.
+   */
+  async #insertBatch(batch: PendingInsert[]): Promise<void> {
+    let outcomes: Array<PromiseSettledResult<JobRecord>>;
+    try {
+      outcomes = await inTransaction(this.#pool, (client) => insertJobs(client, batch, true));
+    } catch {
+      outcomes = [];
+      for (const pending of batch) {
+        try {
+          outcomes.push(...(await inTransaction(this.#pool, (client) => insertJobs(client, [pending], false))));
+        } catch (reason) {
+          outcomes.push({ status: "rejected", reason });
+        }
+      }
+    }
+    batch.forEach((pending, i) => {
+      const outcome = outcomes[i]!;
+      if (outcome.status === "fulfilled") pending.resolve(outcome.value);
+      else pending.reject(outcome.reason);
+    });
+  }
+}
+
+/**
+ * Checks the queue bound, claims each submission's key (a refused claim writes nothing), then
+ * inserts the jobs admitted in multi-row INSERTs, inside the caller's transaction; outcomes in
+ * batch order. The queue is counted under a transaction-scoped advisory lock, so that no other
+ * process's submissions commit between the count and this insert: the bound is exact across nodes.
+ */
+async function insertJobs(client: pg.PoolClient, batch: PendingInsert[], batched: boolean): Promise<Array<PromiseSettledResult<JobRecord>>> {
+  const outcomes: Array<PromiseSettledResult<JobRecord> | null> = [];
+  const admitted: number[] = [];
+  let queued = 0;
+  if (batch.some((pending) => pending.queueLimit !== undefined)) {
+    await client.query("SELECT pg_advisory_xact_lock($1)", [QUEUE_LOCK]);
+    queued = (await client.query(PG_SQL.countQueued)).rows[0].n as number;
+  }
+  for (const [i, { job, idempotency, queueLimit }] of batch.entries()) {
+    if (queueLimit !== undefined && queued >= queueLimit) {
+      if (!batched) throw new QueueFullError(queueLimit);
+      outcomes.push({ status: "rejected", reason: new QueueFullError(queueLimit) });
+      continue;
+    }
+    if (idempotency !== undefined) {
+      try {
+        await claim(client, job.owner, idempotency, job.id);
+      } catch (reason) {
+        if (batched && reason instanceof IdempotencyKeyReused) {
+          outcomes.push({ status: "rejected", reason });
+          continue;
+        }
+        throw reason;
+      }
+    }
+    outcomes.push(null);
+    admitted.push(i);
+    queued++;
+  }
+  for (let start = 0; start < admitted.length; start += MAX_INSERT_ROWS) {
+    const chunk = admitted.slice(start, start + MAX_INSERT_ROWS);
+    const params = chunk.flatMap((i) => {
+      const { job } = batch[i]!;
+      return [job.id, job.owner, job.deployment_id ?? null, job.created_at, job.expires_at, JSON.stringify(job.output_node_ids), job.cost ?? null, JSON.stringify(job.workflow), job.secrets_given === true];
+    });
+    const { rows } = await client.query(pgInsertJobsSql(chunk.length), params);
+    const seqs = new Map(rows.map((row) => [row.id as string, row.seq as number]));
+    for (const i of chunk) outcomes[i] = { status: "fulfilled", value: { ...insertedJob(batch[i]!.job), seq: seqs.get(batch[i]!.job.id)! } };
+  }
+  return outcomes as Array<PromiseSettledResult<JobRecord>>;
+}
+
+/** Takes or binds an idempotency claim inside the caller's transaction (input already checked). */
+async function claim(client: pg.PoolClient, owner: string, options: IdempotencyOptions, jobId: string | null): Promise<IdempotencyClaim> {
+  const { key, now } = options;
+  if (options.held === true && jobId !== null) {
+    const bound = (await client.query(PG_SQL.bindHeldKey, [owner, key, jobId, now])).rows[0];
+    if (bound !== undefined) return toClaim(bound);
+    // Not held any more (it expired): claim afresh below, refusing a live foreign claim.
+  }
+  const expires_at = now + (options.ttlMs ?? IDEMPOTENCY_TTL_MS);
+  const taken = (await client.query(PG_SQL.claimKey, [owner, key, jobId, now, expires_at])).rows[0];
+  if (taken !== undefined) return toClaim(taken);
+  const existing = (await client.query(PG_SQL.getClaim, [owner, key, now])).rows[0];
+  throw new IdempotencyKeyReused(owner, key, (existing?.job_id as string | null | undefined) ?? null);
+}
+
+function checkIdempotency(owner: string, options: IdempotencyOptions): void {
+  checkClaimInput(owner, options.key, options.now);
+  const ttlMs = options.ttlMs ?? IDEMPOTENCY_TTL_MS;
+  if (!Number.isSafeInteger(ttlMs) || ttlMs <= 0) throw new RangeError("ttlMs must be a positive integer");
+}
+
+/** A refused CHECK reads as on SQLite ("CHECK constraint failed: <name>"), whichever store refused it. */
+function portable(error: unknown): unknown {
+  if (sqlState(error) !== PG_CHECK_VIOLATION) return error;
+  return new Error(`CHECK constraint failed: ${(error as { constraint?: string }).constraint ?? "unknown"}`, { cause: error });
+}
+
+function sqlState(error: unknown): string | undefined {
+  return (error as { code?: string } | null)?.code;
+}
+
+function toJob(row: Row): JobRecord {
+  return {
+    id: row.id as string,
+    owner: row.owner as string,
+    deployment_id: row.deployment_id as string | null,
+    status: row.status as JobStatus,
+    seq: row.seq as number,
+    created_at: row.created_at as number,
+    started_at: row.started_at as number | null,
+    completed_at: row.completed_at as number | null,
+    expires_at: row.expires_at as number,
+    progress: row.progress as JsonObject | null,
+    error: row.error as JsonObject | null,
+    output_node_ids: row.output_node_ids as string[],
+    cost: row.cost as number | null,
+  };
+}
+
+function toAsset(row: Row): AssetRecord {
+  return {
+    id: row.id as string,
+    owner: row.owner as string,
+    job_id: row.job_id as string | null,
+    node_id: row.node_id as string | null,
+    name: row.name as string,
+    type: row.type as AssetRecord["type"],
+    content_type: row.content_type as string,
+    size_bytes: row.size_bytes as number,
+    hash: row.hash as string | null,
+    blob_key: row.blob_key as string,
+    folder: row.folder as AssetFolder,
+    file_path: row.file_path as string | null,
+    tags: row.tags as string[],
+    created_at: row.created_at as number,
+    expires_at: row.expires_at as number | null,
+  };
+}

@@ -1,0 +1,5 @@
+// The SQLite store's directory tests, unchanged, against PostgreSQL (a fresh schema per test).
+import { onPostgres } from "../../postgres/pg.ts";
+import { useStoreKind } from "../helpers.ts";
+
+await onPostgres(() => useStoreKind("postgres"), () => import("../directory.test.ts"));

@@ -1,0 +1,5 @@
+// The SQLite store's retention tests, unchanged, against PostgreSQL (a fresh schema per test).
+import { onPostgres } from "../../postgres/pg.ts";
+import { useStoreKind } from "../helpers.ts";
+
+await onPostgres(() => useStoreKind("postgres"), () => import("../retention.test.ts"));
