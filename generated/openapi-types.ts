@@ -237,12 +237,14 @@ export interface paths {
         };
         /**
          * Download an asset's bytes
-         * @description The bytes, with the asset's media type, `Content-Length`, `ETag` (the blake3 hash) and
-         *     `Range` support (206, or 416 `range_not_satisfiable`). Authorized either by the caller's
-         *     credentials or by a signature in the query (`expires`, `signature`), which is what the
-         *     `url` of an output or asset carries: such a link needs no bearer token. A tampered or expired
-         *     signature is 403 `forbidden`. Surfaces that keep blobs elsewhere may answer 302 to a signed
-         *     storage URL instead.
+         * @description As the production service does it: called with the caller's credentials (no signature
+         *     in the query), it answers `302` to the asset's signed link, the same one its `url`
+         *     carries, so whoever holds that link downloads without a key (a client that follows the
+         *     redirect gets the bytes; one that does not reads the link from `Location`). The signed
+         *     link (`expires` and `signature` in the query) serves the bytes: the asset's media type,
+         *     `Content-Length`, `ETag` (the blake3 hash) and `Range` support (206, or 416
+         *     `range_not_satisfiable`), and needs no bearer token. A tampered or expired signature is
+         *     403 `forbidden`. Surfaces that keep blobs elsewhere may redirect to a storage URL instead.
          */
         get: operations["getAssetContent"];
         put?: never;
@@ -1108,6 +1110,7 @@ export interface components {
          *       "url": "http://127.0.0.1:8189/api/v2/assets/0192f4a8-7000-7a00-8000-0000000000aa/content?expires=1795255200&signature=q1w2e3",
          *       "url_expires_at": "2026-11-21T11:00:00.000Z",
          *       "job_id": null,
+         *       "expires_at": "2026-11-28T09:59:00.000Z",
          *       "tags": []
          *     }
          */
@@ -1148,6 +1151,17 @@ export interface components {
              * @description The producing job, for an output.
              */
             job_id?: string | null;
+            /**
+             * @description On the answers of upload and from-hash only: true when the bytes were new to the
+             *     service, false when they matched a blob it already held (from-hash is always false).
+             */
+            created_new?: boolean;
+            /**
+             * Format: date-time
+             * @description When the asset itself is deleted by retention (distinct from `url_expires_at`, the
+             *     link's validity); null when it does not expire. An output expires with its job.
+             */
+            expires_at?: string | null;
             /** @description Tags given at upload. */
             tags?: string[];
         };
@@ -2729,7 +2743,7 @@ export interface operations {
                     "application/octet-stream": string;
                 };
             };
-            /** @description The bytes live elsewhere; follow `Location` without credentials. */
+            /** @description The asset's signed link (or a storage URL); follow `Location` without credentials. */
             302: {
                 headers: {
                     /** @description A signed URL that carries its own authorization. */

@@ -86,3 +86,13 @@ export function malformedMultipart(err: unknown): unknown {
   if (err instanceof ServiceError || isFrameworkError(err)) return err;
   return new ServiceError("invalid_request", "The request is invalid.", { fields: [{ field: "", reason: "malformed_multipart" }] });
 }
+
+/** A body whose Content-Type the operation does not take: 400 `invalid_request` (unsupported_content_type). */
+export function unsupportedContentType(): ServiceError {
+  return invalidRequest([{ field: "", reason: "unsupported_content_type" }]);
+}
+
+/** A body that is not JSON: 400 `invalid_request` (malformed_json). */
+export function malformedJson(): ServiceError {
+  return invalidRequest([{ field: "", reason: "malformed_json" }]);
+}

@@ -13,6 +13,7 @@ import { bearerToken } from "./auth.ts";
 import { toHostedError } from "./hosted/hosted-errors.ts";
 import type { HandlerContext, HandlerResult } from "./handler-context.ts";
 import { assertValid } from "./request-validation.ts";
+import { malformedJson, unsupportedContentType } from "./error-envelope.ts";
 import type { Runtime } from "./runtime.ts";
 import { linkExpiry, type LinkContext } from "./views.ts";
 
@@ -130,6 +131,11 @@ function validateInput(route: RouteSpec, request: FastifyRequest) {
   if (route.validators.query) assertValid(coercing[route.validators.query]!, query);
   if (route.validators.header) assertValid(coercing[route.validators.header]!, headers);
   let body: unknown = request.body;
+  if (route.requestBody && request.isMultipart?.() === true && !route.requestBody.contentTypes.includes("multipart/form-data")) {
+    // A form sent to a JSON operation: on the hosted interface it is read as JSON, which a
+    // multipart body never is (ComfyUI answers it 400 too).
+    throw route.family === "hosted" ? malformedJson() : unsupportedContentType();
+  }
   if (route.requestBody?.validator && request.isMultipart?.() !== true) {
     if (body === undefined || body === null) {
       if (route.requestBody.required) assertValid(strict[route.requestBody.validator]!, undefined);

@@ -57,8 +57,8 @@ export function outputView(asset: AssetRecord, ctx: LinkContext): Record<string,
   };
 }
 
-/** An asset record, as the contract's Asset. */
-export function assetView(asset: AssetRecord, ctx: LinkContext): Record<string, unknown> {
+/** An asset record, as the contract's Asset; `createdNew` only on the answers of upload and from-hash. */
+export function assetView(asset: AssetRecord, ctx: LinkContext, options: { createdNew?: boolean } = {}): Record<string, unknown> {
   const link = signedContentUrl(asset.id, ctx);
   return {
     id: asset.id,
@@ -70,6 +70,8 @@ export function assetView(asset: AssetRecord, ctx: LinkContext): Record<string, 
     url: link.url,
     url_expires_at: iso(link.expires_at),
     job_id: asset.job_id,
+    ...(options.createdNew === undefined ? {} : { created_new: options.createdNew }),
+    expires_at: iso(asset.expires_at),
     tags: asset.tags,
   };
 }

@@ -4,7 +4,7 @@ import type { OperationInput } from "../../../generated/handlers.ts";
 import { ServiceError } from "../../jobs/errors.ts";
 import { invalidRequest, malformedMultipart } from "../error-envelope.ts";
 import type { HandlerContext, HandlerResult } from "../handler-context.ts";
-import { assetView } from "../views.ts";
+import { assetView, signedContentUrl } from "../views.ts";
 import { parseRange } from "./range.ts";
 
 /**
@@ -38,7 +38,7 @@ export async function uploadAsset(_input: OperationInput<"uploadAsset">, ctx: Ha
     throw err;
   }
   if (!result) throw invalidRequest([{ field: "file", reason: "missing" }]);
-  return { status: result.created ? 201 : 200, body: assetView(result.asset, ctx.links()) };
+  return { status: result.created ? 201 : 200, body: assetView(result.asset, ctx.links(), { createdNew: result.created }) };
 }
 
 async function storeFile(ctx: HandlerContext, part: MultipartFile, fields: Record<string, string>, tags: string[]) {
@@ -65,7 +65,8 @@ export async function createAssetFromHash(input: OperationInput<"createAssetFrom
     file_path: input.body.file_path,
     tags: input.body.tags,
   });
-  return { status: created ? 201 : 200, body: assetView(asset, ctx.links()) };
+  // The bytes were already held: from-hash never makes a new blob.
+  return { status: created ? 201 : 200, body: assetView(asset, ctx.links(), { createdNew: false }) };
 }
 
 /** HEAD /api/v2/assets/by-hash/{hash}: no body either way. */
@@ -85,20 +86,23 @@ export async function deleteAsset(input: OperationInput<"deleteAsset">, ctx: Han
   return { status: 204 };
 }
 
-/** GET /api/v2/assets/{id}/content: by credentials, or by a signed link (no credentials needed). */
+/**
+ * GET /api/v2/assets/{id}/content. With the caller's credentials: a 302 to the asset's signed
+ * link, as the production service answers, so the link can be handed to anyone. With a
+ * signature (that link): the bytes, ranged.
+ */
 export async function getAssetContent(input: OperationInput<"getAssetContent">, ctx: HandlerContext): Promise<HandlerResult> {
   const { runtime, reply } = ctx;
   const id = input.params.id;
-  let asset;
-  if (input.query?.signature !== undefined) {
-    // Verify against the raw query: the validated copy has `expires` coerced to a number.
-    const rawQuery = ctx.request.url.split("?")[1] ?? "";
-    const check = runtime.signer.verify(`/api/v2/assets/${encodeURIComponent(id)}/content`, rawQuery, runtime.now());
-    if (check !== "ok") throw new ServiceError("forbidden", check === "expired" ? "This link has expired." : "This link is not valid.");
-    asset = await runtime.assets.getUnchecked(id);
-  } else {
-    asset = await runtime.assets.get(ctx.caller.owner, id);
+  if (input.query?.signature === undefined) {
+    const asset = await runtime.assets.get(ctx.caller.owner, id);
+    return { status: 302, headers: { location: signedContentUrl(asset.id, ctx.links()).url, "cache-control": "private, no-store" } };
   }
+  // Verify against the raw query: the validated copy has `expires` coerced to a number.
+  const rawQuery = ctx.request.url.split("?")[1] ?? "";
+  const check = runtime.signer.verify(`/api/v2/assets/${encodeURIComponent(id)}/content`, rawQuery, runtime.now());
+  if (check !== "ok") throw new ServiceError("forbidden", check === "expired" ? "This link has expired." : "This link is not valid.");
+  const asset = await runtime.assets.getUnchecked(id);
   const range = parseRange(input.headers.range, asset.size_bytes);
   if (range === "unsatisfiable") {
     throw new ServiceError("range_not_satisfiable", "The requested range is not satisfiable.", { size: asset.size_bytes });
