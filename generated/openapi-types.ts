@@ -898,7 +898,9 @@ export interface components {
          *       }
          *     }
          */
-        JobWithoutLogs: components["schemas"]["JobFields"] & Record<string, never>;
+        JobWithoutLogs: components["schemas"]["JobFields"] & {
+            logs?: never;
+        };
         /**
          * @description One page of the caller's jobs, newest first.
          * @example {
@@ -1017,7 +1019,7 @@ export interface components {
                 [key: string]: unknown;
             };
             /** @description Editor metadata such as a title; ignored. */
-            _meta?: Record<string, never>;
+            _meta?: Record<string, unknown>;
         };
         /**
          * @description A node input that refers to an asset. `info.id` is required and authoritative; `hash` and
@@ -1097,7 +1099,7 @@ export interface components {
          * @description Cancellation takes no parameters; an empty object is accepted.
          * @example {}
          */
-        CancelJobRequest: Record<string, never>;
+        CancelJobRequest: Record<string, unknown>;
         /**
          * @description A UUID-identified record over a content-addressed blob.
          * @example {
@@ -1439,7 +1441,7 @@ export interface components {
             /** @description Queue number, increasing. */
             number?: number;
             /** @description Always empty on success. */
-            node_errors?: Record<string, never>;
+            node_errors?: Record<string, unknown>;
             /** @description Present when something went wrong. */
             error?: unknown;
         };
@@ -1499,8 +1501,8 @@ export interface components {
         HostedQueueEntry: [
             number,
             string,
-            Record<string, never>,
-            Record<string, never>,
+            Record<string, unknown>,
+            Record<string, unknown>,
             string[]
         ];
         /**
@@ -1613,7 +1615,7 @@ export interface components {
                 messages: unknown[][];
             };
             /** @description Per-node output metadata. */
-            meta?: Record<string, never>;
+            meta?: Record<string, unknown>;
         };
         /**
          * @description History entries keyed by prompt id.
@@ -1661,10 +1663,10 @@ export interface components {
                 required: components["schemas"]["HostedNodeInputSpec"];
                 optional?: components["schemas"]["HostedNodeInputSpec"];
                 /** @description Hidden inputs filled by the server. */
-                hidden?: Record<string, never>;
+                hidden?: Record<string, unknown>;
             };
             /** @description Input names in display order, by section. */
-            input_order?: Record<string, never>;
+            input_order?: Record<string, unknown>;
             /** @description Output types. */
             output: unknown[];
             /** @description Whether each output is a list. */
@@ -1761,7 +1763,7 @@ export interface components {
                 ram_free?: number;
             };
             /** @description Compute devices. */
-            devices: Record<string, never>[];
+            devices: Record<string, unknown>[];
         };
         /**
          * @description Error body of the hosted interface, ComfyUI's shape; `node_errors` for an invalid graph.
@@ -1784,10 +1786,10 @@ export interface components {
                 /** @description More detail. */
                 details?: string;
                 /** @description Structured detail. */
-                extra_info?: Record<string, never>;
+                extra_info?: Record<string, unknown>;
             };
             /** @description Per-node validation errors in ComfyUI's shape. */
-            node_errors?: Record<string, never>;
+            node_errors?: Record<string, unknown>;
         };
     };
     responses: {

@@ -251,9 +251,7 @@ export type Job = JobFields & {
 /**
  * A job as returned by submission, cancellation, listing and the `status` event, which never carry `logs`.
  */
-export type JobWithoutLogs = JobFields & {
-    [key: string]: unknown;
-};
+export type JobWithoutLogs = JobFields & {};
 
 /**
  * One page of the caller's jobs, newest first.

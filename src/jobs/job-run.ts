@@ -25,7 +25,7 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
   const base = { job_id: job.id, owner: job.owner };
   const tracker = new ProgressTracker();
   const log = new LogCapture(deps.logLimitBytes);
-  const progressWrites = latestWins((progress: Progress) => store.updateProgress(job.id, progress as unknown as Record<string, unknown>));
+  const progressWrites = latestWins((progress: Progress) => store.updateProgress(job.id, progress));
   const commits = new Set<Promise<unknown>>();
   /** Engine file name -> the unique name it was committed under, by folder. */
   const renamed = new Map<string, string>();
@@ -91,7 +91,7 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
   const now = deps.now();
   let finished: JobRecord | null;
   if (end.kind === "succeeded") {
-    const progress = tracker.finish() as unknown as Record<string, unknown>;
+    const progress = tracker.finish();
     finished = await settle(store, job.id, "succeeded", { completed_at: now, progress });
   } else if (end.kind === "failed") {
     finished = await settle(store, job.id, "failed", { completed_at: now, error: { ...end.error } });

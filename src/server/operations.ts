@@ -1,11 +1,11 @@
 // Liveness and readiness probes.
-import type { OperationsHandlers } from "../../generated/handlers.ts";
-import type { HandlerContext, HandlerResult } from "./handler-context.ts";
+import type { OperationResult, OperationsHandlers } from "../../generated/handlers.ts";
+import type { HandlerContext } from "./handler-context.ts";
 
 /** GET /healthz and GET /readyz. */
 export const operationsHandlers: OperationsHandlers<HandlerContext> = {
-  getHealth: (): HandlerResult => ({ status: 200, body: { status: "ok" } }),
-  async getReadiness(_input, ctx): Promise<HandlerResult> {
+  getHealth: (): OperationResult<"getHealth"> => ({ status: 200, body: { status: "ok" } }),
+  async getReadiness(_input, ctx): Promise<OperationResult<"getReadiness">> {
     const { runtime } = ctx;
     const store = await runtime.store.check().then(() => true, () => false);
     const engine = await runtime.engine.ready().catch(() => false);

@@ -2,8 +2,14 @@
 // asynchronous so that a networked implementation (PostgreSQL) fits behind the same interface.
 // Field names are snake_case like the HTTP contract; every time is integer epoch milliseconds.
 
+import type { components } from "../../generated/openapi-types.ts";
+
 /** A JSON object as stored (progress snapshots, error details, workflow graphs). */
 export type JsonObject = Record<string, unknown>;
+/** A job's progress snapshot, as the contract's Progress. */
+export type JobProgress = components["schemas"]["Progress"];
+/** A failed job's error, as the contract's JobError. */
+export type JobFailure = components["schemas"]["JobError"];
 
 /** Every status of a v2 job. */
 export type JobStatus = "queued" | "running" | "succeeded" | "canceling" | "canceled" | "failed" | "expired";
@@ -44,9 +50,9 @@ export interface JobRecord {
   completed_at: number | null;
   expires_at: number;
   /** Latest Progress snapshot. */
-  progress: JsonObject | null;
+  progress: JobProgress | null;
   /** JobError of a failed job. */
-  error: JsonObject | null;
+  error: JobFailure | null;
   output_node_ids: string[];
   /** Credits charged, for the cloud surface; null when not charged. */
   cost: number | null;
@@ -63,8 +69,8 @@ export interface NewJob {
   /** The graph as submitted (API format). */
   workflow: JsonObject;
   output_node_ids: string[];
-  progress?: JsonObject | null;
-  error?: JsonObject | null;
+  progress?: JobProgress | null;
+  error?: JobFailure | null;
   cost?: number | null;
 }
 
@@ -79,8 +85,8 @@ export interface JobLogs {
 export interface JobPatch {
   started_at?: number | null;
   completed_at?: number | null;
-  progress?: JsonObject | null;
-  error?: JsonObject | null;
+  progress?: JobProgress | null;
+  error?: JobFailure | null;
   cost?: number | null;
 }
 
@@ -224,7 +230,7 @@ export interface Store {
    */
   transitionJob(id: string, from: readonly JobStatus[], to: JobStatus, patch?: JobPatch): Promise<JobRecord | null>;
   /** Replaces the progress snapshot of a running or canceling job; false otherwise. */
-  updateProgress(id: string, progress: JsonObject | null): Promise<boolean>;
+  updateProgress(id: string, progress: JobProgress | null): Promise<boolean>;
   /** Stores (or clears) a job's captured log, whatever its status; false when the job is absent. */
   setLogs(id: string, logs: JobLogs | null): Promise<boolean>;
 

@@ -90,7 +90,7 @@ print(json.dumps({"prompt_id": prompt_id, "images": images}))
   });
 
   it("HOST-2: a prompt with no Content-Type at all, and one sent as text/plain, are read as JSON", async () => {
-    for (const headers of [{}, { "content-type": "text/plain;charset=UTF-8" }]) {
+    for (const headers of [{}, { "content-type": "text/plain;charset=UTF-8" }] as Array<Record<string, string>>) {
       const res = await rawPost(`${server.url}/prompt`, JSON.stringify({ prompt: graph("plain"), client_id: "x" }), headers);
       expect(res.status, JSON.stringify(res.json)).toBe(200);
       expect(v.schema_HostedPromptResult(res.json)).toBe(true);

@@ -1,9 +1,9 @@
 // v2 asset handlers: streaming uploads, reuse by hash, records, ranged content, deletion.
 import type { MultipartFile } from "@fastify/multipart";
-import type { OperationInput } from "../../../generated/handlers.ts";
+import type { OperationInput, OperationResult } from "../../../generated/handlers.ts";
 import { ServiceError } from "../../jobs/errors.ts";
 import { invalidRequest, malformedMultipart } from "../error-envelope.ts";
-import type { HandlerContext, HandlerResult } from "../handler-context.ts";
+import type { HandlerContext } from "../handler-context.ts";
 import { assetView, signedContentUrl } from "../views.ts";
 import { parseRange } from "./range.ts";
 
@@ -11,7 +11,7 @@ import { parseRange } from "./range.ts";
  * POST /api/v2/assets (multipart). The file is hashed while it streams in, so the fields that
  * describe it (content_type, file_path, expected_hash, tags) must come before the `file` part.
  */
-export async function uploadAsset(_input: OperationInput<"uploadAsset">, ctx: HandlerContext): Promise<HandlerResult> {
+export async function uploadAsset(_input: OperationInput<"uploadAsset">, ctx: HandlerContext): Promise<OperationResult<"uploadAsset">> {
   const { request } = ctx;
   if (!request.isMultipart()) throw invalidRequest([{ field: "", reason: "expected_multipart" }]);
   const fields: Record<string, string> = {};
@@ -60,7 +60,7 @@ async function storeFile(ctx: HandlerContext, part: MultipartFile, fields: Recor
 }
 
 /** POST /api/v2/assets/from-hash */
-export async function createAssetFromHash(input: OperationInput<"createAssetFromHash">, ctx: HandlerContext): Promise<HandlerResult> {
+export async function createAssetFromHash(input: OperationInput<"createAssetFromHash">, ctx: HandlerContext): Promise<OperationResult<"createAssetFromHash">> {
   const { asset, created } = await ctx.runtime.assets.fromHash(ctx.caller.owner, input.body.hash, {
     file_path: input.body.file_path,
     tags: input.body.tags,
@@ -70,18 +70,18 @@ export async function createAssetFromHash(input: OperationInput<"createAssetFrom
 }
 
 /** HEAD /api/v2/assets/by-hash/{hash}: no body either way. */
-export async function checkAssetHash(input: OperationInput<"checkAssetHash">, ctx: HandlerContext): Promise<HandlerResult> {
+export async function checkAssetHash(input: OperationInput<"checkAssetHash">, ctx: HandlerContext): Promise<OperationResult<"checkAssetHash">> {
   const ok = await ctx.runtime.assets.canUseHash(ctx.caller.owner, input.params.hash);
   return { status: ok ? 200 : 404 };
 }
 
 /** GET /api/v2/assets/{id} */
-export async function getAsset(input: OperationInput<"getAsset">, ctx: HandlerContext): Promise<HandlerResult> {
+export async function getAsset(input: OperationInput<"getAsset">, ctx: HandlerContext): Promise<OperationResult<"getAsset">> {
   return { status: 200, body: assetView(await ctx.runtime.assets.get(ctx.caller.owner, input.params.id), ctx.links()) };
 }
 
 /** DELETE /api/v2/assets/{id} */
-export async function deleteAsset(input: OperationInput<"deleteAsset">, ctx: HandlerContext): Promise<HandlerResult> {
+export async function deleteAsset(input: OperationInput<"deleteAsset">, ctx: HandlerContext): Promise<OperationResult<"deleteAsset">> {
   await ctx.runtime.assets.delete(ctx.caller.owner, input.params.id);
   return { status: 204 };
 }
@@ -91,7 +91,7 @@ export async function deleteAsset(input: OperationInput<"deleteAsset">, ctx: Han
  * link, as the production service answers, so the link can be handed to anyone. With a
  * signature (that link): the bytes, ranged.
  */
-export async function getAssetContent(input: OperationInput<"getAssetContent">, ctx: HandlerContext): Promise<HandlerResult> {
+export async function getAssetContent(input: OperationInput<"getAssetContent">, ctx: HandlerContext): Promise<OperationResult<"getAssetContent">> {
   const { runtime, reply } = ctx;
   const id = input.params.id;
   if (input.query?.signature === undefined) {
