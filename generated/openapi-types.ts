@@ -524,7 +524,8 @@ export interface paths {
          * Hosted event WebSocket
          * @description Upgrades to a WebSocket carrying JSON `{type, data}` text frames and binary preview frames;
          *     the message catalog is the `hostedSocket` channel of `asyncapi.yaml`. The API key goes in
-         *     the `token` query parameter. `clientId` is ignored: every connection of a caller receives
+         *     the `token` query parameter or in an `X-API-Key` header on the upgrade request (as SDKs
+         *     send it); the query parameter wins when both are given. `clientId` is ignored: every connection of a caller receives
          *     the same messages (send a unique value for forward compatibility).
          */
         get: operations["hostedWebSocket"];

@@ -1866,6 +1866,9 @@ export const routes: readonly RouteSpec[] = [
       [
         "apiKeyQuery"
       ],
+      [
+        "apiKeyHeader"
+      ],
       []
     ],
     "websocket": true,

@@ -422,7 +422,8 @@ export const hostedGetSystemStats = <ThrowOnError extends boolean = false>(optio
  *
  * Upgrades to a WebSocket carrying JSON `{type, data}` text frames and binary preview frames;
  * the message catalog is the `hostedSocket` channel of `asyncapi.yaml`. The API key goes in
- * the `token` query parameter. `clientId` is ignored: every connection of a caller receives
+ * the `token` query parameter or in an `X-API-Key` header on the upgrade request (as SDKs
+ * send it); the query parameter wins when both are given. `clientId` is ignored: every connection of a caller receives
  * the same messages (send a unique value for forward compatibility).
  *
  */
@@ -431,7 +432,7 @@ export const hostedWebSocket = <ThrowOnError extends boolean = false>(options?: 
             in: 'query',
             name: 'token',
             type: 'apiKey'
-        }],
+        }, { name: 'X-API-Key', type: 'apiKey' }],
     url: '/ws',
     ...options
 });

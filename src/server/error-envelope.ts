@@ -2,29 +2,10 @@
 // validation, auth, body limits, handlers) goes through here; nothing else writes error bodies.
 import type { ErrorCode } from "../jobs/errors.ts";
 import { ServiceError } from "../jobs/errors.ts";
+import { ERROR_CODE_STATUS } from "../../generated/enums.ts";
 
-/** Each code's only HTTP status (the contract's table). */
-export const STATUS_OF: Record<ErrorCode, number> = {
-  invalid_request: 400,
-  unauthorized: 401,
-  insufficient_credits: 402,
-  forbidden: 403,
-  not_found: 404,
-  blob_not_found: 404,
-  hash_mismatch: 409,
-  payload_too_large: 413,
-  range_not_satisfiable: 416,
-  invalid_workflow: 422,
-  workflow_format_ui: 422,
-  missing_asset: 422,
-  idempotency_key_reuse: 422,
-  deployment_stopped: 422,
-  queue_full: 429,
-  deployment_not_ready: 429,
-  too_many_streams: 429,
-  rate_limited: 429,
-  upstream_error: 500,
-};
+/** Each code's only HTTP status (the contract's table, read from the spec). */
+export const STATUS_OF: Readonly<Record<ErrorCode, number>> = ERROR_CODE_STATUS;
 
 /** The fixed message of `upstream_error`: nothing of the cause reaches a client. */
 export const UPSTREAM_MESSAGE = "Something went wrong on our side. Please try again.";

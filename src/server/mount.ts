@@ -87,20 +87,31 @@ export function mountRoutes(app: FastifyInstance, runtime: Runtime, handlers: Mo
   }
 }
 
+/**
+ * The caller, by the credentials the route's `security` (from the spec) accepts: none for a
+ * route that only allows anonymous access, the hosted key (`X-API-Key` for `apiKeyHeader`,
+ * `?token=` for `apiKeyQuery`), a signed link where `signedUrl` is allowed and the query
+ * carries one, a bearer token for `bearerAuth`. Whether
+ * a missing credential is acceptable is the surface's policy.
+ */
 async function authenticate(route: RouteSpec, request: FastifyRequest, runtime: Runtime): Promise<Caller> {
-  if (route.family === "operations") return { owner: "" };
-  if (route.family === "hosted") {
-    const key = request.headers["x-api-key"];
-    const caller = await runtime.surface.hostedCaller(typeof key === "string" ? key : null);
+  const schemes = new Set(route.security.flat());
+  if (schemes.size === 0) return { owner: "" };
+  if (schemes.has("apiKeyHeader") || schemes.has("apiKeyQuery")) {
+    const header = schemes.has("apiKeyHeader") ? request.headers["x-api-key"] : undefined;
+    const query = schemes.has("apiKeyQuery") ? (request.query as Record<string, unknown>)?.token : undefined;
+    const key = typeof header === "string" ? header : typeof query === "string" ? query : null;
+    const caller = await runtime.surface.hostedCaller(key);
     if (!caller.subscription_active) throw new ServiceError("forbidden", "Your subscription is not active.", { inactive_subscription: true });
     return caller;
   }
   const deploymentId = deploymentOf(request, runtime);
-  // Signed content links carry their own authorization; the handler checks the signature.
-  if (route.operationId === "getAssetContent" && typeof (request.query as Record<string, unknown>)?.signature === "string") {
+  // A signed link carries its own authorization; the handler checks the signature.
+  if (schemes.has("signedUrl") && typeof (request.query as Record<string, unknown>)?.signature === "string") {
     return { owner: "", deployment_id: deploymentId };
   }
-  return runtime.surface.v2Caller(bearerToken(request), deploymentId);
+  if (schemes.has("bearerAuth")) return runtime.surface.v2Caller(bearerToken(request), deploymentId);
+  throw new Error(`${route.operationId}: no credential of its security schemes is supported here`);
 }
 
 /** The serverless deployment a request addresses: the gateway mount's id, or the Host's label. */

@@ -2,6 +2,7 @@
 // asynchronous so that a networked implementation (PostgreSQL) fits behind the same interface.
 // Field names are snake_case like the HTTP contract; every time is integer epoch milliseconds.
 
+import { HOSTED_FILE_TYPES, JOB_STATUSES as CONTRACT_JOB_STATUSES, OUTPUT_TYPES, TERMINAL_JOB_STATUSES } from "../../generated/enums.ts";
 import type { components } from "../../generated/openapi-types.ts";
 
 /** A JSON object as stored (progress snapshots, error details, workflow graphs). */
@@ -11,17 +12,17 @@ export type JobProgress = components["schemas"]["Progress"];
 /** A failed job's error, as the contract's JobError. */
 export type JobFailure = components["schemas"]["JobError"];
 
+/** Every job status, in the spec's order. */
+export const JOB_STATUSES: readonly JobStatus[] = CONTRACT_JOB_STATUSES;
+
 /** Every status of a v2 job. */
-export type JobStatus = "queued" | "running" | "succeeded" | "canceling" | "canceled" | "failed" | "expired";
+export type JobStatus = (typeof CONTRACT_JOB_STATUSES)[number];
 
 /** Statuses that never change once reached (the database refuses it). */
-export const TERMINAL_STATUSES = ["succeeded", "canceled", "failed", "expired"] as const;
+export const TERMINAL_STATUSES = TERMINAL_JOB_STATUSES;
 
-/** Statuses of a job still in flight. */
-export const LIVE_STATUSES = ["queued", "running", "canceling"] as const;
-
-/** Every job status, in lifecycle order. */
-export const JOB_STATUSES: readonly JobStatus[] = ["queued", "running", "canceling", ...TERMINAL_STATUSES];
+/** Statuses of a job still in flight: every status that is not terminal. */
+export const LIVE_STATUSES = CONTRACT_JOB_STATUSES.filter((s): s is Exclude<JobStatus, (typeof TERMINAL_JOB_STATUSES)[number]> => !(TERMINAL_JOB_STATUSES as readonly string[]).includes(s));
 
 /** True for succeeded, canceled, failed and expired. */
 export function isTerminalStatus(status: JobStatus): boolean {
@@ -131,10 +132,10 @@ export interface JobPage {
 }
 
 /** Output types of the contract; uploads carry null. */
-export type AssetType = "image" | "video" | "audio" | "text" | "file" | "latent";
+export type AssetType = (typeof OUTPUT_TYPES)[number];
 
 /** ComfyUI's folder of a file: final output, preview, or uploaded input. */
-export type AssetFolder = "output" | "temp" | "input";
+export type AssetFolder = (typeof HOSTED_FILE_TYPES)[number];
 
 /** A UUID-identified record over a content-addressed blob. */
 export interface AssetRecord {
