@@ -114,12 +114,19 @@ export default [
     const end = await runOk(t, simpleGraph());
     const out = end.job.outputs[0];
     t.need(out && out.size_bytes > 4, "no output of more than 4 bytes");
-    const url = t.http.url(`/api/v2/assets/${out.id}/content`);
-    const part = await t.http.request("GET", url, { headers: { range: "bytes=0-3" } });
-    if (part.status === 302) t.skip("the content is served from storage by redirect");
+    // With credentials the content answers bytes or, as production does, a redirect to a link
+    // that needs none: the range is then asked of that link, without credentials.
+    let url = t.http.url(`/api/v2/assets/${out.id}/content`);
+    let part = await t.http.request("GET", url, { headers: { range: "bytes=0-3" } });
+    const location = part.headers.get("location");
+    const redirected = part.status >= 300 && part.status < 400 && location !== null;
+    if (redirected) {
+      url = new URL(location!, part.url).toString();
+      part = await t.http.request("GET", url, { auth: "none", raw: true, headers: { range: "bytes=0-3" } });
+    }
     if (part.status === 404 || part.status === 405) t.skip(`the surface does not offer asset content (${part.status})`);
     t.expect(part.status === 206 && part.bytes.byteLength === 4, `Range bytes=0-3 answered ${part.status} with ${part.bytes.byteLength} bytes`, part);
-    const beyond = await t.http.request("GET", url, { headers: { range: `bytes=${out.size_bytes + 10}-` } });
+    const beyond = await t.http.request("GET", url, { ...(redirected ? { auth: "none" as const, raw: true } : {}), headers: { range: `bytes=${out.size_bytes + 10}-` } });
     t.expect(beyond.status === 416, `an unsatisfiable Range answered ${beyond.status}`, beyond);
   }),
 ];

@@ -1,5 +1,6 @@
 // What the suite knows of the contract, all from generated/: the route table, the validators, the
 // code-to-status table, and which rule a schema violation breaks.
+import { JOB_STATUSES, TERMINAL_JOB_STATUSES } from "../generated/enums.ts";
 import type { ErrorObject, ValidateFunction } from "ajv";
 import { routes, type RouteSpec } from "../generated/routes.ts";
 import * as validators from "../generated/validators.js";
@@ -40,9 +41,9 @@ export function isV2Path(pathname: string): boolean {
   return /\/api\/v2(\/|$)/.test(pathname);
 }
 
-/** v2 job statuses and the terminal ones. */
-export const JOB_STATUSES = ["queued", "running", "succeeded", "canceling", "canceled", "failed", "expired"] as const;
-export const TERMINAL = new Set(["succeeded", "canceled", "failed", "expired"]);
+/** v2 job statuses and the terminal ones, from the spec. */
+export { JOB_STATUSES };
+export const TERMINAL: ReadonlySet<string> = new Set(TERMINAL_JOB_STATUSES);
 
 /** Direct moves of ST-3; queued->canceled and queued->canceling are the open cancel-of-queued move. */
 export const MOVES: Readonly<Record<string, readonly string[]>> = {
@@ -151,7 +152,9 @@ export function valueAt(root: unknown, pointer: string): unknown {
 /** Rule broken by a schema error inside a job object (path relative to the job). */
 function jobRule(path: string, e: ErrorObject, value: unknown): string {
   const seg = path.split("/")[1] ?? "";
-  if (seg === "") return e.keyword === "not" ? "LOG-5" : "JOB-1";
+  if (seg === "") return "JOB-1";
+  // JobWithoutLogs forbids the property (`logs: false`): logs where they may not appear.
+  if (seg === "logs" && e.keyword === "false schema") return "LOG-5";
   switch (seg) {
     case "status":
       return "ST-1";

@@ -1,4 +1,5 @@
 // Helpers for the hosted interface checks (HOST-*, WS-*): prompts, statuses, uploads, /api/view.
+import { TERMINAL_HOSTED_JOB_STATUSES } from "../generated/enums.ts";
 import type { Applicability, T } from "./check.ts";
 import type { Exchange } from "./http.ts";
 import { multipart, type Part } from "./support.ts";
@@ -7,7 +8,7 @@ import { multipart, type Part } from "./support.ts";
 export const hostedOnly: Applicability = (r) => (r.caps.hosted ? undefined : "the surface does not serve the hosted interface (GET /api/object_info did not answer 200)");
 
 /** The hosted terminal statuses (HOST-5); every other value is in flight. */
-export const HOSTED_TERMINAL = new Set(["success", "error", "non_retryable_error", "lost", "cancelled"]);
+export const HOSTED_TERMINAL: ReadonlySet<string> = new Set(TERMINAL_HOSTED_JOB_STATUSES);
 
 /** POST /api/prompt; returns the exchange and the prompt id when queued. */
 export async function queuePrompt(t: T, prompt: unknown, extra: Record<string, unknown> = {}): Promise<{ ex: Exchange; id?: string }> {

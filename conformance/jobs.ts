@@ -140,6 +140,9 @@ export function observe(t: T, job: Job, ex?: Exchange): void {
     else t.http.recorder.evaluated("ST-3");
   }
   t.lastStatus.set(job.id, next);
+  // A status outside the enum may never turn terminal: waits stop at once rather than at the
+  // timeout. The answer's validation reports it under ST-1.
+  if (!known(next)) t.waitingStopped = `job ${job.id} is in status ${JSON.stringify(next)}, outside the contract's statuses (reported under ST-1)`;
 }
 
 /** POST urls.cancel. */

@@ -13,6 +13,7 @@ export default [
     const end = await t.until("the job ending", async () => {
       const r = await readJobOk(t, ref);
       seen.push(r.job.status);
+      if (!known(r.job.status)) t.fail(`status ${JSON.stringify(r.job.status)} is not in the contract's enum`, r.ex);
       return TERMINAL.has(r.job.status) || t.options.static ? r : undefined;
     });
     for (const s of new Set(seen)) t.expect(known(s), `status ${JSON.stringify(s)} is not in the contract's enum`);
