@@ -1,11 +1,11 @@
 // A check, and the handle it runs with: the instrumented HTTP layer, the generated client,
 // the run's options and surface profile, and ways to fail, fail softly or skip.
 import { createFetchClient, type FetchClient } from "../generated/fetch-client.ts";
-import { describeRequest, excerpt, type Auth, type Exchange, type Http } from "./http.ts";
+import { describeRequest, excerpt, type Auth, type Exchange, type Http } from "./machinery/http.ts";
 import type { Profile } from "./profile.ts";
 import { ruleIdOf } from "./rules.ts";
 import type { ConformanceOptions, FailureDetail, Surface } from "./types.ts";
-import type { Graph } from "./workflows.ts";
+import type { Graph } from "./checks/support/workflows.ts";
 
 /** What the run learned about the surface before the checks. */
 export interface Capabilities {

@@ -1,9 +1,9 @@
 // What the suite knows of the contract, all from generated/: the route table, the validators, the
 // code-to-status table, and which rule a schema violation breaks.
-import { JOB_STATUSES, TERMINAL_JOB_STATUSES } from "../generated/enums.ts";
+import { JOB_STATUSES, TERMINAL_JOB_STATUSES } from "../../generated/enums.ts";
 import type { ErrorObject, ValidateFunction } from "ajv";
-import { routes, type RouteSpec } from "../generated/routes.ts";
-import * as validators from "../generated/validators.js";
+import { routes, type RouteSpec } from "../../generated/routes.ts";
+import * as validators from "../../generated/validators.js";
 
 const byName = validators as unknown as Record<string, ValidateFunction | undefined>;
 

@@ -1,10 +1,10 @@
 // AST: assets: records of outputs, references from workflows, content addressing, and the
 // operations the seed leaves open (upload, hash checks, listing, ranges), checked where offered.
-import { check, type T } from "./check.ts";
-import type { Exchange } from "./http.ts";
-import { download, runOk, submitOk } from "./jobs.ts";
-import { blake3Of, codeOf, multipart, pngBytes, UUID } from "./support.ts";
-import { assetGraph, nonce, simpleGraph } from "./workflows.ts";
+import { check, type T } from "../../check.ts";
+import type { Exchange } from "../../machinery/http.ts";
+import { download, runOk, submitOk } from "../support/jobs.ts";
+import { blake3Of, codeOf, multipart, pngBytes, UUID } from "../support/support.ts";
+import { assetGraph, nonce, simpleGraph } from "../support/workflows.ts";
 
 type Asset = { id: string; hash: string | null; size_bytes: number; content_type: string; url: string };
 

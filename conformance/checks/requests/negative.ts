@@ -5,8 +5,8 @@
 // invalid.
 import { readFileSync } from "node:fs";
 import YAML from "yaml";
-import { routes, type RouteSpec } from "../generated/routes.ts";
-import { validator } from "./contract.ts";
+import { routes, type RouteSpec } from "../../../generated/routes.ts";
+import { validator } from "../../machinery/contract.ts";
 
 type Schema = Record<string, unknown>;
 
@@ -27,7 +27,7 @@ export interface NegativeCase {
 
 let doc: Schema | undefined;
 function spec(): Schema {
-  doc ??= YAML.parse(readFileSync(new URL("../spec/openapi.yaml", import.meta.url), "utf8")) as Schema;
+  doc ??= YAML.parse(readFileSync(new URL("../../../spec/openapi.yaml", import.meta.url), "utf8")) as Schema;
   return doc;
 }
 

@@ -1,10 +1,10 @@
 // AUTH: credentials: bearer on v2, the self-hosted default, anonymous callers, 401 and 403, the
 // hosted interface's X-API-Key and WebSocket token, and the key forwarded to partner nodes.
-import { check, type RunContext, type T } from "./check.ts";
-import { HostedSocket } from "./socket.ts";
-import { readJobOk, submit, submitOk } from "./jobs.ts";
-import { codeOf } from "./support.ts";
-import { simpleGraph } from "./workflows.ts";
+import { check, type RunContext, type T } from "../../check.ts";
+import { HostedSocket } from "../../machinery/socket.ts";
+import { readJobOk, submit, submitOk } from "../support/jobs.ts";
+import { codeOf } from "../support/support.ts";
+import { simpleGraph } from "../support/workflows.ts";
 
 const bogus = () => `conformance-invalid-${crypto.randomUUID()}`;
 /** Credentials are required: a token was given and the target is not the demo deployment. */

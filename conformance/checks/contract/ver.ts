@@ -1,8 +1,8 @@
 // VER: contract 2.0.0: every operation the seed names is served, with the 2.0.0 shapes (the HTTP
 // layer validates every answer against them).
-import { check, type T } from "./check.ts";
-import { cancelJob, openEvents, runOk } from "./jobs.ts";
-import { simpleGraph } from "./workflows.ts";
+import { check, type T } from "../../check.ts";
+import { cancelJob, openEvents, runOk } from "../support/jobs.ts";
+import { simpleGraph } from "../support/workflows.ts";
 
 export default [
   check("VER-1 every v2 operation of contract 2.0.0 is served with its 2.0.0 shape", async (t: T) => {

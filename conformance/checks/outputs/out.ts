@@ -1,9 +1,9 @@
 // OUT: a job's outputs: their fields, their types, their asset records, their hashes and the
 // bytes their links serve.
-import { check, type T } from "./check.ts";
-import { download, runOk, type Output } from "./jobs.ts";
-import { blake3Of, mediaType } from "./support.ts";
-import { mixedGraph } from "./workflows.ts";
+import { check, type T } from "../../check.ts";
+import { download, runOk, type Output } from "../support/jobs.ts";
+import { blake3Of, mediaType } from "../support/support.ts";
+import { mixedGraph } from "../support/workflows.ts";
 
 const FIELDS = ["node_id", "name", "type", "content_type", "size_bytes", "id", "hash", "url", "url_expires_at"];
 

@@ -1,10 +1,10 @@
 // IDEM: Idempotency-Key: single use, claimed only by a submission, released when it definitively
 // fails, no replay, extra_data left out of the comparison.
-import { check, type T } from "./check.ts";
-import { slowGraph, submit } from "./jobs.ts";
-import { codeOf } from "./support.ts";
-import { fillEnabled, fillQueue } from "./sub.ts";
-import { missingInputGraph, simpleGraph } from "./workflows.ts";
+import { check, type T } from "../../check.ts";
+import { slowGraph, submit } from "../support/jobs.ts";
+import { codeOf } from "../support/support.ts";
+import { fillEnabled, fillQueue } from "../jobs/sub.ts";
+import { missingInputGraph, simpleGraph } from "../support/workflows.ts";
 
 const reuse = (status: number, body: unknown) => status === 422 && codeOf(body) === "idempotency_key_reuse";
 

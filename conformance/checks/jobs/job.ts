@@ -1,10 +1,10 @@
 // JOB: the job resource: required fields, date-times, incremental outputs, metrics, queue
 // position, started_at and completed_at.
-import { check, type T } from "./check.ts";
-import { TERMINAL } from "./contract.ts";
-import { pollJob, readJobOk, slowGraph, started, submitOk, waitTerminal, type Job } from "./jobs.ts";
-import { RFC3339 } from "./support.ts";
-import { defaultSlowGraph, prefixIds, simpleGraph } from "./workflows.ts";
+import { check, type T } from "../../check.ts";
+import { TERMINAL } from "../../machinery/contract.ts";
+import { pollJob, readJobOk, slowGraph, started, submitOk, waitTerminal, type Job } from "../support/jobs.ts";
+import { RFC3339 } from "../support/support.ts";
+import { defaultSlowGraph, prefixIds, simpleGraph } from "../support/workflows.ts";
 
 const REQUIRED = ["id", "status", "created_at", "started_at", "completed_at", "expires_at", "queue_position", "progress", "outputs", "error", "urls"];
 

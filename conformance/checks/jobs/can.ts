@@ -1,9 +1,9 @@
 // CAN: cancellation: the current job without logs; running -> canceling -> canceled; a queued job
 // ends canceled; a finished job is unchanged; a cancel racing completion ends one way only.
-import { check, type T } from "./check.ts";
-import { TERMINAL } from "./contract.ts";
-import { cancelJob, pollJob, queuedJob, readJobOk, runOk, slowGraph, started, submitOk, waitTerminal, type JobRef } from "./jobs.ts";
-import { defaultSlowGraph, simpleGraph } from "./workflows.ts";
+import { check, type T } from "../../check.ts";
+import { TERMINAL } from "../../machinery/contract.ts";
+import { cancelJob, pollJob, queuedJob, readJobOk, runOk, slowGraph, started, submitOk, waitTerminal, type JobRef } from "../support/jobs.ts";
+import { defaultSlowGraph, simpleGraph } from "../support/workflows.ts";
 
 export default [
   check("CAN-1 cancel answers 200 with the current job, without logs", { static: true }, async (t: T) => {

@@ -1,10 +1,10 @@
 // SUB: submission: the envelope, reserved fields, synchronous validation, the queue bound,
 // deployment states, credits, and extra_data that never comes back.
-import { check, type T } from "./check.ts";
-import type { Exchange } from "./http.ts";
-import { openEvents, readJobOk, slowGraph, submit, submitOk, waitTerminal } from "./jobs.ts";
-import { codeOf, deepEqual } from "./support.ts";
-import { assetGraph, danglingLinkGraph, missingInputGraph, simpleGraph, unknownClassGraph } from "./workflows.ts";
+import { check, type T } from "../../check.ts";
+import type { Exchange } from "../../machinery/http.ts";
+import { openEvents, readJobOk, slowGraph, submit, submitOk, waitTerminal } from "../support/jobs.ts";
+import { codeOf, deepEqual } from "../support/support.ts";
+import { assetGraph, danglingLinkGraph, missingInputGraph, simpleGraph, unknownClassGraph } from "../support/workflows.ts";
 
 /** A rejection the seed allows for an envelope error: 400 or 422, in the envelope, and no job. */
 function rejected(t: T, ex: Exchange, what: string): void {

@@ -1,9 +1,9 @@
 // GET: reading a job: the full job by id, 404 for an unknown one, nothing of another caller's.
-import { check, type T } from "./check.ts";
-import { EventStream } from "./stream.ts";
-import { readJob, readJobOk, submitOk, waitTerminal } from "./jobs.ts";
-import { codeOf } from "./support.ts";
-import { simpleGraph } from "./workflows.ts";
+import { check, type T } from "../../check.ts";
+import { EventStream } from "../../machinery/stream.ts";
+import { readJob, readJobOk, submitOk, waitTerminal } from "../support/jobs.ts";
+import { codeOf } from "../support/support.ts";
+import { simpleGraph } from "../support/workflows.ts";
 
 export default [
   check("GET-1 GET /api/v2/jobs/{id} returns the full job, with every output committed", async (t: T) => {

@@ -1,8 +1,8 @@
 // ST: job states: the enum, the initial state, the allowed moves, terminal states that stay.
-import { check, type T } from "./check.ts";
-import { JOB_STATUSES, MOVES, reachable, TERMINAL } from "./contract.ts";
-import { failingGraph, readJobOk, slowGraph, submit, submitOk, type JobRef } from "./jobs.ts";
-import { simpleGraph } from "./workflows.ts";
+import { check, type T } from "../../check.ts";
+import { JOB_STATUSES, MOVES, reachable, TERMINAL } from "../../machinery/contract.ts";
+import { failingGraph, readJobOk, slowGraph, submit, submitOk, type JobRef } from "../support/jobs.ts";
+import { simpleGraph } from "../support/workflows.ts";
 
 const known = (s: string) => (JOB_STATUSES as readonly string[]).includes(s);
 

@@ -5,8 +5,8 @@
 import { attribute, bodyKindOf, CODE_STATUS, isV2Path, matchRoute, ownerRule, validator, type BodyKind } from "./contract.ts";
 import { jobInvariants, type JobSource } from "./invariants.ts";
 import type { Recorder } from "./recorder.ts";
-import type { RouteSpec } from "../generated/routes.ts";
-import type { Surface } from "./types.ts";
+import type { RouteSpec } from "../../generated/routes.ts";
+import type { Surface } from "../types.ts";
 
 /** One request and its answer, as the suite saw it. */
 export interface Exchange {

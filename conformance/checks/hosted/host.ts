@@ -1,12 +1,12 @@
 // HOST: the hosted compatibility interface under /api: node definitions, uploads, prompts and
 // their statuses, /api/view, the queue, interrupt, errors and client-set multipart boundaries.
-import { check, type T } from "./check.ts";
-import { sendNegatives } from "./err.ts";
-import { HOSTED_TERMINAL, hostedOnly, hostedStatus, queuePrompt, queuePromptOk, uploadHosted, view, waitHostedTerminal } from "./hosted-client.ts";
-import { failingGraph, pollJob, slowGraph, started, type JobRef } from "./jobs.ts";
-import { operationsWithInput } from "./negative.ts";
-import { pngBytes } from "./support.ts";
-import { missingInputGraph, nonce, simpleGraph } from "./workflows.ts";
+import { check, type T } from "../../check.ts";
+import { sendNegatives } from "../requests/err.ts";
+import { HOSTED_TERMINAL, hostedOnly, hostedStatus, queuePrompt, queuePromptOk, uploadHosted, view, waitHostedTerminal } from "../support/hosted-client.ts";
+import { failingGraph, pollJob, slowGraph, started, type JobRef } from "../support/jobs.ts";
+import { operationsWithInput } from "../requests/negative.ts";
+import { pngBytes } from "../support/support.ts";
+import { missingInputGraph, nonce, simpleGraph } from "../support/workflows.ts";
 
 const H = { when: hostedOnly };
 

@@ -1,7 +1,7 @@
 // Helpers for the hosted interface checks (HOST-*, WS-*): prompts, statuses, uploads, /api/view.
-import { TERMINAL_HOSTED_JOB_STATUSES } from "../generated/enums.ts";
-import type { Applicability, T } from "./check.ts";
-import type { Exchange } from "./http.ts";
+import { TERMINAL_HOSTED_JOB_STATUSES } from "../../../generated/enums.ts";
+import type { Applicability, T } from "../../check.ts";
+import type { Exchange } from "../../machinery/http.ts";
 import { multipart, type Part } from "./support.ts";
 
 /** Hosted checks run only where GET /api/object_info answered. */

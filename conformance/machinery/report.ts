@@ -1,6 +1,6 @@
 // The report in three forms: a console table per rule group with every failure (rule ID,
 // request, excerpt of the answer) and every skip reason; JSON; JUnit XML.
-import type { CheckResult, Report } from "./types.ts";
+import type { CheckResult, Report } from "../types.ts";
 
 const pad = (s: string | number, n: number) => String(s).padEnd(n);
 const padStart = (s: string | number, n: number) => String(s).padStart(n);

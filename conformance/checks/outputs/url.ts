@@ -1,8 +1,8 @@
 // URL: follow-up links: their form, the mount prefix, and resolution against the request origin.
-import { check, type T } from "./check.ts";
-import { isJob, submitOk, waitTerminal, type JobRef } from "./jobs.ts";
-import { EventStream } from "./stream.ts";
-import { simpleGraph } from "./workflows.ts";
+import { check, type T } from "../../check.ts";
+import { isJob, submitOk, waitTerminal, type JobRef } from "../support/jobs.ts";
+import { EventStream } from "../../machinery/stream.ts";
+import { simpleGraph } from "../support/workflows.ts";
 
 const NAMES = ["self", "events", "cancel"] as const;
 

@@ -1,9 +1,9 @@
 // SSE: the job event stream: its media type, no ids, a status event first and on every
 // transition to every open stream, progress snapshots, and nothing replayed after a disconnect.
-import { check, type T } from "./check.ts";
-import { JOB_STATUSES, MOVES, TERMINAL } from "./contract.ts";
-import { cancelJob, openEvents, queuedJob, readJobOk, slowGraph, stepsGraph, submitOk, waitTerminal, type Job } from "./jobs.ts";
-import type { EventStream } from "./stream.ts";
+import { check, type T } from "../../check.ts";
+import { JOB_STATUSES, MOVES, TERMINAL } from "../../machinery/contract.ts";
+import { cancelJob, openEvents, queuedJob, readJobOk, slowGraph, stepsGraph, submitOk, waitTerminal, type Job } from "../support/jobs.ts";
+import type { EventStream } from "../../machinery/stream.ts";
 
 const known = (s: string) => (JOB_STATUSES as readonly string[]).includes(s);
 const isTerminalStatus = (e: { event: string; json: unknown }) => e.event === "status" && TERMINAL.has(String((e.json as Job | undefined)?.status));

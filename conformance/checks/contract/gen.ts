@@ -1,9 +1,9 @@
 // GEN: the general rules: the graph format, polling first, resumability, links, one contract.
-import { check, type T } from "./check.ts";
-import { TERMINAL } from "./contract.ts";
-import { cancelJob, openEvents, readJobOk, runOk, slowGraph, submit, submitOk, waitTerminal, type JobRef } from "./jobs.ts";
-import { codeOf, deepEqual } from "./support.ts";
-import { mixedGraph, simpleGraph, uiExport } from "./workflows.ts";
+import { check, type T } from "../../check.ts";
+import { TERMINAL } from "../../machinery/contract.ts";
+import { cancelJob, openEvents, readJobOk, runOk, slowGraph, submit, submitOk, waitTerminal, type JobRef } from "../support/jobs.ts";
+import { codeOf, deepEqual } from "../support/support.ts";
+import { mixedGraph, simpleGraph, uiExport } from "../support/workflows.ts";
 
 export default [
   check("GEN-1 an API-format graph with literal and link inputs is accepted and runs", async (t: T) => {

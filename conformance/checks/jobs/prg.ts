@@ -1,10 +1,10 @@
 // PRG: progress snapshots: complete, within 0..1, weighted by step, and the same on GET and on
 // the stream. Comparisons are made while the job's progress is steady (a slow node waiting), so
 // that they never depend on timing.
-import { check, type T } from "./check.ts";
-import { TERMINAL } from "./contract.ts";
-import { openEvents, pollJob, readJobOk, slowGraph, stepsGraph, submitOk, type Job, type JobRef } from "./jobs.ts";
-import { deepEqual } from "./support.ts";
+import { check, type T } from "../../check.ts";
+import { TERMINAL } from "../../machinery/contract.ts";
+import { openEvents, pollJob, readJobOk, slowGraph, stepsGraph, submitOk, type Job, type JobRef } from "../support/jobs.ts";
+import { deepEqual } from "../support/support.ts";
 
 type Progress = NonNullable<Job["progress"]>;
 

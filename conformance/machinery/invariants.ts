@@ -2,7 +2,7 @@
 // that must agree with the status, and where `logs` may appear. A field that is missing is left to
 // JOB-1 (the schema), so that one defect is reported once.
 import { TERMINAL, type Violation } from "./contract.ts";
-import type { Surface } from "./types.ts";
+import type { Surface } from "../types.ts";
 
 type Obj = Record<string, unknown>;
 

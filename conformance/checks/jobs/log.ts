@@ -1,9 +1,9 @@
 // LOG: a job's captured standard output: only on serverless, only on GET, absent (never null)
 // when there is none, withheld by the demo deployment.
-import { check, type Applicability, type T } from "./check.ts";
-import { cancelJob, failingGraph, openEvents, pollJob, readJobOk, runOk, runToEnd, slowGraph, started, submitOk, waitTerminal, type Job } from "./jobs.ts";
-import { RFC3339 } from "./support.ts";
-import { nonce, printGraph, simpleGraph, type Graph } from "./workflows.ts";
+import { check, type Applicability, type T } from "../../check.ts";
+import { cancelJob, failingGraph, openEvents, pollJob, readJobOk, runOk, runToEnd, slowGraph, started, submitOk, waitTerminal, type Job } from "../support/jobs.ts";
+import { RFC3339 } from "../support/support.ts";
+import { nonce, printGraph, simpleGraph, type Graph } from "../support/workflows.ts";
 
 const notDemo: Applicability = (r) => (r.options.demo ? "the demo deployment withholds logs" : undefined);
 

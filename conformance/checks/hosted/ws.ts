@@ -1,11 +1,11 @@
 // WS: the hosted WebSocket at /ws on the origin: every connection of a caller gets the same
 // messages, {type, data} JSON frames with prompt_id, the run's message types, exception types,
 // big-endian binary previews, and file infos that /api/view serves.
-import { check, type T } from "./check.ts";
-import { hostedOnly, queuePromptOk, view } from "./hosted-client.ts";
-import { failingGraph, stepsGraph } from "./jobs.ts";
-import { HostedSocket, type JsonMessage } from "./socket.ts";
-import { simpleGraph } from "./workflows.ts";
+import { check, type T } from "../../check.ts";
+import { hostedOnly, queuePromptOk, view } from "../support/hosted-client.ts";
+import { failingGraph, stepsGraph } from "../support/jobs.ts";
+import { HostedSocket, type JsonMessage } from "../../machinery/socket.ts";
+import { simpleGraph } from "../support/workflows.ts";
 
 const H = { when: hostedOnly };
 const ENDINGS = new Set(["execution_success", "execution_error", "execution_interrupted"]);

@@ -1,7 +1,7 @@
 // JERR: execution failures are reported in job.error, never as HTTP errors.
-import { check, type T } from "./check.ts";
-import { failingGraph, runOk, submitOk, waitTerminal } from "./jobs.ts";
-import { simpleGraph } from "./workflows.ts";
+import { check, type T } from "../../check.ts";
+import { failingGraph, runOk, submitOk, waitTerminal } from "../support/jobs.ts";
+import { simpleGraph } from "../support/workflows.ts";
 
 export default [
   check("JERR-1 a failure while running is status failed with error {code, message}, not an HTTP error", async (t: T) => {

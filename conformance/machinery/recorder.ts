@@ -1,6 +1,6 @@
 // Violations found automatically (every response, event and message the suite sees), collected
 // per rule so that the report shows each rule once with the distinct ways it was broken.
-import type { FailureDetail } from "./types.ts";
+import type { FailureDetail } from "../types.ts";
 
 /** Per-rule tally of automatic validation. */
 export interface RuleTally {

@@ -2,11 +2,11 @@
 // client must (a host-relative link resolves against the origin of the answer that carried it).
 // A link that does not lead where it should is reported under URL-2 or URL-3 and the helper goes
 // on with the path the client would build, so that one broken link fails one rule.
-import type { components } from "../generated/openapi-types.ts";
-import type { Auth, Exchange } from "./http.ts";
-import { reachable, TERMINAL, JOB_STATUSES } from "./contract.ts";
-import { EventStream, type OpenOptions } from "./stream.ts";
-import type { T } from "./check.ts";
+import type { components } from "../../../generated/openapi-types.ts";
+import type { Auth, Exchange } from "../../machinery/http.ts";
+import { reachable, TERMINAL, JOB_STATUSES } from "../../machinery/contract.ts";
+import { EventStream, type OpenOptions } from "../../machinery/stream.ts";
+import type { T } from "../../check.ts";
 import { defaultFailingGraph, defaultSlowGraph, defaultStepsGraph, withNonce, type Graph } from "./workflows.ts";
 
 export type Job = components["schemas"]["Job"];

@@ -1,13 +1,13 @@
 // ERR: the v2 error envelope and its code-to-status table, Retry-After, generic server errors,
 // and malformed input derived from the spec for every v2 operation (a 4xx, never a 5xx or a hang).
-import { check, type Check, type T } from "./check.ts";
-import { CODE_STATUS, validator } from "./contract.ts";
-import type { RouteSpec } from "../generated/routes.ts";
-import { leaksInternals, RequestTimeout } from "./http.ts";
+import { check, type Check, type T } from "../../check.ts";
+import { CODE_STATUS, validator } from "../../machinery/contract.ts";
+import type { RouteSpec } from "../../../generated/routes.ts";
+import { leaksInternals, RequestTimeout } from "../../machinery/http.ts";
 import { negativeCases, operationsWithInput } from "./negative.ts";
-import { submit } from "./jobs.ts";
-import { codeOf } from "./support.ts";
-import { uiExport, simpleGraph } from "./workflows.ts";
+import { submit } from "../support/jobs.ts";
+import { codeOf } from "../support/support.ts";
+import { uiExport, simpleGraph } from "../support/workflows.ts";
 
 /** Sends every negative case of an operation; each must be a 4xx (in the envelope on v2). */
 export async function sendNegatives(t: T, route: RouteSpec): Promise<void> {
