@@ -17,13 +17,16 @@ export interface paths {
          * Submit a workflow
          * @description Validates the request envelope, then the graph (UI-format exports, structure, unknown node
          *     classes, node inputs, `core/ASSET` references that must exist and belong to the caller),
-         *     and records the job durably before answering 201 with the job in `queued`.
+         *     and records the job durably before answering 201 with the job in `queued`. A
+         *     `filename_prefix` input longer than 255 characters is 422 `invalid_workflow` (`out_of_range`):
+         *     output names come back in every read of the job.
          *
          *     **Idempotency.** The first request presenting an `Idempotency-Key` is processed normally.
          *     Every later request with the same key is rejected with 422 `idempotency_key_reuse` and never
          *     executed: a retry, a concurrent duplicate and a different body alike. A key is claimed only
          *     by a request that reaches submission; it is released when submission definitively fails
-         *     without creating a job (validation error, out of credits, queue full), and it stays claimed
+         *     without creating a job (validation error, out of credits, queue full; a key that another
+         *     request holds or is still writing is a reuse before the queue bound is checked), and it stays claimed
          *     when the outcome is unknown (an upstream timeout or 5xx). Keys expire after 24 hours. There is
          *     no response replay and no `Idempotency-Replayed` header. `extra_data` is excluded from every
          *     comparison.
@@ -690,8 +693,9 @@ export interface components {
         /**
          * @description An execution failure (not an HTTP error). Known codes: `node_execution_error`,
          *     `invalid_input` (a node rejected its inputs at run time), `missing_model`, `out_of_memory`,
-         *     `partner_node_error`, `worker_lost`, `timeout`; more may be added. `traceback` never carries
-         *     server paths or secrets.
+         *     `partner_node_error`, `worker_lost`, `timeout`, `partner_key_lost` (the job was submitted with
+         *     `extra_data`, which is kept in memory only, and the server restarted before it ran: submit it
+         *     again); more may be added. `traceback` never carries server paths or secrets.
          * @example {
          *       "code": "node_execution_error",
          *       "message": "Image dimensions must be positive",
@@ -826,7 +830,12 @@ export interface components {
              * @description Retention deadline, a platform setting; after it the job and its outputs are gone.
              */
             expires_at: string;
-            /** @description While queued, how many jobs are ahead of this one in its queue (0 = next to start); null otherwise. */
+            /**
+             * @description While queued, how many jobs start before this one in the current order (0 = next to start);
+             *     null otherwise. Accounts with jobs waiting share the slots: the next job is the first
+             *     waiting job of the account with the fewest jobs running, ties by submission order, so the
+             *     position can grow when another account's run ends or its job arrives.
+             */
             queue_position: number | null;
             /** @description Latest progress snapshot, null before the run reports any. */
             progress: components["schemas"]["Progress"] | null;
@@ -1177,7 +1186,7 @@ export interface components {
             /** @description File name to record. */
             file_path?: string;
             expected_hash?: components["schemas"]["Blake3Hash"];
-            /** @description Tags; repeat the field for several. */
+            /** @description Tags (at most 64, each at most 128 characters); repeat the field for several. */
             tags?: string[];
         };
         /**
@@ -1191,7 +1200,7 @@ export interface components {
             hash: components["schemas"]["Blake3Hash"];
             /** @description File name to record. */
             file_path?: string;
-            /** @description Tags. */
+            /** @description Tags (at most 64, each at most 128 characters). */
             tags?: string[];
         };
         /**
@@ -1794,7 +1803,7 @@ export interface components {
         };
     };
     responses: {
-        /** @description `invalid_request`: the request envelope is malformed (not JSON, wrong or unknown fields, reserved fields, bad parameters); `details.fields` lists each offending field. */
+        /** @description `invalid_request`: the request envelope is malformed (not JSON, wrong or unknown fields, reserved fields, bad parameters, a JSON body nested deeper than 64 levels of arrays and objects: reason `too_deep`); `details.fields` lists each offending field. */
         InvalidRequest: {
             headers: {
                 [name: string]: unknown;
@@ -1853,8 +1862,8 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description `not_found`: no such resource for this caller (another caller's resource looks the same as a missing one). */
-        NotFound: {
+        /** @description `not_found`: serverless surfaces: no such deployment. */
+        DeploymentNotFound: {
             headers: {
                 [name: string]: unknown;
             };
@@ -1870,8 +1879,8 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description `blob_not_found`: no blob with this hash that the caller may use. */
-        BlobNotFound: {
+        /** @description `not_found`: no such resource for this caller (another caller's resource looks the same as a missing one). */
+        NotFound: {
             headers: {
                 [name: string]: unknown;
             };
@@ -1879,8 +1888,8 @@ export interface components {
                 /**
                  * @example {
                  *       "error": {
-                 *         "code": "blob_not_found",
-                 *         "message": "No blob with this hash is available to you."
+                 *         "code": "not_found",
+                 *         "message": "Not found."
                  *       }
                  *     }
                  */
@@ -2167,6 +2176,29 @@ export interface components {
                 "application/json": components["schemas"]["HostedError"];
             };
         };
+        /**
+         * @description The queue is at its bound (`--queue-limit`). On the hosted interface a 429 means an inactive
+         *     subscription, so backpressure is a 503 with `Retry-After` (seconds, from the observed drain rate).
+         */
+        HostedQueueFull: {
+            headers: {
+                "Retry-After": components["headers"]["RetryAfter"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "type": "queue_full",
+                 *         "message": "The queue is full; retry later.",
+                 *         "details": "",
+                 *         "extra_info": {}
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["HostedError"];
+            };
+        };
         /** @description The request body is larger than the configured limit. */
         HostedPayloadTooLarge: {
             headers: {
@@ -2283,6 +2315,7 @@ export interface operations {
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            404: components["responses"]["DeploymentNotFound"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["UpstreamError"];
         };
@@ -2341,6 +2374,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             402: components["responses"]["InsufficientCredits"];
             403: components["responses"]["Forbidden"];
+            404: components["responses"]["DeploymentNotFound"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["SubmitUnprocessable"];
             429: components["responses"]["SubmitTooManyRequests"];
@@ -2532,6 +2566,7 @@ export interface operations {
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            404: components["responses"]["DeploymentNotFound"];
             409: components["responses"]["HashMismatch"];
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["RateLimited"];
@@ -2578,7 +2613,23 @@ export interface operations {
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["BlobNotFound"];
+            /** @description `blob_not_found`: no blob with this hash that the caller may use; `not_found` on serverless surfaces: no such deployment. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "blob_not_found",
+                     *         "message": "No blob with this hash is available to you."
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["UpstreamError"];
@@ -2807,6 +2858,7 @@ export interface operations {
                     "application/json": components["schemas"]["HostedNodeDefinitions"];
                 };
             };
+            400: components["responses"]["HostedBadRequest"];
             401: components["responses"]["HostedUnauthorized"];
             500: components["responses"]["HostedInternalError"];
         };
@@ -2984,6 +3036,7 @@ export interface operations {
             413: components["responses"]["HostedPayloadTooLarge"];
             429: components["responses"]["HostedInactiveSubscription"];
             500: components["responses"]["HostedInternalError"];
+            503: components["responses"]["HostedQueueFull"];
         };
     };
     hostedGetJobStatus: {
@@ -3007,6 +3060,7 @@ export interface operations {
                     "application/json": components["schemas"]["HostedJobStatus"];
                 };
             };
+            400: components["responses"]["HostedBadRequest"];
             401: components["responses"]["HostedUnauthorized"];
             404: components["responses"]["HostedNotFound"];
             500: components["responses"]["HostedInternalError"];
@@ -3171,6 +3225,7 @@ export interface operations {
                     "application/json": components["schemas"]["HostedHistory"];
                 };
             };
+            400: components["responses"]["HostedBadRequest"];
             401: components["responses"]["HostedUnauthorized"];
             500: components["responses"]["HostedInternalError"];
         };

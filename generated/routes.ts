@@ -116,6 +116,14 @@ export const routes: readonly RouteSpec[] = [
         ],
         "retryAfter": false
       },
+      "404": {
+        "contentType": "application/json",
+        "validator": "response_listJobs_404",
+        "errorCodes": [
+          "not_found"
+        ],
+        "retryAfter": false
+      },
       "429": {
         "contentType": "application/json",
         "validator": "response_listJobs_429",
@@ -198,6 +206,14 @@ export const routes: readonly RouteSpec[] = [
         "validator": "response_createJob_403",
         "errorCodes": [
           "forbidden"
+        ],
+        "retryAfter": false
+      },
+      "404": {
+        "contentType": "application/json",
+        "validator": "response_createJob_404",
+        "errorCodes": [
+          "not_found"
         ],
         "retryAfter": false
       },
@@ -629,6 +645,14 @@ export const routes: readonly RouteSpec[] = [
         ],
         "retryAfter": false
       },
+      "404": {
+        "contentType": "application/json",
+        "validator": "response_uploadAsset_404",
+        "errorCodes": [
+          "not_found"
+        ],
+        "retryAfter": false
+      },
       "409": {
         "contentType": "application/json",
         "validator": "response_uploadAsset_409",
@@ -732,7 +756,8 @@ export const routes: readonly RouteSpec[] = [
         "contentType": "application/json",
         "validator": "response_createAssetFromHash_404",
         "errorCodes": [
-          "blob_not_found"
+          "blob_not_found",
+          "not_found"
         ],
         "retryAfter": false
       },
@@ -1173,6 +1198,12 @@ export const routes: readonly RouteSpec[] = [
         "errorCodes": [],
         "retryAfter": false
       },
+      "400": {
+        "contentType": "application/json",
+        "validator": "response_hostedGetNodeInfo_400",
+        "errorCodes": [],
+        "retryAfter": false
+      },
       "401": {
         "contentType": "application/json",
         "validator": "response_hostedGetNodeInfo_401",
@@ -1452,6 +1483,12 @@ export const routes: readonly RouteSpec[] = [
         "validator": "response_hostedQueuePrompt_500",
         "errorCodes": [],
         "retryAfter": false
+      },
+      "503": {
+        "contentType": "application/json",
+        "validator": "response_hostedQueuePrompt_503",
+        "errorCodes": [],
+        "retryAfter": true
       }
     }
   },
@@ -1481,6 +1518,12 @@ export const routes: readonly RouteSpec[] = [
       "200": {
         "contentType": "application/json",
         "validator": "response_hostedGetJobStatus_200",
+        "errorCodes": [],
+        "retryAfter": false
+      },
+      "400": {
+        "contentType": "application/json",
+        "validator": "response_hostedGetJobStatus_400",
         "errorCodes": [],
         "retryAfter": false
       },
@@ -1793,6 +1836,12 @@ export const routes: readonly RouteSpec[] = [
       "200": {
         "contentType": "application/json",
         "validator": "response_hostedGetHistoryEntry_200",
+        "errorCodes": [],
+        "retryAfter": false
+      },
+      "400": {
+        "contentType": "application/json",
+        "validator": "response_hostedGetHistoryEntry_400",
         "errorCodes": [],
         "retryAfter": false
       },

@@ -34,13 +34,16 @@ export const listJobs = <ThrowOnError extends boolean = false>(options?: Options
  *
  * Validates the request envelope, then the graph (UI-format exports, structure, unknown node
  * classes, node inputs, `core/ASSET` references that must exist and belong to the caller),
- * and records the job durably before answering 201 with the job in `queued`.
+ * and records the job durably before answering 201 with the job in `queued`. A
+ * `filename_prefix` input longer than 255 characters is 422 `invalid_workflow` (`out_of_range`):
+ * output names come back in every read of the job.
  *
  * **Idempotency.** The first request presenting an `Idempotency-Key` is processed normally.
  * Every later request with the same key is rejected with 422 `idempotency_key_reuse` and never
  * executed: a retry, a concurrent duplicate and a different body alike. A key is claimed only
  * by a request that reaches submission; it is released when submission definitively fails
- * without creating a job (validation error, out of credits, queue full), and it stays claimed
+ * without creating a job (validation error, out of credits, queue full; a key that another
+ * request holds or is still writing is a reuse before the queue bound is checked), and it stays claimed
  * when the outcome is unknown (an upstream timeout or 5xx). Keys expire after 24 hours. There is
  * no response replay and no `Idempotency-Replayed` header. `extra_data` is excluded from every
  * comparison.

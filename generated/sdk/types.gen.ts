@@ -109,8 +109,9 @@ export type Output = {
 /**
  * An execution failure (not an HTTP error). Known codes: `node_execution_error`,
  * `invalid_input` (a node rejected its inputs at run time), `missing_model`, `out_of_memory`,
- * `partner_node_error`, `worker_lost`, `timeout`; more may be added. `traceback` never carries
- * server paths or secrets.
+ * `partner_node_error`, `worker_lost`, `timeout`, `partner_key_lost` (the job was submitted with
+ * `extra_data`, which is kept in memory only, and the server restarted before it ran: submit it
+ * again); more may be added. `traceback` never carries server paths or secrets.
  *
  */
 export type JobError = {
@@ -219,7 +220,11 @@ export type JobFields = {
      */
     expires_at: string;
     /**
-     * While queued, how many jobs are ahead of this one in its queue (0 = next to start); null otherwise.
+     * While queued, how many jobs start before this one in the current order (0 = next to start);
+     * null otherwise. Accounts with jobs waiting share the slots: the next job is the first
+     * waiting job of the account with the fewest jobs running, ties by submission order, so the
+     * position can grow when another account's run ends or its job arrives.
+     *
      */
     queue_position: number | null;
     /**
@@ -447,7 +452,7 @@ export type UploadAssetRequest = {
     file_path?: string;
     expected_hash?: Blake3Hash;
     /**
-     * Tags; repeat the field for several.
+     * Tags (at most 64, each at most 128 characters); repeat the field for several.
      */
     tags?: Array<string>;
 };
@@ -462,7 +467,7 @@ export type AssetFromHashRequest = {
      */
     file_path?: string;
     /**
-     * Tags.
+     * Tags (at most 64, each at most 128 characters).
      */
     tags?: Array<string>;
 };
@@ -1086,7 +1091,7 @@ export type ListJobsData = {
 
 export type ListJobsErrors = {
     /**
-     * `invalid_request`: the request envelope is malformed (not JSON, wrong or unknown fields, reserved fields, bad parameters); `details.fields` lists each offending field.
+     * `invalid_request`: the request envelope is malformed (not JSON, wrong or unknown fields, reserved fields, bad parameters, a JSON body nested deeper than 64 levels of arrays and objects: reason `too_deep`); `details.fields` lists each offending field.
      */
     400: ErrorEnvelope;
     /**
@@ -1097,6 +1102,10 @@ export type ListJobsErrors = {
      * `forbidden`: authenticated but not allowed (for example an inactive subscription, or a tampered or expired signed link).
      */
     403: ErrorEnvelope;
+    /**
+     * `not_found`: serverless surfaces: no such deployment.
+     */
+    404: ErrorEnvelope;
     /**
      * `rate_limited`: a configured request rate was exceeded; carries `Retry-After`.
      */
@@ -1133,7 +1142,7 @@ export type CreateJobData = {
 
 export type CreateJobErrors = {
     /**
-     * `invalid_request`: the request envelope is malformed (not JSON, wrong or unknown fields, reserved fields, bad parameters); `details.fields` lists each offending field.
+     * `invalid_request`: the request envelope is malformed (not JSON, wrong or unknown fields, reserved fields, bad parameters, a JSON body nested deeper than 64 levels of arrays and objects: reason `too_deep`); `details.fields` lists each offending field.
      */
     400: ErrorEnvelope;
     /**
@@ -1148,6 +1157,10 @@ export type CreateJobErrors = {
      * `forbidden`: authenticated but not allowed (for example an inactive subscription, or a tampered or expired signed link).
      */
     403: ErrorEnvelope;
+    /**
+     * `not_found`: serverless surfaces: no such deployment.
+     */
+    404: ErrorEnvelope;
     /**
      * `payload_too_large`: the request body is larger than the configured limit.
      */
@@ -1200,7 +1213,7 @@ export type GetJobData = {
 
 export type GetJobErrors = {
     /**
-     * `invalid_request`: the request envelope is malformed (not JSON, wrong or unknown fields, reserved fields, bad parameters); `details.fields` lists each offending field.
+     * `invalid_request`: the request envelope is malformed (not JSON, wrong or unknown fields, reserved fields, bad parameters, a JSON body nested deeper than 64 levels of arrays and objects: reason `too_deep`); `details.fields` lists each offending field.
      */
     400: ErrorEnvelope;
     /**
@@ -1250,7 +1263,7 @@ export type CancelJobData = {
 
 export type CancelJobErrors = {
     /**
-     * `invalid_request`: the request envelope is malformed (not JSON, wrong or unknown fields, reserved fields, bad parameters); `details.fields` lists each offending field.
+     * `invalid_request`: the request envelope is malformed (not JSON, wrong or unknown fields, reserved fields, bad parameters, a JSON body nested deeper than 64 levels of arrays and objects: reason `too_deep`); `details.fields` lists each offending field.
      */
     400: ErrorEnvelope;
     /**
@@ -1300,7 +1313,7 @@ export type StreamJobEventsData = {
 
 export type StreamJobEventsErrors = {
     /**
-     * `invalid_request`: the request envelope is malformed (not JSON, wrong or unknown fields, reserved fields, bad parameters); `details.fields` lists each offending field.
+     * `invalid_request`: the request envelope is malformed (not JSON, wrong or unknown fields, reserved fields, bad parameters, a JSON body nested deeper than 64 levels of arrays and objects: reason `too_deep`); `details.fields` lists each offending field.
      */
     400: ErrorEnvelope;
     /**
@@ -1350,7 +1363,7 @@ export type GetJobWorkflowData = {
 
 export type GetJobWorkflowErrors = {
     /**
-     * `invalid_request`: the request envelope is malformed (not JSON, wrong or unknown fields, reserved fields, bad parameters); `details.fields` lists each offending field.
+     * `invalid_request`: the request envelope is malformed (not JSON, wrong or unknown fields, reserved fields, bad parameters, a JSON body nested deeper than 64 levels of arrays and objects: reason `too_deep`); `details.fields` lists each offending field.
      */
     400: ErrorEnvelope;
     /**
@@ -1395,7 +1408,7 @@ export type UploadAssetData = {
 
 export type UploadAssetErrors = {
     /**
-     * `invalid_request`: the request envelope is malformed (not JSON, wrong or unknown fields, reserved fields, bad parameters); `details.fields` lists each offending field.
+     * `invalid_request`: the request envelope is malformed (not JSON, wrong or unknown fields, reserved fields, bad parameters, a JSON body nested deeper than 64 levels of arrays and objects: reason `too_deep`); `details.fields` lists each offending field.
      */
     400: ErrorEnvelope;
     /**
@@ -1406,6 +1419,10 @@ export type UploadAssetErrors = {
      * `forbidden`: authenticated but not allowed (for example an inactive subscription, or a tampered or expired signed link).
      */
     403: ErrorEnvelope;
+    /**
+     * `not_found`: serverless surfaces: no such deployment.
+     */
+    404: ErrorEnvelope;
     /**
      * `hash_mismatch`: the uploaded bytes do not hash to `expected_hash`; nothing was stored.
      */
@@ -1448,7 +1465,7 @@ export type CreateAssetFromHashData = {
 
 export type CreateAssetFromHashErrors = {
     /**
-     * `invalid_request`: the request envelope is malformed (not JSON, wrong or unknown fields, reserved fields, bad parameters); `details.fields` lists each offending field.
+     * `invalid_request`: the request envelope is malformed (not JSON, wrong or unknown fields, reserved fields, bad parameters, a JSON body nested deeper than 64 levels of arrays and objects: reason `too_deep`); `details.fields` lists each offending field.
      */
     400: ErrorEnvelope;
     /**
@@ -1460,7 +1477,7 @@ export type CreateAssetFromHashErrors = {
      */
     403: ErrorEnvelope;
     /**
-     * `blob_not_found`: no blob with this hash that the caller may use.
+     * `blob_not_found`: no blob with this hash that the caller may use; `not_found` on serverless surfaces: no such deployment.
      */
     404: ErrorEnvelope;
     /**
@@ -1552,7 +1569,7 @@ export type DeleteAssetData = {
 
 export type DeleteAssetErrors = {
     /**
-     * `invalid_request`: the request envelope is malformed (not JSON, wrong or unknown fields, reserved fields, bad parameters); `details.fields` lists each offending field.
+     * `invalid_request`: the request envelope is malformed (not JSON, wrong or unknown fields, reserved fields, bad parameters, a JSON body nested deeper than 64 levels of arrays and objects: reason `too_deep`); `details.fields` lists each offending field.
      */
     400: ErrorEnvelope;
     /**
@@ -1602,7 +1619,7 @@ export type GetAssetData = {
 
 export type GetAssetErrors = {
     /**
-     * `invalid_request`: the request envelope is malformed (not JSON, wrong or unknown fields, reserved fields, bad parameters); `details.fields` lists each offending field.
+     * `invalid_request`: the request envelope is malformed (not JSON, wrong or unknown fields, reserved fields, bad parameters, a JSON body nested deeper than 64 levels of arrays and objects: reason `too_deep`); `details.fields` lists each offending field.
      */
     400: ErrorEnvelope;
     /**
@@ -1667,7 +1684,7 @@ export type GetAssetContentData = {
 
 export type GetAssetContentErrors = {
     /**
-     * `invalid_request`: the request envelope is malformed (not JSON, wrong or unknown fields, reserved fields, bad parameters); `details.fields` lists each offending field.
+     * `invalid_request`: the request envelope is malformed (not JSON, wrong or unknown fields, reserved fields, bad parameters, a JSON body nested deeper than 64 levels of arrays and objects: reason `too_deep`); `details.fields` lists each offending field.
      */
     400: ErrorEnvelope;
     /**
@@ -1753,6 +1770,10 @@ export type HostedGetNodeInfoData = {
 };
 
 export type HostedGetNodeInfoErrors = {
+    /**
+     * Invalid request (bad workflow, missing or malformed fields).
+     */
+    400: HostedError;
     /**
      * Invalid or missing API key.
      */
@@ -1929,6 +1950,12 @@ export type HostedQueuePromptErrors = {
      * Internal server error; the message is generic.
      */
     500: HostedError;
+    /**
+     * The queue is at its bound (`--queue-limit`). On the hosted interface a 429 means an inactive
+     * subscription, so backpressure is a 503 with `Retry-After` (seconds, from the observed drain rate).
+     *
+     */
+    503: HostedError;
 };
 
 export type HostedQueuePromptError = HostedQueuePromptErrors[keyof HostedQueuePromptErrors];
@@ -1955,6 +1982,10 @@ export type HostedGetJobStatusData = {
 };
 
 export type HostedGetJobStatusErrors = {
+    /**
+     * Invalid request (bad workflow, missing or malformed fields).
+     */
+    400: HostedError;
     /**
      * Invalid or missing API key.
      */
@@ -2167,6 +2198,10 @@ export type HostedGetHistoryEntryData = {
 };
 
 export type HostedGetHistoryEntryErrors = {
+    /**
+     * Invalid request (bad workflow, missing or malformed fields).
+     */
+    400: HostedError;
     /**
      * Invalid or missing API key.
      */

@@ -46,12 +46,14 @@ export class AssetService {
 
   /** Stores uploaded bytes (hashed while they arrive) and creates the caller's record over them. */
   async upload(owner: string, source: Readable | Uint8Array, meta: UploadMeta): Promise<{ asset: AssetRecord; created: boolean }> {
-    if (meta.expected_hash !== undefined && parseBlake3Hash(meta.expected_hash) === null) {
+    // The contract's form is lower-case hex; anything else is refused before a byte is stored.
+    if (meta.expected_hash !== undefined && `blake3:${parseBlake3Hash(meta.expected_hash)}` !== meta.expected_hash) {
       throw new ServiceError("invalid_request", "The request is invalid.", { fields: [{ field: "expected_hash", reason: "invalid_format" }] });
     }
     if (meta.content_type !== undefined && !isMediaType(meta.content_type)) {
       throw new ServiceError("invalid_request", "The request is invalid.", { fields: [{ field: "content_type", reason: "invalid_format" }] });
     }
+    checkDescription(meta);
     let put;
     try {
       put = await this.o.blobs.put(source, { expectedHash: meta.expected_hash, maxBytes: this.o.maxUploadBytes });
@@ -91,6 +93,7 @@ export class AssetService {
     if (!existing || key === null || !(await this.o.blobs.has(key))) {
       throw new ServiceError("blob_not_found", "No blob with this hash is available to you.");
     }
+    checkDescription(meta);
     const filePath = meta.file_path ?? existing.file_path;
     const tags = meta.tags ?? [];
     if (existing.job_id === null && existing.file_path === filePath && sameTags(existing.tags, tags)) return { asset: existing, created: false };
@@ -203,4 +206,19 @@ export class AssetService {
 
 function sameTags(a: readonly string[], b: readonly string[]): boolean {
   return a.length === b.length && a.every((t, i) => t === b[i]);
+}
+
+/** Longest `file_path` an asset may be given. */
+export const MAX_FILE_PATH = 1024;
+/** Most tags on one asset, and the longest tag. */
+export const MAX_TAGS = 64;
+export const MAX_TAG_LENGTH = 128;
+
+/** Refuses a description the contract bounds: every GET of the asset returns it. */
+function checkDescription(meta: { file_path?: string | undefined; tags?: string[] | undefined }): void {
+  const fields: Array<{ field: string; reason: string }> = [];
+  if (meta.file_path !== undefined && meta.file_path.length > MAX_FILE_PATH) fields.push({ field: "file_path", reason: "out_of_range" });
+  const tags = meta.tags ?? [];
+  if (tags.length > MAX_TAGS || tags.some((t) => t.length > MAX_TAG_LENGTH)) fields.push({ field: "tags", reason: "out_of_range" });
+  if (fields.length > 0) throw new ServiceError("invalid_request", "The request is invalid.", { fields });
 }

@@ -1,5 +1,7 @@
 // `flowgate conformance` and `flowgate mock`: thin doors to tools that live elsewhere in the
-// repository (conformance/cli.ts, scripts/mock.ts), loaded only when asked for.
+// repository (conformance/cli.ts, scripts/mock.ts), loaded only when asked for. ROOT is the
+// checkout, or dist/ in an installed package, whose build mirrors the tree (dist/conformance/cli.js)
+// and has no scripts/.
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { constants } from "node:os";
@@ -40,7 +42,8 @@ function flushed(): Promise<void> {
  * returns the exit code; explains when the suite is missing.
  */
 export async function runConformance(argv: string[], root: string): Promise<number> {
-  const script = `${root.replace(/\/?$/, "/")}conformance/cli.ts`;
+  const base = root.replace(/\/?$/, "/");
+  const script = [`${base}conformance/cli.ts`, `${base}conformance/cli.js`].find((file) => existsSync(file)) ?? `${base}conformance/cli.ts`;
   const help = argv.includes("--help") || argv.includes("-h");
   if (help) process.stdout.write(`${helpText(CONFORMANCE)}\n`);
   if (!existsSync(script)) {
@@ -72,6 +75,11 @@ export async function conformance(argv: string[]): Promise<void> {
 /** `flowgate mock ...`: scripts/mock.ts is a script, so it runs as a child with the same arguments. */
 export async function mock(argv: string[]): Promise<void> {
   if (argv.includes("--help") || argv.includes("-h")) return void process.stdout.write(helpText(MOCK));
+  if (!existsSync(`${ROOT}scripts/mock.ts`)) {
+    process.stderr.write("flowgate mock: runs from a checkout of flowgate (scripts/mock.ts and its dev dependencies); an installed package has neither.\n");
+    process.exitCode = 1;
+    return;
+  }
   const child = spawn(process.execPath, ["--import", "tsx", `${ROOT}scripts/mock.ts`, ...argv], { cwd: ROOT, stdio: "inherit" });
   for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, () => child.kill(signal));
   const code = await new Promise<number>((resolve) => child.on("exit", (c, s) => resolve(c ?? 128 + (s ? (constants.signals[s] ?? 0) : 0))));

@@ -3,7 +3,7 @@
 // so every preview says which prompt and node it belongs to.
 import WebSocket from "ws";
 import type { PreviewImageMetadata, WsClientMessage, WsMessage } from "../../generated/asyncapi-types.ts";
-import { decodeFrame } from "../server/hosted/binary-frames.ts";
+import { decodeFrame } from "../wire/binary-frames.ts";
 
 /** One decoded frame: a JSON message, a preview image, or a progress text. */
 export type HostedSocketEvent =

@@ -208,7 +208,7 @@ class Run {
   }
 
   private knownSteps(ids: string[]): Record<string, number> {
-    const steps: Record<string, number> = {};
+    const steps: Record<string, number> = Object.create(null); // keyed by client node ids
     for (const id of ids) {
       const node = this.analysis.nodes.get(id)!;
       const input = node.def.stepsInput;

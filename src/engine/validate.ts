@@ -87,6 +87,9 @@ export function typesCompatible(received: string, expected: InputType): boolean 
   return false;
 }
 
+/** Longest `filename_prefix` a node may be given. */
+export const MAX_FILENAME_PREFIX = 255;
+
 const WIDGET_TYPES = new Set(["INT", "FLOAT", "STRING", "BOOLEAN"]);
 
 /** Analyses a graph against a node registry. */
@@ -170,7 +173,7 @@ function checkNode(
   const prepared: PreparedNode = { id, class_type: def.name, def, literals: {}, links: {}, files: {} };
   for (const name of declaredInputs(def)) {
     const { spec, required } = findInput(def, name)!;
-    if (!(name in inputs)) {
+    if (!Object.hasOwn(inputs, name)) {
       if (required) issue(id, name, "missing_input", comfyError.requiredInputMissing(name));
       continue;
     }
@@ -180,7 +183,7 @@ function checkNode(
       continue;
     }
     // ComfyUI unwraps {"__value__": x}, used to pass a list as a widget value.
-    if (isPlainObject(value) && "__value__" in value) value = value.__value__;
+    if (isPlainObject(value) && Object.hasOwn(value, "__value__")) value = value.__value__;
     checkLiteral(id, def, name, spec, value, prepared, issue);
   }
   return prepared;
@@ -203,7 +206,7 @@ function checkLink(
     return;
   }
   const [from, index] = link;
-  if (!(from in graph)) {
+  if (!Object.hasOwn(graph, from)) {
     issue(id, name, "bad_link", comfyError.exceptionDuringValidation("KeyError", `'${from}'`));
     return;
   }
@@ -285,6 +288,11 @@ function checkLiteral(
     }
   } else if (type === "STRING") {
     coerced = pyStr(value);
+    // Output names come back in every read of the job: a prefix is bounded like a path.
+    if (name === "filename_prefix" && (coerced as string).length > MAX_FILENAME_PREFIX) {
+      issue(id, name, "out_of_range", comfyError.invalidInputType(name, spec, `${(coerced as string).slice(0, 32)}...`, `filename_prefix is longer than ${MAX_FILENAME_PREFIX} characters`));
+      return;
+    }
   } else {
     coerced = pyBool(value);
   }
@@ -394,7 +402,8 @@ function linkSources(node: PreparedNode): string[] {
 /** Turns an analysis into the public result with both error shapes. */
 export function validationResult(analysis: Analysis): ValidationResult {
   const valid = analysis.issues.length === 0;
-  const nodeErrors: Record<string, FieldError[]> = {};
+  // Keyed by client node ids, which may be any string ("__proto__", "valueOf"): no prototype.
+  const nodeErrors: Record<string, FieldError[]> = Object.create(null);
   for (const i of analysis.issues) (nodeErrors[i.node_id] ??= []).push({ field: i.field, reason: i.reason });
   return {
     valid,
@@ -405,7 +414,7 @@ export function validationResult(analysis: Analysis): ValidationResult {
 }
 
 function comfyShape(analysis: Analysis): ComfyValidationError {
-  const nodeErrors: Record<string, ComfyNodeErrors> = {};
+  const nodeErrors: Record<string, ComfyNodeErrors> = Object.create(null);
   for (const i of analysis.issues) {
     if (i.node_id === "") continue;
     const entry = (nodeErrors[i.node_id] ??= {

@@ -1,9 +1,10 @@
-// Starts queued jobs when a slot is free, in FIFO order, and keeps the in-memory queue that
-// answers queue positions. The store is the truth; the queue is rebuilt from it at start.
+// Starts queued jobs when a slot is free, sharing the slots fairly between the owners with jobs
+// waiting, and keeps the in-memory queue that answers queue positions. The store is the truth;
+// the queue is rebuilt from it at start.
 import { TerminalStatusError, type JobRecord, type Store } from "../store/index.ts";
 import { DrainRate } from "./drain-rate.ts";
 import type { EventBus } from "./event-bus.ts";
-import { FifoQueue } from "./fifo-queue.ts";
+import { FairQueue } from "./fair-queue.ts";
 import { runJob, type JobRunDeps } from "./job-run.ts";
 
 export interface DispatcherOptions extends JobRunDeps {
@@ -15,15 +16,11 @@ export interface DispatcherOptions extends JobRunDeps {
 
 /** The queue, the slots, and the runs in flight. */
 export class Dispatcher {
-  readonly queue = new FifoQueue();
+  /** Waiting jobs in start order, and each owner's running count. */
+  readonly queue = new FairQueue();
   readonly drain = new DrainRate();
   private readonly o: DispatcherOptions;
   private readonly running = new Map<string, AbortController>();
-  /** Owner of every queued and running job, and running jobs per owner, for tier limits. */
-  private readonly owners = new Map<string, string>();
-  private readonly runningPerOwner = new Map<string, number>();
-  /** Each owner's queued jobs in queue order: tier-aware starts and `queue_remaining`. */
-  private readonly queuedByOwner = new Map<string, FifoQueue>();
   /** Secrets of queued and running jobs, in memory only, dropped when the run ends. */
   private readonly extras = new Map<string, { api_key_vendor_org?: string }>();
   private readonly inflight = new Set<Promise<unknown>>();
@@ -45,7 +42,9 @@ export class Dispatcher {
 
   /**
    * Recovers after a restart: jobs left running or canceling by a dead process end `failed`
-   * with `worker_lost` (never `running` forever); queued jobs wait again in their order.
+   * with `worker_lost` (never `running` forever); queued jobs wait again in their order, except
+   * those submitted with secrets (a partner key), which lived in this memory only: they end
+   * `failed` with `partner_key_lost` rather than run without them.
    */
   async start(): Promise<void> {
     const now = this.o.now();
@@ -57,10 +56,18 @@ export class Dispatcher {
           : { completed_at: now };
       await this.o.store.transitionJob(job.id, [job.status], to, patch).catch(ignoreTerminal);
     }
+    for (const id of await this.o.store.queuedJobsWithSecrets()) {
+      const error = { code: "partner_key_lost", message: "The partner key given with this job is kept in memory only and did not survive a server restart; submit the job again." };
+      // Through `running`, as every failure (the state machine has no queued -> failed).
+      const started = await this.o.store.transitionJob(id, ["queued"], "running", { started_at: now }).catch(ignoreTerminal);
+      if (!started) continue;
+      const job = await this.o.store.transitionJob(id, ["running"], "failed", { completed_at: now, error }).catch(ignoreTerminal);
+      if (job) this.events.publish({ type: "status", job });
+    }
     let after = 0;
     for (;;) {
       const page = await this.o.store.queuedJobs(5000, after);
-      for (const job of page) this.addQueued(job.id, job.owner);
+      for (const job of page) this.queue.push(job.id, job.owner);
       if (page.length < 5000) break;
       after = page[page.length - 1]!.seq;
     }
@@ -70,19 +77,19 @@ export class Dispatcher {
   /** A job just committed as queued. */
   enqueue(job: JobRecord, extra: { api_key_vendor_org?: string } | undefined): void {
     if (extra && Object.keys(extra).length > 0) this.extras.set(job.id, extra);
-    this.addQueued(job.id, job.owner);
+    this.queue.push(job.id, job.owner);
     this.pump();
   }
 
   /** Takes a queued job out of the queue (cancel, expiry). */
   dequeue(jobId: string): void {
-    if (this.removeQueued(jobId)) this.owners.delete(jobId);
+    this.queue.remove(jobId);
     this.extras.delete(jobId);
   }
 
   /** An owner's jobs waiting or running (canceling ones included until their run ends). */
   liveCount(owner: string): number {
-    return (this.queuedByOwner.get(owner)?.size ?? 0) + (this.runningPerOwner.get(owner) ?? 0);
+    return this.queue.waiting(owner) + this.queue.running(owner);
   }
 
   /** Asks a running job to stop at its next node or step boundary. */
@@ -159,10 +166,9 @@ export class Dispatcher {
       const now = this.o.now();
       // The job keeps its place (position 0) until it is durably running.
       const job = await this.o.store.transitionJob(id, ["queued"], "running", { started_at: now }).catch(ignoreTerminal);
-      this.removeQueued(id);
+      this.queue.remove(id);
       if (!job) {
         this.extras.delete(id); // canceled or expired meanwhile
-        this.owners.delete(id);
         continue;
       }
       this.events.publish({ type: "status", job });
@@ -171,41 +177,15 @@ export class Dispatcher {
   }
 
   /**
-   * The first queued job whose owner has a free slot (FIFO among those that can start): the
-   * earliest of the owners' first jobs, so however many jobs a busy owner has waiting, they never
-   * hide another owner's job behind them.
+   * The next job in fair order whose owner has a free slot (cloud tiers): the first job of the
+   * owner with the fewest jobs running, ties by submission order. However many jobs a busy owner
+   * has waiting, another owner's job never waits behind them for more than one run.
    */
   private async nextStartable(): Promise<string | undefined> {
-    if (!this.o.slotsFor) return this.queue.peek();
-    let best: string | undefined;
-    let bestPosition = Infinity;
-    for (const [owner, queue] of this.queuedByOwner) {
-      const head = queue.peek();
-      const position = head === undefined ? null : this.queue.position(head);
-      if (position === null || position >= bestPosition) continue;
-      if ((this.runningPerOwner.get(owner) ?? 0) >= (await this.o.slotsFor(owner))) continue;
-      best = head;
-      bestPosition = position;
+    for (const { id, owner } of this.queue.heads()) {
+      if (!this.o.slotsFor || this.queue.running(owner) < (await this.o.slotsFor(owner))) return id;
     }
-    return best;
-  }
-
-  private addQueued(id: string, owner: string): void {
-    if (!this.queue.push(id)) return;
-    this.owners.set(id, owner);
-    let mine = this.queuedByOwner.get(owner);
-    if (!mine) this.queuedByOwner.set(owner, (mine = new FifoQueue()));
-    mine.push(id);
-  }
-
-  /** Takes a job out of the queue and its owner's; false when it was not waiting. */
-  private removeQueued(id: string): boolean {
-    if (!this.queue.remove(id)) return false;
-    const owner = this.owners.get(id) ?? "";
-    const mine = this.queuedByOwner.get(owner);
-    mine?.remove(id);
-    if (mine?.size === 0) this.queuedByOwner.delete(owner);
-    return true;
+    return undefined;
   }
 
   private launch(job: JobRecord): void {
@@ -213,17 +193,14 @@ export class Dispatcher {
     // A fill that was committing this start when the stop came launches it late: stop it too.
     if (this.abortingRuns) controller.abort();
     this.running.set(job.id, controller);
-    this.runningPerOwner.set(job.owner, (this.runningPerOwner.get(job.owner) ?? 0) + 1);
+    this.queue.started(job.owner);
     const extra = this.extras.get(job.id) ?? {};
     const p = runJob(this.o, job, extra, controller.signal)
       .catch(() => null)
       .finally(() => {
         this.running.delete(job.id);
         this.extras.delete(job.id);
-        this.owners.delete(job.id);
-        const left = (this.runningPerOwner.get(job.owner) ?? 1) - 1;
-        if (left > 0) this.runningPerOwner.set(job.owner, left);
-        else this.runningPerOwner.delete(job.owner);
+        this.queue.ended(job.owner);
         this.inflight.delete(p);
         this.drain.record(this.o.now());
         this.pump();

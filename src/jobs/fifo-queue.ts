@@ -54,6 +54,24 @@ export class FifoQueue {
     return sum;
   }
 
+  /** The waiting id with `k` jobs ahead of it (0 = the head), or undefined; O(log n). */
+  at(k: number): string | undefined {
+    if (!Number.isInteger(k) || k < 0 || k >= this.size) return undefined;
+    // Descend the Fenwick tree to the first slot whose prefix count reaches k + 1.
+    let slot = 0;
+    let left = k + 1;
+    let step = 1;
+    while (step * 2 < this.tree.length) step *= 2;
+    for (; step > 0; step >>= 1) {
+      const next = slot + step;
+      if (next < this.tree.length && this.tree[next]! < left) {
+        slot = next;
+        left -= this.tree[next]!;
+      }
+    }
+    return this.ids[slot] ?? undefined;
+  }
+
   /** Waiting ids from the head, in order. */
   *entries(): Generator<string> {
     for (let s = this.head; s < this.ids.length; s++) {

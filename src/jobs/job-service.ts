@@ -65,6 +65,8 @@ export class JobService {
   private readonly o: JobServiceOptions;
   /** Submissions between the queue-bound check and their enqueue (the store batches inserts). */
   private inserting = 0;
+  /** Submissions being written, by owner and idempotency key. */
+  private readonly writingKeys = new Map<string, Promise<unknown>>();
 
   constructor(options: JobServiceOptions) {
     this.o = options;
@@ -81,14 +83,16 @@ export class JobService {
       // A key already used is a reuse whatever else is wrong; only a refused submission pays
       // for this read (the insert below decides every other case, races included).
       const key = submission.idempotency_key;
-      if (key !== undefined && (await this.o.store.getIdempotencyClaim(caller.owner, key, this.o.now()))) throw keyReused();
+      if (key !== undefined && (await this.keyClaimed(caller.owner, key))) throw keyReused();
       throw err;
     }
     const now = this.o.now();
     let job: JobRecord;
     this.inserting++;
+    const key = submission.idempotency_key === undefined ? undefined : `${caller.owner}\0${submission.idempotency_key}`;
+    let inserted: Promise<JobRecord> | undefined;
     try {
-      job = await this.o.store.createJob(
+      inserted = this.o.store.createJob(
         {
           id: uuidv7(now),
           owner: caller.owner,
@@ -97,18 +101,32 @@ export class JobService {
           expires_at: now + this.o.retentionMs,
           workflow,
           output_node_ids: validation.output_node_ids,
+          secrets_given: submission.extra_data !== undefined && Object.keys(submission.extra_data).length > 0,
         },
         submission.idempotency_key === undefined ? {} : { idempotency: { key: submission.idempotency_key, now } },
       );
+      if (key !== undefined && !this.writingKeys.has(key)) this.writingKeys.set(key, inserted);
+      job = await inserted;
     } catch (err) {
       if (err instanceof IdempotencyKeyReused) throw keyReused();
       throw err;
     } finally {
       this.inserting--;
+      if (key !== undefined && this.writingKeys.get(key) === inserted) this.writingKeys.delete(key);
     }
     this.o.events.publish({ type: "status", job });
     this.o.dispatcher.enqueue(job, submission.extra_data);
     return { job, outputs: [], queue_position: this.o.dispatcher.queue.position(job.id), logs: null };
+  }
+
+  /**
+   * Whether a submission under this key is being written or was: a refused submission whose key
+   * is taken is a reuse, whatever else is wrong with it (the queue bound included).
+   */
+  private async keyClaimed(owner: string, key: string): Promise<boolean> {
+    const writing = this.writingKeys.get(`${owner}\0${key}`);
+    if (writing && (await writing.then(() => true, () => false))) return true;
+    return (await this.o.store.getIdempotencyClaim(owner, key, this.o.now())) !== null;
   }
 
   /** The checks before a job is recorded: its format, its asset references, the graph, the queue bound. */

@@ -5,6 +5,7 @@ import Fastify, { LogController, type FastifyInstance, type FastifyReply, type F
 import multipart from "@fastify/multipart";
 import type { V2Handlers } from "../../generated/handlers.ts";
 import { ServiceError } from "../jobs/errors.ts";
+import { answerClientError } from "./client-errors.ts";
 import { malformedJson, toEnvelope, unsupportedContentType } from "./error-envelope.ts";
 import { toHostedError } from "./hosted/hosted-errors.ts";
 import type { HandlerContext } from "./handler-context.ts";
@@ -54,6 +55,10 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
     bodyLimit: runtime.config.bodyLimit,
     trustProxy: false,
     return503OnClosing: false,
+    clientErrorHandler: answerClientError,
+    // A long path parameter reaches its handler (an unknown id, in the route's own shape) instead
+    // of the router's 414; the request line and headers are bounded at 16 KB by Node anyway.
+    routerOptions: { maxParamLength: 16_384 },
     // Errors raised before routing (a malformed URL) use the envelope too.
     frameworkErrors: (err, _request, reply) => {
       const env = toEnvelope(err);

@@ -41,12 +41,14 @@ function asServiceError(err: unknown): ServiceError {
   if (!isFrameworkError(err)) return new ServiceError("upstream_error", UPSTREAM_MESSAGE);
   const fastifyCode = (err as { code?: unknown })?.code;
   const statusCode = (err as { statusCode?: unknown })?.statusCode;
+  // A second file is a malformed upload, not a large one.
+  if (fastifyCode === "FST_FILES_LIMIT") return invalidRequest([{ field: "file", reason: "too_many_files" }]);
   if (fastifyCode === "FST_ERR_CTP_BODY_TOO_LARGE" || statusCode === 413) {
     return new ServiceError("payload_too_large", "The request body is too large.");
   }
   if (typeof statusCode === "number" && statusCode >= 400 && statusCode < 500) {
     // Framework-level client errors: malformed bodies, bad content types, multipart limits.
-    if (fastifyCode === "FST_REQ_FILE_TOO_LARGE" || fastifyCode === "FST_PARTS_LIMIT" || fastifyCode === "FST_FILES_LIMIT") {
+    if (fastifyCode === "FST_REQ_FILE_TOO_LARGE" || fastifyCode === "FST_PARTS_LIMIT") {
       return new ServiceError("payload_too_large", "The request body is too large.");
     }
     return new ServiceError("invalid_request", "The request is invalid.", { fields: [{ field: "", reason: "malformed_request" }] });

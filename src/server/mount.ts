@@ -12,7 +12,7 @@ import { ServiceError } from "../jobs/errors.ts";
 import { bearerToken } from "./auth.ts";
 import { toHostedError } from "./hosted/hosted-errors.ts";
 import type { HandlerContext, HandlerResult } from "./handler-context.ts";
-import { assertValid } from "./request-validation.ts";
+import { assertShallow, assertValid } from "./request-validation.ts";
 import { malformedJson, unsupportedContentType } from "./error-envelope.ts";
 import type { Runtime } from "./runtime.ts";
 import { linkExpiry, type LinkContext } from "./views.ts";
@@ -77,10 +77,11 @@ export function mountRoutes(app: FastifyInstance, runtime: Runtime, handlers: Mo
     // ComfyUI serves its routes both bare and under /api; so does the hosted interface, so that
     // ComfyUI-native clients (and flowgate's own ComfyUI backend) can talk to it unchanged.
     const urls = route.family === "hosted" && route.url.startsWith("/api/") ? [route.url, route.url.slice(4)] : [route.url];
-    // v2 credentials are checked on arrival, before a body is read or parsed; a route without a
-    // body checks them first thing in its handler (one hook stage fewer on the hot GETs).
+    // Credentials are checked on arrival, before a body is read or parsed (so a caller without
+    // them learns that, not what is wrong with its body); a route without a body checks them
+    // first thing in its handler (one hook stage fewer on the hot GETs).
     const onRequest = async (request: FastifyRequest) => void callers.set(request, await authenticate(route, request, runtime));
-    const early = route.family === "v2" && route.requestBody !== null;
+    const early = route.family !== "operations" && route.requestBody !== null;
     for (const url of urls) {
       app.route({ method: route.method, url: prefix + url, handler: routeHandler, config: { family: route.family }, ...(early ? { onRequest } : {}) });
     }
@@ -152,6 +153,7 @@ function validateInput(route: RouteSpec, request: FastifyRequest) {
       if (route.requestBody.required) assertValid(strict[route.requestBody.validator]!, undefined);
       body = undefined;
     } else {
+      assertShallow(body);
       assertValid(strict[route.requestBody.validator]!, body);
     }
   }

@@ -58,3 +58,25 @@ export function assertValid(validate: ValidateFunction, value: unknown, root = "
   }
   throw invalidRequest(fields.length > 0 ? fields : [{ field: root, reason: "invalid" }]);
 }
+
+/** Deepest nesting of arrays and objects a JSON body may have (a workflow value sits at depth 4). */
+export const MAX_BODY_DEPTH = 64;
+
+/**
+ * Throws `invalid_request` (reason `too_deep`) when `value` nests arrays or objects deeper than
+ * `max`: everything after validation (the store's serialization, cache keys, views) may recurse
+ * over a body, so its depth is bounded here, without recursion.
+ */
+export function assertShallow(value: unknown, max = MAX_BODY_DEPTH): void {
+  const stack: Array<{ value: object; depth: number; path: string }> = [];
+  if (value !== null && typeof value === "object") stack.push({ value, depth: 0, path: "" });
+  while (stack.length > 0) {
+    const { value: v, depth, path } = stack.pop()!;
+    if (depth >= max) throw invalidRequest([{ field: path, reason: "too_deep" }]);
+    for (const k in v) {
+      const x = (v as Record<string, unknown>)[k];
+      // The field names the first levels only (`workflow.<node>.inputs.<name>`).
+      if (x !== null && typeof x === "object") stack.push({ value: x, depth: depth + 1, path: depth < 4 ? (path ? `${path}.${k}` : k) : path });
+    }
+  }
+}

@@ -19,8 +19,9 @@ export function inList(prefix: string, count: number): string {
 export const SQL = {
   // The two statements of every submission bind by position and return nothing: the store
   // knows every value it wrote, and RETURNING plus named binding cost a third of their time.
-  insertJob: `INSERT INTO jobs (id, owner, deployment_id, status, created_at, expires_at, output_node_ids, cost, workflow)
-    VALUES (?, ?, ?, 'queued', ?, ?, ?, ?, ?)`,
+  insertJob: `INSERT INTO jobs (id, owner, deployment_id, status, created_at, expires_at, output_node_ids, cost, workflow, secrets_given)
+    VALUES (?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?)`,
+  queuedWithSecrets: "SELECT id FROM jobs WHERE status = 'queued' AND secrets_given = 1 ORDER BY seq",
   // One statement takes a free key or replaces a dead claim, atomically; no change = live claim.
   // Binds owner, key, job_id, now, expires_at.
   claimKey: `INSERT INTO idempotency_keys (owner, key, job_id, claimed_at, expires_at)

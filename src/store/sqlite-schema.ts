@@ -139,6 +139,15 @@ CREATE TABLE deployments (
 );
 `,
   },
+  {
+    version: 3,
+    description: "whether a job was submitted with secrets (never the secrets themselves)",
+    sql: `
+-- extra_data lives in memory only: after a restart a queued job that had some cannot run as
+-- submitted, and this flag lets recovery fail it with a code that says so.
+ALTER TABLE jobs ADD COLUMN secrets_given INTEGER NOT NULL DEFAULT 0 CHECK (secrets_given IN (0, 1));
+`,
+  },
 ];
 
 /** The schema version this code writes. */

@@ -155,6 +155,7 @@ export class SqliteStore implements Store {
       JSON.stringify(job.output_node_ids),
       job.cost ?? null,
       JSON.stringify(job.workflow),
+      job.secrets_given === true ? 1 : 0,
     ];
     const inserted = new Promise<JobRecord>((resolve, reject) => {
       const pending = { record: insertedJob(job), values, owner: job.owner, idempotency: options.idempotency, resolve, reject };
@@ -247,6 +248,10 @@ export class SqliteStore implements Store {
     const count = checkCount(limit, MAX_QUEUE_READ, "limit");
     const rows = owner === undefined ? this.#sql.queuedJobs.all({ after: afterSeq, limit: count }) : this.#sql.ownerQueuedJobs.all({ owner, after: afterSeq, limit: count });
     return rows.map(toJob);
+  }
+
+  async queuedJobsWithSecrets(): Promise<string[]> {
+    return this.#sql.queuedWithSecrets.all().map((row) => row.id as string);
   }
 
   async countQueued(owner?: string): Promise<number> {

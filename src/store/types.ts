@@ -70,6 +70,8 @@ export interface NewJob {
   /** The graph as submitted (API format). */
   workflow: JsonObject;
   output_node_ids: string[];
+  /** The submission carried secrets (extra_data), which are never stored; only this flag is. */
+  secrets_given?: boolean;
   progress?: JobProgress | null;
   error?: JobFailure | null;
   cost?: number | null;
@@ -237,6 +239,8 @@ export interface Store {
 
   /** Queued jobs in FIFO (seq) order, after `afterSeq` (only `owner`'s when given); the startup rebuild, the hosted queue. */
   queuedJobs(limit?: number, afterSeq?: number, owner?: string): Promise<JobRecord[]>;
+  /** Ids of queued jobs submitted with secrets (recovery fails them: the secrets were in memory only). */
+  queuedJobsWithSecrets(): Promise<string[]>;
   /** How many jobs are queued (only `owner`'s when given). */
   countQueued(owner?: string): Promise<number>;
   /** Every job in one of the statuses, in seq order (startup recovery of running/canceling jobs). */

@@ -4,7 +4,7 @@
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { WebSocketServer } from "ws";
-import { previewImageFrame, previewWithMetadataFrame, textFrame } from "../../src/server/hosted/binary-frames.ts";
+import { previewImageFrame, previewWithMetadataFrame, textFrame } from "../../src/wire/binary-frames.ts";
 import { HostedSocket, type HostedSocketEvent } from "../../src/index.ts";
 
 let wss: WebSocketServer | null = null;

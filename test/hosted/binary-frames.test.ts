@@ -1,6 +1,6 @@
 // WS-5: binary frame layouts, byte by byte (big-endian).
 import { describe, expect, it } from "vitest";
-import { decodeFrame, previewImageFrame, previewWithMetadataFrame, textFrame } from "../../src/server/hosted/binary-frames.ts";
+import { decodeFrame, previewImageFrame, previewWithMetadataFrame, textFrame } from "../../src/wire/binary-frames.ts";
 
 describe("binary frames", () => {
   it("WS-5 PREVIEW_IMAGE: type 1, image_type 1 for JPEG and 2 for PNG, then the bytes", () => {

@@ -2,7 +2,7 @@
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as v from "../../generated/validators.js";
-import { decodeFrame } from "../../src/server/hosted/binary-frames.ts";
+import { decodeFrame } from "../../src/wire/binary-frames.ts";
 import { ComfyClient } from "./comfy-client.ts";
 import { startTestServer, until, type TestServer } from "./hosted-server.ts";
 

@@ -3,7 +3,7 @@
 // field, an oversized body, and path or query parameters the schema refuses. Every derived body is
 // checked against the generated request validator first, so a case is only sent if it really is
 // invalid.
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import YAML from "yaml";
 import { routes, type RouteSpec } from "../../../generated/routes.ts";
 import { validator } from "../../machinery/contract.ts";
@@ -25,9 +25,15 @@ export interface NegativeCase {
 }
 
 
+/** spec/openapi.yaml: beside conformance/ in a checkout, one level further up from its build (dist/conformance). */
+function specFile(): URL {
+  const beside = new URL("../../../spec/openapi.yaml", import.meta.url);
+  return existsSync(beside) ? beside : new URL("../../../../spec/openapi.yaml", import.meta.url);
+}
+
 let doc: Schema | undefined;
 function spec(): Schema {
-  doc ??= YAML.parse(readFileSync(new URL("../../../spec/openapi.yaml", import.meta.url), "utf8")) as Schema;
+  doc ??= YAML.parse(readFileSync(specFile(), "utf8")) as Schema;
   return doc;
 }
 

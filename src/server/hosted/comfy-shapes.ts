@@ -19,7 +19,8 @@ const KEY_OF_TYPE: Record<string, string> = { image: "images", video: "video", a
  * audio (file infos), text (inline strings), and the rest as files.
  */
 export function nodeOutputs(assets: readonly AssetRecord[], texts: ReadonlyMap<string, string>): Record<string, NodeOutputs> {
-  const byNode: Record<string, NodeOutputs> = {};
+  // Keyed by client node ids, which may be any string ("__proto__", "valueOf"): no prototype.
+  const byNode: Record<string, NodeOutputs> = Object.create(null);
   for (const a of assets) {
     const node = (byNode[a.node_id ?? ""] ??= {});
     const text = texts.get(a.id);

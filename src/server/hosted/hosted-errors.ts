@@ -26,16 +26,24 @@ const STATUS: Partial<Record<string, number>> = {
   queue_full: 503,
 };
 
+/** When a caller with an inactive subscription may check again (the contract's 429 carries Retry-After). */
+const INACTIVE_RETRY_AFTER_SECONDS = 60;
+
 /** Maps any failure to the hosted shape; unknown failures are a generic 500. */
 export function toHostedError(err: unknown): HostedErrorResponse {
   if (!(err instanceof ServiceError) || STATUS[err.code] === undefined) {
     const statusCode = (err as { statusCode?: unknown })?.statusCode;
+    if ((err as { code?: unknown })?.code === "FST_FILES_LIMIT") return plain(400, "invalid_request", "Upload one file per request.");
     if (typeof statusCode === "number" && statusCode === 413) return plain(413, "payload_too_large", "The request body is too large.");
     if (typeof statusCode === "number" && statusCode >= 400 && statusCode < 500) return plain(400, "invalid_request", "The request is invalid.");
     return plain(500, "internal_error", UPSTREAM_MESSAGE);
   }
   // On this interface an inactive subscription is a 429, as the seed's table says.
-  if (err.details?.inactive_subscription) return plain(429, "inactive_subscription", err.message);
+  if (err.details?.inactive_subscription) {
+    const r = plain(429, "inactive_subscription", err.message);
+    r.headers["retry-after"] = String(INACTIVE_RETRY_AFTER_SECONDS);
+    return r;
+  }
   const status = STATUS[err.code]!;
   const comfy = err.details?.comfy as { error?: Record<string, unknown>; node_errors?: unknown } | undefined;
   if (comfy?.error) {

@@ -8,7 +8,7 @@ import { ServiceError } from "../../jobs/errors.ts";
 import type { JobEvent } from "../../jobs/event-bus.ts";
 import { isTerminalStatus, type JobRecord } from "../../store/index.ts";
 import type { Runtime } from "../runtime.ts";
-import { previewImageFrame, previewWithMetadataFrame, textFrame } from "./binary-frames.ts";
+import { previewImageFrame, previewWithMetadataFrame, textFrame } from "../../wire/binary-frames.ts";
 import { exceptionType } from "./status-map.ts";
 
 /** Above this much unsent data a socket gets no previews. */

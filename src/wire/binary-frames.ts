@@ -1,6 +1,7 @@
-// Binary WebSocket frames of the hosted interface; every integer is big-endian.
+// Binary WebSocket frames of the hosted interface, shared by the server (encodes) and the clients
+// (decode), so the client package carries no server module; every integer is big-endian.
 
-import { BinaryFrameType as FRAME, PreviewImageType } from "../../../generated/asyncapi-types.ts";
+import { BinaryFrameType as FRAME, PreviewImageType } from "../../generated/asyncapi-types.ts";
 
 /** image_type of a PREVIEW_IMAGE frame. */
 export function imageTypeOf(contentType: string): PreviewImageType {
