@@ -92,8 +92,8 @@ export function mountRoutes(app: FastifyInstance, runtime: Runtime, handlers: Mo
  * The caller, by the credentials the route's `security` (from the spec) accepts: none for a
  * route that only allows anonymous access, the hosted key (`X-API-Key` for `apiKeyHeader`,
  * `?token=` for `apiKeyQuery`), a signed link where `signedUrl` is allowed and the query
- * carries one, a bearer token for `bearerAuth`. Whether
- * a missing credential is acceptable is the surface's policy.
+ * carries one, a bearer token for `bearerAuth`. Whether a missing credential is acceptable is
+ * the surface's policy.
  */
 async function authenticate(route: RouteSpec, request: FastifyRequest, runtime: Runtime): Promise<Caller> {
   const schemes = new Set(route.security.flat());
@@ -101,7 +101,8 @@ async function authenticate(route: RouteSpec, request: FastifyRequest, runtime: 
   if (schemes.has("apiKeyHeader") || schemes.has("apiKeyQuery")) {
     const header = schemes.has("apiKeyHeader") ? request.headers["x-api-key"] : undefined;
     const query = schemes.has("apiKeyQuery") ? (request.query as Record<string, unknown>)?.token : undefined;
-    const key = typeof header === "string" ? header : typeof query === "string" ? query : null;
+    // As on the socket's upgrade: the query parameter wins when both are given.
+    const key = typeof query === "string" ? query : typeof header === "string" ? header : null;
     const caller = await runtime.surface.hostedCaller(key);
     if (!caller.subscription_active) throw new ServiceError("forbidden", "Your subscription is not active.", { inactive_subscription: true });
     return caller;
