@@ -1,11 +1,11 @@
 // A check, and the handle it runs with: the instrumented HTTP layer, the generated client,
 // the run's options and surface profile, and ways to fail, fail softly or skip.
 import { createFetchClient, type FetchClient } from "../generated/fetch-client.ts";
-import { describeRequest, excerpt, type Auth, type Exchange, type Http } from "./http.ts";
+import { describeRequest, excerpt, type Auth, type Exchange, type Http } from "./machinery/http.ts";
 import type { Profile } from "./profile.ts";
 import { ruleIdOf } from "./rules.ts";
 import type { ConformanceOptions, FailureDetail, Surface } from "./types.ts";
-import type { Graph } from "./workflows.ts";
+import type { Graph } from "./checks/support/workflows.ts";
 
 /** What the run learned about the surface before the checks. */
 export interface Capabilities {
@@ -152,12 +152,19 @@ export class T {
     if (missing.length) this.skip(`the surface lacks ${missing.join(", ")} (needed for the ${what} graph; see --${what}-workflow)`);
   }
 
-  /** Polls fn until it returns a value other than undefined, or fails at the deadline. */
+  /** Why waiting is pointless (a job in a status outside the enum may never end); set by the job reads. */
+  waitingStopped: string | null = null;
+
+  /**
+   * Polls fn until it returns a value other than undefined, or fails at the deadline; skips at
+   * once when a read has shown that what it waits for may never come (`waitingStopped`).
+   */
   async until<V>(what: string, fn: () => Promise<V | undefined>, timeoutMs = this.options.jobTimeoutMs, intervalMs = 100): Promise<V> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const v = await fn();
       if (v !== undefined) return v;
+      if (this.waitingStopped !== null) this.skip(`${what}: ${this.waitingStopped}`);
       if (Date.now() > deadline) this.fail(`${what}: not reached within ${timeoutMs} ms`);
       await new Promise((r) => setTimeout(r, intervalMs));
     }

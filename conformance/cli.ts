@@ -2,10 +2,10 @@
 import { writeFileSync } from "node:fs";
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
-import { formatConsole, formatProgress, toJson, toJUnit } from "./report.ts";
+import { formatConsole, formatProgress, toJson, toJUnit } from "./machinery/report.ts";
 import { runConformance } from "./runner.ts";
 import { SURFACES, type ConformanceOptions, type Surface } from "./types.ts";
-import { loadGraph } from "./workflows.ts";
+import { loadGraph } from "./checks/support/workflows.ts";
 
 /** Usage text of --help. */
 export const USAGE = `Usage: npm run conformance -- --base-url URL [options]

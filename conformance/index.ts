@@ -1,8 +1,8 @@
 // The conformance suite's programmatic entry: runConformance(options) -> Report, the report
 // formatters, the CLI's main, and the rule list.
 export { runConformance, ALL_CHECKS } from "./runner.ts";
-export { formatConsole, toJson, toJUnit } from "./report.ts";
+export { formatConsole, toJson, toJUnit } from "./machinery/report.ts";
 export { main, parseCli, USAGE } from "./cli.ts";
 export { RULES, GROUPS, ruleById } from "./rules.ts";
 export type { ConformanceOptions, Report, CheckResult, FailureDetail, GroupSummary, Surface } from "./types.ts";
-export type { Graph } from "./workflows.ts";
+export type { Graph } from "./checks/support/workflows.ts";

@@ -2,30 +2,30 @@
 // that look back over the run last), each with its timeout and cleanup, then one result per rule
 // for what the HTTP layer found in every answer, event and message.
 import { Failed, Skip, T, type Capabilities, type Check, type ResolvedOptions, type RunContext } from "./check.ts";
-import { Http, RequestTimeout } from "./http.ts";
+import { Http, RequestTimeout } from "./machinery/http.ts";
 import { profileOf } from "./profile.ts";
-import { Recorder } from "./recorder.ts";
+import { Recorder } from "./machinery/recorder.ts";
 import { GROUPS, groupOf } from "./rules.ts";
 import type { CheckResult, ConformanceOptions, Report } from "./types.ts";
-import gen from "./gen.ts";
-import job from "./job.ts";
-import log from "./log.ts";
-import prg from "./prg.ts";
-import out from "./out.ts";
-import jerr from "./jerr.ts";
-import url from "./url.ts";
-import st from "./st.ts";
-import sub from "./sub.ts";
-import idem from "./idem.ts";
-import get from "./get.ts";
-import can from "./can.ts";
-import sse from "./sse.ts";
-import ast from "./ast.ts";
-import auth from "./auth.ts";
-import err from "./err.ts";
-import host from "./host.ts";
-import ws from "./ws.ts";
-import ver from "./ver.ts";
+import gen from "./checks/contract/gen.ts";
+import job from "./checks/jobs/job.ts";
+import log from "./checks/jobs/log.ts";
+import prg from "./checks/jobs/prg.ts";
+import out from "./checks/outputs/out.ts";
+import jerr from "./checks/jobs/jerr.ts";
+import url from "./checks/outputs/url.ts";
+import st from "./checks/jobs/st.ts";
+import sub from "./checks/jobs/sub.ts";
+import idem from "./checks/requests/idem.ts";
+import get from "./checks/jobs/get.ts";
+import can from "./checks/jobs/can.ts";
+import sse from "./checks/events/sse.ts";
+import ast from "./checks/outputs/ast.ts";
+import auth from "./checks/requests/auth.ts";
+import err from "./checks/requests/err.ts";
+import host from "./checks/hosted/host.ts";
+import ws from "./checks/hosted/ws.ts";
+import ver from "./checks/contract/ver.ts";
 
 /** Every check of the suite, in rule-group order. */
 export const ALL_CHECKS: readonly Check[] = [gen, job, log, prg, out, jerr, url, st, sub, idem, get, can, sse, ast, auth, err, host, ws, ver].flat();

@@ -1,5 +1,5 @@
 // Shapes shared by the runner, the checks, the report and the CLI.
-import type { Graph } from "./workflows.ts";
+import type { Graph } from "./checks/support/workflows.ts";
 
 /** The three surfaces the contract is served on. */
 export type Surface = "self-hosted" | "cloud" | "serverless";

@@ -240,12 +240,14 @@ export interface paths {
         };
         /**
          * Download an asset's bytes
-         * @description The bytes, with the asset's media type, `Content-Length`, `ETag` (the blake3 hash) and
-         *     `Range` support (206, or 416 `range_not_satisfiable`). Authorized either by the caller's
-         *     credentials or by a signature in the query (`expires`, `signature`), which is what the
-         *     `url` of an output or asset carries: such a link needs no bearer token. A tampered or expired
-         *     signature is 403 `forbidden`. Surfaces that keep blobs elsewhere may answer 302 to a signed
-         *     storage URL instead.
+         * @description As the production service does it: called with the caller's credentials (no signature
+         *     in the query), it answers `302` to the asset's signed link, the same one its `url`
+         *     carries, so whoever holds that link downloads without a key (a client that follows the
+         *     redirect gets the bytes; one that does not reads the link from `Location`). The signed
+         *     link (`expires` and `signature` in the query) serves the bytes: the asset's media type,
+         *     `Content-Length`, `ETag` (the blake3 hash) and `Range` support (206, or 416
+         *     `range_not_satisfiable`), and needs no bearer token. A tampered or expired signature is
+         *     403 `forbidden`. Surfaces that keep blobs elsewhere may redirect to a storage URL instead.
          */
         get: operations["getAssetContent"];
         put?: never;
@@ -525,7 +527,8 @@ export interface paths {
          * Hosted event WebSocket
          * @description Upgrades to a WebSocket carrying JSON `{type, data}` text frames and binary preview frames;
          *     the message catalog is the `hostedSocket` channel of `asyncapi.yaml`. The API key goes in
-         *     the `token` query parameter. `clientId` is ignored: every connection of a caller receives
+         *     the `token` query parameter or in an `X-API-Key` header on the upgrade request (as SDKs
+         *     send it); the query parameter wins when both are given. `clientId` is ignored: every connection of a caller receives
          *     the same messages (send a unique value for forward compatibility).
          */
         get: operations["hostedWebSocket"];
@@ -936,7 +939,9 @@ export interface components {
          *       }
          *     }
          */
-        JobWithoutLogs: components["schemas"]["JobFields"] & Record<string, never>;
+        JobWithoutLogs: components["schemas"]["JobFields"] & {
+            logs?: never;
+        };
         /**
          * @description One page of the caller's jobs, newest first.
          * @example {
@@ -1055,7 +1060,7 @@ export interface components {
                 [key: string]: unknown;
             };
             /** @description Editor metadata such as a title; ignored. */
-            _meta?: Record<string, never>;
+            _meta?: Record<string, unknown>;
         };
         /**
          * @description A node input that refers to an asset. `info.id` is required and authoritative; `hash` and
@@ -1135,7 +1140,7 @@ export interface components {
          * @description Cancellation takes no parameters; an empty object is accepted.
          * @example {}
          */
-        CancelJobRequest: Record<string, never>;
+        CancelJobRequest: Record<string, unknown>;
         /**
          * @description A UUID-identified record over a content-addressed blob.
          * @example {
@@ -1148,6 +1153,7 @@ export interface components {
          *       "url": "http://127.0.0.1:8189/api/v2/assets/0192f4a8-7000-7a00-8000-0000000000aa/content?expires=1795255200&signature=q1w2e3",
          *       "url_expires_at": "2026-11-21T11:00:00.000Z",
          *       "job_id": null,
+         *       "expires_at": "2026-11-28T09:59:00.000Z",
          *       "tags": []
          *     }
          */
@@ -1188,6 +1194,17 @@ export interface components {
              * @description The producing job, for an output.
              */
             job_id?: string | null;
+            /**
+             * @description On the answers of upload and from-hash only: true when the bytes were new to the
+             *     service, false when they matched a blob it already held (from-hash is always false).
+             */
+            created_new?: boolean;
+            /**
+             * Format: date-time
+             * @description When the asset itself is deleted by retention (distinct from `url_expires_at`, the
+             *     link's validity); null when it does not expire. An output expires with its job.
+             */
+            expires_at?: string | null;
             /** @description Tags given at upload. */
             tags?: string[];
         };
@@ -1469,7 +1486,7 @@ export interface components {
             /** @description Queue number, increasing. */
             number?: number;
             /** @description Always empty on success. */
-            node_errors?: Record<string, never>;
+            node_errors?: Record<string, unknown>;
             /** @description Present when something went wrong. */
             error?: unknown;
         };
@@ -1529,8 +1546,8 @@ export interface components {
         HostedQueueEntry: [
             number,
             string,
-            Record<string, never>,
-            Record<string, never>,
+            Record<string, unknown>,
+            Record<string, unknown>,
             string[]
         ];
         /**
@@ -1643,7 +1660,7 @@ export interface components {
                 messages: unknown[][];
             };
             /** @description Per-node output metadata. */
-            meta?: Record<string, never>;
+            meta?: Record<string, unknown>;
         };
         /**
          * @description History entries keyed by prompt id.
@@ -1691,10 +1708,10 @@ export interface components {
                 required: components["schemas"]["HostedNodeInputSpec"];
                 optional?: components["schemas"]["HostedNodeInputSpec"];
                 /** @description Hidden inputs filled by the server. */
-                hidden?: Record<string, never>;
+                hidden?: Record<string, unknown>;
             };
             /** @description Input names in display order, by section. */
-            input_order?: Record<string, never>;
+            input_order?: Record<string, unknown>;
             /** @description Output types. */
             output: unknown[];
             /** @description Whether each output is a list. */
@@ -1791,7 +1808,7 @@ export interface components {
                 ram_free?: number;
             };
             /** @description Compute devices. */
-            devices: Record<string, never>[];
+            devices: Record<string, unknown>[];
         };
         /**
          * @description Error body of the hosted interface, ComfyUI's shape; `node_errors` for an invalid graph.
@@ -1814,10 +1831,10 @@ export interface components {
                 /** @description More detail. */
                 details?: string;
                 /** @description Structured detail. */
-                extra_info?: Record<string, never>;
+                extra_info?: Record<string, unknown>;
             };
             /** @description Per-node validation errors in ComfyUI's shape. */
-            node_errors?: Record<string, never>;
+            node_errors?: Record<string, unknown>;
         };
     };
     responses: {
@@ -2862,7 +2879,7 @@ export interface operations {
                     "application/octet-stream": string;
                 };
             };
-            /** @description The bytes live elsewhere; follow `Location` without credentials. */
+            /** @description The asset's signed link (or a storage URL); follow `Location` without credentials. */
             302: {
                 headers: {
                     /** @description A signed URL that carries its own authorization. */

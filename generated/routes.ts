@@ -1974,6 +1974,9 @@ export const routes: readonly RouteSpec[] = [
       [
         "apiKeyQuery"
       ],
+      [
+        "apiKeyHeader"
+      ],
       []
     ],
     "websocket": true,

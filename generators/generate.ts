@@ -7,6 +7,7 @@ import { validatorSources } from "./validators.ts";
 import { routesSource, handlersSource } from "./routes.ts";
 import { fetchClientSource, writeHeyApiSdk } from "./sdk.ts";
 import { asyncapiMessageSchemas, generateAsyncApiTypes } from "./asyncapi.ts";
+import { enumsSource } from "./enums.ts";
 
 /** Writes every generated file under `outDir` and returns their relative names. */
 export async function generate(outDir = GENERATED_DIR): Promise<string[]> {
@@ -18,6 +19,7 @@ export async function generate(outDir = GENERATED_DIR): Promise<string[]> {
     "fetch-client.ts": fetchClientSource(),
     "routes.ts": routesSource(doc, eventSchemas),
     "handlers.ts": handlersSource(doc),
+    "enums.ts": enumsSource(doc),
     ...validatorSources(doc, eventSchemas),
   };
   await mkdir(outDir, { recursive: true });

@@ -18,3 +18,6 @@ export type { HostedSocketEvent, HostedSocketOptions } from "./client/hosted-soc
 export * from "./client/errors.ts";
 export { TERMINAL_STATUSES, isTerminalStatus, assetReference } from "./client/types.ts";
 export type * from "./client/types.ts";
+
+/** The generated SDK: one function per operation (see src/client/sdk.ts). */
+export * as sdk from "./client/sdk.ts";

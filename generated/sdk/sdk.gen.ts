@@ -253,12 +253,14 @@ export const getAsset = <ThrowOnError extends boolean = false>(options: Options<
 /**
  * Download an asset's bytes
  *
- * The bytes, with the asset's media type, `Content-Length`, `ETag` (the blake3 hash) and
- * `Range` support (206, or 416 `range_not_satisfiable`). Authorized either by the caller's
- * credentials or by a signature in the query (`expires`, `signature`), which is what the
- * `url` of an output or asset carries: such a link needs no bearer token. A tampered or expired
- * signature is 403 `forbidden`. Surfaces that keep blobs elsewhere may answer 302 to a signed
- * storage URL instead.
+ * As the production service does it: called with the caller's credentials (no signature
+ * in the query), it answers `302` to the asset's signed link, the same one its `url`
+ * carries, so whoever holds that link downloads without a key (a client that follows the
+ * redirect gets the bytes; one that does not reads the link from `Location`). The signed
+ * link (`expires` and `signature` in the query) serves the bytes: the asset's media type,
+ * `Content-Length`, `ETag` (the blake3 hash) and `Range` support (206, or 416
+ * `range_not_satisfiable`), and needs no bearer token. A tampered or expired signature is
+ * 403 `forbidden`. Surfaces that keep blobs elsewhere may redirect to a storage URL instead.
  *
  */
 export const getAssetContent = <ThrowOnError extends boolean = false>(options: Options<GetAssetContentData, ThrowOnError>): RequestResult<GetAssetContentResponses, GetAssetContentErrors, ThrowOnError> => (options.client ?? client).get<GetAssetContentResponses, GetAssetContentErrors, ThrowOnError>({
@@ -471,7 +473,8 @@ export const hostedGetSystemStats = <ThrowOnError extends boolean = false>(optio
  *
  * Upgrades to a WebSocket carrying JSON `{type, data}` text frames and binary preview frames;
  * the message catalog is the `hostedSocket` channel of `asyncapi.yaml`. The API key goes in
- * the `token` query parameter. `clientId` is ignored: every connection of a caller receives
+ * the `token` query parameter or in an `X-API-Key` header on the upgrade request (as SDKs
+ * send it); the query parameter wins when both are given. `clientId` is ignored: every connection of a caller receives
  * the same messages (send a unique value for forward compatibility).
  *
  */
@@ -480,7 +483,7 @@ export const hostedWebSocket = <ThrowOnError extends boolean = false>(options?: 
             in: 'query',
             name: 'token',
             type: 'apiKey'
-        }],
+        }, { name: 'X-API-Key', type: 'apiKey' }],
     url: '/ws',
     ...options
 });

@@ -258,9 +258,7 @@ export type Job = JobFields & {
 /**
  * A job as returned by submission, cancellation, listing and the `status` event, which never carry `logs`.
  */
-export type JobWithoutLogs = JobFields & {
-    [key: string]: unknown;
-};
+export type JobWithoutLogs = JobFields & {};
 
 /**
  * One page of the caller's jobs, newest first.
@@ -420,6 +418,18 @@ export type Asset = {
      * The producing job, for an output.
      */
     job_id?: string | null;
+    /**
+     * On the answers of upload and from-hash only: true when the bytes were new to the
+     * service, false when they matched a blob it already held (from-hash is always false).
+     *
+     */
+    created_new?: boolean;
+    /**
+     * When the asset itself is deleted by retention (distinct from `url_expires_at`, the
+     * link's validity); null when it does not expire. An output expires with its job.
+     *
+     */
+    expires_at?: string | null;
     /**
      * Tags given at upload.
      */

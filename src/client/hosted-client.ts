@@ -7,6 +7,7 @@ import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
+import { TERMINAL_HOSTED_JOB_STATUSES } from "../../generated/enums.ts";
 import { fetchWithoutCredentials, safeFileName } from "./download.ts";
 import { HostedApiError, hostedErrorFromResponse } from "./errors.ts";
 import { HostedSocket, type HostedSocketOptions } from "./hosted-socket.ts";
@@ -15,7 +16,7 @@ import { isNetworkError, realSleep, type Sleep } from "./retry.ts";
 import type { HostedFileInfo, HostedHistory, HostedNodeDefinitions, HostedPromptResult, HostedQueue, HostedUploadResult, Workflow } from "./types.ts";
 
 /** The terminal values of `GET /api/job/{id}/status`; every other value means in flight. */
-export const HOSTED_TERMINAL_STATUSES = ["success", "error", "non_retryable_error", "lost", "cancelled"] as const;
+export const HOSTED_TERMINAL_STATUSES = TERMINAL_HOSTED_JOB_STATUSES;
 export type HostedTerminalStatus = (typeof HOSTED_TERMINAL_STATUSES)[number];
 
 /** True for a terminal hosted status. In-flight names are never matched: they may change. */

@@ -1,4 +1,5 @@
 // Contract types the clients speak, taken from the generated OpenAPI types.
+import { TERMINAL_JOB_STATUSES } from "../../generated/enums.ts";
 import type { components } from "../../generated/openapi-types.ts";
 
 type Schemas = components["schemas"];
@@ -29,7 +30,7 @@ export interface JobPage {
 }
 
 /** The terminal v2 statuses; a terminal status never changes. */
-export const TERMINAL_STATUSES: readonly JobStatus[] = ["succeeded", "canceled", "failed", "expired"];
+export const TERMINAL_STATUSES: readonly JobStatus[] = TERMINAL_JOB_STATUSES;
 
 /** True when a v2 job status is terminal. */
 export function isTerminalStatus(status: string): boolean {

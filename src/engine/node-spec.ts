@@ -1,4 +1,5 @@
 // How a node of the embedded library is declared: ComfyUI's INPUT_TYPES tuples plus a run function.
+import type { OUTPUT_TYPES } from "../../generated/enums.ts";
 
 /** A type name ("INT", "IMAGE", "*", "COMBO"...) or a V1 combo's option list. */
 export type InputType = string | readonly (string | number)[];
@@ -14,7 +15,7 @@ export interface NodeInputTypes {
 }
 
 /** The six kinds every output is normalised into. */
-export type OutputType = "image" | "video" | "audio" | "text" | "file" | "latent";
+export type OutputType = (typeof OUTPUT_TYPES)[number];
 
 /** A file a node produces; the engine names it ComfyUI-style and reports it. */
 export interface NodeFile {

@@ -2,11 +2,19 @@
 import type { InputSpec, NodeDefinition } from "./node-spec.ts";
 import type { NodeRegistry } from "./nodes/registry.ts";
 
+/** An input spec as object_info sends it, `[TYPE, options?]`. */
+type SpecJson = [InputSpec[0], ...unknown[]];
+
+/** A copy of a section's input specs. */
+function specsJson(specs: Readonly<Record<string, InputSpec>>): Record<string, SpecJson> {
+  return Object.fromEntries(Object.entries(specs).map(([name, spec]) => [name, [...spec]]));
+}
+
 /** One entry of object_info. */
 export interface NodeInfo {
   input: {
-    required: Record<string, InputSpec>;
-    optional?: Record<string, InputSpec>;
+    required: Record<string, SpecJson>;
+    optional?: Record<string, SpecJson>;
     hidden?: Record<string, string>;
   };
   input_order: { required: string[]; optional?: string[]; hidden?: string[] };
@@ -30,10 +38,10 @@ export type ObjectInfo = Record<string, NodeInfo>;
 
 /** The object_info entry of one node class. */
 export function nodeInfo(def: NodeDefinition): NodeInfo {
-  const input: NodeInfo["input"] = { required: { ...def.input.required } };
+  const input: NodeInfo["input"] = { required: specsJson(def.input.required) };
   const order: NodeInfo["input_order"] = { required: Object.keys(def.input.required) };
   if (def.input.optional) {
-    input.optional = { ...def.input.optional };
+    input.optional = specsJson(def.input.optional);
     order.optional = Object.keys(def.input.optional);
   }
   if (def.input.hidden) {

@@ -19,7 +19,7 @@ export function engineAdapter(engine: Engine): EnginePort {
       return { ok: true, output_node_ids: v.output_nodes };
     },
     run: (graph, options) => run(engine, graph, options),
-    nodeDefinitions: async () => (await engine.nodeDefinitions()) as Record<string, unknown>,
+    nodeDefinitions: () => engine.nodeDefinitions(),
     ready: async () => (engine.ready ? engine.ready() : true),
     upstreams: () => engine.upstreams?.() ?? [],
   };

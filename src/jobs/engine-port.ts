@@ -1,5 +1,6 @@
 // What the job lifecycle needs from an engine backend (embedded or a ComfyUI proxy). The engine
 // knows nothing of jobs; src/jobs adapts to it through this port.
+import type { components } from "../../generated/openapi-types.ts";
 import type { AssetType, AssetFolder } from "../store/index.ts";
 
 /** One problem of one node: the `{field, reason}` of `invalid_workflow`. */
@@ -87,7 +88,7 @@ export interface EnginePort {
   /** Runs a validated graph; never rejects: the end is reported as a RunEnd. */
   run(graph: Record<string, unknown>, options: RunOptions): Promise<RunEnd>;
   /** Node definitions in ComfyUI's object_info shape. */
-  nodeDefinitions(): Promise<Record<string, unknown>>;
+  nodeDefinitions(): Promise<components["schemas"]["HostedNodeDefinitions"]>;
   /** Whether the engine can take work. */
   ready(): Promise<boolean>;
   /** The upstream instances' health (metrics); absent or empty for the embedded engine. */

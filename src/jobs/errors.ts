@@ -1,28 +1,10 @@
 // Failures the lifecycle reports to callers, by contract error code. The HTTP layer maps each
 // code to its one status (src/server/error-envelope.ts); nothing here knows about HTTP.
 
+import { ERROR_CODES } from "../../generated/enums.ts";
+
 /** Every error code of the v2 contract (spec/openapi.yaml ErrorCode). */
-export type ErrorCode =
-  | "invalid_request"
-  | "unauthorized"
-  | "insufficient_credits"
-  | "forbidden"
-  | "not_found"
-  | "blob_not_found"
-  | "hash_mismatch"
-  | "payload_too_large"
-  | "range_not_satisfiable"
-  | "invalid_workflow"
-  | "workflow_format_ui"
-  | "missing_asset"
-  | "idempotency_key_reuse"
-  | "deployment_stopped"
-  | "queue_full"
-  | "deployment_not_ready"
-  | "too_many_streams"
-  | "rate_limited"
-  | "upstream_error"
-  | "insufficient_storage";
+export type ErrorCode = (typeof ERROR_CODES)[number];
 
 /** A failure with a contract code, a safe message, optional details and a back-off hint. */
 export class ServiceError extends Error {

@@ -39,7 +39,7 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
   const base = { job_id: job.id, owner: job.owner };
   const tracker = new ProgressTracker();
   const log = new LogCapture(deps.logLimitBytes);
-  const progressWrites = latestWins((progress: Progress) => store.updateProgress(job.id, progress as unknown as Record<string, unknown>));
+  const progressWrites = latestWins((progress: Progress) => store.updateProgress(job.id, progress));
   const commits = new Set<Promise<unknown>>();
   /** The output that could not be stored for lack of space, if any: the job fails with `insufficient_storage`. */
   let spaceFailure: { node_id: string; class_type: string } | null = null;
@@ -164,7 +164,7 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
     }
     const now = deps.now();
     if (end.kind === "succeeded") {
-      const progress = tracker.finish() as unknown as Record<string, unknown>;
+      const progress = tracker.finish();
       return settle(store, job.id, "succeeded", { completed_at: now, progress });
     }
     if (end.kind === "failed") return settle(store, job.id, "failed", { completed_at: now, error: { ...end.error } });

@@ -6,7 +6,7 @@ import multipart from "@fastify/multipart";
 import type { V2Handlers } from "../../generated/handlers.ts";
 import { ServiceError } from "../jobs/errors.ts";
 import { answerClientError } from "./client-errors.ts";
-import { toEnvelope } from "./error-envelope.ts";
+import { malformedJson, toEnvelope, unsupportedContentType } from "./error-envelope.ts";
 import { toHostedError } from "./hosted/hosted-errors.ts";
 import type { HandlerContext } from "./handler-context.ts";
 import { measureHttp } from "./http-metrics.ts";
@@ -70,17 +70,13 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
 
   // JSON bodies: any content type that says json; a body that does not parse is `invalid_request`.
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser(/^application\/([\w.+-]+\+)?json\b/, { parseAs: "string" }, (_req, body, done) => {
-    const text = String(body);
-    if (text.trim() === "") return done(null, undefined);
-    try {
-      done(null, JSON.parse(text));
-    } catch {
-      done(new ServiceError("invalid_request", "The request is invalid.", { fields: [{ field: "", reason: "malformed_json" }] }), undefined);
-    }
-  });
-  app.addContentTypeParser("*", (_req, _payload, done) => {
-    done(new ServiceError("invalid_request", "The request is invalid.", { fields: [{ field: "", reason: "unsupported_content_type" }] }), undefined);
+  app.addContentTypeParser(/^application\/([\w.+-]+\+)?json\b/, { parseAs: "string" }, (_req, body, done) => parseJsonBody(String(body), done));
+  // Any other type (and none): the hosted interface reads it as JSON, as ComfyUI does with
+  // aiohttp's request.json() (its example scripts and some clients send text/plain or
+  // form-urlencoded); v2 refuses it before reading it.
+  app.addContentTypeParser("*", (request, payload, done) => {
+    if (request.routeOptions.config?.family !== "hosted") return done(unsupportedContentType(), undefined);
+    readText(payload, runtime.config.bodyLimit).then((text) => parseJsonBody(text, done), (err: unknown) => done(err as Error, undefined));
   });
   const observeUnmatched = measureHttp(app, runtime.metrics);
   await app.register(multipart, { limits: { fileSize: runtime.config.maxUploadBytes + 1, files: 1, fields: 64, fieldSize: 64 * 1024 } });
@@ -128,6 +124,30 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
     upstreams: () => runtime.engine.upstreams?.() ?? [],
   });
   return app;
+}
+
+type ParserDone = (err: Error | null, body?: unknown) => void;
+
+/** Parses a JSON body; empty is no body, anything unparsable `invalid_request` (malformed_json). */
+function parseJsonBody(text: string, done: ParserDone): void {
+  if (text.trim() === "") return done(null, undefined);
+  try {
+    done(null, JSON.parse(text));
+  } catch {
+    done(malformedJson(), undefined);
+  }
+}
+
+/** Reads a request body as UTF-8, up to `limit` bytes (413 `payload_too_large` beyond). */
+async function readText(payload: AsyncIterable<Buffer>, limit: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of payload) {
+    size += chunk.length;
+    if (size > limit) throw new ServiceError("payload_too_large", "The request body is too large.");
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString("utf8");
 }
 
 /**

@@ -3,30 +3,10 @@
 import { isOutOfSpace } from "../datadir/space.ts";
 import type { ErrorCode } from "../jobs/errors.ts";
 import { ServiceError } from "../jobs/errors.ts";
+import { ERROR_CODE_STATUS } from "../../generated/enums.ts";
 
-/** Each code's only HTTP status (the contract's table). */
-export const STATUS_OF: Record<ErrorCode, number> = {
-  invalid_request: 400,
-  unauthorized: 401,
-  insufficient_credits: 402,
-  forbidden: 403,
-  not_found: 404,
-  blob_not_found: 404,
-  hash_mismatch: 409,
-  payload_too_large: 413,
-  range_not_satisfiable: 416,
-  invalid_workflow: 422,
-  workflow_format_ui: 422,
-  missing_asset: 422,
-  idempotency_key_reuse: 422,
-  deployment_stopped: 422,
-  queue_full: 429,
-  deployment_not_ready: 429,
-  too_many_streams: 429,
-  rate_limited: 429,
-  upstream_error: 500,
-  insufficient_storage: 507,
-};
+/** Each code's only HTTP status (the contract's table, read from the spec). */
+export const STATUS_OF: Readonly<Record<ErrorCode, number>> = ERROR_CODE_STATUS;
 
 /** The fixed message of `upstream_error`: nothing of the cause reaches a client. */
 export const UPSTREAM_MESSAGE = "Something went wrong on our side. Please try again.";
@@ -95,4 +75,14 @@ export function invalidRequest(fields: Array<{ field: string; reason: string; me
 export function malformedMultipart(err: unknown): unknown {
   if (err instanceof ServiceError || isFrameworkError(err) || isOutOfSpace(err)) return err;
   return new ServiceError("invalid_request", "The request is invalid.", { fields: [{ field: "", reason: "malformed_multipart" }] });
+}
+
+/** A body whose Content-Type the operation does not take: 400 `invalid_request` (unsupported_content_type). */
+export function unsupportedContentType(): ServiceError {
+  return invalidRequest([{ field: "", reason: "unsupported_content_type" }]);
+}
+
+/** A body that is not JSON: 400 `invalid_request` (malformed_json). */
+export function malformedJson(): ServiceError {
+  return invalidRequest([{ field: "", reason: "malformed_json" }]);
 }

@@ -13,6 +13,7 @@ import { bearerToken } from "./auth.ts";
 import { toHostedError } from "./hosted/hosted-errors.ts";
 import type { HandlerContext, HandlerResult } from "./handler-context.ts";
 import { assertShallow, assertValid } from "./request-validation.ts";
+import { malformedJson, unsupportedContentType } from "./error-envelope.ts";
 import type { Runtime } from "./runtime.ts";
 import { linkExpiry, type LinkContext } from "./views.ts";
 
@@ -87,20 +88,34 @@ export function mountRoutes(app: FastifyInstance, runtime: Runtime, handlers: Mo
   }
 }
 
+/**
+ * The caller, by the credentials the route's `security` (from the spec) accepts: none for a
+ * route that only allows anonymous access, the hosted key (`X-API-Key` for `apiKeyHeader`,
+ * `?token=` for `apiKeyQuery`), a signed link where `signedUrl` is allowed and the query
+ * carries one, a bearer token for `bearerAuth`, no account for `operatorToken`. Whether a missing credential is acceptable is
+ * the surface's policy.
+ */
 async function authenticate(route: RouteSpec, request: FastifyRequest, runtime: Runtime): Promise<Caller> {
-  if (route.family === "operations") return { owner: "" };
-  if (route.family === "hosted") {
-    const key = request.headers["x-api-key"];
-    const caller = await runtime.surface.hostedCaller(typeof key === "string" ? key : null);
+  const schemes = new Set(route.security.flat());
+  if (schemes.size === 0) return { owner: "" };
+  if (schemes.has("apiKeyHeader") || schemes.has("apiKeyQuery")) {
+    const header = schemes.has("apiKeyHeader") ? request.headers["x-api-key"] : undefined;
+    const query = schemes.has("apiKeyQuery") ? (request.query as Record<string, unknown>)?.token : undefined;
+    // As on the socket's upgrade: the query parameter wins when both are given.
+    const key = typeof query === "string" ? query : typeof header === "string" ? header : null;
+    const caller = await runtime.surface.hostedCaller(key);
     if (!caller.subscription_active) throw new ServiceError("forbidden", "Your subscription is not active.", { inactive_subscription: true });
     return caller;
   }
   const deploymentId = deploymentOf(request, runtime);
-  // Signed content links carry their own authorization; the handler checks the signature.
-  if (route.operationId === "getAssetContent" && typeof (request.query as Record<string, unknown>)?.signature === "string") {
+  // A signed link carries its own authorization; the handler checks the signature.
+  if (schemes.has("signedUrl") && typeof (request.query as Record<string, unknown>)?.signature === "string") {
     return { owner: "", deployment_id: deploymentId };
   }
-  return runtime.surface.v2Caller(bearerToken(request), deploymentId);
+  if (schemes.has("bearerAuth")) return runtime.surface.v2Caller(bearerToken(request), deploymentId);
+  // The operator token is no account's: the handler checks it against the surface's policy.
+  if (schemes.has("operatorToken")) return { owner: "" };
+  throw new Error(`${route.operationId}: no credential of its security schemes is supported here`);
 }
 
 /** The serverless deployment a request addresses: the gateway mount's id, or the Host's label. */
@@ -131,6 +146,11 @@ function validateInput(route: RouteSpec, request: FastifyRequest) {
   if (route.validators.query) assertValid(coercing[route.validators.query]!, query);
   if (route.validators.header) assertValid(coercing[route.validators.header]!, headers);
   let body: unknown = request.body;
+  if (route.requestBody && request.isMultipart?.() === true && !route.requestBody.contentTypes.includes("multipart/form-data")) {
+    // A form sent to a JSON operation: on the hosted interface it is read as JSON, which a
+    // multipart body never is (ComfyUI answers it 400 too).
+    throw route.family === "hosted" ? malformedJson() : unsupportedContentType();
+  }
   if (route.requestBody?.validator && request.isMultipart?.() !== true) {
     if (body === undefined || body === null) {
       if (route.requestBody.required) assertValid(strict[route.requestBody.validator]!, undefined);

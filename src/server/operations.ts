@@ -1,12 +1,12 @@
 // Liveness and readiness probes, and the Prometheus metrics.
-import type { OperationsHandlers } from "../../generated/handlers.ts";
+import type { OperationResult, OperationsHandlers } from "../../generated/handlers.ts";
 import { bearerToken } from "./auth.ts";
-import type { HandlerContext, HandlerResult } from "./handler-context.ts";
+import type { HandlerContext } from "./handler-context.ts";
 
 /** GET /healthz, GET /readyz and GET /metrics. */
 export const operationsHandlers: OperationsHandlers<HandlerContext> = {
-  getHealth: (): HandlerResult => ({ status: 200, body: { status: "ok" } }),
-  async getReadiness(_input, ctx): Promise<HandlerResult> {
+  getHealth: (): OperationResult<"getHealth"> => ({ status: 200, body: { status: "ok" } }),
+  async getReadiness(_input, ctx): Promise<OperationResult<"getReadiness">> {
     const { runtime } = ctx;
     const store = await runtime.store.check().then(() => true, () => false);
     const engine = await runtime.engine.ready().catch(() => false);
@@ -19,7 +19,7 @@ export const operationsHandlers: OperationsHandlers<HandlerContext> = {
     const ready = store && engine && queue && dispatch && storage;
     return { status: ready ? 200 : 503, body: { status: ready ? "ready" : "not_ready", checks: { store, engine, queue, dispatch, storage } } };
   },
-  async getMetrics(_input, ctx): Promise<HandlerResult> {
+  async getMetrics(_input, ctx): Promise<OperationResult<"getMetrics">> {
     const { runtime } = ctx;
     runtime.surface.assertMetricsAccess(bearerToken(ctx.request));
     return { status: 200, headers: { "content-type": runtime.metrics.contentType }, body: await runtime.metrics.render() };

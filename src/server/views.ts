@@ -1,8 +1,11 @@
 // Contract representations of jobs and assets: RFC 3339 times, follow-up links carrying the
 // mount prefix, and signed, expiring output URLs.
+import type { components } from "../../generated/openapi-types.ts";
 import type { UrlSigner } from "../blobs/index.ts";
 import type { JobSnapshot } from "../jobs/job-service.ts";
 import type { AssetRecord, JobRecord } from "../store/index.ts";
+
+type Schemas = components["schemas"];
 
 /** Where a response is served: links are built from this. */
 export interface LinkContext {
@@ -41,7 +44,7 @@ export function signedContentUrl(assetId: string, ctx: LinkContext): { url: stri
 }
 
 /** An output of a job, as the contract's Output. */
-export function outputView(asset: AssetRecord, ctx: LinkContext): Record<string, unknown> {
+export function outputView(asset: AssetRecord, ctx: LinkContext): Schemas["Output"] {
   const link = signedContentUrl(asset.id, ctx);
   return {
     node_id: asset.node_id ?? "",
@@ -57,8 +60,8 @@ export function outputView(asset: AssetRecord, ctx: LinkContext): Record<string,
   };
 }
 
-/** An asset record, as the contract's Asset. */
-export function assetView(asset: AssetRecord, ctx: LinkContext): Record<string, unknown> {
+/** An asset record, as the contract's Asset; `createdNew` only on the answers of upload and from-hash. */
+export function assetView(asset: AssetRecord, ctx: LinkContext, options: { createdNew?: boolean } = {}): Schemas["Asset"] {
   const link = signedContentUrl(asset.id, ctx);
   return {
     id: asset.id,
@@ -70,20 +73,22 @@ export function assetView(asset: AssetRecord, ctx: LinkContext): Record<string, 
     url: link.url,
     url_expires_at: iso(link.expires_at),
     job_id: asset.job_id,
+    ...(options.createdNew === undefined ? {} : { created_new: options.createdNew }),
+    expires_at: iso(asset.expires_at),
     tags: asset.tags,
   };
 }
 
 /** Host-relative follow-up links of a job, with the mount prefix. */
-export function jobUrls(job: Pick<JobRecord, "id">, mount: string): Record<string, string> {
+export function jobUrls(job: Pick<JobRecord, "id">, mount: string): Schemas["JobUrls"] {
   const self = `${mount}/api/v2/jobs/${job.id}`;
   return { self, events: `${self}/events`, cancel: `${self}/cancel` };
 }
 
-/** A job as the contract's Job; `logs` only when asked for and present. */
-export function jobView(s: JobSnapshot, ctx: LinkContext, options: { withLogs?: boolean } = {}): Record<string, unknown> {
+/** A job as the contract's JobWithoutLogs: submission, cancellation, listing, the `status` event. */
+export function jobView(s: JobSnapshot, ctx: LinkContext): Schemas["JobWithoutLogs"] {
   const { job } = s;
-  const view: Record<string, unknown> = {
+  return {
     id: job.id,
     status: job.status,
     created_at: iso(job.created_at),
@@ -100,8 +105,11 @@ export function jobView(s: JobSnapshot, ctx: LinkContext, options: { withLogs?: 
       execution_ms: job.started_at === null || job.completed_at === null ? null : job.completed_at - job.started_at,
     },
   };
-  if (options.withLogs && s.logs) {
-    view.logs = { text: s.logs.text, truncated: s.logs.truncated, captured_at: iso(s.logs.captured_at) };
-  }
+}
+
+/** A job as the contract's Job, the answer of `GET /api/v2/jobs/{id}`: with `logs` when captured. */
+export function jobWithLogsView(s: JobSnapshot, ctx: LinkContext): Schemas["Job"] {
+  const view: Schemas["Job"] = jobView(s, ctx);
+  if (s.logs) view.logs = { text: s.logs.text, truncated: s.logs.truncated, captured_at: iso(s.logs.captured_at) };
   return view;
 }

@@ -20,9 +20,11 @@ import type {
   AssetRecord,
   IdempotencyClaim,
   IdempotencyOptions,
+  JobFailure,
   JobLogs,
   JobPage,
   JobPatch,
+  JobProgress,
   JobRecord,
   JobStatus,
   JsonObject,
@@ -152,7 +154,7 @@ export class PostgresStore implements Store {
     }
   }
 
-  async updateProgress(id: string, progress: JsonObject | null): Promise<boolean> {
+  async updateProgress(id: string, progress: JobProgress | null): Promise<boolean> {
     const result = await this.#query(PG_SQL.updateProgress, [id, progress === null ? null : JSON.stringify(progress)]);
     return (result.rowCount ?? 0) > 0;
   }
@@ -433,8 +435,8 @@ function toJob(row: Row): JobRecord {
     started_at: row.started_at as number | null,
     completed_at: row.completed_at as number | null,
     expires_at: row.expires_at as number,
-    progress: row.progress as JsonObject | null,
-    error: row.error as JsonObject | null,
+    progress: row.progress as JobProgress | null,
+    error: row.error as JobFailure | null,
     output_node_ids: row.output_node_ids as string[],
     cost: row.cost as number | null,
   };

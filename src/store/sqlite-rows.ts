@@ -1,5 +1,5 @@
 // Row <-> record conversion for the SQLite store: JSON lives in TEXT columns, booleans in INTEGER.
-import type { AssetFolder, AssetRecord, AssetType, IdempotencyClaim, JobLogs, JobRecord, JobStatus, JsonObject } from "./types.ts";
+import type { AssetFolder, AssetRecord, AssetType, IdempotencyClaim, JobFailure, JobLogs, JobProgress, JobRecord, JobStatus, JsonObject } from "./types.ts";
 
 type Row = Record<string, unknown>;
 
@@ -15,8 +15,8 @@ export function toJob(row: Row): JobRecord {
     started_at: row.started_at as number | null,
     completed_at: row.completed_at as number | null,
     expires_at: row.expires_at as number,
-    progress: parseNullable(row.progress) as JsonObject | null,
-    error: parseNullable(row.error) as JsonObject | null,
+    progress: parseNullable(row.progress) as JobProgress | null,
+    error: parseNullable(row.error) as JobFailure | null,
     output_node_ids: JSON.parse(row.output_node_ids as string) as string[],
     cost: row.cost as number | null,
   };

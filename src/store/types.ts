@@ -2,20 +2,27 @@
 // asynchronous so that a networked implementation (PostgreSQL) fits behind the same interface.
 // Field names are snake_case like the HTTP contract; every time is integer epoch milliseconds.
 
+import { HOSTED_FILE_TYPES, JOB_STATUSES as CONTRACT_JOB_STATUSES, OUTPUT_TYPES, TERMINAL_JOB_STATUSES } from "../../generated/enums.ts";
+import type { components } from "../../generated/openapi-types.ts";
+
 /** A JSON object as stored (progress snapshots, error details, workflow graphs). */
 export type JsonObject = Record<string, unknown>;
+/** A job's progress snapshot, as the contract's Progress. */
+export type JobProgress = components["schemas"]["Progress"];
+/** A failed job's error, as the contract's JobError. */
+export type JobFailure = components["schemas"]["JobError"];
+
+/** Every job status, in the spec's order. */
+export const JOB_STATUSES: readonly JobStatus[] = CONTRACT_JOB_STATUSES;
 
 /** Every status of a v2 job. */
-export type JobStatus = "queued" | "running" | "succeeded" | "canceling" | "canceled" | "failed" | "expired";
+export type JobStatus = (typeof CONTRACT_JOB_STATUSES)[number];
 
 /** Statuses that never change once reached (the database refuses it). */
-export const TERMINAL_STATUSES = ["succeeded", "canceled", "failed", "expired"] as const;
+export const TERMINAL_STATUSES = TERMINAL_JOB_STATUSES;
 
-/** Statuses of a job still in flight. */
-export const LIVE_STATUSES = ["queued", "running", "canceling"] as const;
-
-/** Every job status, in lifecycle order. */
-export const JOB_STATUSES: readonly JobStatus[] = ["queued", "running", "canceling", ...TERMINAL_STATUSES];
+/** Statuses of a job still in flight: every status that is not terminal. */
+export const LIVE_STATUSES = CONTRACT_JOB_STATUSES.filter((s): s is Exclude<JobStatus, (typeof TERMINAL_JOB_STATUSES)[number]> => !(TERMINAL_JOB_STATUSES as readonly string[]).includes(s));
 
 /** True for succeeded, canceled, failed and expired. */
 export function isTerminalStatus(status: JobStatus): boolean {
@@ -44,9 +51,9 @@ export interface JobRecord {
   completed_at: number | null;
   expires_at: number;
   /** Latest Progress snapshot. */
-  progress: JsonObject | null;
+  progress: JobProgress | null;
   /** JobError of a failed job. */
-  error: JsonObject | null;
+  error: JobFailure | null;
   output_node_ids: string[];
   /** Credits charged, for the cloud surface; null when not charged. */
   cost: number | null;
@@ -65,8 +72,8 @@ export interface NewJob {
   output_node_ids: string[];
   /** The submission carried secrets (extra_data), which are never stored; only this flag is. */
   secrets_given?: boolean;
-  progress?: JsonObject | null;
-  error?: JsonObject | null;
+  progress?: JobProgress | null;
+  error?: JobFailure | null;
   cost?: number | null;
 }
 
@@ -81,8 +88,8 @@ export interface JobLogs {
 export interface JobPatch {
   started_at?: number | null;
   completed_at?: number | null;
-  progress?: JsonObject | null;
-  error?: JsonObject | null;
+  progress?: JobProgress | null;
+  error?: JobFailure | null;
   cost?: number | null;
 }
 
@@ -139,10 +146,10 @@ export interface JobPage {
 }
 
 /** Output types of the contract; uploads carry null. */
-export type AssetType = "image" | "video" | "audio" | "text" | "file" | "latent";
+export type AssetType = (typeof OUTPUT_TYPES)[number];
 
 /** ComfyUI's folder of a file: final output, preview, or uploaded input. */
-export type AssetFolder = "output" | "temp" | "input";
+export type AssetFolder = (typeof HOSTED_FILE_TYPES)[number];
 
 /** A UUID-identified record over a content-addressed blob. */
 export interface AssetRecord {
@@ -238,7 +245,7 @@ export interface Store {
    */
   transitionJob(id: string, from: readonly JobStatus[], to: JobStatus, patch?: JobPatch): Promise<JobRecord | null>;
   /** Replaces the progress snapshot of a running or canceling job; false otherwise. */
-  updateProgress(id: string, progress: JsonObject | null): Promise<boolean>;
+  updateProgress(id: string, progress: JobProgress | null): Promise<boolean>;
   /** Stores (or clears) a job's captured log, whatever its status; false when the job is absent. */
   setLogs(id: string, logs: JobLogs | null): Promise<boolean>;
 

@@ -1,12 +1,11 @@
 // Binary WebSocket frames of the hosted interface, shared by the server (encodes) and the clients
 // (decode), so the client package carries no server module; every integer is big-endian.
 
-/** Frame types of the seed's table. */
-export const FRAME = { PREVIEW_IMAGE: 1, TEXT: 3, PREVIEW_IMAGE_WITH_METADATA: 4 } as const;
+import { BinaryFrameType as FRAME, PreviewImageType } from "../../generated/asyncapi-types.ts";
 
 /** image_type of a PREVIEW_IMAGE frame. */
-export function imageTypeOf(contentType: string): 1 | 2 {
-  return contentType === "image/png" ? 2 : 1;
+export function imageTypeOf(contentType: string): PreviewImageType {
+  return contentType === "image/png" ? PreviewImageType.PNG : PreviewImageType.JPEG;
 }
 
 /** PREVIEW_IMAGE: type (1), image_type (1 JPEG, 2 PNG), image bytes. */
@@ -47,15 +46,15 @@ export function previewWithMetadataFrame(metadata: PreviewMetadata, image: Uint8
 
 /** Decodes any of the three frames (clients and tests). */
 export function decodeFrame(frame: Buffer):
-  | { type: 1; imageType: number; image: Buffer }
-  | { type: 3; nodeId: string; text: string }
-  | { type: 4; metadata: PreviewMetadata; image: Buffer } {
+  | { type: typeof FRAME.PREVIEW_IMAGE; imageType: number; image: Buffer }
+  | { type: typeof FRAME.TEXT; nodeId: string; text: string }
+  | { type: typeof FRAME.PREVIEW_IMAGE_WITH_METADATA; metadata: PreviewMetadata; image: Buffer } {
   const type = frame.readUInt32BE(0);
-  if (type === FRAME.PREVIEW_IMAGE) return { type: 1, imageType: frame.readUInt32BE(4), image: frame.subarray(8) };
+  if (type === FRAME.PREVIEW_IMAGE) return { type: FRAME.PREVIEW_IMAGE, imageType: frame.readUInt32BE(4), image: frame.subarray(8) };
   const len = frame.readUInt32BE(4);
-  if (type === FRAME.TEXT) return { type: 3, nodeId: frame.subarray(8, 8 + len).toString("utf8"), text: frame.subarray(8 + len).toString("utf8") };
+  if (type === FRAME.TEXT) return { type: FRAME.TEXT, nodeId: frame.subarray(8, 8 + len).toString("utf8"), text: frame.subarray(8 + len).toString("utf8") };
   if (type === FRAME.PREVIEW_IMAGE_WITH_METADATA) {
-    return { type: 4, metadata: JSON.parse(frame.subarray(8, 8 + len).toString("utf8")), image: frame.subarray(8 + len) };
+    return { type: FRAME.PREVIEW_IMAGE_WITH_METADATA, metadata: JSON.parse(frame.subarray(8, 8 + len).toString("utf8")), image: frame.subarray(8 + len) };
   }
   throw new Error(`unknown binary frame type ${type}`);
 }

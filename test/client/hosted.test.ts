@@ -91,6 +91,20 @@ describe("hosted client", () => {
     await expect(wrong.connect()).rejects.toThrow(/401/);
   });
 
+  it("follows a prompt posted as text/plain, the way @saintno/comfyui-sdk posts it", async () => {
+    const res = await fetch(`${server.url}/api/prompt`, {
+      method: "POST",
+      headers: { "X-API-Key": KEY, "content-type": "text/plain;charset=UTF-8" },
+      body: JSON.stringify({ prompt: samplerPrompt(2), client_id: "text-plain" }),
+    });
+    expect(res.status).toBe(200);
+    const { prompt_id } = (await res.json()) as { prompt_id: string };
+    expect(await client.waitForTerminal(prompt_id)).toBe("success");
+    const notJson = await fetch(`${server.url}/api/prompt`, { method: "POST", headers: { "X-API-Key": KEY, "content-type": "text/plain" }, body: "prompt=1" });
+    expect(notJson.status).toBe(400);
+    expect(((await notJson.json()) as { error: { type: string } }).error.type).toBe("invalid_request");
+  });
+
   it("cancels a running prompt through /api/queue", async () => {
     const { prompt_id } = await client.queuePrompt(delayGraph(30));
     await client.cancel([prompt_id]);

@@ -28,7 +28,26 @@ const CASES: Array<{ breakage: Breakage; rules: string[]; double?: DoubleOptions
   { breakage: "serverErrorOnWrongType", rules: ["ERR-1"] },
   { breakage: "wsLittleEndian", rules: ["WS-5"] },
   { breakage: "sseSkipsRunning", rules: ["SSE-2"] },
+  { breakage: "noUrlExpiresAt", rules: ["OUT-1"] },
 ];
+
+describe("the suite's verdicts are precise", () => {
+  it("terminalOutsideEnum -> ST-1, at once: a status outside the enum stops polling instead of waiting for the timeout", { timeout: 300_000 }, async () => {
+    // A job timeout longer than the test's own: a check that polled to it would time the test out.
+    const report = await runAgainstDouble({ breaks: ["terminalOutsideEnum"] }, { jobTimeoutMs: 600_000, only: ["ST", "OUT"] });
+    expect(report.failedRules, failureLines(report)).toEqual(["ST-1"]);
+    const stopped = report.results.filter((r) => r.status === "skipped" && /outside the contract's statuses/.test(r.reason ?? ""));
+    expect(stopped.length).toBeGreaterThan(0);
+  });
+
+  it("IDEM-7 tells a new job run for a reused key from the first job replayed", { timeout: 300_000 }, async () => {
+    const report = await runAgainstDouble({ breaks: ["idemNewJobOnReuse"] }, { only: ["IDEM"] });
+    const idem7 = report.results.find((r) => r.rule === "IDEM-7" && r.kind === "check")!;
+    expect(idem7.status).toBe("failed");
+    expect(idem7.failures.map((f) => f.message).join("\n")).toMatch(/with a new job .+ the key was not enforced/);
+    expect(idem7.failures.map((f) => f.message).join("\n")).not.toMatch(/replayed/);
+  });
+});
 
 describe.concurrent("each breakage of the double is reported under its rule, and only there", () => {
   for (const c of CASES) {

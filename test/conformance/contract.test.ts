@@ -3,11 +3,11 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { routes } from "../../generated/routes.ts";
-import { attribute, CODE_STATUS, matchRoute, reachable, validator } from "../../conformance/contract.ts";
-import { leaksInternals } from "../../conformance/http.ts";
-import { jobInvariants } from "../../conformance/invariants.ts";
-import { negativeCases } from "../../conformance/negative.ts";
-import { decodeFrame } from "../../conformance/socket.ts";
+import { attribute, CODE_STATUS, matchRoute, reachable, validator } from "../../conformance/machinery/contract.ts";
+import { leaksInternals } from "../../conformance/machinery/http.ts";
+import { jobInvariants } from "../../conformance/machinery/invariants.ts";
+import { negativeCases } from "../../conformance/checks/requests/negative.ts";
+import { decodeFrame } from "../../conformance/machinery/socket.ts";
 import { JPEG } from "./double/engine.ts";
 
 const job = {

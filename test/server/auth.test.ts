@@ -73,7 +73,7 @@ describe("with a static token", () => {
     const up = await upload(authed, [{ name: "file", file: randomBytes(32) }]);
     expect(up.status).toBe(201);
     expect((await authed.get(`/api/v2/assets/${up.body.id}`)).status).toBe(200);
-    expect((await authed.get(`/api/v2/assets/${up.body.id}/content`)).status).toBe(200);
+    expect((await authed.get(`/api/v2/assets/${up.body.id}/content`)).status).toBe(302); // to the signed link
     expect((await authed.request("HEAD", `/api/v2/assets/by-hash/${up.body.hash}`)).status).toBe(200);
     expect((await authed.post("/api/v2/assets/from-hash", { hash: up.body.hash, file_path: "p" })).status).toBe(201);
     expect((await authed.request("DELETE", `/api/v2/assets/${up.body.id}`)).status).toBe(204);

@@ -81,7 +81,7 @@ describe("stopping the server", () => {
     let headers!: () => void;
     const gotHeaders = new Promise<void>((r) => (headers = r));
     const body = new Promise<number>((resolve, reject) => {
-      http.get(`${s.url}/api/v2/assets/${up.body.id}/content`, { agent }, (res) => {
+      http.get(up.body.url, { agent }, (res) => {
         headers();
         let n = 0;
         res.on("data", (d: Buffer) => (n += d.length));

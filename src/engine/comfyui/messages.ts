@@ -1,5 +1,6 @@
 // ComfyUI's WebSocket messages as this backend reads them: the prompt a message belongs to,
 // whether it ends a run, and the binary frames (all integers big-endian).
+import { BinaryFrameType, PreviewImageType } from "../../../generated/asyncapi-types.ts";
 
 /** A JSON frame: {type, data}. */
 export interface ComfyMessage {
@@ -46,14 +47,14 @@ export type BinaryFrame =
 export function decodeBinary(frame: Buffer): BinaryFrame | null {
   if (frame.length < 8) return null;
   const type = frame.readUInt32BE(0);
-  if (type === 1) {
-    const contentType = frame.readUInt32BE(4) === 2 ? "image/png" : "image/jpeg";
+  if (type === BinaryFrameType.PREVIEW_IMAGE) {
+    const contentType = frame.readUInt32BE(4) === PreviewImageType.PNG ? "image/png" : "image/jpeg";
     return { kind: "preview", contentType, image: frame.subarray(8), promptId: null, nodeId: null };
   }
   const len = frame.readUInt32BE(4);
   if (8 + len > frame.length) return null;
-  if (type === 3) return { kind: "text", nodeId: frame.toString("utf8", 8, 8 + len), text: frame.toString("utf8", 8 + len) };
-  if (type === 4) {
+  if (type === BinaryFrameType.TEXT) return { kind: "text", nodeId: frame.toString("utf8", 8, 8 + len), text: frame.toString("utf8", 8 + len) };
+  if (type === BinaryFrameType.PREVIEW_IMAGE_WITH_METADATA) {
     let meta: Record<string, unknown>;
     try {
       meta = JSON.parse(frame.toString("utf8", 8, 8 + len)) as Record<string, unknown>;

@@ -1,10 +1,16 @@
 // ComfyUI's shapes of queue entries, file infos and history entries, built from jobs and assets.
+import type { components } from "../../../generated/openapi-types.ts";
 import type { AssetRecord, JobRecord } from "../../store/index.ts";
 
+type Schemas = components["schemas"];
+
 /** ComfyUI's file info of an asset. */
-export function fileInfo(asset: Pick<AssetRecord, "name" | "folder">): { filename: string; subfolder: string; type: string } {
+export function fileInfo(asset: Pick<AssetRecord, "name" | "folder">): Schemas["HostedFileInfo"] {
   return { filename: asset.name, subfolder: "", type: asset.folder };
 }
+
+/** A node's outputs, with the lists this module fills. */
+type NodeOutputs = Schemas["HostedNodeOutputs"] & Record<string, unknown[]>;
 
 const KEY_OF_TYPE: Record<string, string> = { image: "images", video: "video", audio: "audio", latent: "latents", file: "files", text: "files" };
 
@@ -12,9 +18,9 @@ const KEY_OF_TYPE: Record<string, string> = { image: "images", video: "video", a
  * A node's outputs keyed as ComfyUI's `executed` message and history do: images, video,
  * audio (file infos), text (inline strings), and the rest as files.
  */
-export function nodeOutputs(assets: readonly AssetRecord[], texts: ReadonlyMap<string, string>): Record<string, Record<string, unknown[]>> {
+export function nodeOutputs(assets: readonly AssetRecord[], texts: ReadonlyMap<string, string>): Record<string, NodeOutputs> {
   // Keyed by client node ids, which may be any string ("__proto__", "valueOf"): no prototype.
-  const byNode: Record<string, Record<string, unknown[]>> = Object.create(null);
+  const byNode: Record<string, NodeOutputs> = Object.create(null);
   for (const a of assets) {
     const node = (byNode[a.node_id ?? ""] ??= {});
     const text = texts.get(a.id);
@@ -25,19 +31,19 @@ export function nodeOutputs(assets: readonly AssetRecord[], texts: ReadonlyMap<s
 }
 
 /** ComfyUI's queue entry `[number, prompt_id, prompt, extra_data, output_node_ids]`; extra_data is never kept. */
-export function queueEntry(job: JobRecord, workflow: Record<string, unknown>): [number, string, Record<string, unknown>, Record<string, never>, string[]] {
+export function queueEntry(job: JobRecord, workflow: Record<string, unknown>): Schemas["HostedQueueEntry"] {
   return [job.seq, job.id, workflow, {}, job.output_node_ids];
 }
 
 /** ComfyUI's history entry of a finished job. */
-export function historyEntry(job: JobRecord, workflow: Record<string, unknown>, outputs: Record<string, Record<string, unknown[]>>): Record<string, unknown> {
+export function historyEntry(job: JobRecord, workflow: Record<string, unknown>, outputs: Record<string, Schemas["HostedNodeOutputs"]>): Schemas["HostedHistoryEntry"] {
   const ok = job.status === "succeeded";
-  const messages: unknown[] = [];
+  const messages: unknown[][] = [];
   if (job.started_at !== null) messages.push(["execution_start", { prompt_id: job.id, timestamp: job.started_at }]);
   if (ok) messages.push(["execution_success", { prompt_id: job.id, timestamp: job.completed_at }]);
   else if (job.status === "failed") {
-    const e = (job.error ?? {}) as Record<string, unknown>;
-    messages.push(["execution_error", { prompt_id: job.id, node_id: e.node_id ?? null, node_type: e.class_type ?? null, exception_message: e.message ?? "", timestamp: job.completed_at }]);
+    const e = job.error;
+    messages.push(["execution_error", { prompt_id: job.id, node_id: e?.node_id ?? null, node_type: e?.class_type ?? null, exception_message: e?.message ?? "", timestamp: job.completed_at }]);
   } else messages.push(["execution_interrupted", { prompt_id: job.id, timestamp: job.completed_at }]);
   return {
     prompt: queueEntry(job, workflow),

@@ -1,9 +1,10 @@
 // REST handlers of the hosted compatibility interface: thin mappings onto the job lifecycle.
 import os from "node:os";
-import type { HostedHandlers, OperationInput } from "../../../generated/handlers.ts";
+import type { HostedHandlers, OperationInput, OperationResult } from "../../../generated/handlers.ts";
+import type { components } from "../../../generated/openapi-types.ts";
 import { ServiceError } from "../../jobs/errors.ts";
 import { isTerminalStatus, type AssetRecord, type JobRecord } from "../../store/index.ts";
-import type { HandlerContext, HandlerResult } from "../handler-context.ts";
+import type { HandlerContext } from "../handler-context.ts";
 import type { Runtime } from "../runtime.ts";
 import { signedContentUrl } from "../views.ts";
 import { historyEntry, nodeOutputs, queueEntry } from "./comfy-shapes.ts";
@@ -35,8 +36,8 @@ async function runningJobs(ctx: HandlerContext): Promise<JobRecord[]> {
   return page.jobs.sort((a, b) => a.seq - b.seq);
 }
 
-async function history(ctx: HandlerContext, jobs: readonly JobRecord[]): Promise<Record<string, unknown>> {
-  const out: Record<string, unknown> = {};
+async function history(ctx: HandlerContext, jobs: readonly JobRecord[]): Promise<components["schemas"]["HostedHistory"]> {
+  const out: components["schemas"]["HostedHistory"] = {};
   for (const job of jobs) {
     const [workflow, assets] = await Promise.all([ctx.runtime.store.getJobWorkflow(job.id), ctx.runtime.store.listJobOutputs(job.id)]);
     out[job.id] = historyEntry(job, workflow ?? {}, nodeOutputs(assets, await inlineTexts(ctx.runtime, assets)));
@@ -50,25 +51,25 @@ async function findJob(ctx: HandlerContext, id: string): Promise<JobRecord | nul
 }
 
 export const hostedHandlers: HostedHandlers<HandlerContext> = {
-  async hostedGetObjectInfo(_input, ctx): Promise<HandlerResult> {
+  async hostedGetObjectInfo(_input, ctx): Promise<OperationResult<"hostedGetObjectInfo">> {
     return { status: 200, body: await ctx.runtime.engine.nodeDefinitions() };
   },
 
-  async hostedGetNodeInfo(input: OperationInput<"hostedGetNodeInfo">, ctx): Promise<HandlerResult> {
+  async hostedGetNodeInfo(input: OperationInput<"hostedGetNodeInfo">, ctx): Promise<OperationResult<"hostedGetNodeInfo">> {
     const defs = await ctx.runtime.engine.nodeDefinitions();
     const def = Object.hasOwn(defs, input.params.node_class) ? defs[input.params.node_class] : undefined;
     return { status: 200, body: def ? { [input.params.node_class]: def } : {} };
   },
 
-  async hostedUploadImage(_input, ctx): Promise<HandlerResult> {
+  async hostedUploadImage(_input, ctx): Promise<OperationResult<"hostedUploadImage">> {
     return { status: 200, body: await uploadImage(ctx.request, ctx.runtime, ctx.caller) };
   },
 
-  async hostedUploadMask(_input, ctx): Promise<HandlerResult> {
+  async hostedUploadMask(_input, ctx): Promise<OperationResult<"hostedUploadMask">> {
     return { status: 200, body: await uploadMask(ctx.request, ctx.runtime, ctx.caller) };
   },
 
-  async hostedQueuePrompt(input: OperationInput<"hostedQueuePrompt">, ctx): Promise<HandlerResult> {
+  async hostedQueuePrompt(input: OperationInput<"hostedQueuePrompt">, ctx): Promise<OperationResult<"hostedQueuePrompt">> {
     const prompt = input.body.prompt as Record<string, unknown>;
     const key = input.body.extra_data?.api_key_vendor_org;
     try {
@@ -83,18 +84,18 @@ export const hostedHandlers: HostedHandlers<HandlerContext> = {
     }
   },
 
-  async hostedGetPromptInfo(_input, ctx): Promise<HandlerResult> {
+  async hostedGetPromptInfo(_input, ctx): Promise<OperationResult<"hostedGetPromptInfo">> {
     const [running, queued] = await Promise.all([runningJobs(ctx), ctx.runtime.store.countQueued(ctx.caller.owner)]);
     return { status: 200, body: { exec_info: { queue_remaining: running.length + queued } } };
   },
 
-  async hostedGetJobStatus(input: OperationInput<"hostedGetJobStatus">, ctx): Promise<HandlerResult> {
+  async hostedGetJobStatus(input: OperationInput<"hostedGetJobStatus">, ctx): Promise<OperationResult<"hostedGetJobStatus">> {
     const job = await findJob(ctx, input.params.prompt_id);
     if (!job) throw new ServiceError("not_found", "No such prompt.");
     return { status: 200, body: { status: hostedStatus(job) } };
   },
 
-  async hostedView(input: OperationInput<"hostedView">, ctx): Promise<HandlerResult> {
+  async hostedView(input: OperationInput<"hostedView">, ctx): Promise<OperationResult<"hostedView">> {
     const { filename } = input.query;
     const subfolder = input.query.subfolder ?? "";
     assertSafeName(filename, "filename", false);
@@ -106,13 +107,13 @@ export const hostedHandlers: HostedHandlers<HandlerContext> = {
     return { status: 302, headers: { location: link.url, "cache-control": "no-store" } };
   },
 
-  async hostedGetQueue(_input, ctx): Promise<HandlerResult> {
+  async hostedGetQueue(_input, ctx): Promise<OperationResult<"hostedGetQueue">> {
     const [running, pending] = await Promise.all([runningJobs(ctx), ctx.runtime.store.queuedJobs(QUEUE_PENDING_LIMIT, 0, ctx.caller.owner)]);
     const entries = (jobs: JobRecord[]) => Promise.all(jobs.map(async (j) => queueEntry(j, (await ctx.runtime.store.getJobWorkflow(j.id)) ?? {})));
     return { status: 200, body: { queue_running: await entries(running), queue_pending: await entries(pending) } };
   },
 
-  async hostedManageQueue(input: OperationInput<"hostedManageQueue">, ctx): Promise<HandlerResult> {
+  async hostedManageQueue(input: OperationInput<"hostedManageQueue">, ctx): Promise<OperationResult<"hostedManageQueue">> {
     if (input.body.clear) {
       // Every pending job of the caller, however deep the queue: page through it in FIFO order.
       for (let after = 0; ; ) {
@@ -126,25 +127,25 @@ export const hostedHandlers: HostedHandlers<HandlerContext> = {
     return { status: 200 };
   },
 
-  async hostedInterrupt(input: OperationInput<"hostedInterrupt">, ctx): Promise<HandlerResult> {
+  async hostedInterrupt(input: OperationInput<"hostedInterrupt">, ctx): Promise<OperationResult<"hostedInterrupt">> {
     const target = input.body?.prompt_id;
     const jobs = target ? [await findJob(ctx, target)] : await runningJobs(ctx);
     for (const job of jobs) if (job && job.status === "running") await ctx.runtime.jobs.cancel(ctx.caller, job.id);
     return { status: 200 };
   },
 
-  async hostedGetHistory(input: OperationInput<"hostedGetHistory">, ctx): Promise<HandlerResult> {
+  async hostedGetHistory(input: OperationInput<"hostedGetHistory">, ctx): Promise<OperationResult<"hostedGetHistory">> {
     const limit = input.query?.max_items ?? 200;
     const page = await ctx.runtime.store.listJobs(ctx.caller.owner, { status: ["succeeded", "failed", "canceled", "expired"], limit: Math.min(limit, 1000) });
     return { status: 200, body: await history(ctx, page.jobs) };
   },
 
-  async hostedGetHistoryEntry(input: OperationInput<"hostedGetHistoryEntry">, ctx): Promise<HandlerResult> {
+  async hostedGetHistoryEntry(input: OperationInput<"hostedGetHistoryEntry">, ctx): Promise<OperationResult<"hostedGetHistoryEntry">> {
     const job = await findJob(ctx, input.params.prompt_id);
     return { status: 200, body: job && isTerminalStatus(job.status) ? await history(ctx, [job]) : {} };
   },
 
-  async hostedGetSystemStats(): Promise<HandlerResult> {
+  async hostedGetSystemStats(): Promise<OperationResult<"hostedGetSystemStats">> {
     return {
       status: 200,
       body: {
@@ -162,7 +163,7 @@ export const hostedHandlers: HostedHandlers<HandlerContext> = {
     };
   },
 
-  hostedWebSocket(): HandlerResult {
+  hostedWebSocket(): OperationResult<"hostedWebSocket"> {
     throw new ServiceError("invalid_request", "Expected a WebSocket upgrade.");
   },
 };

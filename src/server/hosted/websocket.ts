@@ -51,7 +51,10 @@ export class HostedSockets {
     server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
       const url = new URL(req.url ?? "/", "http://x");
       if (!WS_PATHS.has(url.pathname)) return void socket.destroy();
-      this.runtime.surface.hostedCaller(url.searchParams.get("token")).then(
+      // The key as `?token=` (ComfyUI's frontend) or an X-API-Key header on the upgrade (SDKs).
+      const header = req.headers["x-api-key"];
+      const key = url.searchParams.get("token") ?? (typeof header === "string" ? header : null);
+      this.runtime.surface.hostedCaller(key).then(
         (caller) => {
           if (!caller.subscription_active) return refuse(socket, "429 Too Many Requests", "inactive_subscription", "Your subscription is not active.");
           this.wss.handleUpgrade(req, socket, head, (ws) => this.connect(ws, caller.owner, url.searchParams.get("clientId") ?? ""));
@@ -217,12 +220,13 @@ export class HostedSockets {
           timestamp,
         },
       });
-    } else if (job.status === "canceled" || job.status === "expired") {
+    } else if ((job.status === "canceled" || job.status === "expired") && job.started_at !== null) {
       this.broadcast(owner, { type: "execution_interrupted", data: { prompt_id, node_id: this.currentNode.get(job.id) ?? null, node_type: null, executed: [], timestamp } });
     }
     if (isTerminalStatus(job.status)) {
-      // As ComfyUI does after every run, whatever its outcome: the empty `executing` ends it.
-      if (job.status !== "succeeded") this.broadcast(owner, { type: "executing", data: { node: null, prompt_id } });
+      // As ComfyUI does after every run, whatever its outcome: the empty `executing` ends it. A
+      // prompt deleted (or expired) while pending never ran: ComfyUI sends only `status` for it.
+      if (job.status !== "succeeded" && job.started_at !== null) this.broadcast(owner, { type: "executing", data: { node: null, prompt_id } });
       this.currentNode.delete(job.id);
     }
     if (job.status === "queued" || isTerminalStatus(job.status)) this.queueStatus(owner);

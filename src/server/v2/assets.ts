@@ -1,17 +1,17 @@
 // v2 asset handlers: streaming uploads, reuse by hash, records, ranged content, deletion.
 import type { MultipartFile } from "@fastify/multipart";
-import type { OperationInput } from "../../../generated/handlers.ts";
+import type { OperationInput, OperationResult } from "../../../generated/handlers.ts";
 import { ServiceError } from "../../jobs/errors.ts";
 import { invalidRequest, malformedMultipart } from "../error-envelope.ts";
-import type { HandlerContext, HandlerResult } from "../handler-context.ts";
-import { assetView } from "../views.ts";
+import type { HandlerContext } from "../handler-context.ts";
+import { assetView, signedContentUrl } from "../views.ts";
 import { parseRange } from "./range.ts";
 
 /**
  * POST /api/v2/assets (multipart). The file is hashed while it streams in, so the fields that
  * describe it (content_type, file_path, expected_hash, tags) must come before the `file` part.
  */
-export async function uploadAsset(_input: OperationInput<"uploadAsset">, ctx: HandlerContext): Promise<HandlerResult> {
+export async function uploadAsset(_input: OperationInput<"uploadAsset">, ctx: HandlerContext): Promise<OperationResult<"uploadAsset">> {
   const { request } = ctx;
   if (!request.isMultipart()) throw invalidRequest([{ field: "", reason: "expected_multipart" }]);
   const fields: Record<string, string> = {};
@@ -40,7 +40,7 @@ export async function uploadAsset(_input: OperationInput<"uploadAsset">, ctx: Ha
     throw err;
   }
   if (!result) throw invalidRequest([{ field: "file", reason: "missing" }]);
-  return { status: result.created ? 201 : 200, body: assetView(result.asset, ctx.links()) };
+  return { status: result.created ? 201 : 200, body: assetView(result.asset, ctx.links(), { createdNew: result.created }) };
 }
 
 async function storeFile(ctx: HandlerContext, part: MultipartFile, fields: Record<string, string>, tags: string[]) {
@@ -66,45 +66,49 @@ async function storeFile(ctx: HandlerContext, part: MultipartFile, fields: Recor
 }
 
 /** POST /api/v2/assets/from-hash */
-export async function createAssetFromHash(input: OperationInput<"createAssetFromHash">, ctx: HandlerContext): Promise<HandlerResult> {
+export async function createAssetFromHash(input: OperationInput<"createAssetFromHash">, ctx: HandlerContext): Promise<OperationResult<"createAssetFromHash">> {
   const { asset, created } = await ctx.runtime.assets.fromHash(ctx.caller.owner, input.body.hash, {
     file_path: input.body.file_path,
     tags: input.body.tags,
   });
-  return { status: created ? 201 : 200, body: assetView(asset, ctx.links()) };
+  // The bytes were already held: from-hash never makes a new blob.
+  return { status: created ? 201 : 200, body: assetView(asset, ctx.links(), { createdNew: false }) };
 }
 
 /** HEAD /api/v2/assets/by-hash/{hash}: no body either way. */
-export async function checkAssetHash(input: OperationInput<"checkAssetHash">, ctx: HandlerContext): Promise<HandlerResult> {
+export async function checkAssetHash(input: OperationInput<"checkAssetHash">, ctx: HandlerContext): Promise<OperationResult<"checkAssetHash">> {
   const ok = await ctx.runtime.assets.canUseHash(ctx.caller.owner, input.params.hash);
   return { status: ok ? 200 : 404 };
 }
 
 /** GET /api/v2/assets/{id} */
-export async function getAsset(input: OperationInput<"getAsset">, ctx: HandlerContext): Promise<HandlerResult> {
+export async function getAsset(input: OperationInput<"getAsset">, ctx: HandlerContext): Promise<OperationResult<"getAsset">> {
   return { status: 200, body: assetView(await ctx.runtime.assets.get(ctx.caller.owner, input.params.id), ctx.links()) };
 }
 
 /** DELETE /api/v2/assets/{id} */
-export async function deleteAsset(input: OperationInput<"deleteAsset">, ctx: HandlerContext): Promise<HandlerResult> {
+export async function deleteAsset(input: OperationInput<"deleteAsset">, ctx: HandlerContext): Promise<OperationResult<"deleteAsset">> {
   await ctx.runtime.assets.delete(ctx.caller.owner, input.params.id);
   return { status: 204 };
 }
 
-/** GET /api/v2/assets/{id}/content: by credentials, or by a signed link (no credentials needed). */
-export async function getAssetContent(input: OperationInput<"getAssetContent">, ctx: HandlerContext): Promise<HandlerResult> {
+/**
+ * GET /api/v2/assets/{id}/content. With the caller's credentials: a 302 to the asset's signed
+ * link, as the production service answers, so the link can be handed to anyone. With a
+ * signature (that link): the bytes, ranged.
+ */
+export async function getAssetContent(input: OperationInput<"getAssetContent">, ctx: HandlerContext): Promise<OperationResult<"getAssetContent">> {
   const { runtime, reply } = ctx;
   const id = input.params.id;
-  let asset;
-  if (input.query?.signature !== undefined) {
-    // Verify against the raw query: the validated copy has `expires` coerced to a number.
-    const rawQuery = ctx.request.url.split("?")[1] ?? "";
-    const check = runtime.signer.verify(`/api/v2/assets/${encodeURIComponent(id)}/content`, rawQuery, runtime.now());
-    if (check !== "ok") throw new ServiceError("forbidden", check === "expired" ? "This link has expired." : "This link is not valid.");
-    asset = await runtime.assets.getUnchecked(id);
-  } else {
-    asset = await runtime.assets.get(ctx.caller.owner, id);
+  if (input.query?.signature === undefined) {
+    const asset = await runtime.assets.get(ctx.caller.owner, id);
+    return { status: 302, headers: { location: signedContentUrl(asset.id, ctx.links()).url, "cache-control": "private, no-store" } };
   }
+  // Verify against the raw query: the validated copy has `expires` coerced to a number.
+  const rawQuery = ctx.request.url.split("?")[1] ?? "";
+  const check = runtime.signer.verify(`/api/v2/assets/${encodeURIComponent(id)}/content`, rawQuery, runtime.now());
+  if (check !== "ok") throw new ServiceError("forbidden", check === "expired" ? "This link has expired." : "This link is not valid.");
+  const asset = await runtime.assets.getUnchecked(id);
   const range = parseRange(input.headers.range, asset.size_bytes);
   if (range === "unsatisfiable") {
     throw new ServiceError("range_not_satisfiable", "The requested range is not satisfiable.", { size: asset.size_bytes });

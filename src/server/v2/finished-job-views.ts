@@ -2,8 +2,12 @@
 // changes (its outputs cannot be deleted) until its signed links roll over to the next expiry
 // step or the job passes retention, so its bytes are rendered once per link context and step,
 // and a repeated GET is an owner check and a write.
+import type { RenderedJson } from "../../../generated/handlers.ts";
+import type { components } from "../../../generated/openapi-types.ts";
 import { ownsJob, type Caller } from "../../jobs/job-service.ts";
 import { isTerminalStatus, type JobRecord } from "../../store/index.ts";
+
+type JobBody = RenderedJson<components["schemas"]["Job"]>;
 
 interface Entry {
   owner: string;
@@ -39,7 +43,7 @@ export class FinishedJobViews {
    * cached and the caller's; undefined sends the caller down the full path (which answers 404
    * to anyone else).
    */
-  get(caller: Caller, id: string, linkKey: string, linksExpireAt: number, now: number): Buffer | undefined {
+  get(caller: Caller, id: string, linkKey: string, linksExpireAt: number, now: number): JobBody | undefined {
     const key = `${id}\n${linkKey}`;
     const entry = this.#entries.get(key);
     if (entry === undefined) return undefined;
@@ -49,12 +53,12 @@ export class FinishedJobViews {
     }
     if (!ownsJob(caller, entry)) return undefined;
     entry.used = true;
-    return entry.body;
+    return entry.body as Buffer & JobBody; // rendered from a Job by render()
   }
 
   /** Renders `view` to JSON bytes, keeping them when the job is finished. */
-  render(job: JobRecord, linkKey: string, linksExpireAt: number, view: unknown): Buffer {
-    const body = Buffer.from(JSON.stringify(view));
+  render<T>(job: JobRecord, linkKey: string, linksExpireAt: number, view: T): RenderedJson<T> {
+    const body = Buffer.from(JSON.stringify(view)) as Buffer & RenderedJson<T>;
     if (!isTerminalStatus(job.status) || body.length > this.maxBytes) return body;
     const key = `${job.id}\n${linkKey}`;
     const old = this.#entries.get(key);

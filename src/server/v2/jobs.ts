@@ -1,11 +1,11 @@
 // v2 job handlers: thin translations between HTTP and the job lifecycle.
-import type { OperationInput } from "../../../generated/handlers.ts";
-import type { HandlerContext, HandlerResult } from "../handler-context.ts";
-import { jobView } from "../views.ts";
+import type { OperationInput, OperationResult } from "../../../generated/handlers.ts";
+import type { HandlerContext } from "../handler-context.ts";
+import { jobView, jobWithLogsView } from "../views.ts";
 import type { JobStatus } from "../../store/index.ts";
 
 /** POST /api/v2/jobs */
-export async function createJob(input: OperationInput<"createJob">, ctx: HandlerContext): Promise<HandlerResult> {
+export async function createJob(input: OperationInput<"createJob">, ctx: HandlerContext): Promise<OperationResult<"createJob">> {
   const snapshot = await ctx.runtime.jobs.submit(ctx.caller, {
     workflow: input.body.workflow as Record<string, unknown>,
     extra_data: input.body.extra_data,
@@ -15,7 +15,7 @@ export async function createJob(input: OperationInput<"createJob">, ctx: Handler
 }
 
 /** GET /api/v2/jobs */
-export async function listJobs(input: OperationInput<"listJobs">, ctx: HandlerContext): Promise<HandlerResult> {
+export async function listJobs(input: OperationInput<"listJobs">, ctx: HandlerContext): Promise<OperationResult<"listJobs">> {
   const page = await ctx.runtime.jobs.list(ctx.caller, {
     limit: input.query?.limit ?? 20,
     status: input.query?.status as JobStatus | undefined,
@@ -28,13 +28,13 @@ export async function listJobs(input: OperationInput<"listJobs">, ctx: HandlerCo
 const JSON_TYPE = { "content-type": "application/json; charset=utf-8" };
 
 /** GET /api/v2/jobs/{id}: the only view that carries `logs`. */
-export async function getJob(input: OperationInput<"getJob">, ctx: HandlerContext): Promise<HandlerResult> {
+export async function getJob(input: OperationInput<"getJob">, ctx: HandlerContext): Promise<OperationResult<"getJob">> {
   const withLogs = ctx.runtime.surface.showsLogs(ctx.caller);
   const links = ctx.links();
   if (withLogs) {
     // Logs may still be written after the end: such views are never cached.
     const snapshot = await ctx.runtime.jobs.get(ctx.caller, input.params.id, { withLogs });
-    return { status: 200, body: jobView(snapshot, links, { withLogs }) };
+    return { status: 200, body: jobWithLogsView(snapshot, links) };
   }
   // Every link of one answer carries the same expiry, which keys the finished-job cache.
   const expiresAt = links.expiresAt();
@@ -48,12 +48,12 @@ export async function getJob(input: OperationInput<"getJob">, ctx: HandlerContex
 }
 
 /** POST /api/v2/jobs/{id}/cancel */
-export async function cancelJob(input: OperationInput<"cancelJob">, ctx: HandlerContext): Promise<HandlerResult> {
+export async function cancelJob(input: OperationInput<"cancelJob">, ctx: HandlerContext): Promise<OperationResult<"cancelJob">> {
   const snapshot = await ctx.runtime.jobs.cancel(ctx.caller, input.params.id);
   return { status: 200, body: jobView(snapshot, ctx.links()) };
 }
 
 /** GET /api/v2/jobs/{id}/workflow */
-export async function getJobWorkflow(input: OperationInput<"getJobWorkflow">, ctx: HandlerContext): Promise<HandlerResult> {
+export async function getJobWorkflow(input: OperationInput<"getJobWorkflow">, ctx: HandlerContext): Promise<OperationResult<"getJobWorkflow">> {
   return { status: 200, body: { format: "api", workflow: await ctx.runtime.jobs.workflow(ctx.caller, input.params.id) } };
 }

@@ -1,7 +1,7 @@
 // The double's engine: a handful of ComfyUI core and flowgate node classes with fake pixels,
 // graph validation with per-node errors, and execution with progress, previews, logs and
 // cancellation at node and step boundaries.
-import { pngBytes } from "../../../conformance/support.ts";
+import { pngBytes } from "../../../conformance/checks/support/support.ts";
 
 /** A fake IMAGE: only its size, batch and color matter. */
 interface Image {

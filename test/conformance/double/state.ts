@@ -27,7 +27,10 @@ export type Breakage =
   | "leakExtraData" // SUB-11: extra_data echoed in the graph read back
   | "serverErrorOnWrongType" // ERR-1: a non-object workflow answered 500
   | "wsLittleEndian" // WS-5: binary frame integers little-endian
-  | "sseSkipsRunning"; // SSE-2: no status event for the move to running
+  | "sseSkipsRunning" // SSE-2: no status event for the move to running
+  | "terminalOutsideEnum" // ST-1: succeeded reported as "completed", forever
+  | "noUrlExpiresAt" // OUT-1: outputs without url_expires_at
+  | "idemNewJobOnReuse"; // IDEM-2, IDEM-7: a reused key runs a second job
 
 export interface DoubleOptions {
   surface?: "self-hosted" | "cloud" | "serverless";

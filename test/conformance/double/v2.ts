@@ -59,7 +59,7 @@ async function createJob(s: State, req: Req, account: string, noCredits: boolean
   if (key) {
     const claimed = s.keys.get(key);
     const same = claimed === JSON.stringify(workflow);
-    if (claimed !== undefined && !(s.broken("idemAcceptsDifferentBody") && !same)) return fail(req.res, 422, "idempotency_key_reuse", "This Idempotency-Key has already been used.");
+    if (claimed !== undefined && !(s.broken("idemAcceptsDifferentBody") && !same) && !s.broken("idemNewJobOnReuse")) return fail(req.res, 422, "idempotency_key_reuse", "This Idempotency-Key has already been used.");
     if (s.broken("idemRace")) await new Promise((r) => setTimeout(r, 20));
     s.keys.set(key, JSON.stringify(workflow));
   }

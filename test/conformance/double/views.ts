@@ -52,6 +52,7 @@ export function outputView(s: State, a: Asset, origin: string): Record<string, u
     id: a.id,
     hash: a.hash,
     ...assetUrl(s, a, origin),
+    ...(s.broken("noUrlExpiresAt") ? { url_expires_at: undefined } : {}),
     job_id: a.jobId,
   };
 }
@@ -71,7 +72,8 @@ export function progressView(s: State, job: JobRec): Record<string, unknown> | n
 export function jobView(s: State, job: JobRec, origin: string, on: "post" | "get" | "other"): Record<string, unknown> {
   const prefix = s.broken("unprefixedLinks") ? "" : s.o.prefix;
   const base = `${prefix}/api/v2/jobs/${job.id}`;
-  const status = s.broken("statusOutsideEnum") && job.status === "running" ? "processing" : job.status;
+  const status =
+    s.broken("statusOutsideEnum") && job.status === "running" ? "processing" : s.broken("terminalOutsideEnum") && job.status === "succeeded" ? "completed" : job.status;
   const view: Record<string, unknown> = {
     id: job.id,
     status,

@@ -1,0 +1,99 @@
+// WS: the hosted WebSocket at /ws on the origin: every connection of a caller gets the same
+// messages, {type, data} JSON frames with prompt_id, the run's message types, exception types,
+// big-endian binary previews, and file infos that /api/view serves.
+import { check, type T } from "../../check.ts";
+import { hostedOnly, queuePromptOk, view } from "../support/hosted-client.ts";
+import { failingGraph, stepsGraph } from "../support/jobs.ts";
+import { HostedSocket, type JsonMessage } from "../../machinery/socket.ts";
+import { simpleGraph } from "../support/workflows.ts";
+
+const H = { when: hostedOnly };
+const ENDINGS = new Set(["execution_success", "execution_error", "execution_interrupted"]);
+const EXCEPTIONS = ["ValidationError", "ModelDownloadError", "ImageDownloadError", "OOMError", "InsufficientFundsError", "InactiveSubscriptionError"];
+
+async function socket(t: T, opts: Parameters<typeof HostedSocket.open>[1] = {}): Promise<HostedSocket> {
+  const { socket, status } = await HostedSocket.open(t.http, opts);
+  if (!socket) t.fail(`/ws refused the upgrade (${status})`);
+  t.defer(async () => socket.close());
+  return socket;
+}
+
+const isMarker = (m: JsonMessage) => m.type === "executing" && (m.data.node === null || m.data.node === "");
+
+/** Waits for a prompt's terminal message (success, error or interrupted) and returns its messages. */
+async function untilEnd(t: T, s: HostedSocket, id: string): Promise<JsonMessage[]> {
+  const end = await s.waitFor((m) => m.kind === "json" && m.data.prompt_id === id && ENDINGS.has(m.type), t.options.jobTimeoutMs);
+  if (!end) t.fail(`no execution_success, execution_error or execution_interrupted for prompt ${id} within ${t.options.jobTimeoutMs} ms`);
+  return s.jobMessages(id);
+}
+
+export default [
+  check("WS-1 /ws upgrades, and every connection of the caller gets the same messages whatever its clientId", H, async (t: T) => {
+    const [a, b] = [await socket(t, { clientId: crypto.randomUUID() }), await socket(t, { clientId: crypto.randomUUID() })];
+    const id = await queuePromptOk(t, simpleGraph());
+    const [ma, mb] = [await untilEnd(t, a, id), await untilEnd(t, b, id)];
+    // Up to the terminal message: the end marker may still be on its way.
+    const types = (ms: JsonMessage[]) => ms.slice(0, ms.findIndex((m) => ENDINGS.has(m.type)) + 1).map((m) => m.type).join(",");
+    t.expect(types(ma) === types(mb), `the two connections got different messages: ${types(ma)} vs ${types(mb)}`);
+  }),
+
+  check("WS-2 text frames are JSON {type, data} and a job's messages carry data.prompt_id", H, async (t: T) => {
+    const s = await socket(t);
+    const id = await queuePromptOk(t, simpleGraph());
+    await untilEnd(t, s, id);
+    const json = s.messages.filter((m): m is JsonMessage => m.kind === "json");
+    const jobTypes = new Set(["execution_start", "executing", "executed", "execution_cached", "execution_success", "execution_error", "execution_interrupted", "progress", "progress_state"]);
+    for (const m of json) if (jobTypes.has(m.type)) t.expect(typeof m.data.prompt_id === "string", `a ${m.type} message has no prompt_id`);
+    t.expect(s.jobMessages(id).length > 0, `no message carried prompt_id ${id}`);
+  }),
+
+  check("WS-3 a run sends status, execution_start, executing, executed and execution_success; an empty node ends it", H, async (t: T) => {
+    const s = await socket(t);
+    const id = await queuePromptOk(t, simpleGraph());
+    const ms = await untilEnd(t, s, id);
+    const types = ms.map((m) => m.type);
+    for (const type of ["execution_start", "executing", "executed", "execution_success"]) t.expect(types.includes(type), `no ${type} message (got ${types.join(", ")})`);
+    const executed = ms.find((m) => m.type === "executed" && m.data.node === "2");
+    t.expect(!!executed && Array.isArray((executed.data.output as { images?: unknown[] })?.images), "no executed message for SaveImage (node 2) with output.images");
+    t.expect(s.messages.some((m) => m.kind === "json" && m.type === "status"), "no status message with queue_remaining");
+    // The seed does not require the end marker; where it is sent it marks the end, so nothing of the run follows it.
+    const marker = ms.findIndex(isMarker);
+    if (marker >= 0) t.expect(ms.slice(marker + 1).every((m) => isMarker(m)), `messages of the run follow the end marker: ${ms.slice(marker + 1).map((m) => m.type).join(", ")}`);
+  }),
+
+  check("WS-4 a failing run sends execution_error with a known exception_type", H, async (t: T) => {
+    const s = await socket(t);
+    const id = await queuePromptOk(t, failingGraph(t));
+    const ms = await untilEnd(t, s, id);
+    const err = ms.find((m) => m.type === "execution_error");
+    t.need(err, `the failing prompt sent no execution_error (got ${ms.map((m) => m.type).join(", ")})`);
+    t.expect(EXCEPTIONS.includes(String(err.data.exception_type)), `exception_type ${JSON.stringify(err.data.exception_type)} is not one of ${EXCEPTIONS.join(", ")}`);
+  }),
+
+  check("WS-5 previews arrive as big-endian binary frames (type 1, or type 4 after feature_flags)", H, async (t: T) => {
+    const plain = await socket(t);
+    const withMeta = await socket(t, { previewMetadata: true });
+    const id = await queuePromptOk(t, stepsGraph(t));
+    await untilEnd(t, plain, id);
+    await untilEnd(t, withMeta, id);
+    const frames = [...plain.messages, ...withMeta.messages].filter((m) => m.kind === "binary");
+    t.expect(frames.length > 0, "a run with a stepped node sent no preview frame");
+    for (const f of withMeta.messages) {
+      if (f.kind !== "binary" || f.frameType !== 4) continue;
+      t.expect((f.metadata as { prompt_id?: unknown })?.prompt_id === id, `a type 4 frame names prompt ${JSON.stringify((f.metadata as { prompt_id?: unknown })?.prompt_id)}`);
+    }
+  }),
+
+  check("WS-6 executed file infos are {filename, subfolder, type} and /api/view serves them", H, async (t: T) => {
+    const s = await socket(t);
+    const id = await queuePromptOk(t, simpleGraph());
+    const ms = await untilEnd(t, s, id);
+    const infos = ms.filter((m) => m.type === "executed").flatMap((m) => ((m.data.output as { images?: unknown[] })?.images ?? []) as Array<Record<string, unknown>>);
+    t.need(infos.length > 0, "no file info in executed messages (WS-3)");
+    for (const info of infos) {
+      t.expect(typeof info.filename === "string" && typeof info.subfolder === "string" && ["output", "temp", "input"].includes(String(info.type)), `file info ${JSON.stringify(info)}`);
+      const { redirect, file } = await view(t, info as { filename: string; subfolder: string; type: string });
+      t.expect(file?.status === 200 && file.bytes.byteLength > 0, `/api/view of ${info.filename} answered ${redirect.status}${file ? ` then ${file.status}` : ""}`, file ?? redirect);
+    }
+  }),
+];

@@ -1,0 +1,97 @@
+// JOB: the job resource: required fields, date-times, incremental outputs, metrics, queue
+// position, started_at and completed_at.
+import { check, type T } from "../../check.ts";
+import { TERMINAL } from "../../machinery/contract.ts";
+import { pollJob, readJobOk, slowGraph, started, submitOk, waitTerminal, type Job } from "../support/jobs.ts";
+import { RFC3339 } from "../support/support.ts";
+import { defaultSlowGraph, prefixIds, simpleGraph } from "../support/workflows.ts";
+
+const REQUIRED = ["id", "status", "created_at", "started_at", "completed_at", "expires_at", "queue_position", "progress", "outputs", "error", "urls"];
+
+function missing(job: object): string[] {
+  return REQUIRED.filter((k) => !Object.hasOwn(job, k));
+}
+
+export default [
+  check("JOB-1 a job has every required field, nullable ones present as null", { static: true }, async (t: T) => {
+    const created = await submitOk(t, simpleGraph());
+    const m1 = missing(created.job);
+    t.expect(m1.length === 0, `POST /api/v2/jobs omits ${m1.join(", ")}`, created.ex);
+    const read = await readJobOk(t, created);
+    const m2 = missing(read.job);
+    t.expect(m2.length === 0, `GET omits ${m2.join(", ")}`, read.ex);
+  }),
+
+  check("JOB-2 date-times are RFC 3339", { static: true }, async (t: T) => {
+    const created = await submitOk(t, simpleGraph());
+    const end = t.options.static ? await readJobOk(t, created) : await waitTerminal(t, created);
+    for (const { job, ex } of [created, end]) {
+      for (const k of ["created_at", "started_at", "completed_at", "expires_at"] as const) {
+        const v = job[k];
+        if (v === null || v === undefined) continue;
+        t.expect(RFC3339.test(v), `${k} ${JSON.stringify(v)} is not RFC 3339`, ex);
+      }
+      // A missing url_expires_at is OUT-1's; only a present one is checked here.
+      for (const o of job.outputs ?? []) {
+        if (o.url_expires_at !== undefined) t.expect(RFC3339.test(o.url_expires_at), `url_expires_at ${JSON.stringify(o.url_expires_at)} is not RFC 3339`, ex);
+      }
+    }
+  }),
+
+  check("JOB-4 outputs fill incrementally: an output committed mid-run is visible before the job ends", async (t: T) => {
+    // Two slow branches: whichever runs first commits its output while the other still waits.
+    const s = t.options.slowSeconds;
+    const graph = t.options.slowWorkflow
+      ? { ...prefixIds(slowGraph(t), "a"), ...prefixIds(slowGraph(t), "b") }
+      : { ...prefixIds(defaultSlowGraph(s), "a"), ...prefixIds(defaultSlowGraph(s * 1.5), "b") };
+    t.requireClasses(graph, "slow");
+    const ref = await submitOk(t, graph);
+    let seenEarly = false;
+    const end = await pollJob(t, ref, "the job ending", (j) => {
+      if (!TERMINAL.has(j.status) && (j.outputs?.length ?? 0) > 0) seenEarly = true;
+      return TERMINAL.has(j.status);
+    });
+    t.need(end.job.status === "succeeded", `the job ended ${end.job.status}`);
+    t.need(end.job.outputs.length >= 2, `the two-branch graph produced ${end.job.outputs.length} output(s)`);
+    t.expect(seenEarly, "no output was visible on GET until the job ended");
+  }),
+
+  check("JOB-5 metrics, when present, has queue_ms and execution_ms, integers or null, execution_ms null before the run", async (t: T) => {
+    const created = await submitOk(t, slowGraph(t));
+    const end = await waitTerminal(t, created);
+    const views: Array<[string, Job]> = [["POST", created.job], ["GET", end.job]];
+    t.need(views.some(([, j]) => j.metrics !== undefined), "the surface sends no metrics (optional)");
+    for (const [where, j] of views) {
+      if (j.metrics === undefined) continue;
+      for (const k of ["queue_ms", "execution_ms"]) t.expect(Object.hasOwn(j.metrics, k), `${where}: metrics omits ${k}`);
+      for (const [k, v] of Object.entries(j.metrics)) t.expect(v === null || Number.isInteger(v), `${where}: metrics.${k} is ${JSON.stringify(v)}`);
+      if (j.status === "queued") t.expect(j.metrics.execution_ms === null, `${where}: execution_ms is ${j.metrics.execution_ms} before the job ran`);
+    }
+  }),
+
+  check("JOB-6 queue_position is an integer while queued and null otherwise", async (t: T) => {
+    const created = await submitOk(t, slowGraph(t));
+    if (created.job.status === "queued") t.expect(Number.isInteger(created.job.queue_position), `queue_position is ${JSON.stringify(created.job.queue_position)} while queued`, created.ex);
+    const running = await pollJob(t, created, "the job starting", (j) => started(j));
+    if (running.job.status !== "queued") t.expect(running.job.queue_position === null, `queue_position is ${JSON.stringify(running.job.queue_position)} while ${running.job.status}`, running.ex);
+    const end = await waitTerminal(t, created);
+    t.expect(end.job.queue_position === null, `queue_position is ${JSON.stringify(end.job.queue_position)} after the job ended`, end.ex);
+  }),
+
+  check("JOB-7 started_at is set when the job leaves queued, completed_at when it ends", async (t: T) => {
+    // A missing field is JOB-1's; only jobs that carry both are judged here.
+    const both = (j: Job) => j.started_at !== undefined && j.completed_at !== undefined;
+    const created = await submitOk(t, slowGraph(t));
+    if (both(created.job)) t.expect(created.job.started_at === null && created.job.completed_at === null, "a queued job has started_at or completed_at set");
+    const running = await pollJob(t, created, "the job starting", (j) => started(j));
+    if (!TERMINAL.has(running.job.status) && both(running.job)) {
+      t.expect(running.job.started_at !== null, `started_at is null while ${running.job.status}`);
+      t.expect(running.job.completed_at === null, `completed_at is set while ${running.job.status}`);
+    }
+    const end = await waitTerminal(t, created);
+    t.need(both(end.job), "a field is missing (reported under JOB-1)");
+    t.expect(end.job.completed_at !== null, "completed_at is null after the job ended");
+    t.expect(end.job.started_at !== null, "started_at is null after the job ran");
+    if (end.job.started_at && end.job.completed_at) t.expect(Date.parse(end.job.completed_at) >= Date.parse(end.job.started_at), "completed_at is before started_at");
+  }),
+];

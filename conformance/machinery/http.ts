@@ -1,0 +1,319 @@
+// The suite's HTTP layer. Every request goes through here, with a timeout, and every answer is
+// checked against the contract whatever the check that sent it is about: the body against the
+// generated validator of its operation and status, errors against the envelope and the
+// code-to-status table, 429s for an integer Retry-After, jobs for the status-dependent rules.
+import { attribute, bodyKindOf, CODE_STATUS, isV2Path, matchRoute, ownerRule, validator, type BodyKind } from "./contract.ts";
+import { jobInvariants, type JobSource } from "./invariants.ts";
+import type { Recorder } from "./recorder.ts";
+import type { RouteSpec } from "../../generated/routes.ts";
+import type { Surface } from "../types.ts";
+
+/** One request and its answer, as the suite saw it. */
+export interface Exchange {
+  method: string;
+  url: string;
+  operationId?: string;
+  requestBody?: string;
+  status: number;
+  headers: Headers;
+  bytes: Uint8Array<ArrayBuffer>;
+  text: string;
+  /** The parsed body when it is JSON, else undefined. */
+  json: unknown;
+}
+
+/** How a request authenticates: the surface's usual way, not at all, or explicitly. */
+export type Auth = "auto" | "none" | { bearer: string } | { apiKey: string };
+
+export interface RequestOptions {
+  headers?: Record<string, string>;
+  /** A JSON value to send as the body. */
+  json?: unknown;
+  /** A raw body (malformed JSON, multipart...). */
+  body?: string | Uint8Array | FormData;
+  auth?: Auth;
+  timeoutMs?: number;
+  redirect?: "follow" | "manual";
+  /** Skip the automatic checks (for requests whose answers are not the contract's, e.g. a storage host). */
+  raw?: boolean;
+}
+
+/** What the run keeps of every answer, for the checks that look back over the whole run. */
+export interface Seen {
+  method: string;
+  url: string;
+  status: number;
+  v2: boolean;
+  retryAfter: string | null;
+  code?: string;
+  message?: string;
+}
+
+/** The server did not answer in time: the hang the contract never allows. */
+export class RequestTimeout extends Error {
+  readonly method: string;
+  readonly url: string;
+  readonly ms: number;
+  constructor(method: string, url: string, ms: number) {
+    super(`no answer to ${method} ${url} within ${ms} ms`);
+    this.method = method;
+    this.url = url;
+    this.ms = ms;
+  }
+}
+
+/** `POST http://host/path {"a":1}`, shortened. */
+export function describeRequest(ex: { method: string; url: string; requestBody?: string }): string {
+  return `${ex.method} ${ex.url}${ex.requestBody ? ` ${clip(ex.requestBody.replace(/\r?\n/g, "\\n"), 300)}` : ""}`;
+}
+
+/** The status line and the start of the body. */
+export function excerpt(ex: Exchange, max = 600): string {
+  const ct = ex.headers.get("content-type") ?? "";
+  const ra = ex.headers.get("retry-after");
+  return `${ex.status}${ct ? ` (${ct})` : ""}${ra !== null ? ` Retry-After: ${ra}` : ""} ${clip(ex.text, max)}`.trim();
+}
+
+/** A string cut to max characters with an ellipsis. */
+export function clip(s: string, max: number): string {
+  return s.length > max ? `${s.slice(0, max)}…` : s;
+}
+
+function parseJson(text: string): unknown {
+  if (!text) return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+// Signs that an error message leaks internals: stack frames, file paths, SQL, exception names.
+const LEAK = /(\bat \S+ \(|\n\s+at |\/(home|usr|var|opt|srv|app|tmp)\/|node_modules|[A-Za-z]:\\|\.(ts|js|py):\d+|\bSELECT\b|\bINSERT\b|SQLITE|ECONNREFUSED|Traceback)/;
+
+/** Whether a message looks like it carries a stack, a path, SQL or upstream text. */
+export function leaksInternals(message: string): boolean {
+  return LEAK.test(message);
+}
+
+export interface HttpOptions {
+  baseUrl: string;
+  token?: string;
+  timeoutMs: number;
+  surface: Surface;
+  demo: boolean;
+  recorder: Recorder;
+}
+
+/** The instrumented HTTP client of one run. */
+export class Http {
+  readonly base: URL;
+  /** The mount prefix of the base URL, without a trailing slash ("" when none). */
+  readonly basePath: string;
+  /** Strings that must never come back (SUB-11: extra_data values). */
+  readonly secrets = new Set<string>();
+  /** Every answer of the run, in order. */
+  readonly seen: Seen[] = [];
+  private readonly exchanges = new WeakMap<Response, Exchange>();
+
+  readonly options: HttpOptions;
+
+  constructor(options: HttpOptions) {
+    this.options = options;
+    this.base = new URL(options.baseUrl);
+    this.basePath = this.base.pathname.replace(/\/+$/, "");
+  }
+
+  get recorder(): Recorder {
+    return this.options.recorder;
+  }
+
+  /** The base URL joined with a contract path such as `/api/v2/jobs`. */
+  url(path: string): string {
+    return `${this.base.origin}${this.basePath}${path}`;
+  }
+
+  /** Sends one request and checks its answer. */
+  async request(method: string, url: string, opts: RequestOptions = {}): Promise<Exchange> {
+    const u = new URL(url);
+    const route = matchRoute(method, u.pathname, this.basePath);
+    const headers: Record<string, string> = { ...this.authHeaders(opts.auth ?? "auto", route, u.pathname) };
+    let body: BodyInit | undefined;
+    let requestBody: string | undefined;
+    if (opts.json !== undefined) {
+      requestBody = JSON.stringify(opts.json);
+      body = requestBody;
+      headers["content-type"] = "application/json";
+    } else if (opts.body !== undefined) {
+      body = opts.body as BodyInit;
+      requestBody = typeof opts.body === "string" ? opts.body : opts.body instanceof FormData ? "(multipart form)" : `(${opts.body.byteLength} bytes)`;
+    }
+    Object.assign(headers, opts.headers);
+    for (const [k, v] of Object.entries(headers)) if (v === "") delete headers[k];
+    const ms = opts.timeoutMs ?? this.options.timeoutMs;
+    let res: Response;
+    let bytes: Uint8Array<ArrayBuffer>;
+    try {
+      res = await fetch(u, { method, headers, body, redirect: opts.redirect ?? "manual", signal: AbortSignal.timeout(ms) });
+      bytes = new Uint8Array(await res.arrayBuffer());
+    } catch (err) {
+      if (err instanceof DOMException && (err.name === "TimeoutError" || err.name === "AbortError")) throw new RequestTimeout(method, url, ms);
+      throw new Error(`${method} ${url} failed: ${(err as Error).message}${(err as Error).cause ? ` (${String((err as { cause: unknown }).cause)})` : ""}`);
+    }
+    const text = new TextDecoder().decode(bytes);
+    const ex: Exchange = { method, url, operationId: route?.operationId, requestBody, status: res.status, headers: res.headers, bytes, text, json: parseJson(text) };
+    if (!opts.raw) this.checkExchange(ex, route, u.pathname);
+    return ex;
+  }
+
+  /** A fetch for openapi-fetch (the generated client): the same checks, and the exchange kept for reports. */
+  fetchFor(auth: Auth = "auto", timeoutMs?: number): (req: Request) => Promise<Response> {
+    return async (req: Request) => {
+      const text = req.body ? await req.text() : undefined;
+      const headers: Record<string, string> = {};
+      req.headers.forEach((v, k) => (headers[k] = v));
+      const ex = await this.request(req.method, req.url, { headers, body: text, auth, timeoutMs });
+      const nullBody = ex.status === 204 || ex.status === 304 || req.method === "HEAD";
+      const res = new Response(nullBody ? null : ex.bytes, { status: ex.status, headers: ex.headers });
+      this.exchanges.set(res, ex);
+      return res;
+    };
+  }
+
+  /** The exchange behind a Response that fetchFor returned. */
+  exchangeOf(res: Response): Exchange | undefined {
+    return this.exchanges.get(res);
+  }
+
+  /** Headers that authenticate a request the way the surface expects. */
+  authHeaders(auth: Auth, route: RouteSpec | undefined, pathname: string): Record<string, string> {
+    if (auth === "none") return {};
+    if (typeof auth === "object") return "bearer" in auth ? { authorization: `Bearer ${auth.bearer}` } : { "x-api-key": auth.apiKey };
+    const token = this.options.token;
+    if (!token) return {};
+    const hosted = route ? route.family === "hosted" : !isV2Path(pathname);
+    return hosted ? { "x-api-key": token } : { authorization: `Bearer ${token}` };
+  }
+
+  /** The automatic checks of one answer. */
+  checkExchange(ex: Exchange, route: RouteSpec | undefined, pathname: string): void {
+    const v2 = route ? route.family === "v2" : isV2Path(pathname);
+    const err = (ex.json as { error?: { code?: unknown; message?: unknown } } | undefined)?.error;
+    this.seen.push({
+      method: ex.method,
+      url: ex.url,
+      status: ex.status,
+      v2,
+      retryAfter: ex.headers.get("retry-after"),
+      code: typeof err?.code === "string" ? err.code : undefined,
+      message: typeof err?.message === "string" ? err.message : undefined,
+    });
+    const where = `${route?.operationId ?? pathname} ${ex.status}`;
+    this.scanSecrets(ex.text, ex);
+    if (ex.headers.has("idempotency-replayed")) this.violate("IDEM-7", `${where}: carries an Idempotency-Replayed header`, ex);
+    else if (route?.operationId === "createJob") this.recorder.evaluated("IDEM-7");
+    if (ex.status === 402 && this.options.surface === "self-hosted") this.violate("SUB-10", `${where}: 402 on the self-hosted surface`, ex);
+    if (ex.status === 429) this.checkRetryAfter(ex, v2 ? "ERR-3" : "HOST-9", where);
+    if (ex.status >= 400 && v2) this.checkEnvelope(ex, where);
+    if (!route) return;
+    const declared = route.responses[String(ex.status)];
+    if (!declared) {
+      if (ex.status < 400) this.violate(ownerRule(route.operationId), `${where}: status ${ex.status} is not declared for ${route.operationId}`, ex);
+      return;
+    }
+    if (ex.status >= 400 && v2) return; // the envelope checks above cover v2 errors
+    if (declared.contentType === "application/json" && ex.method !== "HEAD") {
+      if (ex.json === undefined) {
+        this.violate(ex.status >= 400 ? "HOST-9" : ownerRule(route.operationId), `${where}: the body is not JSON`, ex);
+        return;
+      }
+      const fn = declared.validator ? validator(declared.validator) : undefined;
+      if (fn) this.validateBody(fn, bodyKindOf(route, ex.status), ex.json, where, ex);
+      this.checkJobs(route, ex);
+    }
+  }
+
+  /** Validates a body with a generated validator and records what it breaks, by rule. */
+  validateBody(fn: (data: unknown) => boolean, kind: BodyKind, body: unknown, where: string, ex?: Exchange): boolean {
+    const ok = fn(body);
+    const errors = (fn as unknown as { errors?: import("ajv").ErrorObject[] | null }).errors ?? [];
+    const violations = ok ? [] : attribute(kind, errors, body);
+    for (const v of violations) this.violate(v.rule, `${where}: ${v.message}`, ex);
+    this.recorder.evaluated(...ruleSetOf(kind));
+    return ok;
+  }
+
+  /** Applies the job invariants to each job in a v2 answer. */
+  private checkJobs(route: RouteSpec, ex: Exchange): void {
+    const op = route.operationId;
+    if (ex.status >= 300) return;
+    const body = ex.json as Record<string, unknown> | undefined;
+    const jobs = op === "listJobs" ? (Array.isArray(body?.jobs) ? (body.jobs as unknown[]) : []) : ["createJob", "getJob", "cancelJob"].includes(op) ? [body] : [];
+    for (const j of jobs) this.checkJob(j, op as JobSource, `${op} ${ex.status}`, ex);
+  }
+
+  /** The status-dependent rules on one job. */
+  checkJob(job: unknown, source: JobSource, where: string, ex?: Exchange): void {
+    for (const v of jobInvariants(job, source, this.options.surface, this.options.demo)) this.violate(v.rule, `${where}: ${v.message}`, ex);
+    this.recorder.evaluated("JOB-6", "JOB-7", "JERR-2");
+  }
+
+  private checkEnvelope(ex: Exchange, where: string): void {
+    if (ex.method === "HEAD") return; // HEAD answers carry no body
+    const fn = validator("schema_ErrorEnvelope")!;
+    if (ex.json === undefined) {
+      this.violate("ERR-1", `${where}: the error body is not JSON`, ex);
+      return;
+    }
+    if (!this.validateBody(fn, { kind: "envelope" }, ex.json, where, ex)) return;
+    const code = (ex.json as { error: { code: string; message: string } }).error.code;
+    const message = (ex.json as { error: { message: string } }).error.message;
+    const expected = CODE_STATUS.get(code);
+    if (expected !== undefined && expected !== ex.status) this.violate("ERR-2", `${where}: code ${code} belongs with ${expected}, not ${ex.status}`, ex);
+    this.recorder.evaluated("ERR-2");
+    if (ex.status >= 500) {
+      if (ex.status !== 500 || code !== "upstream_error") this.violate("ERR-5", `${where}: a server failure must be 500 upstream_error, got ${ex.status} ${code}`, ex);
+      if (leaksInternals(message)) this.violate("ERR-4", `${where}: the message leaks internals: ${clip(message, 120)}`, ex);
+      this.recorder.evaluated("ERR-4", "ERR-5");
+    }
+  }
+
+  private checkRetryAfter(ex: Exchange, rule: string, where: string): void {
+    const ra = ex.headers.get("retry-after");
+    if (ra === null) this.violate(rule, `${where}: a 429 without Retry-After`, ex);
+    else if (!/^\d+$/.test(ra.trim())) this.violate(rule, `${where}: Retry-After ${JSON.stringify(ra)} is not an integer number of seconds`, ex);
+    else this.recorder.evaluated(rule);
+  }
+
+  /** SUB-11: a registered extra_data value must never come back, in any answer, event or message. */
+  scanSecrets(text: string, ex?: Exchange, where = ex ? `${ex.operationId ?? ex.url} ${ex.status}` : "stream"): void {
+    if (this.secrets.size === 0) return;
+    for (const s of this.secrets) if (text.includes(s)) this.violate("SUB-11", `${where}: an extra_data value came back`, ex);
+    this.recorder.evaluated("SUB-11");
+  }
+
+  /** Records a violation found automatically. */
+  violate(rule: string, message: string, ex?: Exchange, key?: string): void {
+    this.recorder.violate({ rule, message, request: ex ? describeRequest(ex) : undefined, excerpt: ex ? excerpt(ex) : undefined }, key ?? message);
+  }
+}
+
+/** Rules evaluated when a body of this kind is validated (for the per-rule tallies). */
+function ruleSetOf(kind: BodyKind): string[] {
+  switch (kind.kind) {
+    case "job":
+      return ["JOB-1", "JOB-2", "ST-1", "PRG-1", "OUT-1", "OUT-2", "URL-1", "JERR-1", "JOB-5"];
+    case "jobList":
+      return ["JOB-1", "AST-4"];
+    case "asset":
+      return [kind.rule, "AST-3"];
+    case "envelope":
+      return ["ERR-1"];
+    case "rule":
+      return [kind.rule];
+    case "sse":
+      return kind.event === "status" ? ["SSE-2", "JOB-1"] : kind.event === "progress" ? ["PRG-1"] : ["SSE-2"];
+    case "ws":
+      return ["WS-2", "WS-3"];
+  }
+}

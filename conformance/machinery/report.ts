@@ -1,0 +1,84 @@
+// The report in three forms: a console table per rule group with every failure (rule ID,
+// request, excerpt of the answer) and every skip reason; JSON; JUnit XML.
+import type { CheckResult, Report } from "../types.ts";
+
+const pad = (s: string | number, n: number) => String(s).padEnd(n);
+const padStart = (s: string | number, n: number) => String(s).padStart(n);
+
+/** The console report. */
+export function formatConsole(r: Report): string {
+  const lines: string[] = [];
+  lines.push(`flowgate conformance: ${r.baseUrl} (${r.surface}${r.static ? ", static subset" : ""}${r.hosted ? ", hosted interface on" : ""})`);
+  lines.push("");
+  lines.push(`${pad("group", 6)} ${pad("", 20)} ${padStart("passed", 7)} ${padStart("failed", 7)} ${padStart("skipped", 8)}`);
+  for (const g of r.groups) lines.push(`${pad(g.group, 6)} ${pad(g.title, 20)} ${padStart(g.passed, 7)} ${padStart(g.failed, 7)} ${padStart(g.skipped, 8)}`);
+  lines.push(`${pad("total", 27)} ${padStart(r.totals.passed, 7)} ${padStart(r.totals.failed, 7)} ${padStart(r.totals.skipped, 8)}`);
+  const failed = r.results.filter((x) => x.status === "failed");
+  if (failed.length) {
+    lines.push("", "Failures:");
+    for (const x of failed) {
+      lines.push(`  ✗ ${x.title}`);
+      for (const f of x.failures) {
+        lines.push(`      [${f.rule}] ${f.message}`);
+        if (f.request) lines.push(`        request:  ${f.request}`);
+        if (f.excerpt) lines.push(`        response: ${f.excerpt.replace(/\s*\n\s*/g, " ")}`);
+      }
+    }
+  }
+  const skipped = r.results.filter((x) => x.status === "skipped");
+  if (skipped.length) {
+    lines.push("", "Skipped:");
+    for (const x of skipped) lines.push(`  - ${x.title}: ${x.reason}`);
+  }
+  lines.push("", r.ok ? `PASS: ${r.totals.passed} passed, ${r.totals.skipped} skipped` : `FAIL: ${r.totals.failed} failed (${r.failedRules.join(", ")}), ${r.totals.passed} passed, ${r.totals.skipped} skipped`);
+  return lines.join("\n");
+}
+
+/** One line per finished check, for progress output. */
+export function formatProgress(x: CheckResult): string {
+  const mark = x.status === "passed" ? "✓" : x.status === "failed" ? "✗" : "-";
+  return `${mark} ${x.title}${x.status === "skipped" ? ` (skipped: ${x.reason})` : ""}${x.status === "failed" ? ` — ${x.failures[0]?.message ?? ""}` : ""}`;
+}
+
+/** The report as JSON. */
+export function toJson(r: Report): string {
+  return `${JSON.stringify(r, null, 2)}\n`;
+}
+
+function xml(s: string): string {
+  // Characters XML 1.0 cannot carry are dropped; the markup characters are escaped.
+  return s
+    .replace(/[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd]/gu, "")
+    .replace(/&/g, "&amp;")
+    .replace(/</g, "&lt;")
+    .replace(/>/g, "&gt;")
+    .replace(/"/g, "&quot;");
+}
+
+/** The report as JUnit XML: one testsuite per rule group, one testcase per check. */
+export function toJUnit(r: Report): string {
+  const out = [`<?xml version="1.0" encoding="UTF-8"?>`];
+  out.push(`<testsuites name="flowgate conformance" tests="${r.results.length}" failures="${r.totals.failed}" skipped="${r.totals.skipped}" time="${(r.durationMs / 1000).toFixed(3)}">`);
+  for (const g of r.groups) {
+    const rs = r.results.filter((x) => x.group === g.group);
+    const time = rs.reduce((s, x) => s + x.durationMs, 0) / 1000;
+    out.push(`  <testsuite name="${xml(`${g.group} ${g.title}`)}" tests="${rs.length}" failures="${g.failed}" skipped="${g.skipped}" time="${time.toFixed(3)}">`);
+    for (const x of rs) {
+      const open = `    <testcase classname="conformance.${xml(g.group)}" name="${xml(x.title)}" time="${(x.durationMs / 1000).toFixed(3)}"`;
+      if (x.status === "passed") {
+        out.push(`${open}/>`);
+        continue;
+      }
+      out.push(`${open}>`);
+      if (x.status === "skipped") out.push(`      <skipped message="${xml(x.reason ?? "")}"/>`);
+      else {
+        const body = x.failures.map((f) => [`[${f.rule}] ${f.message}`, f.request && `request: ${f.request}`, f.excerpt && `response: ${f.excerpt}`].filter(Boolean).join("\n")).join("\n\n");
+        out.push(`      <failure message="${xml(x.failures[0]?.message ?? "failed")}" type="${xml(x.failures[0]?.rule ?? x.rule)}">${xml(body)}</failure>`);
+      }
+      out.push("    </testcase>");
+    }
+    out.push("  </testsuite>");
+  }
+  out.push("</testsuites>");
+  return `${out.join("\n")}\n`;
+}
