@@ -1,6 +1,7 @@
-// PostgreSQL schema, applied as numbered migrations recorded in schema_migrations (the same
-// versions and meaning as sqlite-schema.ts). Every process runs them at open; an advisory lock
-// makes concurrent starts apply each version once.
+// PostgreSQL schema, applied as numbered migrations recorded in schema_migrations (versions 1-3
+// mean what sqlite-schema.ts's do; 4, job leases, exists only here: only PostgreSQL has several
+// processes). Every process runs them at open; an advisory lock makes concurrent starts apply each
+// version once.
 import type { PoolClient } from "pg";
 
 /** Message of the trigger that guards terminal jobs; the store maps it to TerminalStatusError. */
@@ -145,6 +146,17 @@ CREATE TABLE deployments (
 -- extra_data lives in memory only: after a restart a queued job that had some cannot run as
 -- submitted, and this flag lets recovery fail it with a code that says so.
 ALTER TABLE jobs ADD COLUMN secrets_given BOOLEAN NOT NULL DEFAULT false;
+`,
+  },
+  {
+    version: 4,
+    description: "job leases: the worker running a job and until when its claim holds",
+    sql: `
+-- A worker claims a job by writing its id and a lease (epoch ms of the database's clock); it
+-- renews the lease while the job runs. Any process fails a live job whose lease passed.
+ALTER TABLE jobs ADD COLUMN worker_id TEXT;
+ALTER TABLE jobs ADD COLUMN lease_until BIGINT;
+CREATE INDEX jobs_live_lease_until ON jobs (lease_until) WHERE status IN ('running', 'canceling');
 `,
   },
 ];
