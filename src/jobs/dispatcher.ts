@@ -213,6 +213,11 @@ export class Dispatcher {
     return controller !== undefined;
   }
 
+  /** Whether this process runs the job now. */
+  runs(jobId: string): boolean {
+    return this.running.has(jobId);
+  }
+
   /** Jobs running now. */
   get runningCount(): number {
     return this.running.size;

@@ -15,7 +15,7 @@ import { OutputNamer } from "../jobs/output-names.ts";
 import { startReaper } from "../jobs/retention.ts";
 import { openDirectory, openStore, type Directory, type Store } from "../store/index.ts";
 import { PostgresLeases } from "../store/postgres-leases.ts";
-import type { LeaseOptions } from "../jobs/job-leases.ts";
+import { followRemoteStatus, type LeaseOptions } from "../jobs/job-leases.ts";
 import { FlowgateMetrics } from "../metrics/metrics.ts";
 import { SurfacePolicy } from "../surfaces/surface-policy.ts";
 import { FinishedJobViews } from "./v2/finished-job-views.ts";
@@ -130,6 +130,7 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
   const onBackgroundError = options.onBackgroundError ?? (() => undefined);
   let stopCharging: () => void = () => undefined;
   let stopReaper: () => void = () => undefined;
+  let stopListening: () => Promise<void> = async () => undefined;
   return {
     config,
     store,
@@ -147,6 +148,8 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     metrics,
     now,
     async start() {
+      // Status changes other processes make reach this process's streams (PostgreSQL only).
+      if (lease) stopListening = await lease.leases.listenStatus(followRemoteStatus(store, events, (id) => dispatcher.runs(id)));
       await dispatcher.start();
       stopCharging = surface.chargeOnEnd(events, onBackgroundError);
       stopReaper = startReaper({ store, blobs, dispatcher, events, now }, config.reaperIntervalMs, onBackgroundError);
@@ -155,6 +158,7 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
       metrics.close();
       stopReaper();
       stopCharging();
+      await stopListening();
       await dispatcher.stop();
       space.close();
       await store.close();

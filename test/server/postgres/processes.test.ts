@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { runCli, startCli, type CliProcess } from "../../cli/cli.ts";
 import { adminQuery, createTestSchema, dropTestSchema, postgresUnavailable, schemaUrl } from "../../postgres/pg.ts";
-import { Api, delayGraph, imageGraph, spawnCli, waitFor, type CliServer } from "../helpers.ts";
+import { Api, delayGraph, imageGraph, spawnCli, SseClient, waitFor, type CliServer } from "../helpers.ts";
 
 const unavailable = await postgresUnavailable();
 /** Short, so that a dead worker is noticed fast; the heartbeat is a third of it. */
@@ -125,6 +125,24 @@ describe.skipIf(unavailable !== null)("processes on PostgreSQL", () => {
     expect(res.body.status).toBe("canceling");
     const ended = await api.waitTerminal(job.id, 15_000);
     expect(ended.status).toBe("canceled");
+  });
+
+  it("a stream opened on the API node follows the status of a job a worker runs to its end", async () => {
+    const { api } = await apiNode("--no-dispatch");
+    const job = await api.submit(delayGraph(0.5));
+    const stream = new SseClient(`${api.base}/api/v2/jobs/${job.id}/events`);
+    try {
+      await stream.waitUntil((c) => c.of("status").length >= 1, "the first status");
+      await worker();
+      await stream.done; // the terminal status ends the stream
+      const statuses = stream.of("status").map((e) => e.json.status);
+      expect(statuses[0]).toBe("queued");
+      expect(statuses).toContain("running");
+      expect(statuses.at(-1)).toBe("succeeded");
+      expect(new Set(statuses).size).toBe(statuses.length); // each change once
+    } finally {
+      stream.close();
+    }
   });
 });
 
