@@ -88,8 +88,10 @@ export class PostgresLeases implements JobLeases {
       const full: string[] = [];
       if (slots) for (const r of rows) if (r.n >= (await slots(r.owner))) full.push(r.owner);
       // Fair share: an owner with nothing running goes before the owners with jobs running.
-      for (const skip of [busy, full]) {
-        const claimed = await client.query(PG_LEASE_SQL.claim, [workerId, startedAt, leaseMs, skip, heldSecrets]);
+      const passes = busy.length === 0 ? [] : [{ sql: PG_LEASE_SQL.claimInWindow, skip: busy }];
+      passes.push({ sql: PG_LEASE_SQL.claim, skip: full });
+      for (const { sql, skip } of passes) {
+        const claimed = await client.query(sql, [workerId, startedAt, leaseMs, skip, heldSecrets]);
         if (claimed.rows[0] !== undefined) return toJob(claimed.rows[0]);
       }
       return null;

@@ -106,16 +106,32 @@ const DB_NOW_MS = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
 /** Live jobs whose lease passed; a null lease was written by a flowgate without leases. */
 const LEASE_PASSED = `status IN ('running', 'canceling') AND (lease_until IS NULL OR lease_until < ${DB_NOW_MS})`;
 
+/** Queued jobs a claim looks through for an owner with nothing running. */
+const FAIR_WINDOW = 1000;
+
+/**
+ * A claim: the first job `candidates` gives (submission order, skipping owners and others'
+ * secret jobs) moves to running under the worker's lease. SKIP LOCKED: a row another transaction
+ * holds (a cancel, another claim) is passed over, not waited for. A job committed while the claim
+ * waited may be younger than $2: it never starts before its creation.
+ */
+function claimSql(candidates: string): string {
+  return `UPDATE jobs SET status = 'running', started_at = GREATEST($2::bigint, created_at), worker_id = $1,
+      lease_until = ${DB_NOW_MS} + $3
+    WHERE id = (${candidates} AND owner <> ALL($4::text[])
+        AND (NOT secrets_given OR id = ANY($5::text[])) ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED)
+      AND status = 'queued'
+    RETURNING ${JOB_COLUMNS}`;
+}
+
 /** Statements of leased dispatch (src/store/postgres-leases.ts). */
 export const PG_LEASE_SQL = {
   // $1 worker, $2 started_at, $3 lease ms, $4 owners to skip, $5 secret-holding jobs of this process.
-  // SKIP LOCKED: a row another transaction holds (a cancel, another claim) is passed over, not waited for.
-  // A job committed while the claim waited may be younger than $2: it never starts before its creation.
-  claim: `UPDATE jobs SET status = 'running', started_at = GREATEST($2::bigint, created_at), worker_id = $1, lease_until = ${DB_NOW_MS} + $3
-    WHERE id = (SELECT id FROM jobs WHERE status = 'queued' AND owner <> ALL($4::text[])
-        AND (NOT secrets_given OR id = ANY($5::text[])) ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED)
-      AND status = 'queued'
-    RETURNING ${JOB_COLUMNS}`,
+  claim: claimSql("SELECT id FROM jobs WHERE status = 'queued'"),
+  // The same among the first FAIR_WINDOW queued jobs only: a fair-share preference must not scan
+  // a long queue of busy owners' jobs on every claim.
+  claimInWindow: claimSql(`SELECT id FROM jobs WHERE status = 'queued' AND id IN (
+      SELECT id FROM jobs WHERE status = 'queued' ORDER BY seq LIMIT ${FAIR_WINDOW})`),
   runningByOwner: "SELECT owner, count(*) AS n FROM jobs WHERE status IN ('running', 'canceling') GROUP BY owner",
   // $1 worker, $2 ids, $3 lease ms.
   renew: `UPDATE jobs SET lease_until = ${DB_NOW_MS} + $3
