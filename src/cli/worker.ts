@@ -39,6 +39,8 @@ export async function worker(argv: string[]): Promise<void> {
     throw err;
   }
   process.stdout.write(`flowgate: ${settingsLine(config)}\nflowgate: worker claiming jobs\n`);
+  // Nothing else need hold the event loop (the heartbeat is unref'd, idle connections close): stay up until a signal.
+  const keepAlive = setInterval(() => undefined, 1 << 30);
   let closing = false;
   for (const signal of ["SIGINT", "SIGTERM"] as const) {
     process.on(signal, () => {
@@ -47,6 +49,7 @@ export async function worker(argv: string[]): Promise<void> {
         return;
       }
       closing = true;
+      clearInterval(keepAlive);
       runtime.dispatcher
         .stop(config.shutdownGraceMs)
         .then(() => runtime.close())

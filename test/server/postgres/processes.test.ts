@@ -55,8 +55,8 @@ async function apiNode(...flags: string[]): Promise<{ api: Api; server: CliServe
 }
 
 /** `flowgate worker`, once it claims jobs. */
-async function worker(): Promise<CliProcess> {
-  const w = startCli(["worker", ...(await common()), "--shutdown-grace", "0"]);
+async function worker(...flags: string[]): Promise<CliProcess> {
+  const w = startCli(["worker", ...(await common()), "--shutdown-grace", "0", ...flags]);
   children.push(w);
   await waitFor(() => w.stdout() + w.stderr(), (out) => out.includes("worker claiming jobs") || w.child.exitCode !== null, "worker start", 30_000);
   expect(w.stdout(), w.stderr()).toContain("worker claiming jobs");
@@ -110,6 +110,18 @@ describe.skipIf(unavailable !== null)("processes on PostgreSQL", () => {
     expect(after.worker_id).toBe(before.worker_id); // never claimed by the survivor
     expect(after.started_at).toBe(before.started_at);
     expect(survivor.child.exitCode).toBeNull();
+  });
+
+  it("a worker stopped by SIGTERM gives up its running job at once (worker_lost, not a lease later)", async () => {
+    const { api } = await apiNode("--no-dispatch");
+    const w = await worker("--lease", "10m");
+    const job = await api.submit(delayGraph(60));
+    await api.waitJob(job.id, (j) => j.status === "running", "running", 30_000);
+    w.child.kill("SIGTERM");
+    expect((await w.exited).code).toBe(0);
+    const ended = await api.job(job.id); // already ended when the worker exited
+    expect(ended.status).toBe("failed");
+    expect(ended.error.code).toBe("worker_lost");
   });
 
   it("a cancel on the API node stops the job on the worker; a starting server leaves running jobs alone", async () => {
