@@ -141,7 +141,7 @@ describe.skipIf(unavailable !== null)("processes on PostgreSQL", () => {
 
   it("a stream opened on the API node follows the status of a job a worker runs to its end", async () => {
     const { api } = await apiNode("--no-dispatch");
-    const job = await api.submit(delayGraph(0.5));
+    const job = await api.submit(delayGraph(1.5)); // long enough for "running" to be read before the end
     const stream = new SseClient(`${api.base}/api/v2/jobs/${job.id}/events`);
     try {
       await stream.waitUntil((c) => c.of("status").length >= 1, "the first status");
