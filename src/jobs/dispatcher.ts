@@ -194,6 +194,9 @@ export class Dispatcher {
   position(jobId: string): number | null {
     const inEngine = this.waitingInEngine.get(jobId);
     if (inEngine !== undefined) return inEngine;
+    // Asked about a row read as queued just before its start committed (an asynchronous store):
+    // it was at the front.
+    if (this.running.has(jobId)) return 0;
     const mine = this.queue.position(jobId);
     if (mine === null) return null;
     let engineAhead = 0;

@@ -163,7 +163,10 @@ export class JobService {
       job.status === "queued" ? [] : this.o.store.listJobOutputs(job.id),
       withLogs && isTerminalStatus(job.status) ? this.o.store.getJobLogs(job.id) : Promise.resolve(null),
     ]);
-    return { job, outputs, queue_position: job.status === "queued" ? this.o.dispatcher.position(job.id) : null, logs };
+    // A row read as queued is always given a place (JOB-6): one the dispatcher does not hold yet
+    // (its submission is still between commit and enqueue) comes after every job it holds.
+    const queuePosition = job.status === "queued" ? (this.o.dispatcher.position(job.id) ?? this.o.dispatcher.queue.size) : null;
+    return { job, outputs, queue_position: queuePosition, logs };
   }
 
   /** The caller's jobs, newest first. */

@@ -26,7 +26,8 @@ async function serverWithPing(pingMs: number): Promise<RunningServer> {
 }
 
 beforeAll(async () => {
-  server = await serverWithPing(50);
+  // Rounds long enough that a live client on a loaded machine answers each ping in time.
+  server = await serverWithPing(300);
   // A stalled reader must live long enough to fall behind: no ping round during the test.
   slowServer = await serverWithPing(600_000);
 });

@@ -2,7 +2,7 @@
 // an unknown outcome, expiring after 24 hours on the server's clock.
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { delayGraph, expectError, HOUR, imageGraph, startTestServer, v, type TestServer } from "./helpers.ts";
+import { delayGraph, expectError, HOUR, imageGraph, startTestServer, v, waitFor, type TestServer } from "./helpers.ts";
 
 let s: TestServer;
 beforeAll(async () => {
@@ -104,6 +104,8 @@ describe("claim and release", () => {
     try {
       const running = await q.api.submit(delayGraph(30));
       await q.api.waitJob(running.id, (j) => j.status === "running", "running");
+      // A start is visible before it is durable; until then the job still holds its queue place.
+      await waitFor(() => q.runtime.dispatcher.queue.size, (n) => n === 0, "the start to be durable");
       const waiting = await q.api.submit(delayGraph(30));
       const key = randomUUID();
       expectError(await submitWithKey(q, key, { workflow: imageGraph() }), 429, "queue_full", v.response_createJob_429);

@@ -1,7 +1,7 @@
 // POST /api/v2/jobs over real HTTP: the 201 job, the request envelope (400), UI exports,
 // graph validation, asset references and the bounded queue, each answer checked against the spec.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { delayGraph, expectError, expectValid, imageGraph, startTestServer, upload, v, type TestServer } from "./helpers.ts";
+import { delayGraph, expectError, expectValid, imageGraph, startTestServer, upload, v, waitFor, type TestServer } from "./helpers.ts";
 
 let s: TestServer;
 beforeAll(async () => {
@@ -199,6 +199,8 @@ describe("the bounded queue (429 queue_full)", () => {
     try {
       const running = await q.api.submit(delayGraph(30));
       await q.api.waitJob(running.id, (j) => j.status === "running", "running");
+      // A start is visible before it is durable; until then the job still holds its queue place.
+      await waitFor(() => q.runtime.dispatcher.queue.size, (n) => n === 0, "the start to be durable");
       const a = await q.api.submit(delayGraph(30));
       const b = await q.api.submit(delayGraph(30));
       expect([a.queue_position, b.queue_position]).toEqual([0, 1]);
@@ -220,6 +222,8 @@ describe("the bounded queue (429 queue_full)", () => {
     try {
       const running = await q.api.submit(delayGraph(30));
       await q.api.waitJob(running.id, (j) => j.status === "running", "running");
+      // A start is visible before it is durable; until then the job still holds its queue place.
+      await waitFor(() => q.runtime.dispatcher.queue.size, (n) => n === 0, "the start to be durable");
       const results = await Promise.all(Array.from({ length: 20 }, () => q.api.post("/api/v2/jobs", { workflow: delayGraph(30) })));
       const created = results.filter((r) => r.status === 201);
       const refused = results.filter((r) => r.status === 429);

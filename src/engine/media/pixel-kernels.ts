@@ -19,7 +19,9 @@ const pending = new Map<number, { resolve: () => void; reject: (err: Error) => v
 
 function kernelWorker(): Worker {
   if (worker) return worker;
-  const w = new Worker(new URL("./pixel-kernels.worker.ts", import.meta.url));
+  // The worker file has this module's own extension: .ts in a checkout, .js in the built package.
+  const ext = import.meta.url.endsWith(".ts") ? "ts" : "js";
+  const w = new Worker(new URL(`./pixel-kernels.worker.${ext}`, import.meta.url));
   // Idle, the worker keeps no process alive; with work pending it does (see run()).
   w.unref();
   const fail = (err: Error) => {
