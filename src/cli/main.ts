@@ -6,9 +6,11 @@ import { conformance, mock } from "./delegates.ts";
 import { cancel, list, status } from "./jobs-commands.ts";
 import { run } from "./run.ts";
 import { serve } from "./serve.ts";
+import { worker } from "./worker.ts";
 
 const COMMANDS: Record<string, { run: (argv: string[]) => Promise<void>; help: string }> = {
   serve: { run: serve, help: "run the server (the same as npm start)" },
+  worker: { run: worker, help: "claim and run jobs from a shared PostgreSQL database (no HTTP; API nodes: serve --no-dispatch)" },
   run: { run, help: "run a workflow graph: upload inputs, submit, show progress, download outputs" },
   status: { run: status, help: "show a job's status, progress, outputs and error" },
   cancel: { run: cancel, help: "cancel a job" },

@@ -12,6 +12,10 @@ export interface Config {
   dataDir: string;
   /** PostgreSQL connection string of the shared store; null = the SQLite file under dataDir. */
   databaseUrl: string | null;
+  /** Whether this process runs jobs (`serve --no-dispatch`: false, an API node; PostgreSQL only). */
+  dispatch: boolean;
+  /** PostgreSQL: how long a worker's claim on a running job holds without a heartbeat. */
+  leaseMs: number;
   /** Blob directory (several nodes may share it); null = `<dataDir>/blobs`. */
   blobDir: string | null;
   /** Static bearer token of the self-hosted surface; null = open. */
@@ -70,6 +74,8 @@ export const SERVE_FLAGS = {
   host: { env: "FLOWGATE_HOST", help: "interface to bind (default 127.0.0.1)" },
   "data-dir": { env: "FLOWGATE_DATA_DIR", help: "where the database and blobs live (default ./data)" },
   "database-url": { env: "FLOWGATE_DATABASE_URL", help: "postgres://user@host:port/db: keep jobs, assets and accounts in PostgreSQL instead of the SQLite file (default: none)" },
+  "no-dispatch": { env: "FLOWGATE_NO_DISPATCH", help: "serve the API only and leave running jobs to `flowgate worker` processes (needs --database-url)", boolean: true },
+  lease: { env: "FLOWGATE_LEASE", help: "PostgreSQL: how long a worker's claim on a running job holds without a heartbeat; a dead worker's jobs end worker_lost after it (default 30s)" },
   "blob-dir": { env: "FLOWGATE_BLOB_DIR", help: "where blobs live, a directory every node shares when several run (default <data-dir>/blobs)" },
   token: { env: "FLOWGATE_TOKEN", help: "static bearer token required on v2 (default: none, open)" },
   "public-url": { env: "FLOWGATE_PUBLIC_URL", help: "origin used in signed links (default: the request's origin)" },
@@ -140,7 +146,7 @@ function withoutCredentials(url: string): string {
 export function loadConfig(argv: string[] = [], env: NodeJS.ProcessEnv = process.env): Config {
   const { values } = parseArgs({
     args: argv,
-    options: Object.fromEntries(Object.keys(SERVE_FLAGS).map((k) => [k, { type: "string" as const, multiple: k === "comfyui-url" }])),
+    options: Object.fromEntries(Object.entries(SERVE_FLAGS).map(([k, f]) => [k, "boolean" in f ? { type: "boolean" as const } : { type: "string" as const, multiple: k === "comfyui-url" }])),
     strict: true,
     allowPositionals: false,
   });
@@ -163,11 +169,15 @@ export function loadConfig(argv: string[] = [], env: NodeJS.ProcessEnv = process
   const databaseUrl = get("database-url") || null;
   if (databaseUrl !== null && !/^postgres(ql)?:\/\/[^/]*\/?/.test(databaseUrl)) throw new Error(`--database-url must be a postgres:// URL`);
   const blobDir = get("blob-dir") || null;
+  const noDispatch = values["no-dispatch"] === true || /^(1|true|yes)$/i.test(env.FLOWGATE_NO_DISPATCH ?? "");
+  if (noDispatch && databaseUrl === null) throw new Error("--no-dispatch needs --database-url: API nodes and workers share jobs through PostgreSQL");
   return {
     host: get("host") ?? "127.0.0.1",
     port,
     dataDir: path.resolve(get("data-dir") ?? "data"),
     databaseUrl,
+    dispatch: !noDispatch,
+    leaseMs: parseDuration(get("lease") ?? "30s"),
     blobDir: blobDir === null ? null : path.resolve(blobDir),
     token: get("token") || null,
     publicUrl: publicUrl?.replace(/\/+$/, "") ?? null,
@@ -209,6 +219,7 @@ export function describeConfig(c: Config): Record<string, unknown> {
     dataDir: c.dataDir,
     database: c.databaseUrl === null ? "sqlite" : withoutCredentials(c.databaseUrl),
     ...(c.blobDir === null ? {} : { blobDir: c.blobDir }),
+    ...(c.databaseUrl === null ? {} : { dispatch: c.dispatch, lease: `${c.leaseMs / 1000}s` }),
     token: c.token ? "(set)" : "(none: open)",
     metricsToken: c.metricsToken ? "(set)" : "(none)",
     publicUrl: c.publicUrl ?? "(request origin)",

@@ -3,10 +3,15 @@
 // the queue is rebuilt from it at start. With an engine that has a queue of its own (ComfyUI), a
 // started run's job stays `queued` until the engine reports its graph running, and its position is
 // what the engine reports ahead of it.
+//
+// With leases (PostgreSQL, several processes), jobs are claimed from the database instead: the
+// next queued job of any node, under a lease this process renews on a heartbeat; the in-memory
+// queue then only answers positions of the jobs this node knows (see LeaseOptions).
 import { TerminalStatusError, type JobRecord, type Store } from "../store/index.ts";
 import { DrainRate } from "./drain-rate.ts";
 import type { EventBus } from "./event-bus.ts";
 import { FairQueue } from "./fair-queue.ts";
+import type { LeaseOptions } from "./job-leases.ts";
 import { runJob, type JobRunDeps, type QueuedRunHooks } from "./job-run.ts";
 
 export interface DispatcherOptions extends JobRunDeps {
@@ -16,7 +21,12 @@ export interface DispatcherOptions extends JobRunDeps {
   slotsFor?: (owner: string) => Promise<number>;
   /** Whether jobs may start now (false while the data directory is short of space); always when absent. */
   mayStart?: () => boolean;
+  /** Claim jobs from the shared database under leases (PostgreSQL); absent: this process owns the queue. */
+  lease?: LeaseOptions;
 }
+
+/** Local queue entries checked against the database per heartbeat (the front, where jobs leave). */
+const PRUNE_BATCH = 1000;
 
 /** Backoff of retried store writes: the first wait, doubling up to the last. */
 const RETRY_FIRST_MS = 100;
@@ -52,6 +62,9 @@ export class Dispatcher {
   private fillRetry: NodeJS.Timeout | undefined;
   /** Wakes the retries that wait, so that a stop does not wait for their backoff. */
   private readonly wakers = new Set<() => void>();
+  /** The heartbeat of leased dispatch, and whether one is under way. */
+  private heartbeat: NodeJS.Timeout | undefined;
+  private beating = false;
 
   constructor(options: DispatcherOptions) {
     this.o = options;
@@ -85,6 +98,7 @@ export class Dispatcher {
    */
   async start(): Promise<void> {
     await this.load();
+    if (this.o.lease) return this.startLeased(this.o.lease);
     const now = this.o.now();
     for (const job of await this.o.store.jobsInStatus(["running", "canceling"])) {
       const to = job.status === "canceling" ? "canceled" : "failed";
@@ -107,6 +121,55 @@ export class Dispatcher {
     }
     this.started = true;
     this.pump();
+  }
+
+  /**
+   * Leased start: nothing is recovered wholesale (other processes may be running the jobs); a job
+   * whose worker died ends when its lease passes, found by the heartbeat of any process.
+   */
+  private async startLeased(lease: LeaseOptions): Promise<void> {
+    this.started = true;
+    // Often enough to renew a lease three times before it passes, and to pick up new jobs soon.
+    const every = Math.max(50, Math.min(1000, Math.floor(lease.leaseMs / 3)));
+    this.heartbeat = setInterval(() => void this.beat(lease), every);
+    this.heartbeat.unref();
+    await this.beat(lease);
+  }
+
+  /**
+   * One heartbeat: renews this worker's leases and aborts the runs it no longer holds or that a
+   * cancel on any node moved to `canceling`; fails the jobs whose lease passed; drops from the
+   * local queue the jobs gone from the database's; then looks for work (other nodes' submissions).
+   */
+  private async beat(lease: LeaseOptions): Promise<void> {
+    if (this.beating) return;
+    this.beating = true;
+    try {
+      const mine = [...this.running.keys()];
+      const held = await lease.leases.renew(lease.workerId, mine, lease.leaseMs);
+      for (const id of mine) if (held.get(id) !== "running") this.running.get(id)?.abort();
+      await this.failExpired(lease);
+      const front: string[] = [];
+      for (const id of this.queue.entries()) if (front.push(id) >= PRUNE_BATCH) break;
+      for (const id of await lease.leases.notQueued(front)) {
+        this.queue.remove(id);
+        this.extras.delete(id);
+      }
+      this.failingWrites.delete("lease");
+    } catch {
+      this.failingWrites.add("lease"); // readiness reports it; the next beat tries again
+    } finally {
+      this.beating = false;
+    }
+    this.pump();
+  }
+
+  /** Ends the jobs whose lease passed (`worker_lost`; `canceled` if a cancel was under way). */
+  private async failExpired(lease: LeaseOptions): Promise<void> {
+    for (const job of await lease.leases.failExpired(this.o.now())) {
+      this.running.get(job.id)?.abort();
+      this.events.publish({ type: "status", job });
+    }
   }
 
   /** A job just committed as queued. */
@@ -153,6 +216,11 @@ export class Dispatcher {
     return controller !== undefined;
   }
 
+  /** Whether this process runs the job now. */
+  runs(jobId: string): boolean {
+    return this.running.has(jobId);
+  }
+
   /** Jobs running now. */
   get runningCount(): number {
     return this.running.size;
@@ -189,9 +257,19 @@ export class Dispatcher {
     }
     this.abortingRuns = true;
     clearTimeout(this.fillRetry);
+    const unfinished = [...this.running.keys()];
     for (const c of this.running.values()) c.abort();
     for (const wake of [...this.wakers]) wake();
     await this.settled();
+    clearInterval(this.heartbeat);
+    const lease = this.o.lease;
+    if (lease && !again && unfinished.length > 0) {
+      // Runs stopped before their end: give their leases up so they end worker_lost now, not a lease later.
+      await lease.leases
+        .renew(lease.workerId, unfinished, -1)
+        .then(() => this.failExpired(lease))
+        .catch(() => undefined);
+    }
   }
 
   /** Resolves once no fill and no run is in flight (a fill under way may still launch one run). */
@@ -208,6 +286,7 @@ export class Dispatcher {
     }
     // Every slot is taken (the usual case while a queue waits): the end of a run pumps again.
     if (this.running.size >= this.o.concurrency) return;
+    if (this.o.lease && !this.o.lease.dispatch) return; // an API node: workers run the jobs
     this.pumping = true;
     const p = this.fill()
       .then(() => {
@@ -274,6 +353,10 @@ export class Dispatcher {
 
   private async fill(): Promise<void> {
     while (!this.stopped && this.running.size < this.o.concurrency && (this.o.mayStart?.() ?? true)) {
+      if (this.o.lease) {
+        if (!(await this.claim(this.o.lease))) return;
+        continue;
+      }
       const id = await this.nextStartable();
       if (id === undefined) return;
       if (this.o.engine.queuesWork) {
@@ -291,6 +374,19 @@ export class Dispatcher {
       this.events.publish({ type: "status", job });
       this.launch(job);
     }
+  }
+
+  /**
+   * Claims the next job of the shared queue and runs it (running from its claim, whatever the
+   * engine: a ComfyUI queue position is not kept across processes). False when none is claimable.
+   */
+  private async claim(lease: LeaseOptions): Promise<boolean> {
+    const job = await lease.leases.claim(lease.workerId, lease.leaseMs, this.o.now(), this.o.slotsFor, [...this.extras.keys()]);
+    if (!job) return false;
+    this.queue.remove(job.id);
+    this.events.publish({ type: "status", job });
+    this.launch(job);
+    return true;
   }
 
   /**

@@ -1,6 +1,6 @@
 // Live job events, in process. SSE streams and WebSockets subscribe; the job record stays the
 // source of truth, so a subscriber that misses an event resynchronizes from a read.
-import type { AssetRecord, JobRecord } from "../store/index.ts";
+import type { AssetRecord, JobRecord, JobStatus } from "../store/index.ts";
 import type { Progress } from "./progress.ts";
 
 /** One live event of one job. */
@@ -21,6 +21,12 @@ export type JobEventListener = (event: JobEvent) => void;
 export class EventBus {
   private readonly byJob = new Map<string, Set<JobEventListener>>();
   private readonly all = new Set<JobEventListener>();
+  /**
+   * While a job has subscribers: the status this process last published for it, and the one last
+   * heard from another process (`publishRemote`), so that a change both report goes out once.
+   */
+  private readonly localStatus = new Map<string, JobStatus>();
+  private readonly remoteStatus = new Map<string, JobStatus>();
 
   /** Listens to one job; returns the unsubscribe function. */
   subscribe(jobId: string, listener: JobEventListener): () => void {
@@ -29,7 +35,11 @@ export class EventBus {
     set.add(listener);
     return () => {
       set.delete(listener);
-      if (set.size === 0 && this.byJob.get(jobId) === set) this.byJob.delete(jobId);
+      if (set.size === 0 && this.byJob.get(jobId) === set) {
+        this.byJob.delete(jobId);
+        this.localStatus.delete(jobId);
+        this.remoteStatus.delete(jobId);
+      }
     };
   }
 
@@ -43,8 +53,28 @@ export class EventBus {
   publish(event: JobEvent): void {
     const jobId = event.type === "status" ? event.job.id : event.job_id;
     const set = this.byJob.get(jobId);
-    if (set) for (const l of [...set]) safeCall(l, event);
+    let heard = false;
+    if (set && event.type === "status") {
+      this.localStatus.set(jobId, event.job.status);
+      heard = this.remoteStatus.get(jobId) === event.job.status;
+      this.remoteStatus.delete(jobId);
+    }
+    if (set && !heard) for (const l of [...set]) safeCall(l, event);
     for (const l of this.all) safeCall(l, event);
+  }
+
+  /**
+   * Delivers a status change another process made (PostgreSQL notifications) to the job's own
+   * subscribers only: listeners of every job (metrics, charging, the hosted socket) count what
+   * this process does, and the process that made the change counts it. Skipped when this process
+   * already published that status.
+   */
+  publishRemote(event: Extract<JobEvent, { type: "status" }>): void {
+    const jobId = event.job.id;
+    const set = this.byJob.get(jobId);
+    if (!set || this.localStatus.get(jobId) === event.job.status || this.remoteStatus.get(jobId) === event.job.status) return;
+    this.remoteStatus.set(jobId, event.job.status);
+    for (const l of [...set]) safeCall(l, event);
   }
 
   /** Open subscriptions of one job (tests and metrics). */

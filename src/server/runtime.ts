@@ -1,6 +1,8 @@
 // Everything a running server holds, opened from the configuration: store, blobs, signer,
 // engine, events, dispatcher, services and the reaper. HTTP-free, so tools and tests reuse it.
 import { BlobStore, UrlSigner, loadOrCreateSigningKey } from "../blobs/index.ts";
+import { randomBytes } from "node:crypto";
+import { hostname } from "node:os";
 import type { Config } from "../config/config.ts";
 import { AssetService } from "../assets/asset-service.ts";
 import { DataDirLock } from "../datadir/lock.ts";
@@ -12,6 +14,8 @@ import { JobService } from "../jobs/job-service.ts";
 import { OutputNamer } from "../jobs/output-names.ts";
 import { startReaper } from "../jobs/retention.ts";
 import { openDirectory, openStore, type Directory, type Store } from "../store/index.ts";
+import { PostgresLeases } from "../store/postgres-leases.ts";
+import { followRemoteStatus, type LeaseOptions } from "../jobs/job-leases.ts";
 import { FlowgateMetrics } from "../metrics/metrics.ts";
 import { SurfacePolicy } from "../surfaces/surface-policy.ts";
 import { FinishedJobViews } from "./v2/finished-job-views.ts";
@@ -80,6 +84,11 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
   const signer = new UrlSigner(config.signingKey ?? (await loadOrCreateSigningKey(config.dataDir)));
   const events = new EventBus();
   const directory = config.surface === "self-hosted" ? null : await openDirectory(database ?? config.dataDir);
+  // On PostgreSQL several processes share the jobs: they are claimed under leases (src/jobs/job-leases.ts).
+  const lease: LeaseOptions | undefined =
+    database === null
+      ? undefined
+      : { leases: await PostgresLeases.open(database), workerId: workerId(), leaseMs: config.leaseMs, dispatch: config.dispatch };
   const surface = new SurfacePolicy({
     surface: config.surface,
     token: config.token,
@@ -102,6 +111,7 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     logLimitBytes: config.logLimitBytes,
     names: new OutputNamer(store),
     mayStart: () => !space.short,
+    ...(lease ? { lease } : {}),
   });
   const jobs = new JobService({ store, engine: options.engine, assets, dispatcher, events, now, retentionMs: config.retentionMs, queueLimit: config.queueLimit, beforeSubmit: async (caller) => {
     space.assertRoom(); // no new job while the disk is full: it could not save its outputs
@@ -113,12 +123,14 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     space.close();
     await store.close();
     await directory?.close();
+    await lease?.leases.close();
     throw err;
   }
   metrics.observeJobs(events); // before the start, so that recovered jobs count too
   const onBackgroundError = options.onBackgroundError ?? (() => undefined);
   let stopCharging: () => void = () => undefined;
   let stopReaper: () => void = () => undefined;
+  let stopListening: () => Promise<void> = async () => undefined;
   return {
     config,
     store,
@@ -136,6 +148,8 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     metrics,
     now,
     async start() {
+      // Status changes other processes make reach this process's streams (PostgreSQL only).
+      if (lease) stopListening = await lease.leases.listenStatus(followRemoteStatus(store, events, (id) => dispatcher.runs(id)));
       await dispatcher.start();
       stopCharging = surface.chargeOnEnd(events, onBackgroundError);
       stopReaper = startReaper({ store, blobs, dispatcher, events, now }, config.reaperIntervalMs, onBackgroundError);
@@ -144,11 +158,18 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
       metrics.close();
       stopReaper();
       stopCharging();
+      await stopListening();
       await dispatcher.stop();
       space.close();
       await store.close();
       await directory?.close();
+      await lease?.leases.close();
       lock.release();
     },
   };
+}
+
+/** This process in `jobs.worker_id`: host, pid, and a random part (pids are reused). */
+function workerId(): string {
+  return `${hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
 }

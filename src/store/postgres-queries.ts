@@ -3,7 +3,7 @@
 // repeats its condition on the outer row: under READ COMMITTED a row changed meanwhile by another
 // transaction is re-checked against the outer WHERE only, never against a subquery.
 
-const JOB_COLUMNS =
+export const JOB_COLUMNS =
   "seq, id, owner, deployment_id, status, created_at, started_at, completed_at, expires_at, progress, error, output_node_ids, cost";
 const ASSET_COLUMNS =
   "id, owner, job_id, node_id, name, type, content_type, size_bytes, hash, blob_key, folder, file_path, tags, created_at, expires_at";
@@ -100,3 +100,48 @@ export function pgInsertJobsSql(count: number): string {
   return `INSERT INTO jobs (id, owner, deployment_id, status, created_at, expires_at, output_node_ids, cost, workflow, secrets_given)
     VALUES ${rows.join(", ")} RETURNING id, seq`;
 }
+
+/** The database's clock in epoch ms: every process compares leases on this one clock. */
+const DB_NOW_MS = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
+/** Live jobs whose lease passed; a null lease was written by a flowgate without leases. */
+const LEASE_PASSED = `status IN ('running', 'canceling') AND (lease_until IS NULL OR lease_until < ${DB_NOW_MS})`;
+
+/** Queued jobs a claim looks through for an owner with nothing running. */
+const FAIR_WINDOW = 1000;
+
+/**
+ * A claim: the first job `candidates` gives (submission order, skipping owners and others'
+ * secret jobs) moves to running under the worker's lease. SKIP LOCKED: a row another transaction
+ * holds (a cancel, another claim) is passed over, not waited for. A job committed while the claim
+ * waited may be younger than $2: it never starts before its creation.
+ */
+function claimSql(candidates: string): string {
+  return `UPDATE jobs SET status = 'running', started_at = GREATEST($2::bigint, created_at), worker_id = $1,
+      lease_until = ${DB_NOW_MS} + $3
+    WHERE id = (${candidates} AND owner <> ALL($4::text[])
+        AND (NOT secrets_given OR id = ANY($5::text[])) ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED)
+      AND status = 'queued'
+    RETURNING ${JOB_COLUMNS}`;
+}
+
+/** Statements of leased dispatch (src/store/postgres-leases.ts). */
+export const PG_LEASE_SQL = {
+  // $1 worker, $2 started_at, $3 lease ms, $4 owners to skip, $5 secret-holding jobs of this process.
+  claim: claimSql("SELECT id FROM jobs WHERE status = 'queued'"),
+  // The same among the first FAIR_WINDOW queued jobs only: a fair-share preference must not scan
+  // a long queue of busy owners' jobs on every claim.
+  claimInWindow: claimSql(`SELECT id FROM jobs WHERE status = 'queued' AND id IN (
+      SELECT id FROM jobs WHERE status = 'queued' ORDER BY seq LIMIT ${FAIR_WINDOW})`),
+  runningByOwner: "SELECT owner, count(*) AS n FROM jobs WHERE status IN ('running', 'canceling') GROUP BY owner",
+  // $1 worker, $2 ids, $3 lease ms.
+  renew: `UPDATE jobs SET lease_until = ${DB_NOW_MS} + $3
+    WHERE worker_id = $1 AND id = ANY($2::text[]) AND status IN ('running', 'canceling') RETURNING id, status`,
+  // A canceling job ends canceled (what was asked), a running one failed; $1 completed_at, $2 error.
+  failExpired: `WITH picked AS MATERIALIZED (
+      SELECT id FROM jobs WHERE ${LEASE_PASSED} ORDER BY lease_until NULLS FIRST LIMIT 500 FOR UPDATE SKIP LOCKED)
+    UPDATE jobs SET status = CASE WHEN status = 'canceling' THEN 'canceled' ELSE 'failed' END, completed_at = $1,
+      error = CASE WHEN status = 'canceling' THEN error ELSE $2::json END
+    FROM picked WHERE jobs.id = picked.id AND ${LEASE_PASSED.replace(/\b(status|lease_until)\b/g, "jobs.$1")}
+    RETURNING ${JOB_COLUMNS.replace(/\b(\w+)\b/g, "jobs.$1")}`,
+  stillQueued: "SELECT id FROM jobs WHERE id = ANY($1::text[]) AND status = 'queued'",
+} as const;

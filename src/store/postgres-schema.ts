@@ -1,6 +1,7 @@
-// PostgreSQL schema, applied as numbered migrations recorded in schema_migrations (the same
-// versions and meaning as sqlite-schema.ts). Every process runs them at open; an advisory lock
-// makes concurrent starts apply each version once.
+// PostgreSQL schema, applied as numbered migrations recorded in schema_migrations (versions 1-3
+// mean what sqlite-schema.ts's do; 4 and 5, job leases and status notifications, exist only here:
+// only PostgreSQL has several processes). Every process runs them at open; an advisory lock makes concurrent starts apply each
+// version once.
 import type { PoolClient } from "pg";
 
 /** Message of the trigger that guards terminal jobs; the store maps it to TerminalStatusError. */
@@ -11,6 +12,9 @@ export const PG_TERMINAL_SQLSTATE = "FG001";
 const TERMINAL = "('succeeded', 'canceled', 'failed', 'expired')";
 const LIVE = "('queued', 'running', 'canceling')";
 const ALL = "('queued', 'running', 'canceling', 'succeeded', 'canceled', 'failed', 'expired')";
+
+/** Channel of the job status notifications (migration 5). */
+export const PG_STATUS_CHANNEL = "flowgate_job_status";
 
 /** Key of the advisory lock held while migrating (any constant shared by every flowgate). */
 const MIGRATION_LOCK = 0x666c6f77; // "flow"
@@ -145,6 +149,31 @@ CREATE TABLE deployments (
 -- extra_data lives in memory only: after a restart a queued job that had some cannot run as
 -- submitted, and this flag lets recovery fail it with a code that says so.
 ALTER TABLE jobs ADD COLUMN secrets_given BOOLEAN NOT NULL DEFAULT false;
+`,
+  },
+  {
+    version: 4,
+    description: "job leases: the worker running a job and until when its claim holds",
+    sql: `
+-- A worker claims a job by writing its id and a lease (epoch ms of the database's clock); it
+-- renews the lease while the job runs. Any process fails a live job whose lease passed.
+ALTER TABLE jobs ADD COLUMN worker_id TEXT;
+ALTER TABLE jobs ADD COLUMN lease_until BIGINT;
+CREATE INDEX jobs_live_lease_until ON jobs (lease_until) WHERE status IN ('running', 'canceling');
+`,
+  },
+  {
+    version: 5,
+    description: "a notification of every job status change, for the live events of other processes",
+    sql: `
+-- One channel per database; the payload names the schema, so schemas sharing a database stay apart.
+CREATE FUNCTION jobs_notify_status() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_notify('${PG_STATUS_CHANNEL}', json_build_object('schema', current_schema(), 'id', NEW.id, 'status', NEW.status)::text);
+  RETURN NULL;
+END $$;
+CREATE TRIGGER jobs_notify_status AFTER UPDATE OF status ON jobs FOR EACH ROW
+  WHEN (OLD.status IS DISTINCT FROM NEW.status) EXECUTE FUNCTION jobs_notify_status();
 `,
   },
 ];

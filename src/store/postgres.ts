@@ -424,7 +424,8 @@ function sqlState(error: unknown): string | undefined {
   return (error as { code?: string } | null)?.code;
 }
 
-function toJob(row: Row): JobRecord {
+/** A job row (JOB_COLUMNS) as a record. */
+export function toJob(row: Row): JobRecord {
   return {
     id: row.id as string,
     owner: row.owner as string,

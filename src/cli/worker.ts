@@ -1,0 +1,63 @@
+// `flowgate worker`: claims queued jobs from the shared PostgreSQL database and runs them, on the
+// embedded engine or in front of ComfyUI; no HTTP. API nodes (`flowgate serve --no-dispatch`)
+// take the submissions.
+import { loadConfig, SERVE_FLAGS } from "../config/config.ts";
+import { engineAdapter } from "../jobs/engine-adapter.ts";
+import { openRuntime } from "../server/runtime.ts";
+import { settingsLine } from "../server/start.ts";
+import { createEngine } from "./serve.ts";
+
+/** Flags of serve that mean nothing to a worker (it does not listen, and always runs jobs). */
+const HTTP_ONLY = new Set(["port", "host", "token", "public-url", "metrics-token", "serverless-domain", "no-dispatch"]);
+
+/** Usage of `flowgate worker`. */
+export function workerUsage(): string {
+  const flags = Object.entries(SERVE_FLAGS)
+    .filter(([name]) => !HTTP_ONLY.has(name))
+    .map(([name, f]) => `  --${name.padEnd(13)} ${f.env.padEnd(22)} ${f.help}`);
+  return `Usage: flowgate worker --database-url postgres://... [flags]\n\nClaims queued jobs from the shared PostgreSQL database and runs them (no HTTP).\nEach flag can also be set by its environment variable.\n\n${flags.join("\n")}\n`;
+}
+
+/** Runs a worker until SIGINT or SIGTERM. */
+export async function worker(argv: string[]): Promise<void> {
+  if (argv.includes("--help") || argv.includes("-h")) {
+    process.stdout.write(workerUsage());
+    return;
+  }
+  const config = { ...loadConfig(argv), dispatch: true };
+  if (config.databaseUrl === null) throw new Error("a worker needs --database-url: it claims jobs from the PostgreSQL database the API nodes share");
+  const engine = createEngine(config);
+  const runtime = await openRuntime(config, { engine: engineAdapter(engine) }).catch(async (err: unknown) => {
+    await engine.close?.();
+    throw err;
+  });
+  try {
+    await runtime.start();
+  } catch (err) {
+    await runtime.close();
+    await engine.close?.();
+    throw err;
+  }
+  process.stdout.write(`flowgate: ${settingsLine(config)}\nflowgate: worker claiming jobs\n`);
+  // Nothing else need hold the event loop (the heartbeat is unref'd, idle connections close): stay up until a signal.
+  const keepAlive = setInterval(() => undefined, 1 << 30);
+  let closing = false;
+  for (const signal of ["SIGINT", "SIGTERM"] as const) {
+    process.on(signal, () => {
+      if (closing) {
+        void runtime.dispatcher.stop(); // a second signal: stop the running jobs now
+        return;
+      }
+      closing = true;
+      clearInterval(keepAlive);
+      runtime.dispatcher
+        .stop(config.shutdownGraceMs)
+        .then(() => runtime.close())
+        .then(() => engine.close?.())
+        .then(
+          () => process.exit(0),
+          () => process.exit(1),
+        );
+    });
+  }
+}

@@ -1,0 +1,77 @@
+// Leased dispatch on PostgreSQL (src/store/postgres-leases.ts): claims race-free across
+// connections, fair share and tier limits read under the claim lock, renewals, expiry.
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { openStore, type Store } from "../../../src/store/index.ts";
+import { PostgresLeases } from "../../../src/store/postgres-leases.ts";
+import { createTestSchema, dropTestSchema, postgresUnavailable, TEST_DATABASE_URL } from "../../postgres/pg.ts";
+import { newJob, T0 } from "../helpers.ts";
+
+const unavailable = await postgresUnavailable();
+let schema: string;
+let store: Store;
+let a: PostgresLeases;
+let b: PostgresLeases;
+
+beforeEach(async () => {
+  if (unavailable !== null) return;
+  schema = await createTestSchema();
+  store = await openStore({ kind: "postgres", url: TEST_DATABASE_URL, schema });
+  a = await PostgresLeases.open({ url: TEST_DATABASE_URL, schema });
+  b = await PostgresLeases.open({ url: TEST_DATABASE_URL, schema });
+});
+
+afterEach(async () => {
+  if (unavailable !== null) return;
+  await Promise.all([store.close(), a.close(), b.close()]);
+  await dropTestSchema(schema);
+});
+
+describe.skipIf(unavailable !== null)("PostgresLeases", () => {
+  it("two processes claiming at once never take the same job, and take them all", async () => {
+    const ids = new Set<string>();
+    for (let i = 0; i < 12; i++) ids.add((await store.createJob(newJob({ owner: `o${i}` }))).id);
+    const claims = await Promise.all(Array.from({ length: 30 }, (_, i) => (i % 2 ? a : b).claim(i % 2 ? "wa" : "wb", 30_000, T0, undefined, [])));
+    const taken = claims.filter((j) => j !== null).map((j) => j!.id);
+    expect(taken.length).toBe(12);
+    expect(new Set(taken)).toEqual(ids);
+    expect(claims.every((j) => j === null || j.status === "running")).toBe(true);
+  });
+
+  it("an owner with nothing running goes first; an owner at its limit is skipped", async () => {
+    const first = await store.createJob(newJob({ owner: "busy" }));
+    const second = await store.createJob(newJob({ owner: "busy" }));
+    const other = await store.createJob(newJob({ owner: "quiet" }));
+    expect((await a.claim("w", 30_000, T0, undefined, []))!.id).toBe(first.id);
+    expect((await a.claim("w", 30_000, T0, undefined, []))!.id).toBe(other.id); // before busy's second
+    // busy has 1 running and a limit of 1: its queued jobs wait, whoever claims.
+    const slots = async (owner: string) => (owner === "busy" ? 1 : 5);
+    expect(await b.claim("w2", 30_000, T0, slots, [])).toBeNull();
+    expect((await b.claim("w2", 30_000, T0, async () => 5, []))!.id).toBe(second.id); // a free slot again
+  });
+
+  it("jobs with secrets are claimed only by the process holding them", async () => {
+    const secret = await store.createJob(newJob({ secrets_given: true }));
+    expect(await a.claim("w", 30_000, T0, undefined, [])).toBeNull();
+    expect((await a.claim("w", 30_000, T0, undefined, [secret.id]))!.id).toBe(secret.id);
+  });
+
+  it("renewals report canceling and lost jobs; passed leases end worker_lost (canceling: canceled), once", async () => {
+    const one = await store.createJob(newJob());
+    const two = await store.createJob(newJob());
+    await a.claim("wa", 30_000, T0, undefined, []);
+    await a.claim("wa", 30_000, T0, undefined, []);
+    await store.transitionJob(two.id, ["running"], "canceling");
+    expect([...(await a.renew("wa", [one.id, two.id], 30_000))]).toEqual(expect.arrayContaining([[one.id, "running"], [two.id, "canceling"]]));
+    expect((await b.renew("wb", [one.id], 30_000)).size).toBe(0); // not its job
+    expect(await b.failExpired(T0)).toEqual([]); // leases hold
+    await a.renew("wa", [one.id, two.id], -1); // give them up
+    const ended = await b.failExpired(T0 + 1);
+    expect(ended.map((j) => [j.id, j.status, j.error?.code ?? null]).sort()).toEqual(
+      [[one.id, "failed", "worker_lost"], [two.id, "canceled", null]].sort(),
+    );
+    expect(await a.failExpired(T0 + 2)).toEqual([]);
+    expect((await a.renew("wa", [one.id, two.id], 30_000)).size).toBe(0);
+  });
+});
+
+if (unavailable !== null) it.skip(`skipped: ${unavailable}`, () => undefined);
