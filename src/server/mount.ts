@@ -96,7 +96,7 @@ export function mountRoutes(app: FastifyInstance, runtime: Runtime, handlers: Mo
  * the surface's policy.
  */
 async function authenticate(route: RouteSpec, request: FastifyRequest, runtime: Runtime): Promise<Caller> {
-  const schemes = new Set(route.security.flat());
+  const schemes = schemesOf(route);
   if (schemes.size === 0) return { owner: "" };
   if (schemes.has("apiKeyHeader") || schemes.has("apiKeyQuery")) {
     const header = schemes.has("apiKeyHeader") ? request.headers["x-api-key"] : undefined;
@@ -116,6 +116,15 @@ async function authenticate(route: RouteSpec, request: FastifyRequest, runtime: 
   // The operator token is no account's: the handler checks it against the surface's policy.
   if (schemes.has("operatorToken")) return { owner: "" };
   throw new Error(`${route.operationId}: no credential of its security schemes is supported here`);
+}
+
+const routeSchemes = new WeakMap<RouteSpec, ReadonlySet<string>>();
+
+/** The security schemes a route accepts, computed once per route (authenticate runs per request). */
+function schemesOf(route: RouteSpec): ReadonlySet<string> {
+  let schemes = routeSchemes.get(route);
+  if (schemes === undefined) routeSchemes.set(route, (schemes = new Set(route.security.flat())));
+  return schemes;
 }
 
 /** The serverless deployment a request addresses: the gateway mount's id, or the Host's label. */
