@@ -147,25 +147,28 @@ export class StorageSpace {
  * the runtime learns of a write that failed for space wherever it happened.
  */
 export function watchFailures<T extends object>(target: T, onFailure: (err: unknown) => void): T {
-  const wrapped = new WeakMap<(...args: unknown[]) => unknown, (...args: unknown[]) => unknown>();
-  return new Proxy(target, {
-    get(t, key) {
-      const value = Reflect.get(t, key, t) as unknown;
-      if (typeof value !== "function") return value;
-      const fn = value as (...args: unknown[]) => unknown;
-      let w = wrapped.get(fn);
-      if (w === undefined) {
-        w = (...args: unknown[]) => {
-          const result = fn.apply(t, args);
-          if (!(result instanceof Promise)) return result;
-          return result.catch((err: unknown) => {
-            onFailure(err);
-            throw err;
-          });
-        };
-        wrapped.set(fn, w);
-      }
-      return w;
-    },
-  });
+  // Each method becomes an accessor on the instance, set up once: a read costs a getter, not a
+  // Proxy trap on every property read (the store sits on every request's path), and a method
+  // assigned later (a test's seam) is watched too.
+  const table = target as unknown as Record<string, (...args: unknown[]) => unknown>;
+  const watch = (fn: (...args: unknown[]) => unknown) => (...args: unknown[]) => {
+    const result = fn.apply(target, args);
+    if (result instanceof Promise) result.catch(onFailure); // before the caller's own handlers
+    return result;
+  };
+  const seen = new Set<string>();
+  for (let proto = Object.getPrototypeOf(target); proto && proto !== Object.prototype; proto = Object.getPrototypeOf(proto)) {
+    for (const name of Object.getOwnPropertyNames(proto)) {
+      if (name === "constructor" || seen.has(name)) continue;
+      seen.add(name);
+      if (typeof Object.getOwnPropertyDescriptor(proto, name)?.value !== "function") continue; // getters stay
+      let watched = watch(table[name]!);
+      Object.defineProperty(target, name, {
+        configurable: true,
+        get: () => watched,
+        set: (fn: (...args: unknown[]) => unknown) => void (watched = watch(fn)),
+      });
+    }
+  }
+  return target;
 }
