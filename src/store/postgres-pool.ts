@@ -63,13 +63,16 @@ export async function openPostgresPool(options: PostgresOptions): Promise<pg.Poo
   }
 }
 
-/** Runs `work` in one READ COMMITTED transaction on one pooled connection. */
-export async function inTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+/**
+ * Runs `work` in one READ COMMITTED transaction on one pooled connection. `opening`, statements
+ * without parameters, runs right after BEGIN in its round trip; `work` gets their results.
+ */
+export async function inTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient, opened: pg.QueryResult[]) => Promise<T>, opening?: string): Promise<T> {
   const client = await pool.connect();
   let broken = false;
   try {
-    await client.query("BEGIN");
-    const result = await work(client);
+    const begun = (await client.query(opening === undefined ? "BEGIN" : `BEGIN; ${opening}`)) as pg.QueryResult | pg.QueryResult[];
+    const result = await work(client, Array.isArray(begun) ? begun.slice(1) : []);
     await client.query("COMMIT");
     return result;
   } catch (error) {

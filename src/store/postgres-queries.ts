@@ -44,6 +44,11 @@ export const PG_SQL = {
   queuedJobs: `SELECT ${JOB_COLUMNS} FROM jobs WHERE status = 'queued' AND seq > $1 ORDER BY seq LIMIT $2`,
   ownerQueuedJobs: `SELECT ${JOB_COLUMNS} FROM jobs WHERE owner = $3 AND status = 'queued' AND seq > $1 ORDER BY seq LIMIT $2`,
   countQueued: "SELECT count(*) AS n FROM jobs WHERE status = 'queued'",
+  // At least the number of queued jobs (seqs are distinct): from the two ends of jobs_status_seq,
+  // so it costs the same however long the queue; 0 when none is queued.
+  queuedSpan: "SELECT COALESCE(max(seq) - min(seq) + 1, 0) AS n FROM jobs WHERE status = 'queued'",
+  // The queued jobs counted up to $1: the bound's comparisons need no more.
+  countQueuedUpTo: "SELECT count(*) AS n FROM (SELECT 1 FROM jobs WHERE status = 'queued' LIMIT $1) q",
   queuedWithSecrets: "SELECT id FROM jobs WHERE status = 'queued' AND secrets_given ORDER BY seq",
   countOwnerQueued: "SELECT count(*) AS n FROM jobs WHERE owner = $1 AND status = 'queued'",
   jobsInStatus: `SELECT ${JOB_COLUMNS} FROM jobs WHERE status = ANY($1::text[]) ORDER BY seq`,
@@ -88,18 +93,31 @@ export function pgListJobsSql(byStatus: boolean, byDeployment: boolean): string 
     ORDER BY seq DESC LIMIT $3`;
 }
 
-/** Values per job of pgInsertJobsSql. */
-export const JOB_INSERT_VALUES = 9;
-
-/** A multi-row job insert of `count` jobs (JOB_INSERT_VALUES values each), returning the seq of each id. */
-export function pgInsertJobsSql(count: number): string {
-  const rows = Array.from({ length: count }, (_, i) => {
-    const p = (n: number) => `$${i * JOB_INSERT_VALUES + n}`;
-    return `(${p(1)}, ${p(2)}, ${p(3)}, 'queued', ${p(4)}::bigint, ${p(5)}::bigint, ${p(6)}::json, ${p(7)}::float8, ${p(8)}::json, ${p(9)}::boolean)`;
-  });
-  return `INSERT INTO jobs (id, owner, deployment_id, status, created_at, expires_at, output_node_ids, cost, workflow, secrets_given)
-    VALUES ${rows.join(", ")} RETURNING id, seq`;
-}
+/**
+ * A batch of submissions in one statement: each key given is claimed (a free key or a dead claim
+ * is taken, a live one refused, as claimKey), then the jobs whose key was taken or that gave none
+ * are inserted, in batch order; their ids and seqs come back. Keys must be distinct; they are
+ * claimed in key order, so that batches racing on the same keys lock them in the same order. One
+ * array per column, one element per job: $1 ids, $2 owners, $3 deployment_ids, $4 created_ats,
+ * $5 expires_ats, $6 output_node_ids (JSON text), $7 costs, $8 workflows (JSON text), $9
+ * secrets_given, $10 keys (null: none), $11 claim times (now), $12 claim expiries.
+ */
+export const PG_INSERT_JOBS = `WITH batch AS MATERIALIZED (
+    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::float8[], $8::text[],
+        $9::boolean[], $10::text[], $11::bigint[], $12::bigint[])
+      WITH ORDINALITY AS b(id, owner, deployment_id, created_at, expires_at, output_node_ids, cost, workflow, secrets_given,
+        key, claimed_at, claim_expires_at, ord)),
+  claimed AS (
+    INSERT INTO idempotency_keys (owner, key, job_id, claimed_at, expires_at)
+    SELECT owner, key, id, claimed_at, claim_expires_at FROM batch WHERE key IS NOT NULL ORDER BY owner, key
+    ON CONFLICT (owner, key) DO UPDATE
+      SET job_id = excluded.job_id, claimed_at = excluded.claimed_at, expires_at = excluded.expires_at
+      WHERE idempotency_keys.expires_at <= excluded.claimed_at
+    RETURNING job_id)
+  INSERT INTO jobs (id, owner, deployment_id, status, created_at, expires_at, output_node_ids, cost, workflow, secrets_given)
+  SELECT id, owner, deployment_id, 'queued', created_at, expires_at, output_node_ids::json, cost, workflow::json, secrets_given
+    FROM batch WHERE key IS NULL OR id IN (SELECT job_id FROM claimed) ORDER BY ord
+  RETURNING id, seq`;
 
 /** The database's clock in epoch ms: every process compares leases on this one clock. */
 const DB_NOW_MS = "(extract(epoch from clock_timestamp()) * 1000)::bigint";

@@ -147,6 +147,24 @@ describe("batched inserts", () => {
     expect(await t.sql("SELECT count(*) AS n FROM jobs")).toEqual([{ n: 4 }]);
   });
 
+  it("fails only the submission whose key is taken when a turn's keys are distinct, and replaces an expired claim", async () => {
+    const earlier = await t.store.createJob(newJob(), { idempotency: { key: "b", now: T0 } });
+    await t.store.createJob(newJob(), { idempotency: { key: "c", now: T0, ttlMs: 10 } });
+    const keys = ["a", "b", "c", "d"];
+    const results = await Promise.allSettled(keys.map((key) => t.store.createJob(newJob(), { idempotency: { key, now: T0 + 10 } })));
+    expect(results.map((r) => r.status)).toEqual(["fulfilled", "rejected", "fulfilled", "fulfilled"]);
+    const refused = (results[1] as PromiseRejectedResult).reason as IdempotencyKeyReused;
+    expect(refused).toBeInstanceOf(IdempotencyKeyReused);
+    expect(refused.jobId).toBe(earlier.id);
+    const created = results.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
+    expect(created.map((j) => j.seq)).toEqual([...created.map((j) => j.seq)].sort((x, y) => x - y));
+    for (const [i, key] of ["a", "c", "d"].entries()) {
+      expect(await t.store.getIdempotencyClaim("alice", key, T0 + 10)).toMatchObject({ job_id: created[i]!.id, claimed_at: T0 + 10 });
+    }
+    expect(await t.store.getIdempotencyClaim("alice", "b", T0 + 10)).toMatchObject({ job_id: earlier.id, claimed_at: T0 });
+    expect(await countJobs()).toBe(5);
+  });
+
   it("commits a waiting batch when the store closes", async () => {
     const pending = t.store.createJob(newJob());
     await t.store.close();
@@ -173,5 +191,23 @@ describe.runIf(storeKind() === "postgres")("the queue bound across processes", (
     } finally {
       await other.close();
     }
+  });
+
+  it("counts the queue exactly when jobs that left it lie between the queued ones", async () => {
+    // Queued seqs 1 and 5 span five jobs; two are queued, so three more fit under a bound of 5.
+    await t.store.createJob(newJob());
+    for (let i = 0; i < 3; i++) {
+      const job = await t.store.createJob(newJob());
+      await t.store.transitionJob(job.id, ["queued"], "canceled", { completed_at: T0 });
+    }
+    await t.store.createJob(newJob());
+    const results = await Promise.allSettled(Array.from({ length: 4 }, () => t.store.createJob(newJob(), { queueLimit: 5 })));
+    expect(results.map((r) => r.status)).toEqual(["fulfilled", "fulfilled", "fulfilled", "rejected"]);
+    expect((results[3] as PromiseRejectedResult).reason).toBeInstanceOf(QueueFullError);
+    expect(await t.store.countQueued()).toBe(5);
+    // Far below the bound, a whole batch is admitted.
+    const more = await Promise.all(Array.from({ length: 3 }, () => t.store.createJob(newJob(), { queueLimit: 100 })));
+    expect(more.every((j) => j.status === "queued")).toBe(true);
+    expect(await t.store.countQueued()).toBe(8);
   });
 });
