@@ -15,6 +15,7 @@ import { hashScenarios } from "./scenarios/hash.ts";
 import { heavyScenarios } from "./scenarios/heavy.ts";
 import { httpScenarios } from "./scenarios/http.ts";
 import { memoryScenarios } from "./scenarios/memory.ts";
+import { postgresScenarios } from "./scenarios/postgres.ts";
 import { sseScenarios } from "./scenarios/sse.ts";
 
 const SCENARIOS: Record<string, (ctx: BenchContext) => Promise<Figure[]>> = {
@@ -25,6 +26,7 @@ const SCENARIOS: Record<string, (ctx: BenchContext) => Promise<Figure[]>> = {
   memory: memoryScenarios,
   comfyui: comfyuiScenarios,
   heavy: heavyScenarios,
+  postgres: postgresScenarios,
 };
 
 async function main(): Promise<number> {

@@ -31,7 +31,7 @@ process.on("exit", () => {
 });
 
 /** The node flags `npm start` and bin/flowgate.js run the server with. */
-const SERVER_NODE_FLAGS = ["--max-semi-space-size=16"];
+export const SERVER_NODE_FLAGS = ["--max-semi-space-size=16"];
 
 /** Extra node flags for every child (e.g. --cpu-prof), set by the runner. */
 export const childNodeFlags: string[] = [];

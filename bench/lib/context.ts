@@ -15,6 +15,10 @@ export interface Sizes {
   /** Open event streams on one job. */
   sseStreams: number;
   sseRounds: number;
+  /** Open event streams on one job of the PostgreSQL scenario's API node. */
+  pgStreams: number;
+  /** Rounds of the PostgreSQL scenario's fan-out (each: the cross-process one and its baseline). */
+  pgStreamRounds: number;
   /** Nodes of the engine graphs. */
   engineNodes: number;
   /** Timed repetitions per engine figure. */
@@ -33,6 +37,8 @@ export const FULL: Sizes = {
   queueDepth: 100_000,
   sseStreams: 10_000,
   sseRounds: 3,
+  pgStreams: 1000,
+  pgStreamRounds: 5,
   engineNodes: 1000,
   engineRounds: 41,
   hashMiB: 256,
@@ -48,6 +54,8 @@ export const QUICK: Sizes = {
   queueDepth: 1_000,
   sseStreams: 100,
   sseRounds: 2,
+  pgStreams: 100,
+  pgStreamRounds: 2,
   engineNodes: 100,
   engineRounds: 5,
   hashMiB: 8,
