@@ -3,7 +3,7 @@
 // terminal guard is a trigger, an idempotency key is claimed by one INSERT ... ON CONFLICT on its
 // primary key in the job's own transaction, and every guarded move is one UPDATE ... WHERE on the
 // row. A commit returns once PostgreSQL made it durable (synchronous_commit), so nothing is
-// acknowledged before it is. Submissions of one event-loop turn share a transaction, like SQLite's.
+// acknowledged before it is. Submissions are inserted in batches (group commit), like SQLite's.
 import type pg from "pg";
 import { decodeCursor, encodeCursor } from "./cursor.ts";
 import { IdempotencyKeyReused, QueueFullError, TerminalStatusError, UnknownJobError } from "./errors.ts";
@@ -330,12 +330,12 @@ export class PostgresStore implements Store {
   async #insertBatch(batch: PendingInsert[]): Promise<void> {
     let outcomes: Array<PromiseSettledResult<JobRecord>>;
     try {
-      outcomes = await inBatchTransaction(this.#pool, batch, true);
+      outcomes = await insertBatchOnce(this.#pool, batch, true);
     } catch {
       outcomes = [];
       for (const pending of batch) {
         try {
-          outcomes.push(...(await inBatchTransaction(this.#pool, [pending], false)));
+          outcomes.push(...(await insertBatchOnce(this.#pool, [pending], false)));
         } catch (reason) {
           outcomes.push({ status: "rejected", reason });
         }
@@ -349,31 +349,48 @@ export class PostgresStore implements Store {
   }
 }
 
-/**
- * A bounded batch opens its transaction with the queue lock and the span of the queue, in the
- * BEGIN's round trip: statements of one simple query run one after another, each on a snapshot of
- * its own, so the span is read once the lock is held.
- */
-const QUEUE_OPENING = `SELECT pg_advisory_xact_lock(${QUEUE_LOCK}); ${PG_SQL.queuedSpan}`;
+/** The queue's lock, then the span of the queue, read once the lock is held (each statement of a simple query takes its own snapshot). */
+const LOCK_QUEUE = `SELECT pg_advisory_lock(${QUEUE_LOCK}); ${PG_SQL.queuedSpan}`;
+const UNLOCK_QUEUE = `SELECT pg_advisory_unlock(${QUEUE_LOCK})`;
 
 /**
- * Inserts a batch in one transaction (insertJobs). A batch with a queue bound counts the queue under
- * a transaction-scoped advisory lock, so that no other process's submissions commit between the
- * count and this insert: the bound is exact across nodes. Every round trip of a batch is paid while
- * the next batch waits, so there are few: BEGIN with the lock and the span, the claims with the
- * insert, COMMIT (and an exact count only near the bound).
+ * Inserts a batch (insertJobs) on one pooled connection. A batch with a queue bound holds the
+ * queue's advisory lock from before it reads the queue until its insert committed, so that no
+ * other process's submissions commit in between: the bound is exact across nodes. Each round trip
+ * of a batch is waited for by every submission of the next one, so there are few: the lock with
+ * the span of the queue, then the claims and the insert in one statement, which commits by itself
+ * (the unlock is not waited for). A batch whose keys are claimed one by one runs in a transaction.
  */
-async function inBatchTransaction(pool: pg.Pool, batch: PendingInsert[], batched: boolean): Promise<Array<PromiseSettledResult<JobRecord>>> {
+async function insertBatchOnce(pool: pg.Pool, batch: PendingInsert[], batched: boolean): Promise<Array<PromiseSettledResult<JobRecord>>> {
   const limits = batch.flatMap((pending) => (pending.queueLimit === undefined ? [] : [pending.queueLimit]));
-  if (limits.length === 0) return inTransaction(pool, (client) => insertJobs(client, batch, batched, 0));
-  return inTransaction(
-    pool,
-    async (client, opened) => {
-      const span = opened[1]!.rows[0].n as number;
-      return insertJobs(client, batch, batched, await queuedForBound(client, span, batch.length, limits));
-    },
-    QUEUE_OPENING,
-  );
+  const client = await pool.connect();
+  let locked = false;
+  let broken = false;
+  try {
+    let queued = 0;
+    if (limits.length > 0) {
+      locked = true; // from the asking: a failure after the grant must still unlock
+      const [, span] = (await client.query(LOCK_QUEUE)) as unknown as pg.QueryResult[];
+      queued = await queuedForBound(client, span!.rows[0].n as number, batch.length, limits);
+    }
+    if (batched && claimableAtOnce(batch, queued)) return await insertJobs(client, batch, true);
+    await client.query("BEGIN");
+    try {
+      const outcomes = await claimOneByOne(client, batch, batched, queued);
+      const admitted = batch.filter((_, i) => outcomes[i] === null);
+      const inserted = admitted.length === 0 ? [] : await insertJobs(client, admitted, false);
+      await client.query("COMMIT");
+      return outcomes.map((outcome) => outcome ?? inserted.shift()!);
+    } catch (error) {
+      await client.query("ROLLBACK").catch(() => {
+        broken = true; // the connection itself failed: do not give it back
+      });
+      throw error;
+    }
+  } finally {
+    if (!locked || broken) client.release(broken); // a lost connection's locks go with it
+    else client.query(UNLOCK_QUEUE).then(() => client.release(), () => client.release(true));
+  }
 }
 
 /**
@@ -389,18 +406,13 @@ async function queuedForBound(client: pg.PoolClient, span: number, batchSize: nu
 }
 
 /**
- * Checks the queue bound against `queued`, claims each submission's key (a refused claim writes
- * nothing) and inserts the jobs admitted, inside the caller's transaction; outcomes in batch order.
- * When no submission can meet the bound and no key is held or comes twice, the claims and the
- * insert are one statement; else the keys are claimed one by one first.
+ * Inserts the jobs of `admitted` in one statement, in their order. With `claims`, the statement
+ * also claims their keys (claimableAtOnce holds), and a job whose key is taken is refused;
+ * without, their keys were claimed already. Outcomes in the order of `admitted`.
  */
-async function insertJobs(client: pg.PoolClient, batch: PendingInsert[], batched: boolean, queued: number): Promise<Array<PromiseSettledResult<JobRecord>>> {
-  const atOnce = batched && claimableAtOnce(batch, queued);
-  const outcomes = atOnce ? batch.map(() => null) : await claimOneByOne(client, batch, batched, queued);
-  const admitted = batch.filter((_, i) => outcomes[i] === null);
-  if (admitted.length === 0) return outcomes as Array<PromiseSettledResult<JobRecord>>;
+async function insertJobs(client: pg.PoolClient, admitted: PendingInsert[], claims: boolean): Promise<Array<PromiseSettledResult<JobRecord>>> {
   const column = <T>(value: (pending: PendingInsert) => T) => admitted.map(value);
-  const claimOf = (p: PendingInsert) => (atOnce ? p.idempotency : undefined);
+  const claimOf = (p: PendingInsert) => (claims ? p.idempotency : undefined);
   const { rows } = await client.query({
     name: "fg_insert_jobs",
     text: PG_INSERT_JOBS,
@@ -423,19 +435,19 @@ async function insertJobs(client: pg.PoolClient, batch: PendingInsert[], batched
     ],
   });
   const seqs = new Map(rows.map((row) => [row.id as string, row.seq as number]));
-  for (const [i, { job, idempotency }] of batch.entries()) {
-    if (outcomes[i] !== null) continue;
+  const outcomes: Array<PromiseSettledResult<JobRecord>> = [];
+  for (const { job, idempotency } of admitted) {
     const seq = seqs.get(job.id);
     if (seq !== undefined) {
-      outcomes[i] = { status: "fulfilled", value: { ...insertedJob(job), seq } };
+      outcomes.push({ status: "fulfilled", value: { ...insertedJob(job), seq } });
       continue;
     }
     // Not inserted: its key was taken (only a key claimed in the statement can keep a job out).
-    if (!atOnce || idempotency === undefined) throw new Error(`job ${job.id} was not inserted`);
+    if (!claims || idempotency === undefined) throw new Error(`job ${job.id} was not inserted`);
     const existing = (await client.query(PG_SQL.getClaim, [job.owner, idempotency.key, idempotency.now])).rows[0];
-    outcomes[i] = { status: "rejected", reason: new IdempotencyKeyReused(job.owner, idempotency.key, (existing?.job_id as string | null | undefined) ?? null) };
+    outcomes.push({ status: "rejected", reason: new IdempotencyKeyReused(job.owner, idempotency.key, (existing?.job_id as string | null | undefined) ?? null) });
   }
-  return outcomes as Array<PromiseSettledResult<JobRecord>>;
+  return outcomes;
 }
 
 /**

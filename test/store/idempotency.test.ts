@@ -193,6 +193,20 @@ describe.runIf(storeKind() === "postgres")("the queue bound across processes", (
     }
   });
 
+  it("lets the queue go after a bounded batch fails, for this connection and others", async () => {
+    const other = await openStore(t.options);
+    try {
+      const job = await t.store.createJob(newJob(), { queueLimit: 5 });
+      // A duplicate id fails the batch (then its retry): the lock it took must not outlive it.
+      await expect(t.store.createJob({ ...newJob(), id: job.id }, { queueLimit: 5 })).rejects.toThrow();
+      await expect(other.createJob(newJob(), { queueLimit: 5 })).resolves.toMatchObject({ status: "queued" });
+      await expect(t.store.createJob(newJob(), { queueLimit: 5 })).resolves.toMatchObject({ status: "queued" });
+      expect(await t.store.countQueued()).toBe(3);
+    } finally {
+      await other.close();
+    }
+  });
+
   it("counts the queue exactly when jobs that left it lie between the queued ones", async () => {
     // Queued seqs 1 and 5 span five jobs; two are queued, so three more fit under a bound of 5.
     await t.store.createJob(newJob());
