@@ -37,6 +37,12 @@ import type {
 } from "./types.ts";
 
 type Row = Record<string, unknown>;
+
+/**
+ * The store's fixed statements by text, each with a name: a named statement is parsed and
+ * planned once per connection, not on every call (node-postgres prepares it on first use).
+ */
+const STATEMENT_NAMES = new Map(Object.entries(PG_SQL).map(([key, text]) => [text as string, `fg_${key}`]));
 type Queryable = pg.Pool | pg.PoolClient;
 
 /** A job insert waiting for the next batch. */
@@ -305,7 +311,8 @@ export class PostgresStore implements Store {
       if (/^\s*INSERT/i.test(text)) throw new TypeError("a text value holds a NUL character, which PostgreSQL cannot store");
       return { rows: [], rowCount: 0 };
     }
-    return on.query(text, params);
+    const name = STATEMENT_NAMES.get(text);
+    return on.query(name === undefined ? { text, values: params } : { name, text, values: params });
   }
 
   /**
