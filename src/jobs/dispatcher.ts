@@ -189,9 +189,13 @@ export class Dispatcher {
   /**
    * How many jobs, or other work of the engine, are ahead of a queued job (0: next to start);
    * null when it is not queued. Jobs waiting in flowgate's queue come after everything waiting
-   * in the engine's queue.
+   * in the engine's queue. With leases, counted in the database across every process.
    */
-  position(jobId: string): number | null {
+  async position(jobId: string): Promise<number | null> {
+    if (this.o.lease) {
+      // A row read as queued just before a worker claimed it was at the front.
+      return (await this.o.lease.leases.position(jobId)) ?? 0;
+    }
     const inEngine = this.waitingInEngine.get(jobId);
     if (inEngine !== undefined) return inEngine;
     // Asked about a row read as queued just before its start committed (an asynchronous store):
@@ -204,8 +208,9 @@ export class Dispatcher {
     return mine + engineAhead;
   }
 
-  /** An owner's jobs waiting or running (canceling ones included until their run ends). */
-  liveCount(owner: string): number {
+  /** An owner's jobs waiting or running (canceling ones included until their run ends); with leases, across every process. */
+  async liveCount(owner: string): Promise<number> {
+    if (this.o.lease) return this.o.lease.leases.liveCount(owner);
     return this.queue.waiting(owner) + this.queue.running(owner);
   }
 
@@ -286,7 +291,8 @@ export class Dispatcher {
     }
     // Every slot is taken (the usual case while a queue waits): the end of a run pumps again.
     if (this.running.size >= this.o.concurrency) return;
-    if (this.o.lease && !this.o.lease.dispatch) return; // an API node: workers run the jobs
+    // An API node: workers run the jobs, but for those whose secrets only this node holds.
+    if (this.o.lease && !this.o.lease.dispatch && this.extras.size === 0) return;
     this.pumping = true;
     const p = this.fill()
       .then(() => {
@@ -381,7 +387,7 @@ export class Dispatcher {
    * engine: a ComfyUI queue position is not kept across processes). False when none is claimable.
    */
   private async claim(lease: LeaseOptions): Promise<boolean> {
-    const job = await lease.leases.claim(lease.workerId, lease.leaseMs, this.o.now(), this.o.slotsFor, [...this.extras.keys()]);
+    const job = await lease.leases.claim(lease.workerId, lease.leaseMs, this.o.now(), this.o.slotsFor, [...this.extras.keys()], !lease.dispatch);
     if (!job) return false;
     this.queue.remove(job.id);
     this.events.publish({ type: "status", job });
