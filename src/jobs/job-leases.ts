@@ -16,9 +16,15 @@ export interface JobLeases {
   position(jobId: string): Promise<number | null>;
   /** An owner's queued and running jobs, across every process. */
   liveCount(owner: string): Promise<number>;
-  /** Extends the leases of this worker's live jobs among `ids`; returns the status of each it still holds. */
+  /**
+   * Extends the leases of this worker's live jobs among `ids`, and takes or extends those of the
+   * queued jobs among them whose secrets it holds; returns the status of each it holds.
+   */
   renew(workerId: string, ids: readonly string[], leaseMs: number): Promise<Map<string, JobStatus>>;
-  /** Fails `worker_lost` every live job whose lease passed (by the database's clock); the jobs it moved. */
+  /**
+   * Fails `worker_lost` every live job whose lease passed (by the database's clock), and
+   * `partner_key_lost` every queued job whose secrets' holder stopped renewing; the jobs it moved.
+   */
   failExpired(completedAt: number): Promise<JobRecord[]>;
   /** Of `ids`, those no longer queued (taken by a worker, canceled or expired elsewhere). */
   notQueued(ids: readonly string[]): Promise<string[]>;
@@ -41,3 +47,9 @@ export interface LeaseOptions {
 
 /** The error of a job whose worker stopped renewing its lease. */
 export const WORKER_LOST = { code: "worker_lost", message: "The worker running this job stopped before it finished." } as const;
+
+/** The error of a job whose secrets (`extra_data`, memory only) were lost with the process holding them. */
+export const PARTNER_KEY_LOST = {
+  code: "partner_key_lost",
+  message: "The partner key given with this job is kept in memory only and did not survive a server restart; submit the job again.",
+} as const;

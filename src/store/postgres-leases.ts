@@ -3,7 +3,7 @@
 // so the processes' own clocks may differ.
 import type pg from "pg";
 import type { JobLeases } from "../jobs/job-leases.ts";
-import { WORKER_LOST } from "../jobs/job-leases.ts";
+import { PARTNER_KEY_LOST, WORKER_LOST } from "../jobs/job-leases.ts";
 import { inTransaction, openPostgresPool, type PostgresOptions } from "./postgres-pool.ts";
 import { PG_LEASE_SQL } from "./postgres-queries.ts";
 import { toJob } from "./postgres.ts";
@@ -62,7 +62,7 @@ export class PostgresLeases implements JobLeases {
   }
 
   async failExpired(completedAt: number): Promise<JobRecord[]> {
-    const { rows } = await this.#pool.query(PG_LEASE_SQL.failExpired, [completedAt, JSON.stringify(WORKER_LOST)]);
+    const { rows } = await this.#pool.query(PG_LEASE_SQL.failExpired, [completedAt, JSON.stringify(WORKER_LOST), JSON.stringify(PARTNER_KEY_LOST)]);
     return rows.map(toJob);
   }
 

@@ -103,8 +103,12 @@ export function pgInsertJobsSql(count: number): string {
 
 /** The database's clock in epoch ms: every process compares leases on this one clock. */
 const DB_NOW_MS = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
-/** Live jobs whose lease passed; a null lease was written by a flowgate without leases. */
-const LEASE_PASSED = `status IN ('running', 'canceling') AND (lease_until IS NULL OR lease_until < ${DB_NOW_MS})`;
+/**
+ * Live jobs whose lease passed (a null lease on a running job was written by a flowgate without
+ * leases), and queued jobs whose secrets' holder stopped renewing (only those have a lease).
+ */
+const LEASE_PASSED = `((status IN ('running', 'canceling') AND (lease_until IS NULL OR lease_until < ${DB_NOW_MS}))
+    OR (status = 'queued' AND lease_until < ${DB_NOW_MS}))`;
 
 /**
  * Owners with queued jobs, one index probe each (a loose index scan on jobs_queued_owner_seq):
@@ -165,14 +169,17 @@ export const PG_LEASE_SQL = {
         WHERE o.owner IS NOT NULL AND (q.level, q.seq) < (mine.level, mine.seq))::int AS position FROM mine`,
   // $1 owner: its jobs queued or running (a hosted socket's queue_remaining).
   liveCount: "SELECT count(*)::int AS n FROM jobs WHERE owner = $1 AND status IN ('queued', 'running', 'canceling')",
-  // $1 worker, $2 ids, $3 lease ms.
-  renew: `UPDATE jobs SET lease_until = ${DB_NOW_MS} + $3
-    WHERE worker_id = $1 AND id = ANY($2::text[]) AND status IN ('running', 'canceling') RETURNING id, status`,
-  // A canceling job ends canceled (what was asked), a running one failed; $1 completed_at, $2 error.
+  // $1 worker, $2 ids, $3 lease ms. The worker's live jobs, and the queued jobs whose secrets it holds.
+  renew: `UPDATE jobs SET worker_id = $1, lease_until = ${DB_NOW_MS} + $3
+    WHERE id = ANY($2::text[]) AND ((worker_id = $1 AND status IN ('running', 'canceling'))
+      OR (status = 'queued' AND secrets_given AND (worker_id IS NULL OR worker_id = $1))) RETURNING id, status`,
+  // A canceling job ends canceled (what was asked), a running one failed ($2), a queued one failed
+  // for its lost secrets ($3, started and ended at once: a job leaves queued by running); $1 completed_at.
   failExpired: `WITH picked AS MATERIALIZED (
       SELECT id FROM jobs WHERE ${LEASE_PASSED} ORDER BY lease_until NULLS FIRST LIMIT 500 FOR UPDATE SKIP LOCKED)
     UPDATE jobs SET status = CASE WHEN status = 'canceling' THEN 'canceled' ELSE 'failed' END, completed_at = $1,
-      error = CASE WHEN status = 'canceling' THEN error ELSE $2::json END
+      started_at = CASE WHEN status = 'queued' THEN $1 ELSE started_at END,
+      error = CASE WHEN status = 'canceling' THEN error WHEN status = 'queued' THEN $3::json ELSE $2::json END
     FROM picked WHERE jobs.id = picked.id AND ${LEASE_PASSED.replace(/\b(status|lease_until)\b/g, "jobs.$1")}
     RETURNING ${JOB_COLUMNS.replace(/\b(\w+)\b/g, "jobs.$1")}`,
   stillQueued: "SELECT id FROM jobs WHERE id = ANY($1::text[]) AND status = 'queued'",

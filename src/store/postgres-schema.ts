@@ -178,13 +178,16 @@ CREATE TRIGGER jobs_notify_status AFTER UPDATE OF status ON jobs FOR EACH ROW
   },
   {
     version: 6,
-    description: "status notifications name the job's owner and the changing process; an index of each owner's queue",
+    description: "status notifications name the job's owner and the changing process; indexes of each owner's queue and of held secret jobs",
     sql: `
 -- The owner lets a process skip the read of a job nobody there follows (hosted sockets follow
 -- owners); the changing connection's application_name ends with its process's tag, so a process
 -- does not hear back, as another's, the change it made and published itself.
 -- The fair order's reads (src/store/postgres-queries.ts): owners with queued jobs, and each one's queue.
 CREATE INDEX jobs_queued_owner_seq ON jobs (owner, seq) WHERE status = 'queued';
+-- Queued jobs with secrets are leased by the process holding them (in memory): when it stops
+-- renewing, they fail partner_key_lost.
+CREATE INDEX jobs_held_lease_until ON jobs (lease_until) WHERE status = 'queued' AND lease_until IS NOT NULL;
 CREATE OR REPLACE FUNCTION jobs_notify_status() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   PERFORM pg_notify('${PG_STATUS_CHANNEL}', json_build_object('schema', current_schema(), 'id', NEW.id, 'status', NEW.status,

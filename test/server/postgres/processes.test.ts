@@ -230,6 +230,21 @@ describe.skipIf(unavailable !== null)("processes on PostgreSQL", () => {
     expect(runner).toMatch(new RegExp(`:${server.child.pid}:`));
     expect(runner).not.toMatch(new RegExp(`:${w.child.pid}:`));
   });
+
+  it("a SIGKILLed API node's secret jobs end: the one it ran worker_lost, the one it held partner_key_lost", async () => {
+    const { api, server } = await apiNode("--no-dispatch", "--concurrency", "1");
+    await worker(); // the survivor that notices
+    const secrets = { extra_data: { api_key_vendor_org: "sk-test-secret" } };
+    const running = await api.submit(delayGraph(60), secrets);
+    await api.waitJob(running.id, (j) => j.status === "running", "running", 30_000);
+    const waiting = await api.submit(delayGraph(60), secrets);
+    await waitFor(() => row(waiting.id), (r) => r.worker_id !== null, "the hold on the queued secret job", 10_000);
+    server.child.kill("SIGKILL");
+    const other = await apiNode("--no-dispatch");
+    const [ran, held] = [await other.api.waitTerminal(running.id, 15_000), await other.api.waitTerminal(waiting.id, 15_000)];
+    expect([ran.status, ran.error.code]).toEqual(["failed", "worker_lost"]);
+    expect([held.status, held.error.code]).toEqual(["failed", "partner_key_lost"]);
+  });
 });
 
 if (unavailable !== null) it.skip(`skipped: ${unavailable}`, () => undefined);

@@ -92,6 +92,20 @@ describe.skipIf(unavailable !== null)("PostgresLeases", () => {
     expect(await a.liveCount("o")).toBe(1);
   });
 
+  it("the queued jobs whose secrets a process holds are leased by it, and fail partner_key_lost when it stops renewing", async () => {
+    const held = await store.createJob(newJob({ secrets_given: true }));
+    const plain = await store.createJob(newJob());
+    expect([...(await a.renew("api", [held.id, plain.id], 30_000))]).toEqual([[held.id, "queued"]]); // a plain job is nobody's
+    expect((await b.renew("other", [held.id], 30_000)).size).toBe(0); // not another's to take
+    expect(await b.failExpired(T0)).toEqual([]);
+    await a.renew("api", [held.id], -1); // the holder gives it up (or dies and stops renewing)
+    const [lost, ...rest] = await b.failExpired(T0 + 5);
+    expect(rest).toEqual([]);
+    expect(lost).toMatchObject({ id: held.id, status: "failed", started_at: T0 + 5, completed_at: T0 + 5 });
+    expect(lost!.error?.code).toBe("partner_key_lost");
+    expect((await store.getJob(plain.id))!.status).toBe("queued");
+  });
+
   it("renewals report canceling and lost jobs; passed leases end worker_lost (canceling: canceled), once", async () => {
     const one = await store.createJob(newJob());
     const two = await store.createJob(newJob());
