@@ -5,7 +5,7 @@ import Fastify, { LogController, type FastifyInstance, type FastifyReply, type F
 import multipart from "@fastify/multipart";
 import type { V2Handlers } from "../../generated/handlers.ts";
 import { ServiceError } from "../jobs/errors.ts";
-import { answerClientError } from "./client-errors.ts";
+import { absorbUpgradeSocketErrors, answerClientError } from "./client-errors.ts";
 import { malformedJson, toEnvelope, unsupportedContentType } from "./error-envelope.ts";
 import { toHostedError } from "./hosted/hosted-errors.ts";
 import type { HandlerContext } from "./handler-context.ts";
@@ -99,6 +99,7 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
   // preClose: before the server waits for its connections, which open streams would hold.
   app.addHook("preClose", async () => streams.close());
   endConnectionsOnClose(app);
+  absorbUpgradeSocketErrors(app.server);
   const v2: V2Handlers<HandlerContext> = {
     ...jobs,
     ...assets,
