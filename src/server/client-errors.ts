@@ -1,10 +1,9 @@
 // Requests Node's HTTP parser refuses before Fastify sees them (a bad Content-Length, both
 // Content-Length and Transfer-Encoding, control characters in a header, headers or a request
 // line over the size limit): answered in the error envelope on the raw socket, like every other
-// error, instead of Fastify's own body; and a reset on a socket handed to `upgrade` absorbed.
-import { STATUS_CODES, type IncomingMessage, type Server } from "node:http";
+// error, instead of Fastify's own body.
+import { STATUS_CODES } from "node:http";
 import type { Socket } from "node:net";
-import type { Duplex } from "node:stream";
 
 /** How long a refused connection may keep sending before it is cut. */
 const DRAIN_MS = 5_000;
@@ -35,15 +34,4 @@ export function answerClientError(err: NodeJS.ErrnoException, socket: Socket): v
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );
-}
-
-/**
- * Node takes its own `error` listener off a socket it hands to `upgrade` listeners. Until the
- * WebSocket library adopts the socket (after the key lookup), and after an upgrade refused on the
- * raw socket (401, 429), a peer that resets the connection (a client giving up, a load balancer
- * cutting it) would raise an unhandled `error` and end the process. This listener absorbs it:
- * the socket is destroyed either way.
- */
-export function absorbUpgradeSocketErrors(server: Server): void {
-  server.on("upgrade", (_request: IncomingMessage, socket: Duplex) => void socket.on("error", () => undefined));
 }
