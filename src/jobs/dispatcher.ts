@@ -215,6 +215,11 @@ export class Dispatcher {
     return this.queue.waiting(owner) + this.queue.running(owner);
   }
 
+  /** Jobs waiting; with leases, in the database across every process. */
+  async queueDepth(): Promise<number> {
+    return this.o.lease ? this.o.store.countQueued() : this.queue.size;
+  }
+
   /** Asks a running job to stop at its next node or step boundary. */
   abort(jobId: string): boolean {
     const controller = this.running.get(jobId);

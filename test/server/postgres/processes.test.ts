@@ -214,6 +214,8 @@ describe.skipIf(unavailable !== null)("processes on PostgreSQL", () => {
       expect((await one.api.job(id)).queue_position).toBe(i);
       expect((await two.api.job(id)).queue_position).toBe(i);
     }
+    // The queue depth gauge is the deployment's, on either node.
+    for (const node of [one, two]) expect(await (await fetch(`${node.api.base}/metrics`)).text()).toMatch(/^flowgate_queue_depth 6$/m);
     await worker("--concurrency", "1");
     for (const id of ids) expect((await one.api.waitTerminal(id, 30_000)).status).toBe("succeeded");
     const started = await Promise.all(ids.map(async (id) => Number((await row(id)).started_at)));
