@@ -156,6 +156,9 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
   // no longer running and changes nothing); other ends keep the last snapshot, so it lands first.
   if (end.kind !== "succeeded") await progressWrites.idle();
 
+  // Other processes hear the run's events before its end (notifications go in commit order).
+  await events.relayed();
+
   const persist = deps.persistEnd ?? ((write) => write());
   const finished = await persist(async () => {
     if (deps.captureLogs) {
