@@ -45,13 +45,15 @@ export class PostgresLeases implements JobLeases {
     });
   }
 
+  // Asked on every read of a queued job and every submission: named, so that each connection
+  // plans them once (planning the position's recursive query took 0.4-0.9 ms a call).
   async position(jobId: string): Promise<number | null> {
-    const { rows } = await this.#pool.query<{ position: number }>(PG_LEASE_SQL.position, [jobId]);
+    const { rows } = await this.#pool.query<{ position: number }>({ name: "fg_lease_position", text: PG_LEASE_SQL.position, values: [jobId] });
     return rows[0]?.position ?? null;
   }
 
   async liveCount(owner: string): Promise<number> {
-    const { rows } = await this.#pool.query<{ n: number }>(PG_LEASE_SQL.liveCount, [owner]);
+    const { rows } = await this.#pool.query<{ n: number }>({ name: "fg_lease_live_count", text: PG_LEASE_SQL.liveCount, values: [owner] });
     return rows[0]?.n ?? 0;
   }
 
