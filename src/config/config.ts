@@ -18,6 +18,8 @@ export interface Config {
   leaseMs: number;
   /** Blob directory (several nodes may share it); null = `<dataDir>/blobs`. */
   blobDir: string | null;
+  /** Redis carrying live previews between processes (PostgreSQL deployments); null = small previews as notifications. */
+  redisUrl: string | null;
   /** Static bearer token of the self-hosted surface; null = open. */
   token: string | null;
   /** Origin (and optional path) put in front of signed links; null = the request's origin. */
@@ -76,6 +78,7 @@ export const SERVE_FLAGS = {
   "database-url": { env: "FLOWGATE_DATABASE_URL", help: "postgres://user@host:port/db: keep jobs, assets and accounts in PostgreSQL instead of the SQLite file (default: none)" },
   "no-dispatch": { env: "FLOWGATE_NO_DISPATCH", help: "serve the API only and leave running jobs to `flowgate worker` processes (needs --database-url)", boolean: true },
   lease: { env: "FLOWGATE_LEASE", help: "PostgreSQL: how long a worker's claim on a running job holds without a heartbeat; a dead worker's jobs end worker_lost after it (default 30s)" },
+  "redis-url": { env: "FLOWGATE_REDIS_URL", help: "redis://host:port: PostgreSQL deployments pass live previews between processes through Redis pub/sub (default: none; previews over 48 KiB then stay on the worker)" },
   "blob-dir": { env: "FLOWGATE_BLOB_DIR", help: "where blobs live, a directory every node shares when several run (default <data-dir>/blobs)" },
   token: { env: "FLOWGATE_TOKEN", help: "static bearer token required on v2 (default: none, open)" },
   "public-url": { env: "FLOWGATE_PUBLIC_URL", help: "origin used in signed links (default: the request's origin)" },
@@ -169,6 +172,9 @@ export function loadConfig(argv: string[] = [], env: NodeJS.ProcessEnv = process
   const databaseUrl = get("database-url") || null;
   if (databaseUrl !== null && !/^postgres(ql)?:\/\/[^/]*\/?/.test(databaseUrl)) throw new Error(`--database-url must be a postgres:// URL`);
   const blobDir = get("blob-dir") || null;
+  const redisUrl = get("redis-url") || null;
+  if (redisUrl !== null && !/^rediss?:\/\/[^/]+/.test(redisUrl)) throw new Error("--redis-url must be a redis:// URL");
+  if (redisUrl !== null && databaseUrl === null) throw new Error("--redis-url needs --database-url: it carries previews between the processes of a PostgreSQL deployment");
   const noDispatch = values["no-dispatch"] === true || /^(1|true|yes)$/i.test(env.FLOWGATE_NO_DISPATCH ?? "");
   if (noDispatch && databaseUrl === null) throw new Error("--no-dispatch needs --database-url: API nodes and workers share jobs through PostgreSQL");
   return {
@@ -179,6 +185,7 @@ export function loadConfig(argv: string[] = [], env: NodeJS.ProcessEnv = process
     dispatch: !noDispatch,
     leaseMs: parseDuration(get("lease") ?? "30s"),
     blobDir: blobDir === null ? null : path.resolve(blobDir),
+    redisUrl,
     token: get("token") || null,
     publicUrl: publicUrl?.replace(/\/+$/, "") ?? null,
     queueLimit: positiveInt("queue-limit", get("queue-limit") ?? "10000"),
@@ -219,6 +226,7 @@ export function describeConfig(c: Config): Record<string, unknown> {
     dataDir: c.dataDir,
     database: c.databaseUrl === null ? "sqlite" : withoutCredentials(c.databaseUrl),
     ...(c.blobDir === null ? {} : { blobDir: c.blobDir }),
+    ...(c.redisUrl === null ? {} : { redis: withoutCredentials(c.redisUrl) }),
     ...(c.databaseUrl === null ? {} : { dispatch: c.dispatch, lease: `${c.leaseMs / 1000}s` }),
     token: c.token ? "(set)" : "(none: open)",
     metricsToken: c.metricsToken ? "(set)" : "(none)",

@@ -11,7 +11,7 @@ import { TerminalStatusError, type JobRecord, type Store } from "../store/index.
 import { DrainRate } from "./drain-rate.ts";
 import type { EventBus } from "./event-bus.ts";
 import { FairQueue } from "./fair-queue.ts";
-import type { LeaseOptions } from "./job-leases.ts";
+import { PARTNER_KEY_LOST, WORKER_LOST, type LeaseOptions } from "./job-leases.ts";
 import { runJob, type JobRunDeps, type QueuedRunHooks } from "./job-run.ts";
 
 export interface DispatcherOptions extends JobRunDeps {
@@ -104,14 +104,14 @@ export class Dispatcher {
       const to = job.status === "canceling" ? "canceled" : "failed";
       const patch =
         to === "failed"
-          ? { completed_at: now, error: { code: "worker_lost", message: "The worker running this job stopped before it finished." } }
+          ? { completed_at: now, error: { ...WORKER_LOST } }
           : { completed_at: now };
       await this.o.store.transitionJob(job.id, [job.status], to, patch).catch(ignoreTerminal);
     }
     for (const id of await this.o.store.queuedJobsWithSecrets()) {
       // A job submitted to this process since it started listening still has its key here.
       if (this.extras.has(id)) continue;
-      const error = { code: "partner_key_lost", message: "The partner key given with this job is kept in memory only and did not survive a server restart; submit the job again." };
+      const error = { ...PARTNER_KEY_LOST };
       // Through `running`, as every failure (the state machine has no queued -> failed).
       const started = await this.o.store.transitionJob(id, ["queued"], "running", { started_at: now }).catch(ignoreTerminal);
       this.queue.remove(id);
@@ -146,7 +146,8 @@ export class Dispatcher {
     this.beating = true;
     try {
       const mine = [...this.running.keys()];
-      const held = await lease.leases.renew(lease.workerId, mine, lease.leaseMs);
+      // The queued jobs whose secrets this process holds are leased too: if it dies, they fail.
+      const held = await lease.leases.renew(lease.workerId, [...new Set([...mine, ...this.extras.keys()])], lease.leaseMs);
       for (const id of mine) if (held.get(id) !== "running") this.running.get(id)?.abort();
       await this.failExpired(lease);
       const front: string[] = [];
@@ -189,9 +190,13 @@ export class Dispatcher {
   /**
    * How many jobs, or other work of the engine, are ahead of a queued job (0: next to start);
    * null when it is not queued. Jobs waiting in flowgate's queue come after everything waiting
-   * in the engine's queue.
+   * in the engine's queue. With leases, counted in the database across every process.
    */
-  position(jobId: string): number | null {
+  async position(jobId: string): Promise<number | null> {
+    if (this.o.lease) {
+      // A row read as queued just before a worker claimed it was at the front.
+      return (await this.o.lease.leases.position(jobId)) ?? 0;
+    }
     const inEngine = this.waitingInEngine.get(jobId);
     if (inEngine !== undefined) return inEngine;
     // Asked about a row read as queued just before its start committed (an asynchronous store):
@@ -204,9 +209,15 @@ export class Dispatcher {
     return mine + engineAhead;
   }
 
-  /** An owner's jobs waiting or running (canceling ones included until their run ends). */
-  liveCount(owner: string): number {
+  /** An owner's jobs waiting or running (canceling ones included until their run ends); with leases, across every process. */
+  async liveCount(owner: string): Promise<number> {
+    if (this.o.lease) return this.o.lease.leases.liveCount(owner);
     return this.queue.waiting(owner) + this.queue.running(owner);
+  }
+
+  /** Jobs waiting; with leases, in the database across every process. */
+  async queueDepth(): Promise<number> {
+    return this.o.lease ? this.o.store.countQueued() : this.queue.size;
   }
 
   /** Asks a running job to stop at its next node or step boundary. */
@@ -257,14 +268,15 @@ export class Dispatcher {
     }
     this.abortingRuns = true;
     clearTimeout(this.fillRetry);
-    const unfinished = [...this.running.keys()];
+    // Runs stopped before their end, and queued jobs whose secrets die with this process.
+    const unfinished = [...new Set([...this.running.keys(), ...(this.o.lease ? this.extras.keys() : [])])];
     for (const c of this.running.values()) c.abort();
     for (const wake of [...this.wakers]) wake();
     await this.settled();
     clearInterval(this.heartbeat);
     const lease = this.o.lease;
     if (lease && !again && unfinished.length > 0) {
-      // Runs stopped before their end: give their leases up so they end worker_lost now, not a lease later.
+      // Give their leases up so they end (worker_lost, partner_key_lost) now, not a lease later.
       await lease.leases
         .renew(lease.workerId, unfinished, -1)
         .then(() => this.failExpired(lease))
@@ -286,7 +298,8 @@ export class Dispatcher {
     }
     // Every slot is taken (the usual case while a queue waits): the end of a run pumps again.
     if (this.running.size >= this.o.concurrency) return;
-    if (this.o.lease && !this.o.lease.dispatch) return; // an API node: workers run the jobs
+    // An API node: workers run the jobs, but for those whose secrets only this node holds.
+    if (this.o.lease && !this.o.lease.dispatch && this.extras.size === 0) return;
     this.pumping = true;
     const p = this.fill()
       .then(() => {
@@ -381,7 +394,7 @@ export class Dispatcher {
    * engine: a ComfyUI queue position is not kept across processes). False when none is claimable.
    */
   private async claim(lease: LeaseOptions): Promise<boolean> {
-    const job = await lease.leases.claim(lease.workerId, lease.leaseMs, this.o.now(), this.o.slotsFor, [...this.extras.keys()]);
+    const job = await lease.leases.claim(lease.workerId, lease.leaseMs, this.o.now(), this.o.slotsFor, [...this.extras.keys()], !lease.dispatch);
     if (!job) return false;
     this.queue.remove(job.id);
     this.events.publish({ type: "status", job });

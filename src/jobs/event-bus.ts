@@ -1,5 +1,7 @@
-// Live job events, in process. SSE streams and WebSockets subscribe; the job record stays the
-// source of truth, so a subscriber that misses an event resynchronizes from a read.
+// Live job events. SSE streams and WebSockets subscribe; the job record stays the source of
+// truth, so a subscriber that misses an event resynchronizes from a read. With several processes
+// (PostgreSQL), the events of runs go out to the others through a relay (src/relay/) and come
+// back in through `publishRemote`.
 import type { AssetRecord, JobRecord, JobStatus } from "../store/index.ts";
 import type { Progress } from "./progress.ts";
 
@@ -17,10 +19,29 @@ export type JobEvent =
 
 export type JobEventListener = (event: JobEvent) => void;
 
+/** Options of a listener of every job. */
+export interface SubscribeAllOptions {
+  /**
+   * Also hear what other processes report of this owner's jobs (the hosted WebSocket). Absent:
+   * this process's events only (metrics and charging count what this process does).
+   */
+  remote?: (owner: string) => boolean;
+}
+
+/** Where the events of this process's runs go for the other processes (src/relay/). */
+export interface EventOutbox {
+  send(event: Exclude<JobEvent, { type: "status" }>): void;
+  /** Resolves once everything sent so far is on its way: a run's end commits after its events. */
+  flushed(): Promise<void>;
+}
+
 /** Fan-out of job events by job id, plus listeners of every job (the hosted WebSocket). */
 export class EventBus {
   private readonly byJob = new Map<string, Set<JobEventListener>>();
   private readonly all = new Set<JobEventListener>();
+  /** Listeners of every job that also hear other processes, with the owners each wants. */
+  private readonly allRemote = new Map<JobEventListener, (owner: string) => boolean>();
+  private outbox: EventOutbox | null = null;
   /**
    * While a job has subscribers: the status this process last published for it, and the one last
    * heard from another process (`publishRemote`), so that a change both report goes out once.
@@ -44,9 +65,31 @@ export class EventBus {
   }
 
   /** Listens to every job; returns the unsubscribe function. */
-  subscribeAll(listener: JobEventListener): () => void {
+  subscribeAll(listener: JobEventListener, options: SubscribeAllOptions = {}): () => void {
     this.all.add(listener);
-    return () => this.all.delete(listener);
+    if (options.remote) this.allRemote.set(listener, options.remote);
+    return () => {
+      this.all.delete(listener);
+      this.allRemote.delete(listener);
+    };
+  }
+
+  /** Sends the events of this process's runs (all but status changes) to other processes too. */
+  relayTo(outbox: EventOutbox): void {
+    this.outbox = outbox;
+  }
+
+  /** Resolves once the events published so far have left for the other processes (at once without a relay). */
+  async relayed(): Promise<void> {
+    await this.outbox?.flushed();
+  }
+
+  /** Whether anyone here listens to what other processes report of this job (of this owner, when known). */
+  wantsRemote(jobId: string, owner?: string): boolean {
+    if (this.byJob.has(jobId)) return true;
+    if (owner === undefined) return this.allRemote.size > 0;
+    for (const wants of this.allRemote.values()) if (wants(owner)) return true;
+    return false;
   }
 
   /** Delivers an event; a throwing listener never disturbs the others or the run. */
@@ -61,20 +104,26 @@ export class EventBus {
     }
     if (set && !heard) for (const l of [...set]) safeCall(l, event);
     for (const l of this.all) safeCall(l, event);
+    if (this.outbox && event.type !== "status") this.outbox.send(event);
   }
 
   /**
-   * Delivers a status change another process made (PostgreSQL notifications) to the job's own
-   * subscribers only: listeners of every job (metrics, charging, the hosted socket) count what
-   * this process does, and the process that made the change counts it. Skipped when this process
-   * already published that status.
+   * Delivers an event another process reported (a status change it made, or an event of a run it
+   * runs) to the job's own subscribers and to the listeners of every job that asked for remote
+   * events of its owner; metrics and charging count what this process does, and the process
+   * that made the change counts it. A status this process already published is skipped.
    */
-  publishRemote(event: Extract<JobEvent, { type: "status" }>): void {
-    const jobId = event.job.id;
+  publishRemote(event: JobEvent): void {
+    const jobId = event.type === "status" ? event.job.id : event.job_id;
+    const owner = event.type === "status" ? event.job.owner : event.owner;
     const set = this.byJob.get(jobId);
-    if (!set || this.localStatus.get(jobId) === event.job.status || this.remoteStatus.get(jobId) === event.job.status) return;
-    this.remoteStatus.set(jobId, event.job.status);
-    for (const l of [...set]) safeCall(l, event);
+    if (event.type === "status") {
+      const status = event.job.status;
+      if (this.localStatus.get(jobId) === status || this.remoteStatus.get(jobId) === status) return;
+      if (set) this.remoteStatus.set(jobId, status);
+    }
+    if (set) for (const l of [...set]) safeCall(l, event);
+    for (const [l, wants] of this.allRemote) if (wants(owner)) safeCall(l, event);
   }
 
   /** Open subscriptions of one job (tests and metrics). */

@@ -189,6 +189,9 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
   // progress write still waiting then finds the job no longer running and changes nothing).
   const held = rows.takeForEnd();
 
+  // Other processes hear the run's events before its end (notifications go in commit order).
+  await events.relayed();
+
   const persist = deps.persistEnd ?? ((write) => write());
   const ended = await persist(async () => {
     if (deps.captureLogs) {

@@ -11,7 +11,7 @@ import { isTerminalStatus, type Store } from "../store/index.ts";
 
 /** Where the scrape-time gauges read their values; each is optional (tests, surfaces). */
 export interface MetricSources {
-  queueDepth(): number;
+  queueDepth(): number | Promise<number>;
   runningJobs(): number;
   openEventStreams?(): number;
   openWebSockets?(): number;
@@ -98,7 +98,15 @@ export class FlowgateMetrics {
   observeSources(sources: MetricSources): void {
     const r = [this.registry];
     for (const name of SOURCE_METRICS) this.registry.removeSingleMetric(name); // a second app over the same runtime
-    new Gauge({ name: "flowgate_queue_depth", help: "Jobs waiting in the queue.", registers: r, collect() { this.set(sources.queueDepth()); } });
+    new Gauge({
+      name: "flowgate_queue_depth",
+      help: "Jobs waiting in the queue (on PostgreSQL, the deployment's, the same on every node).",
+      registers: r,
+      async collect() {
+        // A read that fails (the database is away) leaves the last value.
+        await Promise.resolve(sources.queueDepth()).then((n) => this.set(n), () => undefined);
+      },
+    });
     new Gauge({ name: "flowgate_jobs_running", help: "Jobs running now.", registers: r, collect() { this.set(sources.runningJobs()); } });
     new Gauge({ name: "flowgate_sse_streams_open", help: "Open v2 event streams.", registers: r, collect() { this.set(sources.openEventStreams?.() ?? 0); } });
     new Gauge({ name: "flowgate_websockets_open", help: "Open hosted-interface WebSockets.", registers: r, collect() { this.set(sources.openWebSockets?.() ?? 0); } });

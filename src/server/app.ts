@@ -117,7 +117,7 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
   }
   await mountUi(app);
   runtime.metrics.observeSources({
-    queueDepth: () => runtime.dispatcher.queue.size,
+    queueDepth: () => runtime.dispatcher.queueDepth(),
     runningJobs: () => runtime.dispatcher.runningCount,
     openEventStreams: () => streams.size,
     openWebSockets: () => app.hostedSockets?.size ?? 0,

@@ -15,7 +15,9 @@ import { OutputNamer } from "../jobs/output-names.ts";
 import { startReaper } from "../jobs/retention.ts";
 import { openDirectory, openStore, type Directory, type Store } from "../store/index.ts";
 import { PostgresLeases } from "../store/postgres-leases.ts";
-import { followRemoteStatus, type LeaseOptions } from "../jobs/job-leases.ts";
+import type { LeaseOptions } from "../jobs/job-leases.ts";
+import { followRemote, type EventRelay } from "../relay/event-relay.ts";
+import { PostgresRelay } from "../relay/postgres-relay.ts";
 import { FlowgateMetrics } from "../metrics/metrics.ts";
 import { SurfacePolicy } from "../surfaces/surface-policy.ts";
 import { FinishedJobViews } from "./v2/finished-job-views.ts";
@@ -77,8 +79,10 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
   // happened, makes the directory short.
   const noteFailure = (err: unknown) => void space.noteFailure(err);
   const metrics = new FlowgateMetrics();
-  // PostgreSQL when configured (shared by every node), else the SQLite file of the data dir.
-  const database = config.databaseUrl === null ? null : ({ kind: "postgres", url: config.databaseUrl } as const);
+  // PostgreSQL when configured (shared by every node), else the SQLite file of the data dir. Its
+  // connections carry this process's tag, so that it can tell its own changes in notifications.
+  const tag = randomBytes(6).toString("hex");
+  const database = config.databaseUrl === null ? null : ({ kind: "postgres", url: config.databaseUrl, applicationName: `flowgate ${tag}` } as const);
   const store = watchFailures(metrics.instrumentStore(await openStore(database ?? { dataDir: config.dataDir })), noteFailure);
   const blobs = watchFailures(await BlobStore.open(config.dataDir, config.blobDir === null ? {} : { root: config.blobDir }), noteFailure);
   const signer = new UrlSigner(config.signingKey ?? (await loadOrCreateSigningKey(config.dataDir)));
@@ -117,13 +121,18 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     space.assertRoom(); // no new job while the disk is full: it could not save its outputs
     await surface.beforeSubmit(caller);
   } });
+  let relay: EventRelay | null = null;
   try {
+    // Live events of runs reach the other processes through the relay.
+    relay = database === null ? null : await PostgresRelay.open({ ...database, tag, redisUrl: config.redisUrl });
+    if (relay && config.dispatch) events.relayTo(relay);
     await dispatcher.load();
   } catch (err) {
     space.close();
     await store.close();
     await directory?.close();
     await lease?.leases.close();
+    await relay?.close();
     throw err;
   }
   metrics.observeJobs(events); // before the start, so that recovered jobs count too
@@ -148,8 +157,8 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     metrics,
     now,
     async start() {
-      // Status changes other processes make reach this process's streams (PostgreSQL only).
-      if (lease) stopListening = await lease.leases.listenStatus(followRemoteStatus(store, events, (id) => dispatcher.runs(id)));
+      // What other processes do reaches this process's streams and sockets (PostgreSQL only).
+      if (relay !== null) stopListening = await relay.listen(followRemote(store, events, (id) => dispatcher.runs(id)));
       await dispatcher.start();
       stopCharging = surface.chargeOnEnd(events, onBackgroundError);
       stopReaper = startReaper({ store, blobs, dispatcher, events, now }, config.reaperIntervalMs, onBackgroundError);
@@ -164,6 +173,7 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
       await store.close();
       await directory?.close();
       await lease?.leases.close();
+      await relay?.close();
       lock.release();
     },
   };

@@ -103,44 +103,83 @@ export function pgInsertJobsSql(count: number): string {
 
 /** The database's clock in epoch ms: every process compares leases on this one clock. */
 const DB_NOW_MS = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
-/** Live jobs whose lease passed; a null lease was written by a flowgate without leases. */
-const LEASE_PASSED = `status IN ('running', 'canceling') AND (lease_until IS NULL OR lease_until < ${DB_NOW_MS})`;
-
-/** Queued jobs a claim looks through for an owner with nothing running. */
-const FAIR_WINDOW = 1000;
+/**
+ * Live jobs whose lease passed (a null lease on a running job was written by a flowgate without
+ * leases), and queued jobs whose secrets' holder stopped renewing (only those have a lease).
+ */
+const LEASE_PASSED = `((status IN ('running', 'canceling') AND (lease_until IS NULL OR lease_until < ${DB_NOW_MS}))
+    OR (status = 'queued' AND lease_until < ${DB_NOW_MS}))`;
 
 /**
- * A claim: the first job `candidates` gives (submission order, skipping owners and others'
- * secret jobs) moves to running under the worker's lease. SKIP LOCKED: a row another transaction
- * holds (a cancel, another claim) is passed over, not waited for. A job committed while the claim
- * waited may be younger than $2: it never starts before its creation.
+ * Owners with queued jobs, one index probe each (a loose index scan on jobs_queued_owner_seq):
+ * PostgreSQL has no skip scan, and a DISTINCT would read every queued row.
  */
-function claimSql(candidates: string): string {
-  return `UPDATE jobs SET status = 'running', started_at = GREATEST($2::bigint, created_at), worker_id = $1,
+const QUEUED_OWNERS = `owners AS (
+    (SELECT owner FROM jobs WHERE status = 'queued' ORDER BY owner LIMIT 1)
+    UNION ALL
+    SELECT (SELECT j.owner FROM jobs j WHERE j.status = 'queued' AND j.owner > o.owner ORDER BY j.owner LIMIT 1)
+      FROM owners o WHERE o.owner IS NOT NULL)`;
+/** Each owner's jobs running (a canceling job still holds its slot). */
+const RUNNING_BY_OWNER = "SELECT owner, count(*)::int AS n FROM jobs WHERE status IN ('running', 'canceling') GROUP BY owner";
+
+/**
+ * The fair order, the same as one process's queue (src/jobs/fair-queue.ts): a queued job's level
+ * is its owner's running jobs plus the owner's jobs queued before it, and jobs start by level,
+ * ties by submission. A claim takes the head of lowest level; that leaves every other level as it
+ * was, so the order (and a position counted in it) holds until a run ends or a job arrives.
+ *
+ * The claim: among the heads of the owners not skipped ($4), each owner's first job this worker
+ * may run (others' secret jobs excepted, $5), the lowest (level, seq) moves to running under the
+ * worker's lease. Claims are serialized by an advisory lock; a cancel holding the row is waited
+ * for, and the status is checked again. A job committed while the claim waited may be younger
+ * than $2: it never starts before its creation.
+ */
+function claimSql(where: string): string {
+  return `WITH RECURSIVE ${QUEUED_OWNERS}, running AS (${RUNNING_BY_OWNER}),
+    heads AS (
+      SELECT o.owner, h.id, h.seq FROM owners o CROSS JOIN LATERAL (
+        SELECT id, seq FROM jobs j WHERE j.status = 'queued' AND j.owner = o.owner
+          AND (NOT j.secrets_given OR j.id = ANY($5::text[])) ${where} ORDER BY j.seq LIMIT 1) h
+      WHERE o.owner IS NOT NULL AND o.owner <> ALL($4::text[])),
+    picked AS (SELECT heads.id FROM heads LEFT JOIN running USING (owner) ORDER BY coalesce(running.n, 0), heads.seq LIMIT 1)
+  UPDATE jobs SET status = 'running', started_at = GREATEST($2::bigint, created_at), worker_id = $1,
       lease_until = ${DB_NOW_MS} + $3
-    WHERE id = (${candidates} AND owner <> ALL($4::text[])
-        AND (NOT secrets_given OR id = ANY($5::text[])) ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED)
-      AND status = 'queued'
-    RETURNING ${JOB_COLUMNS}`;
+    FROM picked WHERE jobs.id = picked.id AND jobs.status = 'queued'
+    RETURNING ${JOB_COLUMNS.replace(/\b(\w+)\b/g, "jobs.$1")}`;
 }
 
 /** Statements of leased dispatch (src/store/postgres-leases.ts). */
 export const PG_LEASE_SQL = {
   // $1 worker, $2 started_at, $3 lease ms, $4 owners to skip, $5 secret-holding jobs of this process.
-  claim: claimSql("SELECT id FROM jobs WHERE status = 'queued'"),
-  // The same among the first FAIR_WINDOW queued jobs only: a fair-share preference must not scan
-  // a long queue of busy owners' jobs on every claim.
-  claimInWindow: claimSql(`SELECT id FROM jobs WHERE status = 'queued' AND id IN (
-      SELECT id FROM jobs WHERE status = 'queued' ORDER BY seq LIMIT ${FAIR_WINDOW})`),
-  runningByOwner: "SELECT owner, count(*) AS n FROM jobs WHERE status IN ('running', 'canceling') GROUP BY owner",
-  // $1 worker, $2 ids, $3 lease ms.
-  renew: `UPDATE jobs SET lease_until = ${DB_NOW_MS} + $3
-    WHERE worker_id = $1 AND id = ANY($2::text[]) AND status IN ('running', 'canceling') RETURNING id, status`,
-  // A canceling job ends canceled (what was asked), a running one failed; $1 completed_at, $2 error.
+  claim: claimSql(""),
+  // The same among this process's secret jobs only (an API node runs those: only it holds the secrets).
+  claimHeld: claimSql("AND j.id = ANY($5::text[])"),
+  runningByOwner: RUNNING_BY_OWNER,
+  // $1 job: the queued jobs before it in the fair order (no row when it is not queued). Per owner,
+  // only the jobs of a level up to the job's own are read, in index order.
+  position: `WITH RECURSIVE ${QUEUED_OWNERS}, running AS (${RUNNING_BY_OWNER}),
+    me AS (SELECT owner, seq FROM jobs WHERE id = $1 AND status = 'queued'),
+    mine AS (SELECT me.seq, coalesce((SELECT n FROM running WHERE running.owner = me.owner), 0)
+        + (SELECT count(*) FROM jobs j WHERE j.status = 'queued' AND j.owner = me.owner AND j.seq < me.seq) AS level FROM me)
+    SELECT (SELECT count(*) FROM owners o
+        CROSS JOIN LATERAL (SELECT coalesce((SELECT n FROM running WHERE running.owner = o.owner), 0) AS n) r
+        CROSS JOIN LATERAL (
+          SELECT j.seq, r.n + row_number() OVER (ORDER BY j.seq) - 1 AS level FROM jobs j
+          WHERE j.status = 'queued' AND j.owner = o.owner ORDER BY j.seq LIMIT greatest(0, mine.level - r.n + 1)) q
+        WHERE o.owner IS NOT NULL AND (q.level, q.seq) < (mine.level, mine.seq))::int AS position FROM mine`,
+  // $1 owner: its jobs queued or running (a hosted socket's queue_remaining).
+  liveCount: "SELECT count(*)::int AS n FROM jobs WHERE owner = $1 AND status IN ('queued', 'running', 'canceling')",
+  // $1 worker, $2 ids, $3 lease ms. The worker's live jobs, and the queued jobs whose secrets it holds.
+  renew: `UPDATE jobs SET worker_id = $1, lease_until = ${DB_NOW_MS} + $3
+    WHERE id = ANY($2::text[]) AND ((worker_id = $1 AND status IN ('running', 'canceling'))
+      OR (status = 'queued' AND secrets_given AND (worker_id IS NULL OR worker_id = $1))) RETURNING id, status`,
+  // A canceling job ends canceled (what was asked), a running one failed ($2), a queued one failed
+  // for its lost secrets ($3, started and ended at once: a job leaves queued by running); $1 completed_at.
   failExpired: `WITH picked AS MATERIALIZED (
       SELECT id FROM jobs WHERE ${LEASE_PASSED} ORDER BY lease_until NULLS FIRST LIMIT 500 FOR UPDATE SKIP LOCKED)
     UPDATE jobs SET status = CASE WHEN status = 'canceling' THEN 'canceled' ELSE 'failed' END, completed_at = $1,
-      error = CASE WHEN status = 'canceling' THEN error ELSE $2::json END
+      started_at = CASE WHEN status = 'queued' THEN $1 ELSE started_at END,
+      error = CASE WHEN status = 'canceling' THEN error WHEN status = 'queued' THEN $3::json ELSE $2::json END
     FROM picked WHERE jobs.id = picked.id AND ${LEASE_PASSED.replace(/\b(status|lease_until)\b/g, "jobs.$1")}
     RETURNING ${JOB_COLUMNS.replace(/\b(\w+)\b/g, "jobs.$1")}`,
   stillQueued: "SELECT id FROM jobs WHERE id = ANY($1::text[]) AND status = 'queued'",

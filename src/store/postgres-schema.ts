@@ -1,5 +1,5 @@
 // PostgreSQL schema, applied as numbered migrations recorded in schema_migrations (versions 1-3
-// mean what sqlite-schema.ts's do; 4 and 5, job leases and status notifications, exist only here:
+// mean what sqlite-schema.ts's do; 4 to 6, job leases and status notifications, exist only here:
 // only PostgreSQL has several processes). Every process runs them at open; an advisory lock makes concurrent starts apply each
 // version once.
 import type { PoolClient } from "pg";
@@ -174,6 +174,26 @@ BEGIN
 END $$;
 CREATE TRIGGER jobs_notify_status AFTER UPDATE OF status ON jobs FOR EACH ROW
   WHEN (OLD.status IS DISTINCT FROM NEW.status) EXECUTE FUNCTION jobs_notify_status();
+`,
+  },
+  {
+    version: 6,
+    description: "status notifications name the job's owner and the changing process; indexes of each owner's queue and of held secret jobs",
+    sql: `
+-- The owner lets a process skip the read of a job nobody there follows (hosted sockets follow
+-- owners); the changing connection's application_name ends with its process's tag, so a process
+-- does not hear back, as another's, the change it made and published itself.
+-- The fair order's reads (src/store/postgres-queries.ts): owners with queued jobs, and each one's queue.
+CREATE INDEX jobs_queued_owner_seq ON jobs (owner, seq) WHERE status = 'queued';
+-- Queued jobs with secrets are leased by the process holding them (in memory): when it stops
+-- renewing, they fail partner_key_lost.
+CREATE INDEX jobs_held_lease_until ON jobs (lease_until) WHERE status = 'queued' AND lease_until IS NOT NULL;
+CREATE OR REPLACE FUNCTION jobs_notify_status() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_notify('${PG_STATUS_CHANNEL}', json_build_object('schema', current_schema(), 'id', NEW.id, 'status', NEW.status,
+    'owner', NEW.owner, 'by', current_setting('application_name'))::text);
+  RETURN NULL;
+END $$;
 `,
   },
 ];

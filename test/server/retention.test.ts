@@ -91,7 +91,7 @@ describe("retention", () => {
     expect((await reap()).expired).toBe(count + 1);
     await waitForIdle(s);
     expect(s.runtime.dispatcher.queue.size).toBe(0);
-    expect(s.runtime.dispatcher.liveCount("")).toBe(0);
+    expect(await s.runtime.dispatcher.liveCount("")).toBe(0);
     expect(await s.runtime.store.countQueued()).toBe(0);
   });
 

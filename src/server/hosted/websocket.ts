@@ -41,7 +41,8 @@ export class HostedSockets {
 
   constructor(runtime: Runtime) {
     this.runtime = runtime;
-    this.unsubscribe = runtime.events.subscribeAll((e) => this.onEvent(e));
+    // What other processes run for an owner with a socket here counts too (PostgreSQL deployments).
+    this.unsubscribe = runtime.events.subscribeAll((e) => this.onEvent(e), { remote: (owner) => this.byOwner.has(owner) });
     this.pinger = setInterval(() => this.ping(), runtime.config.wsPingIntervalMs);
     this.pinger.unref();
   }
@@ -112,7 +113,10 @@ export class HostedSockets {
       if (set.size === 0 && this.byOwner.get(owner) === set) this.byOwner.delete(owner);
     });
     ws.on("error", () => ws.terminate());
-    this.send(client, { type: "status", data: { status: { exec_info: { queue_remaining: this.runtime.dispatcher.liveCount(owner) } }, sid: clientId } });
+    void this.runtime.dispatcher.liveCount(owner).then(
+      (queue_remaining) => this.send(client, { type: "status", data: { status: { exec_info: { queue_remaining } }, sid: clientId } }),
+      () => undefined, // the database is away: the next status carries it
+    );
   }
 
   private ping(): void {
@@ -151,7 +155,10 @@ export class HostedSockets {
 
   private flushStatus(): void {
     for (const owner of this.statusDue) {
-      this.broadcast(owner, { type: "status", data: { status: { exec_info: { queue_remaining: this.runtime.dispatcher.liveCount(owner) } } } });
+      void this.runtime.dispatcher.liveCount(owner).then(
+        (queue_remaining) => this.broadcast(owner, { type: "status", data: { status: { exec_info: { queue_remaining } } } }),
+        () => undefined,
+      );
     }
     this.statusDue.clear();
   }

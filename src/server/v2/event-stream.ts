@@ -40,15 +40,18 @@ export class EventStreams {
   private readonly runtime: Runtime;
   private readonly jobs = new Map<string, JobStreams>();
   private readonly perOwner = new Map<string, number>();
-  /** Latest preview of each running job, replayed to a stream that connects mid-run. */
-  private readonly latestPreview = new Map<string, string>();
+  /**
+   * Latest preview of each running job, replayed to a stream that connects mid-run, with the
+   * event it was built from (a preview heard from another process is built when delivered).
+   */
+  private readonly latestPreview = new Map<string, { event: JobEvent; data: string }>();
   private readonly keepAlive: NodeJS.Timeout;
   private readonly unsubscribeAll: () => void;
 
   constructor(runtime: Runtime) {
     this.runtime = runtime;
     this.unsubscribeAll = runtime.events.subscribeAll((e) => {
-      if (e.type === "preview") this.latestPreview.set(e.job_id, previewData(e));
+      if (e.type === "preview") this.latestPreview.set(e.job_id, { event: e, data: previewData(e) });
       else if (e.type === "status" && isTerminalStatus(e.job.status)) this.latestPreview.delete(e.job.id);
     });
     this.keepAlive = setInterval(() => {
@@ -109,7 +112,7 @@ export class EventStreams {
     if (isTerminalStatus(current.status)) return void res.end();
     if (current.progress) res.write(frame("progress", JSON.stringify(current.progress)));
     const preview = this.latestPreview.get(job.id);
-    if (preview) res.write(frame("preview", preview));
+    if (preview) res.write(frame("preview", preview.data));
   }
 
   /** Stops the keep-alive and closes every stream (server shutdown). */
@@ -146,6 +149,8 @@ export class EventStreams {
     if (js.streams.size === 0) {
       js.unsubscribe();
       this.jobs.delete(jobId);
+      // A preview of a job another process runs would never see its end here.
+      if (!this.runtime.dispatcher.runs(jobId)) this.latestPreview.delete(jobId);
     }
   }
 
@@ -159,6 +164,7 @@ export class EventStreams {
         // with the end of the response in a single write.
         const payloads = new Map<string, Buffer>();
         const terminal = isTerminalStatus(e.job.status);
+        if (terminal) this.latestPreview.delete(e.job.id); // heard from another process: no listener of every job saw it
         let i = 0;
         for (const s of streams) {
           let p = payloads.get(s.linkKey);
@@ -179,7 +185,9 @@ export class EventStreams {
         return;
       }
       case "preview": {
-        const p = frame("preview", this.latestPreview.get(e.job_id) ?? previewData(e));
+        let latest = this.latestPreview.get(e.job_id);
+        if (latest?.event !== e) this.latestPreview.set(e.job_id, (latest = { event: e, data: previewData(e) }));
+        const p = frame("preview", latest.data);
         for (const s of streams) s.res.write(p);
         return;
       }

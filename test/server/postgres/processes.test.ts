@@ -4,11 +4,13 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { WebSocket } from "ws";
 import { runCli, startCli, type CliProcess } from "../../cli/cli.ts";
 import { adminQuery, createTestSchema, dropTestSchema, postgresUnavailable, schemaUrl } from "../../postgres/pg.ts";
+import { redisUnavailable, TEST_REDIS_URL } from "../../postgres/redis.ts";
 import { Api, delayGraph, imageGraph, spawnCli, SseClient, waitFor, type CliServer } from "../helpers.ts";
 
-const unavailable = await postgresUnavailable();
+const unavailable = (await postgresUnavailable()) ?? (await redisUnavailable());
 /** Short, so that a dead worker is noticed fast; the heartbeat is a third of it. */
 const LEASE_MS = 1000;
 
@@ -61,6 +63,14 @@ async function worker(...flags: string[]): Promise<CliProcess> {
   await waitFor(() => w.stdout() + w.stderr(), (out) => out.includes("worker claiming jobs") || w.child.exitCode !== null, "worker start", 30_000);
   expect(w.stdout(), w.stderr()).toContain("worker claiming jobs");
   return w;
+}
+
+/** A sampler that reports progress and a JPEG preview per step, then saves its image. */
+function samplerGraph(steps: number): Record<string, unknown> {
+  return {
+    "1": { class_type: "FlowgateSampler", inputs: { seed: Math.floor(Math.random() * 1e9), steps, width: 64, height: 64 } },
+    "2": { class_type: "SaveImage", inputs: { images: ["1", 0], filename_prefix: "relay" } },
+  };
 }
 
 async function row(id: string): Promise<Record<string, unknown>> {
@@ -139,22 +149,103 @@ describe.skipIf(unavailable !== null)("processes on PostgreSQL", () => {
     expect(ended.status).toBe("canceled");
   });
 
-  it("a stream opened on the API node follows the status of a job a worker runs to its end", async () => {
+  it("a stream opened on the API node follows a job a worker runs: status, progress, previews and outputs, in order", async () => {
     const { api } = await apiNode("--no-dispatch");
-    const job = await api.submit(delayGraph(1.5)); // long enough for "running" to be read before the end
+    const job = await api.submit(samplerGraph(6));
     const stream = new SseClient(`${api.base}/api/v2/jobs/${job.id}/events`);
     try {
       await stream.waitUntil((c) => c.of("status").length >= 1, "the first status");
       await worker();
       await stream.done; // the terminal status ends the stream
-      const statuses = stream.of("status").map((e) => e.json.status);
-      expect(statuses[0]).toBe("queued");
-      expect(statuses).toContain("running");
-      expect(statuses.at(-1)).toBe("succeeded");
-      expect(new Set(statuses).size).toBe(statuses.length); // each change once
+      const kinds = stream.events.map((e) => (e.event === "status" ? `status:${e.json.status}` : e.event));
+      expect(kinds[0]).toBe("status:queued");
+      expect(kinds.at(-1)).toBe("status:succeeded");
+      const running = kinds.indexOf("status:running");
+      expect(running).toBeGreaterThan(0);
+      // What the worker reported reached this node between the start and the end.
+      for (const kind of ["progress", "preview", "output"]) {
+        expect(kinds.indexOf(kind), `${kind} in ${kinds.join(",")}`).toBeGreaterThan(running);
+      }
+      const preview = stream.of("preview")[0]!.json;
+      expect(preview.content_type).toBe("image/jpeg");
+      expect(Buffer.from(preview.data_base64, "base64").subarray(0, 2)).toEqual(Buffer.from([0xff, 0xd8]));
+      const output = stream.of("output")[0]!.json;
+      expect((await fetch(new URL(output.url, api.base))).status).toBe(200);
+      expect(new Set(stream.of("status").map((e) => e.json.status)).size).toBe(stream.of("status").length); // each change once
     } finally {
       stream.close();
     }
+  });
+
+  it("the hosted WebSocket on an API node carries ComfyUI's messages and binary previews of a job a worker runs", async () => {
+    const { api } = await apiNode("--no-dispatch", "--redis-url", TEST_REDIS_URL);
+    await worker("--redis-url", TEST_REDIS_URL);
+    const ws = new WebSocket(`${api.base.replace(/^http/, "ws")}/ws?clientId=c1`);
+    const messages: Array<{ type: string; data: any }> = [];
+    let binary = 0;
+    ws.on("message", (data, isBinary) => (isBinary ? binary++ : messages.push(JSON.parse(String(data)))));
+    await new Promise((resolve, reject) => ws.once("open", resolve).once("error", reject));
+    try {
+      await waitFor(() => messages, (m) => m.some((x) => x.type === "status"), "the greeting");
+      const res = await api.post("/api/prompt", { prompt: samplerGraph(4), client_id: "c1" });
+      expect(res.status).toBe(200);
+      const id = res.body.prompt_id as string;
+      const mine = () => messages.filter((m) => m.data?.prompt_id === id);
+      await waitFor(mine, (m) => m.some((x) => x.type === "execution_success"), "execution_success", 30_000);
+      await waitFor(mine, (m) => m.some((x) => x.type === "executing" && x.data.node === null), "the closing executing", 5_000);
+      const types = mine().map((m) => m.type);
+      expect(types[0]).toBe("execution_start");
+      for (const t of ["executing", "progress", "executed"]) expect(types, types.join(",")).toContain(t);
+      expect(types.indexOf("executed")).toBeLessThan(types.indexOf("execution_success"));
+      expect(mine().find((m) => m.type === "executed")!.data.output.images[0].type).toBe("output");
+      expect(binary).toBeGreaterThan(0); // previews, through Redis
+      await waitFor(() => messages, (m) => m.at(-1)?.type === "status" && m.at(-1)!.data.status.exec_info.queue_remaining === 0, "queue_remaining 0", 5_000);
+    } finally {
+      ws.terminate();
+    }
+  });
+
+  it("queue positions count every node's jobs, the same on each node, and workers take the jobs in that order", async () => {
+    const one = await apiNode("--no-dispatch");
+    const two = await apiNode("--no-dispatch");
+    const ids: string[] = [];
+    for (let i = 0; i < 6; i++) ids.push((await (i % 2 ? two : one).api.submit(imageGraph(`pos${i}`))).id);
+    for (const [i, id] of ids.entries()) {
+      expect((await one.api.job(id)).queue_position).toBe(i);
+      expect((await two.api.job(id)).queue_position).toBe(i);
+    }
+    // The queue depth gauge is the deployment's, on either node.
+    for (const node of [one, two]) expect(await (await fetch(`${node.api.base}/metrics`)).text()).toMatch(/^flowgate_queue_depth 6$/m);
+    await worker("--concurrency", "1");
+    for (const id of ids) expect((await one.api.waitTerminal(id, 30_000)).status).toBe("succeeded");
+    const started = await Promise.all(ids.map(async (id) => Number((await row(id)).started_at)));
+    expect([...started].sort((a, b) => a - b)).toEqual(started);
+  });
+
+  it("an API node runs the jobs given secrets there itself (only it holds them); workers never take them", async () => {
+    const { api, server } = await apiNode("--no-dispatch");
+    const w = await worker();
+    const job = await api.submit(imageGraph("secret"), { extra_data: { api_key_vendor_org: "sk-test-secret" } });
+    const done = await api.waitTerminal(job.id, 30_000);
+    expect(done.status, JSON.stringify(done.error)).toBe("succeeded");
+    const runner = String((await row(job.id)).worker_id);
+    expect(runner).toMatch(new RegExp(`:${server.child.pid}:`));
+    expect(runner).not.toMatch(new RegExp(`:${w.child.pid}:`));
+  });
+
+  it("a SIGKILLed API node's secret jobs end: the one it ran worker_lost, the one it held partner_key_lost", async () => {
+    const { api, server } = await apiNode("--no-dispatch", "--concurrency", "1");
+    await worker(); // the survivor that notices
+    const secrets = { extra_data: { api_key_vendor_org: "sk-test-secret" } };
+    const running = await api.submit(delayGraph(60), secrets);
+    await api.waitJob(running.id, (j) => j.status === "running", "running", 30_000);
+    const waiting = await api.submit(delayGraph(60), secrets);
+    await waitFor(() => row(waiting.id), (r) => r.worker_id !== null, "the hold on the queued secret job", 10_000);
+    server.child.kill("SIGKILL");
+    const other = await apiNode("--no-dispatch");
+    const [ran, held] = [await other.api.waitTerminal(running.id, 15_000), await other.api.waitTerminal(waiting.id, 15_000)];
+    expect([ran.status, ran.error.code]).toEqual(["failed", "worker_lost"]);
+    expect([held.status, held.error.code]).toEqual(["failed", "partner_key_lost"]);
   });
 });
 

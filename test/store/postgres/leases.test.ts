@@ -2,6 +2,7 @@
 // connections, fair share and tier limits read under the claim lock, renewals, expiry.
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { openStore, type Store } from "../../../src/store/index.ts";
+import { FairQueue } from "../../../src/jobs/fair-queue.ts";
 import { PostgresLeases } from "../../../src/store/postgres-leases.ts";
 import { createTestSchema, dropTestSchema, postgresUnavailable, TEST_DATABASE_URL } from "../../postgres/pg.ts";
 import { newJob, T0 } from "../helpers.ts";
@@ -53,6 +54,56 @@ describe.skipIf(unavailable !== null)("PostgresLeases", () => {
     const secret = await store.createJob(newJob({ secrets_given: true }));
     expect(await a.claim("w", 30_000, T0, undefined, [])).toBeNull();
     expect((await a.claim("w", 30_000, T0, undefined, [secret.id]))!.id).toBe(secret.id);
+  });
+
+  it("positions count the fair order across processes, as one process's queue does, and claims follow them", async () => {
+    // Owner a has one job running; then a burst from a, b and c, interleaved unevenly.
+    const running = await store.createJob(newJob({ owner: "a" }));
+    expect((await a.claim("w", 30_000, T0, undefined, []))!.id).toBe(running.id);
+    const local = new FairQueue();
+    local.started("a");
+    const owners = ["a", "a", "b", "a", "c", "b", "b", "a", "c", "c", "a", "b"];
+    const queued: string[] = [];
+    for (const owner of owners) {
+      const job = await store.createJob(newJob({ owner }));
+      queued.push(job.id);
+      local.push(job.id, owner);
+    }
+    const positions = await Promise.all(queued.map((id) => b.position(id)));
+    expect(positions).toEqual(queued.map((id) => local.position(id)));
+    expect([...positions].sort((x, y) => x! - y!)).toEqual(queued.map((_, i) => i)); // a total order
+    expect(await a.position(running.id)).toBeNull(); // not queued
+    // Claims take the jobs in that order (nothing ends meanwhile, so no position moves).
+    const byPosition = queued.map((id, i) => [positions[i]!, id] as const).sort((x, y) => x[0] - y[0]).map(([, id]) => id);
+    const claimed: string[] = [];
+    for (let i = 0; i < queued.length; i++) claimed.push((await (i % 2 ? a : b).claim("w", 30_000, T0, undefined, []))!.id);
+    expect(claimed).toEqual(byPosition);
+  });
+
+  it("counts an owner's live jobs; an API node claims only the secret jobs it holds", async () => {
+    const plain = await store.createJob(newJob({ owner: "o" }));
+    const secret = await store.createJob(newJob({ owner: "o", secrets_given: true }));
+    expect(await a.liveCount("o")).toBe(2);
+    expect(await a.claim("api", 30_000, T0, undefined, [], true)).toBeNull();
+    expect((await a.claim("api", 30_000, T0, undefined, [secret.id], true))!.id).toBe(secret.id);
+    expect(await a.claim("api", 30_000, T0, undefined, [secret.id], true)).toBeNull(); // never the others' jobs
+    expect((await b.claim("w", 30_000, T0, undefined, []))!.id).toBe(plain.id);
+    await store.transitionJob(plain.id, ["running"], "succeeded", { completed_at: T0 });
+    expect(await a.liveCount("o")).toBe(1);
+  });
+
+  it("the queued jobs whose secrets a process holds are leased by it, and fail partner_key_lost when it stops renewing", async () => {
+    const held = await store.createJob(newJob({ secrets_given: true }));
+    const plain = await store.createJob(newJob());
+    expect([...(await a.renew("api", [held.id, plain.id], 30_000))]).toEqual([[held.id, "queued"]]); // a plain job is nobody's
+    expect((await b.renew("other", [held.id], 30_000)).size).toBe(0); // not another's to take
+    expect(await b.failExpired(T0)).toEqual([]);
+    await a.renew("api", [held.id], -1); // the holder gives it up (or dies and stops renewing)
+    const [lost, ...rest] = await b.failExpired(T0 + 5);
+    expect(rest).toEqual([]);
+    expect(lost).toMatchObject({ id: held.id, status: "failed", started_at: T0 + 5, completed_at: T0 + 5 });
+    expect(lost!.error?.code).toBe("partner_key_lost");
+    expect((await store.getJob(plain.id))!.status).toBe("queued");
   });
 
   it("renewals report canceling and lost jobs; passed leases end worker_lost (canceling: canceled), once", async () => {

@@ -1,0 +1,48 @@
+// Live events across processes (PostgreSQL deployments): what the processes tell each other,
+// and how a process turns what it hears into events for its own subscribers, in the order heard.
+import type { EventBus, JobEvent } from "../jobs/event-bus.ts";
+import type { JobStatus, Store } from "../store/index.ts";
+
+/** An event of a run, as relayed (status changes travel as notices of the database instead). */
+export type RunEvent = Exclude<JobEvent, { type: "status" }>;
+
+/** What one process hears of the others. */
+export type RemoteNotice =
+  /** A job's status changed (the row is the truth: the listener reads it). */
+  | { kind: "status"; id: string; owner: string; status: JobStatus }
+  /** Events of runs another process runs. */
+  | { kind: "events"; events: RunEvent[] };
+
+/** The transport between the processes of one deployment. */
+export interface EventRelay {
+  /** Sends an event of a run of this process to the others (lossy: the job record is the truth). */
+  send(event: RunEvent): void;
+  /** Resolves once everything sent so far has left (or was given up). */
+  flushed(): Promise<void>;
+  /** Calls `onNotice` for what other processes report, in the order they committed it; returns the stop. */
+  listen(onNotice: (notice: RemoteNotice) => void): Promise<() => Promise<void>>;
+  close(): Promise<void>;
+}
+
+/**
+ * Turns notices into remote events on the bus, one after another so they go out in the order
+ * heard (a status is read from the store first). Jobs nobody here listens to are skipped, and so
+ * are the jobs this process runs: its own events tell more.
+ */
+export function followRemote(store: Store, events: EventBus, runsHere: (jobId: string) => boolean): (notice: RemoteNotice) => void {
+  let chain = Promise.resolve();
+  return (notice) => {
+    if (notice.kind === "status") {
+      if (runsHere(notice.id) || !events.wantsRemote(notice.id, notice.owner)) return;
+      chain = chain
+        .then(async () => {
+          const job = await store.getJob(notice.id);
+          if (job) events.publishRemote({ type: "status", job });
+        })
+        .catch(() => undefined); // a failed read: streams resynchronize on their next event or reconnect
+      return;
+    }
+    const wanted = notice.events.filter((e) => !runsHere(e.job_id) && events.wantsRemote(e.job_id, e.owner));
+    if (wanted.length > 0) chain = chain.then(() => wanted.forEach((e) => events.publishRemote(e)));
+  };
+}

@@ -1,0 +1,157 @@
+// The event relay of a PostgreSQL deployment. Run events go out as notifications on a channel of
+// the deployment's schema, batched per turn of the event loop and cut into parts that fit;
+// status changes are notified by the jobs table's trigger. Both are heard on one connection, so
+// a run's events arrive before the end its process commits after them (notifications are
+// delivered in commit order). Previews go through Redis when `--redis-url` is set; without it,
+// small ones go as notifications and larger ones are dropped (a newer preview follows).
+import { createHash } from "node:crypto";
+import pg from "pg";
+import { openPostgresPool, PG_TYPES, type PostgresOptions } from "../store/postgres-pool.ts";
+import { PG_STATUS_CHANNEL } from "../store/postgres-schema.ts";
+import type { JobStatus } from "../store/index.ts";
+import type { EventRelay, RemoteNotice, RunEvent } from "./event-relay.ts";
+import { RedisPreviews } from "./redis-previews.ts";
+import { BatchJoiner, encodeBatch } from "./wire.ts";
+
+/** The largest preview sent as notifications when there is no Redis (about 9 parts). */
+export const NOTIFY_PREVIEW_MAX_BYTES = 48 * 1024;
+/** Wait before listening again after the connection was lost. */
+const RELISTEN_MS = 1_000;
+
+export interface PostgresRelayOptions extends PostgresOptions {
+  /** This process's tag: the suffix of its connections' application_name, and the sender of its events. */
+  tag: string;
+  /** Redis for previews (`--redis-url`); null: previews go as notifications when small. */
+  redisUrl: string | null;
+}
+
+/** The events channel of a schema (a PostgreSQL identifier: 63 bytes at most). */
+function eventsChannel(schema: string): string {
+  const name = `flowgate_events_${schema}`;
+  return name.length <= 63 ? name : `flowgate_events_${createHash("sha256").update(schema).digest("hex").slice(0, 32)}`;
+}
+
+export class PostgresRelay implements EventRelay {
+  readonly #pool: pg.Pool;
+  readonly #options: PostgresRelayOptions;
+  readonly #schema: string;
+  readonly #channel: string;
+  readonly #redis: RedisPreviews | null;
+  #pending: RunEvent[] = [];
+  #draining: Promise<void> | null = null;
+  #batch = 0;
+
+  private constructor(pool: pg.Pool, options: PostgresRelayOptions, schema: string, redis: RedisPreviews | null) {
+    this.#pool = pool;
+    this.#options = options;
+    this.#schema = schema;
+    this.#channel = eventsChannel(schema);
+    this.#redis = redis;
+  }
+
+  /** Connects to the database (one connection for sends) and to Redis when configured. */
+  static async open(options: PostgresRelayOptions): Promise<PostgresRelay> {
+    const pool = await openPostgresPool({ ...options, maxConnections: 1, applicationName: `flowgate-relay ${options.tag}` });
+    try {
+      const { rows } = await pool.query<{ db: string; schema: string }>("SELECT current_database() AS db, current_schema() AS schema");
+      const { db, schema } = rows[0]!;
+      const redis = options.redisUrl === null ? null : await RedisPreviews.open(options.redisUrl, `flowgate:previews:${db}:${schema}`);
+      return new PostgresRelay(pool, options, schema, redis);
+    } catch (err) {
+      await pool.end().catch(() => undefined);
+      throw err;
+    }
+  }
+
+  send(event: RunEvent): void {
+    if (event.type === "preview") {
+      if (this.#redis) return this.#redis.publish(this.#options.tag, event);
+      if (event.data.length > NOTIFY_PREVIEW_MAX_BYTES) return;
+    }
+    this.#pending.push(event);
+    // Everything sent in this turn goes in one batch; a batch sent meanwhile collects the next.
+    this.#draining ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.#drain());
+  }
+
+  flushed(): Promise<void> {
+    return this.#draining ?? Promise.resolve();
+  }
+
+  async #drain(): Promise<void> {
+    while (this.#pending.length > 0) {
+      const events = this.#pending;
+      this.#pending = [];
+      const parts = encodeBatch(this.#options.tag, this.#batch++, events);
+      // One statement: the parts commit together. A failure loses these live events only.
+      await this.#pool.query("SELECT pg_notify($1, part) FROM unnest($2::text[]) AS part", [this.#channel, parts]).catch(() => undefined);
+    }
+    this.#draining = null;
+  }
+
+  /**
+   * Listens on a connection of its own, opened again when lost (what was said while it was down
+   * is not heard: subscribers resynchronize from reads). Changes and events of this process
+   * itself are left out.
+   */
+  async listen(onNotice: (notice: RemoteNotice) => void): Promise<() => Promise<void>> {
+    const tag = this.#options.tag;
+    const joiner = new BatchJoiner();
+    const onStatus = (payload: string): void => {
+      try {
+        const n = JSON.parse(payload) as { schema?: unknown; id?: unknown; owner?: unknown; status?: unknown; by?: unknown };
+        if (n.schema !== this.#schema || typeof n.id !== "string" || typeof n.owner !== "string" || typeof n.status !== "string") return;
+        if (typeof n.by === "string" && n.by.endsWith(` ${tag}`)) return; // this process made it and published it
+        onNotice({ kind: "status", id: n.id, owner: n.owner, status: n.status as JobStatus });
+      } catch {
+        // not ours
+      }
+    };
+    const onEvents = (payload: string): void => {
+      const batch = joiner.take(payload);
+      if (batch && batch.sender !== tag) onNotice({ kind: "events", events: batch.events });
+    };
+    let client: pg.Client | null = null;
+    let stopped = false;
+    let retry: NodeJS.Timeout | undefined;
+    const connect = async (): Promise<void> => {
+      const c = new pg.Client({
+        connectionString: this.#options.url,
+        application_name: `flowgate-listen ${tag}`,
+        types: PG_TYPES,
+        ...(this.#options.schema === undefined ? {} : { options: `-c search_path=${this.#options.schema}` }),
+      });
+      const again = () => {
+        if (stopped || client !== c) return;
+        client = null;
+        retry = setTimeout(() => void connect().catch(again), RELISTEN_MS);
+      };
+      client = c;
+      c.on("error", again);
+      c.on("end", again);
+      c.on("notification", (n) => (n.channel === PG_STATUS_CHANNEL ? onStatus(n.payload ?? "") : onEvents(n.payload ?? "")));
+      await c.connect();
+      await c.query(`LISTEN ${PG_STATUS_CHANNEL}; LISTEN "${this.#channel}"`);
+    };
+    try {
+      await connect();
+    } catch (err) {
+      stopped = true;
+      clearTimeout(retry);
+      await (client as pg.Client | null)?.end().catch(() => undefined); // set inside connect
+      throw err;
+    }
+    const stopPreviews = this.#redis ? await this.#redis.subscribe((sender, preview) => sender !== tag && onNotice({ kind: "events", events: [preview] })) : null;
+    return async () => {
+      stopped = true;
+      clearTimeout(retry);
+      await stopPreviews?.();
+      await client?.end().catch(() => undefined);
+    };
+  }
+
+  async close(): Promise<void> {
+    await this.flushed();
+    await this.#redis?.close();
+    await this.#pool.end();
+  }
+}
