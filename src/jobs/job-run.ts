@@ -21,6 +21,12 @@ export interface JobRunDeps {
   names: OutputNamer;
   /** Writes the end of the run, retrying a failed write until it lands (default: one attempt). */
   persistEnd?: <T>(write: () => Promise<T>) => Promise<T>;
+  /**
+   * Writes the records of the last output node's outputs in the run's end commit: one durable
+   * write instead of two, their events just before the end's. Off (the default) where other
+   * processes hear runs through a relay: they must hear the outputs before the end commits.
+   */
+  endWithOutputs?: boolean;
 }
 
 /** What the dispatcher hears of a run whose job is still `queued` (an engine with its own queue). */
@@ -144,7 +150,7 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
           const name = await deps.names.reserve(job.owner, output.folder, output.name);
           renamed.set(`${output.folder}/${output.name}`, name);
           const node = { node_id: output.node_id, class_type: output.class_type };
-          const last = [...outputNodesLeft].every((id) => id === output.node_id);
+          const last = deps.endWithOutputs === true && [...outputNodesLeft].every((id) => id === output.node_id);
           let asset: Promise<AssetRecord | null>;
           try {
             const stored = await assets.storeOutput(job, { ...output, name });
