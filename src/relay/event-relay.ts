@@ -11,12 +11,16 @@ export type RemoteNotice =
   /** A job's status changed (the row is the truth: the listener reads it). */
   | { kind: "status"; id: string; owner: string; status: JobStatus }
   /** Events of runs another process runs. */
-  | { kind: "events"; events: RunEvent[] };
+  | { kind: "events"; events: RunEvent[] }
+  /** Another process queued jobs: look for work now rather than at the next heartbeat. */
+  | { kind: "wake" };
 
 /** The transport between the processes of one deployment. */
 export interface EventRelay {
   /** Sends an event of a run of this process to the others (lossy: the job record is the truth). */
   send(event: RunEvent): void;
+  /** Tells the other processes that jobs were queued (one notice per turn of the event loop). */
+  wake(): void;
   /** Resolves once everything sent so far has left (or was given up). */
   flushed(): Promise<void>;
   /** Calls `onNotice` for what other processes report, in the order they committed it; returns the stop. */
@@ -27,11 +31,12 @@ export interface EventRelay {
 /**
  * Turns notices into remote events on the bus, one after another so they go out in the order
  * heard (a status is read from the store first). Jobs nobody here listens to are skipped, and so
- * are the jobs this process runs: its own events tell more.
+ * are the jobs this process runs: its own events tell more. A wake calls `onWake` at once.
  */
-export function followRemote(store: Store, events: EventBus, runsHere: (jobId: string) => boolean): (notice: RemoteNotice) => void {
+export function followRemote(store: Store, events: EventBus, runsHere: (jobId: string) => boolean, onWake: () => void): (notice: RemoteNotice) => void {
   let chain = Promise.resolve();
   return (notice) => {
+    if (notice.kind === "wake") return onWake();
     if (notice.kind === "status") {
       if (runsHere(notice.id) || !events.wantsRemote(notice.id, notice.owner)) return;
       chain = chain

@@ -25,10 +25,10 @@ export interface PostgresRelayOptions extends PostgresOptions {
   redisUrl: string | null;
 }
 
-/** The events channel of a schema (a PostgreSQL identifier: 63 bytes at most). */
-function eventsChannel(schema: string): string {
-  const name = `flowgate_events_${schema}`;
-  return name.length <= 63 ? name : `flowgate_events_${createHash("sha256").update(schema).digest("hex").slice(0, 32)}`;
+/** A channel of a schema, `flowgate_<kind>_<schema>` (a PostgreSQL identifier: 63 bytes at most). */
+function schemaChannel(kind: "events" | "wake", schema: string): string {
+  const name = `flowgate_${kind}_${schema}`;
+  return name.length <= 63 ? name : `flowgate_${kind}_${createHash("sha256").update(schema).digest("hex").slice(0, 32)}`;
 }
 
 export class PostgresRelay implements EventRelay {
@@ -36,16 +36,19 @@ export class PostgresRelay implements EventRelay {
   readonly #options: PostgresRelayOptions;
   readonly #schema: string;
   readonly #channel: string;
+  readonly #wakeChannel: string;
   readonly #redis: RedisPreviews | null;
   #pending: RunEvent[] = [];
   #draining: Promise<void> | null = null;
   #batch = 0;
+  #wake = false;
 
   private constructor(pool: pg.Pool, options: PostgresRelayOptions, schema: string, redis: RedisPreviews | null) {
     this.#pool = pool;
     this.#options = options;
     this.#schema = schema;
-    this.#channel = eventsChannel(schema);
+    this.#channel = schemaChannel("events", schema);
+    this.#wakeChannel = schemaChannel("wake", schema);
     this.#redis = redis;
   }
 
@@ -73,12 +76,23 @@ export class PostgresRelay implements EventRelay {
     this.#draining ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.#drain());
   }
 
+  wake(): void {
+    this.#wake = true;
+    this.#draining ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.#drain());
+  }
+
   flushed(): Promise<void> {
     return this.#draining ?? Promise.resolve();
   }
 
   async #drain(): Promise<void> {
-    while (this.#pending.length > 0) {
+    while (this.#pending.length > 0 || this.#wake) {
+      if (this.#wake) {
+        // One wake per turn however many jobs were queued in it: idle workers look for work now.
+        this.#wake = false;
+        await this.#pool.query("SELECT pg_notify($1, $2)", [this.#wakeChannel, this.#options.tag]).catch(() => undefined);
+        continue;
+      }
       const events = this.#pending;
       this.#pending = [];
       const parts = encodeBatch(this.#options.tag, this.#batch++, events);
@@ -128,9 +142,13 @@ export class PostgresRelay implements EventRelay {
       client = c;
       c.on("error", again);
       c.on("end", again);
-      c.on("notification", (n) => (n.channel === PG_STATUS_CHANNEL ? onStatus(n.payload ?? "") : onEvents(n.payload ?? "")));
+      c.on("notification", (n) => {
+        if (n.channel === PG_STATUS_CHANNEL) onStatus(n.payload ?? "");
+        else if (n.channel === this.#wakeChannel) n.payload !== tag && onNotice({ kind: "wake" });
+        else onEvents(n.payload ?? "");
+      });
       await c.connect();
-      await c.query(`LISTEN ${PG_STATUS_CHANNEL}; LISTEN "${this.#channel}"`);
+      await c.query(`LISTEN ${PG_STATUS_CHANNEL}; LISTEN "${this.#channel}"; LISTEN "${this.#wakeChannel}"`);
     };
     try {
       await connect();

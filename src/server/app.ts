@@ -13,9 +13,10 @@ import { measureHttp } from "./http-metrics.ts";
 import { mountRoutes } from "./mount.ts";
 import { operationsHandlers } from "./operations.ts";
 import { hostedHandlers } from "./hosted/handlers.ts";
-import { HostedSockets } from "./hosted/websocket.ts";
+import { HostedSockets, WS_PATHS } from "./hosted/websocket.ts";
 import type { Runtime } from "./runtime.ts";
 import { mountUi } from "./ui.ts";
+import { absorbUpgradeSocketErrors, upgradeOnlyWebSockets } from "./upgrades.ts";
 import * as assets from "./v2/assets.ts";
 import { EventStreams } from "./v2/event-stream.ts";
 import { streamJobEventsHandler } from "./v2/events.ts";
@@ -99,6 +100,8 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
   // preClose: before the server waits for its connections, which open streams would hold.
   app.addHook("preClose", async () => streams.close());
   endConnectionsOnClose(app);
+  absorbUpgradeSocketErrors(app.server);
+  upgradeOnlyWebSockets(app.server, runtime.surface.servesHosted ? WS_PATHS : new Set());
   const v2: V2Handlers<HandlerContext> = {
     ...jobs,
     ...assets,

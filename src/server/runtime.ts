@@ -128,6 +128,9 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     // Live events of runs reach the other processes through the relay.
     relay = database === null ? null : await PostgresRelay.open({ ...database, tag, redisUrl: config.redisUrl });
     if (relay && config.dispatch) events.relayTo(relay);
+    // A submission wakes the idle workers at once, not at their next heartbeat.
+    const waker = relay;
+    if (waker) events.subscribeAll((e) => e.type === "status" && e.job.status === "queued" && waker.wake());
     await dispatcher.load();
   } catch (err) {
     space.close();
@@ -160,7 +163,7 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     now,
     async start() {
       // What other processes do reaches this process's streams and sockets (PostgreSQL only).
-      if (relay !== null) stopListening = await relay.listen(followRemote(store, events, (id) => dispatcher.runs(id)));
+      if (relay !== null) stopListening = await relay.listen(followRemote(store, events, (id) => dispatcher.runs(id), () => dispatcher.pump()));
       await dispatcher.start();
       stopCharging = surface.chargeOnEnd(events, onBackgroundError);
       stopReaper = startReaper({ store, blobs, dispatcher, events, now }, config.reaperIntervalMs, onBackgroundError);

@@ -124,6 +124,18 @@ describe.skipIf(unavailable !== null)("PostgresRelay", () => {
     expect((heard[0] as Extract<RunEvent, { type: "preview" }>).data.equals(data)).toBe(true);
   });
 
+  it("a wake reaches the other processes once per turn, not the waking one", async () => {
+    const api = await relay("api1");
+    const onApi = await hear(api);
+    const onWorker = await hear(await relay("worker1"));
+    for (let i = 0; i < 5; i++) api.wake(); // one burst of submissions
+    await api.flushed();
+    await until(() => onWorker, (n) => n.length >= 1, "the wake");
+    await new Promise((r) => setTimeout(r, 100));
+    expect(onWorker).toEqual([{ kind: "wake" }]);
+    expect(onApi).toEqual([]);
+  });
+
   it("hears status changes of other processes with their owner, and not the changes it made", async () => {
     const api = await relay("api1");
     const onApi = await hear(api);
