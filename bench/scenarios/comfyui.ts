@@ -25,7 +25,9 @@ class PromptClient {
   }
 
   async open(): Promise<void> {
-    const ws = new WebSocket(`${this.base.replace(/^http/, "ws")}/ws?clientId=${this.clientId}`);
+    // Without permessage-deflate, which a real ComfyUI would take from `ws`'s default offer: the
+    // direct side then pays no compression that the side through flowgate (which declines it) does not.
+    const ws = new WebSocket(`${this.base.replace(/^http/, "ws")}/ws?clientId=${this.clientId}`, { perMessageDeflate: false });
     ws.on("message", (data, isBinary) => {
       if (isBinary) return;
       const at = nowMs();

@@ -38,6 +38,14 @@ export interface OutputFile {
   folder: AssetFolder;
 }
 
+/** An output whose bytes are durable and whose record is still to be written. */
+export interface StoredOutput {
+  record: NewAsset;
+  put: PutResult;
+  /** Wall-clock time just after the put: a later touch of the blob means another put uses it. */
+  putAt: number;
+}
+
 /** Everything the service does with assets. */
 export class AssetService {
   private readonly o: AssetServiceOptions;
@@ -159,10 +167,21 @@ export class AssetService {
 
   /** Commits one output of a running job: blob first, then the record, so a record never points at nothing. */
   async commitOutput(job: { id: string; owner: string; expires_at: number }, file: OutputFile): Promise<AssetRecord> {
+    return this.recordOutput(await this.storeOutput(job, file));
+  }
+
+  /**
+   * The first half of commitOutput: the output's bytes, durable, and the record to write over
+   * them (with recordOutput, or in the store's transitionJobWithAssets with the job's end).
+   */
+  async storeOutput(job: { id: string; owner: string; expires_at: number }, file: OutputFile): Promise<StoredOutput> {
     this.o.space?.assertRoom();
     const put = await this.o.blobs.put(file.data);
+    // File times are wall-clock whatever clock the service runs on; +1 covers the sub-ms part of
+    // our own write's mtime.
+    const putAt = Date.now() + 1;
     const now = this.o.now();
-    return this.recordOver(put, {
+    const record: NewAsset = {
       id: uuidv7(now),
       owner: job.owner,
       job_id: job.id,
@@ -177,25 +196,37 @@ export class AssetService {
       file_path: file.name,
       created_at: now,
       expires_at: job.expires_at,
-    });
+    };
+    return { record, put, putAt };
+  }
+
+  /** The second half of commitOutput: the record over the stored bytes (see recordOver). */
+  async recordOutput(stored: StoredOutput): Promise<AssetRecord> {
+    return this.recordOver(stored.put, stored.record, stored.putAt);
+  }
+
+  /** Stored outputs whose records will never be written: blobs they created that nothing uses go again. */
+  async discardOutputs(stored: readonly StoredOutput[]): Promise<void> {
+    for (const s of stored) await this.dropOrphan(s.put, s.putAt).catch(() => undefined);
   }
 
   /**
    * Adds the record over a blob just put. When the record cannot be written (a full disk), a
    * blob the put created and nothing else uses is removed again: no orphan is left behind.
    */
-  private async recordOver(put: PutResult, asset: NewAsset): Promise<AssetRecord> {
-    // File times are wall-clock whatever clock the service runs on; +1 covers the sub-ms part of
-    // our own write's mtime.
-    const putAt = Date.now() + 1;
+  private async recordOver(put: PutResult, asset: NewAsset, putAt = Date.now() + 1): Promise<AssetRecord> {
     try {
       return await this.o.store.addAsset(asset);
     } catch (err) {
-      if (put.created && !(await this.o.store.blobReferenced(put.key).catch(() => true))) {
-        // Spared if another put of the same bytes touched it since (its record may be on the way).
-        await this.o.blobs.delete(put.key, { unlessTouchedAfter: putAt }).catch(() => false);
-      }
+      await this.dropOrphan(put, putAt);
       throw err;
+    }
+  }
+
+  /** Removes a blob `put` created if no record uses it, unless a put of the same bytes touched it since `putAt` (its record may be on the way). */
+  private async dropOrphan(put: PutResult, putAt: number): Promise<void> {
+    if (put.created && !(await this.o.store.blobReferenced(put.key).catch(() => true))) {
+      await this.o.blobs.delete(put.key, { unlessTouchedAfter: putAt }).catch(() => false);
     }
   }
 

@@ -2,12 +2,13 @@
 // named by its blake3 digest. Writes stream to a temp file in the same filesystem while
 // hashing, and become visible only through an atomic link/rename of a complete, fsynced file.
 import { randomUUID } from "node:crypto";
+import { closeSync, fsync, linkSync, mkdirSync, openSync, renameSync, rmSync, statfs, utimesSync, writeSync } from "node:fs";
 import { link, mkdir, open, readdir, rename, rm, stat, unlink, utimes } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
 import { hostname } from "node:os";
 import { dirname, join } from "node:path";
 import type { Readable } from "node:stream";
-import { createBlake3Hasher, parseBlake3Hash, toBlake3Hash, isBlake3Hex } from "./blake3.ts";
+import { blake3Hex, createBlake3Hasher, parseBlake3Hash, toBlake3Hash, isBlake3Hex } from "./blake3.ts";
 import { blobPath } from "./blob-key.ts";
 import { BlobNotFoundError, HashMismatchError, InvalidBlobKeyError, PayloadTooLargeError } from "./errors.ts";
 
@@ -51,27 +52,41 @@ export interface BlobStoreOptions {
   staleTempMs?: number;
   /** The blob directory (default `<dataDir>/blobs`); several nodes may share one (a network filesystem). */
   root?: string;
+  /** Test seam: runs every fsync (`run`) of a put, so that a test can hold one and look at the disk meanwhile. */
+  syncHook?: SyncHook;
 }
+
+/** See BlobStoreOptions.syncHook. */
+export type SyncHook = (kind: "file" | "dir", path: string, run: () => Promise<void>) => Promise<void>;
 
 const TEMP_SUFFIX = ".tmp";
 /** This machine in temp file names: on a directory several nodes share, a pid means something only on its own host. */
 const HOST_TAG = hostname().replace(/[^A-Za-z0-9-]/g, "-") || "host";
 const DAY_MS = 24 * 60 * 60 * 1000;
+/** Largest buffer written with synchronous calls (see #putBuffer). */
+const SMALL_WRITE_BYTES = 256 * 1024;
 
 /** The on-disk content-addressed blob store rooted at `<dataDir>/blobs`. */
 export class BlobStore {
   /** Absolute directory that holds the fan-out tree. */
   readonly root: string;
   private readonly tmpDir: string;
+  readonly #syncHook: SyncHook | undefined;
+  /** Whether the blob directory is on a local disk (not a network filesystem): small puts use synchronous calls. */
+  readonly #localDisk: Promise<boolean>;
+  /** Blobs this process is publishing, until their name is durable (true) or the put failed (false). */
+  readonly #publishing = new Map<string, Promise<boolean>>();
 
-  private constructor(root: string) {
+  private constructor(root: string, syncHook: SyncHook | undefined) {
     this.root = root;
     this.tmpDir = join(root, "tmp");
+    this.#syncHook = syncHook;
+    this.#localDisk = isLocalDisk(root);
   }
 
   /** Opens (creating if needed) the store under `<dataDir>/blobs` (or `options.root`) and removes temp files left by a crash. */
   static async open(dataDir: string, options: BlobStoreOptions = {}): Promise<BlobStore> {
-    const store = new BlobStore(options.root ?? join(dataDir, "blobs"));
+    const store = new BlobStore(options.root ?? join(dataDir, "blobs"), options.syncHook);
     await mkdir(store.tmpDir, { recursive: true });
     await store.removeStaleTemps(options.staleTempMs ?? DAY_MS);
     return store;
@@ -86,8 +101,8 @@ export class BlobStore {
   async put(source: BlobSource, options: PutOptions = {}): Promise<PutResult> {
     const expectedHex = checkExpectedHash(options.expectedHash);
     const maxBytes = checkMaxBytes(options.maxBytes);
-    // The pid and host in the name let a later open tell a crashed writer's file from a live one's.
-    const tempPath = join(this.tmpDir, `${process.pid}@${HOST_TAG}.${randomUUID()}${TEMP_SUFFIX}`);
+    if (source instanceof Uint8Array) return this.#putBuffer(source, expectedHex, maxBytes);
+    const tempPath = this.#tempPath();
     let handle: FileHandle | null = await open(tempPath, "wx", 0o644);
     try {
       const hasher = await createBlake3Hasher();
@@ -99,26 +114,107 @@ export class BlobStore {
         await writeAll(handle, chunk);
       }
       const key = hasher.digestHex();
-      const hash = toBlake3Hash(key);
-      if (expectedHex !== null && key !== expectedHex) {
-        throw new HashMismatchError(toBlake3Hash(expectedHex), hash);
-      }
-      const finalPath = this.pathOf(key);
-      if (await touchIfPresent(finalPath)) return { key, hash, size, created: false };
-
-      await handle.sync();
-      await handle.close();
+      if (expectedHex !== null && key !== expectedHex) throw new HashMismatchError(toBlake3Hash(expectedHex), toBlake3Hash(key));
+      if (await this.#reuse(key, ASYNC_OPS)) return { key, hash: toBlake3Hash(key), size, created: false };
+      const file = handle;
       handle = null;
-      const made = await mkdir(dirname(finalPath), { recursive: true });
-      if (made !== undefined) await syncDirsDown(this.root, dirname(finalPath));
-      const created = await publish(tempPath, finalPath);
-      if (created) await syncDir(dirname(finalPath));
-      return { key, hash, size, created };
+      return { key, hash: toBlake3Hash(key), size, created: await this.#install(file, tempPath, key, ASYNC_OPS) };
     } finally {
       if (handle !== null) await handle.close().catch(() => undefined);
       // After a successful link the temp name is a second link to the blob; drop it either way.
       await rm(tempPath, { force: true });
     }
+  }
+
+  /**
+   * A buffer is hashed before anything is written: bytes already stored cost no file at all. A
+   * small one on a local disk is written with synchronous calls (page-cache copies of a few µs,
+   * as the SQLite store's commits are), fsyncs excepted: a put then costs two round trips to the
+   * thread pool instead of about ten, which is most of its time on a busy host.
+   */
+  async #putBuffer(bytes: Uint8Array, expectedHex: string | null, maxBytes: number | null): Promise<PutResult> {
+    if (maxBytes !== null && bytes.byteLength > maxBytes) throw new PayloadTooLargeError(maxBytes);
+    const key = await blake3Hex(bytes);
+    const hash = toBlake3Hash(key);
+    if (expectedHex !== null && key !== expectedHex) throw new HashMismatchError(toBlake3Hash(expectedHex), hash);
+    const size = bytes.byteLength;
+    const ops = size <= SMALL_WRITE_BYTES && (await this.#localDisk) ? SYNC_OPS : ASYNC_OPS;
+    if (await this.#reuse(key, ops)) return { key, hash, size, created: false };
+    const tempPath = this.#tempPath();
+    try {
+      const file = await ops.create(tempPath, bytes);
+      return { key, hash, size, created: await this.#install(file, tempPath, key, ops) };
+    } finally {
+      await ops.remove(tempPath);
+    }
+  }
+
+  /** A new temp file's path: the pid and host in it let a later open tell a crashed writer's file from a live one's. */
+  #tempPath(): string {
+    return join(this.tmpDir, `${process.pid}@${HOST_TAG}.${randomUUID()}${TEMP_SUFFIX}`);
+  }
+
+  /**
+   * Whether the blob is stored already (it is touched: its mtime guards it from a concurrent GC).
+   * One this process is still publishing counts once its name is durable.
+   */
+  async #reuse(key: string, ops: FileOps): Promise<boolean> {
+    const path = this.pathOf(key);
+    if (!(await ops.touch(path))) return false;
+    const publishing = this.#publishing.get(key);
+    if (publishing !== undefined && !(await publishing)) await this.#sync("dir", dirname(path), () => ops.syncDir(dirname(path)));
+    return true;
+  }
+
+  /**
+   * Publishes a complete temp file (closed here) under the blob's name. The bytes are synced
+   * before the name exists, and the name is synced before this resolves; directories mkdir made
+   * are synced meanwhile, alongside the bytes. False when the blob was stored first by another
+   * put (this process's puts of one blob publish one at a time).
+   */
+  async #install(file: TempFile, tempPath: string, key: string, ops: FileOps): Promise<boolean> {
+    const finalPath = this.pathOf(key);
+    const dir = dirname(finalPath);
+    try {
+      for (let other = this.#publishing.get(key); other !== undefined; other = this.#publishing.get(key)) {
+        await other;
+        if (await this.#reuse(key, ops)) {
+          await file.close();
+          return false;
+        }
+      }
+    } catch (error) {
+      await file.close().catch(() => undefined);
+      throw error;
+    }
+    let settle!: (durable: boolean) => void;
+    this.#publishing.set(key, new Promise<boolean>((resolve) => (settle = resolve)));
+    let durable = false;
+    try {
+      const bytes = this.#sync("file", tempPath, () => file.sync()).finally(() => file.close());
+      const dirs = ops.mkdir(dir).then((made) => (made === undefined ? undefined : this.#syncParents(made, dir, ops)));
+      // Both settle before anything goes on, so that no sync outlives a failed put.
+      for (const outcome of await Promise.allSettled([bytes, dirs])) if (outcome.status === "rejected") throw outcome.reason;
+      const created = await ops.publish(tempPath, finalPath);
+      // Another process's put may not have synced the name it made yet: syncing it is ours then.
+      await this.#sync("dir", dir, () => ops.syncDir(dir));
+      durable = true;
+      return created;
+    } finally {
+      this.#publishing.delete(key);
+      settle(durable);
+    }
+  }
+
+  /** fsyncs the parent of each directory mkdir created, from `made` (the first) down to `leaf`, at once. */
+  async #syncParents(made: string, leaf: string, ops: FileOps): Promise<void> {
+    const parents: string[] = [];
+    for (let dir = leaf; dir.length >= made.length && dir.length > this.root.length; dir = dirname(dir)) parents.push(dirname(dir));
+    await Promise.all(parents.map((p) => this.#sync("dir", p, () => ops.syncDir(p))));
+  }
+
+  #sync(kind: "file" | "dir", path: string, run: () => Promise<void>): Promise<void> {
+    return this.#syncHook ? this.#syncHook(kind, path, run) : run();
   }
 
   /** Stores a buffer; same result and refusals as put. */
@@ -249,6 +345,126 @@ async function writeAll(handle: FileHandle, chunk: Uint8Array): Promise<void> {
   }
 }
 
+/** A temp file being put. */
+interface TempFile {
+  sync(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** The filesystem calls of a put but fsyncs, asynchronous or synchronous. */
+interface FileOps {
+  /** A new temp file holding `bytes`. */
+  create(path: string, bytes: Uint8Array): Promise<TempFile>;
+  /** Marks an existing blob as just used (its mtime guards it from a concurrent GC); false when absent. */
+  touch(path: string): Promise<boolean>;
+  /** mkdir -p; the first directory it made, if any. */
+  mkdir(path: string): Promise<string | undefined>;
+  /** Makes `finalPath` name the temp file's content without replacing an existing blob; false if one was there. */
+  publish(tempPath: string, finalPath: string): Promise<boolean>;
+  /** fsyncs a directory so that a new entry in it survives a power loss. */
+  syncDir(path: string): Promise<void>;
+  remove(path: string): Promise<void>;
+}
+
+const ASYNC_OPS: FileOps = {
+  async create(path, bytes) {
+    const handle = await open(path, "wx", 0o644);
+    try {
+      await writeAll(handle, bytes);
+    } catch (error) {
+      await handle.close().catch(() => undefined);
+      throw error;
+    }
+    return { sync: () => handle.sync(), close: () => handle.close() };
+  },
+  touch: touchIfPresent,
+  mkdir: (path) => mkdir(path, { recursive: true }),
+  publish,
+  syncDir,
+  remove: (path) => rm(path, { force: true }),
+};
+
+// Every call but the fsyncs runs on the event loop; a failure rejects the promise as above.
+const SYNC_OPS: FileOps = {
+  async create(path, bytes) {
+    const fd = openSync(path, "wx", 0o644);
+    try {
+      for (let offset = 0; offset < bytes.byteLength; ) offset += writeSync(fd, bytes, offset, bytes.byteLength - offset);
+    } catch (error) {
+      closeSync(fd);
+      throw error;
+    }
+    return { sync: () => fsyncFd(fd), close: async () => closeSync(fd) };
+  },
+  async touch(path) {
+    const now = new Date();
+    try {
+      utimesSync(path, now, now);
+      return true;
+    } catch (error) {
+      if (isCode(error, "ENOENT")) return false;
+      throw error;
+    }
+  },
+  async mkdir(path) {
+    return mkdirSync(path, { recursive: true });
+  },
+  async publish(tempPath, finalPath) {
+    try {
+      linkSync(tempPath, finalPath);
+      return true;
+    } catch (error) {
+      if (isCode(error, "EEXIST")) return false;
+      if (!noHardLinks(error)) throw error;
+      renameSync(tempPath, finalPath);
+      return true;
+    }
+  },
+  async syncDir(path) {
+    let fd: number;
+    try {
+      fd = openSync(path, "r");
+    } catch (error) {
+      if (cannotSyncDir(error)) return;
+      throw error;
+    }
+    try {
+      await fsyncFd(fd);
+    } catch (error) {
+      if (!cannotSyncDir(error)) throw error;
+    } finally {
+      closeSync(fd);
+    }
+  },
+  async remove(path) {
+    rmSync(path, { force: true });
+  },
+};
+
+function fsyncFd(fd: number): Promise<void> {
+  return new Promise((resolve, reject) => fsync(fd, (error) => (error ? reject(error) : resolve())));
+}
+
+/** Filesystem types (statfs magic numbers) reached over a network, where a synchronous call may wait for a round trip. */
+const NETWORK_FILESYSTEMS = new Set([
+  0x6969, // NFS
+  0x517b, // SMB
+  0xff534d42, // CIFS
+  0xfe534d42, // SMB2
+  0x65735546, // FUSE (sshfs, s3fs, ...)
+  0x00c36400, // Ceph
+  0x01021997, // 9P
+  0x5346414f, // AFS
+  0x0bd00bd0, // Lustre
+  0x01161970, // GFS2
+  0x7461636f, // OCFS2
+]);
+
+/** Whether `path` is on a local filesystem; false when it cannot be told. */
+function isLocalDisk(path: string): Promise<boolean> {
+  return new Promise((resolve) => statfs(path, (error, stats) => resolve(!error && !NETWORK_FILESYSTEMS.has(stats.type))));
+}
+
 /** Marks an existing blob as just used (its mtime guards it from a concurrent GC); false when absent. */
 async function touchIfPresent(path: string): Promise<boolean> {
   const now = new Date();
@@ -268,12 +484,9 @@ async function publish(tempPath: string, finalPath: string): Promise<boolean> {
     return true;
   } catch (error) {
     if (isCode(error, "EEXIST")) return false;
-    // Filesystems without hard links: rename is still atomic, and identical content makes a replace harmless.
-    if (isCode(error, "EPERM") || isCode(error, "ENOTSUP") || isCode(error, "EOPNOTSUPP") || isCode(error, "EMLINK")) {
-      await rename(tempPath, finalPath);
-      return true;
-    }
-    throw error;
+    if (!noHardLinks(error)) throw error;
+    await rename(tempPath, finalPath);
+    return true;
   }
 }
 
@@ -284,18 +497,9 @@ async function syncDir(path: string): Promise<void> {
     handle = await open(path, "r");
     await handle.sync();
   } catch (error) {
-    // Some platforms cannot fsync a directory; the data itself was already synced.
-    if (!isCode(error, "EISDIR") && !isCode(error, "EINVAL") && !isCode(error, "EPERM")) throw error;
+    if (!cannotSyncDir(error)) throw error;
   } finally {
     await handle?.close();
-  }
-}
-
-/** fsyncs the chain of directories from `root` down to the parent of `leaf` after mkdir created some. */
-async function syncDirsDown(root: string, leaf: string): Promise<void> {
-  for (let dir = dirname(leaf); dir.length >= root.length; dir = dirname(dir)) {
-    await syncDir(dir);
-    if (dir === root) break;
   }
 }
 
@@ -316,6 +520,16 @@ function processAlive(pid: number): boolean {
   } catch (error) {
     return isCode(error, "EPERM");
   }
+}
+
+/** Filesystems without hard links: rename is still atomic, and identical content makes a replace harmless. */
+function noHardLinks(error: unknown): boolean {
+  return isCode(error, "EPERM") || isCode(error, "ENOTSUP") || isCode(error, "EOPNOTSUPP") || isCode(error, "EMLINK");
+}
+
+/** Some platforms cannot fsync a directory; the data itself was already synced. */
+function cannotSyncDir(error: unknown): boolean {
+  return isCode(error, "EISDIR") || isCode(error, "EINVAL") || isCode(error, "EPERM");
 }
 
 function isCode(error: unknown, code: string): boolean {

@@ -65,7 +65,10 @@ export interface RunOptions {
   onNodeDone(nodeId: string, classType: string, ui: Record<string, unknown> | null): void;
   onProgress(nodeId: string, value: number, max: number): void;
   onPreview(nodeId: string, contentType: string, data: Buffer): void;
-  /** Awaited: the output is durable before the run goes on. */
+  /**
+   * Awaited: the output is durable before the run goes on; with JobRunDeps.endWithOutputs, those of
+   * the last output node left are durable bytes then, their records written with the run's end.
+   */
   onOutput(output: RunOutput): Promise<void>;
   onLog(text: string): void;
 }

@@ -1,11 +1,12 @@
 // One run of one job: engine callbacks become progress, outputs, previews, logs and events.
 import type { AssetService } from "../assets/asset-service.ts";
-import { TerminalStatusError, type JobRecord, type JobStatus, type Store } from "../store/index.ts";
+import { TerminalStatusError, type AssetRecord, type JobPatch, type JobRecord, type JobStatus, type NewAsset, type Store } from "../store/index.ts";
 import { isOutOfSpace } from "../datadir/space.ts";
 import type { EnginePort, RunEnd, RunFailure } from "./engine-port.ts";
 import type { EventBus } from "./event-bus.ts";
 import { LogCapture } from "./log-capture.ts";
 import type { OutputNamer } from "./output-names.ts";
+import { OutputRows } from "./output-rows.ts";
 import { ProgressTracker, type Progress } from "./progress.ts";
 
 export interface JobRunDeps {
@@ -20,6 +21,12 @@ export interface JobRunDeps {
   names: OutputNamer;
   /** Writes the end of the run, retrying a failed write until it lands (default: one attempt). */
   persistEnd?: <T>(write: () => Promise<T>) => Promise<T>;
+  /**
+   * Writes the records of the last output node's outputs in the run's end commit: one durable
+   * write instead of two, their events just before the end's. Off (the default) where other
+   * processes hear runs through a relay: they must hear the outputs before the end commits.
+   */
+  endWithOutputs?: boolean;
 }
 
 /** What the dispatcher hears of a run whose job is still `queued` (an engine with its own queue). */
@@ -45,6 +52,10 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
   let spaceFailure: { node_id: string; class_type: string } | null = null;
   /** Engine file name -> the unique name it was committed under, by folder. */
   const renamed = new Map<string, string>();
+  /** Records of the last output node's outputs, held to be written with the run's end. */
+  const rows = new OutputRows(assets);
+  /** Output nodes not done yet: once only one is left, its outputs are the run's last. */
+  const outputNodesLeft = new Set(job.output_node_ids);
 
   const report = (progress: Progress) => {
     // Snapshots land in order, and one arriving while a write is under way replaces any older
@@ -57,10 +68,12 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
   /** The plan, kept back while the job is queued: progress belongs to running jobs. */
   let planned: Progress | null = null;
   /**
-   * While the move to `running` commits, what the run reports waits behind it, in order, so the
-   * `running` status goes out first; the engine itself goes on meanwhile.
+   * While the move to `running` or an output's record commits, what the run reports waits behind
+   * it, in order, so the `running` status and the output go out first; the engine goes on meanwhile.
    */
   let startCommit: Promise<void> | null = null;
+  /** The move to `running`, once asked for: the end commits after it. */
+  let runningCommit: Promise<void> | null = null;
   const waitFor = (step: Promise<void>): void => {
     startCommit = step;
     void step.then(() => {
@@ -68,20 +81,21 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
     });
   };
   const inOrder = (publish: () => void): void => (startCommit ? waitFor(startCommit.then(publish)) : publish());
+  /** Publishes once `gate` resolves (it never rejects), keeping its place in the order. */
+  const inOrderAfter = <T>(gate: Promise<T>, publish: (value: T) => void): void => waitFor((startCommit ?? Promise.resolve()).then(() => gate).then(publish));
   const markRunning = (): void => {
     if (started) return;
     started = true;
-    waitFor(
-      store
-        .transitionJob(job.id, ["queued"], "running", { started_at: deps.now() })
-        .catch(ignoreTerminal)
-        .then((moved) => {
-          hooks?.onRunning();
-          if (!moved) return; // canceled or expired meanwhile: the run is being stopped
-          events.publish({ type: "status", job: moved });
-          if (planned) report(planned);
-        }),
-    );
+    runningCommit = store
+      .transitionJob(job.id, ["queued"], "running", { started_at: deps.now() })
+      .catch(ignoreTerminal)
+      .then((moved) => {
+        hooks?.onRunning();
+        if (!moved) return; // canceled or expired meanwhile: the run is being stopped
+        events.publish({ type: "status", job: moved });
+        if (planned) report(planned);
+      });
+    waitFor(runningCommit);
   };
 
   let end: RunEnd;
@@ -100,41 +114,56 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
       },
       onQueued: (ahead) => hooks?.onQueued(ahead),
       onRunning: markRunning,
-      onCached: (ids) =>
+      onCached: (ids) => {
+        for (const id of ids) outputNodesLeft.delete(id);
+        rows.flush(); // the run goes on: records held so far are written now
         inOrder(() => {
           events.publish({ type: "cached", ...base, node_ids: ids });
           report(tracker.cached(ids));
-        }),
-      onNodeStart: (node_id, class_type) =>
+        });
+      },
+      onNodeStart: (node_id, class_type) => {
+        rows.flush();
         inOrder(() => {
           events.publish({ type: "node_start", ...base, node_id, class_type });
           report(tracker.nodeStart(node_id, class_type));
-        }),
+        });
+      },
       onNodeDone: (node_id, class_type, ui) => {
+        outputNodesLeft.delete(node_id);
         const renamedUi = renameInUi(ui, renamed);
         inOrder(() => {
           events.publish({ type: "node_done", ...base, node_id, class_type, ui: renamedUi });
           report(tracker.nodeDone(node_id));
         });
       },
-      onProgress: (node_id, value, max) =>
+      onProgress: (node_id, value, max) => {
+        rows.flush();
         inOrder(() => {
           events.publish({ type: "step", ...base, node_id, value, max });
           report(tracker.step(node_id, value, max));
-        }),
+        });
+      },
       onPreview: (node_id, content_type, data) => inOrder(() => events.publish({ type: "preview", ...base, node_id, content_type, data })),
       onOutput: (output) =>
         track(commits, async () => {
           const name = await deps.names.reserve(job.owner, output.folder, output.name);
           renamed.set(`${output.folder}/${output.name}`, name);
-          let asset;
+          const node = { node_id: output.node_id, class_type: output.class_type };
+          const last = deps.endWithOutputs === true && [...outputNodesLeft].every((id) => id === output.node_id);
+          let asset: Promise<AssetRecord | null>;
           try {
-            asset = await assets.commitOutput(job, { ...output, name });
+            const stored = await assets.storeOutput(job, { ...output, name });
+            // The bytes are durable. The record of an output of the last output node waits for the
+            // run's end (written in its commit); any other is written now, before the run goes on.
+            asset = last ? rows.hold(stored, node) : Promise.resolve(await assets.recordOutput(stored));
           } catch (err) {
-            if (isOutOfSpace(err)) spaceFailure ??= { node_id: output.node_id, class_type: output.class_type };
+            if (isOutOfSpace(err)) spaceFailure ??= node;
             throw err;
           }
-          inOrder(() => events.publish({ type: "output", ...base, asset }));
+          inOrderAfter(asset, (written) => {
+            if (written) events.publish({ type: "output", ...base, asset: written });
+          });
         }),
       onLog: (text) => {
         log.write(text);
@@ -148,19 +177,29 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
   // An end the engine reached without reporting a start (a prompt it refused, a missed message)
   // still passes through `running`: a job only leaves `queued` by running or by a cancel.
   if (end.kind !== "canceled") markRunning();
-  await startCommit;
-  // A canceled run can end while an output is still being committed: it lands before the end state.
+  await runningCommit;
+  // A canceled run can end while an output is still being stored: it lands before the end state.
   await Promise.allSettled(commits);
+  await rows.idle();
+  // A held record a flush could not write: the run cannot succeed without it.
+  if (rows.failure !== null) end = { kind: "failed", error: unsaved(rows.failure) };
   if (end.kind === "failed" && spaceFailure !== null) end = { kind: "failed", error: outOfSpace(spaceFailure) };
-  // A success writes its final progress with its end (a write still waiting then finds the job
-  // no longer running and changes nothing); other ends keep the last snapshot, so it lands first.
-  if (end.kind !== "succeeded") await progressWrites.idle();
+  if (end.kind !== "succeeded") {
+    // Other ends keep the last snapshot, so it lands first, after what the held records hold back.
+    rows.flush();
+    await rows.idle();
+    await startCommit;
+    await progressWrites.idle();
+  }
+  // A success writes its last records and its final progress with its end, in one commit (a
+  // progress write still waiting then finds the job no longer running and changes nothing).
+  const held = rows.takeForEnd();
 
   // Other processes hear the run's events before its end (notifications go in commit order).
   await events.relayed();
 
   const persist = deps.persistEnd ?? ((write) => write());
-  const finished = await persist(async () => {
+  const ended = await persist(async () => {
     if (deps.captureLogs) {
       const { text, truncated } = log.result();
       await store.setLogs(job.id, { text, truncated, captured_at: deps.now() });
@@ -168,11 +207,23 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
     const now = deps.now();
     if (end.kind === "succeeded") {
       const progress = tracker.finish();
-      return settle(store, job.id, "succeeded", { completed_at: now, progress });
+      try {
+        return await settle(store, job.id, "succeeded", { completed_at: now, progress }, held.stored.map((s) => s.record));
+      } catch (err) {
+        if (!isOutOfSpace(err) || held.stored.length === 0) throw err;
+        // The records do not fit: the job fails as when an output's bytes do not.
+        end = { kind: "failed", error: outOfSpace(held.nodes[0]!) };
+        await held.done(null);
+        held.stored.length = 0;
+      }
     }
     if (end.kind === "failed") return settle(store, job.id, "failed", { completed_at: now, error: { ...end.error } });
     return settle(store, job.id, "canceled", { completed_at: now });
   });
+  const finished = ended?.job ?? null;
+  if (held.stored.length > 0) await held.done(ended?.assets ?? null);
+  // What the run reported before its end goes out before it.
+  await startCommit;
   // The final snapshot (value 1) goes out as progress too, so streams end on job.progress.
   if (finished?.status === "succeeded") events.publish({ type: "progress", ...base, progress: tracker.finish() });
   if (finished) events.publish({ type: "status", job: finished });
@@ -183,12 +234,18 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
  * Writes the end of a run. A job canceled meanwhile ends `canceled` whatever the run did; one
  * expired by the reaper stays expired (the database refuses to rewrite a terminal state).
  */
-async function settle(store: Store, id: string, to: JobStatus, patch: Parameters<Store["transitionJob"]>[3]): Promise<JobRecord | null> {
+async function settle(store: Store, id: string, to: JobStatus, patch: JobPatch, assets: readonly NewAsset[] = []): Promise<{ job: JobRecord; assets: AssetRecord[] } | null> {
+  // Records go with whichever move lands, in its transaction; none is written if none does.
+  const move = async (from: JobStatus, to: JobStatus, patch: JobPatch) => {
+    if (assets.length > 0) return store.transitionJobWithAssets(id, [from], to, patch, assets);
+    const job = await store.transitionJob(id, [from], to, patch);
+    return job && { job, assets: [] };
+  };
   try {
     // A run only stops early because of a cancel request (the job is `canceling`) or the reaper.
-    const fromRunning = to === "canceled" ? null : await store.transitionJob(id, ["running"], to, patch);
+    const fromRunning = to === "canceled" ? null : await move("running", to, patch);
     if (fromRunning) return fromRunning;
-    return await store.transitionJob(id, ["canceling"], "canceled", { completed_at: patch?.completed_at ?? null });
+    return await move("canceling", "canceled", { completed_at: patch.completed_at ?? null });
   } catch (err) {
     if (err instanceof TerminalStatusError) return null;
     throw err;
@@ -214,6 +271,12 @@ function renameInUi(ui: Record<string, unknown> | null, renamed: ReadonlyMap<str
       : list;
   }
   return out;
+}
+
+/** The job error of a run one of whose output records could not be written. */
+function unsaved(failure: { error: unknown; node: { node_id: string; class_type: string } }): RunFailure {
+  if (isOutOfSpace(failure.error)) return outOfSpace(failure.node);
+  return { code: "node_execution_error", message: "The workflow failed.", node_id: failure.node.node_id, class_type: failure.node.class_type, traceback: null };
 }
 
 /** The job error of a run whose output could not be stored for lack of space. */

@@ -24,6 +24,7 @@ const STORE_WRITES = [
   "claimIdempotencyKey",
   "releaseIdempotencyKey",
   "transitionJob",
+  "transitionJobWithAssets",
   "updateProgress",
   "setLogs",
   "addAsset",

@@ -114,6 +114,8 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     ...(config.surface === "cloud" ? { slotsFor: (owner: string) => surface.slotsFor(owner) } : {}),
     logLimitBytes: config.logLimitBytes,
     names: new OutputNamer(store),
+    // On PostgreSQL a relay carries a run's events to other processes, which must hear its outputs before its end.
+    endWithOutputs: database === null,
     mayStart: () => !space.short,
     ...(lease ? { lease } : {}),
   });

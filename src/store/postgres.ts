@@ -137,6 +137,25 @@ export class PostgresStore implements Store {
     const fromStatuses = distinctStatuses(from);
     checkStatus(to);
     if (fromStatuses.length === 0) return null;
+    return this.#transition(id, fromStatuses, to, patch, this.#pool);
+  }
+
+  async transitionJobWithAssets(id: string, from: readonly JobStatus[], to: JobStatus, patch: JobPatch, assets: readonly NewAsset[]): Promise<{ job: JobRecord; assets: AssetRecord[] } | null> {
+    const fromStatuses = distinctStatuses(from);
+    checkStatus(to);
+    assets.forEach(checkNewAsset);
+    if (fromStatuses.length === 0) return null;
+    return inTransaction(this.#pool, async (client) => {
+      const job = await this.#transition(id, fromStatuses, to, patch, client);
+      if (job === null) return null;
+      const added: AssetRecord[] = [];
+      for (const asset of assets) added.push(await this.#insertAsset(asset, client));
+      return { job, assets: added };
+    });
+  }
+
+  /** The guarded UPDATE of transitionJob on `on`. */
+  async #transition(id: string, fromStatuses: readonly JobStatus[], to: JobStatus, patch: JobPatch, on: Queryable): Promise<JobRecord | null> {
     const field = (value: unknown) => [value !== undefined, value ?? null];
     const json = (value: JsonObject | null | undefined) => (value === undefined ? undefined : value === null ? null : JSON.stringify(value));
     const params = [
@@ -150,7 +169,7 @@ export class PostgresStore implements Store {
       ...field(patch.cost),
     ];
     try {
-      const row = await this.#one(PG_SQL.transition, params);
+      const row = await this.#one(PG_SQL.transition, params, on);
       return row === undefined ? null : toJob(row);
     } catch (error) {
       if (sqlState(error) === PG_TERMINAL_SQLSTATE) throw new TerminalStatusError(id, { cause: error });
@@ -195,25 +214,34 @@ export class PostgresStore implements Store {
 
   async addAsset(asset: NewAsset): Promise<AssetRecord> {
     checkNewAsset(asset);
+    return this.#insertAsset(asset, this.#pool);
+  }
+
+  /** Inserts one checked asset record on `on`. */
+  async #insertAsset(asset: NewAsset, on: Queryable): Promise<AssetRecord> {
     const jobId = asset.job_id ?? null;
     try {
-      const row = await this.#one(PG_SQL.insertAsset, [
-        asset.id,
-        asset.owner,
-        jobId,
-        asset.node_id ?? null,
-        asset.name,
-        asset.type ?? null,
-        asset.content_type,
-        asset.size_bytes,
-        asset.hash ?? null,
-        asset.blob_key,
-        asset.folder,
-        asset.file_path ?? null,
-        JSON.stringify(asset.tags ?? []),
-        asset.created_at,
-        asset.expires_at ?? null,
-      ]);
+      const row = await this.#one(
+        PG_SQL.insertAsset,
+        [
+          asset.id,
+          asset.owner,
+          jobId,
+          asset.node_id ?? null,
+          asset.name,
+          asset.type ?? null,
+          asset.content_type,
+          asset.size_bytes,
+          asset.hash ?? null,
+          asset.blob_key,
+          asset.folder,
+          asset.file_path ?? null,
+          JSON.stringify(asset.tags ?? []),
+          asset.created_at,
+          asset.expires_at ?? null,
+        ],
+        on,
+      );
       return toAsset(row!);
     } catch (error) {
       if (jobId !== null && sqlState(error) === PG_FOREIGN_KEY_VIOLATION) throw new UnknownJobError(jobId, { cause: error });

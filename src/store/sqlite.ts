@@ -214,6 +214,24 @@ export class SqliteStore implements Store {
     const fromStatuses = distinctStatuses(from);
     checkStatus(to);
     if (fromStatuses.length === 0) return null;
+    const row = this.#transition(id, fromStatuses, to, patch);
+    return row === undefined ? null : this.#durable(toJob(row));
+  }
+
+  async transitionJobWithAssets(id: string, from: readonly JobStatus[], to: JobStatus, patch: JobPatch, assets: readonly NewAsset[]): Promise<{ job: JobRecord; assets: AssetRecord[] } | null> {
+    const fromStatuses = distinctStatuses(from);
+    checkStatus(to);
+    assets.forEach(checkNewAsset);
+    if (fromStatuses.length === 0) return null;
+    const done = this.#transaction(() => {
+      const row = this.#transition(id, fromStatuses, to, patch);
+      return row === undefined ? null : { job: toJob(row), assets: assets.map((asset) => this.#insertAsset(asset)) };
+    });
+    return done === null ? null : this.#durable(done);
+  }
+
+  /** The guarded UPDATE of transitionJob; the row written, or undefined when the job is not in `from`. */
+  #transition(id: string, fromStatuses: readonly JobStatus[], to: JobStatus, patch: JobPatch): Record<string, SQLOutputValue> | undefined {
     const statement = this.#variant(`transition:${fromStatuses.length}`, () => transitionSql(fromStatuses.length));
     const params: Params = {
       id,
@@ -225,17 +243,17 @@ export class SqliteStore implements Store {
       ...bindPatchField("error", patch.error === undefined ? undefined : jsonOrNull(patch.error)),
       ...bindPatchField("cost", patch.cost),
     };
-    let row: Record<string, SQLOutputValue> | undefined;
     try {
-      row = writeReturning(statement, params);
+      return writeReturning(statement, params);
     } catch (error) {
       throw mapTerminal(error, id);
     }
-    return row === undefined ? null : this.#durable(toJob(row));
   }
 
   async updateProgress(id: string, progress: JsonObject | null): Promise<boolean> {
-    return this.#durable(this.#sql.updateProgress.run({ id, progress: jsonOrNull(progress) }).changes > 0);
+    // A job no longer running changes nothing, and waits for no fsync (the run's end is one).
+    const changed = this.#sql.updateProgress.run({ id, progress: jsonOrNull(progress) }).changes > 0;
+    return changed && this.#durable(true);
   }
 
   async setLogs(id: string, logs: JobLogs | null): Promise<boolean> {
@@ -269,6 +287,11 @@ export class SqliteStore implements Store {
 
   async addAsset(asset: NewAsset): Promise<AssetRecord> {
     checkNewAsset(asset);
+    return this.#durable(this.#insertAsset(asset));
+  }
+
+  /** Inserts one checked asset record (in the caller's transaction, if any). */
+  #insertAsset(asset: NewAsset): AssetRecord {
     const jobId = asset.job_id ?? null;
     try {
       const row = writeReturning(this.#sql.insertAsset, {
@@ -288,7 +311,7 @@ export class SqliteStore implements Store {
         created_at: asset.created_at,
         expires_at: asset.expires_at ?? null,
       });
-      return this.#durable(toAsset(row!));
+      return toAsset(row!);
     } catch (error) {
       if (jobId !== null && sqliteErrcode(error) === SQLITE_CONSTRAINT_FOREIGNKEY) throw new UnknownJobError(jobId, { cause: error });
       throw error;

@@ -244,6 +244,14 @@ export interface Store {
    * TerminalStatusError when the move would alter a terminal job (refused by the database).
    */
   transitionJob(id: string, from: readonly JobStatus[], to: JobStatus, patch?: JobPatch): Promise<JobRecord | null>;
+  /**
+   * transitionJob and addAsset of each record in one transaction (one durable commit): a run
+   * ends with its last outputs at the cost of one write. All or nothing: no record is added
+   * unless the job moves (null: absent or in another status; TerminalStatusError: terminal).
+   * As for addAsset, each record's blob must be durable before the call. Records come back in
+   * the order given.
+   */
+  transitionJobWithAssets(id: string, from: readonly JobStatus[], to: JobStatus, patch: JobPatch, assets: readonly NewAsset[]): Promise<{ job: JobRecord; assets: AssetRecord[] } | null>;
   /** Replaces the progress snapshot of a running or canceling job; false otherwise. */
   updateProgress(id: string, progress: JobProgress | null): Promise<boolean>;
   /** Stores (or clears) a job's captured log, whatever its status; false when the job is absent. */

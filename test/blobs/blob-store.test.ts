@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { spawnSync } from "node:child_process";
 import { mkdtemp, readdir, readFile, rm, stat, utimes, writeFile, mkdir } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { Readable } from "node:stream";
 import { text } from "node:stream/consumers";
 import { blake3 as referenceBlake3 } from "hash-wasm";
@@ -228,6 +228,94 @@ describe("blob key checks", () => {
       await expect(blobs.delete(key)).rejects.toBeInstanceOf(InvalidBlobKeyError);
     }
     expect(await readFile(sentinel, "utf8")).toBe("keep");
+  });
+});
+
+/** A sync hook that records every fsync and holds those `hold` picks until released. */
+function heldSyncs(hold: (kind: "file" | "dir", path: string) => boolean) {
+  const done: string[] = [];
+  const held: Array<{ kind: string; path: string; release: () => void }> = [];
+  const hook = async (kind: "file" | "dir", path: string, run: () => Promise<void>) => {
+    if (hold(kind, path)) await new Promise<void>((release) => held.push({ kind, path, release }));
+    await run();
+    done.push(`${kind}:${path}`);
+  };
+  return { hook, done, held };
+}
+
+const settledSoon = async (p: Promise<unknown>) => {
+  let settled = false;
+  void p.then(() => (settled = true), () => (settled = true));
+  for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+  return settled;
+};
+
+async function until(check: () => boolean): Promise<void> {
+  for (let i = 0; i < 500 && !check(); i++) await new Promise((r) => setTimeout(r, 2));
+  expect(check()).toBe(true);
+}
+
+describe("BlobStore.put: what is durable when", () => {
+  // A small buffer takes synchronous calls, a large one and a stream asynchronous ones: same order.
+  const sources: Array<[string, () => { data: Buffer; source: Buffer | Readable }]> = [
+    ["a small buffer", () => ({ data: Buffer.from("small and new"), source: Buffer.from("small and new") })],
+    ["a large buffer", () => ({ data: Buffer.alloc(600 * 1024, 3), source: Buffer.alloc(600 * 1024, 3) })],
+    ["a stream", () => ({ data: Buffer.from("streamed bytes"), source: Readable.from([Buffer.from("streamed "), Buffer.from("bytes")]) })],
+  ];
+
+  it.each(sources)("%s: the name appears only once the bytes are synced; the put resolves only once the name is", async (_, make) => {
+    const { data, source } = make();
+    const hex = await referenceBlake3(data);
+    const path = join(dataDir, "blobs", hex.slice(0, 2), hex.slice(2, 4), hex);
+    const syncs = heldSyncs((kind, p) => kind === "file" || p === dirname(path));
+    const store = await BlobStore.open(dataDir, { syncHook: syncs.hook });
+    const put = store.put(source);
+    await until(() => syncs.held.length === 1);
+    expect(syncs.held[0]!.kind).toBe("file");
+    await expect(stat(path)).rejects.toMatchObject({ code: "ENOENT" });
+    syncs.held[0]!.release();
+    // Linked now, but not acknowledged before its directory entry is synced.
+    await until(() => syncs.held.length === 2);
+    expect(syncs.held[1]).toMatchObject({ kind: "dir", path: dirname(path) });
+    expect(await readFile(path)).toEqual(data);
+    expect(await settledSoon(put)).toBe(false);
+    syncs.held[1]!.release();
+    expect(await put).toMatchObject({ key: hex, created: true });
+    // The directories mkdir made were synced too (their parents hold the new entries).
+    expect(syncs.done).toEqual(expect.arrayContaining([`dir:${dirname(dirname(path))}`, `dir:${join(dataDir, "blobs")}`]));
+    expect(await tmpEntries()).toEqual([]);
+  });
+
+  it("a second put of bytes still being published resolves only once the first one's name is synced", async () => {
+    const data = bytes("published twice");
+    const hex = await referenceBlake3(data);
+    const leaf = join(dataDir, "blobs", hex.slice(0, 2), hex.slice(2, 4));
+    const syncs = heldSyncs((kind, p) => kind === "dir" && p === leaf);
+    const store = await BlobStore.open(dataDir, { syncHook: syncs.hook });
+    const first = store.putBytes(data);
+    await until(() => syncs.held.length === 1);
+    const second = store.putBytes(data);
+    expect(await settledSoon(second)).toBe(false);
+    syncs.held[0]!.release();
+    expect(await first).toMatchObject({ created: true });
+    expect(await second).toMatchObject({ key: hex, created: false });
+    expect(await allFiles()).toEqual([store.pathOf(hex)]);
+  });
+
+  it("a put whose bytes fail to sync stores nothing, and the next put of them stores them", async () => {
+    let failing = true;
+    const store = await BlobStore.open(dataDir, {
+      syncHook: async (kind, _path, run) => {
+        if (kind === "file" && failing) throw Object.assign(new Error("EIO"), { code: "EIO" });
+        await run();
+      },
+    });
+    const data = bytes("flaky disk");
+    await expect(store.putBytes(data)).rejects.toThrow("EIO");
+    expect(await allFiles()).toEqual([]);
+    failing = false;
+    expect(await store.putBytes(data)).toMatchObject({ created: true });
+    expect(await readFile(store.pathOf(await referenceBlake3(data)))).toEqual(data);
   });
 });
 

@@ -33,6 +33,8 @@ export class FakeComfyUI {
   readonly handshakes: any[] = [];
   /** The URL of every WebSocket connection. */
   readonly connections: string[] = [];
+  /** The Sec-WebSocket-Extensions every connection offered ("" when none). */
+  readonly offeredExtensions: string[] = [];
   /** Close every socket right after its status message, as a server dropping idle sockets does. */
   closeIdleSockets = false;
   url = "";
@@ -50,6 +52,7 @@ export class FakeComfyUI {
     this.server = http.createServer((req, res) => void this.handle(req, res));
     this.server.on("upgrade", (req, socket, head) => {
       this.connections.push(req.url ?? "");
+      this.offeredExtensions.push(String(req.headers["sec-websocket-extensions"] ?? ""));
       this.wss.handleUpgrade(req, socket, head, (ws) => {
         this.sockets.add(ws);
         let first = true;

@@ -67,6 +67,13 @@ describe("comfyui backend against real ComfyUI behaviour", () => {
     expect(defs.SaveImage!.display_name).toBe((OBJECT_INFO.SaveImage as Record<string, unknown>).display_name);
   });
 
+  it("the socket offers no permessage-deflate, which ComfyUI's aiohttp accepts: every message would be inflated", async () => {
+    const { fake, engine } = await setup();
+    await engine.nodeDefinitions();
+    await until(() => (fake.socketCount === 1 ? true : undefined), "the connection");
+    expect(fake.offeredExtensions).toEqual([""]);
+  });
+
   it("reconnect waits grow exponentially with jitter up to the cap", () => {
     expect([0, 1, 2, 3, 4, 5, 40].map((a) => reconnectDelay(a, 100, 1000, () => 1))).toEqual([100, 200, 400, 800, 1000, 1000, 1000]);
     expect([0, 1, 2, 3, 4, 5].map((a) => reconnectDelay(a, 100, 1000, () => 0))).toEqual([50, 100, 200, 400, 500, 500]);

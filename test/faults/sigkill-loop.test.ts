@@ -52,4 +52,27 @@ describe("SIGKILL loops", () => {
     last.child.kill("SIGTERM");
     expect(await last.exited).toBe(0);
   });
+
+  it("a job killed the moment it is seen succeeded is succeeded after the restart, its last outputs with it", async () => {
+    const dataDir = await fx.dataDir();
+    const args = ["--data-dir", dataDir, "--port", "0"];
+    const first = await fx.serve(args);
+    // Two output nodes: the first's record is written as it comes, the last's with the end.
+    const graph = { ...imageGraph("kill-first"), ...Object.fromEntries(Object.entries(imageGraph("kill-last")).map(([id, node]) => [`1${id}`, node])) };
+    (graph["12"] as { inputs: { images: unknown[] } }).inputs.images = ["11", 0];
+    const job = await new Api(first.url).submit(graph);
+    const seen = await new Api(first.url).waitTerminal(job.id);
+    first.child.kill("SIGKILL");
+    expect(await first.exited).toBe("SIGKILL");
+    expect(seen.status).toBe("succeeded");
+
+    const again = await fx.serve(args);
+    const after = await new Api(again.url).waitTerminal(job.id);
+    expect(after.status).toBe("succeeded");
+    expect(after.outputs.map((o: { id: string }) => o.id).sort()).toEqual(seen.outputs.map((o: { id: string }) => o.id).sort());
+    expect(after.outputs).toHaveLength(2);
+    for (const output of after.outputs) expect((await fetch(output.url)).status).toBe(200);
+    again.child.kill("SIGTERM");
+    expect(await again.exited).toBe(0);
+  });
 });

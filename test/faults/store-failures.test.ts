@@ -11,17 +11,22 @@ afterEach(async () => {
   server = undefined;
 });
 
-/** Makes the store's transitionJob(from → to) fail while `failing.on`; returns the switch. */
+/**
+ * Makes the store's transitions from → to fail while `failing.on` (transitionJob, and
+ * transitionJobWithAssets, which ends a run with its last outputs); returns the switch.
+ */
 function failTransitions(store: Store, match: (from: readonly JobStatus[], to: JobStatus) => boolean): { on: boolean; hits: number } {
   const failing = { on: true, hits: 0 };
-  const real = store.transitionJob.bind(store);
-  store.transitionJob = (id, from, to, patch) => {
-    if (failing.on && match(from, to)) {
-      failing.hits++;
-      return Promise.reject(Object.assign(new Error("disk I/O error"), { code: "ERR_SQLITE_ERROR", errcode: 10 }));
-    }
-    return real(id, from, to, patch);
+  const refuse = (from: readonly JobStatus[], to: JobStatus) => {
+    if (!failing.on || !match(from, to)) return false;
+    failing.hits++;
+    return true;
   };
+  const ioError = () => Promise.reject(Object.assign(new Error("disk I/O error"), { code: "ERR_SQLITE_ERROR", errcode: 10 }));
+  const real = store.transitionJob.bind(store);
+  store.transitionJob = (id, from, to, patch) => (refuse(from, to) ? ioError() : real(id, from, to, patch));
+  const realWithAssets = store.transitionJobWithAssets.bind(store);
+  store.transitionJobWithAssets = (id, from, to, patch, assets) => (refuse(from, to) ? ioError() : realWithAssets(id, from, to, patch, assets));
   return failing;
 }
 

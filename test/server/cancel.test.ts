@@ -94,13 +94,14 @@ describe("cancel", () => {
 
   it("ST-4 an output being committed when the cancel lands is in the job before it turns canceled", async () => {
     const assets = s.runtime.assets;
-    const commit = assets.commitOutput.bind(assets);
+    // An output's bytes being stored (its record follows them, with the run's end at the latest).
+    const commit = assets.storeOutput.bind(assets);
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
     let entered!: () => void;
     const inCommit = new Promise<void>((r) => (entered = r));
     let committed: Promise<unknown> = Promise.resolve();
-    assets.commitOutput = (job, file) => {
+    assets.storeOutput = (job, file) => {
       entered();
       committed = gate.then(() => commit(job, file));
       return committed as ReturnType<typeof commit>;
@@ -126,7 +127,7 @@ describe("cancel", () => {
       expect(later.outputs.length).toBe(end.outputs.length);
     } finally {
       unsubscribe();
-      assets.commitOutput = commit;
+      assets.storeOutput = commit;
       release();
     }
   });

@@ -54,6 +54,11 @@ export function useDatabase(kind: "sqlite" | "postgres"): void {
   database = kind;
 }
 
+/** The database of the servers this test file starts. */
+export function databaseKind(): "sqlite" | "postgres" {
+  return database;
+}
+
 /** Starts a server on port 0 with a fresh data dir (and a fresh PostgreSQL schema after useDatabase("postgres")). */
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
   const dataDir = await mkdtemp(join(tmpdir(), "flowgate-server-"));

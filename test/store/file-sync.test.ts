@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { FileSync, type SyncableFile } from "../../src/store/file-sync.ts";
 import { SqliteStore } from "../../src/store/sqlite.ts";
-import { newJob } from "./helpers.ts";
+import { newAsset, newJob } from "./helpers.ts";
 
 /** A file whose fsyncs finish only when the test says so, counting how many began. */
 function gatedFile() {
@@ -77,6 +77,13 @@ describe("FileSync", () => {
   });
 });
 
+/** Lets the `i`th fsync finish once it began, and returns what `write` resolves with. */
+async function ready<T>(write: Promise<T>, gate: ReturnType<typeof gatedFile>, i: number): Promise<T> {
+  for (let n = 0; n < 20 && gate.began.length <= i; n++) await new Promise((r) => setImmediate(r));
+  gate.finish(i);
+  return write;
+}
+
 describe("the store's writes wait for the WAL fsync", () => {
   let storeDir: string;
   beforeEach(async () => void (storeDir = await mkdtemp(join(tmpdir(), "flowgate-durable-"))));
@@ -98,6 +105,41 @@ describe("the store's writes wait for the WAL fsync", () => {
       expect(gate.began).toHaveLength(2);
       gate.finish(1);
       expect((await moved)?.status).toBe("canceled");
+    } finally {
+      for (let i = 0; i < gate.began.length; i++) gate.finish(i);
+      await store.close();
+    }
+  });
+
+  it("ends a run with its last outputs in one commit and one fsync", async () => {
+    const gate = gatedFile();
+    const store = await SqliteStore.open({ dataDir: storeDir, openWalSync: async () => new FileSync(gate.file) });
+    try {
+      const job = await ready(store.createJob(newJob()), gate, 0);
+      const running = await ready(store.transitionJob(job.id, ["queued"], "running", { started_at: job.created_at }), gate, 1);
+      const outputs = [newAsset({ job_id: job.id }), newAsset({ job_id: job.id })];
+      const ended = store.transitionJobWithAssets(running!.id, ["running"], "succeeded", { completed_at: job.created_at + 1 }, outputs);
+      // Committed together (a reader sees both at once), acknowledged after one fresh fsync.
+      expect((await store.getJob(job.id))?.status).toBe("succeeded");
+      expect(await store.listJobOutputs(job.id)).toHaveLength(2);
+      expect(gate.began).toHaveLength(3);
+      expect(await settled(ended)).toBe(false);
+      gate.finish(2);
+      expect((await ended)?.assets).toHaveLength(2);
+      expect(gate.began).toHaveLength(3);
+    } finally {
+      for (let i = 0; i < gate.began.length; i++) gate.finish(i);
+      await store.close();
+    }
+  });
+
+  it("a progress write that changes nothing waits for no fsync", async () => {
+    const gate = gatedFile();
+    const store = await SqliteStore.open({ dataDir: storeDir, openWalSync: async () => new FileSync(gate.file) });
+    try {
+      const job = await ready(store.createJob(newJob()), gate, 0);
+      expect(await store.updateProgress(job.id, { value: 0.5 })).toBe(false); // queued: nothing to write
+      expect(gate.began).toHaveLength(1);
     } finally {
       for (let i = 0; i < gate.began.length; i++) gate.finish(i);
       await store.close();

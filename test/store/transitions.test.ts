@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { TERMINAL_STATUSES, TerminalStatusError } from "../../src/store/index.ts";
 import type { JobRecord, JobStatus } from "../../src/store/index.ts";
-import { T0, newJob, openTestStore } from "./helpers.ts";
+import { T0, blobKey, newAsset, newJob, openTestStore } from "./helpers.ts";
 import type { TestStore } from "./helpers.ts";
 
 let t: TestStore;
@@ -90,6 +90,50 @@ describe("transitionJob", () => {
     await expect(t.store.transitionJob(job.id, ["queued"], "running")).rejects.toThrow(/CHECK/);
     await expect(t.store.transitionJob(job.id, ["queued"], "canceled")).rejects.toThrow(/CHECK/);
     expect((await t.store.getJob(job.id))?.status).toBe("queued");
+  });
+});
+
+describe("transitionJobWithAssets (a run's end with its last outputs, one commit)", () => {
+  const outputOf = (job: JobRecord, i: number) => newAsset({ owner: job.owner, job_id: job.id, node_id: "2", type: "image", blob_key: blobKey(String(i)) });
+
+  it("moves the job and adds the records together, in the order given, visible at once", async () => {
+    const job = await jobIn("running");
+    const outputs = [outputOf(job, 1), outputOf(job, 2)];
+    const done = await t.store.transitionJobWithAssets(job.id, ["running"], "succeeded", { completed_at: T0 + 5 }, outputs);
+    expect(done?.job).toMatchObject({ id: job.id, status: "succeeded", completed_at: T0 + 5 });
+    expect(done?.assets.map((a) => a.id)).toEqual(outputs.map((o) => o.id));
+    // Outputs take the job's expiry when they give none, as addAsset's do.
+    expect(done?.assets[0]).toMatchObject({ job_id: job.id, node_id: "2", expires_at: job.expires_at });
+    expect(await t.store.getJob(job.id)).toEqual(done?.job);
+    expect(await t.store.listJobOutputs(job.id)).toEqual(done?.assets);
+  });
+
+  it("adds nothing when the job is not in a from-status, is absent, or is terminal", async () => {
+    const canceling = await jobIn("canceling");
+    expect(await t.store.transitionJobWithAssets(canceling.id, ["running"], "succeeded", { completed_at: T0 + 5 }, [outputOf(canceling, 3)])).toBeNull();
+    expect(await t.store.listJobOutputs(canceling.id)).toEqual([]);
+    expect(await t.store.transitionJobWithAssets("missing", ["running"], "succeeded", { completed_at: T0 + 5 }, [])).toBeNull();
+    // The records go with whichever move lands: here the cancel.
+    const canceled = await t.store.transitionJobWithAssets(canceling.id, ["canceling"], "canceled", { completed_at: T0 + 6 }, [outputOf(canceling, 4)]);
+    expect(canceled?.job.status).toBe("canceled");
+    expect(await t.store.listJobOutputs(canceling.id)).toHaveLength(1);
+
+    const expired = await jobIn("expired");
+    const error = await t.store.transitionJobWithAssets(expired.id, ["expired"], "succeeded", { completed_at: T0 + 7 }, [outputOf(expired, 5)]).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TerminalStatusError);
+    expect(await t.store.listJobOutputs(expired.id)).toEqual([]);
+    expect(await t.store.getJob(expired.id)).toEqual(expired);
+  });
+
+  it("is all or nothing: a record that cannot be written leaves the job where it was", async () => {
+    const job = await jobIn("running");
+    const bad = { ...outputOf(job, 6), job_id: "no-such-job" };
+    await expect(t.store.transitionJobWithAssets(job.id, ["running"], "succeeded", { completed_at: T0 + 5 }, [outputOf(job, 7), bad])).rejects.toThrow();
+    expect((await t.store.getJob(job.id))?.status).toBe("running");
+    expect(await t.store.listJobOutputs(job.id)).toEqual([]);
+    // A malformed record is refused before anything is written.
+    await expect(t.store.transitionJobWithAssets(job.id, ["running"], "succeeded", { completed_at: T0 + 5 }, [{ ...outputOf(job, 8), size_bytes: -1 }])).rejects.toThrow();
+    expect((await t.store.getJob(job.id))?.status).toBe("running");
   });
 });
 

@@ -155,10 +155,11 @@ export class Instance {
     if (this.runs.get(run.promptId) === run) this.runs.delete(run.promptId);
   }
 
-  /** Closes the socket and the reconcile timer. */
+  /** Closes the socket, the reconcile timer and the idle HTTP connections. */
   close(): void {
     clearInterval(this.timer);
     this.socket.close();
+    this.http.close();
   }
 
   /**

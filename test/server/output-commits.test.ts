@@ -1,0 +1,145 @@
+// A run's outputs and its end: the bytes of every output are durable before its record; on
+// SQLite the records of the last output node are written with the run's end, in one store write
+// (one durable commit), and go out as events before the end; other outputs are written as they
+// come. On PostgreSQL every record is written before the end: other processes hear the outputs
+// (through the relay) before the end commits.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { JobEvent } from "../../src/jobs/event-bus.ts";
+import type { NewAsset, Store } from "../../src/store/index.ts";
+import { databaseKind, imageGraph, outputThenDelayGraph, startTestServer, type TestServer } from "./helpers.ts";
+
+const grouped = databaseKind() === "sqlite";
+
+let s: TestServer;
+beforeAll(async () => {
+  s = await startTestServer({ flags: ["--concurrency", "1"] });
+});
+afterAll(async () => {
+  await s?.stop();
+});
+
+/** Counts the store writes that record a job's outputs, checking each record's blob is stored by then. */
+function watchRecords(store: Store, blobs: TestServer["runtime"]["blobs"]) {
+  const seen = { alone: [] as string[], withEnd: [] as Array<{ to: string; names: string[] }>, blobMissing: [] as string[] };
+  const check = async (a: NewAsset) => {
+    if (!(await blobs.has(a.blob_key))) seen.blobMissing.push(a.name);
+  };
+  const addAsset = store.addAsset.bind(store);
+  const withAssets = store.transitionJobWithAssets.bind(store);
+  store.addAsset = async (asset) => {
+    await check(asset);
+    seen.alone.push(asset.name);
+    return addAsset(asset);
+  };
+  store.transitionJobWithAssets = async (id, from, to, patch, assets) => {
+    for (const a of assets) await check(a);
+    seen.withEnd.push({ to, names: assets.map((a) => a.name) });
+    return withAssets(id, from, to, patch, assets);
+  };
+  return {
+    seen,
+    restore() {
+      store.addAsset = addAsset;
+      store.transitionJobWithAssets = withAssets;
+    },
+  };
+}
+
+function recordEvents(jobId: string): { events: JobEvent[]; stop: () => void } {
+  const events: JobEvent[] = [];
+  const stop = s.runtime.events.subscribe(jobId, (e) => void events.push(e));
+  return { events, stop };
+}
+
+describe("a run's outputs and its end", () => {
+  it(`writes the last output's record ${grouped ? "with the end in one store write" : "before the end"}, and publishes it before the end`, async () => {
+    const watch = watchRecords(s.runtime.store, s.runtime.blobs);
+    try {
+      const job = await s.api.submit(imageGraph("grouped"));
+      const { events, stop } = recordEvents(job.id);
+      const done = await s.api.waitTerminal(job.id);
+      stop();
+      expect(done.status).toBe("succeeded");
+      expect(done.outputs).toHaveLength(1);
+      expect((await fetch(done.outputs[0].url)).status).toBe(200);
+      expect(watch.seen.alone).toEqual(grouped ? [] : [done.outputs[0].name]);
+      expect(watch.seen.withEnd).toEqual(grouped ? [{ to: "succeeded", names: [done.outputs[0].name] }] : []);
+      expect(watch.seen.blobMissing).toEqual([]);
+      // Event order is unchanged: the output, its node done, then the end.
+      const order = events.map((e) => (e.type === "status" ? `status:${e.job.status}` : e.type === "node_done" ? `node_done:${e.node_id}` : e.type));
+      const at = (what: string) => order.indexOf(what);
+      expect(at("output")).toBeGreaterThanOrEqual(0);
+      expect(at("output")).toBeLessThan(at("node_done:2"));
+      expect(at("node_done:2")).toBeLessThan(at("status:succeeded"));
+      expect(order.at(-1)).toBe("status:succeeded");
+    } finally {
+      watch.restore();
+    }
+  });
+
+  it("writes an output of an output node that is not the last at once, visible while the run goes on", async () => {
+    const watch = watchRecords(s.runtime.store, s.runtime.blobs);
+    try {
+      const job = await s.api.submit(outputThenDelayGraph(30));
+      try {
+        const early = await s.api.waitJob(job.id, (j) => j.outputs.length > 0, "the first output");
+        expect(early.status).toBe("running");
+        expect(watch.seen.alone).toEqual([early.outputs[0].name]);
+        expect(watch.seen.blobMissing).toEqual([]);
+      } finally {
+        await s.api.post(`/api/v2/jobs/${job.id}/cancel`);
+        expect((await s.api.waitTerminal(job.id)).status).toBe("canceled");
+      }
+    } finally {
+      watch.restore();
+    }
+  });
+
+  it.runIf(grouped)("an end whose write fails otherwise is retried with its records until it lands", async () => {
+    const store = s.runtime.store;
+    const withAssets = store.transitionJobWithAssets.bind(store);
+    let failures = 2;
+    store.transitionJobWithAssets = async (id, from, to, patch, assets) => {
+      if (failures > 0) {
+        failures--;
+        throw Object.assign(new Error("disk I/O error"), { code: "ERR_SQLITE_ERROR", errcode: 10 });
+      }
+      return withAssets(id, from, to, patch, assets);
+    };
+    try {
+      const job = await s.api.submit(imageGraph("retried"));
+      const done = await s.api.waitTerminal(job.id);
+      expect(done.status).toBe("succeeded");
+      expect(done.outputs).toHaveLength(1);
+      expect(failures).toBe(0);
+      expect((await fetch(done.outputs[0].url)).status).toBe(200);
+    } finally {
+      store.transitionJobWithAssets = withAssets;
+    }
+  });
+
+  // Last: the error makes the server short of space (507 to submissions) until its probe finds room.
+  it.runIf(grouped)("a last record that does not fit fails the job insufficient_storage and leaves neither record nor blob", async () => {
+    const store = s.runtime.store;
+    const withAssets = store.transitionJobWithAssets.bind(store);
+    const refused: string[] = [];
+    store.transitionJobWithAssets = async (id, from, to, patch, assets) => {
+      if (assets.length > 0) {
+        refused.push(...assets.map((a) => a.blob_key));
+        throw Object.assign(new Error("database or disk is full"), { code: "ERR_SQLITE_ERROR", errcode: 13 });
+      }
+      return withAssets(id, from, to, patch, assets);
+    };
+    try {
+      const job = await s.api.submit(imageGraph("no-room"));
+      const done = await s.api.waitTerminal(job.id);
+      expect(done.status).toBe("failed");
+      expect(done.error).toMatchObject({ code: "insufficient_storage", node_id: "2", class_type: "SaveImage" });
+      expect(done.outputs).toEqual([]);
+      expect(refused).toHaveLength(1);
+      expect(await s.runtime.blobs.has(refused[0]!)).toBe(false);
+    } finally {
+      store.transitionJobWithAssets = withAssets;
+    }
+  });
+});
