@@ -13,6 +13,7 @@ import type { EventBus } from "./event-bus.ts";
 import { FairQueue } from "./fair-queue.ts";
 import { PARTNER_KEY_LOST, WORKER_LOST, type LeaseOptions } from "./job-leases.ts";
 import { runJob, type JobRunDeps, type QueuedRunHooks } from "./job-run.ts";
+import { SharedQueueCounts } from "./queue-counts.ts";
 
 export interface DispatcherOptions extends JobRunDeps {
   /** Jobs that run at once. */
@@ -66,8 +67,13 @@ export class Dispatcher {
   private heartbeat: NodeJS.Timeout | undefined;
   private beating = false;
 
+  /** The deployment's queue counts, for the positions of new jobs (leases only). */
+  private readonly sharedCounts: SharedQueueCounts | null;
+
   constructor(options: DispatcherOptions) {
     this.o = options;
+    const leases = options.lease?.leases;
+    this.sharedCounts = leases ? new SharedQueueCounts(() => leases.queueCounts()) : null;
   }
 
   private get events(): EventBus {
@@ -207,6 +213,21 @@ export class Dispatcher {
     let engineAhead = 0;
     for (const ahead of this.waitingInEngine.values()) engineAhead = Math.max(engineAhead, ahead + 1);
     return mine + engineAhead;
+  }
+
+  /**
+   * The position of a job this process has just queued. With leases, from the deployment's counts
+   * (at most 200 ms old) plus this process's submissions since: an exact count per submission
+   * would read the whole queue each time. A GET (`position`) counts exactly.
+   */
+  async positionOfNew(job: JobRecord): Promise<number | null> {
+    if (!this.sharedCounts) return this.position(job.id);
+    return this.sharedCounts.positionOfNew(job.owner);
+  }
+
+  /** The queue moved (a job started, ended or left here or elsewhere; another process queued jobs). */
+  queueChanged(): void {
+    this.sharedCounts?.changed();
   }
 
   /** An owner's jobs waiting or running (canceling ones included until their run ends); with leases, across every process. */

@@ -3,6 +3,7 @@
 // from the renewal which of them were canceled or taken from it; any process fails the live jobs
 // whose lease passed (`worker_lost`). The job row stays the single source of truth.
 import type { JobRecord, JobStatus } from "../store/index.ts";
+import type { OwnerCounts } from "./queue-counts.ts";
 
 /** The database side of leases. */
 export interface JobLeases {
@@ -14,6 +15,8 @@ export interface JobLeases {
   claim(workerId: string, leaseMs: number, startedAt: number, slots: ((owner: string) => Promise<number>) | undefined, heldSecrets: readonly string[], onlyHeld?: boolean): Promise<JobRecord | null>;
   /** Queued jobs that start before this one in that order, across every process; null when it is not queued. */
   position(jobId: string): Promise<number | null>;
+  /** Every owner's queued and running jobs, across every process. */
+  queueCounts(): Promise<OwnerCounts[]>;
   /** An owner's queued and running jobs, across every process. */
   liveCount(owner: string): Promise<number>;
   /**

@@ -123,7 +123,7 @@ export class JobService {
     }
     this.o.events.publish({ type: "status", job });
     this.o.dispatcher.enqueue(job, submission.extra_data);
-    return { job, outputs: [], queue_position: await this.o.dispatcher.position(job.id), logs: null };
+    return { job, outputs: [], queue_position: await this.o.dispatcher.positionOfNew(job), logs: null };
   }
 
   /**

@@ -31,13 +31,18 @@ export interface EventRelay {
 /**
  * Turns notices into remote events on the bus, one after another so they go out in the order
  * heard (a status is read from the store first). Jobs nobody here listens to are skipped, and so
- * are the jobs this process runs: its own events tell more. A wake calls `onWake` at once.
+ * are the jobs this process runs: its own events tell more. A wake calls `onWake` at once, and
+ * `onQueueChange` hears of every wake and status change.
  */
-export function followRemote(store: Store, events: EventBus, runsHere: (jobId: string) => boolean, onWake: () => void): (notice: RemoteNotice) => void {
+export function followRemote(store: Store, events: EventBus, runsHere: (jobId: string) => boolean, onWake: () => void, onQueueChange: () => void): (notice: RemoteNotice) => void {
   let chain = Promise.resolve();
   return (notice) => {
-    if (notice.kind === "wake") return onWake();
+    if (notice.kind === "wake") {
+      onQueueChange();
+      return onWake();
+    }
     if (notice.kind === "status") {
+      onQueueChange();
       if (runsHere(notice.id) || !events.wantsRemote(notice.id, notice.owner)) return;
       chain = chain
         .then(async () => {

@@ -129,8 +129,9 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     relay = database === null ? null : await PostgresRelay.open({ ...database, tag, redisUrl: config.redisUrl });
     if (relay && config.dispatch) events.relayTo(relay);
     // A submission wakes the idle workers at once, not at their next heartbeat.
+    // Any other status change here moves the queue the positions of new jobs are counted in.
     const waker = relay;
-    if (waker) events.subscribeAll((e) => e.type === "status" && e.job.status === "queued" && waker.wake());
+    if (waker) events.subscribeAll((e) => e.type === "status" && (e.job.status === "queued" ? waker.wake() : dispatcher.queueChanged()));
     await dispatcher.load();
   } catch (err) {
     space.close();
@@ -163,7 +164,7 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     now,
     async start() {
       // What other processes do reaches this process's streams and sockets (PostgreSQL only).
-      if (relay !== null) stopListening = await relay.listen(followRemote(store, events, (id) => dispatcher.runs(id), () => dispatcher.pump()));
+      if (relay !== null) stopListening = await relay.listen(followRemote(store, events, (id) => dispatcher.runs(id), () => dispatcher.pump(), () => dispatcher.queueChanged()));
       await dispatcher.start();
       stopCharging = surface.chargeOnEnd(events, onBackgroundError);
       stopReaper = startReaper({ store, blobs, dispatcher, events, now }, config.reaperIntervalMs, onBackgroundError);

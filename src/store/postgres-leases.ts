@@ -3,6 +3,7 @@
 // so the processes' own clocks may differ.
 import type pg from "pg";
 import type { JobLeases } from "../jobs/job-leases.ts";
+import type { OwnerCounts } from "../jobs/queue-counts.ts";
 import { PARTNER_KEY_LOST, WORKER_LOST } from "../jobs/job-leases.ts";
 import { inTransaction, openPostgresPool, type PostgresOptions } from "./postgres-pool.ts";
 import { PG_LEASE_SQL } from "./postgres-queries.ts";
@@ -50,6 +51,11 @@ export class PostgresLeases implements JobLeases {
   async position(jobId: string): Promise<number | null> {
     const { rows } = await this.#pool.query<{ position: number }>({ name: "fg_lease_position", text: PG_LEASE_SQL.position, values: [jobId] });
     return rows[0]?.position ?? null;
+  }
+
+  async queueCounts(): Promise<OwnerCounts[]> {
+    const { rows } = await this.#pool.query<OwnerCounts>({ name: "fg_lease_queue_counts", text: PG_LEASE_SQL.queueCounts });
+    return rows;
   }
 
   async liveCount(owner: string): Promise<number> {

@@ -185,6 +185,10 @@ export const PG_LEASE_SQL = {
           SELECT j.seq, r.n + row_number() OVER (ORDER BY j.seq) - 1 AS level FROM jobs j
           WHERE j.status = 'queued' AND j.owner = o.owner ORDER BY j.seq LIMIT greatest(0, mine.level - r.n + 1)) q
         WHERE o.owner IS NOT NULL AND (q.level, q.seq) < (mine.level, mine.seq))::int AS position FROM mine`,
+  // Each owner's queued and running jobs (the counts a new job's position is taken from).
+  queueCounts: `SELECT owner, (count(*) FILTER (WHERE status = 'queued'))::int AS queued,
+      (count(*) FILTER (WHERE status <> 'queued'))::int AS running
+    FROM jobs WHERE status IN ('queued', 'running', 'canceling') GROUP BY owner`,
   // $1 owner: its jobs queued or running (a hosted socket's queue_remaining).
   liveCount: "SELECT count(*)::int AS n FROM jobs WHERE owner = $1 AND status IN ('queued', 'running', 'canceling')",
   // $1 worker, $2 ids, $3 lease ms. The worker's live jobs, and the queued jobs whose secrets it holds.
