@@ -217,8 +217,9 @@ export class Dispatcher {
 
   /**
    * The position of a job this process has just queued. With leases, from the deployment's counts
-   * (at most 200 ms old) plus this process's submissions since: an exact count per submission
-   * would read the whole queue each time. A GET (`position`) counts exactly.
+   * (read again after any change heard, see `queueChanged`, and at least every 200 ms) plus this
+   * process's submissions since: an exact count per submission would read the whole queue each
+   * time. A GET (`position`) counts exactly.
    */
   async positionOfNew(job: JobRecord): Promise<number | null> {
     if (!this.sharedCounts) return this.position(job.id);
