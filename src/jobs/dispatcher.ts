@@ -226,9 +226,20 @@ export class Dispatcher {
     return this.sharedCounts.positionOfNew(job.owner);
   }
 
-  /** The queue moved (a job started, ended or left here or elsewhere; another process queued jobs). */
-  queueChanged(): void {
+  /**
+   * The queue moved: a job started, ended or left, here or in another process (`jobId` and
+   * `status` given when heard from another), or another process queued jobs. A job of this
+   * node's queue that another process took or ended leaves it at once, not at the next heartbeat.
+   */
+  queueChanged(jobId?: string, status?: string): void {
     this.sharedCounts?.changed();
+    if (jobId === undefined || status === "queued" || !this.queue.remove(jobId)) return;
+    if (!this.running.has(jobId)) this.extras.delete(jobId);
+  }
+
+  /** Whether the queue is shared by several processes (PostgreSQL leases): this node's queue is then only what it knows of it. */
+  get sharesQueue(): boolean {
+    return this.o.lease !== undefined;
   }
 
   /** An owner's jobs waiting or running (canceling ones included until their run ends); with leases, across every process. */

@@ -145,8 +145,10 @@ export class JobService {
     await this.checkAssets(caller.owner, workflow);
     const validation = await this.o.engine.validate(workflow);
     if (!validation.ok) throw invalidWorkflow(validation);
+    // A fast refusal from this process's queue; a shared one (PostgreSQL) is only partly known
+    // here, and the store checks the bound exactly as it commits anyway.
     const queued = this.o.dispatcher.queue.size + this.inserting;
-    if (queued >= this.o.queueLimit) throw queueFull(this.o.dispatcher.drain.retryAfterSeconds(queued - this.o.queueLimit + 1, this.o.now()));
+    if (!this.o.dispatcher.sharesQueue && queued >= this.o.queueLimit) throw queueFull(this.o.dispatcher.drain.retryAfterSeconds(queued - this.o.queueLimit + 1, this.o.now()));
     return validation;
   }
 

@@ -34,7 +34,13 @@ export interface EventRelay {
  * are the jobs this process runs: its own events tell more. A wake calls `onWake` at once, and
  * `onQueueChange` hears of every wake and status change.
  */
-export function followRemote(store: Store, events: EventBus, runsHere: (jobId: string) => boolean, onWake: () => void, onQueueChange: () => void): (notice: RemoteNotice) => void {
+export function followRemote(
+  store: Store,
+  events: EventBus,
+  runsHere: (jobId: string) => boolean,
+  onWake: () => void,
+  onQueueChange: (jobId?: string, status?: JobStatus) => void,
+): (notice: RemoteNotice) => void {
   let chain = Promise.resolve();
   return (notice) => {
     if (notice.kind === "wake") {
@@ -42,7 +48,7 @@ export function followRemote(store: Store, events: EventBus, runsHere: (jobId: s
       return onWake();
     }
     if (notice.kind === "status") {
-      onQueueChange();
+      onQueueChange(notice.id, notice.status);
       if (runsHere(notice.id) || !events.wantsRemote(notice.id, notice.owner)) return;
       chain = chain
         .then(async () => {

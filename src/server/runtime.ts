@@ -164,7 +164,7 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     now,
     async start() {
       // What other processes do reaches this process's streams and sockets (PostgreSQL only).
-      if (relay !== null) stopListening = await relay.listen(followRemote(store, events, (id) => dispatcher.runs(id), () => dispatcher.pump(), () => dispatcher.queueChanged()));
+      if (relay !== null) stopListening = await relay.listen(followRemote(store, events, (id) => dispatcher.runs(id), () => dispatcher.pump(), (id, status) => dispatcher.queueChanged(id, status)));
       await dispatcher.start();
       stopCharging = surface.chargeOnEnd(events, onBackgroundError);
       stopReaper = startReaper({ store, blobs, dispatcher, events, now }, config.reaperIntervalMs, onBackgroundError);
