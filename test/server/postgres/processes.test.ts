@@ -222,6 +222,17 @@ describe.skipIf(unavailable !== null)("processes on PostgreSQL", () => {
     expect([...started].sort((a, b) => a - b)).toEqual(started);
   });
 
+  it("an API node's bound counts the shared queue: jobs workers took no longer hold its places", async () => {
+    const { api } = await apiNode("--no-dispatch", "--queue-limit", "2");
+    await worker("--concurrency", "4");
+    // One after another, each to its end: the shared queue never holds more than one job.
+    for (let i = 0; i < 6; i++) {
+      const res = await api.post("/api/v2/jobs", { workflow: imageGraph(`bound${i}`) });
+      expect(res.status, res.text).toBe(201);
+      expect((await api.waitTerminal(res.body.id, 30_000)).status).toBe("succeeded");
+    }
+  });
+
   it("an API node runs the jobs given secrets there itself (only it holds them); workers never take them", async () => {
     const { api, server } = await apiNode("--no-dispatch");
     const w = await worker();
