@@ -1,5 +1,6 @@
 // HTTP from the bench process: the load generator (autocannon) and small JSON requests for setup.
 import autocannon from "autocannon";
+import type { BenchContext } from "./context.ts";
 import { sleep } from "./stats.ts";
 
 /** One load run against one endpoint. */
@@ -93,4 +94,38 @@ export async function waitJob(base: string, id: string, until: (job: any) => boo
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what} of job ${id}; last: ${res.text.slice(0, 500)}`);
     await sleep(20);
   }
+}
+
+/**
+ * Measures pairs of loads against each other: a warm-up of each, then `httpRounds` rounds in which
+ * each pair runs in turn, its order swapped every other round (neither side always goes first on
+ * a warmer host). `beforeRound` resets what a round's loads left (a queue they filled). Results by measure, in round order.
+ */
+export async function pairedRounds<M extends string>(
+  ctx: BenchContext,
+  name: string,
+  pairs: ReadonlyArray<readonly [M, M]>,
+  spec: (m: M) => Omit<LoadSpec, "durationS">,
+  beforeRound: () => Promise<void>,
+): Promise<Record<M, LoadResult[]>> {
+  const s = ctx.sizes;
+  const order = pairs.flat();
+  const results = Object.fromEntries(order.map((m) => [m, [] as LoadResult[]])) as Record<M, LoadResult[]>;
+  const measure = async (m: M, durationS: number): Promise<LoadResult> => {
+    const r = await load({ ...spec(m), durationS });
+    if (r.non2xx > 0 || r.errors > 0) ctx.warn(`${name} ${m}: ${r.non2xx} non-2xx answers and ${r.errors} errors in one run`);
+    return r;
+  };
+  if (s.httpWarmupS > 0) {
+    ctx.log(`${name}: warm-up`);
+    for (const m of order) await measure(m, s.httpWarmupS);
+  }
+  for (let round = 1; round <= s.httpRounds; round++) {
+    await beforeRound();
+    for (const pair of pairs) {
+      for (const m of round % 2 === 1 ? pair : [pair[1], pair[0]]) results[m].push(await measure(m, s.httpDurationS));
+    }
+    ctx.log(`${name}: round ${round}/${s.httpRounds}: ${order.map((m) => `${m}=${Math.round(results[m].at(-1)!.rate)}/s`).join(" ")}`);
+  }
+  return results;
 }

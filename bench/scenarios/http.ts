@@ -13,7 +13,7 @@ import { openStore } from "../../src/store/index.ts";
 import { spawnServer, type ServerChild } from "../lib/child.ts";
 import type { BenchContext } from "../lib/context.ts";
 import { blockingGraph, fourOutputGraph, threeNodeBodyTemplate, threeNodeGraph } from "../lib/graphs.ts";
-import { load, request, submit, waitJob, type LoadResult, type LoadSpec } from "../lib/http.ts";
+import { pairedRounds, request, submit, waitJob, type LoadSpec } from "../lib/http.ts";
 import { judge, type Figure } from "../lib/report.ts";
 import { median, medianRatio, sleep } from "../lib/stats.ts";
 
@@ -48,7 +48,6 @@ const PAIRS: Array<[Measure, Measure]> = [
   ["getQueuedEmpty", "getQueuedDeep"],
   ["submitEmpty", "submitDeep"],
 ];
-const ORDER: Measure[] = PAIRS.flat();
 
 export async function httpScenarios(ctx: BenchContext): Promise<Figure[]> {
   const s = ctx.sizes;
@@ -107,30 +106,12 @@ export async function httpScenarios(ctx: BenchContext): Promise<Figure[]> {
       getQueuedDeep: { url: deep.url, path: `/api/v2/jobs/${probeId}`, connections: C },
       submitDeep: post(deep.url),
     };
-    const results = Object.fromEntries(ORDER.map((m) => [m, [] as LoadResult[]])) as Record<Measure, LoadResult[]>;
-    const measure = async (m: Measure, durationS: number): Promise<LoadResult> => {
-      const r = await load({ ...specs[m], durationS });
-      if (r.non2xx > 0 || r.errors > 0) ctx.warn(`http ${m}: ${r.non2xx} non-2xx answers and ${r.errors} errors in one run`);
-      return r;
-    };
     // Keep the empty queue empty: cancel what the previous submit run queued (the probe stays, at 0).
     const emptyTheQueue = async () => {
       await empty.call({ op: "cancel-queued", keep: [probeEmpty.id] });
       await sleep(100);
     };
-
-    if (s.httpWarmupS > 0) {
-      ctx.log("http: warm-up");
-      for (const m of ORDER) await measure(m, s.httpWarmupS);
-    }
-    for (let round = 1; round <= s.httpRounds; round++) {
-      await emptyTheQueue();
-      for (const pair of PAIRS) {
-        for (const m of round % 2 === 1 ? pair : [pair[1], pair[0]]) results[m].push(await measure(m, s.httpDurationS));
-      }
-      const line = ORDER.map((m) => `${m}=${Math.round(results[m].at(-1)!.rate)}/s`).join(" ");
-      ctx.log(`http: round ${round}/${s.httpRounds}: ${line}`);
-    }
+    const results = await pairedRounds(ctx, "http", PAIRS, (m) => specs[m], emptyTheQueue);
     const deepFinal = await deep.counts();
 
     // --- figures ----------------------------------------------------------------------------

@@ -26,7 +26,7 @@ import { startWorker, type WorkerProcess } from "../lib/cli-worker.ts";
 import { spawnServer, type ServerChild } from "../lib/child.ts";
 import type { BenchContext } from "../lib/context.ts";
 import { blockingGraph, fourOutputGraph, threeNodeBodyTemplate, threeNodeGraph } from "../lib/graphs.ts";
-import { load, request, submit, waitJob, type LoadResult, type LoadSpec } from "../lib/http.ts";
+import { pairedRounds, request, submit, waitJob, type LoadSpec } from "../lib/http.ts";
 import { createBenchSchema, dropBenchSchema, postgresUnavailable, schemaUrl } from "../lib/postgres.ts";
 import { judge, type Figure } from "../lib/report.ts";
 import { SsePool } from "../lib/sse-pool.ts";
@@ -67,7 +67,6 @@ const PAIRS: Array<[Measure, Measure]> = [
   ["getQueued-sqlite", "getQueued-pg"],
   ["submit-sqlite", "submit-pg"],
 ];
-const ORDER: Measure[] = PAIRS.flat();
 
 interface Prepared {
   server: ServerChild;
@@ -124,12 +123,6 @@ async function throughput(ctx: BenchContext, schema: string): Promise<Figure[]> 
         connections: C,
       };
     };
-    const results = Object.fromEntries(ORDER.map((m) => [m, [] as LoadResult[]])) as Record<Measure, LoadResult[]>;
-    const measure = async (m: Measure, durationS: number): Promise<LoadResult> => {
-      const r = await load({ ...spec(m), durationS });
-      if (r.non2xx > 0 || r.errors > 0) ctx.warn(`postgres ${m}: ${r.non2xx} non-2xx answers and ${r.errors} errors in one run`);
-      return r;
-    };
     // Both queues start each round empty but for the probe: what the last round queued is canceled.
     const emptyTheQueues = async () => {
       const t0 = Date.now();
@@ -138,17 +131,7 @@ async function throughput(ctx: BenchContext, schema: string): Promise<Figure[]> 
       await sleep(100);
     };
 
-    if (s.httpWarmupS > 0) {
-      ctx.log("postgres: warm-up");
-      for (const m of ORDER) await measure(m, s.httpWarmupS);
-    }
-    for (let round = 1; round <= s.httpRounds; round++) {
-      await emptyTheQueues();
-      for (const pair of PAIRS) {
-        for (const m of round % 2 === 1 ? pair : [pair[1], pair[0]]) results[m].push(await measure(m, s.httpDurationS));
-      }
-      ctx.log(`postgres: round ${round}/${s.httpRounds}: ${ORDER.map((m) => `${m}=${Math.round(results[m].at(-1)!.rate)}/s`).join(" ")}`);
-    }
+    const results = await pairedRounds(ctx, "postgres", PAIRS, spec, emptyTheQueues);
 
     const rate = (m: Measure) => results[m].map((r) => r.rate);
     const lat = (m: Measure, k: "p50" | "p99") => median(results[m].map((r) => r[k]));

@@ -72,12 +72,16 @@ export class PostgresRelay implements EventRelay {
       if (event.data.length > NOTIFY_PREVIEW_MAX_BYTES) return;
     }
     this.#pending.push(event);
-    // Everything sent in this turn goes in one batch; a batch sent meanwhile collects the next.
-    this.#draining ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.#drain());
+    this.#schedule();
   }
 
   wake(): void {
     this.#wake = true;
+    this.#schedule();
+  }
+
+  /** Everything said in this turn goes out in one batch; what comes while a batch is sent goes in the next. */
+  #schedule(): void {
     this.#draining ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.#drain());
   }
 
