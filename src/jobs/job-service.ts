@@ -89,9 +89,23 @@ export class JobService {
     }
     const now = this.o.now();
     let job: JobRecord;
+    // Counted against the queue bound until it is in the queue (or refused).
     this.inserting++;
+    let counted = true;
+    const uncount = (): void => {
+      if (counted) this.inserting--;
+      counted = false;
+    };
     const key = submission.idempotency_key === undefined ? undefined : `${caller.owner}\0${submission.idempotency_key}`;
     let inserted: Promise<JobRecord> | undefined;
+    let enqueued = false;
+    const enqueue = (committed: JobRecord): void => {
+      if (enqueued) return;
+      enqueued = true;
+      uncount();
+      this.o.events.publish({ type: "status", job: committed });
+      this.o.dispatcher.enqueue(committed, submission.extra_data);
+    };
     try {
       inserted = this.o.store.createJob(
         {
@@ -105,7 +119,13 @@ export class JobService {
           secrets_given: submission.extra_data !== undefined && Object.keys(submission.extra_data).length > 0,
         },
         // The store checks the bound again as it commits: exact when several processes share it.
-        { queueLimit: this.o.queueLimit, ...(submission.idempotency_key === undefined ? {} : { idempotency: { key: submission.idempotency_key, now } }) },
+        {
+          queueLimit: this.o.queueLimit,
+          ...(submission.idempotency_key === undefined ? {} : { idempotency: { key: submission.idempotency_key, now } }),
+          // Queued as soon as it commits: its run (a ComfyUI prompt forwarded) need not wait for the
+          // insert's fsync. The caller's answer still waits for it.
+          onCommitted: enqueue,
+        },
       );
       if (key !== undefined && !this.writingKeys.has(key)) this.writingKeys.set(key, inserted);
       job = await inserted;
@@ -118,12 +138,12 @@ export class JobService {
       }
       throw err;
     } finally {
-      this.inserting--;
+      uncount();
       if (key !== undefined && this.writingKeys.get(key) === inserted) this.writingKeys.delete(key);
     }
-    this.o.events.publish({ type: "status", job });
-    this.o.dispatcher.enqueue(job, submission.extra_data);
-    return { job, outputs: [], queue_position: await this.o.dispatcher.positionOfNew(job), logs: null };
+    enqueue(job); // a store that does not report the commit: queued now
+    // A job that already started (or ended) by now was at the front when it was accepted.
+    return { job, outputs: [], queue_position: (await this.o.dispatcher.positionOfNew(job)) ?? 0, logs: null };
   }
 
   /**

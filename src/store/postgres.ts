@@ -82,11 +82,14 @@ export class PostgresStore implements Store {
     checkNewJob(job);
     if (options.idempotency !== undefined) checkIdempotency(job.owner, options.idempotency);
     if (options.queueLimit !== undefined) checkCount(options.queueLimit, Number.MAX_SAFE_INTEGER, "queueLimit");
-    return new Promise<JobRecord>((resolve, reject) => {
+    const inserted = await new Promise<JobRecord>((resolve, reject) => {
       if (this.#pendingInserts.push({ job, idempotency: options.idempotency, queueLimit: options.queueLimit, resolve, reject }) === 1) {
         setImmediate(() => void this.#flush());
       }
     });
+    // A commit here is durable (synchronous_commit): committed and durable are one moment.
+    options.onCommitted?.(inserted);
+    return inserted;
   }
 
   async claimIdempotencyKey(owner: string, key: string, now: number, ttlMs?: number): Promise<IdempotencyClaim> {

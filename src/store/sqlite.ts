@@ -163,7 +163,9 @@ export class SqliteStore implements Store {
       const pending = { record: insertedJob(job), values, owner: job.owner, idempotency: options.idempotency, resolve, reject };
       if (this.#pendingInserts.push(pending) === 1) setImmediate(() => this.#insertPending());
     });
-    return this.#durable(await inserted);
+    const committed = await inserted;
+    options.onCommitted?.(committed);
+    return this.#durable(committed);
   }
 
   async claimIdempotencyKey(owner: string, key: string, now: number, ttlMs?: number): Promise<IdempotencyClaim> {

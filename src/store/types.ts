@@ -117,6 +117,12 @@ export interface CreateJobOptions {
    * ignores it.
    */
   queueLimit?: number;
+  /**
+   * Called with the job once its insert has committed (this process reads it from now on), which
+   * may be a moment before it is durable: work may start on it at once. The returned promise
+   * still resolves only once the job is durable, and only that is ever acknowledged.
+   */
+  onCommitted?: (job: JobRecord) => void;
 }
 
 /** A claimed idempotency key. */

@@ -45,20 +45,22 @@ function watchRecords(store: Store, blobs: TestServer["runtime"]["blobs"]) {
   };
 }
 
-function recordEvents(jobId: string): { events: JobEvent[]; stop: () => void } {
+/** Records every job's events from now on: a job may run to its end before its submission's answer arrives. */
+function recordEvents(): { of: (jobId: string) => JobEvent[]; stop: () => void } {
   const events: JobEvent[] = [];
-  const stop = s.runtime.events.subscribe(jobId, (e) => void events.push(e));
-  return { events, stop };
+  const stop = s.runtime.events.subscribeAll((e) => void events.push(e));
+  return { of: (jobId) => events.filter((e) => (e.type === "status" ? e.job.id : e.job_id) === jobId), stop };
 }
 
 describe("a run's outputs and its end", () => {
   it(`writes the last output's record ${grouped ? "with the end in one store write" : "before the end"}, and publishes it before the end`, async () => {
     const watch = watchRecords(s.runtime.store, s.runtime.blobs);
     try {
+      const recorded = recordEvents();
       const job = await s.api.submit(imageGraph("grouped"));
-      const { events, stop } = recordEvents(job.id);
       const done = await s.api.waitTerminal(job.id);
-      stop();
+      recorded.stop();
+      const events = recorded.of(job.id);
       expect(done.status).toBe("succeeded");
       expect(done.outputs).toHaveLength(1);
       expect((await fetch(done.outputs[0].url)).status).toBe(200);
