@@ -160,9 +160,14 @@ export class AssetService {
     if (gone?.blob_unreferenced) await this.o.blobs.delete(gone.blob_key, { unlessTouchedAfter: this.o.now() });
   }
 
-  /** The bytes of an asset, whole or a byte range. */
+  /** The bytes of an asset, whole or a byte range, as a stream. */
   async open(asset: AssetRecord, range?: ByteRange): Promise<Readable> {
     return this.o.blobs.open(asset.blob_key, range);
+  }
+
+  /** The bytes of an asset, whole or a byte range, to send: a small one as a buffer, else a stream. */
+  async contents(asset: AssetRecord, range?: ByteRange): Promise<Buffer | Readable> {
+    return this.o.blobs.contents(asset.blob_key, asset.size_bytes, range);
   }
 
   /** Commits one output of a running job: blob first, then the record, so a record never points at nothing. */

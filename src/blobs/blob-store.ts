@@ -2,7 +2,7 @@
 // named by its blake3 digest. Writes stream to a temp file in the same filesystem while
 // hashing, and become visible only through an atomic link/rename of a complete, fsynced file.
 import { randomUUID } from "node:crypto";
-import { closeSync, fsync, linkSync, mkdirSync, openSync, renameSync, rmSync, statfs, utimesSync, writeSync } from "node:fs";
+import { closeSync, fsync, linkSync, mkdirSync, openSync, readSync, renameSync, rmSync, statfs, utimesSync, writeSync } from "node:fs";
 import { link, mkdir, open, readdir, rename, rm, stat, unlink, utimes } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
 import { hostname } from "node:os";
@@ -65,6 +65,8 @@ const HOST_TAG = hostname().replace(/[^A-Za-z0-9-]/g, "-") || "host";
 const DAY_MS = 24 * 60 * 60 * 1000;
 /** Largest buffer written with synchronous calls (see #putBuffer). */
 const SMALL_WRITE_BYTES = 256 * 1024;
+/** Largest read served as one buffer read with a synchronous call (see contents). */
+const SMALL_READ_BYTES = 256 * 1024;
 
 /** The on-disk content-addressed blob store rooted at `<dataDir>/blobs`. */
 export class BlobStore {
@@ -73,21 +75,23 @@ export class BlobStore {
   private readonly tmpDir: string;
   readonly #syncHook: SyncHook | undefined;
   /** Whether the blob directory is on a local disk (not a network filesystem): small puts use synchronous calls. */
-  readonly #localDisk: Promise<boolean>;
+  readonly #localDisk: boolean;
   /** Blobs this process is publishing, until their name is durable (true) or the put failed (false). */
   readonly #publishing = new Map<string, Promise<boolean>>();
 
-  private constructor(root: string, syncHook: SyncHook | undefined) {
+  private constructor(root: string, syncHook: SyncHook | undefined, localDisk: boolean) {
     this.root = root;
     this.tmpDir = join(root, "tmp");
     this.#syncHook = syncHook;
-    this.#localDisk = isLocalDisk(root);
+    this.#localDisk = localDisk;
   }
 
   /** Opens (creating if needed) the store under `<dataDir>/blobs` (or `options.root`) and removes temp files left by a crash. */
   static async open(dataDir: string, options: BlobStoreOptions = {}): Promise<BlobStore> {
-    const store = new BlobStore(options.root ?? join(dataDir, "blobs"), options.syncHook);
-    await mkdir(store.tmpDir, { recursive: true });
+    const root = options.root ?? join(dataDir, "blobs");
+    await mkdir(join(root, "tmp"), { recursive: true });
+    // Asked once the directory exists: a statfs of a missing path fails, which read as "not local".
+    const store = new BlobStore(root, options.syncHook, await isLocalDisk(root));
     await store.removeStaleTemps(options.staleTempMs ?? DAY_MS);
     return store;
   }
@@ -138,7 +142,7 @@ export class BlobStore {
     const hash = toBlake3Hash(key);
     if (expectedHex !== null && key !== expectedHex) throw new HashMismatchError(toBlake3Hash(expectedHex), hash);
     const size = bytes.byteLength;
-    const ops = size <= SMALL_WRITE_BYTES && (await this.#localDisk) ? SYNC_OPS : ASYNC_OPS;
+    const ops = size <= SMALL_WRITE_BYTES && this.#localDisk ? SYNC_OPS : ASYNC_OPS;
     if (await this.#reuse(key, ops)) return { key, hash, size, created: false };
     const tempPath = this.#tempPath();
     try {
@@ -251,6 +255,37 @@ export class BlobStore {
     }
     // The stream owns the handle and closes it on end, error or destroy.
     return handle.createReadStream({ start, end, autoClose: true });
+  }
+
+  /**
+   * The blob's bytes (optionally an inclusive range of a blob of `size` bytes): up to 256 KiB on a
+   * local disk as one buffer read with one synchronous call, as small puts write (a stream costs
+   * an open, reads and a close on the thread pool: most of a small download's time on a busy
+   * host); anything else as open's stream. BlobNotFoundError when absent.
+   */
+  async contents(key: string, size: number, range: ByteRange = {}): Promise<Buffer | Readable> {
+    const { start = 0, end = size - 1 } = checkRange(range);
+    if (end - start + 1 > SMALL_READ_BYTES || !this.#localDisk) return this.open(key, range);
+    const path = this.pathOf(key);
+    let fd: number;
+    try {
+      fd = openSync(path, "r");
+    } catch (error) {
+      if (isCode(error, "ENOENT")) throw new BlobNotFoundError(key);
+      throw error;
+    }
+    try {
+      const bytes = Buffer.allocUnsafe(Math.max(0, end - start + 1));
+      let read = 0;
+      while (read < bytes.length) {
+        const n = readSync(fd, bytes, read, bytes.length - read, start + read);
+        if (n === 0) break; // shorter than its record says: send what there is
+        read += n;
+      }
+      return read === bytes.length ? bytes : bytes.subarray(0, read);
+    } finally {
+      closeSync(fd);
+    }
   }
 
   /**

@@ -162,6 +162,26 @@ describe("BlobStore reads", () => {
     await expect(blobs.open(key, { start: 1.5 })).rejects.toBeInstanceOf(RangeError);
   });
 
+  it("gives a small blob's bytes, or a range of them, as one buffer, and a large one as a stream", async () => {
+    const { key } = await blobs.putBytes(bytes("0123456789"));
+    expect(await blobs.contents(key, 10)).toEqual(bytes("0123456789"));
+    expect(await blobs.contents(key, 10, { start: 2, end: 5 })).toEqual(bytes("2345"));
+    expect(await blobs.contents(key, 10, { start: 7 })).toEqual(bytes("789"));
+    expect(await blobs.contents(key, 10, { end: 0 })).toEqual(bytes("0"));
+    await expect(blobs.contents(key, 10, { start: 5, end: 4 })).rejects.toBeInstanceOf(RangeError);
+    await expect(blobs.contents("0".repeat(64), 10)).rejects.toBeInstanceOf(BlobNotFoundError);
+    await expect(blobs.contents("not-a-key", 10)).rejects.toBeInstanceOf(InvalidBlobKeyError);
+    const large = Buffer.alloc(256 * 1024 + 1, 7);
+    const put = await blobs.putBytes(large);
+    const whole = await blobs.contents(put.key, large.length);
+    expect(whole).toBeInstanceOf(Readable);
+    const chunks: Buffer[] = [];
+    for await (const c of whole as Readable) chunks.push(c as Buffer);
+    expect(Buffer.concat(chunks).equals(large)).toBe(true);
+    // A small range of a large blob is small.
+    expect(await blobs.contents(put.key, large.length, { start: 10, end: 13 })).toEqual(Buffer.alloc(4, 7));
+  });
+
   it("reports stat, has and absence", async () => {
     const { key } = await blobs.putBytes(bytes("stat me"));
     expect(await blobs.has(key)).toBe(true);

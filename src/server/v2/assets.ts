@@ -120,8 +120,8 @@ export async function getAssetContent(input: OperationInput<"getAssetContent">, 
   if (range) {
     reply.code(206).header("content-range", `bytes ${range.start}-${range.end}/${asset.size_bytes}`);
     reply.header("content-length", String(range.end - range.start + 1));
-    return { status: 206, body: await runtime.assets.open(asset, range) };
+    return { status: 206, body: await runtime.assets.contents(asset, range) };
   }
   reply.header("content-length", String(asset.size_bytes));
-  return { status: 200, body: asset.size_bytes === 0 ? "" : await runtime.assets.open(asset) };
+  return { status: 200, body: asset.size_bytes === 0 ? "" : await runtime.assets.contents(asset) };
 }
