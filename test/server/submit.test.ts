@@ -34,6 +34,38 @@ describe("a valid submission", () => {
     expect(job.metrics).toEqual({ queue_ms: null, execution_ms: null });
   });
 
+  it("JOB-6 a job starts once its insert commits, while the answer waits for it to be durable, and is answered queued at position 0", async () => {
+    const store = s.runtime.store;
+    const create = store.createJob.bind(store);
+    let release!: () => void;
+    const durable = new Promise<void>((r) => (release = r));
+    // The commit is reported as the store does; the resolution (the fsync) is held back.
+    store.createJob = async (job, options) => {
+      const created = await create(job, options);
+      await durable;
+      return created;
+    };
+    const started: string[] = [];
+    const stop = s.runtime.events.subscribeAll((e) => void (e.type === "status" && e.job.status !== "queued" && started.push(`${e.job.id} ${e.job.status}`)));
+    try {
+      let answered = false;
+      const answer = s.api.post("/api/v2/jobs", { workflow: imageGraph("early") }).then((res) => ((answered = true), res));
+      await waitFor(() => started.length, (n) => n >= 1, "the job's start");
+      expect(answered).toBe(false);
+      release();
+      const res = await answer;
+      expect(res.status).toBe(201);
+      expectValid(v.response_createJob_201, res.body);
+      expect(res.body.status).toBe("queued");
+      expect(res.body.queue_position).toBe(0);
+      expect(started[0]).toBe(`${res.body.id} running`);
+      expect((await s.api.waitTerminal(res.body.id)).status).toBe("succeeded");
+    } finally {
+      stop();
+      store.createJob = create;
+    }
+  });
+
   it("URL-1 URL-2 GEN-5 links are host-relative, carry the v2 prefix, and resolve against the request origin", async () => {
     const job = await s.api.submit(imageGraph());
     expect(job.urls).toEqual({

@@ -35,6 +35,28 @@ describe("createJob and reads", () => {
     expect(await t.store.getJob(input.id)).toEqual(first);
   });
 
+  it("reports the insert's commit before the insert resolves, with the record reads return from then on", async () => {
+    const order: string[] = [];
+    let seen: unknown = null;
+    let read: Promise<unknown> = Promise.resolve(null);
+    const job = await t.store
+      .createJob(newJob(), {
+        onCommitted: (committed) => {
+          order.push("committed");
+          seen = committed;
+          read = t.store.getJob(committed.id); // asked at once: the row is there from this moment
+        },
+      })
+      .then((created) => (order.push("resolved"), created));
+    expect(order).toEqual(["committed", "resolved"]);
+    expect(seen).toEqual(job);
+    expect(await read).toEqual(job);
+    // A refused insert commits nothing and reports nothing.
+    let reported = false;
+    await expect(t.store.createJob(newJob({ id: job.id }), { onCommitted: () => void (reported = true) })).rejects.toThrow();
+    expect(reported).toBe(false);
+  });
+
   it("keeps the workflow verbatim and apart from the job record", async () => {
     const workflow = { "7": { class_type: "X", inputs: { text: "ünï\u0000code", n: 1.5, list: [1, "2", null], nested: { a: true } }, _meta: { title: "t" } } };
     const job = await t.store.createJob(newJob({ workflow }));
