@@ -253,9 +253,8 @@ export class SqliteStore implements Store {
   }
 
   async updateProgress(id: string, progress: JsonObject | null): Promise<boolean> {
-    // A job no longer running changes nothing, and waits for no fsync (the run's end is one).
-    const changed = this.#sql.updateProgress.run({ id, progress: jsonOrNull(progress) }).changes > 0;
-    return changed && this.#durable(true);
+    // No fsync to wait for (see Store.updateProgress): the next durable write's covers it.
+    return this.#sql.updateProgress.run({ id, progress: jsonOrNull(progress) }).changes > 0;
   }
 
   async setLogs(id: string, logs: JobLogs | null): Promise<boolean> {

@@ -258,7 +258,11 @@ export interface Store {
    * the order given.
    */
   transitionJobWithAssets(id: string, from: readonly JobStatus[], to: JobStatus, patch: JobPatch, assets: readonly NewAsset[]): Promise<{ job: JobRecord; assets: AssetRecord[] } | null>;
-  /** Replaces the progress snapshot of a running or canceling job; false otherwise. */
+  /**
+   * Replaces the progress snapshot of a running or canceling job; false otherwise. Resolves once
+   * reads see it, not once it is durable: a snapshot matters only while its run goes on (a crash
+   * ends the run), and readers must see the current one, not one an fsync behind the events.
+   */
   updateProgress(id: string, progress: JobProgress | null): Promise<boolean>;
   /** Stores (or clears) a job's captured log, whatever its status; false when the job is absent. */
   setLogs(id: string, logs: JobLogs | null): Promise<boolean>;

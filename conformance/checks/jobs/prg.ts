@@ -3,7 +3,7 @@
 // that they never depend on timing.
 import { check, type T } from "../../check.ts";
 import { TERMINAL } from "../../machinery/contract.ts";
-import { openEvents, pollJob, readJobOk, slowGraph, stepsGraph, submitOk, type Job, type JobRef } from "../support/jobs.ts";
+import { openEvents, readJobOk, slowGraph, stepsGraph, submitOk, type Job, type JobRef } from "../support/jobs.ts";
 import { deepEqual } from "../support/support.ts";
 
 type Progress = NonNullable<Job["progress"]>;
@@ -19,11 +19,22 @@ async function collect(t: T, ref: JobRef, intervalMs = 30): Promise<{ end: JobRe
   return { end, snapshots };
 }
 
-/** A running slow job whose progress is set and steady (its slow node is waiting). */
+/**
+ * A running slow job whose progress is set and steady (its slow node is waiting): two reads 100 ms
+ * apart show the same snapshot. The first snapshot seen may be one the nodes before the slow one
+ * are about to replace.
+ */
 async function steadyJob(t: T): Promise<JobRef> {
   const ref = await submitOk(t, slowGraph(t));
-  const r = await pollJob(t, ref, "a progress snapshot while running", (j) => TERMINAL.has(j.status) || (j.status !== "queued" && j.progress != null));
-  t.need(!TERMINAL.has(r.job.status), "the job ended before reporting progress while running");
+  let last: Progress | null = null;
+  const r = await t.until("a steady progress snapshot while running", async () => {
+    const read = await readJobOk(t, ref);
+    if (TERMINAL.has(read.job.status)) return read;
+    const steady = read.job.status !== "queued" && read.job.progress != null && last !== null && deepEqual(read.job.progress, last);
+    last = read.job.progress ?? null;
+    return steady ? read : undefined;
+  });
+  t.need(!TERMINAL.has(r.job.status), "the job ended before its progress was steady while running");
   return r;
 }
 
