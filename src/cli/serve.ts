@@ -14,7 +14,7 @@ export function serveUsage(): string {
 
 /** The engine the configuration asks for. */
 export function createEngine(config: Config): Engine {
-  if (config.engine === "comfyui") return new ComfyUIEngine({ urls: config.comfyuiUrls, maxQueue: config.queueLimit });
+  if (config.engine === "comfyui") return new ComfyUIEngine({ urls: config.comfyuiUrls, outputDirs: config.comfyuiOutputDirs, maxQueue: config.queueLimit });
   return new EmbeddedEngine({ partnerUrl: config.partnerUrl, cacheBytes: config.cacheBytes, jobMemoryBytes: config.jobMemoryBytes });
 }
 

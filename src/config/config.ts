@@ -39,6 +39,8 @@ export interface Config {
   engine: "embedded" | "comfyui";
   /** Base URLs of the ComfyUI instances of the comfyui engine (empty for embedded). */
   comfyuiUrls: string[];
+  /** Their output folders on this machine, one for all or one per URL (empty: outputs come over /view). */
+  comfyuiOutputDirs: string[];
   /** Vendor endpoint of the partner node (FlowgatePartnerCall); null disables it. */
   partnerUrl: string | null;
   /** Memory for the embedded engine's cached node results, in bytes; 0 turns the cache off. */
@@ -95,6 +97,10 @@ export const SERVE_FLAGS = {
   "job-memory": { env: "FLOWGATE_JOB_MEMORY", help: "tensor memory one job of the embedded engine may hold, like 1GB or 512MB (default 1GB)" },
   engine: { env: "FLOWGATE_ENGINE", help: "embedded (default) or comfyui" },
   "comfyui-url": { env: "FLOWGATE_COMFYUI_URL", help: "a ComfyUI instance for --engine comfyui; repeat it (comma-separated in the env) for several" },
+  "comfyui-output-dir": {
+    env: "FLOWGATE_COMFYUI_OUTPUT_DIR",
+    help: "ComfyUI's output folder when it runs on this machine: outputs are read from it, not fetched with /view; once for all instances or once per --comfyui-url, in order",
+  },
   "shutdown-grace": { env: "FLOWGATE_SHUTDOWN_GRACE", help: "on SIGTERM or SIGINT, how long running jobs may finish, like 25s or 5m; 0 stops them at once (default 25s)" },
   "log-level": { env: "FLOWGATE_LOG_LEVEL", help: "fatal, error, warn, info (default), debug" },
   "space-reserve": { env: "FLOWGATE_SPACE_RESERVE", help: "disk space held back for recording job ends and deletes when the disk fills, like 8MB; 0 holds none (default 8MB)" },
@@ -149,7 +155,7 @@ function withoutCredentials(url: string): string {
 export function loadConfig(argv: string[] = [], env: NodeJS.ProcessEnv = process.env): Config {
   const { values } = parseArgs({
     args: argv,
-    options: Object.fromEntries(Object.entries(SERVE_FLAGS).map(([k, f]) => [k, "boolean" in f ? { type: "boolean" as const } : { type: "string" as const, multiple: k === "comfyui-url" }])),
+    options: Object.fromEntries(Object.entries(SERVE_FLAGS).map(([k, f]) => [k, "boolean" in f ? { type: "boolean" as const } : { type: "string" as const, multiple: k === "comfyui-url" || k === "comfyui-output-dir" }])),
     strict: true,
     allowPositionals: false,
   });
@@ -168,6 +174,12 @@ export function loadConfig(argv: string[] = [], env: NodeJS.ProcessEnv = process
   if (engine !== "embedded" && engine !== "comfyui") throw new Error(`--engine must be embedded or comfyui, got "${engine}"`);
   const comfyuiUrls = engine === "comfyui" ? comfyuiUrlsOf(values["comfyui-url"] as string[] | undefined, env.FLOWGATE_COMFYUI_URL) : [];
   if (engine === "comfyui" && comfyuiUrls.length === 0) throw new Error("--engine comfyui needs --comfyui-url (or FLOWGATE_COMFYUI_URL)");
+  const dirFlags = values["comfyui-output-dir"] as string[] | undefined;
+  const comfyuiOutputDirs = (dirFlags && dirFlags.length > 0 ? dirFlags : (env.FLOWGATE_COMFYUI_OUTPUT_DIR ?? "").split(",")).map((d) => d.trim()).filter(Boolean);
+  if (comfyuiOutputDirs.length > 0 && engine !== "comfyui") throw new Error("--comfyui-output-dir goes with --engine comfyui");
+  if (comfyuiOutputDirs.length > 1 && comfyuiOutputDirs.length !== comfyuiUrls.length) {
+    throw new Error(`--comfyui-output-dir: give one folder for all instances or one per --comfyui-url (${comfyuiUrls.length}), got ${comfyuiOutputDirs.length}`);
+  }
   if (publicUrl !== null && !/^https?:\/\/[^/]+/.test(publicUrl)) throw new Error(`--public-url must be an http(s) URL`);
   const databaseUrl = get("database-url") || null;
   if (databaseUrl !== null && !/^postgres(ql)?:\/\/[^/]*\/?/.test(databaseUrl)) throw new Error(`--database-url must be a postgres:// URL`);
@@ -198,6 +210,7 @@ export function loadConfig(argv: string[] = [], env: NodeJS.ProcessEnv = process
     tiers: get("tiers") ? parseTiers(get("tiers")!) : DEFAULT_TIERS,
     engine,
     comfyuiUrls,
+    comfyuiOutputDirs,
     partnerUrl: get("partner-url") || null,
     cacheBytes: parseSize(get("cache-size") ?? "256MB"),
     jobMemoryBytes: positiveSize("job-memory", get("job-memory") ?? "1GB"),
@@ -240,5 +253,6 @@ export function describeConfig(c: Config): Record<string, unknown> {
     spaceReserve: `${Math.round(c.spaceReserveBytes / 1024 / 1024)}MB`,
     ...(c.engine === "embedded" ? { cacheSize: `${Math.round(c.cacheBytes / 1024 / 1024)}MB`, jobMemory: `${Math.round(c.jobMemoryBytes / 1024 / 1024)}MB` } : {}),
     ...(c.engine === "comfyui" ? { comfyuiUrls: c.comfyuiUrls.map(withoutCredentials).join(",") } : {}),
+    ...(c.comfyuiOutputDirs.length > 0 ? { comfyuiOutputDirs: c.comfyuiOutputDirs.join(",") } : {}),
   };
 }

@@ -20,6 +20,17 @@ describe("engine settings", () => {
     expect(env.comfyuiUrls).toEqual(["http://a:8188", "http://b:8188"]);
   });
 
+  it("takes ComfyUI's output folder once for all instances or once per URL, only with --engine comfyui", () => {
+    const urls = ["--engine", "comfyui", "--comfyui-url", "http://a:8188", "--comfyui-url", "http://b:8188"];
+    expect(loadConfig([...urls, "--comfyui-output-dir", "/srv/comfy/output"], {}).comfyuiOutputDirs).toEqual(["/srv/comfy/output"]);
+    expect(loadConfig(urls, { FLOWGATE_COMFYUI_OUTPUT_DIR: "/a/output, /b/output" }).comfyuiOutputDirs).toEqual(["/a/output", "/b/output"]);
+    expect(loadConfig(urls, {}).comfyuiOutputDirs).toEqual([]);
+    expect(() => loadConfig([...urls, "--comfyui-output-dir", "/a", "--comfyui-output-dir", "/b", "--comfyui-output-dir", "/c"], {})).toThrow(/one per --comfyui-url \(2\), got 3/);
+    expect(() => loadConfig(["--comfyui-output-dir", "/a"], {})).toThrow(/--engine comfyui/);
+    expect(() => new ComfyUIEngine({ urls: ["http://a:1", "http://b:1"], outputDirs: ["/a", "/b", "/c"] })).toThrow(/one per instance/);
+    expect(JSON.stringify(describeConfig(loadConfig([...urls, "--comfyui-output-dir", "/srv/out"], {})))).toContain("/srv/out");
+  });
+
   it("refuses an unknown engine, comfyui without a URL, and a URL that is not http(s)", () => {
     expect(() => loadConfig(["--engine", "gpu"], {})).toThrow(/--engine/);
     expect(() => loadConfig(["--engine", "comfyui"], {})).toThrow(/--comfyui-url/);

@@ -2,7 +2,11 @@
 // Engine interface: what each sequence must become (callbacks, outputs, errors, cancels).
 import sharp from "sharp";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { ComfyUIEngine } from "../../src/engine/comfyui/index.ts";
+import type { ComfyUIEngineOptions } from "../../src/engine/comfyui/comfyui-engine.ts";
 import { EmbeddedEngine, EngineValidationError } from "../../src/engine/embedded-engine.ts";
 import { EngineError, ExecutionCancelledError } from "../../src/engine/errors.ts";
 import { FakeComfyUI, previewFrame, textFrame } from "./fake-comfyui.ts";
@@ -26,10 +30,10 @@ afterEach(async () => {
   fakes = [];
 });
 
-async function setup(options: Partial<ConstructorParameters<typeof FakeComfyUI>[0]> = {}) {
+async function setup(options: Partial<ConstructorParameters<typeof FakeComfyUI>[0]> = {}, engineOptions: Partial<ComfyUIEngineOptions> = {}) {
   const fake = await new FakeComfyUI({ objectInfo: OBJECT_INFO, ...options }).start();
   fakes.push(fake);
-  const engine = new ComfyUIEngine({ ...FAST, urls: [fake.url] });
+  const engine = new ComfyUIEngine({ ...FAST, ...engineOptions, urls: [fake.url] });
   engines.push(engine);
   return { fake, engine };
 }
@@ -155,6 +159,42 @@ describe("comfyui backend: replayed message sequences", () => {
     expect(done.outputs.map((o) => [o.node_id, o.name, o.type])).toEqual([["2", "late_00001_.png", "image"]]);
     expect(fake.calls("GET", "/view")).toHaveLength(1);
     expect(rec.events).toContainEqual(["node_done", "2", false]);
+  });
+
+  it("with the instance's output folder, output files are read from it; /view serves what is not there, not an output, or outside it", async () => {
+    const root = await mkdtemp(join(tmpdir(), "flowgate-comfy-out-"));
+    try {
+      const outputDir = join(root, "output");
+      await mkdir(join(outputDir, "sub"), { recursive: true });
+      // The same names hold other bytes on disk than over /view, so each output shows its source.
+      await writeFile(join(outputDir, "sub", "local_00001_.png"), png);
+      await writeFile(join(root, "escape.png"), png);
+      const { fake, engine } = await setup({}, { outputDirs: [outputDir] });
+      const files = [
+        { filename: "local_00001_.png", subfolder: "sub", type: "output" },
+        { filename: "missing_00001_.png", subfolder: "", type: "output" },
+        { filename: "escape.png", subfolder: "..", type: "output" },
+        { filename: "preview_00001_.png", subfolder: "", type: "temp" },
+      ];
+      for (const f of files.slice(1)) fake.files.set(`${f.type}/${f.subfolder}/${f.filename}`, { bytes: jpeg, contentType: "image/jpeg" });
+      const rec = recorder();
+      const result = engine.execute({ "1": { class_type: "EmptyImage", inputs: { width: 8, height: 8, batch_size: 1, color: 0 } }, "2": { class_type: "SaveImage", inputs: { images: ["1", 0], filename_prefix: "local" } } }, rec.options);
+      const { prompt_id: id } = await fake.nextPrompt();
+      fake.startRunning(id);
+      fake.send("execution_start", { prompt_id: id });
+      fake.send("executing", { node: "2", prompt_id: id });
+      fake.send("executed", { node: "2", output: { images: files }, prompt_id: id });
+      fake.finish(id, { outputs: { "2": { images: files } }, status: { status_str: "success", completed: true, messages: [] } });
+      fake.send("execution_success", { prompt_id: id });
+      await result;
+      const bytesOf = (name: string) => rec.outputs.find((o) => o.name === name)!;
+      expect(Buffer.compare(bytesOf("local_00001_.png").data, png)).toBe(0);
+      expect(bytesOf("local_00001_.png").content_type).toBe("image/png");
+      for (const f of files.slice(1)) expect(Buffer.compare(bytesOf(f.filename).data, jpeg), f.filename).toBe(0);
+      expect(fake.calls("GET", "/view").map((c) => c.query.get("filename")).sort()).toEqual(["escape.png", "missing_00001_.png", "preview_00001_.png"]);
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
   });
 
   it("a preview frame without metadata goes to the prompt executing now, re-encoded as JPEG", async () => {

@@ -22,6 +22,11 @@ import { prepareInputs } from "./uploads.ts";
 export interface ComfyUIEngineOptions {
   /** Base URLs of the instances, like http://127.0.0.1:8188. */
   urls: readonly string[];
+  /**
+   * The instances' output folders on this machine (one for all, or one per URL in order): output
+   * files are read from there instead of fetched with /view (which stays the fallback).
+   */
+  outputDirs?: readonly string[];
   /** Submissions get queue_full when every reachable instance has this many prompts queued (default: no bound). */
   maxQueue?: number;
   /** object_info is refetched when older than this (default 5 min). */
@@ -59,6 +64,8 @@ export class ComfyUIEngine implements Engine {
   readonly queuesWork = true;
   private readonly pool: InstancePool;
   private readonly o: Required<Omit<ComfyUIEngineOptions, "maxQueue" | "http" | "socket">> & Pick<ComfyUIEngineOptions, "maxQueue" | "http" | "socket">;
+  /** Each instance's output folder, by index (null: fetch with /view). */
+  private readonly outputDirs: (string | null)[];
   private merged: { docs: Record<string, unknown>[]; registry: NodeRegistry } | null = null;
 
   constructor(options: ComfyUIEngineOptions) {
@@ -75,8 +82,12 @@ export class ComfyUIEngine implements Engine {
       reconnectStableMs: 60_000,
       pingIntervalMs: 30_000,
       probeTimeoutMs: 3_000,
+      outputDirs: [],
       ...options,
     };
+    const dirs = this.o.outputDirs;
+    if (dirs.length > 1 && dirs.length !== options.urls.length) throw new Error("give one ComfyUI output folder for all instances, or one per instance");
+    this.outputDirs = options.urls.map((_, i) => (dirs.length === 1 ? dirs[0]! : (dirs[i] ?? null)));
     const timings: InstanceTimings = {
       pollIntervalMs: this.o.pollIntervalMs,
       objectInfoTtlMs: this.o.objectInfoTtlMs,
@@ -216,6 +227,7 @@ export class ComfyUIEngine implements Engine {
       onSettled: (r) => instance.forget(r),
       connection: () => instance.connection,
       connectionAtPost,
+      outputDir: this.outputDirs[this.pool.instances.indexOf(instance)] ?? null,
     });
   }
 

@@ -1,5 +1,8 @@
 // The outputs of an `executed` message (or a history entry): every file info and every inline
-// text of a node's ui dict, each with its output type. Files are fetched with GET /view.
+// text of a node's ui dict, each with its output type. Files are fetched with GET /view, or read
+// from ComfyUI's output folder when flowgate runs beside it.
+import { readFile } from "node:fs/promises";
+import { isAbsolute, join, relative, resolve, sep } from "node:path";
 import type { EngineOutput, OutputType } from "../engine.ts";
 import { sniff } from "../media/sniff.ts";
 import type { ComfyHttp, FileInfo } from "./http-api.ts";
@@ -89,8 +92,28 @@ export function outputTypeOf(key: string, contentType: string): OutputType {
   }
 }
 
-/** Fetches (or, for inline text, encodes) one output. */
-export async function materialize(http: ComfyHttp, node: { node_id: string; class_type: string }, o: UiOutput): Promise<EngineOutput> {
+/**
+ * The bytes of an "output" file read from ComfyUI's output folder, or null when it is not there
+ * (or names a path outside it): the caller fetches it with /view then.
+ */
+async function readFromOutputDir(outputDir: string, file: FileInfo): Promise<Buffer | null> {
+  if (file.type !== "output") return null;
+  const root = resolve(outputDir);
+  const path = resolve(join(root, file.subfolder, file.filename));
+  const inside = relative(root, path);
+  if (inside === "" || inside === ".." || inside.startsWith(`..${sep}`) || isAbsolute(inside)) return null;
+  try {
+    return await readFile(path);
+  } catch {
+    return null; // absent, a folder, unreadable: /view knows better
+  }
+}
+
+/**
+ * Fetches (or, for inline text, encodes) one output. With `outputDir` (ComfyUI's output folder on
+ * this machine) an output file is read from there, saving a /view round trip and ComfyUI's serving.
+ */
+export async function materialize(http: ComfyHttp, node: { node_id: string; class_type: string }, o: UiOutput, outputDir: string | null = null): Promise<EngineOutput> {
   if (o.kind === "text") {
     return {
       ...node,
@@ -103,7 +126,8 @@ export async function materialize(http: ComfyHttp, node: { node_id: string; clas
       folder: "temp",
     };
   }
-  const { bytes, contentType } = await http.view(o.file);
+  const local = outputDir === null ? null : await readFromOutputDir(outputDir, o.file);
+  const { bytes, contentType } = local !== null ? { bytes: local, contentType: null } : await http.view(o.file);
   const type = contentTypeOf(o.file.filename, bytes, contentType);
   return {
     ...node,

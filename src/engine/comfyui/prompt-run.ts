@@ -40,6 +40,8 @@ export interface PromptRunOptions {
   connection(): number | null;
   /** The connection before POST /prompt was sent. */
   connectionAtPost: number | null;
+  /** The instance's output folder on this machine, read instead of /view; null: fetch. */
+  outputDir: string | null;
 }
 
 /** A prompt being followed. */
@@ -250,7 +252,7 @@ export class PromptRun {
       const key = outputKey(id, item);
       if (this.delivered.has(key)) continue;
       this.delivered.add(key);
-      const output = await withRetries(() => materialize(this.o.http, node, item)).catch((err) => {
+      const output = await withRetries(() => materialize(this.o.http, node, item, this.o.outputDir)).catch((err) => {
         throw engineError("node_execution_error", `Could not fetch output ${item.kind === "file" ? item.file.filename : "text"} of node ${id} from ComfyUI.`, id, node.class_type, err);
       });
       if (this.stopping || this.settled) return;
