@@ -3,7 +3,7 @@
 // embedded defaults plus the overrides in the spec. Talks to the bench over the IPC channel.
 import http from "node:http";
 import { loadConfig, type Config } from "../src/config/config.ts";
-import { ComfyUIEngine } from "../src/engine/comfyui/index.ts";
+import { createEngine } from "../src/cli/serve.ts";
 import { EmbeddedEngine } from "../src/engine/embedded-engine.ts";
 import { engineAdapter } from "../src/jobs/engine-adapter.ts";
 import { startServer, type RunningServer } from "../src/server/start.ts";
@@ -85,12 +85,10 @@ async function startFlowgate(s: Extract<ChildSpec, { kind: "flowgate" }>): Promi
     reaperIntervalMs: 3_600_000,
     ...s.config,
   };
-  if (config.engine === "comfyui") {
-    // In front of a ComfyUI (or a ComfyUI-speaking flowgate), as `flowgate serve --engine comfyui` builds it.
-    return startServer(config, engineAdapter(new ComfyUIEngine({ urls: config.comfyuiUrls, maxQueue: config.queueLimit })), { quiet: true });
-  }
-  engine = new EmbeddedEngine({ partnerUrl: config.partnerUrl, cacheBytes: config.cacheBytes, jobMemoryBytes: config.jobMemoryBytes }); // as `flowgate serve` builds it
-  return startServer(config, engineAdapter(engine), { quiet: true });
+  // As `flowgate serve` builds it: the embedded engine, or in front of a ComfyUI (or a ComfyUI-speaking flowgate).
+  const built = createEngine(config);
+  if (built instanceof EmbeddedEngine) engine = built;
+  return startServer(config, engineAdapter(built), { quiet: true });
 }
 
 async function main(): Promise<void> {

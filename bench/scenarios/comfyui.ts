@@ -2,7 +2,8 @@
 // submitted the ComfyUI way (POST /prompt, done at `execution_success` on /ws), straight to a
 // ComfyUI-speaking upstream and through flowgate in comfyui mode in front of it, rounds
 // interleaved. The upstream is a flowgate child with the embedded engine (its hosted interface
-// speaks ComfyUI's protocol); BENCH_COMFYUI_URL measures against a real ComfyUI instead.
+// speaks ComfyUI's protocol); BENCH_COMFYUI_URL measures against a real ComfyUI instead, and
+// BENCH_COMFYUI_OUTPUT_DIR (that ComfyUI's output folder) has the front read outputs from it.
 import { randomUUID } from "node:crypto";
 import { mkdtemp } from "node:fs/promises";
 import { join } from "node:path";
@@ -101,7 +102,7 @@ export async function comfyuiScenarios(ctx: BenchContext): Promise<Figure[]> {
       kind: "flowgate",
       name: "comfyui-front",
       dataDir: await mkdtemp(join(ctx.tmpRoot, "front-")),
-      config: { engine: "comfyui", comfyuiUrls: [upstreamUrl] },
+      config: { engine: "comfyui", comfyuiUrls: [upstreamUrl], comfyuiOutputDirs: process.env.BENCH_COMFYUI_URL && process.env.BENCH_COMFYUI_OUTPUT_DIR ? [process.env.BENCH_COMFYUI_OUTPUT_DIR] : [] },
     });
     children.push(front);
     const direct = new PromptClient(upstreamUrl);
@@ -130,7 +131,7 @@ export async function comfyuiScenarios(ctx: BenchContext): Promise<Figure[]> {
     ctx.log(`comfyui: direct ${median(tDirect).toFixed(2)} ms, through flowgate ${median(tThrough).toFixed(2)} ms (+${overhead.toFixed(2)} ms)`);
     return [
       judge({
-        scenario: `ComfyUI backend: 3-node job (EmptyImage, ImageInvert, SaveImage), submit to done, through flowgate vs direct${process.env.BENCH_COMFYUI_URL ? " (a real ComfyUI)" : ""}`,
+        scenario: `ComfyUI backend: 3-node job (EmptyImage, ImageInvert, SaveImage), submit to done, through flowgate vs direct${process.env.BENCH_COMFYUI_URL ? ` (a real ComfyUI${process.env.BENCH_COMFYUI_OUTPUT_DIR ? ", outputs read from its folder" : ""})` : ""}`,
         metric: "overhead p50",
         value: overhead,
         unit: "ms",
