@@ -175,8 +175,10 @@ export function loadConfig(argv: string[] = [], env: NodeJS.ProcessEnv = process
   const comfyuiUrls = engine === "comfyui" ? comfyuiUrlsOf(values["comfyui-url"] as string[] | undefined, env.FLOWGATE_COMFYUI_URL) : [];
   if (engine === "comfyui" && comfyuiUrls.length === 0) throw new Error("--engine comfyui needs --comfyui-url (or FLOWGATE_COMFYUI_URL)");
   const dirFlags = values["comfyui-output-dir"] as string[] | undefined;
-  const comfyuiOutputDirs = (dirFlags && dirFlags.length > 0 ? dirFlags : (env.FLOWGATE_COMFYUI_OUTPUT_DIR ?? "").split(",")).map((d) => d.trim()).filter(Boolean);
-  if (comfyuiOutputDirs.length > 0 && engine !== "comfyui") throw new Error("--comfyui-output-dir goes with --engine comfyui");
+  // As the URLs: the variable is ignored by the embedded engine; the flag is a mistake there.
+  if (engine !== "comfyui" && dirFlags && dirFlags.length > 0) throw new Error("--comfyui-output-dir goes with --engine comfyui");
+  const dirs = engine === "comfyui" ? (dirFlags && dirFlags.length > 0 ? dirFlags : (env.FLOWGATE_COMFYUI_OUTPUT_DIR ?? "").split(",")) : [];
+  const comfyuiOutputDirs = dirs.map((d) => d.trim()).filter(Boolean);
   if (comfyuiOutputDirs.length > 1 && comfyuiOutputDirs.length !== comfyuiUrls.length) {
     throw new Error(`--comfyui-output-dir: give one folder for all instances or one per --comfyui-url (${comfyuiUrls.length}), got ${comfyuiOutputDirs.length}`);
   }

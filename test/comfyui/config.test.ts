@@ -27,6 +27,7 @@ describe("engine settings", () => {
     expect(loadConfig(urls, {}).comfyuiOutputDirs).toEqual([]);
     expect(() => loadConfig([...urls, "--comfyui-output-dir", "/a", "--comfyui-output-dir", "/b", "--comfyui-output-dir", "/c"], {})).toThrow(/one per --comfyui-url \(2\), got 3/);
     expect(() => loadConfig(["--comfyui-output-dir", "/a"], {})).toThrow(/--engine comfyui/);
+    expect(loadConfig([], { FLOWGATE_COMFYUI_OUTPUT_DIR: "/a" }).comfyuiOutputDirs).toEqual([]);
     expect(() => new ComfyUIEngine({ urls: ["http://a:1", "http://b:1"], outputDirs: ["/a", "/b", "/c"] })).toThrow(/one per instance/);
     expect(JSON.stringify(describeConfig(loadConfig([...urls, "--comfyui-output-dir", "/srv/out"], {})))).toContain("/srv/out");
   });
