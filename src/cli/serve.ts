@@ -8,8 +8,14 @@ import { settingsLine, startServer } from "../server/start.ts";
 
 /** Usage of `flowgate serve`. */
 export function serveUsage(): string {
-  const flags = Object.entries(SERVE_FLAGS).map(([name, f]) => `  --${name.padEnd(13)} ${f.env.padEnd(22)} ${f.help}`);
-  return `Usage: flowgate serve [flags]\n\nStarts the flowgate server. Each flag can also be set by its environment variable.\n\n${flags.join("\n")}\n`;
+  return `Usage: flowgate serve [flags]\n\nStarts the flowgate server. Each flag can also be set by its environment variable.\n\n${flagLines(Object.entries(SERVE_FLAGS))}\n`;
+}
+
+/** One aligned line per flag: its name, its environment variable, its help. */
+export function flagLines(flags: ReadonlyArray<[string, { env: string; help: string }]>): string {
+  const nameWidth = Math.max(...flags.map(([name]) => name.length)) + 2;
+  const envWidth = Math.max(...flags.map(([, f]) => f.env.length));
+  return flags.map(([name, f]) => `  ${`--${name}`.padEnd(nameWidth)} ${f.env.padEnd(envWidth)} ${f.help}`).join("\n");
 }
 
 /** The engine the configuration asks for. */

@@ -5,17 +5,15 @@ import { loadConfig, SERVE_FLAGS } from "../config/config.ts";
 import { engineAdapter } from "../jobs/engine-adapter.ts";
 import { openRuntime } from "../server/runtime.ts";
 import { settingsLine } from "../server/start.ts";
-import { createEngine } from "./serve.ts";
+import { createEngine, flagLines } from "./serve.ts";
 
 /** Flags of serve that mean nothing to a worker (it does not listen, and always runs jobs). */
 const HTTP_ONLY = new Set(["port", "host", "token", "public-url", "metrics-token", "serverless-domain", "no-dispatch"]);
 
 /** Usage of `flowgate worker`. */
 export function workerUsage(): string {
-  const flags = Object.entries(SERVE_FLAGS)
-    .filter(([name]) => !HTTP_ONLY.has(name))
-    .map(([name, f]) => `  --${name.padEnd(13)} ${f.env.padEnd(22)} ${f.help}`);
-  return `Usage: flowgate worker --database-url postgres://... [flags]\n\nClaims queued jobs from the shared PostgreSQL database and runs them (no HTTP).\nEach flag can also be set by its environment variable.\n\n${flags.join("\n")}\n`;
+  const flags = flagLines(Object.entries(SERVE_FLAGS).filter(([name]) => !HTTP_ONLY.has(name)));
+  return `Usage: flowgate worker --database-url postgres://... [flags]\n\nClaims queued jobs from the shared PostgreSQL database and runs them (no HTTP).\nEach flag can also be set by its environment variable.\n\n${flags}\n`;
 }
 
 /** Runs a worker until SIGINT or SIGTERM. */
