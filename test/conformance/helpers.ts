@@ -1,5 +1,7 @@
 // Runs the suite in-process against a test double, with timings that suit a test run.
 import { runConformance, type ConformanceOptions, type Report } from "../../conformance/index.ts";
+import type { Directory } from "../../src/store/index.ts";
+import { generateApiKey, hashApiKey, keyPrefix } from "../../src/surfaces/api-keys.ts";
 import { startDouble, type DoubleOptions } from "./double/server.ts";
 
 /** Fast settings: short slow jobs, small oversized bodies, short waits. */
@@ -46,3 +48,12 @@ export const SURFACE_SETUPS: Record<string, { double: DoubleOptions; run: Partia
   },
   "serverless demo deployment": { double: { surface: "serverless", prefix: "/deployment/demo", demo: true }, run: { surface: "serverless", demo: true } },
 };
+
+/** Creates an account with one API key in a directory (SQLite or PostgreSQL); returns the key. */
+export async function accountKey(dir: Directory, name: string, patch: { credits?: number; subscription_active?: boolean } = {}): Promise<string> {
+  await dir.ensureAccount(name, { tier: "pro", credits: patch.credits ?? 1000, now: Date.now() });
+  await dir.updateAccount(name, patch);
+  const key = generateApiKey();
+  await dir.addApiKey({ key_hash: hashApiKey(key), account: name, prefix: keyPrefix(key), created_at: Date.now(), revoked_at: null });
+  return key;
+}

@@ -3,18 +3,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runConformance } from "../../conformance/index.ts";
 import { openDirectory, type Directory } from "../../src/store/index.ts";
-import { generateApiKey, hashApiKey, keyPrefix } from "../../src/surfaces/api-keys.ts";
 import { startTestServer, type TestServer } from "../hosted/hosted-server.ts";
-import { failureLines, FAST } from "./helpers.ts";
-
-/** Creates an account with one key; returns the key. */
-async function accountKey(dir: Directory, name: string, patch: { credits?: number; subscription_active?: boolean } = {}): Promise<string> {
-  await dir.ensureAccount(name, { tier: "pro", credits: patch.credits ?? 1000, now: Date.now() });
-  await dir.updateAccount(name, patch);
-  const key = generateApiKey();
-  await dir.addApiKey({ key_hash: hashApiKey(key), account: name, prefix: keyPrefix(key), created_at: Date.now(), revoked_at: null });
-  return key;
-}
+import { accountKey, failureLines, FAST } from "./helpers.ts";
 
 describe("the reference server keeps the contract", () => {
   let server: TestServer | null = null;

@@ -4,13 +4,12 @@
 // holds whichever node a request lands on and whichever process runs the job.
 import { describe, expect, it } from "vitest";
 import { runConformance } from "../../../conformance/index.ts";
-import { openDirectory, type Directory } from "../../../src/store/index.ts";
-import { generateApiKey, hashApiKey, keyPrefix } from "../../../src/surfaces/api-keys.ts";
+import { openDirectory } from "../../../src/store/index.ts";
 import { postgresUnavailable } from "../../postgres/pg.ts";
 import { redisUnavailable, TEST_REDIS_URL } from "../../postgres/redis.ts";
 import { startDeployment, type Deployment, type DeploymentOptions } from "../../server/postgres/deployment.ts";
 import { haproxyUnavailable } from "../../server/postgres/haproxy.ts";
-import { failureLines, FAST } from "../helpers.ts";
+import { accountKey, failureLines, FAST } from "../helpers.ts";
 
 const unavailable = (await postgresUnavailable()) ?? (await redisUnavailable()) ?? (await haproxyUnavailable());
 
@@ -25,15 +24,6 @@ async function withDeployment(options: DeploymentOptions, body: (d: Deployment) 
   } finally {
     await d.stop();
   }
-}
-
-/** Creates an account with one key in the deployment's directory (the database); returns the key. */
-async function accountKey(dir: Directory, name: string, patch: { credits?: number; subscription_active?: boolean } = {}): Promise<string> {
-  await dir.ensureAccount(name, { tier: "pro", credits: patch.credits ?? 1000, now: Date.now() });
-  await dir.updateAccount(name, patch);
-  const key = generateApiKey();
-  await dir.addApiKey({ key_hash: hashApiKey(key), account: name, prefix: keyPrefix(key), created_at: Date.now(), revoked_at: null });
-  return key;
 }
 
 // One surface after the other: run side by side on two cores they take as long and time out more.
