@@ -2,7 +2,7 @@
 // Ownership is checked here; another caller's asset looks exactly like a missing one.
 import type { Readable } from "node:stream";
 import { BlobStore, HashMismatchError, PayloadTooLargeError, parseBlake3Hash, type ByteRange, type PutResult } from "../blobs/index.ts";
-import type { AssetFolder, AssetRecord, AssetType, NewAsset, Store } from "../store/index.ts";
+import type { AssetFolder, AssetRecord, AssetType, NewAsset, PendingBlob, Store } from "../store/index.ts";
 import { notFound, ServiceError } from "../jobs/errors.ts";
 import { uuidv7 } from "../jobs/ids.ts";
 import { isMediaType, mediaTypeFromName, sniffMediaType } from "./media-types.ts";
@@ -38,12 +38,16 @@ export interface OutputFile {
   folder: AssetFolder;
 }
 
-/** An output whose bytes are durable and whose record is still to be written. */
+/** An output whose bytes are stored (durable, or staged) and whose record is still to be written. */
 export interface StoredOutput {
   record: NewAsset;
   put: PutResult;
   /** Wall-clock time just after the put: a later touch of the blob means another put uses it. */
   putAt: number;
+  /** Staged bytes not durable yet, for the commit of the record to keep (see storeOutput); else null. */
+  pending: PendingBlob | null;
+  /** Settles once the bytes are durable (at once unless staged). */
+  durable: Promise<void>;
 }
 
 /** Everything the service does with assets. */
@@ -178,10 +182,13 @@ export class AssetService {
   /**
    * The first half of commitOutput: the output's bytes, durable, and the record to write over
    * them (with recordOutput, or in the store's transitionJobWithAssets with the job's end).
+   * `stage` stores small bytes without waiting for the disk (BlobStore.stage): the job's end
+   * then commits them with the record as `pending`, and recordOutput waits for `durable`.
    */
-  async storeOutput(job: { id: string; owner: string; expires_at: number }, file: OutputFile): Promise<StoredOutput> {
+  async storeOutput(job: { id: string; owner: string; expires_at: number }, file: OutputFile, options: { stage?: boolean } = {}): Promise<StoredOutput> {
     this.o.space?.assertRoom();
-    const put = await this.o.blobs.put(file.data);
+    const staged = options.stage === true ? await this.o.blobs.stage(file.data) : null;
+    const put = staged ?? (await this.o.blobs.put(file.data));
     // File times are wall-clock whatever clock the service runs on; +1 covers the sub-ms part of
     // our own write's mtime.
     const putAt = Date.now() + 1;
@@ -202,17 +209,47 @@ export class AssetService {
       created_at: now,
       expires_at: job.expires_at,
     };
-    return { record, put, putAt };
+    const pending = staged?.pending ? { key: put.key, bytes: staged.pending } : null;
+    return { record, put, putAt, pending, durable: staged?.durable ?? Promise.resolve() };
   }
 
-  /** The second half of commitOutput: the record over the stored bytes (see recordOver). */
+  /** The second half of commitOutput: the record over the stored bytes, once they are durable (see recordOver). */
   async recordOutput(stored: StoredOutput): Promise<AssetRecord> {
+    await stored.durable;
     return this.recordOver(stored.put, stored.record, stored.putAt);
+  }
+
+  /**
+   * Staged outputs whose records committed with their bytes kept (transitionJobWithAssets'
+   * `pending`): once the files are durable the store forgets the bytes. A failed fsync leaves
+   * them kept, for restorePending at the next start.
+   */
+  async settlePending(stored: readonly StoredOutput[]): Promise<void> {
+    const kept = stored.filter((s) => s.pending !== null);
+    if (kept.length === 0) return;
+    await Promise.all(kept.map((s) => s.durable));
+    await this.o.store.dropPendingBlobs(kept.map((s) => s.put.key));
+  }
+
+  /**
+   * Writes back the bytes the store kept for staged outputs (a power loss came before their files
+   * were durable), then forgets them; the count written back. Run at start, before serving.
+   */
+  async restorePending(): Promise<number> {
+    let restored = 0;
+    for (let page = await this.o.store.pendingBlobs(); page.length > 0; page = await this.o.store.pendingBlobs(page[page.length - 1]!.key)) {
+      for (const blob of page) if (await this.o.blobs.restore(blob.key, blob.bytes)) restored++;
+      await this.o.store.dropPendingBlobs(page.map((b) => b.key));
+    }
+    return restored;
   }
 
   /** Stored outputs whose records will never be written: blobs they created that nothing uses go again. */
   async discardOutputs(stored: readonly StoredOutput[]): Promise<void> {
-    for (const s of stored) await this.dropOrphan(s.put, s.putAt).catch(() => undefined);
+    for (const s of stored) {
+      await s.durable.catch(() => undefined); // its fsyncs settle before the file may go
+      await this.dropOrphan(s.put, s.putAt).catch(() => undefined);
+    }
   }
 
   /**

@@ -7,7 +7,7 @@ import { link, mkdir, open, readdir, rename, rm, stat, unlink, utimes } from "no
 import type { FileHandle } from "node:fs/promises";
 import { hostname } from "node:os";
 import { dirname, join } from "node:path";
-import type { Readable } from "node:stream";
+import { Readable } from "node:stream";
 import { blake3Hex, createBlake3Hasher, parseBlake3Hash, toBlake3Hash, isBlake3Hex } from "./blake3.ts";
 import { blobPath } from "./blob-key.ts";
 import { BlobNotFoundError, HashMismatchError, InvalidBlobKeyError, PayloadTooLargeError } from "./errors.ts";
@@ -32,6 +32,14 @@ export interface PutResult {
   size: number;
   /** false when identical bytes were already stored (deduplicated). */
   created: boolean;
+}
+
+/** Outcome of BlobStore.stage: the blob's name exists; its durability follows. */
+export interface StagedPut extends PutResult {
+  /** The bytes while they are not durable here yet (a commit carries them meanwhile); null when nothing waits. */
+  pending: Uint8Array | null;
+  /** Settles once bytes and name are synced here; rejects when an fsync failed. */
+  durable: Promise<void>;
 }
 
 /** Size and last write/touch time of a stored blob. */
@@ -78,6 +86,8 @@ export class BlobStore {
   readonly #localDisk: boolean;
   /** Blobs this process is publishing, until their name is durable (true) or the put failed (false). */
   readonly #publishing = new Map<string, Promise<boolean>>();
+  /** Staged blobs not named yet (see stage): reads are served from their bytes. */
+  readonly #staged = new Map<string, Staged>();
 
   private constructor(root: string, syncHook: SyncHook | undefined, localDisk: boolean) {
     this.root = root;
@@ -96,7 +106,7 @@ export class BlobStore {
     return store;
   }
 
-  /** The file path of a blob (for zero-copy readers such as sharp); throws InvalidBlobKeyError on a bad key. */
+  /** The file path of a blob (a staged one has none until durable); throws InvalidBlobKeyError on a bad key. */
   pathOf(key: string): string {
     return blobPath(this.root, key);
   }
@@ -150,6 +160,62 @@ export class BlobStore {
       return { key, hash, size, created: await this.#install(file, tempPath, key, ops) };
     } finally {
       await ops.remove(tempPath);
+    }
+  }
+
+  /**
+   * Stores a buffer without waiting for the disk, for a caller that keeps `pending` in a durable
+   * write of its own meanwhile (the job's end: one fsync for bytes, records and end) and hands
+   * them to restore should a power loss come first. The bytes go to a temp file and are served
+   * from memory; in the background the file is synced and only then named, as by put, so that a
+   * name never holds bytes a power loss could tear. `durable` settles then. A buffer over 256 KiB,
+   * or on a network filesystem, is put as by put (pending null).
+   */
+  async stage(bytes: Uint8Array): Promise<StagedPut> {
+    const durablePut = async (): Promise<StagedPut> => ({ ...(await this.#putBuffer(bytes, null, null)), pending: null, durable: Promise.resolve() });
+    if (bytes.byteLength > SMALL_WRITE_BYTES || !this.#localDisk) return durablePut();
+    const key = await blake3Hex(bytes);
+    const stored: StagedPut = { key, hash: toBlake3Hash(key), size: bytes.byteLength, created: false, pending: null, durable: Promise.resolve() };
+    const staged = this.#staged.get(key);
+    // Staged already: not durable yet either, so this caller keeps the bytes too.
+    if (staged !== undefined) return { ...stored, pending: bytes, durable: staged.durable };
+    if (await this.#reuse(key, SYNC_OPS)) return stored; // once durable, if this process is still publishing it
+    if (this.#publishing.has(key)) return durablePut(); // another put is writing these bytes: #install waits for it
+    const tempPath = this.#tempPath();
+    const file = await SYNC_OPS.create(tempPath, bytes);
+    const entry: Staged = { bytes, mtimeMs: Date.now(), durable: Promise.resolve() };
+    this.#staged.set(key, entry);
+    // #install marks the blob as publishing before it first awaits: a put of these bytes waits.
+    entry.durable = this.#install(file, tempPath, key, SYNC_OPS)
+      .then(() => undefined)
+      .finally(async () => {
+        this.#staged.delete(key); // named now (or never: reads fail until restore writes it back)
+        await SYNC_OPS.remove(tempPath);
+      });
+    entry.durable.catch(() => undefined); // the caller's await sees a failure; nobody else must
+    return { ...stored, created: true, pending: bytes, durable: entry.durable };
+  }
+
+  /**
+   * Writes back the bytes of a staged blob that a commit kept, durably and over whatever its name
+   * holds (a power loss may have left it empty or torn); false, writing nothing, when they do not
+   * hash to `key`.
+   */
+  async restore(key: string, bytes: Uint8Array): Promise<boolean> {
+    if ((await blake3Hex(bytes)) !== key) return false;
+    const finalPath = this.pathOf(key);
+    const dir = dirname(finalPath);
+    const tempPath = this.#tempPath();
+    try {
+      const file = await ASYNC_OPS.create(tempPath, bytes);
+      await this.#sync("file", tempPath, () => file.sync()).finally(() => file.close());
+      const made = await ASYNC_OPS.mkdir(dir);
+      if (made !== undefined) await this.#syncParents(made, dir, ASYNC_OPS);
+      await rename(tempPath, finalPath);
+      await this.#sync("dir", dir, () => ASYNC_OPS.syncDir(dir));
+      return true;
+    } finally {
+      await rm(tempPath, { force: true });
     }
   }
 
@@ -233,6 +299,8 @@ export class BlobStore {
 
   /** Size and mtime of a blob, or null when absent. */
   async stat(key: string): Promise<BlobStat | null> {
+    const staged = this.#staged.get(key);
+    if (staged !== undefined) return { size: staged.bytes.byteLength, mtimeMs: staged.mtimeMs };
     try {
       const info = await stat(this.pathOf(key));
       return { size: info.size, mtimeMs: info.mtimeMs };
@@ -246,6 +314,8 @@ export class BlobStore {
   async open(key: string, range: ByteRange = {}): Promise<Readable> {
     const { start, end } = checkRange(range);
     const path = this.pathOf(key);
+    const staged = this.#staged.get(key);
+    if (staged !== undefined) return Readable.from([sliceOf(staged.bytes, start ?? 0, end)]);
     let handle: FileHandle;
     try {
       handle = await open(path, "r");
@@ -265,6 +335,8 @@ export class BlobStore {
    */
   async contents(key: string, size: number, range: ByteRange = {}): Promise<Buffer | Readable> {
     const { start = 0, end = size - 1 } = checkRange(range);
+    const staged = this.#staged.get(key);
+    if (staged !== undefined) return sliceOf(staged.bytes, start, end);
     if (end - start + 1 > SMALL_READ_BYTES || !this.#localDisk) return this.open(key, range);
     const path = this.pathOf(key);
     let fd: number;
@@ -294,6 +366,7 @@ export class BlobStore {
    */
   async delete(key: string, options: { unlessTouchedAfter?: number } = {}): Promise<boolean> {
     const path = this.pathOf(key);
+    if (this.#staged.has(key)) return false; // being stored: a record over it is on its way
     try {
       if (options.unlessTouchedAfter !== undefined) {
         const info = await stat(path);
@@ -338,6 +411,11 @@ export class BlobStore {
   }
 }
 
+/** The bytes from `start` to `end` (inclusive, default the last) as a Buffer over the same memory. */
+function sliceOf(bytes: Uint8Array, start: number, end = bytes.byteLength - 1): Buffer {
+  return Buffer.from(bytes.buffer, bytes.byteOffset + Math.min(start, bytes.byteLength), Math.max(0, Math.min(end + 1, bytes.byteLength) - start));
+}
+
 function checkExpectedHash(expectedHash: string | undefined): string | null {
   if (expectedHash === undefined) return null;
   const hex = parseBlake3Hash(expectedHash);
@@ -378,6 +456,13 @@ async function writeAll(handle: FileHandle, chunk: Uint8Array): Promise<void> {
     const { bytesWritten } = await handle.write(chunk, offset, chunk.byteLength - offset);
     offset += bytesWritten;
   }
+}
+
+/** A staged blob until its file is synced and named. */
+interface Staged {
+  bytes: Uint8Array;
+  mtimeMs: number;
+  durable: Promise<void>;
 }
 
 /** A temp file being put. */
@@ -445,15 +530,7 @@ const SYNC_OPS: FileOps = {
     return mkdirSync(path, { recursive: true });
   },
   async publish(tempPath, finalPath) {
-    try {
-      linkSync(tempPath, finalPath);
-      return true;
-    } catch (error) {
-      if (isCode(error, "EEXIST")) return false;
-      if (!noHardLinks(error)) throw error;
-      renameSync(tempPath, finalPath);
-      return true;
-    }
+    return publishSync(tempPath, finalPath);
   },
   async syncDir(path) {
     let fd: number;
@@ -509,6 +586,19 @@ async function touchIfPresent(path: string): Promise<boolean> {
   } catch (error) {
     if (isCode(error, "ENOENT")) return false;
     throw error;
+  }
+}
+
+/** publish with synchronous calls. */
+function publishSync(tempPath: string, finalPath: string): boolean {
+  try {
+    linkSync(tempPath, finalPath);
+    return true;
+  } catch (error) {
+    if (isCode(error, "EEXIST")) return false;
+    if (!noHardLinks(error)) throw error;
+    renameSync(tempPath, finalPath);
+    return true;
   }
 }
 

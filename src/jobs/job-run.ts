@@ -1,6 +1,6 @@
 // One run of one job: engine callbacks become progress, outputs, previews, logs and events.
-import type { AssetService } from "../assets/asset-service.ts";
-import { TerminalStatusError, type AssetRecord, type JobPatch, type JobRecord, type JobStatus, type NewAsset, type Store } from "../store/index.ts";
+import type { AssetService, StoredOutput } from "../assets/asset-service.ts";
+import { TerminalStatusError, type AssetRecord, type JobPatch, type JobRecord, type JobStatus, type Store } from "../store/index.ts";
 import { isOutOfSpace } from "../datadir/space.ts";
 import type { EnginePort, RunEnd, RunFailure } from "./engine-port.ts";
 import type { EventBus } from "./event-bus.ts";
@@ -8,6 +8,12 @@ import { LogCapture } from "./log-capture.ts";
 import type { OutputNamer } from "./output-names.ts";
 import { OutputRows } from "./output-rows.ts";
 import { ProgressTracker, type Progress } from "./progress.ts";
+
+/**
+ * Most bytes of one run's last outputs staged for its end's commit (BlobStore.stage, up to 256 KiB
+ * each): beyond, outputs are durable before the end as any other, so that one commit stays small.
+ */
+export const STAGED_BYTES_PER_RUN = 4 * 1024 * 1024;
 
 export interface JobRunDeps {
   store: Store;
@@ -56,6 +62,8 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
   const rows = new OutputRows(assets);
   /** Output nodes not done yet: once only one is left, its outputs are the run's last. */
   const outputNodesLeft = new Set(job.output_node_ids);
+  /** Bytes of the last outputs staged so far (see STAGED_BYTES_PER_RUN). */
+  let stagedBytes = 0;
 
   const report = (progress: Progress) => {
     // Snapshots land in order, and one arriving while a write is under way replaces any older
@@ -153,9 +161,13 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
           const last = deps.endWithOutputs === true && [...outputNodesLeft].every((id) => id === output.node_id);
           let asset: Promise<AssetRecord | null>;
           try {
-            const stored = await assets.storeOutput(job, { ...output, name });
-            // The bytes are durable. The record of an output of the last output node waits for the
-            // run's end (written in its commit); any other is written now, before the run goes on.
+            // An output of the last output node is staged (its bytes kept by the end's commit
+            // until its file is durable: one fsync for all); any other is durable before its record.
+            const stage = last && stagedBytes + output.data.byteLength <= STAGED_BYTES_PER_RUN;
+            if (stage) stagedBytes += output.data.byteLength;
+            const stored = await assets.storeOutput(job, { ...output, name }, { stage });
+            // The record of an output of the last output node waits for the run's end (written
+            // in its commit); any other is written now, before the run goes on.
             asset = last ? rows.hold(stored, node) : Promise.resolve(await assets.recordOutput(stored));
           } catch (err) {
             if (isOutOfSpace(err)) spaceFailure ??= node;
@@ -208,7 +220,7 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
     if (end.kind === "succeeded") {
       const progress = tracker.finish();
       try {
-        return await settle(store, job.id, "succeeded", { completed_at: now, progress }, held.stored.map((s) => s.record));
+        return await settle(store, job.id, "succeeded", { completed_at: now, progress }, held.stored);
       } catch (err) {
         if (!isOutOfSpace(err) || held.stored.length === 0) throw err;
         // The records do not fit: the job fails as when an output's bytes do not.
@@ -222,6 +234,8 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
   });
   const finished = ended?.job ?? null;
   if (held.stored.length > 0) await held.done(ended?.assets ?? null);
+  // Written with their bytes kept: the store forgets those once the files are durable, off the path.
+  if (ended?.assets.length) void assets.settlePending(held.stored).catch(() => undefined);
   // What the run reported before its end goes out before it.
   await startCommit;
   // The final snapshot (value 1) goes out as progress too, so streams end on job.progress.
@@ -234,10 +248,12 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
  * Writes the end of a run. A job canceled meanwhile ends `canceled` whatever the run did; one
  * expired by the reaper stays expired (the database refuses to rewrite a terminal state).
  */
-async function settle(store: Store, id: string, to: JobStatus, patch: JobPatch, assets: readonly NewAsset[] = []): Promise<{ job: JobRecord; assets: AssetRecord[] } | null> {
-  // Records go with whichever move lands, in its transaction; none is written if none does.
+async function settle(store: Store, id: string, to: JobStatus, patch: JobPatch, outputs: readonly StoredOutput[] = []): Promise<{ job: JobRecord; assets: AssetRecord[] } | null> {
+  const records = outputs.map((s) => s.record);
+  const pending = outputs.flatMap((s) => (s.pending === null ? [] : [s.pending]));
+  // Records (and staged bytes) go with whichever move lands, in its transaction; none is written if none does.
   const move = async (from: JobStatus, to: JobStatus, patch: JobPatch) => {
-    if (assets.length > 0) return store.transitionJobWithAssets(id, [from], to, patch, assets);
+    if (records.length > 0) return store.transitionJobWithAssets(id, [from], to, patch, records, pending);
     const job = await store.transitionJob(id, [from], to, patch);
     return job && { job, assets: [] };
   };

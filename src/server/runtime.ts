@@ -132,6 +132,8 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     // Any other status change here moves the queue the positions of new jobs are counted in.
     const waker = relay;
     if (waker) events.subscribeAll((e) => e.type === "status" && (e.job.status === "queued" ? waker.wake() : dispatcher.queueChanged()));
+    // Outputs a power loss caught between their end's commit and their files' fsync: before any read.
+    await assets.restorePending();
     await dispatcher.load();
   } catch (err) {
     space.close();

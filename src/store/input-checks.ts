@@ -1,7 +1,7 @@
 // Argument checks shared by every Store implementation: a bad argument is a TypeError or
 // RangeError before any SQL runs, whatever the database.
 import { JOB_STATUSES } from "./types.ts";
-import type { JobRecord, JobStatus, NewAsset, NewJob } from "./types.ts";
+import type { JobRecord, JobStatus, NewAsset, NewJob, PendingBlob } from "./types.ts";
 
 /** The record a job's insert writes, without reading the row back; its seq comes from the insert. */
 export function insertedJob(job: NewJob): JobRecord {
@@ -20,6 +20,12 @@ export function insertedJob(job: NewJob): JobRecord {
     output_node_ids: [...job.output_node_ids],
     cost: job.cost ?? null,
   };
+}
+
+/** A blob to keep: a blake3 hex key and its bytes. */
+export function checkPendingBlob(blob: PendingBlob): void {
+  if (typeof blob.key !== "string" || !/^[0-9a-f]{64}$/.test(blob.key)) throw new TypeError("a pending blob's key must be blake3 hex");
+  if (!(blob.bytes instanceof Uint8Array)) throw new TypeError("a pending blob's bytes must be a Uint8Array");
 }
 
 /** The distinct statuses of a list, each checked. */

@@ -64,6 +64,9 @@ export const PG_SQL = {
   findAssetByName: `SELECT ${ASSET_COLUMNS} FROM assets WHERE owner = $1 AND name = $2
     AND ($3::text IS NULL OR folder = $3) ORDER BY seq DESC LIMIT 1`,
   blobReferenced: "SELECT 1 AS found FROM assets WHERE blob_key = $1 LIMIT 1",
+  keepBlob: "INSERT INTO pending_blobs (blob_key, bytes) VALUES ($1, $2) ON CONFLICT (blob_key) DO NOTHING",
+  pendingBlobs: "SELECT blob_key, bytes FROM pending_blobs WHERE blob_key > $1 ORDER BY blob_key LIMIT $2",
+  dropBlobs: "DELETE FROM pending_blobs WHERE blob_key = ANY($1::text[])",
   referencedBlobs: "SELECT DISTINCT blob_key FROM assets WHERE blob_key = ANY($1::text[])",
 
   // The batch is picked (and locked: a job a transition holds is waited for, never skipped) once, in a

@@ -196,6 +196,18 @@ BEGIN
 END $$;
 `,
   },
+  {
+    version: 7,
+    description: "bytes of small outputs committed with their job's end before their blob files were synced",
+    sql: `
+-- As SQLite's migration 4: written in the end's transaction, deleted once the blob files are
+-- durable, written back to the blob store by a start after a power loss.
+CREATE TABLE pending_blobs (
+  blob_key TEXT PRIMARY KEY,
+  bytes BYTEA NOT NULL
+);
+`,
+  },
 ];
 
 /** The schema version this code writes. */

@@ -7,7 +7,7 @@
 import type pg from "pg";
 import { decodeCursor, encodeCursor } from "./cursor.ts";
 import { IdempotencyKeyReused, QueueFullError, TerminalStatusError, UnknownJobError } from "./errors.ts";
-import { checkClaimInput, checkCount, checkNewAsset, checkNewJob, checkStatus, distinctStatuses, insertedJob } from "./input-checks.ts";
+import { checkClaimInput, checkCount, checkNewAsset, checkNewJob, checkPendingBlob, checkStatus, distinctStatuses, insertedJob } from "./input-checks.ts";
 import { inTransaction, openPostgresPool, type PostgresOptions } from "./postgres-pool.ts";
 import { PG_INSERT_JOBS, PG_SQL, pgListJobsSql } from "./postgres-queries.ts";
 import { PG_TERMINAL_SQLSTATE } from "./postgres-schema.ts";
@@ -31,6 +31,7 @@ import type {
   ListJobsOptions,
   NewAsset,
   NewJob,
+  PendingBlob,
   PurgeOptions,
   PurgeResult,
   Store,
@@ -57,6 +58,8 @@ interface PendingInsert {
 const MAX_PAGE = 1000;
 const MAX_QUEUE_READ = 100_000;
 const DEFAULT_PURGE_LIMIT = 500;
+/** Kept blobs per pendingBlobs read by default (each up to 256 KiB). */
+const DEFAULT_PENDING_READ = 100;
 const PG_FOREIGN_KEY_VIOLATION = "23503";
 /** Advisory lock key that serializes bounded submissions across processes ("queu"). */
 const QUEUE_LOCK = 0x71756575;
@@ -143,14 +146,23 @@ export class PostgresStore implements Store {
     return this.#transition(id, fromStatuses, to, patch, this.#pool);
   }
 
-  async transitionJobWithAssets(id: string, from: readonly JobStatus[], to: JobStatus, patch: JobPatch, assets: readonly NewAsset[]): Promise<{ job: JobRecord; assets: AssetRecord[] } | null> {
+  async transitionJobWithAssets(
+    id: string,
+    from: readonly JobStatus[],
+    to: JobStatus,
+    patch: JobPatch,
+    assets: readonly NewAsset[],
+    pending: readonly PendingBlob[] = [],
+  ): Promise<{ job: JobRecord; assets: AssetRecord[] } | null> {
     const fromStatuses = distinctStatuses(from);
     checkStatus(to);
     assets.forEach(checkNewAsset);
+    pending.forEach(checkPendingBlob);
     if (fromStatuses.length === 0) return null;
     return inTransaction(this.#pool, async (client) => {
       const job = await this.#transition(id, fromStatuses, to, patch, client);
       if (job === null) return null;
+      for (const blob of pending) await client.query(PG_SQL.keepBlob, [blob.key, Buffer.from(blob.bytes.buffer, blob.bytes.byteOffset, blob.bytes.byteLength)]);
       const added: AssetRecord[] = [];
       for (const asset of assets) added.push(await this.#insertAsset(asset, client));
       return { job, assets: added };
@@ -282,6 +294,16 @@ export class PostgresStore implements Store {
 
   async blobReferenced(blobKey: string): Promise<boolean> {
     return (await this.#one(PG_SQL.blobReferenced, [blobKey])) !== undefined;
+  }
+
+  async pendingBlobs(afterKey = "", limit = DEFAULT_PENDING_READ): Promise<PendingBlob[]> {
+    const count = checkCount(limit, MAX_QUEUE_READ, "limit");
+    const { rows } = await this.#query(PG_SQL.pendingBlobs, [afterKey, count]);
+    return rows.map((row) => ({ key: String(row.blob_key), bytes: row.bytes as Buffer }));
+  }
+
+  async dropPendingBlobs(keys: readonly string[]): Promise<void> {
+    if (keys.length > 0) await this.#query(PG_SQL.dropBlobs, [[...keys]]);
   }
 
   async expireJobs(now: number, limit = DEFAULT_PURGE_LIMIT): Promise<JobRecord[]> {

@@ -148,6 +148,19 @@ CREATE TABLE deployments (
 ALTER TABLE jobs ADD COLUMN secrets_given INTEGER NOT NULL DEFAULT 0 CHECK (secrets_given IN (0, 1));
 `,
   },
+  {
+    version: 4,
+    description: "bytes of small outputs committed with their job's end before their blob files were synced",
+    sql: `
+-- Store.transitionJobWithAssets writes them in the end's transaction (one fsync for bytes, records
+-- and end); dropPendingBlobs deletes them once the blob files are durable, and a start after a
+-- power loss writes any left back to the blob store.
+CREATE TABLE pending_blobs (
+  blob_key TEXT PRIMARY KEY,
+  bytes BLOB NOT NULL
+);
+`,
+  },
 ];
 
 /** The schema version this code writes. */

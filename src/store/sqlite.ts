@@ -20,7 +20,7 @@ import { SQL, jobsInStatusSql, listJobsSql, transitionSql } from "./sqlite-queri
 import { Checkpointer } from "./checkpointer.ts";
 import { FileSync } from "./file-sync.ts";
 import { jsonOrNull, toAsset, toClaim, toJob, toLogs } from "./sqlite-rows.ts";
-import { checkClaimInput, checkCount, checkNewAsset, checkNewJob, checkStatus, distinctStatuses, insertedJob } from "./input-checks.ts";
+import { checkClaimInput, checkCount, checkNewAsset, checkNewJob, checkPendingBlob, checkStatus, distinctStatuses, insertedJob } from "./input-checks.ts";
 import { TERMINAL_TRIGGER_MESSAGE, migrate } from "./sqlite-schema.ts";
 import { IDEMPOTENCY_TTL_MS } from "./types.ts";
 import type {
@@ -39,6 +39,7 @@ import type {
   ListJobsOptions,
   NewAsset,
   NewJob,
+  PendingBlob,
   PurgeOptions,
   PurgeResult,
   Store,
@@ -86,6 +87,8 @@ const MAX_PAGE = 1000;
 const BACKSTOP_CHECKPOINT_PAGES = 16_000;
 const MAX_QUEUE_READ = 100_000;
 const DEFAULT_PURGE_LIMIT = 500;
+/** Kept blobs per pendingBlobs read by default (each up to 256 KiB). */
+const DEFAULT_PENDING_READ = 100;
 
 /** Store over a single SQLite database file in WAL mode. */
 export class SqliteStore implements Store {
@@ -220,14 +223,24 @@ export class SqliteStore implements Store {
     return row === undefined ? null : this.#durable(toJob(row));
   }
 
-  async transitionJobWithAssets(id: string, from: readonly JobStatus[], to: JobStatus, patch: JobPatch, assets: readonly NewAsset[]): Promise<{ job: JobRecord; assets: AssetRecord[] } | null> {
+  async transitionJobWithAssets(
+    id: string,
+    from: readonly JobStatus[],
+    to: JobStatus,
+    patch: JobPatch,
+    assets: readonly NewAsset[],
+    pending: readonly PendingBlob[] = [],
+  ): Promise<{ job: JobRecord; assets: AssetRecord[] } | null> {
     const fromStatuses = distinctStatuses(from);
     checkStatus(to);
     assets.forEach(checkNewAsset);
+    pending.forEach(checkPendingBlob);
     if (fromStatuses.length === 0) return null;
     const done = this.#transaction(() => {
       const row = this.#transition(id, fromStatuses, to, patch);
-      return row === undefined ? null : { job: toJob(row), assets: assets.map((asset) => this.#insertAsset(asset)) };
+      if (row === undefined) return null;
+      for (const blob of pending) this.#sql.keepBlob.run({ blob_key: blob.key, bytes: blob.bytes });
+      return { job: toJob(row), assets: assets.map((asset) => this.#insertAsset(asset)) };
     });
     return done === null ? null : this.#durable(done);
   }
@@ -351,6 +364,16 @@ export class SqliteStore implements Store {
 
   async blobReferenced(blobKey: string): Promise<boolean> {
     return this.#referenced(blobKey);
+  }
+
+  async pendingBlobs(afterKey = "", limit = DEFAULT_PENDING_READ): Promise<PendingBlob[]> {
+    const count = checkCount(limit, MAX_QUEUE_READ, "limit");
+    return this.#sql.pendingBlobs.all({ after: afterKey, limit: count }).map((row) => ({ key: String(row.blob_key), bytes: row.bytes as Uint8Array }));
+  }
+
+  async dropPendingBlobs(keys: readonly string[]): Promise<void> {
+    // No fsync to wait for: a row a crash brings back is only written back again.
+    if (keys.length > 0) this.#transaction(() => keys.forEach((key) => this.#sql.dropBlob.run({ blob_key: key })));
   }
 
   async expireJobs(now: number, limit = DEFAULT_PURGE_LIMIT): Promise<JobRecord[]> {

@@ -202,6 +202,17 @@ export interface AssetDeletion {
   blob_unreferenced: boolean;
 }
 
+/**
+ * The bytes of a blob whose file was not durable when the records over it committed (see
+ * BlobStore.stage): kept by the store until the file is, and written back at the next start
+ * should a power loss come first.
+ */
+export interface PendingBlob {
+  /** The blob's key (blake3 hex). */
+  key: string;
+  bytes: Uint8Array;
+}
+
 /** Options of purgeExpired. */
 export interface PurgeOptions {
   /** Keep things this long past their expires_at (default 0). */
@@ -254,10 +265,21 @@ export interface Store {
    * transitionJob and addAsset of each record in one transaction (one durable commit): a run
    * ends with its last outputs at the cost of one write. All or nothing: no record is added
    * unless the job moves (null: absent or in another status; TerminalStatusError: terminal).
-   * As for addAsset, each record's blob must be durable before the call. Records come back in
-   * the order given.
+   * As for addAsset, each record's blob must be durable before the call, or be one of `pending`,
+   * whose bytes the same commit keeps (until dropPendingBlobs). Records come back in the order given.
    */
-  transitionJobWithAssets(id: string, from: readonly JobStatus[], to: JobStatus, patch: JobPatch, assets: readonly NewAsset[]): Promise<{ job: JobRecord; assets: AssetRecord[] } | null>;
+  transitionJobWithAssets(
+    id: string,
+    from: readonly JobStatus[],
+    to: JobStatus,
+    patch: JobPatch,
+    assets: readonly NewAsset[],
+    pending?: readonly PendingBlob[],
+  ): Promise<{ job: JobRecord; assets: AssetRecord[] } | null>;
+  /** Blobs kept by transitionJobWithAssets, in key order after `afterKey`, at most `limit` (default 100): the startup restore. */
+  pendingBlobs(afterKey?: string, limit?: number): Promise<PendingBlob[]>;
+  /** Forgets kept blobs whose files are durable now. Resolves at commit: one lost to a crash is only restored again, harmlessly. */
+  dropPendingBlobs(keys: readonly string[]): Promise<void>;
   /**
    * Replaces the progress snapshot of a running or canceling job; false otherwise. Resolves once
    * reads see it, not once it is durable: a snapshot matters only while its run goes on (a crash

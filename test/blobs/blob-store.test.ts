@@ -339,6 +339,86 @@ describe("BlobStore.put: what is durable when", () => {
   });
 });
 
+describe("BlobStore.stage: named once durable, served from memory until then", () => {
+  it("serves staged bytes at once and names them only after they are synced; durable settles then", async () => {
+    const data = bytes("staged output");
+    const hex = await referenceBlake3(data);
+    const syncs = heldSyncs((kind) => kind === "file");
+    const store = await BlobStore.open(dataDir, { syncHook: syncs.hook });
+    const staged = await store.stage(data);
+    expect(staged).toMatchObject({ key: hex, hash: `blake3:${hex}`, size: data.length, created: true });
+    expect(Buffer.from(staged.pending!)).toEqual(data);
+    await until(() => syncs.held.length === 1);
+    // Not named yet: a power loss now leaves no name over bytes that may be torn.
+    await expect(stat(store.pathOf(hex))).rejects.toMatchObject({ code: "ENOENT" });
+    expect(await settledSoon(staged.durable)).toBe(false);
+    expect(await store.stat(hex)).toMatchObject({ size: data.length });
+    expect(await store.has(hex)).toBe(true);
+    expect(await store.contents(hex, data.length)).toEqual(data);
+    expect(await store.contents(hex, data.length, { start: 7, end: 9 })).toEqual(bytes("out"));
+    expect(await text(await store.open(hex, { start: 7 }))).toBe("output");
+    expect(await store.delete(hex)).toBe(false); // its record is on its way
+    syncs.held[0]!.release();
+    await staged.durable;
+    expect(await readFile(store.pathOf(hex))).toEqual(data);
+    expect(await tmpEntries()).toEqual([]);
+    expect(await store.contents(hex, data.length)).toEqual(data);
+  });
+
+  it("keeps nothing pending for stored bytes, and lets a second stage keep them too while the first is not durable", async () => {
+    const syncs = heldSyncs((kind) => kind === "file");
+    const store = await BlobStore.open(dataDir, { syncHook: syncs.hook });
+    const data = bytes("twice staged");
+    const first = await store.stage(data);
+    const second = await store.stage(data);
+    expect(second).toMatchObject({ key: first.key, created: false });
+    expect(second.pending).not.toBeNull();
+    // A put of the same bytes waits for the staged copy's name.
+    const put = store.putBytes(data);
+    expect(await settledSoon(put)).toBe(false);
+    await until(() => syncs.held.length === 1);
+    syncs.held[0]!.release();
+    await Promise.all([first.durable, second.durable]);
+    expect(syncs.held).toHaveLength(1); // the put wrote no copy of its own
+    expect(await put).toMatchObject({ key: first.key, created: false });
+    expect(await store.stage(data)).toMatchObject({ created: false, pending: null });
+    expect(await allFiles()).toEqual([store.pathOf(first.key)]);
+  });
+
+  it("puts a large buffer durably, keeping nothing pending", async () => {
+    const data = Buffer.alloc(300 * 1024, 7);
+    const staged = await blobs.stage(data);
+    expect(staged).toMatchObject({ created: true, pending: null });
+    expect(await readFile(blobs.pathOf(staged.key))).toEqual(data);
+  });
+
+  it("a staged blob whose bytes fail to sync is never named, and durable says so", async () => {
+    const store = await BlobStore.open(dataDir, {
+      syncHook: async (kind, _path, run) => {
+        if (kind === "file") throw Object.assign(new Error("EIO"), { code: "EIO" });
+        await run();
+      },
+    });
+    const staged = await store.stage(bytes("lost on a bad disk"));
+    await expect(staged.durable).rejects.toThrow("EIO");
+    expect(await store.has(staged.key)).toBe(false);
+    expect(await allFiles()).toEqual([]);
+  });
+
+  it("restore writes kept bytes back over a torn name, and refuses bytes of another key", async () => {
+    const data = bytes("kept by the database");
+    const hex = await referenceBlake3(data);
+    await mkdir(dirname(blobs.pathOf(hex)), { recursive: true });
+    await writeFile(blobs.pathOf(hex), ""); // what a power loss can leave of an unsynced file
+    expect(await blobs.restore(hex, data)).toBe(true);
+    expect(await readFile(blobs.pathOf(hex))).toEqual(data);
+    const other = bytes("other bytes");
+    expect(await blobs.restore(hex, other)).toBe(false);
+    expect(await readFile(blobs.pathOf(hex))).toEqual(data);
+    expect(await tmpEntries()).toEqual([]);
+  });
+});
+
 describe("BlobStore.open cleanup", () => {
   it("removes temp files of dead writers and old ones, keeping live writers' files", async () => {
     const tmp = join(dataDir, "blobs", "tmp");

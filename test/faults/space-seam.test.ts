@@ -26,8 +26,11 @@ describe("out of space, through a seam", () => {
     server = await startTestServer({ flags: ["--concurrency", "1"] });
     const blobs = server.runtime.blobs;
     const put = blobs.put.bind(blobs);
+    const stage = blobs.stage.bind(blobs);
     let full = true;
+    // Both ways bytes are written: put, and stage (the last output node's small outputs).
     blobs.put = (source, options) => (full ? Promise.reject(enospc()) : put(source, options));
+    blobs.stage = (bytes) => (full ? Promise.reject(enospc()) : stage(bytes));
     const job = await server.api.submit(imageGraph("no-room"));
     const failed = await server.api.waitTerminal(job.id);
     expect(failed.status).toBe("failed");

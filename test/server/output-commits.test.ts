@@ -1,11 +1,12 @@
 // A run's outputs and its end: the bytes of every output are durable before its record; on
 // SQLite the records of the last output node are written with the run's end, in one store write
-// (one durable commit), and go out as events before the end; other outputs are written as they
-// come. On PostgreSQL every record is written before the end: other processes hear the outputs
+// (one durable commit) that also keeps their bytes until their files are durable, and go out as
+// events before the end; other outputs are written as they come. On PostgreSQL every record is written before the end: other processes hear the outputs
 // (through the relay) before the end commits.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { JobEvent } from "../../src/jobs/event-bus.ts";
-import type { NewAsset, Store } from "../../src/store/index.ts";
+import { existsSync } from "node:fs";
+import type { NewAsset, PendingBlob, Store } from "../../src/store/index.ts";
 import { databaseKind, imageGraph, outputThenDelayGraph, startTestServer, type TestServer } from "./helpers.ts";
 
 const grouped = databaseKind() === "sqlite";
@@ -20,9 +21,10 @@ afterAll(async () => {
 
 /** Counts the store writes that record a job's outputs, checking each record's blob is stored by then. */
 function watchRecords(store: Store, blobs: TestServer["runtime"]["blobs"]) {
-  const seen = { alone: [] as string[], withEnd: [] as Array<{ to: string; names: string[] }>, blobMissing: [] as string[] };
-  const check = async (a: NewAsset) => {
-    if (!(await blobs.has(a.blob_key))) seen.blobMissing.push(a.name);
+  const seen = { alone: [] as string[], withEnd: [] as Array<{ to: string; names: string[]; kept: number }>, blobMissing: [] as string[] };
+  // Durable: named on disk (a blob is named only once its bytes are synced), or kept by the same commit.
+  const check = async (a: NewAsset, pending: readonly PendingBlob[] = []) => {
+    if (!existsSync(blobs.pathOf(a.blob_key)) && !pending.some((p) => p.key === a.blob_key)) seen.blobMissing.push(a.name);
   };
   const addAsset = store.addAsset.bind(store);
   const withAssets = store.transitionJobWithAssets.bind(store);
@@ -31,10 +33,10 @@ function watchRecords(store: Store, blobs: TestServer["runtime"]["blobs"]) {
     seen.alone.push(asset.name);
     return addAsset(asset);
   };
-  store.transitionJobWithAssets = async (id, from, to, patch, assets) => {
-    for (const a of assets) await check(a);
-    seen.withEnd.push({ to, names: assets.map((a) => a.name) });
-    return withAssets(id, from, to, patch, assets);
+  store.transitionJobWithAssets = async (id, from, to, patch, assets, pending) => {
+    for (const a of assets) await check(a, pending);
+    seen.withEnd.push({ to, names: assets.map((a) => a.name), kept: pending?.length ?? 0 });
+    return withAssets(id, from, to, patch, assets, pending);
   };
   return {
     seen,
@@ -52,6 +54,11 @@ function recordEvents(): { of: (jobId: string) => JobEvent[]; stop: () => void }
   return { of: (jobId) => events.filter((e) => (e.type === "status" ? e.job.id : e.job_id) === jobId), stop };
 }
 
+async function until(check: () => Promise<boolean>): Promise<void> {
+  for (let i = 0; i < 200 && !(await check()); i++) await new Promise((r) => setTimeout(r, 10));
+  expect(await check()).toBe(true);
+}
+
 describe("a run's outputs and its end", () => {
   it(`writes the last output's record ${grouped ? "with the end in one store write" : "before the end"}, and publishes it before the end`, async () => {
     const watch = watchRecords(s.runtime.store, s.runtime.blobs);
@@ -65,8 +72,12 @@ describe("a run's outputs and its end", () => {
       expect(done.outputs).toHaveLength(1);
       expect((await fetch(done.outputs[0].url)).status).toBe(200);
       expect(watch.seen.alone).toEqual(grouped ? [] : [done.outputs[0].name]);
-      expect(watch.seen.withEnd).toEqual(grouped ? [{ to: "succeeded", names: [done.outputs[0].name] }] : []);
+      // Its bytes were kept by the end's commit (staged, not yet synced then) or durable already.
+      expect(watch.seen.withEnd).toEqual(grouped ? [{ to: "succeeded", names: [done.outputs[0].name], kept: expect.any(Number) }] : []);
       expect(watch.seen.blobMissing).toEqual([]);
+      // Once the file is durable the store forgets the kept bytes.
+      await until(async () => (await s.runtime.store.pendingBlobs()).length === 0);
+      expect(existsSync(s.runtime.blobs.pathOf(done.outputs[0].hash.slice("blake3:".length)))).toBe(true);
       // Event order is unchanged: the output, its node done, then the end.
       const order = events.map((e) => (e.type === "status" ? `status:${e.job.status}` : e.type === "node_done" ? `node_done:${e.node_id}` : e.type));
       const at = (what: string) => order.indexOf(what);
@@ -101,12 +112,12 @@ describe("a run's outputs and its end", () => {
     const store = s.runtime.store;
     const withAssets = store.transitionJobWithAssets.bind(store);
     let failures = 2;
-    store.transitionJobWithAssets = async (id, from, to, patch, assets) => {
+    store.transitionJobWithAssets = async (id, from, to, patch, assets, pending) => {
       if (failures > 0) {
         failures--;
         throw Object.assign(new Error("disk I/O error"), { code: "ERR_SQLITE_ERROR", errcode: 10 });
       }
-      return withAssets(id, from, to, patch, assets);
+      return withAssets(id, from, to, patch, assets, pending);
     };
     try {
       const job = await s.api.submit(imageGraph("retried"));
@@ -125,12 +136,12 @@ describe("a run's outputs and its end", () => {
     const store = s.runtime.store;
     const withAssets = store.transitionJobWithAssets.bind(store);
     const refused: string[] = [];
-    store.transitionJobWithAssets = async (id, from, to, patch, assets) => {
+    store.transitionJobWithAssets = async (id, from, to, patch, assets, pending) => {
       if (assets.length > 0) {
         refused.push(...assets.map((a) => a.blob_key));
         throw Object.assign(new Error("database or disk is full"), { code: "ERR_SQLITE_ERROR", errcode: 13 });
       }
-      return withAssets(id, from, to, patch, assets);
+      return withAssets(id, from, to, patch, assets, pending);
     };
     try {
       const job = await s.api.submit(imageGraph("no-room"));

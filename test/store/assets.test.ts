@@ -76,3 +76,56 @@ describe("assets", () => {
     expect(await t.store.blobReferenced(blobKey("f"))).toBe(false);
   });
 });
+
+describe("pending blobs (bytes kept by a job's end until their files are durable)", () => {
+  const bytesOf = (text: string) => new Uint8Array(Buffer.from(text));
+  async function runningJob() {
+    const job = await t.store.createJob(newJob());
+    await t.store.transitionJob(job.id, ["queued"], "running", { started_at: T0 });
+    return job;
+  }
+
+  it("keeps them with the end's records, in one commit, until dropped", async () => {
+    const job = await runningJob();
+    const records = [newAsset({ job_id: job.id, node_id: "2", type: "image", blob_key: blobKey("1"), hash: `blake3:${blobKey("1")}` })];
+    const pending = [
+      { key: blobKey("1"), bytes: bytesOf("first") },
+      { key: blobKey("2"), bytes: bytesOf("second") },
+    ];
+    const ended = await t.store.transitionJobWithAssets(job.id, ["running"], "succeeded", { completed_at: T0 + 1 }, records, pending);
+    expect(ended?.job.status).toBe("succeeded");
+    const kept = await t.store.pendingBlobs();
+    expect(kept.map((b) => [b.key, Buffer.from(b.bytes).toString()])).toEqual([
+      [blobKey("1"), "first"],
+      [blobKey("2"), "second"],
+    ]);
+    // Paged by key, as the startup restore reads them.
+    expect((await t.store.pendingBlobs(blobKey("1"), 1)).map((b) => b.key)).toEqual([blobKey("2")]);
+    await t.store.dropPendingBlobs([blobKey("1")]);
+    expect((await t.store.pendingBlobs()).map((b) => b.key)).toEqual([blobKey("2")]);
+    await t.store.dropPendingBlobs([]);
+    await t.store.dropPendingBlobs([blobKey("2"), blobKey("9")]);
+    expect(await t.store.pendingBlobs()).toEqual([]);
+  });
+
+  it("keeps nothing when the job does not move, and one copy of bytes kept twice", async () => {
+    const job = await runningJob();
+    const record = () => newAsset({ job_id: job.id, node_id: "2", type: "image", blob_key: blobKey("3") });
+    const pending = [{ key: blobKey("3"), bytes: bytesOf("x") }];
+    expect(await t.store.transitionJobWithAssets(job.id, ["queued"], "succeeded", { completed_at: T0 + 1 }, [record()], pending)).toBeNull();
+    expect(await t.store.pendingBlobs()).toEqual([]);
+    expect(await t.store.listJobOutputs(job.id)).toEqual([]);
+    const other = await runningJob();
+    await t.store.transitionJobWithAssets(job.id, ["running"], "succeeded", { completed_at: T0 + 1 }, [record()], pending);
+    await t.store.transitionJobWithAssets(other.id, ["running"], "succeeded", { completed_at: T0 + 1 }, [newAsset({ job_id: other.id, blob_key: blobKey("3") })], pending);
+    expect((await t.store.pendingBlobs()).map((b) => b.key)).toEqual([blobKey("3")]);
+  });
+
+  it("refuses a key that is not blake3 hex before writing anything", async () => {
+    const job = await runningJob();
+    await expect(
+      t.store.transitionJobWithAssets(job.id, ["running"], "succeeded", { completed_at: T0 + 1 }, [newAsset({ job_id: job.id })], [{ key: "../etc/passwd", bytes: bytesOf("x") }]),
+    ).rejects.toThrow(TypeError);
+    expect((await t.store.getJob(job.id))?.status).toBe("running");
+  });
+});

@@ -1,0 +1,89 @@
+// Staged outputs over a real SQLite store and blob store: the end's commit keeps the bytes of
+// outputs whose files are not durable yet; once they are, the store forgets them; after a power
+// loss in between (simulated: the files' fsyncs never finish, the process's state is dropped),
+// the next start writes them back before anything reads them.
+import { mkdtemp, rm } from "node:fs/promises";
+import { existsSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { AssetService, type StoredOutput } from "../../src/assets/asset-service.ts";
+import { BlobStore } from "../../src/blobs/index.ts";
+import { openStore, type JobRecord, type Store } from "../../src/store/index.ts";
+
+let dir: string;
+let store: Store;
+let job: JobRecord;
+
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), "flowgate-staged-"));
+  store = await openStore({ dataDir: dir });
+  const now = Date.now();
+  job = await store.createJob({ id: "job-1", owner: "alice", created_at: now, expires_at: now + 3_600_000, workflow: {}, output_node_ids: ["9"] });
+  job = (await store.transitionJob(job.id, ["queued"], "running", { started_at: now }))!;
+});
+afterEach(async () => {
+  await store.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+const service = (blobs: BlobStore) => new AssetService({ store, blobs, now: Date.now, retentionMs: 3_600_000, maxUploadBytes: 1 << 20 });
+const output = (text: string) => ({ node_id: "9", name: `${text}.png`, type: "image" as const, content_type: "image/png", data: Buffer.from(text), folder: "output" as const });
+
+/** The job's end with its staged outputs, as a run writes it. */
+async function end(outputs: StoredOutput[]) {
+  const pending = outputs.flatMap((s) => (s.pending ? [s.pending] : []));
+  return store.transitionJobWithAssets(job.id, ["running"], "succeeded", { completed_at: Date.now() }, outputs.map((s) => s.record), pending);
+}
+
+describe("staged outputs", () => {
+  it("are kept by the end's commit and forgotten once their files are durable", async () => {
+    const assets = service(await BlobStore.open(dir));
+    const stored = await assets.storeOutput(job, output("kept"), { stage: true });
+    expect(stored.pending?.key).toBe(stored.put.key);
+    const ended = await end([stored]);
+    expect(ended?.assets).toHaveLength(1);
+    await assets.settlePending([stored]);
+    expect(await store.pendingBlobs()).toEqual([]);
+    expect(existsSync(join(dir, "blobs", stored.put.key.slice(0, 2), stored.put.key.slice(2, 4), stored.put.key))).toBe(true);
+  });
+
+  it("a record written by itself (the run went on) waits for its bytes to be durable", async () => {
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const blobs = await BlobStore.open(dir, { syncHook: async (kind, _path, run) => (kind === "file" ? held.then(run) : run()) });
+    const assets = service(blobs);
+    const stored = await assets.storeOutput(job, output("alone"), { stage: true });
+    let written = false;
+    const record = assets.recordOutput(stored).then((r) => ((written = true), r));
+    await new Promise((r) => setTimeout(r, 30));
+    expect(written).toBe(false);
+    expect(await store.listJobOutputs(job.id)).toEqual([]);
+    release();
+    expect((await record).name).toBe("alone.png");
+    expect(existsSync(blobs.pathOf(stored.put.key))).toBe(true);
+  });
+
+  it("after a power loss between the end's commit and the files' fsync, the next start writes them back", async () => {
+    // The first process: its file fsyncs never finish, so no blob is ever named.
+    const stalled = await BlobStore.open(dir, { syncHook: (kind, _path, run) => (kind === "file" ? new Promise<void>(() => undefined) : run()) });
+    const first = service(stalled);
+    const stored = [await first.storeOutput(job, output("one"), { stage: true }), await first.storeOutput(job, output("two"), { stage: true })];
+    const ended = await end(stored);
+    expect(ended?.job.status).toBe("succeeded");
+    for (const s of stored) expect(existsSync(stalled.pathOf(s.put.key))).toBe(false);
+    await store.close();
+
+    // The next start, on the same data directory.
+    store = await openStore({ dataDir: dir });
+    const blobs = await BlobStore.open(dir);
+    const assets = service(blobs);
+    expect(await assets.restorePending()).toBe(2);
+    expect(await store.pendingBlobs()).toEqual([]);
+    for (const record of await store.listJobOutputs(job.id)) {
+      expect(Buffer.from((await assets.contents(record)) as Buffer).toString()).toBe(record.name.replace(".png", ""));
+    }
+    // Nothing left to do at the start after.
+    expect(await assets.restorePending()).toBe(0);
+  });
+});
