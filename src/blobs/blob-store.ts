@@ -2,7 +2,7 @@
 // named by its blake3 digest. Writes stream to a temp file in the same filesystem while
 // hashing, and become visible only through an atomic link/rename of a complete, fsynced file.
 import { randomUUID } from "node:crypto";
-import { closeSync, fsync, linkSync, mkdirSync, openSync, readSync, renameSync, rmSync, statfs, utimesSync, writeSync } from "node:fs";
+import { closeSync, existsSync, fsync, linkSync, mkdirSync, openSync, readSync, renameSync, rmSync, statfs, utimesSync, writeSync } from "node:fs";
 import { link, mkdir, open, readdir, rename, rm, stat, unlink, utimes } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
 import { hostname } from "node:os";
@@ -185,8 +185,10 @@ export class BlobStore {
     const file = await SYNC_OPS.create(tempPath, bytes);
     const entry: Staged = { bytes, mtimeMs: Date.now(), durable: Promise.resolve() };
     this.#staged.set(key, entry);
-    // #install marks the blob as publishing before it first awaits: a put of these bytes waits.
-    entry.durable = this.#install(file, tempPath, key, SYNC_OPS)
+    // Named after the caller's turn (its commit comes first); a put of these bytes meanwhile
+    // writes a copy of its own, and one of the two links wins, as between processes.
+    entry.durable = new Promise<void>((r) => setImmediate(r))
+      .then(() => this.#install(file, tempPath, key, SYNC_OPS))
       .then(() => undefined)
       .finally(async () => {
         this.#staged.delete(key); // named now (or never: reads fail until restore writes it back)
@@ -517,6 +519,8 @@ const SYNC_OPS: FileOps = {
     return { sync: () => fsyncFd(fd), close: async () => closeSync(fd) };
   },
   async touch(path) {
+    // Most puts are of new bytes: asking first costs no thrown error (tens of µs) in that case.
+    if (!existsSync(path)) return false;
     const now = new Date();
     try {
       utimesSync(path, now, now);

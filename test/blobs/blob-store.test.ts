@@ -373,14 +373,16 @@ describe("BlobStore.stage: named once durable, served from memory until then", (
     const second = await store.stage(data);
     expect(second).toMatchObject({ key: first.key, created: false });
     expect(second.pending).not.toBeNull();
-    // A put of the same bytes waits for the staged copy's name.
+    // A put of the same bytes meanwhile is durable on its own: it names its copy once synced,
+    // and the staged one, finding that name, is durable then too.
     const put = store.putBytes(data);
     expect(await settledSoon(put)).toBe(false);
     await until(() => syncs.held.length === 1);
+    expect(await settledSoon(first.durable)).toBe(false);
     syncs.held[0]!.release();
+    expect(await put).toMatchObject({ key: first.key, created: true });
     await Promise.all([first.durable, second.durable]);
-    expect(syncs.held).toHaveLength(1); // the put wrote no copy of its own
-    expect(await put).toMatchObject({ key: first.key, created: false });
+    expect(syncs.held).toHaveLength(1);
     expect(await store.stage(data)).toMatchObject({ created: false, pending: null });
     expect(await allFiles()).toEqual([store.pathOf(first.key)]);
   });
