@@ -1,6 +1,7 @@
 // A server under test, in its own process: `node --expose-gc --import tsx bench/server-child.ts <spec-json>`.
-// Either a bare node:http server answering fixed bytes (the baseline), or flowgate started with
-// embedded defaults plus the overrides in the spec. Talks to the bench over the IPC channel.
+// Either a bare node:http server answering fixed bytes (the baseline), a ComfyUI double, or
+// flowgate started with embedded defaults plus the overrides in the spec. Talks to the bench over
+// the IPC channel.
 import http from "node:http";
 import { loadConfig, type Config } from "../src/config/config.ts";
 import { createEngine } from "../src/cli/serve.ts";
@@ -8,6 +9,7 @@ import { EmbeddedEngine } from "../src/engine/embedded-engine.ts";
 import { engineAdapter } from "../src/jobs/engine-adapter.ts";
 import { startServer, type RunningServer } from "../src/server/start.ts";
 import { isTerminalStatus } from "../src/store/index.ts";
+import { startComfyDouble } from "./lib/comfyui-double.ts";
 import type { BroadcastTimes, ChildCounts, ChildNotice, ChildReply, ChildRequest, ChildSpec, MemorySample } from "./lib/protocol.ts";
 
 const spec = JSON.parse(process.argv[2] ?? "{}") as ChildSpec;
@@ -104,6 +106,10 @@ async function main(): Promise<void> {
     const bare = await startBare(spec);
     url = bare.url;
     close = bare.close;
+  } else if (spec.kind === "comfyui-double") {
+    const double = await startComfyDouble(spec.outputDir);
+    url = double.url;
+    close = double.close;
   } else if (spec.kind === "bare-sse") {
     const bare = await startBareSse(spec);
     url = bare.url;

@@ -3,11 +3,13 @@ import type { Config } from "../../src/config/config.ts";
 
 /**
  * What the child serves: a bare node:http server answering fixed bytes, a bare node:http SSE
- * server that holds every request open after `firstFrame` (the baselines), or flowgate.
+ * server that holds every request open after `firstFrame` (the baselines), a ComfyUI double
+ * writing outputs to `outputDir` (bench/lib/comfyui-double.ts), or flowgate.
  */
 export type ChildSpec =
   | { kind: "bare"; name: string; bodyBase64: string; contentType: string }
   | { kind: "bare-sse"; name: string; firstFrame: string }
+  | { kind: "comfyui-double"; name: string; outputDir: string }
   | { kind: "flowgate"; name: string; dataDir: string; config: Partial<Config> };
 
 /** process.memoryUsage() as sent over IPC. */
