@@ -183,6 +183,13 @@ export class BlobStore {
     if (this.#publishing.has(key)) return durablePut(); // another put is writing these bytes: #install waits for it
     const tempPath = this.#tempPath();
     const file = await SYNC_OPS.create(tempPath, bytes);
+    const first = this.#staged.get(key);
+    if (first !== undefined) {
+      // Another stage of these bytes got here first: that copy is the one named.
+      await file.close();
+      await SYNC_OPS.remove(tempPath);
+      return { ...stored, pending: bytes, durable: first.durable };
+    }
     const entry: Staged = { bytes, mtimeMs: Date.now(), durable: Promise.resolve() };
     this.#staged.set(key, entry);
     // Named after the caller's turn (its commit comes first); a put of these bytes meanwhile

@@ -387,6 +387,16 @@ describe("BlobStore.stage: named once durable, served from memory until then", (
     expect(await allFiles()).toEqual([store.pathOf(first.key)]);
   });
 
+  it("concurrent stages of the same bytes make one copy, each keeping the bytes until it is durable", async () => {
+    const data = bytes("staged at once");
+    const [a, b] = await Promise.all([blobs.stage(data), blobs.stage(data)]);
+    expect([a.created, b.created].sort()).toEqual([false, true]);
+    expect(a.pending).not.toBeNull();
+    expect(b.pending).not.toBeNull();
+    await Promise.all([a.durable, b.durable]);
+    expect(await allFiles()).toEqual([blobs.pathOf(a.key)]);
+  });
+
   it("puts a large buffer durably, keeping nothing pending", async () => {
     const data = Buffer.alloc(300 * 1024, 7);
     const staged = await blobs.stage(data);
