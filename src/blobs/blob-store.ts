@@ -212,20 +212,10 @@ export class BlobStore {
    */
   async restore(key: string, bytes: Uint8Array): Promise<boolean> {
     if ((await blake3Hex(bytes)) !== key) return false;
-    const finalPath = this.pathOf(key);
-    const dir = dirname(finalPath);
-    const tempPath = this.#tempPath();
-    try {
-      const file = await ASYNC_OPS.create(tempPath, bytes);
-      await this.#sync("file", tempPath, () => file.sync()).finally(() => file.close());
-      const made = await ASYNC_OPS.mkdir(dir);
-      if (made !== undefined) await this.#syncParents(made, dir, ASYNC_OPS);
-      await rename(tempPath, finalPath);
-      await this.#sync("dir", dir, () => ASYNC_OPS.syncDir(dir));
-      return true;
-    } finally {
-      await rm(tempPath, { force: true });
-    }
+    // The name goes, then a put writes the bytes as any other (the caller keeps them until then).
+    await rm(this.pathOf(key), { force: true });
+    await this.#putBuffer(bytes, null, null);
+    return true;
   }
 
   /** A new temp file's path: the pid and host in it let a later open tell a crashed writer's file from a live one's. */
@@ -541,7 +531,15 @@ const SYNC_OPS: FileOps = {
     return mkdirSync(path, { recursive: true });
   },
   async publish(tempPath, finalPath) {
-    return publishSync(tempPath, finalPath);
+    try {
+      linkSync(tempPath, finalPath);
+      return true;
+    } catch (error) {
+      if (isCode(error, "EEXIST")) return false;
+      if (!noHardLinks(error)) throw error;
+      renameSync(tempPath, finalPath);
+      return true;
+    }
   },
   async syncDir(path) {
     let fd: number;
@@ -597,19 +595,6 @@ async function touchIfPresent(path: string): Promise<boolean> {
   } catch (error) {
     if (isCode(error, "ENOENT")) return false;
     throw error;
-  }
-}
-
-/** publish with synchronous calls. */
-function publishSync(tempPath: string, finalPath: string): boolean {
-  try {
-    linkSync(tempPath, finalPath);
-    return true;
-  } catch (error) {
-    if (isCode(error, "EEXIST")) return false;
-    if (!noHardLinks(error)) throw error;
-    renameSync(tempPath, finalPath);
-    return true;
   }
 }
 

@@ -12,7 +12,7 @@ import { inTransaction, openPostgresPool, type PostgresOptions } from "./postgre
 import { PG_INSERT_JOBS, PG_SQL, pgListJobsSql } from "./postgres-queries.ts";
 import { PG_TERMINAL_SQLSTATE } from "./postgres-schema.ts";
 import { toClaim } from "./sqlite-rows.ts"; // plain columns, the same on both stores
-import { IDEMPOTENCY_TTL_MS } from "./types.ts";
+import { DEFAULT_PENDING_READ, IDEMPOTENCY_TTL_MS } from "./types.ts";
 import type {
   AssetDeletion,
   CreateJobOptions,
@@ -58,8 +58,6 @@ interface PendingInsert {
 const MAX_PAGE = 1000;
 const MAX_QUEUE_READ = 100_000;
 const DEFAULT_PURGE_LIMIT = 500;
-/** Kept blobs per pendingBlobs read by default (each up to 256 KiB). */
-const DEFAULT_PENDING_READ = 100;
 const PG_FOREIGN_KEY_VIOLATION = "23503";
 /** Advisory lock key that serializes bounded submissions across processes ("queu"). */
 const QUEUE_LOCK = 0x71756575;

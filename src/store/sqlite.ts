@@ -22,7 +22,7 @@ import { FileSync } from "./file-sync.ts";
 import { jsonOrNull, toAsset, toClaim, toJob, toLogs } from "./sqlite-rows.ts";
 import { checkClaimInput, checkCount, checkNewAsset, checkNewJob, checkPendingBlob, checkStatus, distinctStatuses, insertedJob } from "./input-checks.ts";
 import { TERMINAL_TRIGGER_MESSAGE, migrate } from "./sqlite-schema.ts";
-import { IDEMPOTENCY_TTL_MS } from "./types.ts";
+import { DEFAULT_PENDING_READ, IDEMPOTENCY_TTL_MS } from "./types.ts";
 import type {
   AssetDeletion,
   CreateJobOptions,
@@ -87,8 +87,6 @@ const MAX_PAGE = 1000;
 const BACKSTOP_CHECKPOINT_PAGES = 16_000;
 const MAX_QUEUE_READ = 100_000;
 const DEFAULT_PURGE_LIMIT = 500;
-/** Kept blobs per pendingBlobs read by default (each up to 256 KiB). */
-const DEFAULT_PENDING_READ = 100;
 
 /** Store over a single SQLite database file in WAL mode. */
 export class SqliteStore implements Store {

@@ -213,6 +213,9 @@ export interface PendingBlob {
   bytes: Uint8Array;
 }
 
+/** Kept blobs per pendingBlobs read by default (each up to 256 KiB). */
+export const DEFAULT_PENDING_READ = 100;
+
 /** Options of purgeExpired. */
 export interface PurgeOptions {
   /** Keep things this long past their expires_at (default 0). */
