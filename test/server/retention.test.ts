@@ -26,7 +26,8 @@ describe("retention", () => {
     const done = await s.api.waitTerminal(job.id);
     expect(Date.parse(done.expires_at) - Date.parse(done.created_at)).toBe(HOUR);
     const out = done.outputs[0];
-    expect(existsSync(blobOf(out.hash))).toBe(true);
+    // A last output is staged: its file is named once synced, just after the job's end.
+    expect(await waitFor(() => existsSync(blobOf(out.hash)), (named) => named, "the output's blob file")).toBe(true);
 
     s.clock.advance(HOUR - 60_000);
     expect((await reap()).purged).toBe(0);
