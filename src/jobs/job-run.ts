@@ -80,8 +80,10 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
    * it, in order, so the `running` status and the output go out first; the engine goes on meanwhile.
    */
   let startCommit: Promise<void> | null = null;
-  /** The move to `running`, once asked for: the end commits after it. */
+  /** The move to `running`, once asked for, until it is durable and published. */
   let runningCommit: Promise<void> | null = null;
+  /** Settles once that move has committed (or failed): the end commits after it, not after its fsync. */
+  let runningCommitted: Promise<void> | null = null;
   const waitFor = (step: Promise<void>): void => {
     startCommit = step;
     void step.then(() => {
@@ -94,8 +96,10 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
   const markRunning = (): void => {
     if (started) return;
     started = true;
+    let committed!: () => void;
+    runningCommitted = new Promise<void>((resolve) => (committed = resolve));
     runningCommit = store
-      .transitionJob(job.id, ["queued"], "running", { started_at: deps.now() })
+      .transitionJob(job.id, ["queued"], "running", { started_at: deps.now() }, { onCommitted: () => committed() })
       .catch(ignoreTerminal)
       .then((moved) => {
         hooks?.onRunning();
@@ -103,6 +107,7 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
         events.publish({ type: "status", job: moved });
         if (planned) report(planned);
       });
+    runningCommit.then(committed, committed);
     waitFor(runningCommit);
   };
 
@@ -189,7 +194,10 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
   // An end the engine reached without reporting a start (a prompt it refused, a missed message)
   // still passes through `running`: a job only leaves `queued` by running or by a cancel.
   if (end.kind !== "canceled") markRunning();
-  await runningCommit;
+  // The end needs the job moved, not that move durable: when both come in one turn (a ComfyUI
+  // that reports a short prompt's start with its end), one fsync makes both durable. Its events
+  // still go out after the move's (startCommit).
+  await runningCommitted;
   // A canceled run can end while an output is still being stored: it lands before the end state.
   await Promise.allSettled(commits);
   await rows.idle();
@@ -314,11 +322,15 @@ function track(pending: Set<Promise<unknown>>, work: () => Promise<void>): Promi
   return p;
 }
 
-/** Serializes writes of a value so that only the newest waiting value is written next. */
+/**
+ * Serializes writes of a value so that only the newest waiting value is written next. A write
+ * starts once the event loop's turn is over: a turn's snapshots (a burst of node events) make one.
+ */
 function latestWins<T>(write: (value: T) => Promise<unknown>): { write(value: T): void; idle(): Promise<void> } {
   let waiting: { value: T } | null = null;
   let running: Promise<void> | null = null;
   const drain = async () => {
+    await new Promise<void>((resolve) => setImmediate(resolve));
     while (waiting !== null) {
       const { value } = waiting;
       waiting = null;

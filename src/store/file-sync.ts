@@ -13,7 +13,7 @@ export class FileSync {
   readonly #handle: SyncableFile;
   /** The fsync under way, if any. */
   #running: Promise<void> | null = null;
-  /** The fsync that starts when the running one ends; every caller arriving meanwhile shares it. */
+  /** The fsync that starts next (at the end of the turn, or when the running one ends); every caller arriving meanwhile shares it. */
   #next: Promise<void> | null = null;
   /**
    * Why an fsync failed, once one has. After a failed fsync the file's state on disk is unknown
@@ -38,16 +38,23 @@ export class FileSync {
     return this.#failure;
   }
 
-  /** Resolves once everything written to the file before this call is on stable storage. */
+  /**
+   * Resolves once everything written to the file before this call is on stable storage. The
+   * fsync starts once the event loop's turn is over (or once the one under way ends: it may have
+   * begun before the caller's write), so the writes of a turn share it: a write that follows
+   * another in the same turn (a job's end after its start) costs no fsync of its own.
+   */
   sync(): Promise<void> {
     if (this.#failure !== null) return Promise.reject(this.#failure.error);
     if (this.#next !== null) return this.#next;
-    if (this.#running === null) return this.#start();
-    // An fsync already under way may have begun before the caller's write: wait for a fresh one.
-    const next = this.#running.then(
-      () => undefined,
-      () => undefined,
-    ).then(() => {
+    const after =
+      this.#running === null
+        ? new Promise<void>((resolve) => setImmediate(resolve))
+        : this.#running.then(
+            () => undefined,
+            () => undefined,
+          );
+    const next = after.then(() => {
       this.#next = null;
       return this.#start();
     });

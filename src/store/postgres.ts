@@ -35,6 +35,7 @@ import type {
   PurgeOptions,
   PurgeResult,
   Store,
+  TransitionOptions,
 } from "./types.ts";
 
 type Row = Record<string, unknown>;
@@ -137,11 +138,13 @@ export class PostgresStore implements Store {
     return { jobs, next_cursor: rows.length > limit ? encodeCursor(jobs[jobs.length - 1]!.seq) : null };
   }
 
-  async transitionJob(id: string, from: readonly JobStatus[], to: JobStatus, patch: JobPatch = {}): Promise<JobRecord | null> {
+  async transitionJob(id: string, from: readonly JobStatus[], to: JobStatus, patch: JobPatch = {}, options: TransitionOptions = {}): Promise<JobRecord | null> {
     const fromStatuses = distinctStatuses(from);
     checkStatus(to);
     if (fromStatuses.length === 0) return null;
-    return this.#transition(id, fromStatuses, to, patch, this.#pool);
+    const job = await this.#transition(id, fromStatuses, to, patch, this.#pool);
+    options.onCommitted?.(job); // a commit here is durable already
+    return job;
   }
 
   async transitionJobWithAssets(

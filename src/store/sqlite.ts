@@ -5,11 +5,11 @@
 //
 // Durability without an fsync per write on the event loop: SQLite runs with synchronous=NORMAL
 // (a commit is a write into the WAL file), and every write method resolves only after an fsync
-// of the WAL file that began after its commit. Those fsyncs run on libuv's thread pool and are
-// shared by every write committed meanwhile (group commit). Job inserts are batched too: the
-// submissions of one event-loop turn commit in one transaction. A write is visible to readers of
-// this process as soon as it commits, a moment before it is durable; nothing is acknowledged
-// before it is durable.
+// of the WAL file that began after its commit. Those fsyncs run on libuv's thread pool, start
+// once the event loop's turn is over, and are shared by every write committed meanwhile (group
+// commit). Job inserts are batched too: the submissions of one event-loop turn commit in one
+// transaction. A write is visible to readers of this process as soon as it commits, a moment
+// before it is durable; nothing is acknowledged before it is durable.
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
@@ -43,6 +43,7 @@ import type {
   PurgeOptions,
   PurgeResult,
   Store,
+  TransitionOptions,
 } from "./types.ts";
 
 /** Options of the SQLite store. */
@@ -213,12 +214,14 @@ export class SqliteStore implements Store {
     return { jobs, next_cursor };
   }
 
-  async transitionJob(id: string, from: readonly JobStatus[], to: JobStatus, patch: JobPatch = {}): Promise<JobRecord | null> {
+  async transitionJob(id: string, from: readonly JobStatus[], to: JobStatus, patch: JobPatch = {}, options: TransitionOptions = {}): Promise<JobRecord | null> {
     const fromStatuses = distinctStatuses(from);
     checkStatus(to);
     if (fromStatuses.length === 0) return null;
     const row = this.#transition(id, fromStatuses, to, patch);
-    return row === undefined ? null : this.#durable(toJob(row));
+    const job = row === undefined ? null : toJob(row);
+    options.onCommitted?.(job);
+    return job === null ? null : this.#durable(job);
   }
 
   async transitionJobWithAssets(

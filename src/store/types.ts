@@ -125,6 +125,16 @@ export interface CreateJobOptions {
   onCommitted?: (job: JobRecord) => void;
 }
 
+/** Options of Store.transitionJob. */
+export interface TransitionOptions {
+  /**
+   * Called once the move has committed (with the job) or was refused (null), which may be a
+   * moment before it is durable: a write that only needs the row moved (the job's end after its
+   * start) may commit at once, and the fsync that makes it durable covers both.
+   */
+  onCommitted?: (job: JobRecord | null) => void;
+}
+
 /** A claimed idempotency key. */
 export interface IdempotencyClaim {
   owner: string;
@@ -263,7 +273,7 @@ export interface Store {
    * update. Returns the updated job, or null when the job is absent or in another status.
    * TerminalStatusError when the move would alter a terminal job (refused by the database).
    */
-  transitionJob(id: string, from: readonly JobStatus[], to: JobStatus, patch?: JobPatch): Promise<JobRecord | null>;
+  transitionJob(id: string, from: readonly JobStatus[], to: JobStatus, patch?: JobPatch, options?: TransitionOptions): Promise<JobRecord | null>;
   /**
    * transitionJob and addAsset of each record in one transaction (one durable commit): a run
    * ends with its last outputs at the cost of one write. All or nothing: no record is added

@@ -66,6 +66,8 @@ describe("a run's outputs and its end", () => {
       const recorded = recordEvents();
       const job = await s.api.submit(imageGraph("grouped"));
       const done = await s.api.waitTerminal(job.id);
+      // A read may show the end a moment before it is durable; its events go out once it is.
+      await until(async () => recorded.of(job.id).some((e) => e.type === "status" && e.job.status === "succeeded"));
       recorded.stop();
       const events = recorded.of(job.id);
       expect(done.status).toBe("succeeded");

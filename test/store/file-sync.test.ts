@@ -24,10 +24,24 @@ const settled = async (p: Promise<unknown>) => {
 };
 
 describe("FileSync", () => {
+  it("gives the callers of one turn one fsync, started once the turn is over", async () => {
+    const g = gatedFile();
+    const sync = new FileSync(g.file);
+    const calls = [sync.sync(), sync.sync()];
+    expect(calls[1]).toBe(calls[0]);
+    expect(g.began).toHaveLength(0);
+    await new Promise((r) => setImmediate(r));
+    expect(g.began).toHaveLength(1);
+    expect(sync.sync()).not.toBe(calls[0]); // the fsync began: a later write needs another
+    g.finish(0);
+    await Promise.all(calls);
+  });
+
   it("gives the callers that arrive during an fsync one shared fresh fsync, never the running one", async () => {
     const g = gatedFile();
     const sync = new FileSync(g.file);
     const first = sync.sync();
+    await new Promise((r) => setImmediate(r));
     const late = [sync.sync(), sync.sync(), sync.sync()];
     expect(g.began).toHaveLength(1);
     g.finish(0);
@@ -41,7 +55,7 @@ describe("FileSync", () => {
     expect(g.began).toHaveLength(2);
   });
 
-  it("starts at once when idle, and after a failed fsync fails every later sync with that error", async () => {
+  it("after a failed fsync fails every later sync with that error", async () => {
     let calls = 0;
     const file: SyncableFile = {
       sync: async () => {
@@ -122,11 +136,33 @@ describe("the store's writes wait for the WAL fsync", () => {
       // Committed together (a reader sees both at once), acknowledged after one fresh fsync.
       expect((await store.getJob(job.id))?.status).toBe("succeeded");
       expect(await store.listJobOutputs(job.id)).toHaveLength(2);
-      expect(gate.began).toHaveLength(3);
       expect(await settled(ended)).toBe(false);
+      expect(gate.began).toHaveLength(3);
       gate.finish(2);
       expect((await ended)?.assets).toHaveLength(2);
       expect(gate.began).toHaveLength(3);
+    } finally {
+      for (let i = 0; i < gate.began.length; i++) gate.finish(i);
+      await store.close();
+    }
+  });
+
+  it("a move and a write that follows it in the same turn share one fsync", async () => {
+    const gate = gatedFile();
+    const store = await SqliteStore.open({ dataDir: storeDir, openWalSync: async () => new FileSync(gate.file) });
+    try {
+      const job = await ready(store.createJob(newJob()), gate, 0);
+      let committed: unknown = "not yet";
+      const running = store.transitionJob(job.id, ["queued"], "running", { started_at: job.created_at }, { onCommitted: (j) => (committed = j?.status) });
+      // Committed at once, durable later: the end may commit in the same turn.
+      expect(committed).toBe("running");
+      const ended = store.transitionJobWithAssets(job.id, ["running"], "succeeded", { completed_at: job.created_at + 1 }, [newAsset({ job_id: job.id })]);
+      expect(await settled(ended)).toBe(false);
+      expect(gate.began).toHaveLength(2);
+      gate.finish(1);
+      expect((await running)?.status).toBe("running");
+      expect((await ended)?.job.status).toBe("succeeded");
+      expect(gate.began).toHaveLength(2);
     } finally {
       for (let i = 0; i < gate.began.length; i++) gate.finish(i);
       await store.close();

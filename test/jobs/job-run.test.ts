@@ -1,0 +1,122 @@
+// runJob over a real SQLite store with a scripted engine: the progress snapshots of a burst of
+// node events (one event-loop turn) are stored by one write, and the stored progress catches up
+// with the last snapshot published; a start and an end reported in one turn (a ComfyUI's short
+// prompt) are made durable by one fsync.
+import { mkdtemp, open, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { AssetService } from "../../src/assets/asset-service.ts";
+import { BlobStore } from "../../src/blobs/index.ts";
+import type { EnginePort, RunEnd, RunOptions } from "../../src/jobs/engine-port.ts";
+import { EventBus, type JobEvent } from "../../src/jobs/event-bus.ts";
+import { runJob } from "../../src/jobs/job-run.ts";
+import { OutputNamer } from "../../src/jobs/output-names.ts";
+import type { Progress } from "../../src/jobs/progress.ts";
+import { FileSync } from "../../src/store/file-sync.ts";
+import { SqliteStore } from "../../src/store/sqlite.ts";
+import { openStore, type JobRecord, type JsonObject, type Store } from "../../src/store/index.ts";
+
+let dir: string;
+let store: Store;
+let job: JobRecord;
+
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), "flowgate-job-run-"));
+  store = await openStore({ dataDir: dir });
+  const now = Date.now();
+  job = await store.createJob({ id: "job-1", owner: "alice", created_at: now, expires_at: now + 3_600_000, workflow: {}, output_node_ids: ["3"] });
+  job = (await store.transitionJob(job.id, ["queued"], "running", { started_at: now }))!;
+});
+afterEach(async () => {
+  await store.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** An engine that runs `script` as its run. */
+function scriptedEngine(script: (o: RunOptions) => Promise<RunEnd>): EnginePort {
+  return { isUiFormat: () => false, assetReferences: () => [], validate: async () => ({ ok: true, output_node_ids: [] }), queuesWork: false, run: (_g: Record<string, unknown>, o: RunOptions) => script(o), nodeDefinitions: async () => ({}), ready: async () => true } as unknown as EnginePort;
+}
+
+const turn = () => new Promise<void>((r) => setImmediate(r));
+
+/** What runJob needs, over `on` (a store) and the data dir's blob store. */
+async function runDeps(on: Store, engine: EnginePort, events: EventBus) {
+  const assets = new AssetService({ store: on, blobs: await BlobStore.open(dir), now: Date.now, retentionMs: 3_600_000, maxUploadBytes: 1 << 20 });
+  return { store: on, assets, engine, events, now: Date.now, captureLogs: false, logLimitBytes: 1 << 16, names: new OutputNamer(on) };
+}
+
+describe("runJob: progress writes", () => {
+  it("stores a turn's snapshots with one write, the last one", async () => {
+    const writes: JsonObject[] = [];
+    const updateProgress = store.updateProgress.bind(store);
+    store.updateProgress = async (id, progress) => {
+      writes.push(progress!);
+      return updateProgress(id, progress);
+    };
+    const events = new EventBus();
+    const published: Progress[] = [];
+    events.subscribeAll((e: JobEvent) => void (e.type === "progress" && published.push(e.progress)));
+    let stored: unknown = null;
+    const engine = scriptedEngine(async (o) => {
+      o.onStart(["1", "2", "3"]);
+      for (const [id, cls] of [["1", "EmptyImage"], ["2", "ImageInvert"]] as const) {
+        o.onNodeStart(id, cls);
+        o.onNodeDone(id, cls, null);
+      }
+      o.onNodeStart("3", "SaveImage");
+      await turn();
+      await turn();
+      stored = (await store.getJob(job.id))!.progress;
+      return { kind: "succeeded" };
+    });
+    const deps = await runDeps(store, engine, events);
+    const ended = await runJob(deps, job, {}, new AbortController().signal);
+    expect(ended?.status).toBe("succeeded");
+    // Six snapshots in one turn (the plan, two starts, two ends, a start): one write of the last.
+    expect(published.length).toBeGreaterThanOrEqual(6);
+    expect(writes).toHaveLength(1);
+    expect(stored).toEqual(published[5]);
+    expect(stored).toMatchObject({ nodes_done: 2, nodes_total: 3, current_node: "3", current_node_class: "SaveImage" });
+    // The end carries the final snapshot.
+    expect(ended?.progress).toMatchObject({ value: 1, nodes_done: 3 });
+  });
+});
+
+describe("runJob: a start and an end in one turn", () => {
+  it("moves the job to running and to its end with one fsync, publishing both in order", async () => {
+    let fsyncs = 0;
+    const counted = await SqliteStore.open({
+      dataDir: join(dir, "counted"),
+      openWalSync: async (path) => {
+        const handle = await open(path, "r+");
+        return new FileSync({ sync: () => (fsyncs++, handle.sync()), close: () => handle.close() });
+      },
+    });
+    try {
+      const now = Date.now();
+      const queued = await counted.createJob({ id: "job-2", owner: "alice", created_at: now, expires_at: now + 3_600_000, workflow: {}, output_node_ids: [] });
+      const events = new EventBus();
+      const statuses: string[] = [];
+      events.subscribeAll((e: JobEvent) => void (e.type === "status" && statuses.push(e.job.status)));
+      const engine = scriptedEngine(async (o) => {
+        o.onRunning();
+        o.onStart(["1"]);
+        o.onNodeStart("1", "PrimitiveString");
+        o.onNodeDone("1", "PrimitiveString", null);
+        return { kind: "succeeded" };
+      });
+      const deps = await runDeps(counted, engine, events);
+      const before = fsyncs;
+      let running = 0;
+      const ended = await runJob(deps, queued, {}, new AbortController().signal, { onQueued: () => undefined, onRunning: () => void running++ });
+      expect(ended?.status).toBe("succeeded");
+      expect(fsyncs - before).toBe(1);
+      expect(statuses).toEqual(["running", "succeeded"]);
+      expect(running).toBe(1);
+      expect((await counted.getJob("job-2"))?.started_at).not.toBeNull();
+    } finally {
+      await counted.close();
+    }
+  });
+});
