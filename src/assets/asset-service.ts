@@ -53,6 +53,8 @@ export interface StoredOutput {
 /** Everything the service does with assets. */
 export class AssetService {
   private readonly o: AssetServiceOptions;
+  /** settlePending calls under way. */
+  readonly #settling = new Set<Promise<unknown>>();
 
   constructor(options: AssetServiceOptions) {
     this.o = options;
@@ -215,6 +217,8 @@ export class AssetService {
 
   /** The second half of commitOutput: the record over the stored bytes, once they are durable (see recordOver). */
   async recordOutput(stored: StoredOutput): Promise<AssetRecord> {
+    // A staged blob waits for its batch; this record cannot (the run waits for it).
+    if (stored.pending !== null) void this.o.blobs.flushStaged();
     await stored.durable;
     return this.recordOver(stored.put, stored.record, stored.putAt);
   }
@@ -227,8 +231,22 @@ export class AssetService {
   async settlePending(stored: readonly StoredOutput[]): Promise<void> {
     const kept = stored.filter((s) => s.pending !== null);
     if (kept.length === 0) return;
-    await Promise.all(kept.map((s) => s.durable));
-    await this.o.store.dropPendingBlobs(kept.map((s) => s.put.key));
+    const settling = Promise.all(kept.map((s) => s.durable)).then(() => this.o.store.dropPendingBlobs(kept.map((s) => s.put.key)));
+    this.#settling.add(settling);
+    try {
+      await settling;
+    } finally {
+      this.#settling.delete(settling);
+    }
+  }
+
+  /**
+   * Names the staged outputs now and forgets their kept bytes (a clean stop): what a stop leaves
+   * behind is only written back at the next start.
+   */
+  async flushStaged(): Promise<void> {
+    await this.o.blobs.flushStaged();
+    await Promise.allSettled([...this.#settling]);
   }
 
   /**
@@ -246,6 +264,7 @@ export class AssetService {
 
   /** Stored outputs whose records will never be written: blobs they created that nothing uses go again. */
   async discardOutputs(stored: readonly StoredOutput[]): Promise<void> {
+    if (stored.some((s) => s.pending !== null)) void this.o.blobs.flushStaged();
     for (const s of stored) {
       await s.durable.catch(() => undefined); // its fsyncs settle before the file may go
       await this.dropOrphan(s.put, s.putAt).catch(() => undefined);

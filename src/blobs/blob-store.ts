@@ -62,6 +62,8 @@ export interface BlobStoreOptions {
   root?: string;
   /** Test seam: runs every fsync (`run`) of a put, so that a test can hold one and look at the disk meanwhile. */
   syncHook?: SyncHook;
+  /** How long a staged blob waits for the others of its batch before it is named (default 250 ms; 0: after the caller's turn). */
+  stageBatchMs?: number;
 }
 
 /** See BlobStoreOptions.syncHook. */
@@ -75,6 +77,13 @@ const DAY_MS = 24 * 60 * 60 * 1000;
 const SMALL_WRITE_BYTES = 256 * 1024;
 /** Largest read served as one buffer read with a synchronous call (see contents). */
 const SMALL_READ_BYTES = 256 * 1024;
+/** See BlobStoreOptions.stageBatchMs. */
+export const STAGE_BATCH_MS = 250;
+/** Staged bytes, and staged blobs, waiting at most: a batch that reaches either is named at once. */
+const STAGE_BATCH_BYTES = 32 * 1024 * 1024;
+const STAGE_BATCH_FILES = 64;
+/** Staged blobs of a batch being named at once: a batch must leave thread-pool threads to a commit's WAL fsync. */
+const STAGE_INSTALLS_AT_ONCE = 2;
 
 /** The on-disk content-addressed blob store rooted at `<dataDir>/blobs`. */
 export class BlobStore {
@@ -88,12 +97,19 @@ export class BlobStore {
   readonly #publishing = new Map<string, Promise<boolean>>();
   /** Staged blobs not named yet (see stage): reads are served from their bytes. */
   readonly #staged = new Map<string, Staged>();
+  readonly #stageBatchMs: number;
+  /** The installs of the staged blobs waiting for their batch, each settling when its blob is named. */
+  readonly #batch: (() => Promise<void>)[] = [];
+  #batchBytes = 0;
+  /** Cancels the pending start of the batch, if one is set. */
+  #batchDue: (() => void) | null = null;
 
-  private constructor(root: string, syncHook: SyncHook | undefined, localDisk: boolean) {
+  private constructor(root: string, syncHook: SyncHook | undefined, localDisk: boolean, stageBatchMs: number) {
     this.root = root;
     this.tmpDir = join(root, "tmp");
     this.#syncHook = syncHook;
     this.#localDisk = localDisk;
+    this.#stageBatchMs = stageBatchMs;
   }
 
   /** Opens (creating if needed) the store under `<dataDir>/blobs` (or `options.root`) and removes temp files left by a crash. */
@@ -101,7 +117,7 @@ export class BlobStore {
     const root = options.root ?? join(dataDir, "blobs");
     await mkdir(join(root, "tmp"), { recursive: true });
     // Asked once the directory exists: a statfs of a missing path fails, which read as "not local".
-    const store = new BlobStore(root, options.syncHook, await isLocalDisk(root));
+    const store = new BlobStore(root, options.syncHook, await isLocalDisk(root), options.stageBatchMs ?? STAGE_BATCH_MS);
     await store.removeStaleTemps(options.staleTempMs ?? DAY_MS);
     return store;
   }
@@ -166,10 +182,14 @@ export class BlobStore {
   /**
    * Stores a buffer without waiting for the disk, for a caller that keeps `pending` in a durable
    * write of its own meanwhile (the job's end: one fsync for bytes, records and end) and hands
-   * them to restore should a power loss come first. The bytes go to a temp file and are served
-   * from memory; in the background the file is synced and only then named, as by put, so that a
+   * them to restore should a power loss come first. The bytes are served from memory; in the
+   * background they are written to a temp file, synced and only then named, as by put, so that a
    * name never holds bytes a power loss could tear. `durable` settles then. A buffer over 256 KiB,
    * or on a network filesystem, is put as by put (pending null).
+   *
+   * Staged blobs are named in batches (see BlobStoreOptions.stageBatchMs, and flushStaged): the
+   * bytes are durable in the caller's write meanwhile, and the fsyncs of a batch share the
+   * filesystem's journal commits, off the path of the jobs running then.
    */
   async stage(bytes: Uint8Array): Promise<StagedPut> {
     const durablePut = async (): Promise<StagedPut> => ({ ...(await this.#putBuffer(bytes, null, null)), pending: null, durable: Promise.resolve() });
@@ -181,28 +201,64 @@ export class BlobStore {
     if (staged !== undefined) return { ...stored, pending: bytes, durable: staged.durable };
     if (await this.#reuse(key, SYNC_OPS)) return stored; // once durable, if this process is still publishing it
     if (this.#publishing.has(key)) return durablePut(); // another put is writing these bytes: #install waits for it
-    const tempPath = this.#tempPath();
-    const file = await SYNC_OPS.create(tempPath, bytes);
+    // Another stage of these bytes got here during the check: that one is named.
     const first = this.#staged.get(key);
-    if (first !== undefined) {
-      // Another stage of these bytes got here first: that copy is the one named.
-      await file.close();
-      await SYNC_OPS.remove(tempPath);
-      return { ...stored, pending: bytes, durable: first.durable };
-    }
+    if (first !== undefined) return { ...stored, pending: bytes, durable: first.durable };
     const entry: Staged = { bytes, mtimeMs: Date.now(), durable: Promise.resolve() };
     this.#staged.set(key, entry);
-    // Named after the caller's turn (its commit comes first); a put of these bytes meanwhile
-    // writes a copy of its own, and one of the two links wins, as between processes.
-    entry.durable = new Promise<void>((r) => setImmediate(r))
-      .then(() => this.#install(file, tempPath, key, SYNC_OPS))
-      .then(() => undefined)
-      .finally(async () => {
-        this.#staged.delete(key); // named now (or never: reads fail until restore writes it back)
+    // Written, synced and named with its batch, after the caller's turn (its commit comes first);
+    // a put of these bytes meanwhile writes a copy of its own, and one of the two links wins, as
+    // between processes.
+    entry.durable = this.#inBatch(bytes.byteLength, async () => {
+      // Stored meanwhile (a put of the same bytes): that name is the one.
+      if (!this.#publishing.has(key) && (await this.#reuse(key, SYNC_OPS))) return;
+      const tempPath = this.#tempPath();
+      try {
+        await this.#install(await SYNC_OPS.create(tempPath, bytes), tempPath, key, SYNC_OPS);
+      } finally {
         await SYNC_OPS.remove(tempPath);
-      });
+      }
+    }).finally(() => this.#staged.delete(key)); // named now (or never: reads fail until restore writes it back)
     entry.durable.catch(() => undefined); // the caller's await sees a failure; nobody else must
     return { ...stored, created: true, pending: bytes, durable: entry.durable };
+  }
+
+  /** Names every staged blob now, without waiting for its batch; resolves once each is named (or failed). */
+  async flushStaged(): Promise<void> {
+    this.#startBatch();
+    await Promise.allSettled([...this.#staged.values()].map((s) => s.durable));
+  }
+
+  /** Runs `install` with the next batch of staged blobs; settles as it does. */
+  #inBatch(size: number, install: () => Promise<unknown>): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.#batch.push(() => install().then(() => resolve(), reject));
+      this.#batchBytes += size;
+      const full = this.#batchBytes >= STAGE_BATCH_BYTES || this.#batch.length >= STAGE_BATCH_FILES;
+      if (this.#batchDue !== null && !full) return; // its start is set already
+      this.#batchDue?.();
+      // A full batch starts after the caller's turn, as one of stageBatchMs 0 does.
+      const ms = full ? 0 : this.#stageBatchMs;
+      if (ms > 0) {
+        const timer = setTimeout(() => this.#startBatch(), ms).unref();
+        this.#batchDue = () => clearTimeout(timer);
+      } else {
+        const immediate = setImmediate(() => this.#startBatch());
+        this.#batchDue = () => clearImmediate(immediate);
+      }
+    });
+  }
+
+  /** Starts naming the batch waiting, a few blobs at a time. */
+  #startBatch(): void {
+    this.#batchDue?.();
+    this.#batchDue = null;
+    const batch = this.#batch.splice(0);
+    this.#batchBytes = 0;
+    const worker = async (): Promise<void> => {
+      for (let next = batch.shift(); next !== undefined; next = batch.shift()) await next();
+    };
+    for (let i = 0; i < Math.min(STAGE_INSTALLS_AT_ONCE, batch.length); i++) void worker();
   }
 
   /**

@@ -177,6 +177,7 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
       stopCharging();
       await stopListening();
       await dispatcher.stop();
+      await assets.flushStaged(); // staged outputs get their names now rather than at the next start
       space.close();
       await store.close();
       await directory?.close();

@@ -64,6 +64,27 @@ describe("staged outputs", () => {
     expect(existsSync(blobs.pathOf(stored.put.key))).toBe(true);
   });
 
+  it("a record written by itself does not wait for its blob's batch", async () => {
+    const blobs = await BlobStore.open(dir, { stageBatchMs: 60_000 });
+    const assets = service(blobs);
+    const stored = await assets.storeOutput(job, output("hurried"), { stage: true });
+    expect((await assets.recordOutput(stored)).name).toBe("hurried.png");
+    expect(existsSync(blobs.pathOf(stored.put.key))).toBe(true);
+  });
+
+  it("a clean stop names the staged outputs and forgets their kept bytes", async () => {
+    const blobs = await BlobStore.open(dir, { stageBatchMs: 60_000 });
+    const assets = service(blobs);
+    const stored = await assets.storeOutput(job, output("stopping"), { stage: true });
+    await end([stored]);
+    void assets.settlePending([stored]);
+    expect(await store.pendingBlobs()).toHaveLength(1);
+    expect(existsSync(blobs.pathOf(stored.put.key))).toBe(false);
+    await assets.flushStaged();
+    expect(existsSync(blobs.pathOf(stored.put.key))).toBe(true);
+    expect(await store.pendingBlobs()).toEqual([]);
+  });
+
   it("after a power loss between the end's commit and the files' fsync, the next start writes them back", async () => {
     // The first process: its file fsyncs never finish, so no blob is ever named.
     const stalled = await BlobStore.open(dir, { syncHook: (kind, _path, run) => (kind === "file" ? new Promise<void>(() => undefined) : run()) });

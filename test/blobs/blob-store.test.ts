@@ -397,6 +397,40 @@ describe("BlobStore.stage: named once durable, served from memory until then", (
     expect(await allFiles()).toEqual([blobs.pathOf(a.key)]);
   });
 
+  it("names staged blobs with their batch: none before its time, all at once when flushed", async () => {
+    const store = await BlobStore.open(dataDir, { stageBatchMs: 60_000 });
+    const staged = [await store.stage(bytes("batch one")), await store.stage(bytes("batch two"))];
+    expect(await settledSoon(Promise.race(staged.map((s) => s.durable)))).toBe(false);
+    // Waiting: nothing on disk yet, not even a temp file; the bytes are served from memory.
+    expect(await allFiles()).toEqual([]);
+    expect(await store.contents(staged[1]!.key, 9)).toEqual(bytes("batch two"));
+    await store.flushStaged();
+    await Promise.all(staged.map((s) => s.durable));
+    expect((await allFiles()).sort()).toEqual(staged.map((s) => store.pathOf(s.key)).sort());
+    expect(await readFile(store.pathOf(staged[0]!.key))).toEqual(bytes("batch one"));
+  });
+
+  it("names a batch that reaches its size at once, without waiting for its time", async () => {
+    const store = await BlobStore.open(dataDir, { stageBatchMs: 60_000 });
+    const staged = await Promise.all(Array.from({ length: 64 }, (_, i) => store.stage(bytes(`blob ${i}`))));
+    await Promise.all(staged.map((s) => s.durable));
+    expect(await allFiles()).toHaveLength(64);
+    expect(await tmpEntries()).toEqual([]);
+  });
+
+  it("a staged blob whose bytes a put stores meanwhile is not written again", async () => {
+    const syncs = heldSyncs(() => false);
+    const store = await BlobStore.open(dataDir, { stageBatchMs: 60_000, syncHook: syncs.hook });
+    const data = bytes("put while staged");
+    const staged = await store.stage(data);
+    expect(await store.putBytes(data)).toMatchObject({ key: staged.key, created: true });
+    const syncsOfPut = syncs.done.length;
+    await store.flushStaged();
+    await staged.durable;
+    expect(syncs.done).toHaveLength(syncsOfPut);
+    expect(await allFiles()).toEqual([store.pathOf(staged.key)]);
+  });
+
   it("puts a large buffer durably, keeping nothing pending", async () => {
     const data = Buffer.alloc(300 * 1024, 7);
     const staged = await blobs.stage(data);

@@ -95,10 +95,13 @@ describe("extra_data is forwarded and never kept", () => {
     expect(stream.raw).not.toContain(KEY);
     expect(stream.raw.length).toBeGreaterThan(0);
 
-    // Files while the server runs (the WAL holds the recent writes).
+    // Files while the server runs (the WAL holds the recent writes). An output's blob file is
+    // named with its batch, a moment after its job's end (its bytes are in the WAL meanwhile).
+    const hasBlob = (list: string[]) => list.some((f) => f.includes(`${join("blobs", "")}`));
+    for (let i = 0; i < 200 && !hasBlob(await listFiles(dataDir)); i++) await new Promise((r) => setTimeout(r, 10));
     const files = await listFiles(dataDir);
     expect(files.some((f) => f.endsWith("-wal"))).toBe(true);
-    expect(files.some((f) => f.includes(`${join("blobs", "")}`))).toBe(true);
+    expect(hasBlob(files)).toBe(true);
     expect(await filesContaining(dataDir, KEY)).toEqual([]);
     // The scan can see: the workflow text is in those files.
     expect((await filesContaining(dataDir, "vendor answer to hello")).length).toBeGreaterThan(0);
