@@ -23,6 +23,9 @@ export interface Sizes {
   engineNodes: number;
   /** Timed repetitions per engine figure. */
   engineRounds: number;
+  /** Discarded, then timed, rounds of the ComfyUI backend's job (each: straight to the upstream and through flowgate). */
+  comfyuiWarmupRounds: number;
+  comfyuiRounds: number;
   hashMiB: number;
   hashRounds: number;
   /** Completed jobs per memory phase. */
@@ -41,6 +44,8 @@ export const FULL: Sizes = {
   pgStreamRounds: 5,
   engineNodes: 1000,
   engineRounds: 41,
+  comfyuiWarmupRounds: 150,
+  comfyuiRounds: 201,
   hashMiB: 256,
   hashRounds: 5,
   memoryJobs: 10_000,
@@ -58,6 +63,8 @@ export const QUICK: Sizes = {
   pgStreamRounds: 2,
   engineNodes: 100,
   engineRounds: 5,
+  comfyuiWarmupRounds: 3,
+  comfyuiRounds: 5,
   hashMiB: 8,
   hashRounds: 2,
   memoryJobs: 100,

@@ -22,14 +22,15 @@ const WEEK = 7 * 24 * 3_600_000;
 const QUEUE_LIMIT = 100_000_000;
 
 /** Seeds `depth` queued jobs behind one long-running job, straight into the SQLite file. Returns the id in the middle. */
-async function seedQueue(dataDir: string, depth: number): Promise<{ probeId: string; probeIndex: number }> {
+async function seedQueue(dataDir: string, depth: number): Promise<{ blockerId: string; probeId: string; probeIndex: number }> {
   const store = await openStore({ dataDir, synchronous: "normal" });
   const now = Date.now();
   const probeIndex = Math.floor(depth / 2);
   let probeId = "";
+  const blockerId = uuidv7(now);
   try {
     // First in seq order: the dispatcher starts it at boot and it holds the only slot.
-    await store.createJob({ id: uuidv7(now), owner: "", created_at: now, expires_at: now + WEEK, workflow: blockingGraph(3600), output_node_ids: ["3"] });
+    await store.createJob({ id: blockerId, owner: "", created_at: now, expires_at: now + WEEK, workflow: blockingGraph(3600), output_node_ids: ["3"] });
     for (let i = 0; i < depth; i++) {
       const id = uuidv7(now);
       if (i === probeIndex) probeId = id;
@@ -38,7 +39,7 @@ async function seedQueue(dataDir: string, depth: number): Promise<{ probeId: str
   } finally {
     await store.close();
   }
-  return { probeId, probeIndex };
+  return { blockerId, probeId, probeIndex };
 }
 
 type Measure = "bare" | "getFinished" | "getQueuedEmpty" | "getQueuedDeep" | "submitEmpty" | "submitDeep";
@@ -76,10 +77,13 @@ export async function httpScenarios(ctx: BenchContext): Promise<Figure[]> {
     const deepDir = await mkdtemp(join(ctx.tmpRoot, "deep-"));
     ctx.log(`http: seeding ${s.queueDepth.toLocaleString("en-US")} queued jobs`);
     const t0 = Date.now();
-    const { probeId, probeIndex } = await seedQueue(deepDir, s.queueDepth);
+    const { blockerId, probeId, probeIndex } = await seedQueue(deepDir, s.queueDepth);
     ctx.log(`http: seeded in ${((Date.now() - t0) / 1000).toFixed(1)} s; starting flowgate (deep queue)`);
     const deep = await spawnServer({ kind: "flowgate", name: "flowgate-deep", dataDir: deepDir, config: { concurrency: 1, queueLimit: QUEUE_LIMIT } });
     children.push(deep);
+    // The start at boot is durable a moment after the server answers: until then the blocker
+    // keeps its place at the head of the queue.
+    await waitJob(deep.url, blockerId, (j) => j.status === "running", "running");
     const deepProbe = await request(deep.url, "GET", `/api/v2/jobs/${probeId}`);
     if (deepProbe.status !== 200 || deepProbe.body.status !== "queued" || deepProbe.body.queue_position !== probeIndex) {
       throw new Error(`deep-queue probe is not queued at ${probeIndex}: ${deepProbe.text.slice(0, 300)}`);
