@@ -40,6 +40,12 @@ export class Dispatcher {
   readonly drain = new DrainRate();
   private readonly o: DispatcherOptions;
   private readonly running = new Map<string, AbortController>();
+  /**
+   * Jobs whose move to `running` is being committed, not launched yet, and whether a cancel
+   * asked to stop them meanwhile: a read shows the job running once the move commits, before
+   * it is durable and launched, and a cancel in that window must still stop the run.
+   */
+  private readonly starting = new Map<string, boolean>();
   /** Runs handed to an engine with its own queue and not started there yet: work ahead of each. */
   private readonly waitingInEngine = new Map<string, number>();
   /** Secrets of queued and running jobs, in memory only, dropped when the run ends. */
@@ -256,6 +262,10 @@ export class Dispatcher {
   /** Asks a running job to stop at its next node or step boundary. */
   abort(jobId: string): boolean {
     const controller = this.running.get(jobId);
+    if (controller === undefined && this.starting.has(jobId)) {
+      this.starting.set(jobId, true); // its launch aborts it
+      return true;
+    }
     controller?.abort();
     return controller !== undefined;
   }
@@ -411,14 +421,20 @@ export class Dispatcher {
       }
       const now = this.o.now();
       // The job keeps its place (position 0) until it is durably running.
-      const job = await this.o.store.transitionJob(id, ["queued"], "running", { started_at: now }).catch(ignoreTerminal);
+      this.starting.set(id, false);
+      const job = await this.o.store.transitionJob(id, ["queued"], "running", { started_at: now }).catch((err: unknown) => {
+        this.starting.delete(id);
+        return ignoreTerminal(err);
+      });
+      const abortAsked = this.starting.get(id) === true;
+      this.starting.delete(id);
       this.queue.remove(id);
       if (!job) {
         this.extras.delete(id); // canceled or expired meanwhile
         continue;
       }
       this.events.publish({ type: "status", job });
-      this.launch(job);
+      this.launch(job, undefined, abortAsked);
     }
   }
 
@@ -465,10 +481,11 @@ export class Dispatcher {
     });
   }
 
-  private launch(job: JobRecord, hooks?: QueuedRunHooks): void {
+  /** Runs a job; `aborted`: a cancel came while its start was being committed. */
+  private launch(job: JobRecord, hooks?: QueuedRunHooks, aborted = false): void {
     const controller = new AbortController();
     // A fill that was committing this start when the stop came launches it late: stop it too.
-    if (this.abortingRuns) controller.abort();
+    if (this.abortingRuns || aborted) controller.abort();
     this.running.set(job.id, controller);
     this.queue.started(job.owner);
     const extra = this.extras.get(job.id) ?? {};

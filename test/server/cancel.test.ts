@@ -1,7 +1,7 @@
 // POST /api/v2/jobs/{id}/cancel: queued -> canceled, running -> canceling -> canceled,
 // terminal jobs unchanged; a terminal state never changes.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { delayGraph, expectError, expectValid, imageGraph, startTestServer, v, waitFor, type TestServer } from "./helpers.ts";
+import { databaseKind, delayGraph, expectError, expectValid, imageGraph, startTestServer, v, waitFor, type TestServer } from "./helpers.ts";
 
 let s: TestServer;
 beforeAll(async () => {
@@ -128,6 +128,40 @@ describe("cancel", () => {
     } finally {
       unsubscribe();
       assets.storeOutput = commit;
+      release();
+    }
+  });
+
+  // On SQLite a read sees a commit before its fsync. (On PostgreSQL a claim is visible once it is
+  // durable, and the heartbeat stops a run that a cancel moved in the moment before its launch.)
+  it.runIf(databaseKind() === "sqlite")("CAN-2 a cancel that reads the job running before its start is durable still stops the run", async () => {
+    const store = s.runtime.store;
+    const transition = store.transitionJob.bind(store);
+    let started!: (id: string) => void;
+    const inWindow = new Promise<string>((r) => (started = r));
+    let release!: () => void;
+    const durable = new Promise<void>((r) => (release = r));
+    // The move to running commits (reads show it) and its fsync is slow. (The job may start
+    // before its submission is answered.)
+    store.transitionJob = async (id, from, to, patch, options) => {
+      const moved = await transition(id, from, to, patch, options);
+      if (to === "running") {
+        started(id);
+        await durable;
+      }
+      return moved;
+    };
+    try {
+      const job = await s.api.submit(delayGraph(30));
+      expect(await inWindow).toBe(job.id);
+      expect((await s.api.job(job.id)).status).toBe("running");
+      expect((await cancel(job.id)).status).toBe("canceling");
+      release();
+      // The run is stopped at once, not after its 30 s.
+      const end = await s.api.waitTerminal(job.id, 5_000);
+      expect(end.status).toBe("canceled");
+    } finally {
+      store.transitionJob = transition;
       release();
     }
   });
