@@ -29,6 +29,15 @@ export function isTerminalStatus(status: JobStatus): boolean {
   return (TERMINAL_STATUSES as readonly JobStatus[]).includes(status);
 }
 
+/**
+ * A status's place in a job's life: queued 0, running 1, canceling 2, terminal 3. A job's status
+ * only ever moves up, so of two reports of one job the higher is the newer.
+ */
+export function statusRank(status: JobStatus): number {
+  if (isTerminalStatus(status)) return 3;
+  return status === "canceling" ? 2 : status === "running" ? 1 : 0;
+}
+
 /** Default lifetime of an idempotency claim (the seed's 24 hours). */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 

@@ -123,6 +123,20 @@ describe("the stream", () => {
     expectSseEventsValid(c.events);
   });
 
+  it("SSE-2 never steps back: a status older than the one a stream has is not written", async () => {
+    const job = await s.api.submit(delayGraph(30));
+    const c = open(job.id);
+    await c.waitUntil((x) => x.of("status").some((e) => e.json.status === "running"), "running");
+    // Two changes made durable by one fsync may be published in either order; a read may show a
+    // change before its event: reports of an older status reach the stream late.
+    const record = (await s.runtime.store.getJob(job.id))!;
+    s.runtime.events.publish({ type: "status", job: { ...record, status: "queued", started_at: null } });
+    s.runtime.events.publish({ type: "status", job: record });
+    await s.api.post(`/api/v2/jobs/${job.id}/cancel`);
+    await c.done;
+    expect(c.of("status").map((e) => e.json.status)).toEqual(["running", "canceling", "canceled"]);
+  });
+
   it("progress is throttled: a burst of snapshots reaches a stream as the first and the latest", async () => {
     const job = await s.api.submit(delayGraph(30));
     await s.api.waitJob(job.id, (j) => j.status === "running", "running");

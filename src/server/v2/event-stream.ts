@@ -4,7 +4,7 @@
 import type { ServerResponse } from "node:http";
 import type { JobEvent } from "../../jobs/event-bus.ts";
 import { ServiceError } from "../../jobs/errors.ts";
-import { isTerminalStatus, type JobRecord } from "../../store/index.ts";
+import { isTerminalStatus, statusRank, type JobRecord } from "../../store/index.ts";
 import type { Runtime } from "../runtime.ts";
 import { jobView, outputView, type LinkContext } from "../views.ts";
 
@@ -22,6 +22,12 @@ interface Stream {
   progressTimer: NodeJS.Timeout | null;
   /** False until the connect-time `status` is written: earlier events are in that snapshot. */
   ready: boolean;
+  /**
+   * statusRank of the last status written. A read can show a change a moment before its event
+   * goes out, and two changes made durable by one fsync can be published in either order: a
+   * status no newer than the one the stream has is not written again (never a step back).
+   */
+  rank: number;
 }
 
 interface JobStreams {
@@ -76,7 +82,7 @@ export class EventStreams {
 
   /** Starts a stream on `res` for a job the caller owns. */
   async open(job: JobRecord, res: ServerResponse, links: LinkContext): Promise<void> {
-    const stream: Stream = { res, owner: job.owner, links, linkKey: `${links.mount}|${links.origin}`, lastProgressAt: 0, pendingProgress: null, progressTimer: null, ready: false };
+    const stream: Stream = { res, owner: job.owner, links, linkKey: `${links.mount}|${links.origin}`, lastProgressAt: 0, pendingProgress: null, progressTimer: null, ready: false, rank: -1 };
     res.writeHead(200, {
       "content-type": "text/event-stream",
       "cache-control": "no-cache, no-transform",
@@ -108,6 +114,7 @@ export class EventStreams {
     const current = (await this.runtime.store.getJob(job.id)) ?? job;
     const snapshot = await this.runtime.jobs.snapshot(current);
     res.write(frame("status", JSON.stringify(jobView(snapshot, links))));
+    stream.rank = statusRank(current.status);
     stream.ready = true;
     if (isTerminalStatus(current.status)) return void res.end();
     if (current.progress) res.write(frame("progress", JSON.stringify(current.progress)));
@@ -159,14 +166,18 @@ export class EventStreams {
     if (streams.length === 0) return;
     switch (e.type) {
       case "status": {
+        const terminal = isTerminalStatus(e.job.status);
+        if (terminal) this.latestPreview.delete(e.job.id); // heard from another process: no listener of every job saw it
+        const rank = statusRank(e.job.status);
+        const behind = streams.filter((s) => s.rank < rank);
+        if (behind.length === 0) return;
         const snapshot = await this.runtime.jobs.snapshot(e.job);
         // Encoded once per link context (not once per stream), and a terminal frame goes out
         // with the end of the response in a single write.
         const payloads = new Map<string, Buffer>();
-        const terminal = isTerminalStatus(e.job.status);
-        if (terminal) this.latestPreview.delete(e.job.id); // heard from another process: no listener of every job saw it
         let i = 0;
-        for (const s of streams) {
+        for (const s of behind) {
+          s.rank = rank;
           let p = payloads.get(s.linkKey);
           if (p === undefined) payloads.set(s.linkKey, (p = Buffer.from(frame("status", JSON.stringify(jobView(snapshot, s.links))))));
           if (s.res.writableEnded) continue;
