@@ -80,7 +80,25 @@ describe("a queue deeper than one page", () => {
     const numbers = queue.queue_pending.map((e) => e[0] as number);
     expect(numbers).toEqual([...numbers].sort((a, b) => a - b));
 
-    expect((await api("/queue", { clear: true })).status).toBe(200);
+    // The cancels of a clear run side by side, so that their commits share fsyncs.
+    const store = server.runtime.store;
+    const transition = store.transitionJob.bind(store);
+    let inFlight = 0;
+    let mostInFlight = 0;
+    store.transitionJob = async (...args) => {
+      mostInFlight = Math.max(mostInFlight, ++inFlight);
+      try {
+        return await transition(...args);
+      } finally {
+        inFlight--;
+      }
+    };
+    try {
+      expect((await api("/queue", { clear: true })).status).toBe(200);
+    } finally {
+      store.transitionJob = transition;
+    }
+    expect(mostInFlight).toBeGreaterThan(1);
     expect(await remaining()).toBe(1);
     for (const id of [pending[0]!, pending[PENDING - 1]!]) expect(await status(id)).toBe("cancelled");
 
