@@ -81,13 +81,10 @@ export async function httpScenarios(ctx: BenchContext): Promise<Figure[]> {
     ctx.log(`http: seeded in ${((Date.now() - t0) / 1000).toFixed(1)} s; starting flowgate (deep queue)`);
     const deep = await spawnServer({ kind: "flowgate", name: "flowgate-deep", dataDir: deepDir, config: { concurrency: 1, queueLimit: QUEUE_LIMIT } });
     children.push(deep);
-    // The start at boot is durable a moment after the server answers: until then the blocker
-    // keeps its place at the head of the queue.
+    // The start at boot is durable a moment after the server answers, and a moment after a read
+    // shows the blocker running: until then the blocker keeps its place at the head of the queue.
     await waitJob(deep.url, blockerId, (j) => j.status === "running", "running");
-    const deepProbe = await request(deep.url, "GET", `/api/v2/jobs/${probeId}`);
-    if (deepProbe.status !== 200 || deepProbe.body.status !== "queued" || deepProbe.body.queue_position !== probeIndex) {
-      throw new Error(`deep-queue probe is not queued at ${probeIndex}: ${deepProbe.text.slice(0, 300)}`);
-    }
+    await waitJob(deep.url, probeId, (j) => j.status === "queued" && j.queue_position === probeIndex, `the probe queued at ${probeIndex}`);
     const deepCounts = await deep.counts();
     if (deepCounts.queued < s.queueDepth) throw new Error(`deep queue holds ${deepCounts.queued} jobs, expected ${s.queueDepth}`);
 
