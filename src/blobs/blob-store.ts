@@ -210,13 +210,15 @@ export class BlobStore {
     // a put of these bytes meanwhile writes a copy of its own, and one of the two links wins, as
     // between processes.
     entry.durable = this.#inBatch(bytes.byteLength, async () => {
+      // Off the event loop: a new file or directory waits for the filesystem's journal, which
+      // the batch's own fsyncs (and the WAL's) hold for a while; the loop must not wait with it.
       // Stored meanwhile (a put of the same bytes): that name is the one.
-      if (!this.#publishing.has(key) && (await this.#reuse(key, SYNC_OPS))) return;
+      if (!this.#publishing.has(key) && (await this.#reuse(key, ASYNC_OPS))) return;
       const tempPath = this.#tempPath();
       try {
-        await this.#install(await SYNC_OPS.create(tempPath, bytes), tempPath, key, SYNC_OPS);
+        await this.#install(await ASYNC_OPS.create(tempPath, bytes), tempPath, key, ASYNC_OPS);
       } finally {
-        await SYNC_OPS.remove(tempPath);
+        await ASYNC_OPS.remove(tempPath);
       }
     }).finally(() => this.#staged.delete(key)); // named now (or never: reads fail until restore writes it back)
     entry.durable.catch(() => undefined); // the caller's await sees a failure; nobody else must
