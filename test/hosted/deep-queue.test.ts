@@ -106,4 +106,27 @@ describe("a queue deeper than one page", () => {
     await until(async () => ((await status(running)) === "cancelled" ? true : undefined));
     expect(await remaining()).toBe(0);
   });
+  it("HOST-7: a delete skips ids it does not know, and a store that fails it answers an error, not 200", async () => {
+    const running = await queuePrompt("slow-2", 60);
+    await until(async () => ((await status(running)) === "executing" ? true : undefined));
+    const pending = await queuePrompt("waiting");
+    const store = server.runtime.store;
+    const transition = store.transitionJob.bind(store);
+    store.transitionJob = async (...args) => {
+      if (args[0] === pending) throw Object.assign(new Error("disk I/O error"), { code: "ERR_SQLITE_ERROR", errcode: 10 });
+      return transition(...args);
+    };
+    try {
+      const failed = await api("/queue", { delete: ["not-a-prompt", pending] });
+      expect(failed.status).toBeGreaterThanOrEqual(500);
+      expect(v.schema_HostedError(await failed.json())).toBe(true);
+    } finally {
+      store.transitionJob = transition;
+    }
+    expect(await status(pending)).not.toBe("cancelled");
+    expect((await api("/queue", { delete: ["not-a-prompt", pending] })).status).toBe(200);
+    expect(await status(pending)).toBe("cancelled");
+    expect((await api("/interrupt", {})).status).toBe(200);
+    await until(async () => ((await status(running)) === "cancelled" ? true : undefined));
+  });
 });

@@ -47,10 +47,16 @@ async function history(ctx: HandlerContext, jobs: readonly JobRecord[]): Promise
   return out;
 }
 
-/** Cancels the caller's jobs by id, some at a time; ids it cannot cancel (unknown, not its own) are skipped, as ComfyUI does. */
+/**
+ * Cancels the caller's jobs by id, some at a time. Ids it cannot cancel (unknown, not its own)
+ * are skipped, as ComfyUI does; a failure of the store fails the request once every cancel of
+ * its group has settled (the caller retries; what was canceled stays canceled).
+ */
 async function cancelEach(ctx: HandlerContext, ids: readonly string[]): Promise<void> {
   for (let i = 0; i < ids.length; i += CANCEL_CONCURRENCY) {
-    await Promise.all(ids.slice(i, i + CANCEL_CONCURRENCY).map((id) => ctx.runtime.jobs.cancel(ctx.caller, id).catch(() => undefined)));
+    const outcomes = await Promise.allSettled(ids.slice(i, i + CANCEL_CONCURRENCY).map((id) => ctx.runtime.jobs.cancel(ctx.caller, id)));
+    const failure = outcomes.find((o): o is PromiseRejectedResult => o.status === "rejected" && !(o.reason instanceof ServiceError));
+    if (failure) throw failure.reason;
   }
 }
 
