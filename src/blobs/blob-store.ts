@@ -64,6 +64,10 @@ export interface BlobStoreOptions {
   syncHook?: SyncHook;
   /** How long a staged blob waits for the others of its batch before it is named (default 250 ms; 0: after the caller's turn). */
   stageBatchMs?: number;
+  /** After a staged blob failed to be named, the wait before its next try; it doubles up to 60 s (default 1 s). */
+  stageRetryMs?: number;
+  /** Bytes of staged blobs that failed to be named kept in memory for their retries (default 64 MiB); beyond it, one is dropped (its commit keeps the bytes: the next start writes them back). */
+  stageRetainBytes?: number;
 }
 
 /** See BlobStoreOptions.syncHook. */
@@ -84,6 +88,10 @@ const STAGE_BATCH_BYTES = 32 * 1024 * 1024;
 const STAGE_BATCH_FILES = 64;
 /** Staged blobs of a batch being named at once: a batch must leave thread-pool threads to a commit's WAL fsync. */
 const STAGE_INSTALLS_AT_ONCE = 2;
+/** See BlobStoreOptions.stageRetryMs and stageRetainBytes. */
+const STAGE_RETRY_MS = 1000;
+const STAGE_RETRY_MAX_MS = 60_000;
+const STAGE_RETAIN_BYTES = 64 * 1024 * 1024;
 
 /** The on-disk content-addressed blob store rooted at `<dataDir>/blobs`. */
 export class BlobStore {
@@ -98,18 +106,24 @@ export class BlobStore {
   /** Staged blobs not named yet (see stage): reads are served from their bytes. */
   readonly #staged = new Map<string, Staged>();
   readonly #stageBatchMs: number;
+  readonly #stageRetryMs: number;
+  readonly #stageRetainBytes: number;
+  /** Bytes of the staged blobs kept for a retry (see stageRetainBytes). */
+  #retainedBytes = 0;
   /** The installs of the staged blobs waiting for their batch, each settling when its blob is named. */
   readonly #batch: (() => Promise<void>)[] = [];
   #batchBytes = 0;
   /** Cancels the pending start of the batch, if one is set. */
   #batchDue: (() => void) | null = null;
 
-  private constructor(root: string, syncHook: SyncHook | undefined, localDisk: boolean, stageBatchMs: number) {
+  private constructor(root: string, localDisk: boolean, options: BlobStoreOptions) {
     this.root = root;
     this.tmpDir = join(root, "tmp");
-    this.#syncHook = syncHook;
+    this.#syncHook = options.syncHook;
     this.#localDisk = localDisk;
-    this.#stageBatchMs = stageBatchMs;
+    this.#stageBatchMs = options.stageBatchMs ?? STAGE_BATCH_MS;
+    this.#stageRetryMs = options.stageRetryMs ?? STAGE_RETRY_MS;
+    this.#stageRetainBytes = options.stageRetainBytes ?? STAGE_RETAIN_BYTES;
   }
 
   /** Opens (creating if needed) the store under `<dataDir>/blobs` (or `options.root`) and removes temp files left by a crash. */
@@ -117,7 +131,7 @@ export class BlobStore {
     const root = options.root ?? join(dataDir, "blobs");
     await mkdir(join(root, "tmp"), { recursive: true });
     // Asked once the directory exists: a statfs of a missing path fails, which read as "not local".
-    const store = new BlobStore(root, options.syncHook, await isLocalDisk(root), options.stageBatchMs ?? STAGE_BATCH_MS);
+    const store = new BlobStore(root, await isLocalDisk(root), options);
     await store.removeStaleTemps(options.staleTempMs ?? DAY_MS);
     return store;
   }
@@ -197,19 +211,20 @@ export class BlobStore {
     const key = await blake3Hex(bytes);
     const stored: StagedPut = { key, hash: toBlake3Hash(key), size: bytes.byteLength, created: false, pending: null, durable: Promise.resolve() };
     const staged = this.#staged.get(key);
-    // Staged already: not durable yet either, so this caller keeps the bytes too.
-    if (staged !== undefined) return { ...stored, pending: bytes, durable: staged.durable };
+    // Staged already: not durable yet either, so this caller keeps the bytes too. One whose try
+    // failed waits for its retry: this caller stores the bytes itself.
+    if (staged !== undefined) return staged.retry === null ? { ...stored, pending: bytes, durable: staged.durable } : durablePut();
     if (await this.#reuse(key, SYNC_OPS)) return stored; // once durable, if this process is still publishing it
     if (this.#publishing.has(key)) return durablePut(); // another put is writing these bytes: #install waits for it
     // Another stage of these bytes got here during the check: that one is named.
     const first = this.#staged.get(key);
     if (first !== undefined) return { ...stored, pending: bytes, durable: first.durable };
-    const entry: Staged = { bytes, mtimeMs: Date.now(), durable: Promise.resolve() };
+    const entry: Staged = { bytes, mtimeMs: Date.now(), durable: Promise.resolve(), retry: null };
     this.#staged.set(key, entry);
     // Written, synced and named with its batch, after the caller's turn (its commit comes first);
     // a put of these bytes meanwhile writes a copy of its own, and one of the two links wins, as
     // between processes.
-    entry.durable = this.#inBatch(bytes.byteLength, async () => {
+    const install = async (): Promise<void> => {
       // Off the event loop: a new file or directory waits for the filesystem's journal, which
       // the batch's own fsyncs (and the WAL's) hold for a while; the loop must not wait with it.
       // Stored meanwhile (a put of the same bytes): that name is the one.
@@ -220,15 +235,51 @@ export class BlobStore {
       } finally {
         await ASYNC_OPS.remove(tempPath);
       }
-    }).finally(() => this.#staged.delete(key)); // named now (or never: reads fail until restore writes it back)
+    };
+    entry.durable = this.#inBatch(bytes.byteLength, install).then(
+      () => void this.#staged.delete(key),
+      (error: unknown) => {
+        this.#retryLater(key, entry, install, this.#stageRetryMs);
+        throw error;
+      },
+    );
     entry.durable.catch(() => undefined); // the caller's await sees a failure; nobody else must
     return { ...stored, created: true, pending: bytes, durable: entry.durable };
   }
 
+  /**
+   * Keeps a staged blob that failed to be named (an I/O error, a disk full for a moment) in
+   * memory, serving reads, and tries again later, backing off; its commit keeps the bytes
+   * meanwhile. Past stageRetainBytes it is dropped: reads fail until the next start writes the
+   * kept bytes back.
+   */
+  #retryLater(key: string, entry: Staged, install: () => Promise<void>, waitMs: number): void {
+    if (this.#staged.get(key) !== entry) return; // named meanwhile (by another try)
+    if (entry.retry === null) {
+      if (this.#retainedBytes + entry.bytes.byteLength > this.#stageRetainBytes) return void this.#staged.delete(key);
+      this.#retainedBytes += entry.bytes.byteLength;
+    }
+    const attempt = (): Promise<void> => {
+      clearTimeout(timer);
+      return this.#inBatch(entry.bytes.byteLength, install).then(
+        () => {
+          if (this.#staged.get(key) !== entry) return;
+          this.#retainedBytes -= entry.bytes.byteLength;
+          this.#staged.delete(key);
+        },
+        () => this.#retryLater(key, entry, install, Math.min(waitMs * 2, STAGE_RETRY_MAX_MS)),
+      );
+    };
+    const timer = setTimeout(() => void attempt(), waitMs).unref();
+    entry.retry = attempt;
+  }
+
   /** Names every staged blob now, without waiting for its batch; resolves once each is named (or failed). */
   async flushStaged(): Promise<void> {
+    // Those waiting for a retry are tried again now, once.
+    const retries = [...this.#staged.values()].flatMap((s) => (s.retry === null ? [] : [s.retry()]));
     this.#startBatch();
-    await Promise.allSettled([...this.#staged.values()].map((s) => s.durable));
+    await Promise.allSettled([...[...this.#staged.values()].map((s) => s.durable), ...retries]);
   }
 
   /** Runs `install` with the next batch of staged blobs; settles as it does. */
@@ -519,7 +570,10 @@ async function writeAll(handle: FileHandle, chunk: Uint8Array): Promise<void> {
 interface Staged {
   bytes: Uint8Array;
   mtimeMs: number;
+  /** The first try to name it; a caller that keeps the bytes until then awaits it. */
   durable: Promise<void>;
+  /** Set once that try failed: the bytes are served from memory, and this (the next try) is scheduled; calling it tries now. */
+  retry: (() => Promise<void>) | null;
 }
 
 /** A temp file being put. */

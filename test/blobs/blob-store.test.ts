@@ -30,6 +30,11 @@ const bytes = (s: string) => Buffer.from(s, "utf8");
 const tmpEntries = () => readdir(join(dataDir, "blobs", "tmp"));
 
 /** Every file under the blob root, temp files included. */
+/** Whether a path exists. */
+async function exists(path: string): Promise<boolean> {
+  return stat(path).then(() => true, () => false);
+}
+
 async function allFiles(): Promise<string[]> {
   const entries = await readdir(join(dataDir, "blobs"), { recursive: true, withFileTypes: true });
   return entries.filter((e) => e.isFile()).map((e) => join(e.parentPath, e.name));
@@ -438,17 +443,66 @@ describe("BlobStore.stage: named once durable, served from memory until then", (
     expect(await readFile(blobs.pathOf(staged.key))).toEqual(data);
   });
 
-  it("a staged blob whose bytes fail to sync is never named, and durable says so", async () => {
+  it("a staged blob whose bytes fail to sync is not named, durable says so, and its bytes are still served", async () => {
     const store = await BlobStore.open(dataDir, {
+      stageRetryMs: 60_000,
       syncHook: async (kind, _path, run) => {
         if (kind === "file") throw Object.assign(new Error("EIO"), { code: "EIO" });
         await run();
       },
     });
-    const staged = await store.stage(bytes("lost on a bad disk"));
+    const data = bytes("kept in memory on a bad disk");
+    const staged = await store.stage(data);
     await expect(staged.durable).rejects.toThrow("EIO");
-    expect(await store.has(staged.key)).toBe(false);
     expect(await allFiles()).toEqual([]);
+    expect(await store.contents(staged.key, data.byteLength)).toEqual(Buffer.from(data));
+    // Another stage of the same bytes does not wait for the retry: it stores them itself (and fails here too).
+    await expect(store.stage(data)).rejects.toThrow("EIO");
+  });
+
+  it("a staged blob that failed to be named is tried again, backing off, until it is", async () => {
+    let failures = 2;
+    const store = await BlobStore.open(dataDir, {
+      stageBatchMs: 0,
+      stageRetryMs: 20,
+      syncHook: async (kind, _path, run) => {
+        if (kind === "file" && failures > 0) {
+          failures--;
+          throw Object.assign(new Error("EIO"), { code: "EIO" });
+        }
+        await run();
+      },
+    });
+    const data = bytes("named on the third try");
+    const staged = await store.stage(data);
+    await expect(staged.durable).rejects.toThrow("EIO");
+    for (let i = 0; i < 200 && !(await exists(store.pathOf(staged.key))); i++) await new Promise((r) => setTimeout(r, 10));
+    expect(failures).toBe(0);
+    expect(await readFile(store.pathOf(staged.key))).toEqual(Buffer.from(data));
+    expect(await tmpEntries()).toEqual([]);
+  });
+
+  it("flushStaged tries a blob waiting for its retry at once; past the memory cap a failed one is dropped", async () => {
+    let failing = true;
+    const store = await BlobStore.open(dataDir, {
+      stageRetryMs: 60_000,
+      stageRetainBytes: 40,
+      syncHook: async (kind, _path, run) => {
+        if (kind === "file" && failing) throw Object.assign(new Error("EIO"), { code: "EIO" });
+        await run();
+      },
+    });
+    const kept = bytes("thirty bytes of output, kept.");
+    const dropped = bytes("these bytes do not fit under the cap");
+    const [a, b] = await Promise.all([store.stage(kept), store.stage(dropped)]);
+    await store.flushStaged();
+    await expect(a.durable).rejects.toThrow("EIO");
+    await expect(b.durable).rejects.toThrow("EIO");
+    expect(await store.has(a.key)).toBe(true); // in memory, for its retry
+    expect(await store.has(b.key)).toBe(false); // its commit keeps the bytes; the next start writes them back
+    failing = false;
+    await store.flushStaged();
+    expect(await readFile(store.pathOf(a.key))).toEqual(Buffer.from(kept));
   });
 
   it("restore writes kept bytes back over a torn name, and refuses bytes of another key", async () => {
