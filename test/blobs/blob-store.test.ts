@@ -476,7 +476,9 @@ describe("BlobStore.stage: named once durable, served from memory until then", (
     const data = bytes("named on the third try");
     const staged = await store.stage(data);
     await expect(staged.durable).rejects.toThrow("EIO");
-    for (let i = 0; i < 200 && !(await exists(store.pathOf(staged.key))); i++) await new Promise((r) => setTimeout(r, 10));
+    // Named, and its temp file removed just after.
+    const done = async () => (await exists(store.pathOf(staged.key))) && (await tmpEntries()).length === 0;
+    for (let i = 0; i < 200 && !(await done()); i++) await new Promise((r) => setTimeout(r, 10));
     expect(failures).toBe(0);
     expect(await readFile(store.pathOf(staged.key))).toEqual(Buffer.from(data));
     expect(await tmpEntries()).toEqual([]);
