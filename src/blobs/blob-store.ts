@@ -276,10 +276,11 @@ export class BlobStore {
 
   /** Names every staged blob now, without waiting for its batch; resolves once each is named (or failed). */
   async flushStaged(): Promise<void> {
+    const staged = [...this.#staged.values()];
     // Those waiting for a retry are tried again now, once.
-    const retries = [...this.#staged.values()].flatMap((s) => (s.retry === null ? [] : [s.retry()]));
+    const retries = staged.flatMap((s) => (s.retry === null ? [] : [s.retry()]));
     this.#startBatch();
-    await Promise.allSettled([...[...this.#staged.values()].map((s) => s.durable), ...retries]);
+    await Promise.allSettled([...staged.map((s) => s.durable), ...retries]);
   }
 
   /** Runs `install` with the next batch of staged blobs; settles as it does. */

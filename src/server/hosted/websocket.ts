@@ -135,7 +135,12 @@ export class HostedSockets {
     }
   }
 
-  private send(c: Client, message: unknown, text = JSON.stringify(message)): void {
+  private send(c: Client, message: unknown): void {
+    this.sendText(c, JSON.stringify(message));
+  }
+
+  /** Sends an encoded JSON message, or drops a client that does not read what it is sent. */
+  private sendText(c: Client, text: string): void {
     if (c.ws.readyState !== c.ws.OPEN) return;
     if (c.ws.bufferedAmount > MAX_BACKLOG_BYTES) return void c.ws.terminate();
     this.write(c, text);
@@ -161,7 +166,7 @@ export class HostedSockets {
     const set = this.byOwner.get(owner);
     if (!set) return;
     const text = JSON.stringify(message); // once for all of the owner's sockets
-    for (const c of set) this.send(c, message, text);
+    for (const c of set) this.sendText(c, text);
   }
 
   /**
