@@ -141,6 +141,8 @@ export async function startComfyDouble(outputDir: string): Promise<ComfyDouble> 
     for await (const c of req) chunks.push(c as Buffer);
     const body = chunks.length > 0 ? (JSON.parse(Buffer.concat(chunks).toString("utf8")) as Record<string, unknown>) : {};
     if (req.method === "GET" && path === "/object_info") return json(res, 200, definitions);
+    // As ComfyUI started with --output-directory reports it (a front beside it finds the folder there).
+    if (req.method === "GET" && path === "/system_stats") return json(res, 200, { system: { os: "posix", argv: ["main.py", "--output-directory", resolve(outputDir)] }, devices: [] });
     if (req.method === "GET" && path === "/prompt") return json(res, 200, { exec_info: { queue_remaining: queueRemaining() } });
     if (req.method === "POST" && path === "/prompt") {
       const prompt = body.prompt as Record<string, unknown>;

@@ -99,7 +99,7 @@ export const SERVE_FLAGS = {
   "comfyui-url": { env: "FLOWGATE_COMFYUI_URL", help: "a ComfyUI instance for --engine comfyui; repeat it (comma-separated in the env) for several" },
   "comfyui-output-dir": {
     env: "FLOWGATE_COMFYUI_OUTPUT_DIR",
-    help: "ComfyUI's output folder when it runs on this machine: outputs are read from it, not fetched with /view; once for all instances or once per --comfyui-url, in order",
+    help: "where to read ComfyUI's output files instead of fetching them with /view: its output folder on this machine, auto (default: an instance on this machine is asked for its folder, used once a first file read there equals what /view served) or off; once for all instances or once per --comfyui-url, in order",
   },
   "shutdown-grace": { env: "FLOWGATE_SHUTDOWN_GRACE", help: "on SIGTERM or SIGINT, how long running jobs may finish, like 25s or 5m; 0 stops them at once (default 25s)" },
   "log-level": { env: "FLOWGATE_LOG_LEVEL", help: "fatal, error, warn, info (default), debug" },

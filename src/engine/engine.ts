@@ -149,7 +149,7 @@ export interface Engine {
   /** Whether the backend can take work (for /readyz). Absent: always ready. */
   ready?(): Promise<boolean>;
   /** The upstream instances' health (metrics). Absent: no upstream. */
-  upstreams?(): { url: string; reachable: boolean; reconnects: number }[];
+  upstreams?(): { url: string; reachable: boolean; reconnects: number; outputFolder: boolean }[];
   /** Releases connections and timers. */
   close?(): Promise<void>;
 }

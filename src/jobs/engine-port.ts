@@ -105,4 +105,6 @@ export interface UpstreamHealth {
   reachable: boolean;
   /** Reconnections of its socket since the server started. */
   reconnects: number;
+  /** Its output files are read from its folder on this machine (false: fetched over HTTP). */
+  outputFolder: boolean;
 }

@@ -34,7 +34,7 @@ const STORE_WRITES = [
 ] as const;
 
 /** The scrape-time metrics of observeSources. */
-const SOURCE_METRICS = ["flowgate_queue_depth", "flowgate_jobs_running", "flowgate_sse_streams_open", "flowgate_websockets_open", "flowgate_comfyui_up", "flowgate_comfyui_reconnects_total"];
+const SOURCE_METRICS = ["flowgate_queue_depth", "flowgate_jobs_running", "flowgate_sse_streams_open", "flowgate_websockets_open", "flowgate_comfyui_up", "flowgate_comfyui_reconnects_total", "flowgate_comfyui_output_folder"];
 
 const SECONDS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 const JOB_SECONDS = [0.01, 0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600];
@@ -128,6 +128,16 @@ export class FlowgateMetrics {
       collect() {
         this.reset();
         for (const u of sources.upstreams?.() ?? []) this.inc({ instance: u.url }, u.reconnects);
+      },
+    });
+    new Gauge({
+      name: "flowgate_comfyui_output_folder",
+      help: "Whether each ComfyUI instance's output files are read from its folder on this machine (1) or fetched with /view (0).",
+      labelNames: ["instance"] as const,
+      registers: r,
+      collect() {
+        this.reset();
+        for (const u of sources.upstreams?.() ?? []) this.set({ instance: u.url }, u.outputFolder ? 1 : 0);
       },
     });
   }

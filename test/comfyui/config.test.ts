@@ -25,6 +25,7 @@ describe("engine settings", () => {
     expect(loadConfig([...urls, "--comfyui-output-dir", "/srv/comfy/output"], {}).comfyuiOutputDirs).toEqual(["/srv/comfy/output"]);
     expect(loadConfig(urls, { FLOWGATE_COMFYUI_OUTPUT_DIR: "/a/output, /b/output" }).comfyuiOutputDirs).toEqual(["/a/output", "/b/output"]);
     expect(loadConfig(urls, {}).comfyuiOutputDirs).toEqual([]);
+    expect(loadConfig([...urls, "--comfyui-output-dir", "off", "--comfyui-output-dir", "auto"], {}).comfyuiOutputDirs).toEqual(["off", "auto"]);
     expect(() => loadConfig([...urls, "--comfyui-output-dir", "/a", "--comfyui-output-dir", "/b", "--comfyui-output-dir", "/c"], {})).toThrow(/one per --comfyui-url \(2\), got 3/);
     expect(() => loadConfig(["--comfyui-output-dir", "/a"], {})).toThrow(/--engine comfyui/);
     expect(loadConfig([], { FLOWGATE_COMFYUI_OUTPUT_DIR: "/a" }).comfyuiOutputDirs).toEqual([]);

@@ -21,6 +21,10 @@ export interface FakeOptions {
   beforeAnswer?: (promptId: string) => void;
   /** Status of POST /interrupt (default 200); 404 as a ComfyUI without the route answers. */
   interruptStatus?: number;
+  /** The `argv` GET /system_stats reports; without it the route answers 404, as flowgate's does. */
+  systemArgv?: string[];
+  /** What GET /internal/folder_paths answers; without it the route answers 404. */
+  folderPaths?: Record<string, unknown>;
 }
 
 /** One scripted ComfyUI. */
@@ -67,10 +71,10 @@ export class FakeComfyUI {
     });
   }
 
-  /** Listens on a free port (or `port`). */
-  async start(port = 0): Promise<this> {
-    await new Promise<void>((r) => this.server.listen(port, "127.0.0.1", r));
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  /** Listens on a free port (or `port`), on loopback (or `host`). */
+  async start(port = 0, host = "127.0.0.1"): Promise<this> {
+    await new Promise<void>((r) => this.server.listen(port, host, r));
+    this.url = `http://${host}:${(this.server.address() as AddressInfo).port}`;
     return this;
   }
 
@@ -132,6 +136,8 @@ export class FakeComfyUI {
     };
     const p = url.pathname;
     if (req.method === "GET" && p === "/object_info") return json(200, this.o.objectInfo);
+    if (req.method === "GET" && p === "/system_stats" && this.o.systemArgv) return json(200, { system: { os: "posix", argv: this.o.systemArgv }, devices: [] });
+    if (req.method === "GET" && p === "/internal/folder_paths" && this.o.folderPaths) return json(200, this.o.folderPaths);
     if (req.method === "GET" && p === "/prompt") return json(200, { exec_info: { queue_remaining: this.queue.running.length + this.queue.pending.length } });
     if (req.method === "GET" && p === "/queue") {
       return json(200, { queue_running: this.queue.running.map((id, i) => [i, id, {}, {}, []]), queue_pending: this.queue.pending.map((id, i) => [i, id, {}, {}, []]) });

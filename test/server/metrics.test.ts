@@ -122,11 +122,11 @@ describe("GET /metrics with an operator token", () => {
 });
 
 describe("ComfyUI upstream metrics", () => {
-  it("report each configured instance's reachability and reconnections, labelled by its URL", async () => {
+  it("report each configured instance's reachability, reconnections and output source, labelled by its URL", async () => {
     const metrics = new FlowgateMetrics();
     let upstreams = [
-      { url: "http://gpu1:8188", reachable: true, reconnects: 0 },
-      { url: "http://gpu2:8188", reachable: false, reconnects: 3 },
+      { url: "http://gpu1:8188", reachable: true, reconnects: 0, outputFolder: true },
+      { url: "http://gpu2:8188", reachable: false, reconnects: 3, outputFolder: false },
     ];
     metrics.observeSources({ queueDepth: () => 7, runningJobs: () => 2, upstreams: () => upstreams });
     const read = async () => new Map(parsePrometheusTextFormat(await metrics.render()).map((f) => [f.name, f]));
@@ -135,8 +135,10 @@ describe("ComfyUI upstream metrics", () => {
     expect(sample(families, "flowgate_comfyui_up", { instance: "http://gpu2:8188" })?.value).toBe("0");
     expect(families.get("flowgate_comfyui_reconnects_total")?.type).toBe("COUNTER");
     expect(sample(families, "flowgate_comfyui_reconnects_total", { instance: "http://gpu2:8188" })?.value).toBe("3");
+    expect(sample(families, "flowgate_comfyui_output_folder", { instance: "http://gpu1:8188" })?.value).toBe("1");
+    expect(sample(families, "flowgate_comfyui_output_folder", { instance: "http://gpu2:8188" })?.value).toBe("0");
     expect(sample(families, "flowgate_queue_depth")?.value).toBe("7");
-    upstreams = [{ url: "http://gpu2:8188", reachable: true, reconnects: 4 }];
+    upstreams = [{ url: "http://gpu2:8188", reachable: true, reconnects: 4, outputFolder: false }];
     families = await read();
     expect(families.get("flowgate_comfyui_up")?.metrics).toEqual([{ labels: { instance: "http://gpu2:8188" }, value: "1" }]);
     expect(sample(families, "flowgate_comfyui_reconnects_total", { instance: "http://gpu2:8188" })?.value).toBe("4");

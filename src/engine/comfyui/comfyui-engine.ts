@@ -23,8 +23,10 @@ export interface ComfyUIEngineOptions {
   /** Base URLs of the instances, like http://127.0.0.1:8188. */
   urls: readonly string[];
   /**
-   * The instances' output folders on this machine (one for all, or one per URL in order): output
-   * files are read from there instead of fetched with /view (which stays the fallback).
+   * The instances' output folders (one for all, or one per URL in order): output files are read
+   * from there instead of fetched with /view, which stays the fallback. A path, `auto` (the
+   * default: an instance on this machine is asked where its folder is, and the folder is used
+   * once a file read from it equals what /view served) or `off` (always /view).
    */
   outputDirs?: readonly string[];
   /** Submissions get queue_full when every reachable instance has this many prompts queued (default: no bound). */
@@ -64,8 +66,6 @@ export class ComfyUIEngine implements Engine {
   readonly queuesWork = true;
   private readonly pool: InstancePool;
   private readonly o: Required<Omit<ComfyUIEngineOptions, "maxQueue" | "http" | "socket">> & Pick<ComfyUIEngineOptions, "maxQueue" | "http" | "socket">;
-  /** Each instance's output folder, by index (null: fetch with /view). */
-  private readonly outputDirs: (string | null)[];
   private merged: { docs: Record<string, unknown>[]; registry: NodeRegistry } | null = null;
 
   constructor(options: ComfyUIEngineOptions) {
@@ -87,7 +87,6 @@ export class ComfyUIEngine implements Engine {
     };
     const dirs = this.o.outputDirs;
     if (dirs.length > 1 && dirs.length !== options.urls.length) throw new Error("give one ComfyUI output folder for all instances, or one per instance");
-    this.outputDirs = options.urls.map((_, i) => (dirs.length === 1 ? dirs[0]! : (dirs[i] ?? null)));
     const timings: InstanceTimings = {
       pollIntervalMs: this.o.pollIntervalMs,
       objectInfoTtlMs: this.o.objectInfoTtlMs,
@@ -100,7 +99,7 @@ export class ComfyUIEngine implements Engine {
       pingIntervalMs: this.o.pingIntervalMs,
       http: this.o.http ?? {},
     };
-    this.pool = new InstancePool(options.urls, timings);
+    this.pool = new InstancePool(options.urls, timings, options.urls.map((_, i) => (dirs.length === 1 ? dirs[0]! : (dirs[i] ?? "auto"))));
   }
 
   /** The instances' base URLs (without credentials). */
@@ -108,9 +107,9 @@ export class ComfyUIEngine implements Engine {
     return this.pool.instances.map((i) => i.url);
   }
 
-  /** Each instance's reachability and socket reconnections (metrics). */
-  upstreams(): { url: string; reachable: boolean; reconnects: number }[] {
-    return this.pool.instances.map((i) => ({ url: i.url, reachable: i.reachable, reconnects: i.reconnects }));
+  /** Each instance's reachability, socket reconnections and where its outputs are read (metrics). */
+  upstreams(): { url: string; reachable: boolean; reconnects: number; outputFolder: boolean }[] {
+    return this.pool.instances.map((i) => ({ url: i.url, reachable: i.reachable, reconnects: i.reconnects, outputFolder: i.outputs.state === "folder" }));
   }
 
   /** object_info of every instance, merged (first instance wins per class). */
@@ -227,7 +226,7 @@ export class ComfyUIEngine implements Engine {
       onSettled: (r) => instance.forget(r),
       connection: () => instance.connection,
       connectionAtPost,
-      outputDir: this.outputDirs[this.pool.instances.indexOf(instance)] ?? null,
+      outputs: instance.outputs,
     });
   }
 

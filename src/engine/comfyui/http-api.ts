@@ -133,6 +133,18 @@ export class ComfyHttp {
     return body;
   }
 
+  /** GET /system_stats, its `system` part (argv among it); empty when absent. */
+  async systemStats(): Promise<Record<string, unknown>> {
+    const body = await this.json("GET", "/system_stats");
+    return isObject(body) && isObject(body.system) ? body.system : {};
+  }
+
+  /** GET /internal/folder_paths: each folder name's paths on the instance's machine. */
+  async folderPaths(): Promise<Record<string, unknown>> {
+    const body = await this.json("GET", "/internal/folder_paths");
+    return isObject(body) ? body : {};
+  }
+
   /** GET /prompt: how many prompts are queued or running. */
   async queueRemaining(timeoutMs?: number): Promise<number> {
     const body = await this.json("GET", "/prompt", undefined, timeoutMs);

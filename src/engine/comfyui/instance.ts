@@ -6,6 +6,7 @@ import type { NodeRegistry } from "../nodes/registry.ts";
 import { registryOf } from "./definitions.ts";
 import { ComfyHttp, ComfyHttpError, type HttpTimeouts } from "./http-api.ts";
 import { decodeBinary, outcomeOf, promptIdOf, type ComfyMessage } from "./messages.ts";
+import { OutputFolder, type OutputFolderSetting } from "./output-folder.ts";
 import type { PromptRun } from "./prompt-run.ts";
 import { ComfySocket, type SocketTimings } from "./socket.ts";
 import { UploadCache } from "./uploads.ts";
@@ -33,6 +34,8 @@ export class Instance {
   /** The client id of this proxy on the instance, kept across reconnects. */
   readonly clientId = randomUUID();
   readonly uploads = new UploadCache();
+  /** Where its output files are read from (its folder beside us, or /view). */
+  readonly outputs: OutputFolder;
   /** Prompts chosen for this instance but not yet accepted by it. */
   reserved = 0;
   /** Reconnections of the socket (metrics). */
@@ -56,9 +59,10 @@ export class Instance {
 
   private readonly timings: InstanceTimings;
 
-  constructor(url: string, timings: InstanceTimings) {
+  constructor(url: string, timings: InstanceTimings, outputFolder: OutputFolderSetting = "auto") {
     this.timings = timings;
     this.http = new ComfyHttp(url, timings.http);
+    this.outputs = new OutputFolder(outputFolder, this.http);
     this.socket = new ComfySocket(this.http.socketUrl(this.clientId), {
       onOpen: (reconnected, afterOutage) => this.onOpen(reconnected, afterOutage),
       onClose: () => {
@@ -201,6 +205,8 @@ export class Instance {
   private onOpen(reconnected: boolean, afterOutage: boolean): void {
     this.unreachableSince = null;
     this.epoch++;
+    // First contact, or back after an outage (it may have restarted elsewhere): where are its outputs?
+    if (!reconnected || afterOutage) void this.outputs.discover();
     if (!reconnected) return;
     this.reconnects++;
     // Messages may have been missed while no socket was open.

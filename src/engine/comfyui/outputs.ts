@@ -1,12 +1,10 @@
 // The outputs of an `executed` message (or a history entry): every file info and every inline
 // text of a node's ui dict, each with its output type. Files are fetched with GET /view, or read
-// from ComfyUI's output folder when flowgate runs beside it.
-import { readFileSync, statSync } from "node:fs";
-import { readFile } from "node:fs/promises";
-import { isAbsolute, join, relative, resolve, sep } from "node:path";
+// from ComfyUI's output folder when flowgate runs beside it (output-folder.ts).
 import type { EngineOutput, OutputType } from "../engine.ts";
 import { sniff } from "../media/sniff.ts";
 import type { ComfyHttp, FileInfo } from "./http-api.ts";
+import type { OutputFolder } from "./output-folder.ts";
 
 /** One output found in a ui dict. */
 export type UiOutput = { kind: "file"; key: string; file: FileInfo } | { kind: "text"; key: string; text: string; index: number };
@@ -94,34 +92,10 @@ export function outputTypeOf(key: string, contentType: string): OutputType {
 }
 
 /**
- * The bytes of an "output" file read from ComfyUI's output folder, or null when it is not there
- * (or names a path outside it): the caller fetches it with /view then.
+ * Fetches (or, for inline text, encodes) one output. A file the instance's output folder gives
+ * (see OutputFolder) is read from there, saving a /view round trip and ComfyUI's serving.
  */
-async function readFromOutputDir(outputDir: string, file: FileInfo): Promise<Buffer | null> {
-  if (file.type !== "output") return null;
-  const root = resolve(outputDir);
-  const path = resolve(join(root, file.subfolder, file.filename));
-  const inside = relative(root, path);
-  if (inside === "" || inside === ".." || inside.startsWith(`..${sep}`) || isAbsolute(inside)) return null;
-  try {
-    // A small file (most outputs) is read with synchronous calls: a few µs from the page cache,
-    // where readFile's open, stat, read and close are four trips to the thread pool.
-    const size = statSync(path, { throwIfNoEntry: false })?.size;
-    if (size === undefined) return null;
-    return size <= SMALL_READ_BYTES ? readFileSync(path) : await readFile(path);
-  } catch {
-    return null; // a folder, unreadable, gone meanwhile: /view knows better
-  }
-}
-
-/** Largest output file read from the output folder with synchronous calls. */
-const SMALL_READ_BYTES = 256 * 1024;
-
-/**
- * Fetches (or, for inline text, encodes) one output. With `outputDir` (ComfyUI's output folder on
- * this machine) an output file is read from there, saving a /view round trip and ComfyUI's serving.
- */
-export async function materialize(http: ComfyHttp, node: { node_id: string; class_type: string }, o: UiOutput, outputDir: string | null = null): Promise<EngineOutput> {
+export async function materialize(http: ComfyHttp, node: { node_id: string; class_type: string }, o: UiOutput, folder: OutputFolder | null = null): Promise<EngineOutput> {
   if (o.kind === "text") {
     return {
       ...node,
@@ -134,8 +108,9 @@ export async function materialize(http: ComfyHttp, node: { node_id: string; clas
       folder: "temp",
     };
   }
-  const local = outputDir === null ? null : await readFromOutputDir(outputDir, o.file);
+  const local = folder === null ? null : await folder.read(o.file);
   const { bytes, contentType } = local !== null ? { bytes: local, contentType: null } : await http.view(o.file);
+  if (local === null) await folder?.confirm(o.file, bytes);
   const type = contentTypeOf(o.file.filename, bytes, contentType);
   return {
     ...node,

@@ -2,6 +2,7 @@
 // those that are reachable and know every class of the graph.
 import { EngineError, ExecutionCancelledError } from "../errors.ts";
 import { Instance, type InstanceTimings } from "./instance.ts";
+import type { OutputFolderSetting } from "./output-folder.ts";
 
 /** An instance's state at the moment of choosing. */
 export interface Candidate {
@@ -27,9 +28,10 @@ export class InstancePool {
   readonly instances: Instance[];
   private turn = 0;
 
-  constructor(urls: readonly string[], timings: InstanceTimings) {
+  /** One instance per URL; `outputFolders` holds each one's output folder setting, by index (default auto). */
+  constructor(urls: readonly string[], timings: InstanceTimings, outputFolders: readonly OutputFolderSetting[] = []) {
     if (urls.length === 0) throw new Error("the comfyui engine needs at least one ComfyUI URL");
-    this.instances = urls.map((u) => new Instance(u, timings));
+    this.instances = urls.map((u, i) => new Instance(u, timings, outputFolders[i]));
   }
 
   /** The load of each instance, null for those that cannot be reached. */

@@ -10,6 +10,7 @@ import type { NodeRegistry } from "../nodes/registry.ts";
 import { jobErrorOf } from "./error-mapping.ts";
 import { ComfyHttpError, ComfyUnreachableError, type ComfyHttp, type HistoryEntry } from "./http-api.ts";
 import { outcomeOf, outcomeOfHistory, type BinaryFrame, type ComfyMessage, type Outcome } from "./messages.ts";
+import type { OutputFolder } from "./output-folder.ts";
 import { materialize, outputKey, outputsOfUi } from "./outputs.ts";
 
 /**
@@ -40,8 +41,8 @@ export interface PromptRunOptions {
   connection(): number | null;
   /** The connection before POST /prompt was sent. */
   connectionAtPost: number | null;
-  /** The instance's output folder on this machine, read instead of /view; null: fetch. */
-  outputDir: string | null;
+  /** The instance's output folder: files it gives are read there instead of fetched with /view. */
+  outputs: OutputFolder | null;
 }
 
 /** A prompt being followed. */
@@ -252,7 +253,7 @@ export class PromptRun {
       const key = outputKey(id, item);
       if (this.delivered.has(key)) continue;
       this.delivered.add(key);
-      const output = await withRetries(() => materialize(this.o.http, node, item, this.o.outputDir)).catch((err) => {
+      const output = await withRetries(() => materialize(this.o.http, node, item, this.o.outputs)).catch((err) => {
         throw engineError("node_execution_error", `Could not fetch output ${item.kind === "file" ? item.file.filename : "text"} of node ${id} from ComfyUI.`, id, node.class_type, err);
       });
       if (this.stopping || this.settled) return;
