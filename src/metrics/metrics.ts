@@ -110,16 +110,24 @@ export class FlowgateMetrics {
     new Gauge({ name: "flowgate_jobs_running", help: "Jobs running now.", registers: r, collect() { this.set(sources.runningJobs()); } });
     new Gauge({ name: "flowgate_sse_streams_open", help: "Open v2 event streams.", registers: r, collect() { this.set(sources.openEventStreams?.() ?? 0); } });
     new Gauge({ name: "flowgate_websockets_open", help: "Open hosted-interface WebSockets.", registers: r, collect() { this.set(sources.openWebSockets?.() ?? 0); } });
-    new Gauge({
-      name: "flowgate_comfyui_up",
-      help: "Whether each ComfyUI instance is reachable (1) or not (0); absent with the embedded engine.",
-      labelNames: ["instance"] as const,
-      registers: r,
-      collect() {
-        this.reset();
-        for (const u of sources.upstreams?.() ?? []) this.set({ instance: u.url }, u.reachable ? 1 : 0);
-      },
-    });
+    // One sample per ComfyUI instance, labelled by its URL, read at scrape time.
+    const perUpstream = (name: string, help: string, value: (u: UpstreamHealth) => number) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ["instance"] as const,
+        registers: r,
+        collect() {
+          this.reset();
+          for (const u of sources.upstreams?.() ?? []) this.set({ instance: u.url }, value(u));
+        },
+      });
+    perUpstream("flowgate_comfyui_up", "Whether each ComfyUI instance is reachable (1) or not (0); absent with the embedded engine.", (u) => (u.reachable ? 1 : 0));
+    perUpstream(
+      "flowgate_comfyui_output_folder",
+      "Whether each ComfyUI instance's output files are read from its folder on this machine (1) or fetched with /view (0).",
+      (u) => (u.outputFolder ? 1 : 0),
+    );
     new Counter({
       name: "flowgate_comfyui_reconnects_total",
       help: "Reconnections of each ComfyUI instance's WebSocket.",
@@ -128,16 +136,6 @@ export class FlowgateMetrics {
       collect() {
         this.reset();
         for (const u of sources.upstreams?.() ?? []) this.inc({ instance: u.url }, u.reconnects);
-      },
-    });
-    new Gauge({
-      name: "flowgate_comfyui_output_folder",
-      help: "Whether each ComfyUI instance's output files are read from its folder on this machine (1) or fetched with /view (0).",
-      labelNames: ["instance"] as const,
-      registers: r,
-      collect() {
-        this.reset();
-        for (const u of sources.upstreams?.() ?? []) this.set({ instance: u.url }, u.outputFolder ? 1 : 0);
       },
     });
   }
