@@ -44,8 +44,8 @@ export class OutputFolder {
 
   /**
    * Looks for the instance's output folder (setting `auto`, an instance on this machine only):
-   * called when its socket opens after an outage, since a restarted ComfyUI may use another
-   * folder. Until a file confirms what is found, outputs are fetched with /view.
+   * called when its socket first opens, and again after an outage, since a restarted ComfyUI may
+   * use another folder. Until a file confirms what is found, outputs are fetched with /view.
    */
   async discover(): Promise<void> {
     if (this.#setting !== "auto" || !isLoopback(this.#http.base)) return;
@@ -149,15 +149,14 @@ async function readInside(root: string, file: FileInfo): Promise<Buffer | null> 
     if (inside === ".." || inside.startsWith(`..${sep}`) || isAbsolute(inside)) return null;
     const path = join(folder, basename(rel));
     const fd = openSync(path, OPEN_FLAGS);
-    let size: number;
     try {
       const st = fstatSync(fd);
       if (!st.isFile()) return null;
-      size = st.size;
-      if (size <= SMALL_READ_BYTES) return readWhole(fd, size);
+      if (st.size <= SMALL_READ_BYTES) return readWhole(fd, st.size);
     } finally {
       closeSync(fd);
     }
+    // A large file is read on the thread pool, not to hold the event loop.
     const handle = await open(path, OPEN_FLAGS);
     try {
       return (await handle.stat()).isFile() ? await handle.readFile() : null;
