@@ -3,10 +3,10 @@
 // it; otherwise they are fetched with /view, which stays the fallback for every file the folder
 // does not give. The folder is either configured, or found (`auto`) from what the instance says
 // about itself and trusted only once a file read from it equals what /view served.
-import { closeSync, constants, fstatSync, openSync, readSync, realpathSync, statSync } from "node:fs";
-import { open } from "node:fs/promises";
+import { closeSync, constants, fstatSync, openSync, read, readSync, realpathSync, statSync } from "node:fs";
 import { isIP } from "node:net";
 import { basename, dirname, isAbsolute, join, normalize, relative, sep } from "node:path";
+import { promisify } from "node:util";
 import type { ComfyHttp, FileInfo } from "./http-api.ts";
 
 /** The setting of one instance: a folder path, `auto` (the default) or `off` (always /view). */
@@ -152,28 +152,31 @@ async function readInside(root: string, file: FileInfo): Promise<Buffer | null> 
     try {
       const st = fstatSync(fd);
       if (!st.isFile()) return null;
-      if (st.size <= SMALL_READ_BYTES) return readWhole(fd, st.size);
+      // A large file is read on the thread pool, not to hold the event loop.
+      const readAt: ReadAt =
+        st.size <= SMALL_READ_BYTES
+          ? (buf, at) => readSync(fd, buf, at, buf.length - at, at)
+          : async (buf, at) => (await readAsync(fd, buf, at, buf.length - at, at)).bytesRead;
+      return await readWhole(st.size, readAt);
     } finally {
       closeSync(fd);
-    }
-    // A large file is read on the thread pool, not to hold the event loop.
-    const handle = await open(path, OPEN_FLAGS);
-    try {
-      return (await handle.stat()).isFile() ? await handle.readFile() : null;
-    } finally {
-      await handle.close();
     }
   } catch {
     return null; // gone meanwhile, unreadable, a link: /view knows better
   }
 }
 
-/** Reads `size` bytes from the start of an open file (fewer if it shrank meanwhile). */
-function readWhole(fd: number, size: number): Buffer {
+/** Reads into `buf` from `at` (the same offset in the file); the bytes read, 0 at its end. */
+type ReadAt = (buf: Buffer, at: number) => number | Promise<number>;
+
+const readAsync = promisify(read);
+
+/** Reads `size` bytes from the start of a file (fewer if it shrank meanwhile). */
+async function readWhole(size: number, readAt: ReadAt): Promise<Buffer> {
   const buf = Buffer.allocUnsafe(size);
   let at = 0;
   while (at < size) {
-    const n = readSync(fd, buf, at, size - at, at);
+    const n = await readAt(buf, at);
     if (n === 0) break;
     at += n;
   }
