@@ -23,9 +23,10 @@ Exits 0 when every applicable check passes, 1 when any fails, 2 on a usage or co
   --report-json FILE      write the report as JSON
   --junit FILE            write the report as JUnit XML
   --slow-workflow FILE    graph of a slow job (several seconds, one output); default: FlowgateDelay
+                          (a ComfyUI without it: conformance/workflows/comfyui-slow.json, core nodes)
   --steps-workflow FILE   graph with a stepped node (progress, previews); default: FlowgateSampler
   --failing-workflow FILE graph that validates and fails while running; default: ImageBlend of batches 2 and 3
-                          (graph files: API format, or {workflow} / {prompt}; "$NONCE" is replaced per run)
+                          (graph files: API format, or {workflow} / {prompt}; "$NONCE" is a random integer per run, below 2^24)
   --slow-seconds N        seconds the default slow graph waits (default 3)
   --other-token T         a second caller, for the "another caller's job" checks
   --forbidden-token T     a caller who is authenticated but not allowed (403)

@@ -138,10 +138,14 @@ export function classesOf(graph: Graph): string[] {
   return [...new Set(Object.values(graph).map((n) => n.class_type))];
 }
 
-/** Replaces every `$NONCE` in string values with a fresh random value (for graphs from files). */
+/**
+ * Puts one fresh random value in place of `$NONCE` (for graphs from files): a value that is
+ * `"$NONCE"` alone becomes the number, and inside longer strings its digits. Below 2^24, so that
+ * it fits an EmptyImage's color as well as any seed.
+ */
 export function withNonce(graph: Graph): Graph {
-  const n = String(nonce(0x7fffffff));
-  return JSON.parse(JSON.stringify(graph).replaceAll("$NONCE", n)) as Graph;
+  const n = String(nonce());
+  return JSON.parse(JSON.stringify(graph).replaceAll('"$NONCE"', n).replaceAll("$NONCE", n)) as Graph;
 }
 
 /** Reads a graph file: an API-format graph, or an object carrying one in `workflow` or `prompt`. */
