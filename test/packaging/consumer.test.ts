@@ -189,9 +189,10 @@ export const wrong: JobStatus = "exploded";
 });
 
 describe("the server package, installed", () => {
-  it("ships the spec and the examples, and no TypeScript sources", () => {
+  it("ships the spec, the examples and the conformance suite's graph files, and no TypeScript sources", () => {
     const pkg = path.join(serverProject, "node_modules", "flowgate");
-    for (const file of ["spec/openapi.yaml", "spec/asyncapi.yaml", "examples/image-pipeline.json", "dist/src/cli/main.js", "dist/generated/validators.js"]) {
+    const files = ["spec/openapi.yaml", "spec/asyncapi.yaml", "examples/image-pipeline.json", "dist/src/cli/main.js", "dist/generated/validators.js", "dist/conformance/workflows/comfyui-slow.json"];
+    for (const file of files) {
       expect(existsSync(path.join(pkg, file)), file).toBe(true);
     }
     expect(existsSync(path.join(pkg, "src"))).toBe(false);
