@@ -79,7 +79,10 @@ export class OutputFolder {
   /** The real path of the folder to read from, or null while there is none to trust. */
   #folder(): string | null {
     // A configured folder may appear after the start (ComfyUI creates it on its first save).
-    if (typeof this.#setting === "object") this.#root ??= realFolder(this.#setting.path);
+    if (typeof this.#setting === "object" && this.#root === null) {
+      const path = realFolder(this.#setting.path);
+      if (path !== null) this.#root = { path, trusted: true };
+    }
     return this.#root?.trusted ? this.#root.path : null;
   }
 
@@ -102,7 +105,7 @@ export class OutputFolder {
       if (typeof customNodes !== "string" || !isAbsolute(customNodes)) return null;
       path = join(dirname(customNodes), "output");
     }
-    return realFolder(path)?.path ?? null;
+    return realFolder(path);
   }
 }
 
@@ -125,10 +128,10 @@ function isLoopback(base: string): boolean {
 }
 
 /** A folder's real path, or null when it is not a folder (yet). */
-function realFolder(path: string): { path: string; trusted: boolean } | null {
+function realFolder(path: string): string | null {
   try {
     const real = realpathSync(path);
-    return statSync(real).isDirectory() ? { path: real, trusted: true } : null;
+    return statSync(real).isDirectory() ? real : null;
   } catch {
     return null;
   }

@@ -95,7 +95,7 @@ export function outputTypeOf(key: string, contentType: string): OutputType {
  * Fetches (or, for inline text, encodes) one output. A file the instance's output folder gives
  * (see OutputFolder) is read from there, saving a /view round trip and ComfyUI's serving.
  */
-export async function materialize(http: ComfyHttp, node: { node_id: string; class_type: string }, o: UiOutput, folder: OutputFolder | null = null): Promise<EngineOutput> {
+export async function materialize(http: ComfyHttp, node: { node_id: string; class_type: string }, o: UiOutput, folder: OutputFolder): Promise<EngineOutput> {
   if (o.kind === "text") {
     return {
       ...node,
@@ -108,9 +108,9 @@ export async function materialize(http: ComfyHttp, node: { node_id: string; clas
       folder: "temp",
     };
   }
-  const local = folder === null ? null : await folder.read(o.file);
+  const local = await folder.read(o.file);
   const { bytes, contentType } = local !== null ? { bytes: local, contentType: null } : await http.view(o.file);
-  if (local === null) await folder?.confirm(o.file, bytes);
+  if (local === null) await folder.confirm(o.file, bytes);
   const type = contentTypeOf(o.file.filename, bytes, contentType);
   return {
     ...node,

@@ -42,7 +42,7 @@ export interface PromptRunOptions {
   /** The connection before POST /prompt was sent. */
   connectionAtPost: number | null;
   /** The instance's output folder: files it gives are read there instead of fetched with /view. */
-  outputs: OutputFolder | null;
+  outputs: OutputFolder;
 }
 
 /** A prompt being followed. */
