@@ -119,7 +119,7 @@ describe("the client package, installed alone", () => {
     const names = installed(path.join(clientProject, "node_modules"));
     expect(names).toContain("@flowgate/client");
     expect(names.filter((n) => SERVER_ONLY.includes(n))).toEqual([]);
-    // The README states these figures: keep them in step when they change.
+    // docs/packages.md states these figures: keep them in step when they change.
     console.log(`@flowgate/client installed: ${names.length - 1} dependencies (${names.filter((n) => n !== "@flowgate/client").join(", ")}), ${(bytesUnder(path.join(clientProject, "node_modules")) / 1e6).toFixed(1)} MB`);
     expect(names.length - 1).toBeLessThanOrEqual(8);
   });
