@@ -15,7 +15,7 @@ import { eventually, ROOT, type CliProcess } from "../cli/cli.ts";
 const SERVER_ONLY = ["fastify", "@fastify/multipart", "sharp", "pino", "ajv", "yaml", "flowgate"];
 
 /** What the client tarball may hold: the client, its wire helpers and the generated client code. */
-const CLIENT_FILES = /^(package\.json|README\.md|dist\/src\/(index|client\/[\w-]+|blobs\/blake3|wire\/[\w-]+)\.(js|d\.ts)|dist\/generated\/(openapi-types|asyncapi-types|enums|fetch-client|sdk\/[\w/.-]+)\.(js|d\.ts))$/;
+const CLIENT_FILES = /^(package\.json|README\.md|dist\/src\/(index|client\/[\w-]+|domain\/blake3|wire\/[\w-]+)\.(js|d\.ts)|dist\/generated\/(openapi-types|asyncapi-types|enums|fetch-client|sdk\/[\w/.-]+)\.(js|d\.ts))$/;
 
 const work = mkdtempSync(path.join(tmpdir(), "flowgate-consumer-"));
 /** PATH with this test's Node first, for npm and for the installed bins' `#!/usr/bin/env node`. */

@@ -5,9 +5,9 @@
 // second); status events are never throttled, and the last progress goes out before the end.
 import type { ServerResponse } from "node:http";
 import type { JobEvent } from "../../jobs/event-bus.ts";
-import { ServiceError } from "../../jobs/errors.ts";
+import { ServiceError } from "../../domain/errors.ts";
 import { isTerminalStatus, statusRank, type JobRecord } from "../../store/index.ts";
-import type { Runtime } from "../runtime.ts";
+import type { Runtime } from "../../runtime/runtime.ts";
 import { jobView, outputView, type LinkContext } from "../views.ts";
 import { LatestWins } from "./latest-wins.ts";
 
