@@ -377,6 +377,12 @@ describe.skipIf(!hasChromium)("the jobs list's filter and pages", { timeout: 120
       await page.locator("#status-filter").selectOption("succeeded");
       await expect.poll(() => rows.count()).toBe(20);
       expect(await page.locator('tr[data-status="failed"]').count()).toBe(0);
+      // A job that failed at run time marks its failing node in the workflow.
+      await page.goto(`${server.url}/#/jobs/${failed.id}`);
+      await expect.poll(() => page.locator("#job-status").textContent()).toBe("failed");
+      const node = page.locator('ol.nodes li[data-node="1"]');
+      await expect.poll(() => node.getAttribute("class")).toBe("failing");
+      expect(await node.textContent()).toContain("failed here");
     } finally {
       await browser.close();
       await server.stop();
