@@ -219,8 +219,13 @@ CREATE UNLOGGED TABLE queue_snapshot (
   id INTEGER PRIMARY KEY CHECK (id = 1),
   version BIGINT NOT NULL,
   taken_at BIGINT NOT NULL,
+  -- How long taking it took: readers space the next one by it, so a deep queue costs the database
+  -- a bounded share of its time.
+  took_ms BIGINT NOT NULL DEFAULT 0,
   max_seq BIGINT NOT NULL,
-  pairs BYTEA NOT NULL
+  -- [[owner, running, queued], ...] in owner order, and each owner's queued seqs (int8, sorted) in that order.
+  owners JSON NOT NULL,
+  seqs BYTEA NOT NULL
 );
 `,
   },

@@ -70,6 +70,22 @@ describe.skipIf(unavailable !== null)("QueuePositions", () => {
     expect(await positions.position(ids[0]!)).toBeNull(); // running, not queued
   });
 
+  it("agrees with the fair queue over a larger mix of owners, runs and ends", async () => {
+    const local = new FairQueue();
+    let state = 7;
+    const next = (n: number) => (state = (state * 1103515245 + 12345) % 2 ** 31) % n;
+    const ids = await queue(Array.from({ length: 80 }, () => `o${next(6)}`), local);
+    const ran: string[] = [];
+    for (let i = 0; i < 12; i++) ran.push(await claimNext(local));
+    for (const id of ran.slice(0, 5)) {
+      const job = (await store.transitionJob(id, ["running"], "succeeded", { completed_at: T0 }))!;
+      local.ended(job.owner);
+    }
+    const positions = node({ exactBelow: 0, maxAgeMs: FOREVER, maxStaleMs: FOREVER });
+    const waiting = ids.filter((id) => local.position(id) !== null);
+    expect(await Promise.all(waiting.map((id) => positions.position(id)))).toEqual(waiting.map((id) => local.position(id)));
+  });
+
   it("lags the queue by at most its age, never reads higher later, and reads the head exactly", async () => {
     const local = new FairQueue();
     const ids = await queue(Array.from({ length: 20 }, () => "solo"), local);
