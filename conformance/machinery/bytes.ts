@@ -95,7 +95,7 @@ export class ByteChecks {
   declare(out: Obj): void {
     if (typeof out.id !== "string") return;
     const k = this.known(out.id);
-    k.out ??= out;
+    if (!k.out || (k.out.hash == null && out.hash != null && !k.checked)) k.out = out;
     if (typeof out.url === "string") this.byUrl.set(out.url, out.id);
   }
 
@@ -126,7 +126,6 @@ export class ByteChecks {
     const k = this.known(id);
     const found: BytesFinding[] = [];
     const add = (rule: string, message: string, key = `${rule} ${message.replace(/\d+/g, "N")}`) => found.push({ rule, message: `asset ${id}: ${message}`, key });
-    const size = typeof k.out?.size_bytes === "number" ? k.out.size_bytes : k.full?.byteLength;
     const m = range ? RANGE.exec(range) : null;
     const wanted = m && (m[1] || m[2]) ? { start: m[1] ? Number(m[1]) : undefined, end: m[2] ? Number(m[2]) : undefined } : undefined;
     if (status === 200) {
@@ -135,14 +134,18 @@ export class ByteChecks {
         k.checked = true;
         await this.full(k.out, body, add);
       }
-    } else if (status === 206) {
+      return found;
+    }
+    // A range is judged against the content as served in full (a wrong size_bytes is OUT-5's).
+    k.full ??= await refetch();
+    const size = k.full?.byteLength;
+    if (status === 206) {
       const cr = /^bytes (\d+)-(\d+)\/(\d+|\*)$/.exec(headers.get("content-range") ?? "");
       if (!cr) return (add("AST-4", `a 206 without a valid Content-Range (${JSON.stringify(headers.get("content-range"))})`), found);
       const [a, b, total] = [Number(cr[1]), Number(cr[2]), cr[3] === "*" ? undefined : Number(cr[3])];
       if (size !== undefined && total !== size) add("AST-4", `Content-Range ${cr[0]} gives the total ${cr[3]}, the content is ${size} bytes`);
       if (b - a + 1 !== body.byteLength) add("AST-4", `Content-Range ${cr[0]} announces ${b - a + 1} bytes, the 206 carries ${body.byteLength}`);
       if (wanted?.start !== undefined && a !== wanted.start) add("AST-4", `Range ${range} answered Content-Range ${cr[0]}`);
-      k.full ??= await refetch();
       if (k.full) {
         const slice = k.full.subarray(a, b + 1);
         const i = slice.findIndex((x, j) => body[j] !== x);

@@ -23,6 +23,7 @@ const CASES: Array<{ breakage: Breakage; rules: string[]; only: string[]; double
   { breakage: "assetRecordTypeDiffers", rules: ["AST-1"], only: ["OUT", "AST"] },
   { breakage: "listUnprefixed", rules: ["URL-2"], only: ["AST", "URL"], double: { surface: "serverless", prefix: "/deployment/abc" }, run: { surface: "serverless" } },
   { breakage: "hostedFailedAsSuccess", rules: ["HOST-5"], only: ["HOST", "JERR"] },
+  { breakage: "wsSuccessForFailed", rules: ["WS-3"], only: ["WS"] },
   { breakage: "rangeOffByOne", rules: ["AST-4"], only: ["AST"] },
   { breakage: "contentRangeTotal", rules: ["AST-4"], only: ["AST"] },
   { breakage: "contentTypeNotBytes", rules: ["OUT-5"], only: ["OUT"] },

@@ -45,6 +45,7 @@ export type Breakage =
   | "assetRecordTypeDiffers" // AST-1: an output's asset record gives application/octet-stream
   | "listUnprefixed" // URL-2: list entries' links lack the mount prefix
   | "hostedFailedAsSuccess" // HOST-5: the hosted status of a failed job is success
+  | "wsSuccessForFailed" // WS-3: a failed job's WebSocket outcome is execution_success
   | "rangeOffByOne" // AST-4: a 206 carries the right number of bytes, one byte further on
   | "contentRangeTotal" // AST-4: a 206's Content-Range gives a total one too many
   | "contentTypeNotBytes" // OUT-5: a PNG output declared (and served) as image/webp
