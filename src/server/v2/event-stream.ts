@@ -28,6 +28,11 @@ interface Stream {
    * status no newer than the one the stream has is not written again (never a step back).
    */
   rank: number;
+  /**
+   * Progress value last written. Snapshots of one run only grow, but one published before a read
+   * (or relayed from another process) can reach the stream after a newer one: it is not written.
+   */
+  progressValue: number;
 }
 
 interface JobStreams {
@@ -82,7 +87,7 @@ export class EventStreams {
 
   /** Starts a stream on `res` for a job the caller owns. */
   async open(job: JobRecord, res: ServerResponse, links: LinkContext): Promise<void> {
-    const stream: Stream = { res, owner: job.owner, links, linkKey: `${links.mount}|${links.origin}`, lastProgressAt: 0, pendingProgress: null, progressTimer: null, ready: false, rank: -1 };
+    const stream: Stream = { res, owner: job.owner, links, linkKey: `${links.mount}|${links.origin}`, lastProgressAt: 0, pendingProgress: null, progressTimer: null, ready: false, rank: -1, progressValue: -1 };
     res.writeHead(200, {
       "content-type": "text/event-stream",
       "cache-control": "no-cache, no-transform",
@@ -115,6 +120,7 @@ export class EventStreams {
     const snapshot = await this.runtime.jobs.snapshot(current);
     res.write(frame("status", JSON.stringify(jobView(snapshot, links))));
     stream.rank = statusRank(current.status);
+    stream.progressValue = progressValueOf(current.progress);
     stream.ready = true;
     if (isTerminalStatus(current.status)) return void res.end();
     if (current.progress) res.write(frame("progress", JSON.stringify(current.progress)));
@@ -176,8 +182,10 @@ export class EventStreams {
         // with the end of the response in a single write.
         const payloads = new Map<string, Buffer>();
         let i = 0;
+        const value = progressValueOf(e.job.progress);
         for (const s of behind) {
           s.rank = rank;
+          s.progressValue = Math.max(s.progressValue, value);
           let p = payloads.get(s.linkKey);
           if (p === undefined) payloads.set(s.linkKey, (p = Buffer.from(frame("status", JSON.stringify(jobView(snapshot, s.links))))));
           if (s.res.writableEnded) continue;
@@ -191,8 +199,13 @@ export class EventStreams {
         return;
       }
       case "progress": {
+        const value = progressValueOf(e.progress);
         const data = JSON.stringify(e.progress);
-        for (const s of streams) this.queueProgress(s, data);
+        for (const s of streams) {
+          if (value < s.progressValue) continue; // never a step back
+          s.progressValue = value;
+          this.queueProgress(s, data);
+        }
         return;
       }
       case "preview": {
@@ -242,6 +255,12 @@ export class EventStreams {
     }
     s.pendingProgress = null;
   }
+}
+
+/** The value of a progress snapshot, -1 when there is none. */
+function progressValueOf(progress: unknown): number {
+  const v = (progress as { value?: unknown } | null | undefined)?.value;
+  return typeof v === "number" ? v : -1;
 }
 
 function previewData(e: Extract<JobEvent, { type: "preview" }>): string {
