@@ -269,7 +269,9 @@ async function settle(store: Store, id: string, to: JobStatus, patch: JobPatch, 
     // A run only stops early because of a cancel request (the job is `canceling`) or the reaper.
     const fromRunning = to === "canceled" ? null : await move("running", to, patch);
     if (fromRunning) return fromRunning;
-    return await move("canceling", "canceled", { completed_at: patch.completed_at ?? null });
+    // A run that succeeded after a late cancel request ends canceled with its final progress:
+    // the stream may already have published it, and the job must not read as less.
+    return await move("canceling", "canceled", { completed_at: patch.completed_at ?? null, ...(patch.progress ? { progress: patch.progress } : {}) });
   } catch (err) {
     if (err instanceof TerminalStatusError) return null;
     throw err;

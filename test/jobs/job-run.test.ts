@@ -83,6 +83,33 @@ describe("runJob: progress writes", () => {
   });
 });
 
+describe("runJob: a cancel that arrives after the last node", () => {
+  it("ends canceled with its final progress, never behind what the stream published (conformance PRG-2)", async () => {
+    const events = new EventBus();
+    const published: Progress[] = [];
+    events.subscribeAll((e: JobEvent) => void (e.type === "progress" && published.push(e.progress)));
+    const engine = scriptedEngine(async (o) => {
+      o.onStart(["1", "2"]);
+      o.onNodeStart("1", "EmptyImage");
+      o.onNodeDone("1", "EmptyImage", null);
+      await turn();
+      await turn();
+      o.onNodeStart("2", "SaveImage");
+      o.onNodeDone("2", "SaveImage", null);
+      // The cancel request lands before the run reports its end: the job is canceling.
+      await store.transitionJob(job.id, ["running"], "canceling");
+      return { kind: "succeeded" };
+    });
+    const ended = await runJob(await runDeps(store, engine, events), job, {}, new AbortController().signal);
+    expect(ended?.status).toBe("canceled");
+    // Every node ran: the end carries the final snapshot, as a success's does, so no progress the
+    // stream published before the end is ahead of the canceled job a client reads.
+    expect(ended?.progress).toMatchObject({ value: 1, nodes_done: 2, nodes_total: 2 });
+    for (const p of published) expect(p.value).toBeLessThanOrEqual(1);
+    expect((await store.getJob(job.id))?.progress).toEqual(ended?.progress);
+  });
+});
+
 describe("runJob: a start and an end in one turn", () => {
   it("moves the job to running and to its end with one fsync, publishing both in order", async () => {
     let fsyncs = 0;
