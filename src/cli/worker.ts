@@ -1,11 +1,9 @@
 // `flowgate worker`: claims queued jobs from the shared PostgreSQL database and runs them, on the
 // embedded engine or in front of ComfyUI; no HTTP. API nodes (`flowgate serve --no-dispatch`)
 // take the submissions.
-import { loadConfig, SERVE_FLAGS } from "../config/config.ts";
-import { engineAdapter } from "../jobs/engine-adapter.ts";
-import { openRuntime } from "../server/runtime.ts";
-import { settingsLine } from "../server/start.ts";
-import { createEngine, flagLines } from "./serve.ts";
+import { SERVE_FLAGS } from "../config/config.ts";
+import { UsageError } from "./command.ts";
+import { configFrom, flagLines } from "./serve.ts";
 
 /** Flags of serve that mean nothing to a worker (it does not listen, and always runs jobs). */
 const HTTP_ONLY = new Set(["port", "host", "token", "public-url", "metrics-token", "serverless-domain", "no-dispatch"]);
@@ -22,8 +20,14 @@ export async function worker(argv: string[]): Promise<void> {
     process.stdout.write(workerUsage());
     return;
   }
-  const config = { ...loadConfig(argv), dispatch: true };
-  if (config.databaseUrl === null) throw new Error("a worker needs --database-url: it claims jobs from the PostgreSQL database the API nodes share");
+  const config = { ...configFrom(argv), dispatch: true };
+  if (config.databaseUrl === null) throw new UsageError("a worker needs --database-url: it claims jobs from the PostgreSQL database the API nodes share");
+  const [{ openRuntime }, { settingsLine }, { engineAdapter }, { createEngine }] = await Promise.all([
+    import("../server/runtime.ts"),
+    import("../server/start.ts"),
+    import("../jobs/engine-adapter.ts"),
+    import("./create-engine.ts"),
+  ]);
   const engine = createEngine(config);
   const runtime = await openRuntime(config, { engine: engineAdapter(engine) }).catch(async (err: unknown) => {
     await engine.close?.();
