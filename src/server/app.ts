@@ -21,6 +21,8 @@ import * as assets from "./v2/assets.ts";
 import { EventStreams } from "./v2/event-stream.ts";
 import { streamJobEventsHandler } from "./v2/events.ts";
 import * as jobs from "./v2/jobs.ts";
+import { readiness, storageVolumes } from "./readiness.ts";
+import { flowgateVersion } from "../config/version.ts";
 
 declare module "fastify" {
   interface FastifyInstance {
@@ -125,6 +127,19 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
     openEventStreams: () => streams.size,
     openWebSockets: () => app.hostedSockets?.size ?? 0,
     upstreams: () => runtime.engine.upstreams?.() ?? [],
+    oldestQueuedSeconds: async () => {
+      const [oldest] = await runtime.store.queuedJobs(1);
+      return oldest === undefined ? 0 : Math.max(0, (runtime.now() - oldest.created_at) / 1000);
+    },
+    readiness: () => readiness(runtime),
+    storage: () => storageVolumes(runtime),
+    busyWorkers: () => runtime.busyWorkers(),
+  });
+  runtime.metrics.setBuildInfo({
+    version: flowgateVersion(),
+    surface: runtime.config.surface,
+    engine: runtime.config.engine,
+    store: runtime.config.databaseUrl === null ? "sqlite" : "postgres",
   });
   return app;
 }

@@ -42,6 +42,8 @@ export interface Runtime {
   directory: Directory | null;
   /** Prometheus metrics of this server. */
   metrics: FlowgateMetrics;
+  /** Processes running jobs now: on PostgreSQL those of the deployment holding a live lease, else this one while it runs a job. */
+  busyWorkers(): Promise<number>;
   now: () => number;
   /** Recovers after a crash and starts dispatching and the reaper; call it once the server listens. */
   start(): Promise<void>;
@@ -89,10 +91,8 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
   const events = new EventBus();
   const directory = config.surface === "self-hosted" ? null : await openDirectory(database ?? config.dataDir);
   // On PostgreSQL several processes share the jobs: they are claimed under leases (src/jobs/job-leases.ts).
-  const lease: LeaseOptions | undefined =
-    database === null
-      ? undefined
-      : { leases: await PostgresLeases.open(database), workerId: workerId(), leaseMs: config.leaseMs, dispatch: config.dispatch };
+  const leases = database === null ? null : await PostgresLeases.open(database);
+  const lease: LeaseOptions | undefined = leases === null ? undefined : { leases, workerId: workerId(), leaseMs: config.leaseMs, dispatch: config.dispatch };
   const surface = new SurfacePolicy({
     surface: config.surface,
     token: config.token,
@@ -163,6 +163,7 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     finishedViews: new FinishedJobViews(),
     directory,
     metrics,
+    busyWorkers: leases === null ? async () => (dispatcher.runningCount > 0 ? 1 : 0) : () => leases.busyWorkers(),
     now,
     async start() {
       // What other processes do reaches this process's streams and sockets (PostgreSQL only).
