@@ -2,6 +2,7 @@
 // server and the engines are imported once the flags are read, so --help and a usage error are quick.
 import { loadConfig, SERVE_FLAGS, type Config } from "../config/config.ts";
 import { UsageError } from "./command.ts";
+import { stopWhenOrphaned } from "./parent-watch.ts";
 import { explainParseError } from "./suggest.ts";
 
 /** Usage of `flowgate serve`. */
@@ -45,6 +46,8 @@ export async function serve(argv: string[]): Promise<void> {
   });
   process.stdout.write(`flowgate: ${settingsLine(config)}\nflowgate: listening on ${server.url}\n`);
   let closing = false;
+  // npm's SIGTERM does not reach us through its shell: leaving with the parent is the same stop.
+  stopWhenOrphaned(() => process.emit("SIGTERM"));
   for (const signal of ["SIGINT", "SIGTERM"] as const) {
     process.on(signal, () => {
       if (closing) {

@@ -3,6 +3,7 @@
 // take the submissions.
 import { SERVE_FLAGS } from "../config/config.ts";
 import { UsageError } from "./command.ts";
+import { stopWhenOrphaned } from "./parent-watch.ts";
 import { configFrom, flagLines } from "./serve.ts";
 
 /** Flags of serve that mean nothing to a worker (it does not listen, and always runs jobs). */
@@ -44,6 +45,8 @@ export async function worker(argv: string[]): Promise<void> {
   // Nothing else need hold the event loop (the heartbeat is unref'd, idle connections close): stay up until a signal.
   const keepAlive = setInterval(() => undefined, 1 << 30);
   let closing = false;
+  // npm's SIGTERM does not reach us through its shell: leaving with the parent is the same stop.
+  stopWhenOrphaned(() => process.emit("SIGTERM"));
   for (const signal of ["SIGINT", "SIGTERM"] as const) {
     process.on(signal, () => {
       if (closing) {
