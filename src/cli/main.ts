@@ -2,7 +2,7 @@
 // when that command runs, so `flowgate --help` and `--version` load no server, engine or client.
 import { UsageError } from "./command.ts";
 import { closest, flagHint } from "./suggest.ts";
-import { flowgateVersion } from "../config/version.ts";
+import { VERSION } from "../domain/version.ts";
 
 type Run = (argv: string[]) => Promise<void>;
 
@@ -41,7 +41,7 @@ const [command, ...rest] = process.argv.slice(2);
 if (!command || command === "--help" || command === "-h" || command === "help") {
   process.stdout.write(usage());
 } else if (command === "--version" || command === "-V" || command === "version") {
-  process.stdout.write(`flowgate ${flowgateVersion()}\n`);
+  process.stdout.write(`flowgate ${VERSION}\n`);
 } else if (!Object.hasOwn(COMMANDS, command)) {
   process.stderr.write(`flowgate: ${unknownText(command)}\n\n${usage()}`);
   process.exitCode = 2;

@@ -1,6 +1,6 @@
 // `flowgate serve`: the reference server, on the embedded engine or in front of ComfyUI. The
 // server and the engines are imported once the flags are read, so --help and a usage error are quick.
-import { loadConfig, SERVE_FLAGS, type Config } from "../config/config.ts";
+import { loadConfig, SERVE_FLAGS, settingsLine, type Config } from "../config/config.ts";
 import { UsageError } from "./command.ts";
 import { stopWhenOrphaned } from "./parent-watch.ts";
 import { explainParseError } from "./suggest.ts";
@@ -34,7 +34,7 @@ export async function serve(argv: string[]): Promise<void> {
     return;
   }
   const config = configFrom(argv);
-  const [{ settingsLine, startServer }, { engineAdapter }, { createEngine }] = await Promise.all([
+  const [{ startServer }, { engineAdapter }, { createEngine }] = await Promise.all([
     import("../server/start.ts"),
     import("../jobs/engine-adapter.ts"),
     import("./create-engine.ts"),

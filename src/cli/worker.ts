@@ -1,7 +1,7 @@
 // `flowgate worker`: claims queued jobs from the shared PostgreSQL database and runs them, on the
 // embedded engine or in front of ComfyUI; no HTTP. API nodes (`flowgate serve --no-dispatch`)
 // take the submissions.
-import { SERVE_FLAGS } from "../config/config.ts";
+import { SERVE_FLAGS, settingsLine } from "../config/config.ts";
 import { UsageError } from "./command.ts";
 import { stopWhenOrphaned } from "./parent-watch.ts";
 import { configFrom, flagLines } from "./serve.ts";
@@ -23,9 +23,8 @@ export async function worker(argv: string[]): Promise<void> {
   }
   const config = { ...configFrom(argv), dispatch: true };
   if (config.databaseUrl === null) throw new UsageError("a worker needs --database-url: it claims jobs from the PostgreSQL database the API nodes share");
-  const [{ openRuntime }, { settingsLine }, { engineAdapter }, { createEngine }] = await Promise.all([
-    import("../server/runtime.ts"),
-    import("../server/start.ts"),
+  const [{ openRuntime }, { engineAdapter }, { createEngine }] = await Promise.all([
+    import("../runtime/runtime.ts"),
     import("../jobs/engine-adapter.ts"),
     import("./create-engine.ts"),
   ]);

@@ -7,11 +7,12 @@
 // With leases (PostgreSQL, several processes), jobs are claimed from the database instead: the
 // next queued job of any node, under a lease this process renews on a heartbeat; the in-memory
 // queue then only answers positions of the jobs this node knows (see LeaseOptions).
-import { TerminalStatusError, type JobRecord, type Store } from "../store/index.ts";
+import { TerminalStatusError, type JobRecord } from "../store/index.ts";
 import { DrainRate } from "./drain-rate.ts";
 import type { EventBus } from "./event-bus.ts";
 import { FairQueue } from "./fair-queue.ts";
-import { PARTNER_KEY_LOST, WORKER_LOST, type LeaseOptions } from "./job-leases.ts";
+import { PARTNER_KEY_LOST, WORKER_LOST } from "../domain/failures.ts";
+import type { LeaseOptions } from "./job-leases.ts";
 import { runJob, type JobRunDeps, type QueuedRunHooks } from "./job-run.ts";
 import { SharedQueueCounts } from "./queue-counts.ts";
 

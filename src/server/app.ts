@@ -4,7 +4,7 @@ import type { Socket } from "node:net";
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import multipart from "@fastify/multipart";
 import type { V2Handlers } from "../../generated/handlers.ts";
-import { ServiceError } from "../jobs/errors.ts";
+import { ServiceError } from "../domain/errors.ts";
 import { answerClientError } from "./client-errors.ts";
 import { malformedJson, toEnvelope, unsupportedContentType } from "./error-envelope.ts";
 import { toHostedError } from "./hosted/hosted-errors.ts";
@@ -14,15 +14,16 @@ import { mountRoutes } from "./mount.ts";
 import { operationsHandlers } from "./operations.ts";
 import { hostedHandlers } from "./hosted/handlers.ts";
 import { HostedSockets, WS_PATHS } from "./hosted/websocket.ts";
-import type { Runtime } from "./runtime.ts";
+import type { Runtime } from "../runtime/runtime.ts";
 import { mountUi } from "./ui.ts";
 import { absorbUpgradeSocketErrors, upgradeOnlyWebSockets } from "./upgrades.ts";
 import * as assets from "./v2/assets.ts";
 import { EventStreams } from "./v2/event-stream.ts";
+import { FinishedJobViews } from "./v2/finished-job-views.ts";
 import { streamJobEventsHandler } from "./v2/events.ts";
 import * as jobs from "./v2/jobs.ts";
-import { readiness, storageVolumes } from "./readiness.ts";
-import { flowgateVersion } from "../config/version.ts";
+import { storageVolumes } from "./storage-volumes.ts";
+import { VERSION } from "../domain/version.ts";
 
 declare module "fastify" {
   interface FastifyInstance {
@@ -30,6 +31,8 @@ declare module "fastify" {
     eventStreams: EventStreams;
     /** The open hosted WebSockets, where the surface serves them (metrics, tests). */
     hostedSockets?: HostedSockets;
+    /** Rendered views of finished jobs, for repeated GETs. */
+    finishedViews: FinishedJobViews;
   }
 }
 
@@ -99,6 +102,7 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
 
   const streams = new EventStreams(runtime);
   app.decorate("eventStreams", streams);
+  app.decorate("finishedViews", new FinishedJobViews());
   // preClose: before the server waits for its connections, which open streams would hold.
   app.addHook("preClose", async () => streams.close());
   endConnectionsOnClose(app);
@@ -131,12 +135,15 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
       const [oldest] = await runtime.store.queuedJobs(1);
       return oldest === undefined ? 0 : Math.max(0, (runtime.now() - oldest.created_at) / 1000);
     },
-    readiness: () => readiness(runtime),
+    readiness: async () => {
+      const checks = await runtime.readiness();
+      return { ready: Object.values(checks).every(Boolean), checks };
+    },
     storage: () => storageVolumes(runtime),
     busyWorkers: () => runtime.busyWorkers(),
   });
   runtime.metrics.setBuildInfo({
-    version: flowgateVersion(),
+    version: VERSION,
     surface: runtime.config.surface,
     engine: runtime.config.engine,
     store: runtime.config.databaseUrl === null ? "sqlite" : "postgres",

@@ -6,7 +6,7 @@ import { existsSync, readdirSync, statSync } from "node:fs";
 import { extname, join, relative, resolve, sep } from "node:path";
 import fastifyStatic from "@fastify/static";
 import type { FastifyInstance, FastifyReply } from "fastify";
-import { ServiceError } from "../jobs/errors.ts";
+import { ServiceError } from "../domain/errors.ts";
 import { COMPRESSIBLE, sendCompressed } from "./compressed-files.ts";
 import { toEnvelope } from "./error-envelope.ts";
 
