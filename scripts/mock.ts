@@ -9,15 +9,21 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import { loadOpenApi, ROOT } from "../generators/spec-files.ts";
 import { stopWhenOrphaned } from "../src/cli/parent-watch.ts";
+import { explainParseError } from "../src/cli/suggest.ts";
 import { errorTable, fixError, type Violation } from "./mock-errors.ts";
 
-const { values } = parseArgs({
-  options: {
-    port: { type: "string", default: process.env.FLOWGATE_MOCK_PORT ?? "4010" }, // --port: where the mock listens
-    host: { type: "string", default: "127.0.0.1" }, // --host: interface to bind
-    dynamic: { type: "boolean", default: false }, // --dynamic: generate data from schemas instead of examples
-  },
-});
+const OPTIONS = {
+  port: { type: "string", default: process.env.FLOWGATE_MOCK_PORT ?? "4010" }, // --port: where the mock listens
+  host: { type: "string", default: "127.0.0.1" }, // --host: interface to bind
+  dynamic: { type: "boolean", default: false }, // --dynamic: generate data from schemas instead of examples
+} as const;
+let values: { port: string; host: string; dynamic: boolean };
+try {
+  values = parseArgs({ options: OPTIONS }).values;
+} catch (err) {
+  process.stderr.write(`mock: ${explainParseError((err as Error).message, Object.keys(OPTIONS))}\nUsage: npm run mock -- [--port N] [--host H] [--dynamic]\n`);
+  process.exit(2);
+}
 
 /** A port free on the loopback interface now. */
 function freePort(): Promise<number> {

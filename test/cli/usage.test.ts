@@ -78,6 +78,9 @@ describe("usage errors: exit 2 and the nearest name", () => {
     expect(serve.code).toBe(2);
     expect(serve.stderr).toContain("unknown flag --prot; did you mean --port?");
     expect(serve.stderr).toContain("Run flowgate serve --help for usage.");
+    const mock = await runCli(["mock", "--prot", "4010"]);
+    expect(mock.code).toBe(2);
+    expect(mock.stderr).toContain("unknown flag --prot; did you mean --port?");
     const top = await runCli(["--verison"]);
     expect(top.code).toBe(2);
     expect(top.stderr).toContain("did you mean --version?");
