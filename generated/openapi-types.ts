@@ -2356,7 +2356,7 @@ export interface operations {
     listJobs: {
         parameters: {
             query?: {
-                /** @description Only jobs in this status. */
+                /** @description Only jobs in this status; every status when left out. */
                 status?: components["schemas"]["JobStatus"];
                 /** @description Page size, 1 to 100. */
                 limit?: number;

@@ -1089,7 +1089,7 @@ export type ListJobsData = {
     path?: never;
     query?: {
         /**
-         * Only jobs in this status.
+         * Only jobs in this status; every status when left out.
          */
         status?: JobStatus;
         /**

@@ -39,6 +39,8 @@ export interface Runtime {
   directory: Directory | null;
   /** Prometheus metrics of this server. */
   metrics: FlowgateMetrics;
+  /** Processes running jobs now: on PostgreSQL those of the deployment holding a live lease, else this one while it runs a job. */
+  busyWorkers(): Promise<number>;
   now: () => number;
   /** What a load balancer should know: each check, true when it passes. */
   readiness(): Promise<Readiness>;
@@ -100,10 +102,8 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
   const events = new EventBus();
   const directory = config.surface === "self-hosted" ? null : await openDirectory(database ?? config.dataDir);
   // On PostgreSQL several processes share the jobs: they are claimed under leases (src/store/job-leases.ts).
-  const lease: LeaseOptions | undefined =
-    database === null
-      ? undefined
-      : { leases: await PostgresLeases.open(database), workerId: workerId(), leaseMs: config.leaseMs, dispatch: config.dispatch };
+  const leases = database === null ? null : await PostgresLeases.open(database);
+  const lease: LeaseOptions | undefined = leases === null ? undefined : { leases, workerId: workerId(), leaseMs: config.leaseMs, dispatch: config.dispatch };
   const surface = new SurfacePolicy({
     surface: config.surface,
     token: config.token,
@@ -173,6 +173,7 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     space,
     directory,
     metrics,
+    busyWorkers: leases === null ? async () => (dispatcher.runningCount > 0 ? 1 : 0) : () => leases.busyWorkers(),
     now,
     async readiness() {
       const [storeOk, engineOk] = await Promise.all([store.check().then(() => true, () => false), options.engine.ready().catch(() => false)]);

@@ -60,6 +60,12 @@ export class PostgresLeases implements JobLeases {
     return rows;
   }
 
+  /** Processes of the deployment holding a live lease on a running job now. */
+  async busyWorkers(): Promise<number> {
+    const { rows } = await this.#pool.query<{ n: number }>(PG_LEASE_SQL.busyWorkers);
+    return rows[0]?.n ?? 0;
+  }
+
   async liveCount(owner: string): Promise<number> {
     const { rows } = await this.#pool.query<{ n: number }>({ name: "fg_lease_live_count", text: PG_LEASE_SQL.liveCount, values: [owner] });
     return rows[0]?.n ?? 0;

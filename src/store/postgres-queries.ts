@@ -171,6 +171,8 @@ function claimSql(where: string): string {
 
 /** Statements of leased dispatch (src/store/postgres-leases.ts). */
 export const PG_LEASE_SQL = {
+  /** Processes holding a live lease on a running job (a metric: workers alive and busy). */
+  busyWorkers: `SELECT count(DISTINCT worker_id)::int AS n FROM jobs WHERE status IN ('running', 'canceling') AND lease_until > ${DB_NOW_MS}`,
   // $1 worker, $2 started_at, $3 lease ms, $4 owners to skip, $5 secret-holding jobs of this process.
   claim: claimSql(""),
   // The same among this process's secret jobs only (an API node runs those: only it holds the secrets).

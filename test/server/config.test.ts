@@ -108,11 +108,10 @@ describe("the command line", () => {
     }
   });
 
-  it("a bad flag is a one-line error and exit code 1, not a stack trace", () => {
+  it("a bad flag is a usage error (exit code 2) in one line and a pointer to --help, not a stack trace", () => {
     const r = run(["serve", "--port", "nope"]);
-    expect(r.status).toBe(1);
-    expect(r.stderr.trim().split("\n")).toHaveLength(1);
-    expect(r.stderr).toContain("--port");
+    expect(r.status).toBe(2);
+    expect(r.stderr.trim().split("\n")).toEqual([expect.stringContaining("--port"), "Run flowgate serve --help for usage."]);
     expect(r.stderr).not.toMatch(/\n\s+at /);
   });
 });
