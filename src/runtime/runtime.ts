@@ -65,6 +65,8 @@ export interface RuntimeOptions {
   now?: () => number;
   /** Called with reaper failures. */
   onBackgroundError?: (err: unknown) => void;
+  /** Where runs say why infrastructure ended or stopped them (default: standard error). */
+  log?: (line: string) => void;
 }
 
 /**
@@ -129,6 +131,7 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     endWithOutputs: database === null,
     mayStart: () => !space.short,
     ...(lease ? { lease } : {}),
+    log: options.log ?? ((line) => process.stderr.write(`flowgate: ${line}\n`)),
   });
   const jobs = new JobService({ store, engine: options.engine, assets, dispatcher, events, now, retentionMs: config.retentionMs, queueLimit: config.queueLimit, beforeSubmit: async (caller) => {
     space.assertRoom(); // no new job while the disk is full: it could not save its outputs
