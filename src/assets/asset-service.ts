@@ -64,6 +64,9 @@ export class AssetService {
   private readonly o: AssetServiceOptions;
   /** settlePending calls under way. */
   readonly #settling = new Set<Promise<unknown>>();
+  /** Kept bytes not written back yet for lack of space, and the timer that tries again. */
+  #pendingLeft = false;
+  #writeBackRetry: NodeJS.Timeout | undefined;
 
   constructor(options: AssetServiceOptions) {
     this.o = options;
@@ -279,6 +282,33 @@ export class AssetService {
       await this.o.store.dropPendingBlobs(page.map((b) => b.key));
     }
     return restored;
+  }
+
+  /**
+   * restorePending at start, on a blob filesystem that may be full: then the server starts all
+   * the same (not ready: `pendingLeft`), and the write-back is tried again every `retryMs` until
+   * the bytes fit. Any other failure throws, as restorePending does.
+   */
+  async restorePendingWhenRoom(retryMs = 1_000, onError: (err: unknown) => void = () => undefined): Promise<void> {
+    try {
+      await this.restorePending();
+      this.#pendingLeft = false;
+    } catch (err) {
+      if (!isOutOfSpace(err)) throw err;
+      this.#pendingLeft = true;
+      this.#writeBackRetry = setTimeout(() => void this.restorePendingWhenRoom(retryMs, onError).catch(onError), retryMs);
+      this.#writeBackRetry.unref();
+    }
+  }
+
+  /** Whether outputs' kept bytes still wait to be written back (their blob filesystem was full). */
+  get pendingLeft(): boolean {
+    return this.#pendingLeft;
+  }
+
+  /** Stops the retried write-back (a stop: the next start tries again). */
+  stopWriteBack(): void {
+    clearTimeout(this.#writeBackRetry);
   }
 
   /** Stored outputs whose records will never be written: blobs they created that nothing uses go again. */

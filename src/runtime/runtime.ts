@@ -55,7 +55,7 @@ export type Readiness = {
   queue: boolean;
   /** False once stopping (new work belongs elsewhere), and while a store write of the dispatcher fails and is retried. */
   dispatch: boolean;
-  /** False while the data directory is short of space (new data is refused, dispatch waits). */
+  /** False while the data directory is short of space (new data is refused, dispatch waits), or outputs' kept bytes wait for room on the blob filesystem. */
   storage: boolean;
 };
 
@@ -147,9 +147,11 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     const waker = relay;
     if (waker) events.subscribeAll((e) => e.type === "status" && (e.job.status === "queued" ? waker.wake() : dispatcher.queueChanged()));
     // Outputs a power loss caught between their end's commit and their files' fsync: before any read.
-    await assets.restorePending();
+    // On a full blob filesystem the server starts not ready, and writes them back once they fit.
+    await assets.restorePendingWhenRoom(1_000, options.onBackgroundError);
     await dispatcher.load();
   } catch (err) {
+    assets.stopWriteBack();
     space.close();
     await store.close();
     await directory?.close();
@@ -184,7 +186,7 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
         engine: engineOk,
         queue: dispatcher.queue.size < config.queueLimit,
         dispatch: !dispatcher.stopping && !dispatcher.failing,
-        storage: !space.short,
+        storage: !space.short && !assets.pendingLeft,
       };
     },
     async start() {
@@ -200,6 +202,7 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
       stopCharging();
       await stopListening();
       await dispatcher.stop();
+      assets.stopWriteBack();
       await assets.flushStaged(); // staged outputs get their names now rather than at the next start
       space.close();
       await store.close();
