@@ -5,6 +5,7 @@ import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type { Config } from "../config/config.ts";
 import { AssetService } from "../assets/asset-service.ts";
+import { sweepOrphanBlobs } from "../assets/orphan-blobs.ts";
 import { DataDirLock } from "../datadir/lock.ts";
 import { StorageSpace, watchFailures } from "../datadir/space.ts";
 import { Dispatcher } from "../jobs/dispatcher.ts";
@@ -160,6 +161,16 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     throw err;
   }
   metrics.observeJobs(events); // before the start, so that recovered jobs count too
+  // Orphan blob files (a crash between bytes and record): swept at start, then with the reaper,
+  // at most every ten minutes (a pass lists every blob file).
+  let lastSweep = -Infinity;
+  const sweepOrphans = async (): Promise<number> => {
+    if (Date.now() - lastSweep < ORPHAN_SWEEP_EVERY_MS) return 0;
+    lastSweep = Date.now();
+    const removed = await sweepOrphanBlobs({ store, blobs });
+    metrics.orphanBlobsRemoved(removed);
+    return removed;
+  };
   const onBackgroundError = options.onBackgroundError ?? (() => undefined);
   let stopCharging: () => void = () => undefined;
   let stopReaper: () => void = () => undefined;
@@ -194,7 +205,8 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
       if (relay !== null) stopListening = await relay.listen(followRemote(store, events, (id) => dispatcher.runs(id), () => dispatcher.pump(), (id, status) => dispatcher.queueChanged(id, status)));
       await dispatcher.start();
       stopCharging = surface.chargeOnEnd(events, onBackgroundError);
-      stopReaper = startReaper({ store, blobs, dispatcher, events, now }, config.reaperIntervalMs, onBackgroundError);
+      stopReaper = startReaper({ store, blobs, dispatcher, events, now, sweepOrphans }, config.reaperIntervalMs, onBackgroundError);
+      void sweepOrphans().catch(onBackgroundError); // off the start's path: a large store takes a while
     },
     async close() {
       metrics.close();
@@ -213,6 +225,9 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     },
   };
 }
+
+/** Least time between two sweeps of orphan blob files. */
+const ORPHAN_SWEEP_EVERY_MS = 10 * 60_000;
 
 /** This process in `jobs.worker_id`: host, pid, and a random part (pids are reused). */
 function workerId(): string {

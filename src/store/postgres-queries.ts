@@ -80,6 +80,8 @@ export const PG_SQL = {
   pendingBlobs: "SELECT blob_key, bytes FROM pending_blobs WHERE blob_key > $1 ORDER BY blob_key LIMIT $2",
   dropBlobs: "DELETE FROM pending_blobs WHERE blob_key = ANY($1::text[])",
   referencedBlobs: "SELECT DISTINCT blob_key FROM assets WHERE blob_key = ANY($1::text[])",
+  blobsInUse: `SELECT DISTINCT blob_key FROM assets WHERE blob_key = ANY($1::text[])
+    UNION SELECT blob_key FROM pending_blobs WHERE blob_key = ANY($1::text[])`,
 
   // The batch is picked (and locked: a job a transition holds is waited for, never skipped) once, in a
   // CTE: a subquery with LIMIT may be rescanned while its rows change.

@@ -308,6 +308,11 @@ export class PostgresStore implements Store {
     return row === undefined ? null : toAsset(row);
   }
 
+  async blobsInUse(keys: readonly string[]): Promise<Set<string>> {
+    if (keys.length === 0) return new Set();
+    return new Set((await this.#query(PG_SQL.blobsInUse, [keys])).rows.map((row) => row.blob_key as string));
+  }
+
   async blobReferenced(blobKey: string): Promise<boolean> {
     return (await this.#one(PG_SQL.blobReferenced, [blobKey])) !== undefined;
   }

@@ -375,6 +375,14 @@ export class SqliteStore implements Store {
     return row === undefined ? null : toAsset(row);
   }
 
+  async blobsInUse(keys: readonly string[]): Promise<Set<string>> {
+    const used = new Set<string>();
+    for (const blob_key of keys) {
+      if (this.#sql.blobReferenced.get({ blob_key }) !== undefined || this.#sql.blobKept.get({ blob_key }) !== undefined) used.add(blob_key);
+    }
+    return used;
+  }
+
   async blobReferenced(blobKey: string): Promise<boolean> {
     return this.#referenced(blobKey);
   }

@@ -349,6 +349,8 @@ export interface Store {
   findAssetByName(owner: string, name: string, folder?: AssetFolder): Promise<AssetRecord | null>;
   /** Whether any asset record refers to the blob. */
   blobReferenced(blobKey: string): Promise<boolean>;
+  /** Of `keys`, those a record or a kept (pending) blob names: the orphan sweep keeps them. */
+  blobsInUse(keys: readonly string[]): Promise<Set<string>>;
 
   /**
    * Marks live jobs whose expires_at <= now as expired (completed_at = now), earliest expiry first,
