@@ -84,8 +84,11 @@ export async function runJob(
   let infraFailure: unknown = null;
   // Progress is fenced with leases only: without, a snapshot may race the move to running (an engine with a queue).
   const progressFence = fence.workerId === null ? undefined : fence;
+  /** The end is being written: a snapshot still waiting then finds the job ended, as it should. */
+  let ending = false;
   const progressWrites = latestWins((progress: Progress) =>
     store.updateProgress(job.id, progress, progressFence).catch((err: unknown) => {
+      if (ending && err instanceof LeaseLostError) return;
       if (!refused(err)) throw err;
     }),
   );
@@ -264,6 +267,7 @@ export async function runJob(
   // Other processes hear the run's events before its end (notifications go in commit order).
   await events.relayed();
 
+  ending = true;
   const ended = leaseLost ? null : await persist(async () => {
     if (deps.captureLogs) {
       const { text, truncated } = log.result();
