@@ -96,6 +96,11 @@ export class FlowgateMetrics {
     labelNames: ["code"] as const,
     registers: [this.registry],
   });
+  private readonly orphanBlobs = new Counter({
+    name: "flowgate_orphan_blobs_removed_total",
+    help: "Blob files no record and no pending output named (left by a crash mid-upload), removed by the sweep.",
+    registers: [this.registry],
+  });
   private readonly queueWait = new Histogram({
     name: "flowgate_job_queue_seconds",
     help: "Time jobs waited in the queue before they started.",
@@ -275,6 +280,11 @@ export class FlowgateMetrics {
    * Times the store's writes until they resolve (durable). The methods are replaced on the
    * instance itself, bound to it: reads keep their direct calls, and any Store works.
    */
+  /** Counts blob files the orphan sweep removed. */
+  orphanBlobsRemoved(n: number): void {
+    if (n > 0) this.orphanBlobs.inc(n);
+  }
+
   instrumentStore<S extends Store>(store: S): S {
     const table = store as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
     for (const name of STORE_WRITES) {

@@ -5,6 +5,7 @@ import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type { Config } from "../config/config.ts";
 import { AssetService } from "../assets/asset-service.ts";
+import { sweepOrphanBlobs } from "../assets/orphan-blobs.ts";
 import { DataDirLock } from "../datadir/lock.ts";
 import { StorageSpace, watchFailures } from "../datadir/space.ts";
 import { Dispatcher } from "../jobs/dispatcher.ts";
@@ -57,7 +58,7 @@ export type Readiness = {
   queue: boolean;
   /** False once stopping (new work belongs elsewhere), and while a store write of the dispatcher fails and is retried. */
   dispatch: boolean;
-  /** False while the data directory is short of space (new data is refused, dispatch waits). */
+  /** False while the data directory is short of space (new data is refused, dispatch waits), or outputs' kept bytes wait for room on the blob filesystem. */
   storage: boolean;
 };
 
@@ -67,6 +68,8 @@ export interface RuntimeOptions {
   now?: () => number;
   /** Called with reaper failures. */
   onBackgroundError?: (err: unknown) => void;
+  /** Where runs say why infrastructure ended or stopped them (default: standard error). */
+  log?: (line: string) => void;
 }
 
 /**
@@ -129,6 +132,7 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     endWithOutputs: database === null,
     mayStart: () => !space.short,
     ...(lease ? { lease } : {}),
+    log: options.log ?? ((line) => process.stderr.write(`flowgate: ${line}\n`)),
   });
   const jobs = new JobService({ store, engine: options.engine, assets, dispatcher, events, now, retentionMs: config.retentionMs, queueLimit: config.queueLimit, beforeSubmit: async (caller) => {
     space.assertRoom(); // no new job while the disk is full: it could not save its outputs
@@ -144,9 +148,11 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     const waker = relay;
     if (waker) events.subscribeAll((e) => e.type === "status" && (e.job.status === "queued" ? waker.wake() : dispatcher.queueChanged()));
     // Outputs a power loss caught between their end's commit and their files' fsync: before any read.
-    await assets.restorePending();
+    // On a full blob filesystem the server starts not ready, and writes them back once they fit.
+    await assets.restorePendingWhenRoom(1_000, options.onBackgroundError);
     await dispatcher.load();
   } catch (err) {
+    assets.stopWriteBack();
     space.close();
     await store.close();
     await directory?.close();
@@ -155,6 +161,16 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     throw err;
   }
   metrics.observeJobs(events); // before the start, so that recovered jobs count too
+  // Orphan blob files (a crash between bytes and record): swept at start, then with the reaper,
+  // at most every ten minutes (a pass lists every blob file).
+  let lastSweep = -Infinity;
+  const sweepOrphans = async (): Promise<number> => {
+    if (Date.now() - lastSweep < ORPHAN_SWEEP_EVERY_MS) return 0;
+    lastSweep = Date.now();
+    const removed = await sweepOrphanBlobs({ store, blobs });
+    metrics.orphanBlobsRemoved(removed);
+    return removed;
+  };
   const onBackgroundError = options.onBackgroundError ?? (() => undefined);
   let stopCharging: () => void = () => undefined;
   let stopReaper: () => void = () => undefined;
@@ -182,7 +198,7 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
         engine: engineOk,
         queue: dispatcher.queue.size < config.queueLimit,
         dispatch: !dispatcher.stopping && !dispatcher.failing,
-        storage: !space.short,
+        storage: !space.short && !assets.pendingLeft,
       };
     },
     async start() {
@@ -190,7 +206,8 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
       if (relay !== null) stopListening = await relay.listen(followRemote(store, events, (id) => dispatcher.runs(id), () => dispatcher.pump(), (id, status) => dispatcher.queueChanged(id, status)));
       await dispatcher.start();
       stopCharging = surface.chargeOnEnd(events, onBackgroundError);
-      stopReaper = startReaper({ store, blobs, dispatcher, events, now }, config.reaperIntervalMs, onBackgroundError);
+      stopReaper = startReaper({ store, blobs, dispatcher, events, now, sweepOrphans }, config.reaperIntervalMs, onBackgroundError);
+      void sweepOrphans().catch(onBackgroundError); // off the start's path: a large store takes a while
     },
     async close() {
       metrics.close();
@@ -198,6 +215,7 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
       stopCharging();
       await stopListening();
       await dispatcher.stop();
+      assets.stopWriteBack();
       await assets.flushStaged(); // staged outputs get their names now rather than at the next start
       space.close();
       await store.close();
@@ -208,6 +226,9 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     },
   };
 }
+
+/** Least time between two sweeps of orphan blob files. */
+const ORPHAN_SWEEP_EVERY_MS = 10 * 60_000;
 
 /** This process in `jobs.worker_id`: host, pid, and a random part (pids are reused). */
 function workerId(): string {

@@ -28,15 +28,15 @@ function watchRecords(store: Store, blobs: TestServer["runtime"]["blobs"]) {
   };
   const addAsset = store.addAsset.bind(store);
   const withAssets = store.transitionJobWithAssets.bind(store);
-  store.addAsset = async (asset) => {
+  store.addAsset = async (asset, fence) => {
     await check(asset);
     seen.alone.push(asset.name);
-    return addAsset(asset);
+    return addAsset(asset, fence);
   };
-  store.transitionJobWithAssets = async (id, from, to, patch, assets, pending) => {
+  store.transitionJobWithAssets = async (id, from, to, patch, assets, pending, fence) => {
     for (const a of assets) await check(a, pending);
     seen.withEnd.push({ to, names: assets.map((a) => a.name), kept: pending?.length ?? 0 });
-    return withAssets(id, from, to, patch, assets, pending);
+    return withAssets(id, from, to, patch, assets, pending, fence);
   };
   return {
     seen,
@@ -114,12 +114,12 @@ describe("a run's outputs and its end", () => {
     const store = s.runtime.store;
     const withAssets = store.transitionJobWithAssets.bind(store);
     let failures = 2;
-    store.transitionJobWithAssets = async (id, from, to, patch, assets, pending) => {
+    store.transitionJobWithAssets = async (id, from, to, patch, assets, pending, fence) => {
       if (failures > 0) {
         failures--;
         throw Object.assign(new Error("disk I/O error"), { code: "ERR_SQLITE_ERROR", errcode: 10 });
       }
-      return withAssets(id, from, to, patch, assets, pending);
+      return withAssets(id, from, to, patch, assets, pending, fence);
     };
     try {
       const job = await s.api.submit(imageGraph("retried"));
@@ -138,12 +138,12 @@ describe("a run's outputs and its end", () => {
     const store = s.runtime.store;
     const withAssets = store.transitionJobWithAssets.bind(store);
     const refused: string[] = [];
-    store.transitionJobWithAssets = async (id, from, to, patch, assets, pending) => {
+    store.transitionJobWithAssets = async (id, from, to, patch, assets, pending, fence) => {
       if (assets.length > 0) {
         refused.push(...assets.map((a) => a.blob_key));
         throw Object.assign(new Error("database or disk is full"), { code: "ERR_SQLITE_ERROR", errcode: 13 });
       }
-      return withAssets(id, from, to, patch, assets, pending);
+      return withAssets(id, from, to, patch, assets, pending, fence);
     };
     try {
       const job = await s.api.submit(imageGraph("no-room"));
