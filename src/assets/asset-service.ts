@@ -1,7 +1,7 @@
 // Asset records over content-addressed blobs: uploads, reuse by hash, outputs, reads, deletion.
 // Ownership is checked here; another caller's asset looks exactly like a missing one.
 import type { Readable } from "node:stream";
-import { BlobStore, HashMismatchError, PayloadTooLargeError, parseBlake3Hash, type ByteRange, type PutResult } from "../blobs/index.ts";
+import { HashMismatchError, PayloadTooLargeError, parseBlake3Hash, type BlobStore, type ByteRange, type PutResult } from "../blobs/index.ts";
 import type { AssetFolder, AssetRecord, AssetType, NewAsset, PendingBlob, Store } from "../store/index.ts";
 import { notFound, ServiceError } from "../domain/errors.ts";
 import { uuidv7 } from "../domain/ids.ts";

@@ -1,6 +1,7 @@
 // Public surface of the blob layer: the content-addressed store, blake3 helpers, URL signing.
-export { BlobStore } from "./blob-store.ts";
-export type { BlobSource, BlobStat, BlobStoreOptions, ByteRange, PutOptions, PutResult, StagedPut } from "./blob-store.ts";
+export type { BlobSource, BlobStat, BlobStore, ByteRange, PutOptions, PutResult, StagedPut } from "./blob-store.ts";
+export { FileBlobStore } from "./file-blob-store.ts";
+export type { FileBlobStoreOptions, FileBlobStoreOptions as BlobStoreOptions } from "./file-blob-store.ts";
 export { assertBlobKey, blobPath } from "./blob-key.ts";
 export {
   BLAKE3_PREFIX,

@@ -1,6 +1,6 @@
 // Everything a running server holds, opened from the configuration: store, blobs, signer,
 // engine, events, dispatcher, services and the reaper. HTTP-free, so tools and tests reuse it.
-import { BlobStore, UrlSigner, loadOrCreateSigningKey } from "../blobs/index.ts";
+import { FileBlobStore, UrlSigner, loadOrCreateSigningKey, type BlobStore } from "../blobs/index.ts";
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type { Config } from "../config/config.ts";
@@ -95,7 +95,7 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
   const tag = randomBytes(6).toString("hex");
   const database = config.databaseUrl === null ? null : ({ kind: "postgres", url: config.databaseUrl, applicationName: `flowgate ${tag}` } as const);
   const store = watchFailures(metrics.instrumentStore(await openStore(database ?? { dataDir: config.dataDir })), noteFailure);
-  const blobs = watchFailures(await BlobStore.open(config.dataDir, config.blobDir === null ? {} : { root: config.blobDir }), noteFailure);
+  const blobs = watchFailures(await FileBlobStore.open(config.dataDir, config.blobDir === null ? {} : { root: config.blobDir }), noteFailure);
   const signer = new UrlSigner(config.signingKey ?? (await loadOrCreateSigningKey(config.dataDir)));
   const events = new EventBus();
   const directory = config.surface === "self-hosted" ? null : await openDirectory(database ?? config.dataDir);
