@@ -46,6 +46,16 @@ export interface ByteRange {
 
 /** Options of BlobStore.open. */
 
+/** What a presigned download link says besides its blob. */
+export interface DownloadLink {
+  /** When the link stops working, epoch ms (the link it stands for expires then too). */
+  expiresAt: number;
+  /** The name the client saves the file under (`Content-Disposition`). */
+  fileName: string;
+  /** The `Content-Type` the bytes are served with. */
+  contentType: string;
+}
+
 /** Content-addressed bytes: put (hashed while streaming), read, delete and list. */
 export interface BlobStore {
   /** Streams bytes into the store while hashing them; see PutOptions for the refusals. */
@@ -76,4 +86,10 @@ export interface BlobStore {
   delete(key: string, options?: { unlessTouchedAfter?: number }): Promise<boolean>;
   /** Every stored key, for garbage-collection sweeps (order unspecified). */
   keys(): AsyncGenerator<string>;
+  /** Rejects while the store cannot be reached (readiness). */
+  check(): Promise<void>;
+  /** A URL that serves the bytes without this server (a presigned GET on a bucket), or null when this server serves them. */
+  downloadUrl(key: string, link: DownloadLink): Promise<string | null>;
+  /** Releases what the store holds open (connections). */
+  close(): Promise<void>;
 }

@@ -11,7 +11,7 @@ import { Readable } from "node:stream";
 import { blake3Hex, createBlake3Hasher, toBlake3Hash, isBlake3Hex } from "../domain/blake3.ts";
 import { checkExpectedHash, checkMaxBytes, checkRange, chunksOf, sliceOf } from "./blob-input.ts";
 import { blobPath } from "./blob-key.ts";
-import type { BlobSource, BlobStat, BlobStore, ByteRange, PutOptions, PutResult, StagedPut } from "./blob-store.ts";
+import type { BlobSource, BlobStat, BlobStore, ByteRange, DownloadLink, PutOptions, PutResult, StagedPut } from "./blob-store.ts";
 import { BlobNotFoundError, HashMismatchError, PayloadTooLargeError } from "./errors.ts";
 import { ASYNC_OPS, SYNC_OPS, isCode, isLocalDisk, listDir, processAlive, writeAll, type FileOps, type TempFile } from "./file-ops.ts";
 import { WriteBehind } from "./write-behind.ts";
@@ -369,6 +369,19 @@ export class FileBlobStore implements BlobStore {
       }
     }
   }
+
+  /** Rejects while the blob directory cannot be read. */
+  async check(): Promise<void> {
+    await stat(this.root);
+  }
+
+  /** Never: this server serves the files itself. */
+  async downloadUrl(_key: string, _link: DownloadLink): Promise<null> {
+    return null;
+  }
+
+  /** Nothing is held open. */
+  async close(): Promise<void> {}
 
   private async removeStaleTemps(staleTempMs: number): Promise<void> {
     const now = Date.now();
