@@ -111,6 +111,9 @@ export class S3BlobStore implements BlobStore {
     const expectedHex = checkExpectedHash(options.expectedHash);
     const maxBytes = checkMaxBytes(options.maxBytes);
     if (source instanceof Uint8Array) return this.#putBuffer(source, expectedHex, maxBytes);
+    // The name is known before the bytes: stored already, they are only hashed (checked), never
+    // sent; else a large upload goes up under its name, completed only once the hash matched.
+    const known = expectedHex !== null && (await this.#reuse(expectedHex));
     const hasher = await createBlake3Hasher();
     let size = 0;
     let part: Uint8Array[] = [];
@@ -121,6 +124,7 @@ export class S3BlobStore implements BlobStore {
         size += chunk.byteLength;
         if (maxBytes !== null && size > maxBytes) throw new PayloadTooLargeError(maxBytes);
         hasher.update(chunk);
+        if (known) continue;
         part.push(chunk);
         partSize += chunk.byteLength;
         while (partSize >= this.#partBytes) {
@@ -128,15 +132,21 @@ export class S3BlobStore implements BlobStore {
           const rest = bytes.subarray(this.#partBytes);
           part = rest.byteLength > 0 ? [Buffer.from(rest)] : [];
           partSize = rest.byteLength;
-          upload ??= await Multipart.start(this.client, this.location.bucket, `${this.location.prefix}tmp/${randomUUID()}`);
+          upload ??= await Multipart.start(this.client, this.location.bucket, expectedHex === null ? `${this.location.prefix}tmp/${randomUUID()}` : this.objectKey(expectedHex));
           await upload.add(bytes.subarray(0, this.#partBytes));
         }
       }
       const key = hasher.digestHex();
       if (expectedHex !== null && key !== expectedHex) throw new HashMismatchError(toBlake3Hash(expectedHex), toBlake3Hash(key));
+      if (known) return { key, hash: toBlake3Hash(key), size, created: false };
       if (upload === null) return await this.#putSmall(key, Buffer.concat(part, partSize));
       if (partSize > 0) await upload.add(Buffer.concat(part, partSize));
       await upload.drain();
+      if (expectedHex !== null) {
+        await upload.complete(); // under its own name already: nothing to copy
+        upload = null;
+        return { key, hash: toBlake3Hash(key), size, created: true };
+      }
       const multipart = upload;
       upload = null;
       // Stored already: the parts are dropped, no object was ever made.

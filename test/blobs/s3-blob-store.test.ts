@@ -82,6 +82,25 @@ describe("S3BlobStore: content-addressed objects", () => {
     expect(back.equals(data)).toBe(true);
   });
 
+  it.skipIf(!plainHttp)("with the expected hash given, a large upload goes up under its name, and bytes stored already are only hashed, never sent", async () => {
+    const s = await store("expected/");
+    const data = pattern(11 * MiB, 5);
+    const hex = await referenceBlake3(data);
+    const proxy = await startBucketProxy(bucket.endpoint!);
+    try {
+      const via = await store("expected/", { endpoint: proxy.endpoint });
+      expect(await via.put(inChunks(data), { expectedHash: `blake3:${hex}` })).toMatchObject({ key: hex, created: true });
+      expect(await under("expected/")).toEqual([hex]);
+      const sent = proxy.forwarded;
+      expect(await via.put(inChunks(data), { expectedHash: `blake3:${hex}` })).toMatchObject({ key: hex, created: false });
+      expect(proxy.forwarded - sent).toBe(1); // one HEAD
+      await expect(via.put(inChunks(Buffer.concat([data.subarray(0, -1), Buffer.from([data.at(-1)! ^ 1])])), { expectedHash: `blake3:${hex}` })).rejects.toBeInstanceOf(HashMismatchError);
+    } finally {
+      await proxy.close();
+    }
+    expect(await s.has(hex)).toBe(true);
+  });
+
   it("a large buffer (an output) goes up in parts too", async () => {
     const s = await store("buffer/");
     const data = pattern(6 * MiB, 2);
