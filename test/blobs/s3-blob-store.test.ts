@@ -8,7 +8,8 @@ import { Readable } from "node:stream";
 import { text } from "node:stream/consumers";
 import { S3Client } from "@aws-sdk/client-s3";
 import { blake3 as referenceBlake3 } from "hash-wasm";
-import { BlobNotFoundError, HashMismatchError, PayloadTooLargeError, S3BlobStore, parseS3Url, type S3BlobStoreOptions } from "../../src/blobs/index.ts";
+import { BlobNotFoundError, HashMismatchError, PayloadTooLargeError, parseS3Url } from "../../src/blobs/index.ts";
+import { S3BlobStore, type S3BlobStoreOptions } from "../../src/blobs/s3-blob-store.ts";
 import { startBucketProxy, type BucketProxy } from "./bucket-proxy.ts";
 import { startTestBucket, type TestBucket } from "./test-bucket.ts";
 
