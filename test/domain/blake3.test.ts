@@ -9,7 +9,7 @@ import {
   isBlake3Hex,
   parseBlake3Hash,
   toBlake3Hash,
-} from "../../src/blobs/index.ts";
+} from "../../src/domain/blake3.ts";
 
 // Published BLAKE3 test vectors (input byte i is i % 251).
 const patterned = (length: number) => Uint8Array.from({ length }, (_, i) => i % 251);
