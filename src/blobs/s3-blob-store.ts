@@ -116,9 +116,25 @@ export class S3BlobStore implements BlobStore {
     const known = expectedHex !== null && (await this.#reuse(expectedHex));
     const hasher = await createBlake3Hasher();
     let size = 0;
-    let part: Uint8Array[] = [];
+    const part: Uint8Array[] = [];
     let partSize = 0;
     let upload: Multipart | null = null;
+    // Part buffers are reused once sent (at most PARTS_IN_FLIGHT + 1 per put): a long upload
+    // allocates no new memory per part, so its footprint stays flat rather than waiting on GC.
+    const free: Buffer[] = [];
+    const takePart = (): Buffer => {
+      const bytes = free.pop() ?? Buffer.allocUnsafe(this.#partBytes);
+      for (let at = 0; at < bytes.length; ) {
+        const chunk = part[0]!;
+        const n = Math.min(chunk.byteLength, bytes.length - at);
+        bytes.set(n === chunk.byteLength ? chunk : chunk.subarray(0, n), at);
+        at += n;
+        if (n === chunk.byteLength) part.shift();
+        else part[0] = chunk.subarray(n);
+      }
+      partSize -= bytes.length;
+      return bytes;
+    };
     try {
       for await (const chunk of chunksOf(source)) {
         size += chunk.byteLength;
@@ -128,12 +144,9 @@ export class S3BlobStore implements BlobStore {
         part.push(chunk);
         partSize += chunk.byteLength;
         while (partSize >= this.#partBytes) {
-          const bytes = Buffer.concat(part, partSize);
-          const rest = bytes.subarray(this.#partBytes);
-          part = rest.byteLength > 0 ? [Buffer.from(rest)] : [];
-          partSize = rest.byteLength;
           upload ??= await Multipart.start(this.client, this.location.bucket, expectedHex === null ? `${this.location.prefix}tmp/${randomUUID()}` : this.objectKey(expectedHex));
-          await upload.add(bytes.subarray(0, this.#partBytes));
+          const bytes = takePart();
+          await upload.add(bytes, () => free.push(bytes));
         }
       }
       const key = hasher.digestHex();
@@ -344,8 +357,8 @@ class Multipart {
     return new Multipart(client, bucket, key, created.UploadId);
   }
 
-  /** Sends the next part; resolves once a slot is free for the one after (a failure of any part rejects). */
-  async add(bytes: Uint8Array): Promise<void> {
+  /** Sends the next part (`release` runs once the bytes are no longer needed); resolves once a slot is free for the one after (a failure of any part rejects). */
+  async add(bytes: Uint8Array, release: () => void = () => undefined): Promise<void> {
     if (this.#failure !== null) throw this.#failure;
     const PartNumber = this.#parts.length + 1;
     this.#parts.push({ PartNumber });
@@ -355,7 +368,10 @@ class Multipart {
         (out) => void (this.#parts[PartNumber - 1] = { PartNumber, ETag: out.ETag }),
         (error: unknown) => void (this.#failure ??= error),
       )
-      .finally(() => this.#inFlight.delete(sent));
+      .finally(() => {
+        this.#inFlight.delete(sent);
+        release();
+      });
     this.#inFlight.add(sent);
     while (this.#inFlight.size >= PARTS_IN_FLIGHT) await Promise.race(this.#inFlight);
     if (this.#failure !== null) throw this.#failure;
