@@ -11,6 +11,12 @@ export interface BucketProxy {
   heal(): void;
   /** Answers the next `n` requests 503 SlowDown. */
   throttle(n: number): void;
+  /** Holds (never forwards) the requests `match` picks, until drop() resets them. */
+  hold(match: (method: string, url: string) => boolean): void;
+  /** Requests held so far. */
+  readonly held: number;
+  /** Resets the held requests' connections and stops holding. */
+  drop(): void;
   /** Requests answered 503 SlowDown so far. */
   readonly throttled: number;
   /** Requests passed to the bucket so far. */
@@ -25,6 +31,8 @@ export async function startBucketProxy(target: string): Promise<BucketProxy> {
   let throttled = 0;
   let forwarded = 0;
   const sockets = new Set<Socket>();
+  let holding: ((method: string, url: string) => boolean) | null = null;
+  const heldSockets: Socket[] = [];
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     if (cut) return void req.socket.destroy();
     if (throttle > 0) {
@@ -34,6 +42,7 @@ export async function startBucketProxy(target: string): Promise<BucketProxy> {
       res.writeHead(503, { "content-type": "application/xml" });
       return void res.end('<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>');
     }
+    if (holding?.(req.method ?? "", req.url ?? "")) return void heldSockets.push(req.socket);
     forwarded++;
     const upstream = httpRequest({ host: to.hostname, port: to.port, method: req.method, path: req.url, headers: req.headers }, (answer) => {
       res.writeHead(answer.statusCode ?? 502, answer.headers);
@@ -58,6 +67,16 @@ export async function startBucketProxy(target: string): Promise<BucketProxy> {
     },
     heal() {
       cut = false;
+    },
+    hold(match) {
+      holding = match;
+    },
+    get held() {
+      return heldSockets.length;
+    },
+    drop() {
+      holding = null;
+      for (const s of heldSockets) s.destroy();
     },
     throttle(n: number) {
       throttle = n;
