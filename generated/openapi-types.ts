@@ -571,8 +571,10 @@ export interface paths {
          * Readiness
          * @description Ready when the store is reachable, the engine is ready, the queue is below its bound, the
          *     server starts jobs (`dispatch` is false while it stops and lets running jobs finish, and
-         *     while a store write that starts or ends a job fails and is retried) and its storage has
-         *     room (`storage` is false after a write failed for lack of space, until space returns).
+         *     while a store write that starts or ends a job fails and is retried), its storage has
+         *     room (`storage` is false after a write failed for lack of space, until space returns) and
+         *     its blob store answers (`blobs` is false while a bucket, or the blob directory, cannot be
+         *     reached).
          */
         get: operations["getReadiness"];
         put?: never;
@@ -1339,7 +1341,8 @@ export interface components {
          *         "engine": true,
          *         "queue": true,
          *         "dispatch": true,
-         *         "storage": true
+         *         "storage": true,
+         *         "blobs": true
          *       }
          *     }
          */
@@ -3427,7 +3430,8 @@ export interface operations {
                      *         "engine": true,
                      *         "queue": true,
                      *         "dispatch": true,
-                     *         "storage": true
+                     *         "storage": true,
+                     *         "blobs": true
                      *       }
                      *     }
                      */
@@ -3448,7 +3452,8 @@ export interface operations {
                      *         "engine": true,
                      *         "queue": true,
                      *         "dispatch": false,
-                     *         "storage": false
+                     *         "storage": false,
+                     *         "blobs": true
                      *       }
                      *     }
                      */

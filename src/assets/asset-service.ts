@@ -1,7 +1,7 @@
 // Asset records over content-addressed blobs: uploads, reuse by hash, outputs, reads, deletion.
 // Ownership is checked here; another caller's asset looks exactly like a missing one.
 import type { Readable } from "node:stream";
-import { BlobStore, HashMismatchError, PayloadTooLargeError, parseBlake3Hash, type ByteRange, type PutResult } from "../blobs/index.ts";
+import { HashMismatchError, PayloadTooLargeError, parseBlake3Hash, type BlobStore, type ByteRange, type PutResult } from "../blobs/index.ts";
 import type { AssetFolder, AssetRecord, AssetType, NewAsset, PendingBlob, RunFence, Store } from "../store/index.ts";
 import { isOutOfSpace } from "../datadir/space.ts";
 import { notFound, ServiceError } from "../domain/errors.ts";
@@ -18,6 +18,8 @@ export interface AssetServiceOptions {
   maxUploadBytes: number;
   /** Refuses new bytes while the data directory is short of space. */
   space?: { assertRoom(): void };
+  /** Downloads go through this server even where the blob store could serve them itself (`--blob-proxy`). */
+  proxyDownloads?: boolean;
 }
 
 /** What an upload says about its bytes. */
@@ -182,6 +184,16 @@ export class AssetService {
     if (asset.job_id !== null) throw new ServiceError("forbidden", "A job's outputs live as long as the job.");
     const gone = await this.o.store.deleteAsset(id);
     if (gone?.blob_unreferenced) await this.o.blobs.delete(gone.blob_key, { unlessTouchedAfter: this.o.now() });
+  }
+
+  /**
+   * A URL that serves the asset's bytes without this server until `expiresAt` (a presigned GET
+   * on the bucket, naming the file and its type), or null when this server serves them (the
+   * filesystem store, or proxied downloads).
+   */
+  async directUrl(asset: AssetRecord, expiresAt: number): Promise<string | null> {
+    if (this.o.proxyDownloads === true) return null;
+    return this.o.blobs.downloadUrl(asset.blob_key, { expiresAt, fileName: asset.file_path ?? asset.name, contentType: asset.content_type });
   }
 
   /** The bytes of an asset, whole or a byte range, as a stream. */

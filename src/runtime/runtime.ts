@@ -1,6 +1,6 @@
 // Everything a running server holds, opened from the configuration: store, blobs, signer,
 // engine, events, dispatcher, services and the reaper. HTTP-free, so tools and tests reuse it.
-import { BlobStore, UrlSigner, loadOrCreateSigningKey } from "../blobs/index.ts";
+import { UrlSigner, loadOrCreateSigningKey, openBlobStore, type BlobStore } from "../blobs/index.ts";
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type { Config } from "../config/config.ts";
@@ -60,6 +60,8 @@ export type Readiness = {
   dispatch: boolean;
   /** False while the data directory is short of space (new data is refused, dispatch waits), or outputs' kept bytes wait for room on the blob filesystem. */
   storage: boolean;
+  /** False while the blob store (a bucket, or the blob directory) cannot be reached. */
+  blobs: boolean;
 };
 
 export interface RuntimeOptions {
@@ -100,7 +102,7 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
   const tag = randomBytes(6).toString("hex");
   const database = config.databaseUrl === null ? null : ({ kind: "postgres", url: config.databaseUrl, applicationName: `flowgate ${tag}` } as const);
   const store = watchFailures(metrics.instrumentStore(await openStore(database ?? { dataDir: config.dataDir })), noteFailure);
-  const blobs = watchFailures(await BlobStore.open(config.dataDir, config.blobDir === null ? {} : { root: config.blobDir }), noteFailure);
+  const blobs = watchFailures(await openBlobStore(config), noteFailure);
   const signer = new UrlSigner(config.signingKey ?? (await loadOrCreateSigningKey(config.dataDir)));
   const events = new EventBus();
   const directory = config.surface === "self-hosted" ? null : await openDirectory(database ?? config.dataDir);
@@ -116,7 +118,7 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     notReadyRetryAfter: 5,
     metricsToken: config.metricsToken,
   });
-  const assets = new AssetService({ store, blobs, now, retentionMs: config.retentionMs, maxUploadBytes: config.maxUploadBytes, space });
+  const assets = new AssetService({ store, blobs, now, retentionMs: config.retentionMs, maxUploadBytes: config.maxUploadBytes, space, proxyDownloads: config.blobProxy });
   dispatcher = new Dispatcher({
     store,
     assets,
@@ -155,6 +157,7 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     assets.stopWriteBack();
     space.close();
     await store.close();
+    await blobs.close();
     await directory?.close();
     await lease?.leases.close();
     await relay?.close();
@@ -192,13 +195,18 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     busyWorkers: leases === null ? async () => (dispatcher.runningCount > 0 ? 1 : 0) : () => leases.busyWorkers(),
     now,
     async readiness() {
-      const [storeOk, engineOk] = await Promise.all([store.check().then(() => true, () => false), options.engine.ready().catch(() => false)]);
+      const [storeOk, engineOk, blobsOk] = await Promise.all([
+        store.check().then(() => true, () => false),
+        options.engine.ready().catch(() => false),
+        blobs.check().then(() => true, () => false),
+      ]);
       return {
         store: storeOk,
         engine: engineOk,
         queue: dispatcher.queue.size < config.queueLimit,
         dispatch: !dispatcher.stopping && !dispatcher.failing,
         storage: !space.short && !assets.pendingLeft,
+        blobs: blobsOk,
       };
     },
     async start() {
@@ -219,6 +227,7 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
       await assets.flushStaged(); // staged outputs get their names now rather than at the next start
       space.close();
       await store.close();
+      await blobs.close();
       await directory?.close();
       await lease?.leases.close();
       await relay?.close();

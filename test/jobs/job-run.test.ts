@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { AssetService } from "../../src/assets/asset-service.ts";
-import { BlobStore } from "../../src/blobs/index.ts";
+import { FileBlobStore } from "../../src/blobs/index.ts";
 import type { EnginePort, RunEnd, RunOptions } from "../../src/jobs/engine-port.ts";
 import { EventBus, type JobEvent } from "../../src/jobs/event-bus.ts";
 import { runJob } from "../../src/jobs/job-run.ts";
@@ -42,7 +42,7 @@ const turn = () => new Promise<void>((r) => setImmediate(r));
 
 /** What runJob needs, over `on` (a store) and the data dir's blob store. */
 async function runDeps(on: Store, engine: EnginePort, events: EventBus) {
-  const assets = new AssetService({ store: on, blobs: await BlobStore.open(dir), now: Date.now, retentionMs: 3_600_000, maxUploadBytes: 1 << 20 });
+  const assets = new AssetService({ store: on, blobs: await FileBlobStore.open(dir), now: Date.now, retentionMs: 3_600_000, maxUploadBytes: 1 << 20 });
   return { store: on, assets, engine, events, now: Date.now, captureLogs: false, logLimitBytes: 1 << 16, names: new OutputNamer(on) };
 }
 
