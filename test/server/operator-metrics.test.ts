@@ -1,6 +1,7 @@
 // The metrics the operator's kit (deploy/) reads: failures by error code, readiness, storage,
 // build info, busy workers, the queue's age, and one method per HTTP label.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually } from "../cli/cli.ts";
 import { failingGraph } from "../client/fixtures.ts";
 import { databaseKind, delayGraph, startTestServer, type TestServer } from "./helpers.ts";
 import { sample, scrape } from "./metrics-scrape.ts";
@@ -16,7 +17,11 @@ describe("GET /metrics: what the operator's dashboard and alerts read", () => {
     const failed = await server.api.waitTerminal((await server.api.submit(failingGraph())).id);
     expect(failed.status).toBe("failed");
     const code = (failed.error as { code: string }).code;
-    const families = await scrape(server);
+    // The metric follows the status event, which a read of the committed row may precede.
+    const families = await eventually(async () => {
+      const f = await scrape(server);
+      return sample(f, "flowgate_job_failures_total", { code }) ? f : undefined;
+    }, "the failure counted");
     expect(families.get("flowgate_job_failures_total")?.type).toBe("COUNTER");
     expect(Number(sample(families, "flowgate_job_failures_total", { code })?.value)).toBe(1);
     expect(sample(families, "flowgate_ready")?.value).toBe("1");
