@@ -4,17 +4,25 @@
 import WebSocket from "ws";
 import { hrNs } from "./stats.ts";
 
-type Kind = "execution_start" | "execution_success";
+/** What the socket said of a job first (its start, or its end when the start was not sent), and its end. */
+type Kind = "first" | "success";
 
-/** When (process.hrtime ns) each job's start and success arrived on the socket. */
+/** When (process.hrtime ns) each job's first word and success arrived on the socket. */
 export class JobSocket {
   readonly #ws: WebSocket;
-  readonly #seen: Record<Kind, Map<string, bigint>> = { execution_start: new Map(), execution_success: new Map() };
-  readonly #waiting: Record<Kind, Map<string, (t: bigint) => void>> = { execution_start: new Map(), execution_success: new Map() };
-  /** Successes in arrival order (ns), for completion rates. */
-  readonly successes: bigint[] = [];
+  readonly #seen: Record<Kind, Map<string, bigint>> = { first: new Map(), success: new Map() };
+  readonly #waiting: Record<Kind, Map<string, (t: bigint) => void>> = { first: new Map(), success: new Map() };
+  readonly #started = new Set<string>();
+  readonly #heard = new Set<string>();
+  readonly #succeeded = new Set<string>();
+  /** Jobs whose success or error arrived since the last reset. */
+  readonly ended = new Set<string>();
   /** execution_error messages (a trivial job must not fail). */
   errors = 0;
+  /** A job's second `execution_start` or `execution_success` (each must come once a run). */
+  repeated = 0;
+  /** Jobs whose `execution_success` came without an `execution_start` before it. */
+  startSkipped = 0;
 
   private constructor(ws: WebSocket) {
     this.#ws = ws;
@@ -22,17 +30,38 @@ export class JobSocket {
       if (isBinary) return;
       const t = hrNs();
       const msg = JSON.parse(String(data)) as { type?: string; data?: { prompt_id?: string } };
-      if (msg.type === "execution_error") this.errors++;
-      if (msg.type !== "execution_start" && msg.type !== "execution_success") return;
       const id = msg.data?.prompt_id;
       if (typeof id !== "string") return;
-      if (msg.type === "execution_success") this.successes.push(t);
-      const waiter = this.#waiting[msg.type].get(id);
-      if (waiter) {
-        this.#waiting[msg.type].delete(id);
-        waiter(t);
-      } else this.#seen[msg.type].set(id, t);
+      if (msg.type === "execution_error") {
+        this.errors++;
+        this.ended.add(id);
+      }
+      if (msg.type !== "execution_start" && msg.type !== "execution_success") return;
+      const done = msg.type === "execution_success";
+      const once = done ? this.#succeeded : this.#started;
+      if (once.has(id)) {
+        this.repeated++;
+        return;
+      }
+      once.add(id);
+      if (done && !this.#started.has(id)) this.startSkipped++;
+      if (!this.#heard.has(id)) {
+        this.#heard.add(id);
+        this.#arrived("first", id, t);
+      }
+      if (done) {
+        this.ended.add(id);
+        this.#arrived("success", id, t);
+      }
     });
+  }
+
+  #arrived(kind: Kind, id: string, t: bigint): void {
+    const waiter = this.#waiting[kind].get(id);
+    if (waiter) {
+      this.#waiting[kind].delete(id);
+      waiter(t);
+    } else this.#seen[kind].set(id, t);
   }
 
   /** Connects to `base`'s /ws and waits for its first message (the socket is then registered for its owner). */
@@ -47,7 +76,7 @@ export class JobSocket {
     return socket;
   }
 
-  /** When `jobId`'s message of `kind` arrived (now or later). */
+  /** When the first word of `jobId` (`kind` "first") or its success arrived (now or later). */
   at(kind: Kind, jobId: string): Promise<bigint> {
     const t = this.#seen[kind].get(jobId);
     if (t !== undefined) {
@@ -59,8 +88,8 @@ export class JobSocket {
 
   /** Forgets what arrived so far. */
   reset(): void {
-    for (const k of ["execution_start", "execution_success"] as const) this.#seen[k].clear();
-    this.successes.length = 0;
+    for (const k of ["first", "success"] as const) this.#seen[k].clear();
+    this.ended.clear();
   }
 
   close(): void {

@@ -33,6 +33,7 @@
 // by one and by two workers of the same concurrency, the jobs queued before the workers start.
 import { mkdtemp } from "node:fs/promises";
 import { join } from "node:path";
+import pg from "pg";
 import { startWorker, type WorkerProcess } from "../lib/cli-worker.ts";
 import { spawnServer, type ServerChild } from "../lib/child.ts";
 import type { BenchContext } from "../lib/context.ts";
@@ -431,6 +432,19 @@ async function until(done: () => boolean, what: string): Promise<void> {
   }
 }
 
+/** `p`, or an error naming `what` at the deadline. */
+async function within<T>(p: Promise<T>, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`postgres dispatch: timed out waiting for ${what}`)), DISPATCH_DEADLINE_MS);
+  });
+  try {
+    return await Promise.race([p, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** Jobs completed per second between the DRAIN_SKIP share of `ends` (ns, in order) and the last. */
 function drainRate(ends: readonly bigint[]): number {
   const from = Math.max(1, Math.ceil(ends.length * DRAIN_SKIP));
@@ -483,6 +497,7 @@ async function dispatch(ctx: BenchContext, schema: string, graphileSchema: strin
   const workers: WorkerProcess[] = [];
   const gw = new GraphileSide(graphileSchema);
   const utils = await graphileUtils(graphileSchema);
+  let closeDb = async () => undefined as unknown;
   try {
     ctx.log(`postgres: dispatch: an API node (--no-dispatch) and flowgate workers; graphile-worker runners in schema ${graphileSchema}; concurrency ${DISPATCH_CONCURRENCY} each`);
     const blobDir = await mkdtemp(join(ctx.tmpRoot, "pg-dispatch-blobs-"));
@@ -512,8 +527,10 @@ async function dispatch(ctx: BenchContext, schema: string, graphileSchema: strin
       const res = await request(apiUrl, "POST", "/api/v2/jobs", { workflow: threeNodeGraph() });
       if (res.status !== 201) throw new Error(`postgres dispatch: submit answered ${res.status}: ${res.text.slice(0, 300)}`);
       const id = res.body.id as string;
-      const started = await jobs.at("execution_start", id);
-      await jobs.at("execution_success", id);
+      // The node's first word of the job is its start, or its end when it read the job only once
+      // the run was over (then it sends no execution_start): either way, when it heard the start.
+      const started = await within(jobs.at("first", id), `the start of flowgate job ${id}`);
+      await within(jobs.at("success", id), `the end of flowgate job ${id}`);
       return ms(started - t0);
     };
     let n = 0;
@@ -521,8 +538,8 @@ async function dispatch(ctx: BenchContext, schema: string, graphileSchema: strin
       const job = gw.expect(++n);
       const t0 = hrNs();
       await utils.addJob("noop", { n });
-      const started = await job.started;
-      await job.succeeded;
+      const started = await within(job.started, `the start of graphile-worker job ${n}`);
+      await within(job.succeeded, `the end of graphile-worker job ${n}`);
       return ms(started - t0);
     };
     const series = async (once: () => Promise<number>, count: number): Promise<number[]> => {
@@ -534,7 +551,7 @@ async function dispatch(ctx: BenchContext, schema: string, graphileSchema: strin
     // --- submit → running ---
     await startWorkers(1);
     await gw.start(1);
-    const warm = Math.min(20, s.dispatchJobs);
+    const warm = ctx.quick ? 5 : 20;
     await series(flowgateOnce, warm);
     await series(graphileOnce, warm);
     const fgLat: number[][] = [];
@@ -552,21 +569,29 @@ async function dispatch(ctx: BenchContext, schema: string, graphileSchema: strin
 
     // --- completions per second: N jobs queued, then k workers started together ---
     const N = s.drainJobs;
+    // The workers' own record of each run's end (completed_at), not the API node's relay of it.
+    const db = new pg.Client({ connectionString: url });
+    await db.connect();
+    closeDb = () => db.end();
     const flowgateDrain = async (k: number): Promise<number> => {
       jobs.reset();
+      const ids: string[] = [];
       let next = 0;
       const submitter = async () => {
         while (next++ < N) {
           const res = await request(apiUrl, "POST", "/api/v2/jobs", { workflow: threeNodeGraph() });
           if (res.status !== 201) throw new Error(`postgres dispatch: submit answered ${res.status}: ${res.text.slice(0, 300)}`);
+          ids.push(res.body.id as string);
         }
       };
       await Promise.all(Array.from({ length: 16 }, submitter));
       await startWorkers(k);
-      await until(() => jobs.successes.length >= N, `${N} flowgate jobs to succeed`);
+      await until(() => ids.length === N && ids.every((id) => jobs.ended.has(id)), `${N} flowgate jobs to end`);
       await stopWorkers();
-      if (jobs.errors > 0) ctx.warn(`postgres dispatch: ${jobs.errors} flowgate jobs failed`);
-      return drainRate(jobs.successes);
+      const { rows } = await db.query<{ status: string; completed_at: number }>("SELECT status, completed_at FROM jobs WHERE id = ANY($1) ORDER BY completed_at", [ids]);
+      const failed = rows.filter((r) => r.status !== "succeeded").length;
+      if (failed > 0 || rows.length !== N) ctx.warn(`postgres dispatch: ${failed} of ${rows.length} flowgate jobs did not succeed (${N} submitted)`);
+      return drainRate(rows.filter((r) => r.completed_at !== null).map((r) => BigInt(r.completed_at) * 1_000_000n));
     };
     const graphileDrain = async (k: number): Promise<number> => {
       gw.ends.length = 0;
@@ -623,13 +648,17 @@ async function dispatch(ctx: BenchContext, schema: string, graphileSchema: strin
         baseline: { name: `graphile-worker, ${k === 1 ? "one runner" : "two runners"}`, value: median(rates[`gw${k}`]), unit: "jobs/s" },
         ratio: medianRatio(rates[`fg${k}`], rates[`gw${k}`]),
         rounds: rates[`fg${k}`],
-        note: `${N.toLocaleString("en-US")} jobs queued, then the workers started together; timed from the ${Math.round(DRAIN_SKIP * 100)} % mark to the last completion (flowgate: \`execution_success\` on the API node's socket; graphile-worker: the runners' job:success)`,
+        note: `${N.toLocaleString("en-US")} jobs queued, then the workers started together; timed from the ${Math.round(DRAIN_SKIP * 100)} % mark to the last end (flowgate: the jobs' completed_at, written by the workers; graphile-worker: the runners' job:success)`,
       });
+    }
+    if (jobs.repeated > 0 || jobs.startSkipped > 0) {
+      ctx.warn(`postgres dispatch: the API node's socket sent ${jobs.startSkipped} jobs' execution_success without their execution_start, and ${jobs.repeated} repeated execution_start or execution_success messages`);
     }
     return figures;
   } finally {
     socket?.close();
     await Promise.all([api?.stop().catch(() => undefined), ...workers.map((w) => w.stop().catch(() => undefined)), gw.stop().catch(() => undefined)]);
     await Promise.resolve(utils.release()).catch(() => undefined);
+    await closeDb().catch(() => undefined);
   }
 }
