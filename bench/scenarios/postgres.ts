@@ -625,7 +625,7 @@ async function dispatch(ctx: BenchContext, schema: string, graphileSchema: strin
         ratio: medianRatio(p(fgLat, 50), p(gwLat, 50)),
         target: { on: "ratio", op: "<=", bound: 3 },
         rounds: p(fgLat, 50),
-        note: `flowgate: POST /api/v2/jobs to an API node until its hosted socket reads \`execution_start\` (the worker's commit, LISTEN/NOTIFY, the node's fan-out); one worker process each of concurrency ${DISPATCH_CONCURRENCY}; one job at a time, ${s.dispatchJobs} a round`,
+        note: `flowgate: POST /api/v2/jobs to an API node until its hosted socket's first word of the job, \`execution_start\` (or \`execution_success\` when the node read the job after the run ended): the worker's commit, LISTEN/NOTIFY, the node's read and fan-out; one worker process each of concurrency ${DISPATCH_CONCURRENCY}; one job at a time, ${s.dispatchJobs} a round`,
       },
       {
         scenario: label,
