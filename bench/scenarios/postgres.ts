@@ -423,9 +423,9 @@ const DRAIN_SKIP = 0.2;
 /** Bound on any wait of the dispatch figures. */
 const DISPATCH_DEADLINE_MS = 120_000;
 
-/** Waits until `done()` holds (polled), or throws naming `what` at the deadline. */
-async function until(done: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + DISPATCH_DEADLINE_MS;
+/** Waits until `done()` holds (polled), or throws naming `what` after `ms`. */
+async function until(done: () => boolean, what: string, ms = DISPATCH_DEADLINE_MS): Promise<void> {
+  const deadline = Date.now() + ms;
   while (!done()) {
     if (Date.now() > deadline) throw new Error(`postgres dispatch: timed out waiting for ${what}`);
     await sleep(10);
@@ -586,7 +586,7 @@ async function dispatch(ctx: BenchContext, schema: string, graphileSchema: strin
       };
       await Promise.all(Array.from({ length: 16 }, submitter));
       await startWorkers(k);
-      await until(() => ids.length === N && ids.every((id) => jobs.ended.has(id)), `${N} flowgate jobs to end`);
+      await until(() => ids.length === N && ids.every((id) => jobs.ended.has(id)), `${N} flowgate jobs to end`, DISPATCH_DEADLINE_MS + 100 * N);
       await stopWorkers();
       const { rows } = await db.query<{ status: string; completed_at: number }>("SELECT status, completed_at FROM jobs WHERE id = ANY($1) ORDER BY completed_at", [ids]);
       const failed = rows.filter((r) => r.status !== "succeeded").length;
@@ -597,7 +597,7 @@ async function dispatch(ctx: BenchContext, schema: string, graphileSchema: strin
       gw.ends.length = 0;
       await utils.addJobs(Array.from({ length: N }, () => ({ identifier: "noop", payload: { n: ++n } })));
       await gw.start(k);
-      await until(() => gw.ends.length >= N, `${N} graphile-worker jobs to succeed`);
+      await until(() => gw.ends.length >= N, `${N} graphile-worker jobs to succeed`, DISPATCH_DEADLINE_MS + 100 * N);
       await gw.stop();
       return drainRate([...gw.ends].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)));
     };
