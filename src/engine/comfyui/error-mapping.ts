@@ -44,7 +44,13 @@ const REASONS: Record<string, ValidationReason> = {
   prompt_no_outputs: "no_output_node",
 };
 
+/** ComfyUI's item as flowgate's, with ComfyUI's own words as the message. */
 function fieldError(item: Partial<ComfyErrorItem>): FieldError {
+  const words = [item.message, item.details].filter((t) => typeof t === "string" && t.length > 0).join(": ");
+  return { ...reasonOf(item), ...(words ? { message: words.length > 500 ? `${words.slice(0, 497)}...` : words } : {}) };
+}
+
+function reasonOf(item: Partial<ComfyErrorItem>): FieldError {
   const type = String(item.type ?? "");
   const extra = (item.extra_info ?? {}) as Record<string, unknown>;
   const input = typeof extra.input_name === "string" ? extra.input_name : "";
