@@ -19,6 +19,14 @@ export interface Sizes {
   pgStreams: number;
   /** Rounds of the PostgreSQL scenario's fan-out (each: the cross-process one and its baseline). */
   pgStreamRounds: number;
+  /** Rounds of the PostgreSQL scenario's dispatch latency (flowgate and graphile-worker in turn). */
+  dispatchRounds: number;
+  /** Jobs per tool per dispatch latency round, each submitted once the previous one ended. */
+  dispatchJobs: number;
+  /** Jobs queued before the workers start, per completion-rate run. */
+  drainJobs: number;
+  /** Rounds of the completion rates (each: one and two workers, flowgate and graphile-worker). */
+  drainRounds: number;
   /** Nodes of the engine graphs. */
   engineNodes: number;
   /** Timed repetitions per engine figure. */
@@ -45,6 +53,10 @@ export const FULL: Sizes = {
   sseRounds: 3,
   pgStreams: 1000,
   pgStreamRounds: 5,
+  dispatchRounds: 5,
+  dispatchJobs: 200,
+  drainJobs: 2_000,
+  drainRounds: 3,
   engineNodes: 1000,
   engineRounds: 41,
   comfyuiWarmupRounds: 150,
@@ -66,6 +78,10 @@ export const QUICK: Sizes = {
   sseRounds: 2,
   pgStreams: 100,
   pgStreamRounds: 2,
+  dispatchRounds: 2,
+  dispatchJobs: 15,
+  drainJobs: 60,
+  drainRounds: 1,
   engineNodes: 100,
   engineRounds: 5,
   comfyuiWarmupRounds: 3,
