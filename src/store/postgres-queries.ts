@@ -239,6 +239,9 @@ export const PG_POSITION_SQL = {
   probe: `SELECT j.seq, j.owner, s.version, ${DB_NOW_MS} - s.taken_at AS age_ms, s.took_ms
     FROM (SELECT 1) one LEFT JOIN jobs j ON j.id = $1 AND j.status = 'queued' LEFT JOIN queue_snapshot s ON s.id = 1`,
   read: "SELECT version, max_seq, owners, seqs FROM queue_snapshot WHERE id = 1",
+  // $1 the snapshot's max_seq, $2 a job's seq: each owner's queued jobs submitted between them
+  // (a range of jobs_status_seq no longer than the submissions since the snapshot).
+  newer: `SELECT owner, count(*)::int AS n FROM jobs WHERE status = 'queued' AND seq > $1 AND seq < $2 GROUP BY owner`,
   age: `SELECT version, max_seq, took_ms, ${DB_NOW_MS} - taken_at AS age_ms FROM queue_snapshot WHERE id = 1`,
   // One statement, so the seqs, the running counts and max_seq see the same committed state.
   take: `WITH running AS (${RUNNING_BY_OWNER}),
