@@ -12,7 +12,7 @@ import { analyzeGraph, validationResult, type Analysis, type ValidationResult } 
 import { mergeObjectInfo, registryOf } from "./definitions.ts";
 import { validationOfComfy400 } from "./error-mapping.ts";
 import { ComfyHttpError, ComfyUnreachableError, type HttpTimeouts } from "./http-api.ts";
-import type { Instance, InstanceTimings } from "./instance.ts";
+import type { HeldPrompt, Instance, InstanceTimings } from "./instance.ts";
 import { InstancePool } from "./pool.ts";
 import { PromptRun, type RunTimings } from "./prompt-run.ts";
 import type { SocketTimings } from "./socket.ts";
@@ -166,7 +166,8 @@ export class ComfyUIEngine implements Engine {
     await options.onStart?.({ nodes: analysis.order, cached: [], steps: stepsOf(analysis) });
 
     const deadline = Date.now() + this.o.unreachableGraceMs;
-    let run: PromptRun | null = null;
+    // A prompt an instance holds already (submitted before flowgate restarted) is followed or collected, never queued twice.
+    let run: PromptRun | null = await this.resume(promptId, g, registry, options, secrets);
     while (!run) {
       const instance = await this.pool.choose(classTypesOf(g), signal, deadline);
       let phase: "inputs" | "post" = "inputs";
@@ -191,6 +192,15 @@ export class ComfyUIEngine implements Engine {
           run.failWith(new EngineValidationError(validationOfComfy400({ error: null, node_errors: accepted.node_errors })));
         }
       } catch (err) {
+        // The POST's fate is unknown: once the instance answers, it says whether it has the prompt.
+        if (phase === "post" && err instanceof ComfyUnreachableError && !err.notSent) {
+          const held = await this.askAgain(instance, promptId, signal, deadline);
+          if (held) {
+            run = this.adopt(instance, held, promptId, g, registry, options, secrets);
+            continue;
+          }
+          if (held === null && Date.now() < deadline) continue; // it never arrived: submit it (again)
+        }
         // Not queued for sure: try again (another instance, or this one once it is back).
         if (Date.now() < deadline && isRetryable(err, phase)) {
           await new Promise((r) => setTimeout(r, 500));
@@ -213,6 +223,47 @@ export class ComfyUIEngine implements Engine {
       signal?.removeEventListener("abort", onAbort);
       if (timer) clearTimeout(timer);
     }
+  }
+
+  /** The run of a prompt some instance holds already (from an earlier flowgate process), or null when none does. */
+  private async resume(promptId: string, graph: Record<string, unknown>, registry: NodeRegistry, options: ExecuteOptions, secrets: string[]): Promise<PromptRun | null> {
+    for (const instance of this.pool.instances) {
+      if (!(await instance.mayHold(promptId))) continue;
+      const held = await instance.find(promptId).catch(() => null);
+      if (held) return this.adopt(instance, held, promptId, graph, registry, options, secrets);
+    }
+    return null;
+  }
+
+  /**
+   * Asks an instance whether it holds a prompt whose POST went unanswered, waiting for it to
+   * answer until the deadline: where it is, null when it never got it, undefined when it stayed
+   * unreachable.
+   */
+  private async askAgain(instance: Instance, promptId: string, signal: AbortSignal | undefined, deadline: number): Promise<HeldPrompt | null | undefined> {
+    for (let wait = 100; Date.now() < deadline && !signal?.aborted; wait = Math.min(wait * 2, 2000)) {
+      try {
+        return await instance.find(promptId);
+      } catch {
+        await new Promise((r) => setTimeout(r, wait));
+      }
+    }
+    return undefined;
+  }
+
+  /** Follows a prompt an instance holds: it waits or runs there, or its finished entry is collected. */
+  private adopt(instance: Instance, held: HeldPrompt, promptId: string, graph: Record<string, unknown>, registry: NodeRegistry, options: ExecuteOptions, secrets: string[]): PromptRun {
+    const run = this.newRun(instance, graph, instance.registry ?? registry, options, secrets, null);
+    run.accepted(promptId);
+    instance.follow(run);
+    if (held.state === "pending") {
+      run.queued(held.ahead);
+      return run;
+    }
+    // It started there (and may have ended): running first, as for any prompt, then its end.
+    run.push({ kind: "running" });
+    if (held.state === "finished") run.push({ kind: "history", entry: held.entry });
+    return run;
   }
 
   private newRun(instance: Instance, graph: Record<string, unknown>, registry: NodeRegistry, options: ExecuteOptions, secrets: string[], connectionAtPost: number | null): PromptRun {

@@ -4,7 +4,7 @@
 import { randomUUID } from "node:crypto";
 import type { NodeRegistry } from "../nodes/registry.ts";
 import { registryOf } from "./definitions.ts";
-import { ComfyHttp, ComfyHttpError, type HttpTimeouts } from "./http-api.ts";
+import { ComfyHttp, ComfyHttpError, type HistoryEntry, type HttpTimeouts } from "./http-api.ts";
 import { decodeBinary, outcomeOf, promptIdOf, type ComfyMessage } from "./messages.ts";
 import { OutputFolder, type OutputFolderSetting } from "./output-folder.ts";
 import type { PromptRun } from "./prompt-run.ts";
@@ -27,6 +27,9 @@ export interface InstanceTimings extends SocketTimings {
 /** Messages for prompts not (yet) followed are kept this long: POST /prompt may answer after they arrive. */
 const EARLY_MESSAGE_MS = 60_000;
 const EARLY_MESSAGE_LIMIT = 2000;
+
+/** Where an instance holds a prompt: waiting (with the work ahead of it), running, or finished with its history entry. */
+export type HeldPrompt = { state: "pending"; ahead: number } | { state: "running" } | { state: "finished"; entry: HistoryEntry };
 
 /** One ComfyUI instance. */
 export class Instance {
@@ -55,6 +58,12 @@ export class Instance {
   private infoLoading: Promise<Record<string, unknown>> | null = null;
   private unreachableSince: number | null = null;
   private reconciling = false;
+  /**
+   * The prompt ids the instance held (queued, running or in its history) at first contact or
+   * since it came back after an outage: prompts an earlier flowgate process submitted. Read once,
+   * so a new prompt costs no request; null until asked for or after an outage.
+   */
+  private heldIds: Promise<Set<string> | null> | null = null;
   private readonly timer: NodeJS.Timeout;
 
   private readonly timings: InstanceTimings;
@@ -146,6 +155,39 @@ export class Instance {
     }
   }
 
+  /**
+   * Whether the instance may hold this prompt already (an earlier flowgate process submitted
+   * it): true when its id was in the queue or the history read at first contact or since the
+   * instance came back. An instance that cannot be read holds nothing we could follow.
+   */
+  async mayHold(promptId: string): Promise<boolean> {
+    const reading = (this.heldIds ??= this.readHeld());
+    const ids = await reading;
+    // Unreadable now (unreachable): read again next time.
+    if (ids === null && this.heldIds === reading) this.heldIds = null;
+    return ids?.has(promptId) ?? false;
+  }
+
+  /** Where the instance holds a prompt now, or null when it never saw it (or forgot it): queue first, then history. */
+  async find(promptId: string): Promise<HeldPrompt | null> {
+    const q = await this.http.queue();
+    if (q.running.includes(promptId)) return { state: "running" };
+    const at = q.pending.indexOf(promptId);
+    if (at >= 0) return { state: "pending", ahead: q.running.length + at };
+    const entry = await this.http.history(promptId);
+    return entry ? { state: "finished", entry } : null;
+  }
+
+  private async readHeld(): Promise<Set<string> | null> {
+    try {
+      const q = await this.http.queue();
+      const finished = await this.http.historyIds();
+      return new Set([...q.running, ...q.pending, ...finished]);
+    } catch {
+      return null;
+    }
+  }
+
   /** Follows an accepted prompt; messages that arrived before are replayed first. */
   follow(run: PromptRun): void {
     this.runs.set(run.promptId, run);
@@ -206,7 +248,12 @@ export class Instance {
     this.unreachableSince = null;
     this.epoch++;
     // First contact, or back after an outage (it may have restarted elsewhere): where are its outputs?
-    if (!reconnected || afterOutage) void this.outputs.discover();
+    if (!reconnected || afterOutage) {
+      void this.outputs.discover();
+      // What it holds now: prompts of an earlier flowgate process are followed, not submitted again.
+      if (afterOutage) this.heldIds = this.readHeld();
+      else this.heldIds ??= this.readHeld();
+    }
     if (!reconnected) return;
     this.reconnects++;
     // Messages may have been missed while no socket was open.
