@@ -1,7 +1,7 @@
 // The embedded CPU engine: the built-in node library, validation, and a result cache shared
 // by every run of this engine instance.
 import type { AssetResolver, Engine, ExecuteOptions, ExecuteResult, UploadResolver } from "./engine.ts";
-import { EngineError } from "./errors.ts";
+import { EngineError, type JobError } from "./errors.ts";
 import { runGraph, type CachedResult } from "./executor.ts";
 import { ByteLruCache } from "./lru-cache.ts";
 import type { NodeDefinition } from "./node-spec.ts";
@@ -43,8 +43,9 @@ export const DEFAULT_JOB_MEMORY = 2 ** 30;
 export class EngineValidationError extends EngineError {
   readonly validation: ValidationResult;
 
-  constructor(validation: ValidationResult) {
-    super({ code: "invalid_input", message: describeErrors(validation), node_id: null, class_type: null, traceback: null });
+  /** `jobError`: the job's error when another one than the summary fits (a node ComfyUI named). */
+  constructor(validation: ValidationResult, jobError?: JobError) {
+    super(jobError ?? { code: "invalid_input", message: describeErrors(validation), node_id: null, class_type: null, traceback: null });
     this.name = "EngineValidationError";
     this.validation = validation;
   }

@@ -47,13 +47,13 @@ describe("outputs", () => {
 
 describe("errors", () => {
   it("maps graph-level 400s (no outputs, a bad prompt) to the node id \"\" and cycles to `cycle`", () => {
-    expect(validationOfComfy400({ error: { type: "prompt_no_outputs", message: "Prompt has no outputs", details: "", extra_info: {} }, node_errors: [] }).node_errors).toEqual({ "": [{ field: "", reason: "no_output_node" }] });
-    expect(validationOfComfy400({ error: "no prompt", node_errors: [] }).node_errors).toEqual({ "": [{ field: "", reason: "bad_node" }] });
+    expect(validationOfComfy400({ error: { type: "prompt_no_outputs", message: "Prompt has no outputs", details: "", extra_info: {} }, node_errors: [] }).node_errors).toEqual({ "": [{ field: "", reason: "no_output_node", message: "Prompt has no outputs" }] });
+    expect(validationOfComfy400({ error: "no prompt", node_errors: [] }).node_errors).toEqual({ "": [{ field: "", reason: "bad_node", message: "no prompt" }] });
     const cycle = validationOfComfy400({
       error: { type: "prompt_outputs_failed_validation" },
       node_errors: { "3": { errors: [{ type: "exception_during_validation", details: "Dependency cycle detected", extra_info: { exception_type: "graph.DependencyCycleError" } }], class_type: "X", dependent_outputs: [] } },
     });
-    expect(cycle.node_errors).toEqual({ "3": [{ field: "", reason: "cycle" }] });
+    expect(cycle.node_errors).toEqual({ "3": [{ field: "", reason: "cycle", message: "Dependency cycle detected" }] });
     expect(cycle.comfy?.node_errors["3"]?.class_type).toBe("X");
   });
 

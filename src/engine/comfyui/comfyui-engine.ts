@@ -10,7 +10,7 @@ import type { NodeRegistry } from "../nodes/registry.ts";
 import type { ObjectInfo } from "../object-info.ts";
 import { analyzeGraph, validationResult, type Analysis, type ValidationResult } from "../validate.ts";
 import { mergeObjectInfo, registryOf } from "./definitions.ts";
-import { validationOfComfy400 } from "./error-mapping.ts";
+import { jobErrorOfRefusal, validationOfComfy400 } from "./error-mapping.ts";
 import { ComfyHttpError, ComfyUnreachableError, type HttpTimeouts } from "./http-api.ts";
 import type { HeldPrompt, Instance, InstanceTimings } from "./instance.ts";
 import { InstancePool } from "./pool.ts";
@@ -189,7 +189,7 @@ export class ComfyUIEngine implements Engine {
         // ComfyUI queues the outputs that validated and reports the others; here any error fails the job.
         if (Object.keys(accepted.node_errors).length > 0) {
           void run.stop("cancel");
-          run.failWith(new EngineValidationError(validationOfComfy400({ error: null, node_errors: accepted.node_errors })));
+          run.failWith(refusal({ error: null, node_errors: accepted.node_errors }));
         }
       } catch (err) {
         // The POST's fate is unknown: once the instance answers, it says whether it has the prompt.
@@ -322,11 +322,17 @@ function isRetryable(err: unknown, phase: "inputs" | "post"): boolean {
   return err instanceof ComfyHttpError && (err.status === 503 || err.status === 429);
 }
 
+/** ComfyUI refused the prompt (its validation): the error keeps ComfyUI's node errors, and the job's error names the node and says why. */
+function refusal(body: unknown): EngineValidationError {
+  const v = validationOfComfy400(body);
+  return new EngineValidationError(v, jobErrorOfRefusal(v));
+}
+
 function mapSubmitError(err: unknown, phase: "inputs" | "post"): unknown {
   if (err instanceof EngineError || err instanceof ExecutionCancelledError) return err;
   const fail = (code: "worker_lost" | "node_execution_error" | "invalid_input", message: string) =>
     new EngineError({ code, message, node_id: null, class_type: null, traceback: null }, { cause: err });
-  if (err instanceof ComfyHttpError && phase === "post" && err.status === 400) return new EngineValidationError(validationOfComfy400(err.body));
+  if (err instanceof ComfyHttpError && phase === "post" && err.status === 400) return refusal(err.body);
   if (err instanceof ComfyHttpError && phase === "inputs" && err.status < 500) return fail("invalid_input", `ComfyUI refused an input file (HTTP ${err.status}).`);
   if (err instanceof ComfyHttpError && phase === "inputs") return fail("node_execution_error", `ComfyUI failed to store an input file (HTTP ${err.status}).`);
   if (err instanceof ComfyHttpError) return fail("node_execution_error", `ComfyUI refused the prompt (HTTP ${err.status}).`);

@@ -44,16 +44,49 @@ const REASONS: Record<string, ValidationReason> = {
   prompt_no_outputs: "no_output_node",
 };
 
-function fieldError(item: Partial<ComfyErrorItem>): FieldError {
+/** ComfyUI's reason for an error item, as it said it: its details, or message and details; a node's own check without its class prefix. */
+function reasonOf(item: Partial<ComfyErrorItem>, classType: string | null): string {
+  const message = String(item.message ?? "").trim();
+  const details = String(item.details ?? "").trim();
+  if (item.type === "custom_validation_failed" && details) {
+    return classType && details.startsWith(`${classType} - `) ? details.slice(classType.length + 3) : details;
+  }
+  if (!details) return message;
+  return message ? `${message}: ${details}` : details;
+}
+
+function fieldError(item: Partial<ComfyErrorItem>, classType: string | null = null): FieldError {
   const type = String(item.type ?? "");
   const extra = (item.extra_info ?? {}) as Record<string, unknown>;
   const input = typeof extra.input_name === "string" ? extra.input_name : "";
-  if (type === "missing_node_type") return { field: "class_type", reason: "unknown_class" };
+  const reason = reasonOf(item, classType);
+  const withMessage = (f: FieldError): FieldError => (reason ? { ...f, message: reason } : f);
+  if (type === "missing_node_type") return withMessage({ field: "class_type", reason: "unknown_class" });
   if (type === "exception_during_validation") {
-    if (/cycle/i.test(String(item.details ?? "")) || /Cycle/.test(String(extra.exception_type ?? ""))) return { field: "", reason: "cycle" };
-    if (/KeyError|IndexError/.test(String(extra.exception_type ?? ""))) return { field: input, reason: "bad_link" };
+    if (/cycle/i.test(String(item.details ?? "")) || /Cycle/.test(String(extra.exception_type ?? ""))) return withMessage({ field: "", reason: "cycle" });
+    if (/KeyError|IndexError/.test(String(extra.exception_type ?? ""))) return withMessage({ field: input, reason: "bad_link" });
   }
-  return { field: input, reason: REASONS[type] ?? "bad_node" };
+  return withMessage({ field: input, reason: REASONS[type] ?? "bad_node" });
+}
+
+/**
+ * The job error of a prompt ComfyUI refused: its first node error as ComfyUI said it (the input
+ * named when ComfyUI's words do not), with that node's id and class; a graph-level refusal has neither.
+ */
+export function jobErrorOfRefusal(v: ValidationResult): JobError {
+  const nodes = v.comfy?.node_errors ?? {};
+  for (const [id, errors] of Object.entries(v.node_errors)) {
+    const first = errors[0];
+    if (id === "" || !first) continue;
+    const reason = first.message ?? first.reason;
+    // ComfyUI names the input first in its details ("images", "ckpt_name: 'x' not in [...]"); a node's own check does not.
+    const field = first.field.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+    const named = first.field && !new RegExp(`(^|: )${field}($|[:,])`).test(reason) ? `${reason} (input ${first.field})` : reason;
+    return { code: "invalid_input", message: `ComfyUI refused the prompt: ${named}`, node_id: id, class_type: nodes[id]?.class_type ?? null, traceback: null };
+  }
+  const error = v.comfy?.error;
+  const reason = error ? reasonOf(error, null) : "";
+  return { code: "invalid_input", message: `ComfyUI refused the prompt: ${reason || "invalid prompt"}`, node_id: null, class_type: null, traceback: null };
 }
 
 /** ComfyUI's POST /prompt 400 body as a ValidationResult (flowgate's shape and ComfyUI's own). */
@@ -69,7 +102,8 @@ export function validationOfComfy400(body: unknown): ValidationResult {
     for (const [id, entry] of Object.entries(b.node_errors as Record<string, unknown>)) {
       const e = (entry ?? {}) as Partial<ComfyNodeErrors>;
       const items = Array.isArray(e.errors) ? (e.errors as Partial<ComfyErrorItem>[]) : [];
-      nodeErrors[id] = items.length > 0 ? items.map(fieldError) : [{ field: "", reason: "bad_node" }];
+      const classType = typeof e.class_type === "string" ? e.class_type : null;
+      nodeErrors[id] = items.length > 0 ? items.map((i) => fieldError(i, classType)) : [{ field: "", reason: "bad_node" }];
       comfyNodes[id] = {
         errors: items.map((i) => ({ type: String(i.type ?? ""), message: String(i.message ?? ""), details: String(i.details ?? ""), extra_info: (i.extra_info ?? {}) as Record<string, unknown> })),
         dependent_outputs: Array.isArray(e.dependent_outputs) ? e.dependent_outputs.map(String) : [],
