@@ -3,7 +3,7 @@
 // sha256 over the same bytes, rounds alternating. Two paths: the whole buffer in one call, and
 // 64 KiB chunks (how uploads and file streams reach the blob store's hasher).
 import { createHash, randomFillSync } from "node:crypto";
-import { blake3Backend, blake3Hex, createBlake3Hasher } from "../../src/blobs/blake3.ts";
+import { blake3Backend, blake3Hex, createBlake3Hasher } from "../../src/domain/blake3.ts";
 import type { BenchContext } from "../lib/context.ts";
 import { judge, type Figure } from "../lib/report.ts";
 import { median, medianRatio, nowMs } from "../lib/stats.ts";

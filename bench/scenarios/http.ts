@@ -8,7 +8,7 @@
 // run back to back, in swapped order every other round; ratios are medians of per-round ratios.
 import { mkdtemp } from "node:fs/promises";
 import { join } from "node:path";
-import { uuidv7 } from "../../src/jobs/ids.ts";
+import { uuidv7 } from "../../src/domain/ids.ts";
 import { openStore } from "../../src/store/index.ts";
 import { spawnServer, type ServerChild } from "../lib/child.ts";
 import type { BenchContext } from "../lib/context.ts";

@@ -3,8 +3,8 @@
 import type { Readable } from "node:stream";
 import { BlobStore, HashMismatchError, PayloadTooLargeError, parseBlake3Hash, type ByteRange, type PutResult } from "../blobs/index.ts";
 import type { AssetFolder, AssetRecord, AssetType, NewAsset, PendingBlob, Store } from "../store/index.ts";
-import { notFound, ServiceError } from "../jobs/errors.ts";
-import { uuidv7 } from "../jobs/ids.ts";
+import { notFound, ServiceError } from "../domain/errors.ts";
+import { uuidv7 } from "../domain/ids.ts";
 import { isMediaType, mediaTypeFromName, sniffMediaType } from "./media-types.ts";
 
 export interface AssetServiceOptions {
@@ -149,6 +149,12 @@ export class AssetService {
     const asset = await this.o.store.getAsset(id);
     if (!asset || asset.owner !== owner || (asset.expires_at !== null && asset.expires_at <= this.o.now())) throw notFound();
     return asset;
+  }
+
+  /** The caller's live asset by ComfyUI-style name within a folder, or null. */
+  async findByName(owner: string, name: string, folder: AssetFolder): Promise<AssetRecord | null> {
+    const asset = await this.o.store.findAssetByName(owner, name, folder);
+    return asset && (asset.expires_at === null || asset.expires_at > this.o.now()) ? asset : null;
   }
 
   /** Any caller's asset by id (signed links carry their own authorization), or 404. */

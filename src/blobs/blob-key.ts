@@ -1,6 +1,6 @@
 // Blob keys name files on disk, so every path is built from a checked key only.
 import { join } from "node:path";
-import { isBlake3Hex } from "./blake3.ts";
+import { isBlake3Hex } from "../domain/blake3.ts";
 import { InvalidBlobKeyError } from "./errors.ts";
 
 /** Throws InvalidBlobKeyError unless `key` is a lowercase 64-hex blake3 digest. */

@@ -8,7 +8,7 @@ import type { FileHandle } from "node:fs/promises";
 import { hostname } from "node:os";
 import { dirname, join } from "node:path";
 import { Readable } from "node:stream";
-import { blake3Hex, createBlake3Hasher, parseBlake3Hash, toBlake3Hash, isBlake3Hex } from "./blake3.ts";
+import { blake3Hex, createBlake3Hasher, parseBlake3Hash, toBlake3Hash, isBlake3Hex } from "../domain/blake3.ts";
 import { blobPath } from "./blob-key.ts";
 import { BlobNotFoundError, HashMismatchError, InvalidBlobKeyError, PayloadTooLargeError } from "./errors.ts";
 

@@ -11,8 +11,8 @@ export {
   isBlake3Hex,
   parseBlake3Hash,
   toBlake3Hash,
-} from "./blake3.ts";
-export type { Blake3Hasher } from "./blake3.ts";
+} from "../domain/blake3.ts";
+export type { Blake3Hasher } from "../domain/blake3.ts";
 export { BlobNotFoundError, HashMismatchError, InvalidBlobKeyError, PayloadTooLargeError } from "./errors.ts";
 export { SIGNING_KEY_FILE, UrlSigner, loadOrCreateSigningKey } from "./signed-url.ts";
 export type { QueryInput, SignatureCheck, SignedUrl } from "./signed-url.ts";

@@ -2,9 +2,9 @@
 import { ComfyUIEngine } from "../engine/comfyui/index.ts";
 import { EmbeddedEngine } from "../engine/embedded-engine.ts";
 import type { Engine } from "../engine/engine.ts";
-import { loadConfig, SERVE_FLAGS, type Config } from "../config/config.ts";
+import { loadConfig, SERVE_FLAGS, settingsLine, type Config } from "../config/config.ts";
 import { engineAdapter } from "../jobs/engine-adapter.ts";
-import { settingsLine, startServer } from "../server/start.ts";
+import { startServer } from "../server/start.ts";
 
 /** Usage of `flowgate serve`. */
 export function serveUsage(): string {

@@ -1,10 +1,9 @@
 // `flowgate worker`: claims queued jobs from the shared PostgreSQL database and runs them, on the
 // embedded engine or in front of ComfyUI; no HTTP. API nodes (`flowgate serve --no-dispatch`)
 // take the submissions.
-import { loadConfig, SERVE_FLAGS } from "../config/config.ts";
+import { loadConfig, SERVE_FLAGS, settingsLine } from "../config/config.ts";
 import { engineAdapter } from "../jobs/engine-adapter.ts";
-import { openRuntime } from "../server/runtime.ts";
-import { settingsLine } from "../server/start.ts";
+import { openRuntime } from "../runtime/runtime.ts";
 import { createEngine, flagLines } from "./serve.ts";
 
 /** Flags of serve that mean nothing to a worker (it does not listen, and always runs jobs). */

@@ -7,7 +7,7 @@ import { mkdir, rename, rm, stat } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import { createBlake3Hasher, parseBlake3Hash } from "../blobs/blake3.ts";
+import { createBlake3Hasher, parseBlake3Hash } from "../domain/blake3.ts";
 import { DownloadIntegrityError, errorFromResponse } from "./errors.ts";
 
 /** The fields of an output (or asset) a download needs. */

@@ -2,7 +2,7 @@
 // buffering a whole file.
 import { createReadStream, openAsBlob } from "node:fs";
 import { basename } from "node:path";
-import { blake3Hex, blake3HexOfStream } from "../blobs/blake3.ts";
+import { blake3Hex, blake3HexOfStream } from "../domain/blake3.ts";
 
 /** Something to upload: a file path, or bytes. */
 export type UploadSource = string | Uint8Array;

@@ -3,7 +3,7 @@
 // links responses embed (resolved per URL-3 against the origin of the response that carried them).
 import { randomUUID } from "node:crypto";
 import { createFetchClient, type FetchClient } from "../../generated/fetch-client.ts";
-import { parseBlake3Hash, toBlake3Hash } from "../blobs/blake3.ts";
+import { parseBlake3Hash, toBlake3Hash } from "../domain/blake3.ts";
 import { fetchWithoutCredentials, saveVerified, targetPath, type Downloadable, type DownloadResult } from "./download.ts";
 import { BlobNotFoundError, errorFromBody, errorFromResponse, FlowgateApiError, HashMismatchError } from "./errors.ts";
 import { streamJob, type JobEvent, type StreamOptions } from "./job-stream.ts";

@@ -2,7 +2,7 @@
 // without secrets.
 import { parseArgs } from "node:util";
 import path from "node:path";
-import { DEFAULT_TIERS, parseTiers, type TierTable } from "../surfaces/tiers.ts";
+import { DEFAULT_TIERS, parseTiers, type TierTable } from "./tiers.ts";
 
 export type Surface = "self-hosted" | "cloud" | "serverless";
 
@@ -257,4 +257,11 @@ export function describeConfig(c: Config): Record<string, unknown> {
     ...(c.engine === "comfyui" ? { comfyuiUrls: c.comfyuiUrls.map(withoutCredentials).join(",") } : {}),
     ...(c.comfyuiOutputDirs.length > 0 ? { comfyuiOutputDirs: c.comfyuiOutputDirs.join(",") } : {}),
   };
+}
+
+/** One line of settings for the start-up banner; never a secret. */
+export function settingsLine(config: Config): string {
+  return Object.entries(describeConfig(config))
+    .map(([k, v]) => `${k}=${v}`)
+    .join(" ");
 }

@@ -11,7 +11,8 @@ import { TerminalStatusError, type JobRecord, type Store } from "../store/index.
 import { DrainRate } from "./drain-rate.ts";
 import type { EventBus } from "./event-bus.ts";
 import { FairQueue } from "./fair-queue.ts";
-import { PARTNER_KEY_LOST, WORKER_LOST, type LeaseOptions } from "./job-leases.ts";
+import { PARTNER_KEY_LOST, WORKER_LOST } from "../domain/failures.ts";
+import type { LeaseOptions } from "./job-leases.ts";
 import { runJob, type JobRunDeps, type QueuedRunHooks } from "./job-run.ts";
 import { SharedQueueCounts } from "./queue-counts.ts";
 

@@ -4,7 +4,7 @@ import { EngineBusyError, type Engine } from "../engine/engine.ts";
 import { EngineError, ExecutionCancelledError, isAbortError } from "../engine/errors.ts";
 import { isUiFormat } from "../engine/graph.ts";
 import type { EnginePort, GraphValidation, RunEnd, RunOptions } from "./engine-port.ts";
-import { ServiceError } from "./errors.ts";
+import { ServiceError } from "../domain/errors.ts";
 
 /** The port over an Engine. */
 export function engineAdapter(engine: Engine): EnginePort {

@@ -15,9 +15,10 @@ import {
 } from "../store/index.ts";
 import type { Dispatcher } from "./dispatcher.ts";
 import type { EnginePort, GraphValidation } from "./engine-port.ts";
-import { notFound, ServiceError } from "./errors.ts";
+import { ownsJob, type Caller } from "../domain/caller.ts";
+import { notFound, ServiceError } from "../domain/errors.ts";
 import type { EventBus } from "./event-bus.ts";
-import { uuidv7 } from "./ids.ts";
+import { uuidv7 } from "../domain/ids.ts";
 
 export interface JobServiceOptions {
   store: Store;
@@ -31,19 +32,6 @@ export interface JobServiceOptions {
   queueLimit: number;
   /** Surface rules a submission must pass first (deployment state, credits). */
   beforeSubmit?: (caller: Caller) => Promise<void>;
-}
-
-/** Who is asking, and through which deployment. */
-export interface Caller {
-  owner: string;
-  deployment_id?: string | null;
-  /** An anonymous caller of the public demo deployment. */
-  demo?: boolean;
-}
-
-/** Whether a job belongs to the caller (and to the deployment it calls through, if any). */
-export function ownsJob(caller: Caller, job: Pick<JobRecord, "owner" | "deployment_id">): boolean {
-  return job.owner === caller.owner && (!caller.deployment_id || job.deployment_id === caller.deployment_id);
 }
 
 /** A submission after the envelope was validated. */
@@ -244,6 +232,39 @@ export class JobService {
     const graph = await this.o.store.getJobWorkflow(id);
     if (!graph) throw notFound();
     return graph;
+  }
+
+  /** The caller's running and canceling jobs, oldest first (at most its slots, so one page holds them). */
+  async running(caller: Caller): Promise<JobRecord[]> {
+    const page = await this.o.store.listJobs(caller.owner, { status: ["running", "canceling"], limit: 1000 });
+    return page.jobs.sort((a, b) => a.seq - b.seq);
+  }
+
+  /** The caller's queued jobs in submission order, `limit` after submission number `afterSeq`. */
+  queued(caller: Caller, limit: number, afterSeq = 0): Promise<JobRecord[]> {
+    return this.o.store.queuedJobs(limit, afterSeq, caller.owner);
+  }
+
+  /** How many of the caller's jobs wait in the queue. */
+  countQueued(caller: Caller): Promise<number> {
+    return this.o.store.countQueued(caller.owner);
+  }
+
+  /** The caller's finished jobs, newest first, at most `limit`. */
+  async finished(caller: Caller, limit: number): Promise<JobRecord[]> {
+    const page = await this.o.store.listJobs(caller.owner, { status: ["succeeded", "failed", "canceled", "expired"], limit });
+    return page.jobs;
+  }
+
+  /** The graph and the outputs of a job record the caller already holds (hosted history and queue views). */
+  async graphAndOutputs(job: JobRecord): Promise<{ workflow: Record<string, unknown>; outputs: AssetRecord[] }> {
+    const [workflow, outputs] = await Promise.all([this.o.store.getJobWorkflow(job.id), this.o.store.listJobOutputs(job.id)]);
+    return { workflow: workflow ?? {}, outputs };
+  }
+
+  /** The graph of a job record the caller already holds, or `{}`. */
+  async graphOf(job: JobRecord): Promise<Record<string, unknown>> {
+    return (await this.o.store.getJobWorkflow(job.id)) ?? {};
   }
 
   /** The caller's job record, or 404 `not_found` (another caller's job looks missing). */

@@ -4,13 +4,7 @@
 // added to them. A job's place in the fair order (src/jobs/fair-queue.ts) needs only those counts
 // when it is the newest job: its level is its owner's running plus queued jobs, and every job of
 // a level up to its own is ahead of it.
-
-/** One owner's jobs in the deployment's queue and running. */
-export interface OwnerCounts {
-  owner: string;
-  queued: number;
-  running: number;
-}
+import type { OwnerCounts } from "../store/index.ts";
 
 interface Snapshot {
   /** When the read was sent. */

@@ -4,7 +4,7 @@ import type { Socket } from "node:net";
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import multipart from "@fastify/multipart";
 import type { V2Handlers } from "../../generated/handlers.ts";
-import { ServiceError } from "../jobs/errors.ts";
+import { ServiceError } from "../domain/errors.ts";
 import { answerClientError } from "./client-errors.ts";
 import { malformedJson, toEnvelope, unsupportedContentType } from "./error-envelope.ts";
 import { toHostedError } from "./hosted/hosted-errors.ts";
@@ -14,11 +14,12 @@ import { mountRoutes } from "./mount.ts";
 import { operationsHandlers } from "./operations.ts";
 import { hostedHandlers } from "./hosted/handlers.ts";
 import { HostedSockets, WS_PATHS } from "./hosted/websocket.ts";
-import type { Runtime } from "./runtime.ts";
+import type { Runtime } from "../runtime/runtime.ts";
 import { mountUi } from "./ui.ts";
 import { absorbUpgradeSocketErrors, upgradeOnlyWebSockets } from "./upgrades.ts";
 import * as assets from "./v2/assets.ts";
 import { EventStreams } from "./v2/event-stream.ts";
+import { FinishedJobViews } from "./v2/finished-job-views.ts";
 import { streamJobEventsHandler } from "./v2/events.ts";
 import * as jobs from "./v2/jobs.ts";
 
@@ -28,6 +29,8 @@ declare module "fastify" {
     eventStreams: EventStreams;
     /** The open hosted WebSockets, where the surface serves them (metrics, tests). */
     hostedSockets?: HostedSockets;
+    /** Rendered views of finished jobs, for repeated GETs. */
+    finishedViews: FinishedJobViews;
   }
 }
 
@@ -97,6 +100,7 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
 
   const streams = new EventStreams(runtime);
   app.decorate("eventStreams", streams);
+  app.decorate("finishedViews", new FinishedJobViews());
   // preClose: before the server waits for its connections, which open streams would hold.
   app.addHook("preClose", async () => streams.close());
   endConnectionsOnClose(app);

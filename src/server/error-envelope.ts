@@ -1,8 +1,8 @@
 // The one place that turns failures into the v2 error envelope. Every layer (router,
 // validation, auth, body limits, handlers) goes through here; nothing else writes error bodies.
 import { isOutOfSpace } from "../datadir/space.ts";
-import type { ErrorCode } from "../jobs/errors.ts";
-import { ServiceError } from "../jobs/errors.ts";
+import type { ErrorCode } from "../domain/errors.ts";
+import { ServiceError } from "../domain/errors.ts";
 import { ERROR_CODE_STATUS } from "../../generated/enums.ts";
 
 /** Each code's only HTTP status (the contract's table, read from the spec). */

@@ -1,7 +1,8 @@
 // What every handler receives besides its validated input.
 import type { FastifyReply, FastifyRequest } from "fastify";
-import type { Caller } from "../jobs/job-service.ts";
-import type { Runtime } from "./runtime.ts";
+import type { Caller } from "../domain/caller.ts";
+import type { Runtime } from "../runtime/runtime.ts";
+import type { FinishedJobViews } from "./v2/finished-job-views.ts";
 import type { LinkContext } from "./views.ts";
 
 /** Transport and caller of one request. */
@@ -10,6 +11,8 @@ export interface HandlerContext {
   reply: FastifyReply;
   caller: Caller;
   runtime: Runtime;
+  /** Rendered views of finished jobs, for repeated GETs (the HTTP layer's cache). */
+  views: FinishedJobViews;
   /** Builds link contexts for views (mount prefix, origin, signing). */
   links(): LinkContext;
 }

@@ -7,14 +7,14 @@ import { routes, type RouteSpec } from "../../generated/routes.ts";
 import * as bodyValidators from "../../generated/validators.js";
 import * as paramValidators from "../../generated/param-validators.js";
 import type { HostedHandlers, OperationsHandlers, V2Handlers } from "../../generated/handlers.ts";
-import type { Caller } from "../jobs/job-service.ts";
-import { ServiceError } from "../jobs/errors.ts";
+import type { Caller } from "../domain/caller.ts";
+import { ServiceError } from "../domain/errors.ts";
 import { bearerToken } from "./auth.ts";
 import { toHostedError } from "./hosted/hosted-errors.ts";
 import type { HandlerContext, HandlerResult } from "./handler-context.ts";
 import { assertShallow, assertValid } from "./request-validation.ts";
 import { malformedJson, unsupportedContentType } from "./error-envelope.ts";
-import type { Runtime } from "./runtime.ts";
+import type { Runtime } from "../runtime/runtime.ts";
 import { linkExpiry, type LinkContext } from "./views.ts";
 
 type AnyHandler = (input: never, ctx: HandlerContext) => unknown;
@@ -56,7 +56,7 @@ export function mountRoutes(app: FastifyInstance, runtime: Runtime, handlers: Mo
       const caller = callers.get(request) ?? (await authenticate(route, request, runtime));
       const input = validateInput(route, request);
       const mount = prefix.replace(":deployment_id", String((request.params as Record<string, unknown>).deployment_id ?? ""));
-      const ctx: HandlerContext = { request, reply, caller, runtime, links: () => linkContext(request, runtime, mount) };
+      const ctx: HandlerContext = { request, reply, caller, runtime, views: app.finishedViews, links: () => linkContext(request, runtime, mount) };
       const result = (await handler(input as never, ctx)) as HandlerResult;
       return send(reply, result);
     };

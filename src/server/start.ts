@@ -1,10 +1,10 @@
 // `flowgate serve`: opens the runtime, builds the app, listens, prints settings and the URL.
 import type { FastifyInstance } from "fastify";
 import { pino } from "pino";
-import { describeConfig, type Config } from "../config/config.ts";
+import type { Config } from "../config/config.ts";
 import type { EnginePort } from "../jobs/engine-port.ts";
 import { buildApp } from "./app.ts";
-import { openRuntime, type Runtime } from "./runtime.ts";
+import { openRuntime, type Runtime } from "../runtime/runtime.ts";
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -68,11 +68,4 @@ function listenError(err: unknown, config: Config): unknown {
   if (code === "EACCES") return new Error(`cannot listen on ${where}: permission denied`, { cause: err });
   if (code === "EADDRNOTAVAIL") return new Error(`cannot listen on ${where}: the address is not available on this host`, { cause: err });
   return err;
-}
-
-/** One line of settings for the start-up banner; never a secret. */
-export function settingsLine(config: Config): string {
-  return Object.entries(describeConfig(config))
-    .map(([k, v]) => `${k}=${v}`)
-    .join(" ");
 }

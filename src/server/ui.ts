@@ -6,7 +6,7 @@ import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import fastifyStatic from "@fastify/static";
 import type { FastifyInstance, FastifyReply } from "fastify";
-import { ServiceError } from "../jobs/errors.ts";
+import { ServiceError } from "../domain/errors.ts";
 import { toEnvelope } from "./error-envelope.ts";
 
 /** The package root: two levels up in a checkout (src/server), three from the build (dist/src/server). */

@@ -15,6 +15,7 @@ export { IdempotencyKeyReused, InvalidCursorError, QueueFullError, TerminalStatu
 export { SQLITE_FILE_NAME } from "./sqlite.ts";
 export type { SqliteStoreOptions } from "./sqlite.ts";
 export type * from "./directory.ts";
+export type * from "./job-leases.ts";
 export { DEPLOYMENT_STATES } from "./directory.ts";
 export type { PostgresOptions } from "./postgres-pool.ts";
 export { PG_SCHEMA_VERSION } from "./postgres-schema.ts";

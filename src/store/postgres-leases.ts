@@ -1,10 +1,9 @@
-// Leased dispatch on PostgreSQL (the JobLeases of src/jobs/job-leases.ts): claims, heartbeats and
+// Leased dispatch on PostgreSQL (the JobLeases port of src/store/job-leases.ts): claims, heartbeats and
 // the failure of jobs whose worker stopped renewing. Leases are compared on the database's clock,
 // so the processes' own clocks may differ.
 import type pg from "pg";
-import type { JobLeases } from "../jobs/job-leases.ts";
-import type { OwnerCounts } from "../jobs/queue-counts.ts";
-import { PARTNER_KEY_LOST, WORKER_LOST } from "../jobs/job-leases.ts";
+import { PARTNER_KEY_LOST, WORKER_LOST } from "../domain/failures.ts";
+import type { JobLeases, OwnerCounts } from "./job-leases.ts";
 import { inTransaction, openPostgresPool, type PostgresOptions } from "./postgres-pool.ts";
 import { PG_LEASE_SQL } from "./postgres-queries.ts";
 import { toJob } from "./postgres.ts";

@@ -3,12 +3,12 @@
 // jobs an account runs at once, and who sees logs. The v2 contract itself never differs.
 import { timingSafeEqual } from "node:crypto";
 import type { Surface } from "../config/config.ts";
-import { ServiceError } from "../jobs/errors.ts";
+import { ServiceError } from "../domain/errors.ts";
 import type { EventBus } from "../jobs/event-bus.ts";
-import type { Caller } from "../jobs/job-service.ts";
+import type { Caller } from "../domain/caller.ts";
 import { isTerminalStatus, type DeploymentRecord, type Directory, type JobRecord } from "../store/index.ts";
 import { hashApiKey } from "./api-keys.ts";
-import type { TierTable } from "./tiers.ts";
+import type { TierTable } from "../config/tiers.ts";
 
 export interface SurfacePolicyOptions {
   surface: Surface;

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { blake3Hex } from "../../src/blobs/blake3.ts";
+import { blake3Hex } from "../../src/domain/blake3.ts";
 import { FlowgateClient } from "../../src/index.ts";
 import { failingGraph, samplerGraph, startTestServer, type TestServer } from "../client/fixtures.ts";
 import { ROOT, runCli } from "./cli.ts";

@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { blake3Hex } from "../../src/blobs/blake3.ts";
+import { blake3Hex } from "../../src/domain/blake3.ts";
 import { assetReference, DownloadIntegrityError, FlowgateClient, HashMismatchError, type Job } from "../../src/index.ts";
 import { FaultyFetch, imageGraph, startTestServer, type TestServer } from "./fixtures.ts";
 

@@ -6,7 +6,7 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { blake3Hex } from "../../src/blobs/blake3.ts";
+import { blake3Hex } from "../../src/domain/blake3.ts";
 import { FlowgateClient, type JobEvent } from "../../src/index.ts";
 import { delayGraph, samplerGraph, startTestServer, waitFor, type TestServer } from "./fixtures.ts";
 import { startPrefixProxy, type RunningProxy } from "./proxies.ts";

@@ -1,7 +1,8 @@
 // SharedQueueCounts: the position of a new job from per-owner counts equals the fair queue's own.
 import { describe, expect, it } from "vitest";
 import { FairQueue } from "../../src/jobs/fair-queue.ts";
-import { SharedQueueCounts, type OwnerCounts } from "../../src/jobs/queue-counts.ts";
+import { SharedQueueCounts } from "../../src/jobs/queue-counts.ts";
+import type { OwnerCounts } from "../../src/store/job-leases.ts";
 
 /** A deterministic pseudo-random sequence. */
 function rng(seed: number): () => number {

@@ -4,8 +4,7 @@
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { describeConfig, loadConfig, parseDuration, parseSize } from "../../src/config/config.ts";
-import { settingsLine } from "../../src/server/start.ts";
+import { describeConfig, loadConfig, parseDuration, parseSize, settingsLine } from "../../src/config/config.ts";
 import { imageGraph, ROOT, startTestServer } from "./helpers.ts";
 
 describe("configuration", () => {

@@ -6,7 +6,7 @@ import { readFileSync } from "node:fs";
 import http from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { routes } from "../../generated/routes.ts";
-import { ServiceError } from "../../src/jobs/errors.ts";
+import { ServiceError } from "../../src/domain/errors.ts";
 import { STATUS_OF, toEnvelope, UPSTREAM_MESSAGE } from "../../src/server/error-envelope.ts";
 import { checkAgainstSpec, delayGraph, expectError, expectValid, imageGraph, startTestServer, upload, v, waitFor, type TestServer } from "./helpers.ts";
 
@@ -108,7 +108,7 @@ describe("unexpected failures (ERR-4 ERR-5)", () => {
     await s.api.waitTerminal(job.id);
     const up = await upload(s.api, [{ name: "file", file: randomBytes(16) }]);
     const store = s.runtime.store;
-    s.runtime.finishedViews.clear(); // a cached finished view would answer without the store
+    s.app.finishedViews.clear(); // a cached finished view would answer without the store
     const saved = { getJob: store.getJob, listJobs: store.listJobs, getAsset: store.getAsset, createJob: store.createJob, getJobWorkflow: store.getJobWorkflow, findAssetByBlob: store.findAssetByBlob };
     const boom = async () => {
       throw make();

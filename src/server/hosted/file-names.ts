@@ -1,7 +1,7 @@
 // File names of the hosted interface: flat, content-addressed storage, and names that can
 // never leave the store (no separators, no `..`, nothing absolute).
 import { extensionFor } from "../../engine/media/sniff.ts";
-import { ServiceError } from "../../jobs/errors.ts";
+import { ServiceError } from "../../domain/errors.ts";
 
 /** The stored name of uploaded bytes: the same bytes always get the same name. */
 export function contentName(blake3Hash: string, contentType: string, originalName: string | undefined): string {

@@ -2,10 +2,10 @@
 import os from "node:os";
 import type { HostedHandlers, OperationInput, OperationResult } from "../../../generated/handlers.ts";
 import type { components } from "../../../generated/openapi-types.ts";
-import { ServiceError } from "../../jobs/errors.ts";
+import { ServiceError } from "../../domain/errors.ts";
 import { isTerminalStatus, type AssetRecord, type JobRecord } from "../../store/index.ts";
 import type { HandlerContext } from "../handler-context.ts";
-import type { Runtime } from "../runtime.ts";
+import type { Runtime } from "../../runtime/runtime.ts";
 import { signedContentUrl } from "../views.ts";
 import { historyEntry, nodeOutputs, queueEntry } from "./comfy-shapes.ts";
 import { assertSafeName } from "./file-names.ts";
@@ -32,17 +32,11 @@ export async function inlineTexts(runtime: Runtime, assets: readonly AssetRecord
   return texts;
 }
 
-/** The caller's running (and canceling) jobs, oldest first: at most its slots, so one page holds them. */
-async function runningJobs(ctx: HandlerContext): Promise<JobRecord[]> {
-  const page = await ctx.runtime.store.listJobs(ctx.caller.owner, { status: ["running", "canceling"], limit: 1000 });
-  return page.jobs.sort((a, b) => a.seq - b.seq);
-}
-
 async function history(ctx: HandlerContext, jobs: readonly JobRecord[]): Promise<components["schemas"]["HostedHistory"]> {
   const out: components["schemas"]["HostedHistory"] = {};
   for (const job of jobs) {
-    const [workflow, assets] = await Promise.all([ctx.runtime.store.getJobWorkflow(job.id), ctx.runtime.store.listJobOutputs(job.id)]);
-    out[job.id] = historyEntry(job, workflow ?? {}, nodeOutputs(assets, await inlineTexts(ctx.runtime, assets)));
+    const { workflow, outputs } = await ctx.runtime.jobs.graphAndOutputs(job);
+    out[job.id] = historyEntry(job, workflow, nodeOutputs(outputs, await inlineTexts(ctx.runtime, outputs)));
   }
   return out;
 }
@@ -100,7 +94,7 @@ export const hostedHandlers: HostedHandlers<HandlerContext> = {
   },
 
   async hostedGetPromptInfo(_input, ctx): Promise<OperationResult<"hostedGetPromptInfo">> {
-    const [running, queued] = await Promise.all([runningJobs(ctx), ctx.runtime.store.countQueued(ctx.caller.owner)]);
+    const [running, queued] = await Promise.all([ctx.runtime.jobs.running(ctx.caller), ctx.runtime.jobs.countQueued(ctx.caller)]);
     return { status: 200, body: { exec_info: { queue_remaining: running.length + queued } } };
   },
 
@@ -116,15 +110,15 @@ export const hostedHandlers: HostedHandlers<HandlerContext> = {
     assertSafeName(filename, "filename", false);
     assertSafeName(subfolder, "subfolder", true);
     const folder = input.query.type ?? "output";
-    const asset = await ctx.runtime.store.findAssetByName(ctx.caller.owner, filename, folder);
-    if (!asset || (asset.expires_at !== null && asset.expires_at <= ctx.runtime.now())) throw new ServiceError("not_found", "No such file.");
+    const asset = await ctx.runtime.assets.findByName(ctx.caller.owner, filename, folder);
+    if (!asset) throw new ServiceError("not_found", "No such file.");
     const link = signedContentUrl(asset.id, ctx.links());
     return { status: 302, headers: { location: link.url, "cache-control": "no-store" } };
   },
 
   async hostedGetQueue(_input, ctx): Promise<OperationResult<"hostedGetQueue">> {
-    const [running, pending] = await Promise.all([runningJobs(ctx), ctx.runtime.store.queuedJobs(QUEUE_PENDING_LIMIT, 0, ctx.caller.owner)]);
-    const entries = (jobs: JobRecord[]) => Promise.all(jobs.map(async (j) => queueEntry(j, (await ctx.runtime.store.getJobWorkflow(j.id)) ?? {})));
+    const [running, pending] = await Promise.all([ctx.runtime.jobs.running(ctx.caller), ctx.runtime.jobs.queued(ctx.caller, QUEUE_PENDING_LIMIT)]);
+    const entries = (jobs: JobRecord[]) => Promise.all(jobs.map(async (j) => queueEntry(j, await ctx.runtime.jobs.graphOf(j))));
     return { status: 200, body: { queue_running: await entries(running), queue_pending: await entries(pending) } };
   },
 
@@ -132,7 +126,7 @@ export const hostedHandlers: HostedHandlers<HandlerContext> = {
     if (input.body.clear) {
       // Every pending job of the caller, however deep the queue: page through it in FIFO order.
       for (let after = 0; ; ) {
-        const page = await ctx.runtime.store.queuedJobs(CLEAR_PAGE, after, ctx.caller.owner);
+        const page = await ctx.runtime.jobs.queued(ctx.caller, CLEAR_PAGE, after);
         await cancelEach(ctx, page.map((job) => job.id));
         if (page.length < CLEAR_PAGE) break;
         after = page[page.length - 1]!.seq;
@@ -144,15 +138,14 @@ export const hostedHandlers: HostedHandlers<HandlerContext> = {
 
   async hostedInterrupt(input: OperationInput<"hostedInterrupt">, ctx): Promise<OperationResult<"hostedInterrupt">> {
     const target = input.body?.prompt_id;
-    const jobs = target ? [await findJob(ctx, target)] : await runningJobs(ctx);
+    const jobs = target ? [await findJob(ctx, target)] : await ctx.runtime.jobs.running(ctx.caller);
     for (const job of jobs) if (job && job.status === "running") await ctx.runtime.jobs.cancel(ctx.caller, job.id);
     return { status: 200 };
   },
 
   async hostedGetHistory(input: OperationInput<"hostedGetHistory">, ctx): Promise<OperationResult<"hostedGetHistory">> {
     const limit = input.query?.max_items ?? 200;
-    const page = await ctx.runtime.store.listJobs(ctx.caller.owner, { status: ["succeeded", "failed", "canceled", "expired"], limit: Math.min(limit, 1000) });
-    return { status: 200, body: await history(ctx, page.jobs) };
+    return { status: 200, body: await history(ctx, await ctx.runtime.jobs.finished(ctx.caller, Math.min(limit, 1000))) };
   },
 
   async hostedGetHistoryEntry(input: OperationInput<"hostedGetHistoryEntry">, ctx): Promise<OperationResult<"hostedGetHistoryEntry">> {

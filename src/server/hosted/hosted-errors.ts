@@ -1,6 +1,6 @@
 // Errors of the hosted interface, in ComfyUI's shape `{error: {type, message, details,
 // extra_info}, node_errors?}`, with the statuses of the seed's hosted table.
-import { ServiceError } from "../../jobs/errors.ts";
+import { ServiceError } from "../../domain/errors.ts";
 import { isOutOfSpace } from "../../datadir/space.ts";
 import { insufficientStorage, UPSTREAM_MESSAGE } from "../error-envelope.ts";
 

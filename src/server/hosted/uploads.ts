@@ -3,10 +3,10 @@ import type { FastifyRequest } from "fastify";
 import sharp from "sharp";
 import { blake3Hex } from "../../blobs/index.ts";
 import { mediaTypeFromName, sniffMediaType } from "../../assets/media-types.ts";
-import { ServiceError } from "../../jobs/errors.ts";
+import { ServiceError } from "../../domain/errors.ts";
 import { malformedMultipart } from "../error-envelope.ts";
-import type { Caller } from "../../jobs/job-service.ts";
-import type { Runtime } from "../runtime.ts";
+import type { Caller } from "../../domain/caller.ts";
+import type { Runtime } from "../../runtime/runtime.ts";
 import { assertSafeName, contentName } from "./file-names.ts";
 
 interface UploadForm {
@@ -47,7 +47,7 @@ async function readParts(request: FastifyRequest, form: UploadForm): Promise<voi
 async function storeInput(runtime: Runtime, caller: Caller, bytes: Buffer, originalName: string | undefined, folder: "input" | "temp") {
   const contentType = sniffMediaType(bytes) ?? mediaTypeFromName(originalName ?? "") ?? "application/octet-stream";
   const name = contentName(await blake3Hex(bytes), contentType, originalName);
-  const existing = await runtime.store.findAssetByName(caller.owner, name, folder);
+  const existing = await runtime.assets.findByName(caller.owner, name, folder);
   if (!existing) await runtime.assets.upload(caller.owner, bytes, { folder, file_path: name, content_type: contentType });
   return { name, subfolder: "", type: folder };
 }

@@ -4,10 +4,10 @@
 import type { IncomingMessage, Server } from "node:http";
 import type { Duplex } from "node:stream";
 import { WebSocketServer, type WebSocket } from "ws";
-import { ServiceError } from "../../jobs/errors.ts";
+import { ServiceError } from "../../domain/errors.ts";
 import type { JobEvent } from "../../jobs/event-bus.ts";
 import { isTerminalStatus, type JobRecord } from "../../store/index.ts";
-import type { Runtime } from "../runtime.ts";
+import type { Runtime } from "../../runtime/runtime.ts";
 import { previewImageFrame, previewWithMetadataFrame, textFrame } from "../../wire/binary-frames.ts";
 import { exceptionType } from "./status-map.ts";
 

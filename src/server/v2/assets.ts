@@ -1,7 +1,7 @@
 // v2 asset handlers: streaming uploads, reuse by hash, records, ranged content, deletion.
 import type { MultipartFile } from "@fastify/multipart";
 import type { OperationInput, OperationResult } from "../../../generated/handlers.ts";
-import { ServiceError } from "../../jobs/errors.ts";
+import { ServiceError } from "../../domain/errors.ts";
 import { invalidRequest, malformedMultipart } from "../error-envelope.ts";
 import type { HandlerContext } from "../handler-context.ts";
 import { assetView, signedContentUrl } from "../views.ts";

@@ -3,9 +3,9 @@
 // No `id:` lines and no resume: the job read with GET is the source of truth.
 import type { ServerResponse } from "node:http";
 import type { JobEvent } from "../../jobs/event-bus.ts";
-import { ServiceError } from "../../jobs/errors.ts";
+import { ServiceError } from "../../domain/errors.ts";
 import { isTerminalStatus, statusRank, type JobRecord } from "../../store/index.ts";
-import type { Runtime } from "../runtime.ts";
+import type { Runtime } from "../../runtime/runtime.ts";
 import { jobView, outputView, type LinkContext } from "../views.ts";
 
 const PROGRESS_INTERVAL_MS = 250;

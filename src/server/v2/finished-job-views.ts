@@ -4,7 +4,7 @@
 // and a repeated GET is an owner check and a write.
 import type { RenderedJson } from "../../../generated/handlers.ts";
 import type { components } from "../../../generated/openapi-types.ts";
-import { ownsJob, type Caller } from "../../jobs/job-service.ts";
+import { ownsJob, type Caller } from "../../domain/caller.ts";
 import { isTerminalStatus, type JobRecord } from "../../store/index.ts";
 
 type JobBody = RenderedJson<components["schemas"]["Job"]>;

@@ -39,7 +39,7 @@ export async function getJob(input: OperationInput<"getJob">, ctx: HandlerContex
   // Every link of one answer carries the same expiry, which keys the finished-job cache.
   const expiresAt = links.expiresAt();
   const linkKey = `${links.mount}|${links.origin}`;
-  const views = ctx.runtime.finishedViews;
+  const views = ctx.views;
   const cached = views.get(ctx.caller, input.params.id, linkKey, expiresAt, ctx.runtime.now());
   if (cached) return { status: 200, body: cached, headers: JSON_TYPE };
   const snapshot = await ctx.runtime.jobs.get(ctx.caller, input.params.id);

@@ -20,7 +20,6 @@ import { followRemote, type EventRelay } from "../relay/event-relay.ts";
 import { PostgresRelay } from "../relay/postgres-relay.ts";
 import { FlowgateMetrics } from "../metrics/metrics.ts";
 import { SurfacePolicy } from "../surfaces/surface-policy.ts";
-import { FinishedJobViews } from "./v2/finished-job-views.ts";
 
 export interface Runtime {
   config: Config;
@@ -34,8 +33,6 @@ export interface Runtime {
   assets: AssetService;
   /** What differs between self-hosted, cloud and serverless. */
   surface: SurfacePolicy;
-  /** Rendered views of finished jobs, for repeated GETs. */
-  finishedViews: FinishedJobViews;
   /** Free space of the data directory: short after a write failed for space, until it returns. */
   space: StorageSpace;
   /** Accounts, keys and deployments (cloud and serverless only). */
@@ -43,10 +40,24 @@ export interface Runtime {
   /** Prometheus metrics of this server. */
   metrics: FlowgateMetrics;
   now: () => number;
+  /** What a load balancer should know: each check, true when it passes. */
+  readiness(): Promise<Readiness>;
   /** Recovers after a crash and starts dispatching and the reaper; call it once the server listens. */
   start(): Promise<void>;
   close(): Promise<void>;
 }
+
+/** The checks of `GET /readyz`. */
+export type Readiness = {
+  store: boolean;
+  engine: boolean;
+  /** Room in the queue. */
+  queue: boolean;
+  /** False once stopping (new work belongs elsewhere), and while a store write of the dispatcher fails and is retried. */
+  dispatch: boolean;
+  /** False while the data directory is short of space (new data is refused, dispatch waits). */
+  storage: boolean;
+};
 
 export interface RuntimeOptions {
   engine: EnginePort;
@@ -88,7 +99,7 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
   const signer = new UrlSigner(config.signingKey ?? (await loadOrCreateSigningKey(config.dataDir)));
   const events = new EventBus();
   const directory = config.surface === "self-hosted" ? null : await openDirectory(database ?? config.dataDir);
-  // On PostgreSQL several processes share the jobs: they are claimed under leases (src/jobs/job-leases.ts).
+  // On PostgreSQL several processes share the jobs: they are claimed under leases (src/store/job-leases.ts).
   const lease: LeaseOptions | undefined =
     database === null
       ? undefined
@@ -160,10 +171,19 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     assets,
     surface,
     space,
-    finishedViews: new FinishedJobViews(),
     directory,
     metrics,
     now,
+    async readiness() {
+      const [storeOk, engineOk] = await Promise.all([store.check().then(() => true, () => false), options.engine.ready().catch(() => false)]);
+      return {
+        store: storeOk,
+        engine: engineOk,
+        queue: dispatcher.queue.size < config.queueLimit,
+        dispatch: !dispatcher.stopping && !dispatcher.failing,
+        storage: !space.short,
+      };
+    },
     async start() {
       // What other processes do reaches this process's streams and sockets (PostgreSQL only).
       if (relay !== null) stopListening = await relay.listen(followRemote(store, events, (id) => dispatcher.runs(id), () => dispatcher.pump(), (id, status) => dispatcher.queueChanged(id, status)));

@@ -1,0 +1,42 @@
+// Jobs claimed under a lease, for several processes sharing one database (PostgreSQL): the
+// persistence port the dispatcher's leased mode runs on (src/jobs/job-leases.ts). A worker
+// claims the next queued job, renews the leases of the jobs it runs on a heartbeat, and learns
+// from the renewal which of them were canceled or taken from it; any process fails the live jobs
+// whose lease passed (`worker_lost`). The job row stays the single source of truth.
+import type { JobRecord, JobStatus } from "./types.ts";
+
+/** One owner's jobs in the deployment's queue and running. */
+export interface OwnerCounts {
+  owner: string;
+  queued: number;
+  running: number;
+}
+
+/** The database side of leases. */
+export interface JobLeases {
+  /**
+   * Moves the next claimable queued job (in the fair order of src/jobs/fair-queue.ts; owners at
+   * their `slots` skipped, others' secret jobs too) to `running` under this worker's lease,
+   * atomically across processes; null when there is none. `onlyHeld`: among `heldSecrets` only.
+   */
+  claim(workerId: string, leaseMs: number, startedAt: number, slots: ((owner: string) => Promise<number>) | undefined, heldSecrets: readonly string[], onlyHeld?: boolean): Promise<JobRecord | null>;
+  /** Queued jobs that start before this one in that order, across every process; null when it is not queued. */
+  position(jobId: string): Promise<number | null>;
+  /** Every owner's queued and running jobs, across every process. */
+  queueCounts(): Promise<OwnerCounts[]>;
+  /** An owner's queued and running jobs, across every process. */
+  liveCount(owner: string): Promise<number>;
+  /**
+   * Extends the leases of this worker's live jobs among `ids`, and takes or extends those of the
+   * queued jobs among them whose secrets it holds; returns the status of each it holds.
+   */
+  renew(workerId: string, ids: readonly string[], leaseMs: number): Promise<Map<string, JobStatus>>;
+  /**
+   * Fails `worker_lost` every live job whose lease passed (by the database's clock), and
+   * `partner_key_lost` every queued job whose secrets' holder stopped renewing; the jobs it moved.
+   */
+  failExpired(completedAt: number): Promise<JobRecord[]>;
+  /** Of `ids`, those no longer queued (taken by a worker, canceled or expired elsewhere). */
+  notQueued(ids: readonly string[]): Promise<string[]>;
+  close(): Promise<void>;
+}
