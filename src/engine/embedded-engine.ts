@@ -8,6 +8,7 @@ import type { NodeDefinition } from "./node-spec.ts";
 import { builtinNodes, createRegistry, type NodeRegistry } from "./nodes/registry.ts";
 import { objectInfo, type ObjectInfo } from "./object-info.ts";
 import { analyzeGraph, describeErrors, validationResult, type ValidationResult } from "./validate.ts";
+import { cloneJson } from "../domain/exact-json.ts";
 
 /** Construction options of the embedded engine. */
 export interface EmbeddedEngineOptions {
@@ -69,7 +70,7 @@ export class EmbeddedEngine implements Engine {
 
   /** object_info, synchronously (a fresh copy each call). */
   nodeDefinitionsSync(): ObjectInfo {
-    return structuredClone(this.info);
+    return cloneJson(this.info);
   }
 
   /** object_info. */

@@ -4,6 +4,7 @@
 // of fetch (whose parser runs in WebAssembly), on the path of every prompt (POST /prompt, GET /view).
 import http from "node:http";
 import https from "node:https";
+import { parseJson as parseExactJson } from "../../domain/exact-json.ts";
 
 /** ComfyUI could not be reached (connection refused, reset, DNS, timeout). */
 export class ComfyUnreachableError extends Error {
@@ -298,7 +299,7 @@ const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 function parseJson(text: string): unknown {
   if (text === "") return null;
   try {
-    return JSON.parse(text);
+    return parseExactJson(text);
   } catch {
     return null;
   }
