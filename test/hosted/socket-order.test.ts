@@ -56,12 +56,12 @@ describe("the hosted socket, as ComfyUI 0.3.64 speaks it", () => {
     for (const [i, m] of messages.entries()) {
       if (m.type === "executing" && m.data.node !== null) {
         expect(messages[i + 1]!.type).toBe("progress_state");
-        expect(messages[i + 1]!.data.nodes[m.data.node as string].state).toBe("running");
+        expect((messages[i + 1]!.data as any).nodes[m.data.node as string].state).toBe("running");
       }
       if (m.type === "progress") expect(messages[i - 1]!.type).toBe("progress_state");
     }
     const states = messages.filter((m) => m.type === "progress_state");
-    const last = states[states.length - 1]!;
+    const last = states[states.length - 1]! as any;
     expect(last.data.prompt_id).toBe(id);
     expect(Object.keys(last.data.nodes).sort()).toEqual(["1", "2"]);
     for (const node of Object.values(last.data.nodes) as any[]) {
@@ -81,5 +81,16 @@ describe("the hosted socket, as ComfyUI 0.3.64 speaks it", () => {
     expect(types.slice(-3)).toEqual(["execution_error", "status", "executing:null"]);
     const error = messages.find((m) => m.type === "execution_error")!;
     expect(error.data).toMatchObject({ node_id: "2", node_type: "FlowgatePartnerCall", executed: ["1"] });
+  });
+
+  it("/history lists the most recent max_items entries oldest first, each with ComfyUI's meta of its output nodes", async () => {
+    const ids: string[] = [];
+    for (const value of ["a", "b", "c"]) {
+      ids.push((await run({ "1": { class_type: "PrimitiveString", inputs: { value } }, "7": { class_type: "PreviewAny", inputs: { source: ["1", 0] } } })).id);
+    }
+    const res = await fetch(`${server.url}/api/history?max_items=2`);
+    const history = (await res.json()) as Record<string, any>;
+    expect(Object.keys(history)).toEqual(ids.slice(1));
+    expect(history[ids[2]!].meta).toEqual({ "7": { node_id: "7", display_node: "7", parent_node: null, real_node_id: "7" } });
   });
 });

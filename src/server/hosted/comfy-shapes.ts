@@ -49,6 +49,13 @@ export function historyEntry(job: JobRecord, workflow: Record<string, unknown>, 
     prompt: queueEntry(job, workflow),
     outputs,
     status: { status_str: ok ? "success" : "error", completed: ok, messages },
-    meta: {},
+    meta: metaOf(outputs),
   };
+}
+
+/** ComfyUI's history `meta`: for each node with outputs, where it sits (no subgraphs here: it is its own display and real node). */
+function metaOf(outputs: Record<string, unknown>): Record<string, { node_id: string; display_node: string; parent_node: null; real_node_id: string }> {
+  const meta: Record<string, { node_id: string; display_node: string; parent_node: null; real_node_id: string }> = Object.create(null);
+  for (const id of Object.keys(outputs)) meta[id] = { node_id: id, display_node: id, parent_node: null, real_node_id: id };
+  return meta;
 }
