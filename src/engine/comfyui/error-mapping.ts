@@ -23,12 +23,22 @@ export function jobErrorOf(data: Record<string, unknown>, isApiNode: (classType:
   const exceptionType = str(data.exception_type) ?? "";
   const message = redact(stripPaths(str(data.exception_message) ?? ""), secrets).trim() || "The workflow failed on ComfyUI.";
   const tb = Array.isArray(data.traceback) ? data.traceback.map(String).join("") : str(data.traceback);
+  const frames = Array.isArray(data.traceback) ? data.traceback.map((f) => sanitizeTraceback(String(f), secrets)) : tb ? [sanitizeTraceback(tb, secrets)] : [];
+  // Inputs may hold a hidden input filled from extra_data (a partner key): secrets are removed.
+  const scrub = (v: unknown): unknown => (v === undefined ? undefined : JSON.parse(redact(JSON.stringify(v), secrets.map((s) => JSON.stringify(s).slice(1, -1)))));
   return {
     code: codeOf(exceptionType, classType !== null && isApiNode(classType)),
     message,
     node_id: nodeId,
     class_type: classType,
     traceback: tb ? sanitizeTraceback(tb, secrets) : null,
+    comfy: {
+      exception_type: exceptionType,
+      traceback: frames,
+      current_inputs: scrub(data.current_inputs) ?? {},
+      current_outputs: scrub(data.current_outputs) ?? [],
+      executed: Array.isArray(data.executed) ? data.executed.map(String) : [],
+    },
   };
 }
 

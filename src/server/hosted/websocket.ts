@@ -9,7 +9,7 @@ import type { JobEvent } from "../../jobs/event-bus.ts";
 import { isTerminalStatus, type JobRecord } from "../../store/index.ts";
 import type { Runtime } from "../../runtime/runtime.ts";
 import { previewImageFrame, previewWithMetadataFrame, textFrame } from "../../wire/binary-frames.ts";
-import { exceptionType } from "./status-map.ts";
+import { executionError } from "./comfy-shapes.ts";
 
 /** Above this much unsent data a socket gets no previews. */
 export const PREVIEW_BACKLOG_BYTES = 2 * 1024 * 1024;
@@ -266,22 +266,7 @@ export class HostedSockets {
       // ComfyUI's order: the outcome first, then the empty `executing` that ends the run.
       this.broadcast(owner, { type: "execution_success", data: { prompt_id, timestamp } });
     } else if (job.status === "failed") {
-      const err = (job.error ?? {}) as { code?: string; message?: string; node_id?: string | null; class_type?: string | null; traceback?: string | null };
-      this.broadcast(owner, {
-        type: "execution_error",
-        data: {
-          prompt_id,
-          node_id: err.node_id ?? null,
-          node_type: err.class_type ?? null,
-          executed: this.executed.get(job.id) ?? [],
-          exception_type: exceptionType(err.code),
-          exception_message: err.message ?? "The workflow failed.",
-          traceback: err.traceback ? err.traceback.split("\n") : [],
-          current_inputs: {},
-          current_outputs: [],
-          timestamp,
-        },
-      });
+      this.broadcast(owner, { type: "execution_error", data: { ...executionError(job, this.executed.get(job.id) ?? []), timestamp } });
     } else if ((job.status === "canceled" || job.status === "expired") && job.started_at !== null) {
       const node = this.currentNode.get(job.id);
       this.broadcast(owner, {
