@@ -107,3 +107,37 @@ describe("a POST /prompt whose answer was lost", () => {
     expect(fake.executions.get("never-arrived")).toBe(1);
   });
 });
+
+describe("an instance that stops answering", () => {
+  it("gives a prompt that never started there to another instance, and deletes it there when it is back", { timeout: 30_000 }, async () => {
+    const a = await new FakeComfyUI({ objectInfo: OBJECT_INFO }).start();
+    cleanup.push(() => a.stop());
+    const b = await new FakeComfyUI({ objectInfo: OBJECT_INFO, worker: true }).start();
+    cleanup.push(() => b.stop());
+    // B is busier at first, so the prompt goes to A, where it waits.
+    b.paused = true;
+    b.queue.pending.push("someone-else");
+    const engine = new ComfyUIEngine({ ...FAST, urls: [a.url, b.url], reassignAfterMs: 300, lostAfterMs: 60_000 });
+    cleanup.push(() => engine.close());
+    await engine.nodeDefinitions();
+    await until(() => (a.socketCount === 1 && b.socketCount === 1 ? true : undefined), "both sockets");
+    const result = engine.execute(graph("moved"), { runId: "moved" });
+    await until(() => (a.queue.pending.includes("moved") ? true : undefined), "the prompt waiting on A");
+
+    const port = Number(new URL(a.url).port);
+    await a.stop();
+    b.resume();
+    const done = await result;
+    expect(done.executed).toEqual(["1", "2"]);
+    expect(b.executions.get("moved")).toBe(1);
+    expect(a.calls("POST", "/prompt")).toHaveLength(1);
+
+    // A comes back with the prompt still queued: it is deleted there, so it never runs twice.
+    const back = new FakeComfyUI({ objectInfo: OBJECT_INFO });
+    back.queue.pending.push("moved");
+    await back.start(port);
+    cleanup.push(() => back.stop());
+    await until(() => (back.calls("POST", "/queue").some((r) => r.json?.delete?.includes("moved")) ? true : undefined), "the prompt deleted on A");
+    expect(back.queue.pending).toEqual([]);
+  });
+});

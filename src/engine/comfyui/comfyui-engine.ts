@@ -14,7 +14,7 @@ import { jobErrorOfRefusal, validationOfComfy400 } from "./error-mapping.ts";
 import { ComfyHttpError, ComfyUnreachableError, type HttpTimeouts } from "./http-api.ts";
 import type { HeldPrompt, Instance, InstanceTimings } from "./instance.ts";
 import { InstancePool } from "./pool.ts";
-import { PromptRun, type RunTimings } from "./prompt-run.ts";
+import { PromptRun, ReassignError, type RunTimings } from "./prompt-run.ts";
 import type { SocketTimings } from "./socket.ts";
 import { prepareInputs } from "./uploads.ts";
 
@@ -39,6 +39,8 @@ export interface ComfyUIEngineOptions {
   pollIntervalMs?: number;
   /** Prompts fail with worker_lost after their instance was unreachable this long (default 5 min). */
   lostAfterMs?: number;
+  /** A prompt not started yet goes to another reachable instance after its own was unreachable this long (default 15 s). */
+  reassignAfterMs?: number;
   /** How long a run waits for a reachable instance before failing with worker_lost (default 60 s). */
   unreachableGraceMs?: number;
   confirmTimeoutMs?: number;
@@ -54,6 +56,16 @@ export interface ComfyUIEngineOptions {
   http?: Partial<HttpTimeouts>;
   /** Test seams of the socket: the jitter's random numbers and the reconnect scheduler. */
   socket?: Pick<SocketTimings, "random" | "schedule">;
+}
+
+/** What a run submits, once or again on another instance. */
+interface Submission {
+  graph: Record<string, unknown>;
+  registry: NodeRegistry;
+  options: ExecuteOptions;
+  secrets: string[];
+  key: string | undefined;
+  promptId: string;
 }
 
 /** The key name ComfyUI reads the partner key from in a prompt's extra_data. */
@@ -74,6 +86,7 @@ export class ComfyUIEngine implements Engine {
       unknownClassRefreshMs: 5_000,
       pollIntervalMs: 2_000,
       lostAfterMs: 300_000,
+      reassignAfterMs: 15_000,
       unreachableGraceMs: 60_000,
       confirmTimeoutMs: 30_000,
       cancelWaitMs: 15_000,
@@ -91,6 +104,7 @@ export class ComfyUIEngine implements Engine {
       pollIntervalMs: this.o.pollIntervalMs,
       objectInfoTtlMs: this.o.objectInfoTtlMs,
       lostAfterMs: this.o.lostAfterMs,
+      reassignAfterMs: this.o.reassignAfterMs,
       probeTimeoutMs: this.o.probeTimeoutMs,
       reconnectMinMs: this.o.reconnectMinMs,
       reconnectMaxMs: this.o.reconnectMaxMs,
@@ -165,9 +179,35 @@ export class ComfyUIEngine implements Engine {
 
     await options.onStart?.({ nodes: analysis.order, cached: [], steps: stepsOf(analysis) });
 
-    const deadline = Date.now() + this.o.unreachableGraceMs;
+    const s: Submission = { graph: g, registry, options, secrets, key, promptId };
     // A prompt an instance holds already (submitted before flowgate restarted) is followed or collected, never queued twice.
-    let run: PromptRun | null = await this.resume(promptId, g, registry, options, secrets);
+    let run = (await this.resume(promptId, g, registry, options, secrets)) ?? (await this.submit(s));
+    for (;;) {
+      const active: PromptRun = run;
+      const onAbort = () => void active.stop("cancel");
+      if (signal?.aborted) onAbort();
+      signal?.addEventListener("abort", onAbort, { once: true });
+      const timer = options.timeoutMs ? setTimeout(() => void active.stop("timeout"), Math.max(0, startedAt + options.timeoutMs - Date.now())) : null;
+      timer?.unref();
+      try {
+        return await active.result;
+      } catch (err) {
+        // It never started on an instance that stopped answering: another one takes it.
+        if (!(err instanceof ReassignError) || signal?.aborted) throw err;
+      } finally {
+        signal?.removeEventListener("abort", onAbort);
+        if (timer) clearTimeout(timer);
+      }
+      run = await this.submit(s);
+    }
+  }
+
+  /** Queues the prompt on the least busy instance (waiting up to unreachableGraceMs for one), inputs uploaded first. */
+  private async submit(s: Submission): Promise<PromptRun> {
+    const { graph: g, registry, options, secrets, key, promptId } = s;
+    const { signal } = options;
+    const deadline = Date.now() + this.o.unreachableGraceMs;
+    let run: PromptRun | null = null;
     while (!run) {
       const instance = await this.pool.choose(classTypesOf(g), signal, deadline);
       let phase: "inputs" | "post" = "inputs";
@@ -211,18 +251,7 @@ export class ComfyUIEngine implements Engine {
         instance.reserved--;
       }
     }
-    const active: PromptRun = run;
-    const onAbort = () => void active.stop("cancel");
-    if (signal?.aborted) onAbort();
-    signal?.addEventListener("abort", onAbort, { once: true });
-    const timer = options.timeoutMs ? setTimeout(() => void active.stop("timeout"), Math.max(0, startedAt + options.timeoutMs - Date.now())) : null;
-    timer?.unref();
-    try {
-      return await active.result;
-    } finally {
-      signal?.removeEventListener("abort", onAbort);
-      if (timer) clearTimeout(timer);
-    }
+    return run;
   }
 
   /** The run of a prompt some instance holds already (from an earlier flowgate process), or null when none does. */

@@ -19,6 +19,8 @@ export interface InstanceTimings extends SocketTimings {
   objectInfoTtlMs: number;
   /** Prompts in flight fail with worker_lost after the instance was unreachable this long. */
   lostAfterMs: number;
+  /** A prompt that has not started goes to another reachable instance after this one was unreachable this long. */
+  reassignAfterMs: number;
   /** Time limit of the load probe (GET /prompt). */
   probeTimeoutMs: number;
   http: Partial<HttpTimeouts>;
@@ -41,6 +43,8 @@ export class Instance {
   readonly outputs: OutputFolder;
   /** Prompts chosen for this instance but not yet accepted by it. */
   reserved = 0;
+  /** Whether another instance of the pool answers now (set by the pool): prompts may move there. */
+  othersReachable: () => boolean = () => false;
   /** Reconnections of the socket (metrics). */
   reconnects = 0;
   /** queue_remaining (running and pending prompts) at the last probe or `status` message. */
@@ -58,6 +62,8 @@ export class Instance {
   private infoLoading: Promise<Record<string, unknown>> | null = null;
   private unreachableSince: number | null = null;
   private reconciling = false;
+  /** Prompts given up here while it was unreachable and submitted elsewhere: deleted from its queue when it is back. */
+  private readonly abandoned = new Set<string>();
   /**
    * The prompt ids the instance held (queued, running or in its history) at first contact or
    * since it came back after an outage: prompts an earlier flowgate process submitted. Read once,
@@ -230,7 +236,14 @@ export class Instance {
         }
       } catch {
         this.unreachableSince ??= startedAt;
-        if (Date.now() - this.unreachableSince >= this.timings.lostAfterMs) for (const run of [...this.runs.values()]) run.push({ kind: "lost" });
+        const down = Date.now() - this.unreachableSince;
+        for (const run of [...this.runs.values()]) {
+          if (down >= this.timings.lostAfterMs) run.push({ kind: "lost" });
+          else if (down >= this.timings.reassignAfterMs && !run.hasStarted && !run.ending && this.othersReachable()) {
+            this.abandoned.add(run.promptId);
+            run.push({ kind: "reassign" });
+          }
+        }
         return;
       }
       for (const run of [...this.runs.values()]) {
@@ -253,6 +266,11 @@ export class Instance {
       // What it holds now: prompts of an earlier flowgate process are followed, not submitted again.
       if (afterOutage) this.heldIds = this.readHeld();
       else this.heldIds ??= this.readHeld();
+    }
+    if (this.abandoned.size > 0) {
+      // Back: prompts that went elsewhere meanwhile must not run here too.
+      const ids = [...this.abandoned];
+      void this.http.deletePending(ids).then(() => ids.forEach((id) => this.abandoned.delete(id)), () => undefined);
     }
     if (!reconnected) return;
     this.reconnects++;
