@@ -93,4 +93,31 @@ describe("the hosted socket, as ComfyUI 0.3.64 speaks it", () => {
     expect(Object.keys(history)).toEqual(ids.slice(1));
     expect(history[ids[2]!].meta).toEqual({ "7": { node_id: "7", display_node: "7", parent_node: null, real_node_id: "7" } });
   });
+
+  it("keeps nothing of a run whose sockets closed before it ended", async () => {
+    const other = new ComfyClient(server.url);
+    await other.connect();
+    const res = await other.queuePrompt({
+      "1": { class_type: "PrimitiveString", inputs: { value: "x" } },
+      "2": { class_type: "FlowgateDelay", inputs: { value: ["1", 0], seconds: 1 } },
+      "3": { class_type: "PreviewAny", inputs: { source: ["2", 0] } },
+    });
+    const { prompt_id: id } = (await res.json()) as { prompt_id: string };
+    const deadline = Date.now() + 10_000;
+    while (!other.messages.some((m) => m.type === "executing" && m.data.node === "2" && m.data.prompt_id === id)) {
+      if (Date.now() > deadline) throw new Error("node 2 never started");
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    other.close();
+    client.close(); // the owner has no socket left
+    const sockets = server.app.hostedSockets!;
+    while (sockets.size > 0 || ((await (await fetch(`${server.url}/api/job/${id}/status`)).json()) as { status: string }).status !== "success") {
+      if (Date.now() > deadline + 10_000) throw new Error("the run did not end");
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(sockets.trackedRuns).toBe(0);
+    client = new ComfyClient(server.url);
+    await client.connect(true);
+  });
 });
+

@@ -84,6 +84,11 @@ export class HostedSockets {
     return n;
   }
 
+  /** Runs whose node states this keeps for `progress_state` (tests: none is kept past its end). */
+  get trackedRuns(): number {
+    return new Set([...this.currentNode.keys(), ...this.progress.keys(), ...this.executed.keys()]).size;
+  }
+
   /** The largest amount of data queued for one socket, in bytes (metrics, tests). */
   get maxBacklog(): number {
     let max = 0;
@@ -218,7 +223,11 @@ export class HostedSockets {
 
   private onEvent(e: JobEvent): void {
     const owner = e.type === "status" ? e.job.owner : e.owner;
-    if (!this.byOwner.has(owner)) return;
+    if (!this.byOwner.has(owner)) {
+      // Its sockets closed mid-run: what was kept for the run goes with its end.
+      if (e.type === "status" && isTerminalStatus(e.job.status)) this.forgetRun(e.job.id);
+      return;
+    }
     const timestamp = Date.now();
     switch (e.type) {
       case "status":
@@ -283,11 +292,15 @@ export class HostedSockets {
         ends.push(prompt_id);
         this.endsDue.set(owner, ends);
       }
-      this.currentNode.delete(job.id);
-      this.progress.delete(job.id);
-      this.executed.delete(job.id);
+      this.forgetRun(job.id);
     }
     if (job.status === "queued" || isTerminalStatus(job.status)) this.queueStatus(owner);
+  }
+
+  private forgetRun(jobId: string): void {
+    this.currentNode.delete(jobId);
+    this.progress.delete(jobId);
+    this.executed.delete(jobId);
   }
 
   private sendPreview(owner: string, e: Extract<JobEvent, { type: "preview" }>): void {
