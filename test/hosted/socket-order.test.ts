@@ -115,6 +115,11 @@ describe("the hosted socket, as ComfyUI 0.3.64 speaks it", () => {
       if (Date.now() > deadline + 10_000) throw new Error("the run did not end");
       await new Promise((r) => setTimeout(r, 50));
     }
+    // The end's event follows its commit: wait for it (without the cleanup the count never drops).
+    while (sockets.trackedRuns > 0) {
+      if (Date.now() > deadline + 15_000) throw new Error(`${sockets.trackedRuns} run(s) still kept after the end`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
     expect(sockets.trackedRuns).toBe(0);
     client = new ComfyClient(server.url);
     await client.connect(true);
