@@ -1244,6 +1244,11 @@ export interface components {
          *       "field": "images",
          *       "reason": "missing_input"
          *     }
+         * @example {
+         *       "field": "class_type",
+         *       "reason": "unknown_class",
+         *       "message": "This server has no node class \"SaveImag\". Did you mean \"SaveImage\"?"
+         *     }
          */
         FieldError: {
             /** @description Input name, `class_type`, or empty for the node (or request) as a whole. */
@@ -1255,7 +1260,12 @@ export interface components {
              *     server's per-job memory budget or what an encoder can write; `message` then says which.
              */
             reason: string;
-            /** @description Optional human-readable explanation. */
+            /**
+             * @description Optional sentence for people saying what is wrong and, where it can, how to fix it:
+             *     "did you mean" for a mistyped node class, input name or option, and how to give a
+             *     file input (such as LoadImage's `image`) that is empty. Clients act on `reason`; the
+             *     words may change.
+             */
             message?: string;
         };
         /**
@@ -1847,7 +1857,11 @@ export interface components {
                 /** @description Structured detail. */
                 extra_info?: Record<string, unknown>;
             };
-            /** @description Per-node validation errors in ComfyUI's shape. */
+            /**
+             * @description Per-node validation errors in ComfyUI's shape. Where flowgate has a hint (a "did you
+             *     mean" for a mistyped class, input or option, or how to give an empty file input), an
+             *     item's `extra_info` also carries it as `hint`, a sentence for people.
+             */
             node_errors?: Record<string, unknown>;
         };
     };
@@ -2021,7 +2035,7 @@ export interface components {
         };
         /**
          * @description `invalid_workflow` (graph structure or node inputs invalid; `details.node_errors` maps node id
-         *     to `[{field, reason}]`), `workflow_format_ui` (a UI export was sent), `missing_asset` (a
+         *     to `[{field, reason, message}]`, `message` a sentence for people), `workflow_format_ui` (a UI export was sent), `missing_asset` (a
          *     `core/ASSET` reference does not exist or is not the caller's), `idempotency_key_reuse` (the
          *     key was already presented), or `deployment_stopped` (deployment-scoped surfaces; a retry
          *     cannot succeed without operator action).

@@ -494,7 +494,11 @@ export type FieldError = {
      */
     reason: string;
     /**
-     * Optional human-readable explanation.
+     * Optional sentence for people saying what is wrong and, where it can, how to fix it:
+     * "did you mean" for a mistyped node class, input name or option, and how to give a
+     * file input (such as LoadImage's `image`) that is empty. Clients act on `reason`; the
+     * words may change.
+     *
      */
     message?: string;
 };
@@ -999,7 +1003,10 @@ export type HostedError = {
         };
     };
     /**
-     * Per-node validation errors in ComfyUI's shape.
+     * Per-node validation errors in ComfyUI's shape. Where flowgate has a hint (a "did you
+     * mean" for a mistyped class, input or option, or how to give an empty file input), an
+     * item's `extra_info` also carries it as `hint`, a sentence for people.
+     *
      */
     node_errors?: {
         [key: string]: unknown;
@@ -1177,7 +1184,7 @@ export type CreateJobErrors = {
     413: ErrorEnvelope;
     /**
      * `invalid_workflow` (graph structure or node inputs invalid; `details.node_errors` maps node id
-     * to `[{field, reason}]`), `workflow_format_ui` (a UI export was sent), `missing_asset` (a
+     * to `[{field, reason, message}]`, `message` a sentence for people), `workflow_format_ui` (a UI export was sent), `missing_asset` (a
      * `core/ASSET` reference does not exist or is not the caller's), `idempotency_key_reuse` (the
      * key was already presented), or `deployment_stopped` (deployment-scoped surfaces; a retry
      * cannot succeed without operator action).

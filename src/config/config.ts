@@ -55,6 +55,8 @@ export interface Config {
   urlTtlMs: number;
   /** Open event streams per caller. */
   maxStreamsPerCaller: number;
+  /** Previews a second at most on each v2 event stream (latest wins). */
+  streamPreviewRate: number;
   /** Interval of the SSE keep-alive comment, in ms. */
   sseKeepAliveMs: number;
   /** Interval of WebSocket pings; a socket that misses one is closed, in ms. */
@@ -104,6 +106,7 @@ export const SERVE_FLAGS = {
   "shutdown-grace": { env: "FLOWGATE_SHUTDOWN_GRACE", help: "on SIGTERM or SIGINT, how long running jobs may finish, like 25s or 5m; 0 stops them at once (default 25s)" },
   "log-level": { env: "FLOWGATE_LOG_LEVEL", help: "fatal, error, warn, info (default), debug" },
   "space-reserve": { env: "FLOWGATE_SPACE_RESERVE", help: "disk space held back for recording job ends and deletes when the disk fills, like 8MB; 0 holds none (default 8MB)" },
+  "stream-preview-rate": { env: "FLOWGATE_STREAM_PREVIEW_RATE", help: "live previews a second at most on each v2 event stream, the latest winning (default 4; the hosted WebSocket sends every one)" },
   "metrics-token": { env: "FLOWGATE_METRICS_TOKEN", help: "operator bearer token of GET /metrics (default: open on self-hosted, not served on cloud and serverless)" },
 } as const;
 
@@ -130,6 +133,12 @@ export function parseSize(text: string): number {
 function positiveInt(name: string, text: string): number {
   const n = Number(text);
   if (!Number.isInteger(n) || n <= 0) throw new Error(`--${name} must be a positive integer, got "${text}"`);
+  return n;
+}
+
+function positiveNumber(name: string, text: string): number {
+  const n = Number(text);
+  if (!Number.isFinite(n) || n <= 0) throw new Error(`--${name} must be a number above 0, got "${text}"`);
   return n;
 }
 
@@ -220,6 +229,7 @@ export function loadConfig(argv: string[] = [], env: NodeJS.ProcessEnv = process
     maxUploadBytes: 512 * 1024 * 1024,
     urlTtlMs: 60 * 60 * 1000,
     maxStreamsPerCaller: 100,
+    streamPreviewRate: positiveNumber("stream-preview-rate", get("stream-preview-rate") ?? "4"),
     sseKeepAliveMs: 15_000,
     wsPingIntervalMs: 30_000,
     logLimitBytes: 64 * 1024,

@@ -62,6 +62,13 @@ describe("configuration", () => {
     for (const bad of ["0", "lots"]) expect(() => loadConfig(["--job-memory", bad], {})).toThrow(/job-memory|invalid size/);
   });
 
+  it("--stream-preview-rate bounds previews a second per event stream (4 by default, above 0)", () => {
+    expect(loadConfig([], {}).streamPreviewRate).toBe(4);
+    expect(loadConfig(["--stream-preview-rate", "0.5"], {}).streamPreviewRate).toBe(0.5);
+    expect(loadConfig([], { FLOWGATE_STREAM_PREVIEW_RATE: "10" }).streamPreviewRate).toBe(10);
+    for (const bad of ["0", "-1", "fast"]) expect(() => loadConfig([`--stream-preview-rate=${bad}`], {})).toThrow(/--stream-preview-rate must be a number above 0/);
+  });
+
   it("--shutdown-grace takes a duration or 0 (25s by default)", () => {
     expect(loadConfig([], {}).shutdownGraceMs).toBe(25_000);
     expect(loadConfig(["--shutdown-grace", "5m"], {}).shutdownGraceMs).toBe(300_000);

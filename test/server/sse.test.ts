@@ -155,6 +155,37 @@ describe("the stream", () => {
     await s.api.waitTerminal(job.id);
   });
 
+  it("previews are latest-wins: a 3,000-step sampler sends at most --stream-preview-rate a second, then the last progress and the end", async () => {
+    const r = await startTestServer({ flags: ["--stream-preview-rate", "3"] });
+    try {
+      let published = 0;
+      const off = r.runtime.events.subscribeAll((e) => void (e.type === "preview" && published++));
+      const job = await r.api.submit({
+        "1": { class_type: "FlowgateSampler", inputs: { seed: Math.floor(Math.random() * 1e9), steps: 3000, width: 64, height: 64 } },
+        "2": { class_type: "SaveImage", inputs: { images: ["1", 0], filename_prefix: "flood" } },
+      });
+      const opened = performance.now();
+      const c = new SseClient(`${r.url}/api/v2/jobs/${job.id}/events`);
+      await c.done;
+      const elapsedS = (performance.now() - opened) / 1000;
+      off();
+      const final = await r.api.job(job.id);
+      expect(final.status).toBe("succeeded");
+      expectSseEventsValid(c.events);
+      const previews = c.of("preview").length;
+      // The engine reported (nearly) every step; the stream sent a bounded few of them.
+      expect(published).toBeGreaterThan(1000);
+      expect(previews).toBeGreaterThan(0);
+      expect(previews).toBeLessThanOrEqual(3 * elapsedS + 1);
+      // Never dropped: the last progress is the job's own, and the terminal status ends the stream.
+      expect(c.of("progress").at(-1)!.json).toEqual(final.progress);
+      expect(c.events.at(-1)!.event).toBe("status");
+      expect(c.events.at(-1)!.json.status).toBe("succeeded");
+    } finally {
+      await r.stop();
+    }
+  });
+
   it("SSE-1 sends keep-alive comments while nothing happens", async () => {
     const job = await s.api.submit(delayGraph(30));
     const c = open(job.id);

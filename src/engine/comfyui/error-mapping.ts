@@ -54,29 +54,32 @@ const REASONS: Record<string, ValidationReason> = {
   prompt_no_outputs: "no_output_node",
 };
 
-/** ComfyUI's reason for an error item, as it said it: its details, or message and details; a node's own check without its class prefix. */
-function reasonOf(item: Partial<ComfyErrorItem>, classType: string | null): string {
+/** ComfyUI's words for an error item: its message and details; a node's own check (custom_validation_failed) by its details, without the class prefix. */
+function wordsOf(item: Partial<ComfyErrorItem>, classType: string | null): string {
   const message = String(item.message ?? "").trim();
   const details = String(item.details ?? "").trim();
   if (item.type === "custom_validation_failed" && details) {
     return classType && details.startsWith(`${classType} - `) ? details.slice(classType.length + 3) : details;
   }
-  if (!details) return message;
-  return message ? `${message}: ${details}` : details;
+  return [message, details].filter((t) => t.length > 0).join(": ");
 }
 
+/** ComfyUI's item as flowgate's, with ComfyUI's own words as the message. */
 function fieldError(item: Partial<ComfyErrorItem>, classType: string | null = null): FieldError {
+  const words = wordsOf(item, classType);
+  return { ...reasonOf(item), ...(words ? { message: words.length > 500 ? `${words.slice(0, 497)}...` : words } : {}) };
+}
+
+function reasonOf(item: Partial<ComfyErrorItem>): FieldError {
   const type = String(item.type ?? "");
   const extra = (item.extra_info ?? {}) as Record<string, unknown>;
   const input = typeof extra.input_name === "string" ? extra.input_name : "";
-  const reason = reasonOf(item, classType);
-  const withMessage = (f: FieldError): FieldError => (reason ? { ...f, message: reason } : f);
-  if (type === "missing_node_type") return withMessage({ field: "class_type", reason: "unknown_class" });
+  if (type === "missing_node_type") return { field: "class_type", reason: "unknown_class" };
   if (type === "exception_during_validation") {
-    if (/cycle/i.test(String(item.details ?? "")) || /Cycle/.test(String(extra.exception_type ?? ""))) return withMessage({ field: "", reason: "cycle" });
-    if (/KeyError|IndexError/.test(String(extra.exception_type ?? ""))) return withMessage({ field: input, reason: "bad_link" });
+    if (/cycle/i.test(String(item.details ?? "")) || /Cycle/.test(String(extra.exception_type ?? ""))) return { field: "", reason: "cycle" };
+    if (/KeyError|IndexError/.test(String(extra.exception_type ?? ""))) return { field: input, reason: "bad_link" };
   }
-  return withMessage({ field: input, reason: REASONS[type] ?? "bad_node" });
+  return { field: input, reason: REASONS[type] ?? "bad_node" };
 }
 
 /**
@@ -95,7 +98,7 @@ export function jobErrorOfRefusal(v: ValidationResult): JobError {
     return { code: "invalid_input", message: `ComfyUI refused the prompt: ${named}`, node_id: id, class_type: nodes[id]?.class_type ?? null, traceback: null };
   }
   const error = v.comfy?.error;
-  const reason = error ? reasonOf(error, null) : "";
+  const reason = error ? wordsOf(error, null) : "";
   return { code: "invalid_input", message: `ComfyUI refused the prompt: ${reason || "invalid prompt"}`, node_id: null, class_type: null, traceback: null };
 }
 
