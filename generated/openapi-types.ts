@@ -572,8 +572,10 @@ export interface paths {
          * Readiness
          * @description Ready when the store is reachable, the engine is ready, the queue is below its bound, the
          *     server starts jobs (`dispatch` is false while it stops and lets running jobs finish, and
-         *     while a store write that starts or ends a job fails and is retried) and its storage has
-         *     room (`storage` is false after a write failed for lack of space, until space returns).
+         *     while a store write that starts or ends a job fails and is retried), its storage has
+         *     room (`storage` is false after a write failed for lack of space, until space returns) and
+         *     its blob store answers (`blobs` is false while a bucket, or the blob directory, cannot be
+         *     reached).
          */
         get: operations["getReadiness"];
         put?: never;
@@ -1340,7 +1342,8 @@ export interface components {
          *         "engine": true,
          *         "queue": true,
          *         "dispatch": true,
-         *         "storage": true
+         *         "storage": true,
+         *         "blobs": true
          *       }
          *     }
          */
@@ -2367,7 +2370,7 @@ export interface operations {
     listJobs: {
         parameters: {
             query?: {
-                /** @description Only jobs in this status. */
+                /** @description Only jobs in this status; every status when left out. */
                 status?: components["schemas"]["JobStatus"];
                 /** @description Page size, 1 to 100. */
                 limit?: number;
@@ -3438,7 +3441,8 @@ export interface operations {
                      *         "engine": true,
                      *         "queue": true,
                      *         "dispatch": true,
-                     *         "storage": true
+                     *         "storage": true,
+                     *         "blobs": true
                      *       }
                      *     }
                      */
@@ -3459,7 +3463,8 @@ export interface operations {
                      *         "engine": true,
                      *         "queue": true,
                      *         "dispatch": false,
-                     *         "storage": false
+                     *         "storage": false,
+                     *         "blobs": true
                      *       }
                      *     }
                      */

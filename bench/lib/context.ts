@@ -28,6 +28,9 @@ export interface Sizes {
   comfyuiRounds: number;
   hashMiB: number;
   hashRounds: number;
+  /** Size of the blob each round of the blob-store scenario stores and fetches, and its rounds. */
+  blobMiB: number;
+  blobRounds: number;
   /** Completed jobs per memory phase. */
   memoryJobs: number;
 }
@@ -48,6 +51,8 @@ export const FULL: Sizes = {
   comfyuiRounds: 201,
   hashMiB: 256,
   hashRounds: 5,
+  blobMiB: 64,
+  blobRounds: 5,
   memoryJobs: 10_000,
 };
 
@@ -67,6 +72,8 @@ export const QUICK: Sizes = {
   comfyuiRounds: 5,
   hashMiB: 8,
   hashRounds: 2,
+  blobMiB: 8,
+  blobRounds: 2,
   memoryJobs: 100,
 };
 

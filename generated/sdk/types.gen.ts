@@ -1091,7 +1091,7 @@ export type ListJobsData = {
     path?: never;
     query?: {
         /**
-         * Only jobs in this status.
+         * Only jobs in this status; every status when left out.
          */
         status?: JobStatus;
         /**

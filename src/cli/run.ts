@@ -175,8 +175,10 @@ function onInterrupt(current: () => Job | null, client: FlowgateClient, view: Pr
       return resolveDone();
     }
     process.stderr.write(`\ncanceling job ${job.id}...\n`);
+    // A running job answers canceling; the last line waits for where it ends (a second Ctrl-C does not wait).
     client
       .cancel(job)
+      .then((j) => (j.status === "canceling" ? client.wait(j) : j))
       .then(
         (j) => process.stderr.write(`job ${j.id} ${j.status}\n`),
         (err) => process.stderr.write(`flowgate run: could not cancel job ${job.id}: ${describeError(err)}\n`),

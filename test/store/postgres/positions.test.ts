@@ -38,7 +38,7 @@ async function queue(owners: string[], local: FairQueue): Promise<string[]> {
 
 /** Claims the next job in the fair order, mirrored in `local`. */
 async function claimNext(local: FairQueue): Promise<string> {
-  const job = (await leases.claim("w", 30_000, T0, undefined, []))!;
+  const { job } = (await leases.claim("w", 30_000, T0, undefined, []))!;
   local.remove(job.id);
   local.started(job.owner);
   return job.id;
