@@ -465,7 +465,8 @@ export interface paths {
         };
         /**
          * The caller's finished prompts
-         * @description Finished prompts keyed by prompt id in ComfyUI's history entry shape, newest first.
+         * @description Finished prompts keyed by prompt id in ComfyUI's history entry shape: the most recent
+         *     `max_items` (default 200), listed oldest first, as ComfyUI lists them.
          */
         get: operations["hostedGetHistory"];
         put?: never;
@@ -1657,7 +1658,14 @@ export interface components {
          *           ]
          *         ]
          *       },
-         *       "meta": {}
+         *       "meta": {
+         *         "2": {
+         *           "node_id": "2",
+         *           "display_node": "2",
+         *           "parent_node": null,
+         *           "real_node_id": "2"
+         *         }
+         *       }
          *     }
          */
         HostedHistoryEntry: {
@@ -1675,7 +1683,10 @@ export interface components {
                 /** @description Execution messages as `[type, data]` pairs. */
                 messages: unknown[][];
             };
-            /** @description Per-node output metadata. */
+            /**
+             * @description Per-node output metadata, as ComfyUI's: for each node with outputs, `node_id`,
+             *     `display_node`, `parent_node` (null outside a subgraph) and `real_node_id`.
+             */
             meta?: Record<string, unknown>;
         };
         /**

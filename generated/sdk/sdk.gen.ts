@@ -438,7 +438,9 @@ export const hostedInterrupt = <ThrowOnError extends boolean = false>(options?: 
 /**
  * The caller's finished prompts
  *
- * Finished prompts keyed by prompt id in ComfyUI's history entry shape, newest first.
+ * Finished prompts keyed by prompt id in ComfyUI's history entry shape: the most recent
+ * `max_items` (default 200), listed oldest first, as ComfyUI lists them.
+ *
  */
 export const hostedGetHistory = <ThrowOnError extends boolean = false>(options?: Options<HostedGetHistoryData, ThrowOnError>): RequestResult<HostedGetHistoryResponses, HostedGetHistoryErrors, ThrowOnError> => (options?.client ?? client).get<HostedGetHistoryResponses, HostedGetHistoryErrors, ThrowOnError>({
     security: [{ name: 'X-API-Key', type: 'apiKey' }],

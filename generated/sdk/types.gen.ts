@@ -839,7 +839,9 @@ export type HostedHistoryEntry = {
         messages: Array<Array<unknown>>;
     };
     /**
-     * Per-node output metadata.
+     * Per-node output metadata, as ComfyUI's: for each node with outputs, `node_id`,
+     * `display_node`, `parent_node` (null outside a subgraph) and `real_node_id`.
+     *
      */
     meta?: {
         [key: string]: unknown;

@@ -11,6 +11,7 @@ import { clientFrom, describeError } from "./connection.ts";
 import { parseInputFlag, resolveInputTarget, setInput } from "./graph-inputs.ts";
 import { jobErrorText } from "./job-text.ts";
 import { ProgressView, type ProgressMode } from "./progress-view.ts";
+import { parseJson } from "../domain/exact-json.ts";
 
 /** Flags and help of `flowgate run`. */
 export const RUN: CommandSpec = {
@@ -77,7 +78,7 @@ function settingsOf(parsed: ReturnType<typeof parseCommand>): RunSettings {
 async function readGraph(path: string): Promise<Workflow> {
   let graph: unknown;
   try {
-    graph = JSON.parse(await readFile(path, "utf8"));
+    graph = parseJson(await readFile(path, "utf8"));
   } catch (err) {
     throw new UsageError(`cannot read ${path}: ${(err as Error).message}`);
   }

@@ -22,6 +22,7 @@ import { EventStreams } from "./v2/event-stream.ts";
 import { FinishedJobViews } from "./v2/finished-job-views.ts";
 import { streamJobEventsHandler } from "./v2/events.ts";
 import * as jobs from "./v2/jobs.ts";
+import { parseJson } from "../domain/exact-json.ts";
 import { storageVolumes } from "./storage-volumes.ts";
 import { VERSION } from "../domain/version.ts";
 
@@ -157,7 +158,7 @@ type ParserDone = (err: Error | null, body?: unknown) => void;
 function parseJsonBody(text: string, done: ParserDone): void {
   if (text.trim() === "") return done(null, undefined);
   try {
-    done(null, JSON.parse(text));
+    done(null, parseJson(text));
   } catch {
     done(malformedJson(), undefined);
   }

@@ -32,7 +32,7 @@ export const PG_SQL = {
   releaseKey: "DELETE FROM idempotency_keys WHERE owner = $1 AND key = $2 AND job_id IS NULL",
 
   getJob: `SELECT ${JOB_COLUMNS} FROM jobs WHERE id = $1`,
-  getWorkflow: "SELECT workflow FROM jobs WHERE id = $1",
+  getWorkflow: "SELECT workflow::text AS workflow FROM jobs WHERE id = $1",
   getLogs: "SELECT logs_text, logs_truncated, logs_captured_at FROM jobs WHERE id = $1",
   updateProgress: "UPDATE jobs SET progress = $2::json WHERE id = $1 AND status IN ('running', 'canceling')",
   // $3 worker (null: no leases), $4 epoch: the run's fence (RunFence).

@@ -38,6 +38,7 @@ import type {
   Store,
   TransitionOptions,
 } from "./types.ts";
+import { parseJson } from "../domain/exact-json.ts";
 
 type Row = Record<string, unknown>;
 
@@ -117,7 +118,7 @@ export class PostgresStore implements Store {
 
   async getJobWorkflow(id: string): Promise<JsonObject | null> {
     const row = await this.#one(PG_SQL.getWorkflow, [id]);
-    return row === undefined ? null : (row.workflow as JsonObject);
+    return row === undefined ? null : (parseJson(row.workflow as string) as JsonObject);
   }
 
   async getJobLogs(id: string): Promise<JobLogs | null> {

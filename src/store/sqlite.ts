@@ -46,6 +46,7 @@ import type {
   Store,
   TransitionOptions,
 } from "./types.ts";
+import { parseJson } from "../domain/exact-json.ts";
 
 /** Options of the SQLite store. */
 export interface SqliteStoreOptions {
@@ -191,7 +192,7 @@ export class SqliteStore implements Store {
 
   async getJobWorkflow(id: string): Promise<JsonObject | null> {
     const row = this.#sql.getWorkflow.get({ id });
-    return row === undefined ? null : (JSON.parse(row.workflow as string) as JsonObject);
+    return row === undefined ? null : (parseJson(row.workflow as string) as JsonObject);
   }
 
   async getJobLogs(id: string): Promise<JobLogs | null> {

@@ -148,7 +148,9 @@ export const hostedHandlers: HostedHandlers<HandlerContext> = {
 
   async hostedGetHistory(input: OperationInput<"hostedGetHistory">, ctx): Promise<OperationResult<"hostedGetHistory">> {
     const limit = input.query?.max_items ?? 200;
-    return { status: 200, body: await history(ctx, await ctx.runtime.jobs.finished(ctx.caller, Math.min(limit, 1000))) };
+    // As ComfyUI: the most recent max_items entries, listed oldest first.
+    const newestFirst = await ctx.runtime.jobs.finished(ctx.caller, Math.min(limit, 1000));
+    return { status: 200, body: await history(ctx, [...newestFirst].reverse()) };
   },
 
   async hostedGetHistoryEntry(input: OperationInput<"hostedGetHistoryEntry">, ctx): Promise<OperationResult<"hostedGetHistoryEntry">> {
