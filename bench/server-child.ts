@@ -3,6 +3,7 @@
 // flowgate started with embedded defaults plus the overrides in the spec. Talks to the bench over
 // the IPC channel.
 import http from "node:http";
+import { writeHeapSnapshot } from "node:v8";
 import { loadConfig, type Config } from "../src/config/config.ts";
 import { createEngine } from "../src/cli/serve.ts";
 import { EmbeddedEngine } from "../src/engine/embedded-engine.ts";
@@ -178,6 +179,9 @@ async function main(): Promise<void> {
         const idleNs = await new Promise<string>((r) => setImmediate(() => r(process.hrtime.bigint().toString())));
         return { publishedNs, idleNs } satisfies BroadcastTimes;
       }
+      case "heap-snapshot":
+        await memory(true);
+        return writeHeapSnapshot(req.path);
       case "stop":
         await close();
         setImmediate(() => process.exit(0));

@@ -45,6 +45,8 @@ export type ChildRequest =
   | { id: number; op: "cancel-queued"; keep: string[] }
   /** bare-sse: writes each frame to every held stream in turn (one loop per frame), then ends them if asked. Answers BroadcastTimes. */
   | { id: number; op: "broadcast"; frames: string[]; end: boolean }
+  /** Writes a V8 heap snapshot (after a GC) to `path`; answers the path. */
+  | { id: number; op: "heap-snapshot"; path: string }
   | { id: number; op: "stop" };
 
 export type ChildReply = { id: number; ok: true; result: unknown } | { id: number; ok: false; error: string };
