@@ -10,6 +10,7 @@
 import { parseAssetRef, isAssetObject, type AssetRef } from "./asset-refs.ts";
 import { comfyError, type ComfyErrorItem, type ComfyNodeErrors, type ComfyValidationError } from "./comfy-errors.ts";
 import { compareNodeIds, isPlainObject, readLink } from "./graph.ts";
+import { prefixProblem } from "./filenames.ts";
 import {
   comboOptions,
   declaredInputs,
@@ -345,6 +346,12 @@ function checkLiteral(
     // Output names come back in every read of the job: a prefix is bounded like a path.
     if (name === "filename_prefix" && (coerced as string).length > MAX_FILENAME_PREFIX) {
       issue(id, name, "out_of_range", comfyError.invalidInputType(name, spec, `${(coerced as string).slice(0, 32)}...`, `filename_prefix is longer than ${MAX_FILENAME_PREFIX} characters`));
+      return;
+    }
+    // A prefix that leaves the output folder would fail only when the node saves: refuse it now.
+    const problem = name === "filename_prefix" ? prefixProblem(coerced as string) : null;
+    if (problem !== null) {
+      issue(id, name, "out_of_range", comfyError.invalidInputType(name, spec, coerced, problem));
       return;
     }
   } else {
