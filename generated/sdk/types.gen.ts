@@ -420,7 +420,8 @@ export type Asset = {
     job_id?: string | null;
     /**
      * On the answers of upload and from-hash only: true when the bytes were new to the
-     * service, false when they matched a blob it already held (from-hash is always false).
+     * caller, false when the caller already had an asset over the same bytes (from-hash is
+     * always false). Another account's copy of the same bytes never shows here.
      *
      */
     created_new?: boolean;
@@ -1477,11 +1478,11 @@ export type UploadAssetError = UploadAssetErrors[keyof UploadAssetErrors];
 
 export type UploadAssetResponses = {
     /**
-     * The bytes matched a stored blob; a new asset record was created over it.
+     * The caller already had an asset over these bytes; a new asset record was created over the same blob.
      */
     200: Asset;
     /**
-     * A new blob and asset record were created.
+     * The bytes were new to the caller; a new asset record was created over them.
      */
     201: Asset;
 };

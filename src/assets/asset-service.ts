@@ -60,7 +60,10 @@ export class AssetService {
     this.o = options;
   }
 
-  /** Stores uploaded bytes (hashed while they arrive) and creates the caller's record over them. */
+  /**
+   * Stores uploaded bytes (hashed while they arrive) and creates the caller's record over them;
+   * `created`: the caller had no record over these bytes before.
+   */
   async upload(owner: string, source: Readable | Uint8Array, meta: UploadMeta): Promise<{ asset: AssetRecord; created: boolean }> {
     // The contract's form is lower-case hex; anything else is refused before a byte is stored.
     if (meta.expected_hash !== undefined && `blake3:${parseBlake3Hash(meta.expected_hash)}` !== meta.expected_hash) {
@@ -84,6 +87,9 @@ export class AssetService {
       if (err instanceof PayloadTooLargeError) throw new ServiceError("payload_too_large", "The request body is too large.");
       throw err;
     }
+    // New to the caller unless it already had a record over these bytes: whether another
+    // account stored them is never told (a blob is shared, its existence is not).
+    const known = !put.created && (await this.o.store.findAssetByBlob(owner, put.key)) !== null;
     const contentType = meta.content_type ?? (await this.sniff(put.key)) ?? mediaTypeFromName(meta.file_path ?? "") ?? "application/octet-stream";
     const now = this.o.now();
     const asset = await this.recordOver(put, {
@@ -100,7 +106,7 @@ export class AssetService {
       created_at: now,
       expires_at: now + this.o.retentionMs,
     });
-    return { asset, created: put.created };
+    return { asset, created: !known };
   }
 
   /** A new record over a blob the caller may already use; 404 `blob_not_found` otherwise. */
