@@ -77,7 +77,7 @@ async function v2Round(base: string, png: Buffer): Promise<void> {
   const text = await json(`${base}/api/v2/jobs`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ workflow: threeNodeGraph() }) });
   await follow(base, text.id);
   const form = new FormData();
-  form.append("file", new Blob([png, Buffer.from(String(Math.random()))], { type: "image/png" }), "soak.png");
+  form.append("file", new Blob([new Uint8Array(png), String(Math.random())], { type: "image/png" }), "soak.png");
   const asset = await json(`${base}/api/v2/assets`, { method: "POST", body: form });
   if (asset.id) await (await call(`${base}/api/v2/assets/${asset.id}`, { method: "DELETE" })).arrayBuffer();
 }
@@ -85,7 +85,7 @@ async function v2Round(base: string, png: Buffer): Promise<void> {
 /** One round of hosted traffic: upload, prompt, history until done, view an output, queue. */
 async function hostedRound(base: string, png: Buffer): Promise<void> {
   const form = new FormData();
-  form.append("image", new Blob([png], { type: "image/png" }), "soak.png");
+  form.append("image", new Blob([new Uint8Array(png)], { type: "image/png" }), "soak.png");
   const up = await json(`${base}/api/upload/image`, { method: "POST", body: form });
   const graph = {
     "1": { class_type: "LoadImage", inputs: { image: up.name } },

@@ -14,7 +14,8 @@ const FANOUT_BATCH = 500;
 
 interface Stream {
   res: ServerResponse;
-  owner: string;
+  /** Whom the stream counts against (see admit). */
+  counted: string;
   links: LinkContext;
   linkKey: string;
   lastProgressAt: number;
@@ -45,7 +46,8 @@ function frame(event: string, data: string): string {
 export class EventStreams {
   private readonly runtime: Runtime;
   private readonly jobs = new Map<string, JobStreams>();
-  private readonly perOwner = new Map<string, number>();
+  /** Open streams per counted caller: an owner, or an anonymous owner and a client address. */
+  private readonly perCaller = new Map<string, number>();
   /**
    * Latest preview of each running job, replayed to a stream that connects mid-run, with the
    * event it was built from (a preview heard from another process is built when delivered).
@@ -73,16 +75,16 @@ export class EventStreams {
     return n;
   }
 
-  /** Refuses a caller over its limit of open streams (429 `too_many_streams`). */
-  admit(owner: string): void {
-    if ((this.perOwner.get(owner) ?? 0) >= this.runtime.config.maxStreamsPerCaller) {
+  /** Refuses a caller (as counted: see events.ts) over its limit of open streams (429 `too_many_streams`). */
+  admit(counted: string): void {
+    if ((this.perCaller.get(counted) ?? 0) >= this.runtime.config.maxStreamsPerCaller) {
       throw new ServiceError("too_many_streams", "Too many open event streams; retry later.", null, 5);
     }
   }
 
-  /** Starts a stream on `res` for a job the caller owns. */
-  async open(job: JobRecord, res: ServerResponse, links: LinkContext): Promise<void> {
-    const stream: Stream = { res, owner: job.owner, links, linkKey: `${links.mount}|${links.origin}`, lastProgressAt: 0, pendingProgress: null, progressTimer: null, ready: false, rank: -1 };
+  /** Starts a stream on `res` for a job the caller owns, counted against `counted`. */
+  async open(job: JobRecord, res: ServerResponse, links: LinkContext, counted: string): Promise<void> {
+    const stream: Stream = { res, counted, links, linkKey: `${links.mount}|${links.origin}`, lastProgressAt: 0, pendingProgress: null, progressTimer: null, ready: false, rank: -1 };
     res.writeHead(200, {
       "content-type": "text/event-stream",
       "cache-control": "no-cache, no-transform",
@@ -90,7 +92,7 @@ export class EventStreams {
       "x-accel-buffering": "no",
     });
     res.flushHeaders();
-    this.perOwner.set(job.owner, (this.perOwner.get(job.owner) ?? 0) + 1);
+    this.perCaller.set(counted, (this.perCaller.get(counted) ?? 0) + 1);
     // Subscribe before reading the snapshot, so no transition falls between the two.
     const js = this.attach(job.id, stream);
     this.releaseOnClose(job.id, stream);
@@ -150,9 +152,9 @@ export class EventStreams {
     if (stream.progressTimer) clearTimeout(stream.progressTimer);
     const js = this.jobs.get(jobId);
     if (!js || !js.streams.delete(stream)) return;
-    const left = (this.perOwner.get(stream.owner) ?? 1) - 1;
-    if (left <= 0) this.perOwner.delete(stream.owner);
-    else this.perOwner.set(stream.owner, left);
+    const left = (this.perCaller.get(stream.counted) ?? 1) - 1;
+    if (left <= 0) this.perCaller.delete(stream.counted);
+    else this.perCaller.set(stream.counted, left);
     if (js.streams.size === 0) {
       js.unsubscribe();
       this.jobs.delete(jobId);
