@@ -152,7 +152,8 @@ export interface paths {
          *     (whether another account stored the same bytes is never revealed); either way a new asset
          *     record owned by the caller is created over the blob. When
          *     `expected_hash` is given and the bytes hash differently the upload answers 409
-         *     `hash_mismatch` and nothing is stored.
+         *     `hash_mismatch` and nothing is stored. A file larger than the server's upload limit (an
+         *     operator setting, 512 MiB by default) answers 413 `payload_too_large` and nothing is stored.
          *
          *     Because the file is hashed as it streams in, the fields that describe it
          *     (`content_type`, `file_path`, `expected_hash`, `tags`) must come before the `file` part;
@@ -313,7 +314,9 @@ export interface paths {
          * Upload an image
          * @description Multipart upload (the client sets the boundary). Storage is flat and content-addressed: the
          *     same bytes keep the same name, `subfolder` is accepted and ignored, and `overwrite` changes
-         *     nothing because a name can only ever hold one content.
+         *     nothing because a name can only ever hold one content. The file streams to storage as it
+         *     arrives; one larger than the server's upload limit (an operator setting, 512 MiB by
+         *     default, the same as `POST /api/v2/assets`) answers 413 and nothing is stored.
          */
         post: operations["hostedUploadImage"];
         delete?: never;
@@ -335,7 +338,8 @@ export interface paths {
          * Upload a mask
          * @description Multipart upload of a mask for an image uploaded before (`original_ref`). As in ComfyUI, the
          *     mask's alpha channel is applied to the original image and the result is stored as a new
-         *     input. `subfolder` is accepted and ignored.
+         *     input. `subfolder` is accepted and ignored. A mask larger than the server's upload limit
+         *     answers 413.
          */
         post: operations["hostedUploadMask"];
         delete?: never;
@@ -1955,7 +1959,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description `payload_too_large`: the request body is larger than the configured limit. */
+        /** @description `payload_too_large`: the request body, or an uploaded file, is larger than the configured limit. */
         PayloadTooLarge: {
             headers: {
                 [name: string]: unknown;

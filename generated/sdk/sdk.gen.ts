@@ -160,7 +160,8 @@ export const getJobWorkflow = <ThrowOnError extends boolean = false>(options: Op
  * (whether another account stored the same bytes is never revealed); either way a new asset
  * record owned by the caller is created over the blob. When
  * `expected_hash` is given and the bytes hash differently the upload answers 409
- * `hash_mismatch` and nothing is stored.
+ * `hash_mismatch` and nothing is stored. A file larger than the server's upload limit (an
+ * operator setting, 512 MiB by default) answers 413 `payload_too_large` and nothing is stored.
  *
  * Because the file is hashed as it streams in, the fields that describe it
  * (`content_type`, `file_path`, `expected_hash`, `tags`) must come before the `file` part;
@@ -306,7 +307,9 @@ export const hostedGetNodeInfo = <ThrowOnError extends boolean = false>(options:
  *
  * Multipart upload (the client sets the boundary). Storage is flat and content-addressed: the
  * same bytes keep the same name, `subfolder` is accepted and ignored, and `overwrite` changes
- * nothing because a name can only ever hold one content.
+ * nothing because a name can only ever hold one content. The file streams to storage as it
+ * arrives; one larger than the server's upload limit (an operator setting, 512 MiB by
+ * default, the same as `POST /api/v2/assets`) answers 413 and nothing is stored.
  *
  */
 export const hostedUploadImage = <ThrowOnError extends boolean = false>(options: Options<HostedUploadImageData, ThrowOnError>): RequestResult<HostedUploadImageResponses, HostedUploadImageErrors, ThrowOnError> => (options.client ?? client).post<HostedUploadImageResponses, HostedUploadImageErrors, ThrowOnError>({
@@ -325,7 +328,8 @@ export const hostedUploadImage = <ThrowOnError extends boolean = false>(options:
  *
  * Multipart upload of a mask for an image uploaded before (`original_ref`). As in ComfyUI, the
  * mask's alpha channel is applied to the original image and the result is stored as a new
- * input. `subfolder` is accepted and ignored.
+ * input. `subfolder` is accepted and ignored. A mask larger than the server's upload limit
+ * answers 413.
  *
  */
 export const hostedUploadMask = <ThrowOnError extends boolean = false>(options: Options<HostedUploadMaskData, ThrowOnError>): RequestResult<HostedUploadMaskResponses, HostedUploadMaskErrors, ThrowOnError> => (options.client ?? client).post<HostedUploadMaskResponses, HostedUploadMaskErrors, ThrowOnError>({

@@ -1168,7 +1168,7 @@ export type CreateJobErrors = {
      */
     404: ErrorEnvelope;
     /**
-     * `payload_too_large`: the request body is larger than the configured limit.
+     * `payload_too_large`: the request body, or an uploaded file, is larger than the configured limit.
      */
     413: ErrorEnvelope;
     /**
@@ -1452,7 +1452,7 @@ export type UploadAssetErrors = {
      */
     409: ErrorEnvelope;
     /**
-     * `payload_too_large`: the request body is larger than the configured limit.
+     * `payload_too_large`: the request body, or an uploaded file, is larger than the configured limit.
      */
     413: ErrorEnvelope;
     /**
@@ -1514,7 +1514,7 @@ export type CreateAssetFromHashErrors = {
      */
     404: ErrorEnvelope;
     /**
-     * `payload_too_large`: the request body is larger than the configured limit.
+     * `payload_too_large`: the request body, or an uploaded file, is larger than the configured limit.
      */
     413: ErrorEnvelope;
     /**
