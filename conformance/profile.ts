@@ -1,5 +1,5 @@
-// What differs by surface: one profile per surface, from the seed (and DECISIONS.md where the
-// seed is open). Everything else holds on every surface.
+// What differs by surface: one profile per surface, from the seed (and docs/decisions.md,
+// "Surfaces", where the seed is open). Everything else holds on every surface.
 import type { Surface } from "./types.ts";
 
 /** Surface-dependent expectations. */

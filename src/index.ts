@@ -19,5 +19,8 @@ export * from "./client/errors.ts";
 export { TERMINAL_STATUSES, isTerminalStatus, assetReference } from "./client/types.ts";
 export type * from "./client/types.ts";
 
+/** This package's version, read from its package.json (the client sends it in its User-Agent). */
+export { VERSION } from "./domain/version.ts";
+
 /** The generated SDK: one function per operation (see src/client/sdk.ts). */
 export * as sdk from "./client/sdk.ts";

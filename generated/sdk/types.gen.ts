@@ -225,7 +225,10 @@ export type JobFields = {
      * While queued, how many jobs start before this one in the current order (0 = next to start);
      * null otherwise. Accounts with jobs waiting share the slots: the next job is the first
      * waiting job of the account with the fewest jobs running, ties by submission order, so the
-     * position can grow when another account's run ends or its job arrives.
+     * position can grow when another account's run ends or its job arrives. Otherwise it never
+     * grows while the job waits, and a server may report it from a snapshot of the queue taken
+     * at most about a second before the read (the reference server on PostgreSQL does, so that
+     * a read costs the same however deep the queue); the job next to start always reads 0.
      *
      */
     queue_position: number | null;

@@ -27,7 +27,8 @@ function number(text: string | undefined, what: string): number {
   return n;
 }
 
-const KEYS: CommandSpec = {
+/** Flags and help of `flowgate keys`. */
+export const KEYS: CommandSpec = {
   name: "keys",
   summary: "Create or revoke account-scoped API keys. `create` prints the new key alone on standard output; it is shown only once.",
   synopsis: "keys create --account NAME | keys revoke KEY [flags]",
@@ -62,7 +63,8 @@ export async function keys(argv: string[]): Promise<void> {
   });
 }
 
-const ACCOUNTS: CommandSpec = {
+/** Flags and help of `flowgate accounts`. */
+export const ACCOUNTS: CommandSpec = {
   name: "accounts",
   summary: "Manage accounts: tier (concurrent jobs), credits, subscription.",
   synopsis: "accounts create NAME | set-tier NAME TIER | set-credits NAME N | set-subscription NAME active|inactive | list [flags]",
@@ -104,7 +106,8 @@ export async function accounts(argv: string[]): Promise<void> {
   });
 }
 
-const DEPLOYMENTS: CommandSpec = {
+/** Flags and help of `flowgate deployments`. */
+export const DEPLOYMENTS: CommandSpec = {
   name: "deployments",
   summary: "Manage serverless deployments and their states (provisioning, starting, ready, stopped).",
   synopsis: "deployments create ID [--demo] [--state S] | set-state ID STATE | list [flags]",
@@ -138,7 +141,8 @@ export async function deployments(argv: string[]): Promise<void> {
   });
 }
 
-const MIGRATE: CommandSpec = {
+/** Flags and help of `flowgate migrate`. */
+export const MIGRATE: CommandSpec = {
   name: "migrate",
   summary: "Bring the database schema to this flowgate's version (the server also does it at start).",
   synopsis: "migrate [--database-url URL | --data-dir DIR]",

@@ -2,6 +2,7 @@
 // 429 is always retried after its Retry-After (the contract releases an idempotency key on
 // 429, so even a submission may be repeated); 500 `upstream_error` and network failures only
 // on requests that are safe to repeat, because a repeated submission could run twice.
+import { VERSION } from "../domain/version.ts";
 import { parseRetryAfter } from "./errors.ts";
 import { backoffDelay, isNetworkError, realSleep, type Sleep } from "./retry.ts";
 
@@ -29,8 +30,8 @@ export interface TransportOptions {
   retry?: RetryOptions;
 }
 
-/** The User-Agent of every request. */
-export const USER_AGENT = "flowgate-client/0.1";
+/** The User-Agent of every request: the client and its package's version. */
+export const USER_AGENT = `flowgate-client/${VERSION}`;
 
 /** Sends requests with credentials and retries; answers are returned whatever their status. */
 export class Transport {

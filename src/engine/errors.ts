@@ -1,7 +1,7 @@
 // Errors the engine raises, and the mapping of any failure to a JobError that is safe to show.
 import { OutOfMemoryError } from "./run-scope.ts";
 
-/** JobError.code values (DECISIONS.md, "Jobs: the rest"). */
+/** JobError.code values the engine raises (docs/decisions.md, "Job error codes"). */
 export type JobErrorCode =
   | "node_execution_error"
   | "invalid_input"

@@ -25,7 +25,7 @@ import type { NodeRegistry } from "./nodes/registry.ts";
 import { pyBool, pyFloat, pyFloatRepr, pyInt, pyRepr, pyStr } from "./python.ts";
 import { formatBytes } from "./run-scope.ts";
 
-/** flowgate's validation reasons (DECISIONS.md, "Graph validation"). */
+/** flowgate's validation reasons (docs/decisions.md, "Graph validation"). */
 export type ValidationReason =
   | "missing_input"
   | "unknown_class"

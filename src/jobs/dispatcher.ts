@@ -7,7 +7,7 @@
 // With leases (PostgreSQL, several processes), jobs are claimed from the database instead: the
 // next queued job of any node, under a lease this process renews on a heartbeat; the in-memory
 // queue then only answers positions of the jobs this node knows (see LeaseOptions).
-import { TerminalStatusError, type JobRecord, type Store } from "../store/index.ts";
+import { TerminalStatusError, type JobRecord } from "../store/index.ts";
 import { DrainRate } from "./drain-rate.ts";
 import type { EventBus } from "./event-bus.ts";
 import { FairQueue } from "./fair-queue.ts";

@@ -4,7 +4,8 @@
 import type pg from "pg";
 import { PARTNER_KEY_LOST, WORKER_LOST } from "../domain/failures.ts";
 import type { JobLeases, OwnerCounts } from "./job-leases.ts";
-import { inTransaction, openPostgresPool, type PostgresOptions } from "./postgres-pool.ts";
+import { inTransaction, openPostgresPool, postgresPool, type PostgresOptions } from "./postgres-pool.ts";
+import { QueuePositions } from "./postgres-positions.ts";
 import { PG_LEASE_SQL } from "./postgres-queries.ts";
 import { toJob } from "./postgres.ts";
 import type { JobRecord, JobStatus } from "./types.ts";
@@ -15,11 +16,15 @@ const CLAIM_LOCK = 0x636c6169;
 /** JobLeases over its own small pool (claims never wait behind the store's queries). */
 export class PostgresLeases implements JobLeases {
   readonly #pool: pg.Pool;
-  readonly #options: PostgresOptions;
+  readonly #positionsPool: pg.Pool;
+  readonly #positions: QueuePositions;
 
   private constructor(pool: pg.Pool, options: PostgresOptions) {
     this.#pool = pool;
-    this.#options = options;
+    // Positions are read on every poll of a queued job: on connections of their own (opened when
+    // first asked, so a worker opens none), claims never wait behind them.
+    this.#positionsPool = postgresPool({ ...options, maxConnections: 4, applicationName: `${options.applicationName ?? "flowgate"} positions` });
+    this.#positions = new QueuePositions(this.#positionsPool);
   }
 
   /** Connects (and migrates, like any opener of the database). */
@@ -45,11 +50,9 @@ export class PostgresLeases implements JobLeases {
     });
   }
 
-  // Asked on every read of a queued job and every submission: named, so that each connection
-  // plans them once (planning the position's recursive query took 0.4-0.9 ms a call).
-  async position(jobId: string): Promise<number | null> {
-    const { rows } = await this.#pool.query<{ position: number }>({ name: "fg_lease_position", text: PG_LEASE_SQL.position, values: [jobId] });
-    return rows[0]?.position ?? null;
+  // Asked on every read of a queued job: from the shared snapshot (src/store/postgres-positions.ts).
+  position(jobId: string): Promise<number | null> {
+    return this.#positions.position(jobId);
   }
 
   async queueCounts(): Promise<OwnerCounts[]> {
@@ -81,6 +84,6 @@ export class PostgresLeases implements JobLeases {
   }
 
   async close(): Promise<void> {
-    await this.#pool.end();
+    await Promise.all([this.#pool.end(), this.#positionsPool.end()]);
   }
 }

@@ -34,8 +34,8 @@ function checkSchema(schema: string): string {
   return schema;
 }
 
-/** Opens a pool on the options' database and schema and migrates it; the pool is returned ready. */
-export async function openPostgresPool(options: PostgresOptions): Promise<pg.Pool> {
+/** A pool on the options' database and schema; it connects on first use, and migrates nothing. */
+export function postgresPool(options: PostgresOptions): pg.Pool {
   const schema = options.schema === undefined ? null : checkSchema(options.schema);
   const pool = new pg.Pool({
     connectionString: options.url,
@@ -49,6 +49,13 @@ export async function openPostgresPool(options: PostgresOptions): Promise<pg.Poo
   // process: the query on it rejects, the pool drops it, and the next query opens a fresh one.
   pool.on("error", () => undefined);
   pool.on("connect", (client) => client.on("error", () => undefined));
+  return pool;
+}
+
+/** Opens a pool on the options' database and schema and migrates it; the pool is returned ready. */
+export async function openPostgresPool(options: PostgresOptions): Promise<pg.Pool> {
+  const schema = options.schema === undefined ? null : checkSchema(options.schema);
+  const pool = postgresPool(options);
   try {
     const client = await pool.connect();
     try {

@@ -209,3 +209,31 @@ export const PG_LEASE_SQL = {
     RETURNING ${JOB_COLUMNS.replace(/\b(\w+)\b/g, "jobs.$1")}`,
   stillQueued: "SELECT id FROM jobs WHERE id = ANY($1::text[]) AND status = 'queued'",
 } as const;
+
+/**
+ * Statements of the shared position snapshot (src/store/postgres-positions.ts): one row holding,
+ * for each owner with queued jobs, its running count and its queued seqs (int8, sorted), all
+ * read from the jobs_queued_owner_seq index in one pass, so that a reader places a job in the fair
+ * order with a binary search per owner, without parsing rows.
+ */
+export const PG_POSITION_SQL = {
+  // $1 job: its seq and owner when queued, and the snapshot's version, age and cost.
+  probe: `SELECT j.seq, j.owner, s.version, ${DB_NOW_MS} - s.taken_at AS age_ms, s.took_ms
+    FROM (SELECT 1) one LEFT JOIN jobs j ON j.id = $1 AND j.status = 'queued' LEFT JOIN queue_snapshot s ON s.id = 1`,
+  read: "SELECT version, max_seq, owners, seqs FROM queue_snapshot WHERE id = 1",
+  age: `SELECT version, max_seq, took_ms, ${DB_NOW_MS} - taken_at AS age_ms FROM queue_snapshot WHERE id = 1`,
+  // One statement, so the seqs, the running counts and max_seq see the same committed state.
+  take: `WITH running AS (${RUNNING_BY_OWNER}),
+    per AS (SELECT owner, count(*)::int AS n, string_agg(int8send(seq), ''::bytea ORDER BY seq) AS seqs
+      FROM jobs WHERE status = 'queued' GROUP BY owner)
+    INSERT INTO queue_snapshot (id, version, taken_at, max_seq, owners, seqs)
+    SELECT 1, coalesce((SELECT version FROM queue_snapshot WHERE id = 1), 0) + 1, ${DB_NOW_MS},
+      (SELECT coalesce(max(seq), 0) FROM jobs),
+      coalesce((SELECT json_agg(json_build_array(per.owner, coalesce(r.n, 0), per.n) ORDER BY per.owner)
+        FROM per LEFT JOIN running r USING (owner)), '[]'::json),
+      coalesce((SELECT string_agg(seqs, ''::bytea ORDER BY owner) FROM per), ''::bytea)
+    ON CONFLICT (id) DO UPDATE SET version = excluded.version, taken_at = excluded.taken_at,
+      max_seq = excluded.max_seq, owners = excluded.owners, seqs = excluded.seqs
+    RETURNING version, max_seq, owners, seqs`,
+  tookMs: `UPDATE queue_snapshot SET took_ms = ${DB_NOW_MS} - taken_at WHERE id = 1`,
+} as const;

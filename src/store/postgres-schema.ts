@@ -208,6 +208,27 @@ CREATE TABLE pending_blobs (
 );
 `,
   },
+  {
+    version: 8,
+    description: "a snapshot of the queue's positions shared by every process",
+    sql: `
+-- One row, rewritten at most every few hundred milliseconds by whichever process finds it old
+-- (src/store/postgres-positions.ts). Unlogged: it is derived from jobs and rebuilt at will, so a
+-- crash that empties it loses nothing.
+CREATE UNLOGGED TABLE queue_snapshot (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  version BIGINT NOT NULL,
+  taken_at BIGINT NOT NULL,
+  -- How long taking it took: readers space the next one by it, so a deep queue costs the database
+  -- a bounded share of its time.
+  took_ms BIGINT NOT NULL DEFAULT 0,
+  max_seq BIGINT NOT NULL,
+  -- [[owner, running, queued], ...] in owner order, and each owner's queued seqs (int8, sorted) in that order.
+  owners JSON NOT NULL,
+  seqs BYTEA NOT NULL
+);
+`,
+  },
 ];
 
 /** The schema version this code writes. */

@@ -1,5 +1,5 @@
 // Row <-> record conversion for the SQLite store: JSON lives in TEXT columns, booleans in INTEGER.
-import type { AssetFolder, AssetRecord, AssetType, IdempotencyClaim, JobFailure, JobLogs, JobProgress, JobRecord, JobStatus, JsonObject } from "./types.ts";
+import type { AssetFolder, AssetRecord, AssetType, IdempotencyClaim, JobFailure, JobLogs, JobProgress, JobRecord, JobStatus } from "./types.ts";
 
 type Row = Record<string, unknown>;
 

@@ -1,6 +1,6 @@
 // The conformance suite against the reference server, on each of the three surfaces, with every
 // optional input the suite can use: the project's own proof that it keeps the contract.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { runConformance } from "../../conformance/index.ts";
 import { openDirectory, type Directory } from "../../src/store/index.ts";
 import { startTestServer, type TestServer } from "../hosted/hosted-server.ts";

@@ -15,7 +15,7 @@ import { eventually, ROOT, type CliProcess } from "../cli/cli.ts";
 const SERVER_ONLY = ["fastify", "@fastify/multipart", "sharp", "pino", "ajv", "yaml", "flowgate"];
 
 /** What the client tarball may hold: the client, its wire helpers and the generated client code. */
-const CLIENT_FILES = /^(package\.json|README\.md|dist\/src\/(index|client\/[\w-]+|blobs\/blake3|wire\/[\w-]+)\.(js|d\.ts)|dist\/generated\/(openapi-types|asyncapi-types|enums|fetch-client|sdk\/[\w/.-]+)\.(js|d\.ts))$/;
+const CLIENT_FILES = /^(package\.json|README\.md|dist\/src\/(index|client\/[\w-]+|domain\/(blake3|version)|wire\/[\w-]+)\.(js|d\.ts)|dist\/generated\/(openapi-types|asyncapi-types|enums|fetch-client|sdk\/[\w/.-]+)\.(js|d\.ts))$/;
 
 const work = mkdtempSync(path.join(tmpdir(), "flowgate-consumer-"));
 /** PATH with this test's Node first, for npm and for the installed bins' `#!/usr/bin/env node`. */
@@ -60,6 +60,11 @@ function installed(nodeModules: string): string[] {
   return readdirSync(nodeModules)
     .filter((name) => !name.startsWith("."))
     .flatMap((name) => (name.startsWith("@") ? readdirSync(path.join(nodeModules, name)).map((sub) => `${name}/${sub}`) : [name]));
+}
+
+/** The version in a package.json of this repository (`.` the server package, `packages/client` the client). */
+function manifestVersion(dir: string): string {
+  return (JSON.parse(readFileSync(path.join(ROOT, dir, "package.json"), "utf8")) as { version: string }).version;
 }
 
 function bytesUnder(dir: string): number {
@@ -119,7 +124,7 @@ describe("the client package, installed alone", () => {
     const names = installed(path.join(clientProject, "node_modules"));
     expect(names).toContain("@flowgate/client");
     expect(names.filter((n) => SERVER_ONLY.includes(n))).toEqual([]);
-    // The README states these figures: keep them in step when they change.
+    // docs/packages.md states these figures: keep them in step when they change.
     console.log(`@flowgate/client installed: ${names.length - 1} dependencies (${names.filter((n) => n !== "@flowgate/client").join(", ")}), ${(bytesUnder(path.join(clientProject, "node_modules")) / 1e6).toFixed(1)} MB`);
     expect(names.length - 1).toBeLessThanOrEqual(8);
   });
@@ -128,7 +133,7 @@ describe("the client package, installed alone", () => {
     const script = path.join(clientProject, "smoke.mjs");
     writeFileSync(
       script,
-      `import { FlowgateClient, HostedClient, isTerminalStatus } from "@flowgate/client";
+      `import { FlowgateClient, HostedClient, isTerminalStatus, VERSION } from "@flowgate/client";
 import { createJob } from "@flowgate/client/sdk";
 import { createFetchClient } from "@flowgate/client/fetch-client";
 const client = new FlowgateClient({ baseUrl: process.argv[2] });
@@ -139,11 +144,11 @@ const job = await client.submit({
 const done = await client.wait(job);
 const health = await createFetchClient({ baseUrl: process.argv[2] }).GET("/healthz");
 console.log(JSON.stringify({ status: done.status, terminal: isTerminalStatus(done.status), outputs: done.outputs.length,
-  hosted: typeof HostedClient, sdk: typeof createJob, health: health.response.status }));
+  hosted: typeof HostedClient, sdk: typeof createJob, health: health.response.status, version: VERSION }));
 `,
     );
     const out = JSON.parse(run(process.execPath, [script, baseUrl], clientProject).stdout) as Record<string, unknown>;
-    expect(out).toEqual({ status: "succeeded", terminal: true, outputs: 1, hosted: "function", sdk: "function", health: 200 });
+    expect(out).toEqual({ status: "succeeded", terminal: true, outputs: 1, hosted: "function", sdk: "function", health: 200, version: manifestVersion("packages/client") });
   }, 60_000);
 
   it("type-checks a TypeScript consumer with moduleResolution nodenext", () => {
@@ -232,6 +237,13 @@ describe("the server package, installed", () => {
     const result = await flowgate("keys", "create", "--account", "acme", "--credits", "5", "--data-dir", path.join(work, "admin-data"));
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(/fg_[\w-]+/);
+  });
+
+  it("reports the version of its package.json (system_stats, the package's VERSION)", async () => {
+    const stats = (await (await fetch(`${baseUrl}/api/system_stats`)).json()) as { system: { comfyui_version: string } };
+    expect(stats.system.comfyui_version).toBe(`flowgate ${manifestVersion(".")}`);
+    const out = run(process.execPath, ["--input-type=module", "-e", `import("flowgate").then((m) => console.log(m.VERSION))`], serverProject).stdout;
+    expect(out.trim()).toBe(manifestVersion("."));
   });
 
   it("the package root exports the clients too", () => {

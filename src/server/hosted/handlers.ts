@@ -3,6 +3,7 @@ import os from "node:os";
 import type { HostedHandlers, OperationInput, OperationResult } from "../../../generated/handlers.ts";
 import type { components } from "../../../generated/openapi-types.ts";
 import { ServiceError } from "../../domain/errors.ts";
+import { VERSION } from "../../domain/version.ts";
 import { isTerminalStatus, type AssetRecord, type JobRecord } from "../../store/index.ts";
 import type { HandlerContext } from "../handler-context.ts";
 import type { Runtime } from "../../runtime/runtime.ts";
@@ -159,7 +160,7 @@ export const hostedHandlers: HostedHandlers<HandlerContext> = {
       body: {
         system: {
           os: process.platform,
-          comfyui_version: "flowgate 0.1.0",
+          comfyui_version: `flowgate ${VERSION}`,
           python_version: `node ${process.versions.node}`,
           embedded_python: false,
           argv: ["flowgate", "serve"],

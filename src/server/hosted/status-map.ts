@@ -1,4 +1,4 @@
-// v2 job status -> the hosted interface's job status (DECISIONS.md).
+// v2 job status -> the hosted interface's job status (docs/decisions.md, "Hosted statuses").
 import type { JobRecord } from "../../store/index.ts";
 
 /** Codes for which retrying the same graph cannot help. */

@@ -1,6 +1,7 @@
-// A scale-out deployment as the README draws it, each part a real process: API nodes (`flowgate
-// serve --no-dispatch`) behind HAProxy, `flowgate worker` processes, one fresh PostgreSQL schema,
-// one shared blob directory and signing key. stop() ends every child and drops the schema.
+// A scale-out deployment as docs/postgres-and-processes.md draws it, each part a real process:
+// API nodes (`flowgate serve --no-dispatch`) behind HAProxy, `flowgate worker` processes, one
+// fresh PostgreSQL schema, one shared blob directory and signing key. stop() ends every child and
+// drops the schema.
 import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";

@@ -9,7 +9,7 @@ import {
   isBlake3Hex,
   parseBlake3Hash,
   toBlake3Hash,
-} from "../../src/blobs/index.ts";
+} from "../../src/domain/blake3.ts";
 
 // Published BLAKE3 test vectors (input byte i is i % 251).
 const patterned = (length: number) => Uint8Array.from({ length }, (_, i) => i % 251);
@@ -49,7 +49,7 @@ describe("blake3 helpers", () => {
 
   it("hash natively where the prebuilt binding exists, and the same in the wasm fallback", async () => {
     if (process.platform === "linux" && process.arch === "x64") expect(blake3Backend).toBe("native");
-    const script = `import { blake3Backend, blake3Hex, createBlake3Hasher } from "./src/blobs/blake3.ts";
+    const script = `import { blake3Backend, blake3Hex, createBlake3Hasher } from "./src/domain/blake3.ts";
       const h = await createBlake3Hasher(); h.update(new Uint8Array(1025).fill(7));
       console.log(JSON.stringify([blake3Backend, await blake3Hex("abc"), h.digestHex()]));`;
     const out = execFileSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
