@@ -8,7 +8,7 @@
 // with a pause between rounds). With --snapshots, heap snapshots are written early and at the
 // end, to compare in Chrome DevTools (Memory → Comparison). Prints one JSON line per sample and a
 // summary: the growth over the first and the second half of the run.
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
@@ -40,6 +40,9 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface Sample extends MemorySample {
   t: number;
+  /** Resident anonymous memory and file pages (mapped code, the SQLite file), from /proc; null elsewhere. */
+  rssAnon: number | null;
+  rssFile: number | null;
   requests: number;
   errors: number;
   counts: ChildCounts;
@@ -109,7 +112,12 @@ async function hostedRound(base: string, png: Buffer): Promise<void> {
 
 async function sample(server: ServerChild, t0: number): Promise<Sample> {
   const m = await server.memory(true);
-  return { t: Math.round((Date.now() - t0) / 1000), ...m, requests, errors, counts: await server.counts() };
+  const status = await readFile(`/proc/${server.pid}/status`, "utf8").catch(() => "");
+  const kb = (name: string) => {
+    const hit = new RegExp(`^${name}:\\s+(\\d+) kB`, "m").exec(status);
+    return hit ? Number(hit[1]) * 1024 : null;
+  };
+  return { t: Math.round((Date.now() - t0) / 1000), ...m, rssAnon: kb("RssAnon"), rssFile: kb("RssFile"), requests, errors, counts: await server.counts() };
 }
 
 async function main(): Promise<void> {
@@ -173,6 +181,7 @@ async function main(): Promise<void> {
     rssMB: [first.rss / MB, mid.rss / MB, last.rss / MB].map((v) => Number(v.toFixed(1))),
     heapMB: [first.heapUsed / MB, mid.heapUsed / MB, last.heapUsed / MB].map((v) => Number(v.toFixed(1))),
     externalMB: [first.external / MB, mid.external / MB, last.external / MB].map((v) => Number(v.toFixed(1))),
+    rssAnonMB: [first.rssAnon, mid.rssAnon, last.rssAnon].map((v) => (v === null ? null : Number((v / MB).toFixed(1)))),
   };
   console.log(JSON.stringify({ summary }));
   if (values.out) await writeFile(values.out, JSON.stringify({ summary, samples }, null, 2));

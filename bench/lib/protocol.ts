@@ -33,6 +33,8 @@ export interface ChildCounts {
   streams: number | null;
   /** The embedded engine's node result cache (its own byte estimate). */
   engineCache: { entries: number; bytes: number } | null;
+  /** libvips' operation cache (sharp.cache(): MB held, operations), in this process. */
+  vipsCache?: { memoryMB: number; items: number };
 }
 
 /** Requests from the parent; each is answered by a Reply with the same id. */
