@@ -112,14 +112,12 @@ describe.runIf(process.platform === "linux")("a hosted upload streams to the blo
     const hasher = await createBlake3Hasher();
     for (const c of chunks(200)) hasher.update(c);
     expect(res.body).toEqual({ name: `${hasher.digestHex().slice(0, 32)}.bin`, subfolder: "", type: "input" });
-    // The same bytes again: the same name, no second record (the hosted view finds it).
-    const again = await streamUpload(`${url}/api/upload/image`, "image", 200);
-    expect(again.body.name).toBe(res.body.name);
+    // The whole file was stored under that name.
     const view = await fetch(`${url}/api/view?filename=${res.body.name}&type=input`, { method: "GET" });
     expect(view.status).toBe(200);
     expect(Number(view.headers.get("content-length"))).toBe(200 * MB);
     await view.body?.cancel();
-  });
+  }, 180_000); // 300 MiB through a real server on a shared machine: a generous bound, no timing assertion
 });
 
 describe("--max-upload-size bounds every upload route", () => {
