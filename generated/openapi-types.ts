@@ -471,7 +471,8 @@ export interface paths {
         };
         /**
          * The caller's finished prompts
-         * @description Finished prompts keyed by prompt id in ComfyUI's history entry shape, newest first.
+         * @description Finished prompts keyed by prompt id in ComfyUI's history entry shape: the most recent
+         *     `max_items` (default 200), listed oldest first, as ComfyUI lists them.
          */
         get: operations["hostedGetHistory"];
         put?: never;
@@ -577,8 +578,10 @@ export interface paths {
          * Readiness
          * @description Ready when the store is reachable, the engine is ready, the queue is below its bound, the
          *     server starts jobs (`dispatch` is false while it stops and lets running jobs finish, and
-         *     while a store write that starts or ends a job fails and is retried) and its storage has
-         *     room (`storage` is false after a write failed for lack of space, until space returns).
+         *     while a store write that starts or ends a job fails and is retried), its storage has
+         *     room (`storage` is false after a write failed for lack of space, until space returns) and
+         *     its blob store answers (`blobs` is false while a bucket, or the blob directory, cannot be
+         *     reached).
          */
         get: operations["getReadiness"];
         put?: never;
@@ -1250,6 +1253,11 @@ export interface components {
          *       "field": "images",
          *       "reason": "missing_input"
          *     }
+         * @example {
+         *       "field": "class_type",
+         *       "reason": "unknown_class",
+         *       "message": "This server has no node class \"SaveImag\". Did you mean \"SaveImage\"?"
+         *     }
          */
         FieldError: {
             /** @description Input name, `class_type`, or empty for the node (or request) as a whole. */
@@ -1261,7 +1269,12 @@ export interface components {
              *     server's per-job memory budget or what an encoder can write; `message` then says which.
              */
             reason: string;
-            /** @description Optional human-readable explanation. */
+            /**
+             * @description Optional sentence for people saying what is wrong and, where it can, how to fix it:
+             *     "did you mean" for a mistyped node class, input name or option, and how to give a
+             *     file input (such as LoadImage's `image`) that is empty. Clients act on `reason`; the
+             *     words may change.
+             */
             message?: string;
         };
         /**
@@ -1336,7 +1349,8 @@ export interface components {
          *         "engine": true,
          *         "queue": true,
          *         "dispatch": true,
-         *         "storage": true
+         *         "storage": true,
+         *         "blobs": true
          *       }
          *     }
          */
@@ -1651,7 +1665,14 @@ export interface components {
          *           ]
          *         ]
          *       },
-         *       "meta": {}
+         *       "meta": {
+         *         "2": {
+         *           "node_id": "2",
+         *           "display_node": "2",
+         *           "parent_node": null,
+         *           "real_node_id": "2"
+         *         }
+         *       }
          *     }
          */
         HostedHistoryEntry: {
@@ -1669,7 +1690,10 @@ export interface components {
                 /** @description Execution messages as `[type, data]` pairs. */
                 messages: unknown[][];
             };
-            /** @description Per-node output metadata. */
+            /**
+             * @description Per-node output metadata, as ComfyUI's: for each node with outputs, `node_id`,
+             *     `display_node`, `parent_node` (null outside a subgraph) and `real_node_id`.
+             */
             meta?: Record<string, unknown>;
         };
         /**
@@ -1843,7 +1867,11 @@ export interface components {
                 /** @description Structured detail. */
                 extra_info?: Record<string, unknown>;
             };
-            /** @description Per-node validation errors in ComfyUI's shape. */
+            /**
+             * @description Per-node validation errors in ComfyUI's shape. Where flowgate has a hint (a "did you
+             *     mean" for a mistyped class, input or option, or how to give an empty file input), an
+             *     item's `extra_info` also carries it as `hint`, a sentence for people.
+             */
             node_errors?: Record<string, unknown>;
         };
     };
@@ -2017,7 +2045,7 @@ export interface components {
         };
         /**
          * @description `invalid_workflow` (graph structure or node inputs invalid; `details.node_errors` maps node id
-         *     to `[{field, reason}]`), `workflow_format_ui` (a UI export was sent), `missing_asset` (a
+         *     to `[{field, reason, message}]`, `message` a sentence for people), `workflow_format_ui` (a UI export was sent), `missing_asset` (a
          *     `core/ASSET` reference does not exist or is not the caller's), `idempotency_key_reuse` (the
          *     key was already presented), or `deployment_stopped` (deployment-scoped surfaces; a retry
          *     cannot succeed without operator action).
@@ -2349,7 +2377,7 @@ export interface operations {
     listJobs: {
         parameters: {
             query?: {
-                /** @description Only jobs in this status. */
+                /** @description Only jobs in this status; every status when left out. */
                 status?: components["schemas"]["JobStatus"];
                 /** @description Page size, 1 to 100. */
                 limit?: number;
@@ -3420,7 +3448,8 @@ export interface operations {
                      *         "engine": true,
                      *         "queue": true,
                      *         "dispatch": true,
-                     *         "storage": true
+                     *         "storage": true,
+                     *         "blobs": true
                      *       }
                      *     }
                      */
@@ -3441,7 +3470,8 @@ export interface operations {
                      *         "engine": true,
                      *         "queue": true,
                      *         "dispatch": false,
-                     *         "storage": false
+                     *         "storage": false,
+                     *         "blobs": true
                      *       }
                      *     }
                      */

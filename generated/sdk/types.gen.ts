@@ -495,7 +495,11 @@ export type FieldError = {
      */
     reason: string;
     /**
-     * Optional human-readable explanation.
+     * Optional sentence for people saying what is wrong and, where it can, how to fix it:
+     * "did you mean" for a mistyped node class, input name or option, and how to give a
+     * file input (such as LoadImage's `image`) that is empty. Clients act on `reason`; the
+     * words may change.
+     *
      */
     message?: string;
 };
@@ -836,7 +840,9 @@ export type HostedHistoryEntry = {
         messages: Array<Array<unknown>>;
     };
     /**
-     * Per-node output metadata.
+     * Per-node output metadata, as ComfyUI's: for each node with outputs, `node_id`,
+     * `display_node`, `parent_node` (null outside a subgraph) and `real_node_id`.
+     *
      */
     meta?: {
         [key: string]: unknown;
@@ -998,7 +1004,10 @@ export type HostedError = {
         };
     };
     /**
-     * Per-node validation errors in ComfyUI's shape.
+     * Per-node validation errors in ComfyUI's shape. Where flowgate has a hint (a "did you
+     * mean" for a mistyped class, input or option, or how to give an empty file input), an
+     * item's `extra_info` also carries it as `hint`, a sentence for people.
+     *
      */
     node_errors?: {
         [key: string]: unknown;
@@ -1083,7 +1092,7 @@ export type ListJobsData = {
     path?: never;
     query?: {
         /**
-         * Only jobs in this status.
+         * Only jobs in this status; every status when left out.
          */
         status?: JobStatus;
         /**
@@ -1176,7 +1185,7 @@ export type CreateJobErrors = {
     413: ErrorEnvelope;
     /**
      * `invalid_workflow` (graph structure or node inputs invalid; `details.node_errors` maps node id
-     * to `[{field, reason}]`), `workflow_format_ui` (a UI export was sent), `missing_asset` (a
+     * to `[{field, reason, message}]`, `message` a sentence for people), `workflow_format_ui` (a UI export was sent), `missing_asset` (a
      * `core/ASSET` reference does not exist or is not the caller's), `idempotency_key_reuse` (the
      * key was already presented), or `deployment_stopped` (deployment-scoped surfaces; a retry
      * cannot succeed without operator action).

@@ -7,8 +7,10 @@
 // - As in ComfyUI, structure and class names are checked on every node, inputs only on output
 //   nodes and their ancestors (a dangling node never runs, so its inputs do not matter).
 // - Unlike ComfyUI, which queues the outputs that did validate, any error fails the graph.
+// - Every error carries a sentence for people (`message`), with "did you mean" where a name is a
+//   likely typo; where there is such a hint, ComfyUI's item carries it as `extra_info.hint`.
 import { parseAssetRef, isAssetObject, type AssetRef } from "./asset-refs.ts";
-import { comfyError, type ComfyErrorItem, type ComfyNodeErrors, type ComfyValidationError } from "./comfy-errors.ts";
+import { comfyError, typeText, type ComfyErrorItem, type ComfyNodeErrors, type ComfyValidationError } from "./comfy-errors.ts";
 import { compareNodeIds, isPlainObject, readLink } from "./graph.ts";
 import { prefixProblem } from "./filenames.ts";
 import {
@@ -22,8 +24,10 @@ import {
   type TensorShape,
 } from "./node-spec.ts";
 import type { NodeRegistry } from "./nodes/registry.ts";
+import { bigIntOf, exactInteger, isBigInteger, type RawJson } from "../domain/exact-json.ts";
 import { pyBool, pyFloat, pyFloatRepr, pyInt, pyRepr, pyStr } from "./python.ts";
 import { formatBytes } from "./run-scope.ts";
+import { closest } from "./suggest.ts";
 
 /** flowgate's validation reasons (docs/decisions.md, "Graph validation"). */
 export type ValidationReason =
@@ -41,7 +45,7 @@ export type ValidationReason =
 export interface FieldError {
   field: string;
   reason: ValidationReason;
-  /** Why, when the reason alone does not say it (sizes past the memory budget or an encoder's limit). */
+  /** What is wrong, for people: with "did you mean" where a name looks mistyped. */
   message?: string;
 }
 
@@ -75,7 +79,7 @@ export interface Issue {
   field: string;
   reason: ValidationReason;
   comfy: ComfyErrorItem;
-  message?: string;
+  message: string;
 }
 
 /** Everything validation learns about a graph. */
@@ -115,10 +119,10 @@ export interface AnalyzeOptions {
 /** Analyses a graph against a node registry. */
 export function analyzeGraph(graph: unknown, registry: NodeRegistry, options: AnalyzeOptions = {}): Analysis {
   const analysis: Analysis = { issues: [], outputs: [], nodes: new Map(), order: [], dependents: new Map(), classTypes: new Map() };
-  const issue = (node_id: string, field: string, reason: ValidationReason, comfy: ComfyErrorItem) =>
-    analysis.issues.push({ node_id, field, reason, comfy });
+  const issue: Report = (node_id, field, reason, comfy, message, hint) =>
+    analysis.issues.push({ node_id, field, reason, comfy: hint ? withHint(comfy, hint) : comfy, message: hint ? `${message} ${hint}` : message });
   if (!isPlainObject(graph)) {
-    issue("", "", "bad_node", comfyError.invalidPrompt("The workflow must be a JSON object keyed by node id"));
+    issue("", "", "bad_node", comfyError.invalidPrompt("The workflow must be a JSON object keyed by node id"), "The workflow must be a JSON object keyed by node id.");
     return analysis;
   }
   const known = new Map<string, { def: NodeDefinition; inputs: Record<string, unknown> }>();
@@ -126,17 +130,25 @@ export function analyzeGraph(graph: unknown, registry: NodeRegistry, options: An
     const title = isPlainObject(node) && isPlainObject(node._meta) && typeof node._meta.title === "string" ? node._meta.title : undefined;
     if (!isPlainObject(node) || typeof node.class_type !== "string") {
       analysis.classTypes.set(id, null);
-      issue(id, "class_type", "bad_node", comfyError.missingClassType(id, title));
+      issue(id, "class_type", "bad_node", comfyError.missingClassType(id, title), `Node ${id} has no class_type: every node names its node class.`);
       continue;
     }
     analysis.classTypes.set(id, node.class_type);
     const def = registry.get(node.class_type);
     if (!def) {
-      issue(id, "class_type", "unknown_class", comfyError.missingNodeType(id, node.class_type, title));
+      const near = closest(node.class_type, registry.keys());
+      issue(
+        id,
+        "class_type",
+        "unknown_class",
+        comfyError.missingNodeType(id, node.class_type, title),
+        near ? `This server has no node class "${node.class_type}".` : `This server has no node class "${node.class_type}"; GET /api/object_info lists the classes it has.`,
+        near ? `Did you mean "${near}"?` : undefined,
+      );
       continue;
     }
     if (node.inputs !== undefined && !isPlainObject(node.inputs)) {
-      issue(id, "", "bad_node", comfyError.exceptionDuringValidation("TypeError", "inputs must be an object of input name to value"));
+      issue(id, "", "bad_node", comfyError.exceptionDuringValidation("TypeError", "inputs must be an object of input name to value"), "The node's inputs must be an object of input name to value.");
       continue;
     }
     known.set(id, { def, inputs: (node.inputs as Record<string, unknown> | undefined) ?? {} });
@@ -144,7 +156,7 @@ export function analyzeGraph(graph: unknown, registry: NodeRegistry, options: An
   }
   analysis.outputs.sort(compareNodeIds);
   if (analysis.outputs.length === 0) {
-    issue("", "", "no_output_node", comfyError.promptNoOutputs());
+    issue("", "", "no_output_node", comfyError.promptNoOutputs(), "The workflow has no output node (such as SaveImage or PreviewAny), so nothing would run.");
     return analysis;
   }
 
@@ -164,7 +176,7 @@ export function analyzeGraph(graph: unknown, registry: NodeRegistry, options: An
   // finding every node on a cycle (the error names them all).
   const order = executionOrder(analysis.outputs, analysis.nodes);
   if (order !== null) analysis.order = order;
-  else for (const id of [...nodesOnCycles(analysis.nodes)].sort(compareNodeIds)) issue(id, "", "cycle", comfyError.dependencyCycle());
+  else for (const id of [...nodesOnCycles(analysis.nodes)].sort(compareNodeIds)) issue(id, "", "cycle", comfyError.dependencyCycle(), `Node ${id} is on a dependency cycle: its inputs lead back to its own output.`);
   // Sizes are checked once the graph is otherwise sound (they read coerced literals).
   if (analysis.issues.length === 0) checkSizes(analysis, options, (id, field, message) => {
     analysis.issues.push({ node_id: id, field, reason: "out_of_range", comfy: comfyError.customValidationFailed(field, message), message });
@@ -215,7 +227,27 @@ function checkSizes(analysis: Analysis, options: AnalyzeOptions, refuse: (id: st
   }
 }
 
-type Report = (node_id: string, field: string, reason: ValidationReason, comfy: ComfyErrorItem) => void;
+/** Records one error: its reason, ComfyUI's item, a sentence for people and an optional hint (a "did you mean"). */
+type Report = (node_id: string, field: string, reason: ValidationReason, comfy: ComfyErrorItem, message: string, hint?: string) => void;
+
+/** ComfyUI's item with flowgate's hint beside its own fields (extra_info varies by type in ComfyUI too). */
+function withHint(item: ComfyErrorItem, hint: string): ComfyErrorItem {
+  return { ...item, extra_info: { ...item.extra_info, hint } };
+}
+
+/** Where a file input's value comes from, said once for every hint that needs it. */
+const UPLOAD_HINT = "Upload one (POST /api/v2/assets, or POST /api/upload/image on the hosted interface) and give its name or a core/ASSET reference.";
+
+/** "image" for an image loader's input, "file" otherwise. */
+function fileWord(def: NodeDefinition, name: string): string {
+  return name === "image" || /Image/.test(def.name) ? "image" : name === "audio" || /Audio/.test(def.name) ? "audio file" : name === "video" || /Video/.test(def.name) ? "video" : "file";
+}
+
+/** A value as quoted in a message, cut short. */
+function shown(value: unknown): string {
+  const text = typeof value === "string" ? JSON.stringify(value) : (JSON.stringify(value) ?? String(value));
+  return text.length > 60 ? `${text.slice(0, 57)}...` : text;
+}
 
 function checkNode(
   id: string,
@@ -226,10 +258,15 @@ function checkNode(
   issue: Report,
 ): PreparedNode {
   const prepared: PreparedNode = { id, class_type: def.name, def, literals: {}, links: {}, files: {} };
-  for (const name of declaredInputs(def)) {
+  const declared = declaredInputs(def);
+  for (const name of declared) {
     const { spec, required } = findInput(def, name)!;
     if (!Object.hasOwn(inputs, name)) {
-      if (required) issue(id, name, "missing_input", comfyError.requiredInputMissing(name));
+      if (!required) continue;
+      // An input the node does not know whose name is near this one was likely meant for it.
+      const given = Object.keys(inputs).find((k) => !declared.includes(k) && closest(k, [name]) === name);
+      const hint = given !== undefined ? `It was given "${given}": did you mean "${name}"?` : def.fileInputs?.includes(name) ? `No ${fileWord(def, name)} was chosen. ${UPLOAD_HINT}` : undefined;
+      issue(id, name, "missing_input", comfyError.requiredInputMissing(name), `${def.name} needs the input "${name}".`, hint);
       continue;
     }
     let value = inputs[name];
@@ -257,25 +294,29 @@ function checkLink(
 ): void {
   const link = readLink(value);
   if (!link) {
-    issue(id, name, "bad_link", comfyError.badLinkedInput(name, spec, value));
+    issue(id, name, "bad_link", comfyError.badLinkedInput(name, spec, value), `Input "${name}" holds a list that is not a link: a link is [node_id, output_index].`);
     return;
   }
   const [from, index] = link;
   if (!Object.hasOwn(graph, from)) {
-    issue(id, name, "bad_link", comfyError.exceptionDuringValidation("KeyError", `'${from}'`));
+    issue(id, name, "bad_link", comfyError.exceptionDuringValidation("KeyError", `'${from}'`), `Input "${name}" links to node ${shown(from)}, which is not in the workflow.`);
     return;
   }
   const source = known.get(from);
   // A source with a bad or unknown class carries its own error; nothing more to say here.
   if (!source) return;
   if (index >= source.def.output.length) {
-    issue(id, name, "bad_link", comfyError.exceptionDuringValidation("IndexError", "tuple index out of range"));
+    const n = source.def.output.length;
+    issue(id, name, "bad_link", comfyError.exceptionDuringValidation("IndexError", "tuple index out of range"), `Input "${name}" links to output ${index} of node ${from} (${source.def.name}), which has ${n} output${n === 1 ? "" : "s"} (0${n > 1 ? `-${n - 1}` : ""}).`);
     return;
   }
   const received = source.def.output[index]!;
   const isFile = def.fileInputs?.includes(name) ?? false;
   if (isFile || !typesCompatible(received, spec[0])) {
-    issue(id, name, "type_mismatch", comfyError.returnTypeMismatch(name, spec, received, value));
+    const message = isFile
+      ? `Input "${name}" takes an uploaded file name or a core/ASSET reference, not a link.`
+      : `Input "${name}" takes ${typeText(spec[0])}, but output ${index} of node ${from} (${source.def.name}) is ${received}.`;
+    issue(id, name, "type_mismatch", comfyError.returnTypeMismatch(name, spec, received, value), message);
     return;
   }
   prepared.links[name] = { from, index };
@@ -294,19 +335,19 @@ function checkLiteral(
   if (def.fileInputs?.includes(name)) {
     if (isAssetObject(value)) {
       const parsed = parseAssetRef(value);
-      if ("problem" in parsed) issue(id, name, "type_mismatch", comfyError.invalidInputType(name, spec, value, `malformed core/ASSET reference: ${parsed.problem}`));
+      if ("problem" in parsed) issue(id, name, "type_mismatch", comfyError.invalidInputType(name, spec, value, `malformed core/ASSET reference: ${parsed.problem}`), `Input "${name}" holds a malformed core/ASSET reference: ${parsed.problem}.`);
       else prepared.files[name] = { kind: "asset", ref: parsed.ref };
     } else if (typeof value === "string" && value.length > 0) {
       prepared.files[name] = { kind: "upload", name: value };
     } else if (typeof value === "string") {
-      issue(id, name, "not_in_options", comfyError.valueNotInList(name, spec, value, []));
+      issue(id, name, "not_in_options", comfyError.valueNotInList(name, spec, value, []), `Input "${name}" is empty.`, `No ${fileWord(def, name)} was chosen. ${UPLOAD_HINT}`);
     } else {
-      issue(id, name, "type_mismatch", comfyError.invalidInputType(name, spec, value, "expected an uploaded file name or a core/ASSET reference"));
+      issue(id, name, "type_mismatch", comfyError.invalidInputType(name, spec, value, "expected an uploaded file name or a core/ASSET reference"), `Input "${name}" takes an uploaded file name or a core/ASSET reference, not ${shown(value)}.`);
     }
     return;
   }
   if (isAssetObject(value)) {
-    issue(id, name, "type_mismatch", comfyError.invalidInputType(name, spec, value, "a core/ASSET reference is accepted only by file inputs"));
+    issue(id, name, "type_mismatch", comfyError.invalidInputType(name, spec, value, "a core/ASSET reference is accepted only by file inputs"), `Input "${name}" is not a file input: a core/ASSET reference is accepted only by inputs such as LoadImage's image.`);
     return;
   }
   if (type === "*") {
@@ -315,49 +356,80 @@ function checkLiteral(
   }
   const options = comboOptions(spec);
   if (options) {
-    if (!options.some((o) => o === value)) issue(id, name, "not_in_options", comfyError.valueNotInList(name, spec, value, options));
+    if (!options.some((o) => o === value)) {
+      const near = typeof value === "string" ? closest(value, options.filter((o): o is string => typeof o === "string")) : null;
+      const list = options.length <= 12 ? `: ${options.map(shown).join(", ")}` : ` (${options.length} of them)`;
+      issue(id, name, "not_in_options", comfyError.valueNotInList(name, spec, value, options), `Input "${name}" is ${shown(value)}, not one of its options${list}.`, near ? `Did you mean "${near}"?` : undefined);
+    }
     else prepared.literals[name] = value;
     return;
   }
   if (typeof type !== "string" || !WIDGET_TYPES.has(type)) {
-    issue(id, name, "type_mismatch", comfyError.invalidInputType(name, spec, value, `a ${typeof type === "string" ? type : "COMBO"} input takes a link`));
+    issue(id, name, "type_mismatch", comfyError.invalidInputType(name, spec, value, `a ${typeof type === "string" ? type : "COMBO"} input takes a link`), `Input "${name}" takes a link from a node's ${typeof type === "string" ? type : "COMBO"} output, not a value.`);
     return;
   }
   let coerced: unknown;
   if (type === "INT" || type === "FLOAT") {
-    const c = type === "INT" ? pyInt(value) : pyFloat(value);
+    const c = type === "INT" ? intOf(value) : pyFloat(isBigInteger(value) ? Number(value.rawJSON) : value);
     if (!c.ok) {
-      issue(id, name, "type_mismatch", comfyError.invalidInputType(name, spec, value, c.error));
+      issue(id, name, "type_mismatch", comfyError.invalidInputType(name, spec, value, c.error), `Input "${name}" takes ${type === "INT" ? "a whole number" : "a number"}, not ${shown(value)}.`);
       return;
     }
     coerced = c.value;
     const opts = spec[1] ?? {};
     const show = (n: unknown) => (type === "FLOAT" && typeof n === "number" ? pyFloatRepr(n) : pyRepr(n));
-    if (typeof opts.min === "number" && c.value < opts.min) {
-      issue(id, name, "out_of_range", comfyError.valueSmallerThanMin(name, spec, c.value, opts.min, show));
+    if (isBound(opts.min) && compareNumbers(c.value, opts.min) < 0) {
+      issue(id, name, "out_of_range", comfyError.valueSmallerThanMin(name, spec, c.value, opts.min, show), `Input "${name}" is ${show(c.value)}, below its minimum of ${show(opts.min)}.`);
       return;
     }
-    if (typeof opts.max === "number" && c.value > opts.max) {
-      issue(id, name, "out_of_range", comfyError.valueBiggerThanMax(name, spec, c.value, opts.max, show));
+    if (isBound(opts.max) && compareNumbers(c.value, opts.max) > 0) {
+      issue(id, name, "out_of_range", comfyError.valueBiggerThanMax(name, spec, c.value, opts.max, show), `Input "${name}" is ${show(c.value)}, above its maximum of ${show(opts.max)}.`);
       return;
     }
   } else if (type === "STRING") {
-    coerced = pyStr(value);
+    coerced = pyStr(value); // an exact integer's digits, as Python's str()
     // Output names come back in every read of the job: a prefix is bounded like a path.
     if (name === "filename_prefix" && (coerced as string).length > MAX_FILENAME_PREFIX) {
-      issue(id, name, "out_of_range", comfyError.invalidInputType(name, spec, `${(coerced as string).slice(0, 32)}...`, `filename_prefix is longer than ${MAX_FILENAME_PREFIX} characters`));
+      issue(id, name, "out_of_range", comfyError.invalidInputType(name, spec, `${(coerced as string).slice(0, 32)}...`, `filename_prefix is longer than ${MAX_FILENAME_PREFIX} characters`), `Input "filename_prefix" is longer than ${MAX_FILENAME_PREFIX} characters.`);
       return;
     }
     // A prefix that leaves the output folder would fail only when the node saves: refuse it now.
     const problem = name === "filename_prefix" ? prefixProblem(coerced as string) : null;
     if (problem !== null) {
-      issue(id, name, "out_of_range", comfyError.invalidInputType(name, spec, coerced, problem));
+      issue(id, name, "out_of_range", comfyError.invalidInputType(name, spec, coerced, problem), `Input "filename_prefix" is not allowed: ${problem}`);
       return;
     }
   } else {
     coerced = pyBool(value);
   }
   prepared.literals[name] = coerced;
+}
+
+/** int(v), exact beyond 2^53 (Python's ints are): such an integer stays a raw JSON integer. */
+function intOf(v: unknown): { ok: true; value: number | RawJson } | { ok: false; error: string } {
+  if (isBigInteger(v)) return { ok: true, value: v };
+  if (typeof v === "string" && /^\s*[+-]?\d(?:_?\d)*\s*$/.test(v)) {
+    const n = BigInt(v.trim().replace(/_/g, ""));
+    return { ok: true, value: exactInteger(n) };
+  }
+  return pyInt(v);
+}
+
+/** A bound of a number input: a number, or an exact integer beyond 2^53 (ComfyUI's seeds go to 2^64 - 1). */
+function isBound(v: unknown): v is number | RawJson {
+  return typeof v === "number" || isBigInteger(v);
+}
+
+/** The sign of a - b, exact where either is an integer beyond 2^53. */
+function compareNumbers(a: number | RawJson, b: number | RawJson): number {
+  if (typeof a === "number" && typeof b === "number") return Math.sign(a - b);
+  const ia = bigIntOf(a);
+  const ib = bigIntOf(b);
+  if (ia !== null && ib !== null) return ia < ib ? -1 : ia > ib ? 1 : 0;
+  // A fraction against a huge integer: doubles order them correctly.
+  const na = typeof a === "number" ? a : Number(a.rawJSON);
+  const nb = typeof b === "number" ? b : Number(b.rawJSON);
+  return Math.sign(na - nb);
 }
 
 /** A node and everything it depends on (within the prepared nodes). */

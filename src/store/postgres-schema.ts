@@ -229,6 +229,16 @@ CREATE UNLOGGED TABLE queue_snapshot (
 );
 `,
   },
+  {
+    version: 9,
+    description: "lease epochs: every write of a run names the claim it runs under",
+    sql: `
+-- Raised by each claim: a run's writes (outputs, progress, logs, its end) land only while the job
+-- is live and still carries the worker and the epoch of the claim the run started under, so a
+-- worker that lost its lease (paused, partitioned) changes nothing in the job any more.
+ALTER TABLE jobs ADD COLUMN lease_epoch BIGINT NOT NULL DEFAULT 0;
+`,
+  },
 ];
 
 /** The schema version this code writes. */

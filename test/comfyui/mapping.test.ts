@@ -6,6 +6,7 @@ import { decodeBinary, outcomeOf, outcomeOfHistory } from "../../src/engine/comf
 import { contentTypeOf, outputsOfUi, outputTypeOf } from "../../src/engine/comfyui/outputs.ts";
 import { leastBusy } from "../../src/engine/comfyui/pool.ts";
 import { previewFrame, textFrame } from "./fake-comfyui.ts";
+import { reasons } from "../node-errors.ts";
 
 describe("leastBusy", () => {
   it("takes the lowest load, then fewer prompts of ours, then turns round-robin", () => {
@@ -47,13 +48,13 @@ describe("outputs", () => {
 
 describe("errors", () => {
   it("maps graph-level 400s (no outputs, a bad prompt) to the node id \"\" and cycles to `cycle`", () => {
-    expect(validationOfComfy400({ error: { type: "prompt_no_outputs", message: "Prompt has no outputs", details: "", extra_info: {} }, node_errors: [] }).node_errors).toEqual({ "": [{ field: "", reason: "no_output_node" }] });
-    expect(validationOfComfy400({ error: "no prompt", node_errors: [] }).node_errors).toEqual({ "": [{ field: "", reason: "bad_node" }] });
+    expect(reasons(validationOfComfy400({ error: { type: "prompt_no_outputs", message: "Prompt has no outputs", details: "", extra_info: {} }, node_errors: [] }).node_errors)).toEqual({ "": [{ field: "", reason: "no_output_node" }] });
+    expect(reasons(validationOfComfy400({ error: "no prompt", node_errors: [] }).node_errors)).toEqual({ "": [{ field: "", reason: "bad_node" }] });
     const cycle = validationOfComfy400({
       error: { type: "prompt_outputs_failed_validation" },
       node_errors: { "3": { errors: [{ type: "exception_during_validation", details: "Dependency cycle detected", extra_info: { exception_type: "graph.DependencyCycleError" } }], class_type: "X", dependent_outputs: [] } },
     });
-    expect(cycle.node_errors).toEqual({ "3": [{ field: "", reason: "cycle" }] });
+    expect(reasons(cycle.node_errors)).toEqual({ "3": [{ field: "", reason: "cycle" }] });
     expect(cycle.comfy?.node_errors["3"]?.class_type).toBe("X");
   });
 

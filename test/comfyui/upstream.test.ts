@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { JobEvent } from "../../src/jobs/event-bus.ts";
 import { ComfyClient } from "../hosted/comfy-client.ts";
 import { filesContaining } from "../server/helpers.ts";
+import { reasons } from "../node-errors.ts";
 import { call, startFront, startUpstream, TERMINAL, until, waitJob, type Front, type Upstream } from "./helpers.ts";
 
 const KEY = "vendor-key-7f3a9c1e5b";
@@ -137,7 +138,7 @@ describe("comfyui mode over a ComfyUI-protocol upstream", () => {
     const v2 = await call("POST", `${front.url}/api/v2/jobs`, { workflow: graph });
     expect(v2.status).toBe(422);
     expect(v2.body.error.code).toBe("invalid_workflow");
-    expect(v2.body.error.details.node_errors).toEqual({
+    expect(reasons(v2.body.error.details.node_errors)).toEqual({
       "1": [{ field: "class_type", reason: "unknown_class" }],
       "2": [{ field: "width", reason: "out_of_range" }],
       "3": [{ field: "filename_prefix", reason: "missing_input" }],

@@ -7,6 +7,7 @@ import { EmbeddedEngine } from "../../src/engine/embedded-engine.ts";
 import { EngineBusyError, EngineUnavailableError } from "../../src/engine/engine.ts";
 import { FakeComfyUI } from "./fake-comfyui.ts";
 import { FAST, until } from "./helpers.ts";
+import { reasons } from "../node-errors.ts";
 
 const embedded = new EmbeddedEngine();
 const OBJECT_INFO = embedded.nodeDefinitionsSync() as unknown as Record<string, unknown>;
@@ -94,7 +95,7 @@ describe("validation from object_info", () => {
       "2": n("UseModel", { model: ["1", 0] }),
       "5": n("SaveVideo", { video: ["1", 0], format: "gif" }),
     });
-    expect(bad.node_errors).toEqual({ "1": [{ field: "ckpt_name", reason: "not_in_options" }], "5": [{ field: "video", reason: "type_mismatch" }, { field: "format", reason: "not_in_options" }] });
+    expect(reasons(bad.node_errors)).toEqual({ "1": [{ field: "ckpt_name", reason: "not_in_options" }], "5": [{ field: "video", reason: "type_mismatch" }, { field: "format", reason: "not_in_options" }] });
     expect(bad.comfy?.node_errors["1"]?.errors[0]?.type).toBe("value_not_in_list");
   });
 
@@ -102,7 +103,7 @@ describe("validation from object_info", () => {
     const info: Record<string, unknown> = { ...OBJECT_INFO };
     const { fake, engine } = await engineOver(info, { objectInfoTtlMs: 3_600_000, unknownClassRefreshMs: 3_600_000 });
     const graph = { "1": n("NewNode", {}), "2": n("PreviewAny", { source: ["1", 0] }) };
-    expect((await engine.validate(graph)).node_errors["1"]).toEqual([{ field: "class_type", reason: "unknown_class" }]);
+    expect(reasons((await engine.validate(graph)).node_errors)["1"]).toEqual([{ field: "class_type", reason: "unknown_class" }]);
     await engine.validate(GRAPHS.valid);
     expect(fake.calls("GET", "/object_info")).toHaveLength(1);
     info.NewNode = { input: { required: {} }, output: ["STRING"], output_node: false };

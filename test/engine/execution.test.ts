@@ -7,6 +7,7 @@ import {
   type NodeDefinition,
 } from "../../src/engine/index.ts";
 import { newEngine, node, pngOf, recorder } from "./helpers.ts";
+import { reasons } from "../node-errors.ts";
 
 const ASSET_ID = "0190c6a2-7e1f-7b3c-9d2e-1a2b3c4d5e6f";
 
@@ -219,7 +220,7 @@ describe("failures", () => {
     const err = await newEngine().execute({ "1": node("Nope"), "2": node("PreviewAny", { source: "x" }) }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(EngineValidationError);
     expect((err as EngineValidationError).code).toBe("invalid_input");
-    expect((err as EngineValidationError).validation.node_errors).toEqual({ "1": [{ field: "class_type", reason: "unknown_class" }] });
+    expect(reasons((err as EngineValidationError).validation.node_errors)).toEqual({ "1": [{ field: "class_type", reason: "unknown_class" }] });
   });
 
   it("passes a callback's own error through unchanged", async () => {

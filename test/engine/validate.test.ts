@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { findAssetReferences, isUiFormat } from "../../src/engine/index.ts";
 import { typesCompatible } from "../../src/engine/validate.ts";
 import { newEngine, node } from "./helpers.ts";
+import { reasons } from "../node-errors.ts";
 
 const engine = newEngine();
 const ASSET_ID = "0190c6a2-7e1f-7b3c-9d2e-1a2b3c4d5e6f";
@@ -44,32 +45,32 @@ describe("validate: every reason", () => {
   it("missing_input for an absent required input", () => {
     const g = base();
     delete g["1"]!.inputs.width;
-    expect(engine.validateSync(g).node_errors).toEqual({ "1": [{ field: "width", reason: "missing_input" }] });
+    expect(reasons(engine.validateSync(g).node_errors)).toEqual({ "1": [{ field: "width", reason: "missing_input" }] });
   });
 
   it("unknown_class for a class the engine does not have", () => {
     const g = base();
     g["4"] = node("NoSuchNode", {});
-    expect(engine.validateSync(g).node_errors).toEqual({ "4": [{ field: "class_type", reason: "unknown_class" }] });
+    expect(reasons(engine.validateSync(g).node_errors)).toEqual({ "4": [{ field: "class_type", reason: "unknown_class" }] });
   });
 
   it("bad_link for a malformed link, a missing node and a missing output index", () => {
     const a = base();
     a["2"]!.inputs.image = ["1", 0, 1];
-    expect(engine.validateSync(a).node_errors).toEqual({ "2": [{ field: "image", reason: "bad_link" }] });
+    expect(reasons(engine.validateSync(a).node_errors)).toEqual({ "2": [{ field: "image", reason: "bad_link" }] });
     const b = base();
     b["2"]!.inputs.image = ["99", 0];
-    expect(engine.validateSync(b).node_errors).toEqual({ "2": [{ field: "image", reason: "bad_link" }] });
+    expect(reasons(engine.validateSync(b).node_errors)).toEqual({ "2": [{ field: "image", reason: "bad_link" }] });
     const c = base();
     c["2"]!.inputs.image = ["1", 1];
-    expect(engine.validateSync(c).node_errors).toEqual({ "2": [{ field: "image", reason: "bad_link" }] });
+    expect(reasons(engine.validateSync(c).node_errors)).toEqual({ "2": [{ field: "image", reason: "bad_link" }] });
   });
 
   it("type_mismatch along a link, while * matches anything", () => {
     const g = base();
     g["4"] = node("SolidMask", { value: 1, width: 8, height: 8 });
     g["2"]!.inputs.image = ["4", 0];
-    expect(engine.validateSync(g).node_errors).toEqual({ "2": [{ field: "image", reason: "type_mismatch" }] });
+    expect(reasons(engine.validateSync(g).node_errors)).toEqual({ "2": [{ field: "image", reason: "type_mismatch" }] });
     const star = base();
     star["4"] = node("FlowgateDelay", { value: ["1", 0], seconds: 0 });
     star["2"]!.inputs.image = ["4", 0];
@@ -80,17 +81,17 @@ describe("validate: every reason", () => {
   it("type_mismatch for a literal that cannot be coerced, or a literal where a link is needed", () => {
     const a = base();
     a["1"]!.inputs.width = "wide";
-    expect(engine.validateSync(a).node_errors).toEqual({ "1": [{ field: "width", reason: "type_mismatch" }] });
+    expect(reasons(engine.validateSync(a).node_errors)).toEqual({ "1": [{ field: "width", reason: "type_mismatch" }] });
     const b = base();
     b["2"]!.inputs.image = "not a link";
-    expect(engine.validateSync(b).node_errors).toEqual({ "2": [{ field: "image", reason: "type_mismatch" }] });
+    expect(reasons(engine.validateSync(b).node_errors)).toEqual({ "2": [{ field: "image", reason: "type_mismatch" }] });
   });
 
   it("out_of_range below min and above max", () => {
     const g = base();
     g["1"]!.inputs.width = 0;
     g["1"]!.inputs.color = 0x1000000;
-    expect(engine.validateSync(g).node_errors).toEqual({
+    expect(reasons(engine.validateSync(g).node_errors)).toEqual({
       "1": [
         { field: "width", reason: "out_of_range" },
         { field: "color", reason: "out_of_range" },
@@ -102,7 +103,7 @@ describe("validate: every reason", () => {
     const g = base();
     g["4"] = node("ImageScale", { image: ["1", 0], upscale_method: "nearest", width: 4, height: 4, crop: "disabled" });
     g["5"] = node("PreviewImage", { images: ["4", 0] });
-    expect(engine.validateSync(g).node_errors).toEqual({ "4": [{ field: "upscale_method", reason: "not_in_options" }] });
+    expect(reasons(engine.validateSync(g).node_errors)).toEqual({ "4": [{ field: "upscale_method", reason: "not_in_options" }] });
   });
 
   it("cycle for every node on a dependency cycle", () => {
@@ -111,7 +112,7 @@ describe("validate: every reason", () => {
       "2": node("ImageInvert", { image: ["1", 0] }),
       "3": node("SaveImage", { images: ["2", 0], filename_prefix: "t" }),
     };
-    expect(engine.validateSync(g).node_errors).toEqual({
+    expect(reasons(engine.validateSync(g).node_errors)).toEqual({
       "1": [{ field: "", reason: "cycle" }],
       "2": [{ field: "", reason: "cycle" }],
     });
@@ -122,7 +123,7 @@ describe("validate: every reason", () => {
       "1": node("StringConcatenate", { string_a: ["1", 0], string_b: "x", delimiter: "" }),
       "2": node("PreviewAny", { source: ["1", 0] }),
     };
-    expect(engine.validateSync(g).node_errors).toEqual({ "1": [{ field: "", reason: "cycle" }] });
+    expect(reasons(engine.validateSync(g).node_errors)).toEqual({ "1": [{ field: "", reason: "cycle" }] });
   });
 
   it("cycle only for the nodes on it, also when the loop hangs below a second output", () => {
@@ -135,7 +136,7 @@ describe("validate: every reason", () => {
       "6": node("ImageInvert", { image: ["5", 0] }),
       "7": node("SaveImage", { images: ["6", 0], filename_prefix: "loop" }),
     };
-    expect(engine.validateSync(g).node_errors).toEqual({
+    expect(reasons(engine.validateSync(g).node_errors)).toEqual({
       "3": [{ field: "", reason: "cycle" }],
       "4": [{ field: "", reason: "cycle" }],
       "5": [{ field: "", reason: "cycle" }],
@@ -156,18 +157,18 @@ describe("validate: every reason", () => {
 
   it("no_output_node under the graph-level key ''", () => {
     const g = { "1": node("EmptyImage", { width: 8, height: 8, batch_size: 1, color: 0 }) };
-    expect(engine.validateSync(g).node_errors).toEqual({ "": [{ field: "", reason: "no_output_node" }] });
+    expect(reasons(engine.validateSync(g).node_errors)).toEqual({ "": [{ field: "", reason: "no_output_node" }] });
   });
 
   it("bad_node for a node without class_type, non-object inputs, or a graph that is not an object", () => {
     const g = base() as Record<string, unknown>;
     g["4"] = { inputs: {} };
     g["5"] = { class_type: "ImageInvert", inputs: "nope" };
-    expect(engine.validateSync(g).node_errors).toEqual({
+    expect(reasons(engine.validateSync(g).node_errors)).toEqual({
       "4": [{ field: "class_type", reason: "bad_node" }],
       "5": [{ field: "", reason: "bad_node" }],
     });
-    expect(engine.validateSync([1, 2]).node_errors).toEqual({ "": [{ field: "", reason: "bad_node" }] });
+    expect(reasons(engine.validateSync([1, 2]).node_errors)).toEqual({ "": [{ field: "", reason: "bad_node" }] });
   });
 
   it("reports every error at once, across nodes", () => {
@@ -178,7 +179,7 @@ describe("validate: every reason", () => {
     g["4"] = node("Bogus", {});
     const r = engine.validateSync(g);
     expect(r.valid).toBe(false);
-    expect(r.node_errors).toEqual({
+    expect(reasons(r.node_errors)).toEqual({
       "1": [
         { field: "width", reason: "out_of_range" },
         { field: "height", reason: "missing_input" },
@@ -206,8 +207,8 @@ describe("validate: ComfyUI literal coercion", () => {
     expect(widthOf("12").valid).toBe(true);
     expect(widthOf(" 12 ").valid).toBe(true);
     expect(widthOf(12.9).valid).toBe(true);
-    expect(widthOf("12.5").node_errors).toEqual({ "1": [{ field: "width", reason: "type_mismatch" }] });
-    expect(widthOf(null).node_errors).toEqual({ "1": [{ field: "width", reason: "type_mismatch" }] });
+    expect(reasons(widthOf("12.5").node_errors)).toEqual({ "1": [{ field: "width", reason: "type_mismatch" }] });
+    expect(reasons(widthOf(null).node_errors)).toEqual({ "1": [{ field: "width", reason: "type_mismatch" }] });
   });
 
   it("turns numbers into STRING and parses FLOAT strings", () => {
@@ -222,7 +223,7 @@ describe("validate: ComfyUI literal coercion", () => {
   });
 
   it("validates the coerced value against min and max", () => {
-    expect(widthOf("0").node_errors).toEqual({ "1": [{ field: "width", reason: "out_of_range" }] });
+    expect(reasons(widthOf("0").node_errors)).toEqual({ "1": [{ field: "width", reason: "out_of_range" }] });
   });
 });
 
@@ -255,14 +256,70 @@ describe("file inputs (LoadImage.image, LoadImageMask.image)", () => {
   });
 
   it("reject an empty name, a malformed reference, a number and a link", () => {
-    expect(engine.validateSync(loadGraph("")).node_errors["1"]).toEqual([{ field: "image", reason: "not_in_options" }]);
+    expect(reasons(engine.validateSync(loadGraph("")).node_errors)["1"]).toEqual([{ field: "image", reason: "not_in_options" }]);
     const bad = { __type: "core/ASSET", info: { id: "not-a-uuid" } };
-    expect(engine.validateSync(loadGraph(bad)).node_errors["1"]).toEqual([{ field: "image", reason: "type_mismatch" }]);
-    expect(engine.validateSync(loadGraph(7)).node_errors["3"]).toEqual([{ field: "image", reason: "type_mismatch" }]);
+    expect(reasons(engine.validateSync(loadGraph(bad)).node_errors)["1"]).toEqual([{ field: "image", reason: "type_mismatch" }]);
+    expect(reasons(engine.validateSync(loadGraph(7)).node_errors)["3"]).toEqual([{ field: "image", reason: "type_mismatch" }]);
     const linked = loadGraph("x.png") as Record<string, { class_type: string; inputs: Record<string, unknown> }>;
     linked["6"] = node("PrimitiveString", { value: "cat.png" });
     linked["1"]!.inputs.image = ["6", 0];
-    expect(engine.validateSync(linked).node_errors["1"]).toEqual([{ field: "image", reason: "type_mismatch" }]);
+    expect(reasons(engine.validateSync(linked).node_errors)["1"]).toEqual([{ field: "image", reason: "type_mismatch" }]);
+  });
+});
+
+describe("validate: errors in words", () => {
+  const messageOf = (g: unknown, id: string, field: string) => engine.validateSync(g).node_errors[id]?.find((e) => e.field === field)?.message;
+
+  it("every error carries a sentence, whatever its reason", () => {
+    const g = {
+      ...base(),
+      "4": node("NoSuchNode", {}),
+      "5": node("ImageScale", { image: ["1", 0], upscale_method: "bogus", width: 0, height: "x", crop: "disabled" }),
+      "6": node("SaveImage", { images: ["9", 0], filename_prefix: "t" }),
+      "7": node("SaveImage", { images: ["5", 0] }),
+    };
+    const errors = Object.values(engine.validateSync(g).node_errors).flat();
+    expect(errors.length).toBeGreaterThanOrEqual(5);
+    for (const e of errors) expect(e.message, JSON.stringify(e)).toMatch(/^[A-Z].{10,}[.?]$/);
+  });
+
+  it("suggests the node class meant by a misspelled one, in both shapes", () => {
+    const g = { ...base(), "3": node("SaveImag", { images: ["2", 0], filename_prefix: "t" }), "4": node("PreviewAny", { source: ["1", 0] }) };
+    const r = engine.validateSync(g);
+    expect(r.node_errors["3"]).toEqual([{ field: "class_type", reason: "unknown_class", message: 'This server has no node class "SaveImag". Did you mean "SaveImage"?' }]);
+    expect(r.comfy!.node_errors["3"]!.errors[0]!.extra_info.hint).toBe('Did you mean "SaveImage"?');
+    // Case alone, and a swap of two letters, are typos too.
+    expect(messageOf({ ...g, "3": node("saveimage", {}) }, "3", "class_type")).toContain('Did you mean "SaveImage"?');
+    expect(messageOf({ ...g, "3": node("EmtpyImage", {}) }, "3", "class_type")).toContain('Did you mean "EmptyImage"?');
+    // Nothing near: no guess, and no hint in ComfyUI's item.
+    const far = engine.validateSync({ ...g, "3": node("Zzzzzzzzzzzzzz", {}) });
+    expect(far.node_errors["3"]![0]!.message).toBe('This server has no node class "Zzzzzzzzzzzzzz"; GET /api/object_info lists the classes it has.');
+    expect(far.comfy!.node_errors["3"]!.errors[0]!.extra_info).not.toHaveProperty("hint");
+  });
+
+  it("suggests the input meant by a misnamed one, and the option meant by a mistyped value", () => {
+    const g = base();
+    g["3"]!.inputs = { image: ["2", 0], filename_prefix: "t" };
+    expect(messageOf(g, "3", "images")).toBe('SaveImage needs the input "images". It was given "image": did you mean "images"?');
+    const scale = { ...base(), "4": node("ImageScale", { image: ["1", 0], upscale_method: "bilinaer", width: 8, height: 8, crop: "disabled" }), "5": node("PreviewImage", { images: ["4", 0] }) };
+    expect(messageOf(scale, "4", "upscale_method")).toMatch(/^Input "upscale_method" is "bilinaer", not one of its options: .*"bilinear".*\. Did you mean "bilinear"\?$/);
+  });
+
+  it("says what a bound, a link and a type expect", () => {
+    const g = base();
+    g["1"]!.inputs.width = 0;
+    expect(messageOf(g, "1", "width")).toBe('Input "width" is 0, below its minimum of 1.');
+    const h = base();
+    h["2"]!.inputs.image = ["1", 3];
+    expect(messageOf(h, "2", "image")).toBe('Input "image" links to output 3 of node 1 (EmptyImage), which has 1 output (0).');
+  });
+
+  it("an empty or missing LoadImage image says how to give one", () => {
+    const empty = { "1": node("LoadImage", { image: "" }), "2": node("PreviewImage", { images: ["1", 0] }) };
+    expect(messageOf(empty, "1", "image")).toBe('Input "image" is empty. No image was chosen. Upload one (POST /api/v2/assets, or POST /api/upload/image on the hosted interface) and give its name or a core/ASSET reference.');
+    expect(engine.validateSync(empty).comfy!.node_errors["1"]!.errors[0]!.extra_info.hint).toMatch(/^No image was chosen\. Upload one/);
+    const missing = { "1": node("LoadImage", {}), "2": node("PreviewImage", { images: ["1", 0] }) };
+    expect(messageOf(missing, "1", "image")).toMatch(/^LoadImage needs the input "image"\. No image was chosen\. Upload one/);
   });
 });
 

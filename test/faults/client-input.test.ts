@@ -3,6 +3,7 @@
 import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { expectError, expectValid, startTestServer, v, type TestServer } from "../server/helpers.ts";
+import { reasons } from "../node-errors.ts";
 
 let s: TestServer;
 beforeAll(async () => {
@@ -28,7 +29,7 @@ describe("node ids named like Object.prototype members", () => {
     const badLink = `{"workflow":{"${id}":{"class_type":"PreviewAny","inputs":{"source":["9",0]}}}}`;
     const linked = await postText("/api/v2/jobs", badLink);
     expectError(linked, 422, "invalid_workflow");
-    expect(linked.body.error.details.node_errors[id]).toEqual([{ field: "source", reason: "bad_link" }]);
+    expect(reasons(linked.body.error.details.node_errors)[id]).toEqual([{ field: "source", reason: "bad_link" }]);
   });
 
   it.each(PROTO_NAMES)("a graph with node %s that fails validation is 400 with node_errors (hosted /api/prompt)", async (id) => {
@@ -43,7 +44,7 @@ describe("node ids named like Object.prototype members", () => {
   it("a link to a node that does not exist, named like a prototype member, is bad_link", async () => {
     const res = await s.api.post("/api/v2/jobs", { workflow: { "1": { class_type: "PreviewAny", inputs: { source: ["constructor", 0] } } } });
     expectError(res, 422, "invalid_workflow");
-    expect(res.body.error.details.node_errors["1"]).toEqual([{ field: "source", reason: "bad_link" }]);
+    expect(reasons(res.body.error.details.node_errors)["1"]).toEqual([{ field: "source", reason: "bad_link" }]);
   });
 
   it.each(PROTO_NAMES)("a valid graph whose nodes are named %s runs, and its history names them", async (id) => {

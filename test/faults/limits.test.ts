@@ -69,7 +69,7 @@ describe("bounded descriptions and uploads", () => {
   it("a filename_prefix over 255 characters is 422 invalid_workflow out_of_range; 255 is fine", async () => {
     const res = await s.api.post("/api/v2/jobs", { workflow: imageGraph("p".repeat(100_000)) });
     expectError(res, 422, "invalid_workflow", v.response_createJob_422);
-    expect(res.body.error.details.node_errors["2"]).toEqual([{ field: "filename_prefix", reason: "out_of_range" }]);
+    expect(res.body.error.details.node_errors["2"]).toEqual([{ field: "filename_prefix", reason: "out_of_range", message: 'Input "filename_prefix" is longer than 255 characters.' }]);
     expect(res.text.length).toBeLessThan(2000);
     const ok = await s.api.submit(imageGraph("p".repeat(255)));
     expect((await s.api.waitTerminal(ok.id)).status).toBe("succeeded");

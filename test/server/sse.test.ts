@@ -138,13 +138,30 @@ describe("the stream", () => {
     expect(c.of("status").map((e) => e.json.status)).toEqual(["running", "canceling", "canceled"]);
   });
 
+  it("PRG-2 never steps back: a progress snapshot older than one the stream has is not written", async () => {
+    const job = await s.api.submit(delayGraph(30));
+    const c = open(job.id);
+    await c.waitUntil((x) => x.of("progress").length >= 1 && x.of("status").some((e) => e.json.status === "running"), "running with progress");
+    const current = c.of("progress").at(-1)!.json;
+    // A snapshot published before the one the stream has, reaching it late (a read, or a relay
+    // from another process), then a newer one.
+    s.runtime.events.publish({ type: "progress", job_id: job.id, owner: "", progress: { ...current, value: current.value / 2, message: "older" } });
+    s.runtime.events.publish({ type: "progress", job_id: job.id, owner: "", progress: { ...current, value: Math.min(1, current.value + 0.01), message: "newer" } });
+    await c.waitUntil((x) => x.of("progress").some((e) => e.json.message === "newer"), "the newer snapshot");
+    expect(c.of("progress").map((e) => e.json.message)).not.toContain("older");
+    const values = c.of("progress").map((e) => e.json.value as number);
+    expect(values).toEqual([...values].sort((a, b) => a - b));
+    await s.api.post(`/api/v2/jobs/${job.id}/cancel`);
+    await c.done;
+  });
+
   it("progress is throttled: a burst of snapshots reaches a stream as the first and the latest", async () => {
     const job = await s.api.submit(delayGraph(30));
     await s.api.waitJob(job.id, (j) => j.status === "running", "running");
     const c = open(job.id);
     await c.waitUntil((x) => x.of("progress").length >= 1, "the connect-time progress");
     const before = c.of("progress").length;
-    const snapshot = (i: number) => ({ value: i / 1000, nodes_done: 0, nodes_total: 3, current_node: "2", current_node_class: "FlowgateDelay", step: i, steps: 1000, message: null });
+    const snapshot = (i: number) => ({ value: 0.5 + i / 1000, nodes_done: 1, nodes_total: 3, current_node: "2", current_node_class: "FlowgateDelay", step: i, steps: 1000, message: null });
     // Injected on the bus in one go, as a fast sampler would report them.
     for (let i = 1; i <= 200; i++) s.runtime.events.publish({ type: "progress", job_id: job.id, owner: "", progress: snapshot(i) });
     await c.waitUntil((x) => x.of("progress").at(-1)?.json.step === 200, "the latest snapshot");
@@ -154,6 +171,37 @@ describe("the stream", () => {
     c.close();
     await s.api.post(`/api/v2/jobs/${job.id}/cancel`);
     await s.api.waitTerminal(job.id);
+  });
+
+  it("previews are latest-wins: a 3,000-step sampler sends at most --stream-preview-rate a second, then the last progress and the end", async () => {
+    const r = await startTestServer({ flags: ["--stream-preview-rate", "3"] });
+    try {
+      let published = 0;
+      const off = r.runtime.events.subscribeAll((e) => void (e.type === "preview" && published++));
+      const job = await r.api.submit({
+        "1": { class_type: "FlowgateSampler", inputs: { seed: Math.floor(Math.random() * 1e9), steps: 3000, width: 64, height: 64 } },
+        "2": { class_type: "SaveImage", inputs: { images: ["1", 0], filename_prefix: "flood" } },
+      });
+      const opened = performance.now();
+      const c = new SseClient(`${r.url}/api/v2/jobs/${job.id}/events`);
+      await c.done;
+      const elapsedS = (performance.now() - opened) / 1000;
+      off();
+      const final = await r.api.job(job.id);
+      expect(final.status).toBe("succeeded");
+      expectSseEventsValid(c.events);
+      const previews = c.of("preview").length;
+      // The engine reported (nearly) every step; the stream sent a bounded few of them.
+      expect(published).toBeGreaterThan(1000);
+      expect(previews).toBeGreaterThan(0);
+      expect(previews).toBeLessThanOrEqual(3 * elapsedS + 1);
+      // Never dropped: the last progress is the job's own, and the terminal status ends the stream.
+      expect(c.of("progress").at(-1)!.json).toEqual(final.progress);
+      expect(c.events.at(-1)!.event).toBe("status");
+      expect(c.events.at(-1)!.json.status).toBe("succeeded");
+    } finally {
+      await r.stop();
+    }
   });
 
   it("SSE-1 sends keep-alive comments while nothing happens", async () => {

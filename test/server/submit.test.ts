@@ -215,6 +215,26 @@ describe("UI exports and graph validation (422)", () => {
     expect(res.body.error.details.node_errors[""]).toEqual([expect.objectContaining({ reason: "no_output_node" })]);
   });
 
+  it("SUB-6 each node error says what is wrong in words, with \"did you mean\", on both interfaces", async () => {
+    const workflow = {
+      "1": { class_type: "EmptyImag", inputs: { width: 8, height: 8, batch_size: 1, color: 0 } },
+      "2": { class_type: "LoadImage", inputs: { image: "" } },
+      "3": { class_type: "PreviewImage", inputs: { images: ["2", 0] } },
+      "4": { class_type: "SaveImage", inputs: { image: ["2", 0], filename_prefix: "x" } },
+    };
+    const res = await s.api.post("/api/v2/jobs", { workflow });
+    expectError(res, 422, "invalid_workflow", v.response_createJob_422);
+    const errors = res.body.error.details.node_errors;
+    expect(errors["1"]).toEqual([{ field: "class_type", reason: "unknown_class", message: 'This server has no node class "EmptyImag". Did you mean "EmptyImage"?' }]);
+    expect(errors["2"][0].message).toMatch(/No image was chosen\. Upload one \(POST \/api\/v2\/assets/);
+    expect(errors["4"][0]).toMatchObject({ field: "images", reason: "missing_input", message: 'SaveImage needs the input "images". It was given "image": did you mean "images"?' });
+    // The hosted interface keeps ComfyUI's items and adds the hint beside their own fields.
+    const hosted = await s.api.post("/api/prompt", { prompt: workflow });
+    expect(hosted.status).toBe(400);
+    expect(hosted.body.node_errors["1"].errors[0]).toMatchObject({ type: "missing_node_type", extra_info: { hint: 'Did you mean "EmptyImage"?' } });
+    expect(hosted.body.node_errors["4"].errors[0]).toMatchObject({ type: "required_input_missing", details: "images", extra_info: { input_name: "images", hint: 'It was given "image": did you mean "images"?' } });
+  });
+
   it("SUB-6 an empty workflow is invalid_workflow, not a server error", async () => {
     const res = await s.api.post("/api/v2/jobs", { workflow: {} });
     expectError(res, 422, "invalid_workflow", v.response_createJob_422);

@@ -1,21 +1,12 @@
 // The dashboard, the API reference and the event catalogue in a real browser: Playwright driving
 // Debian's Chromium against a real server. Each state is saved as a screenshot in
 // test-output/screenshots. Skipped (with the reason) where no Chromium is installed; CI installs it.
-import { existsSync } from "node:fs";
-import { mkdir } from "node:fs/promises";
+// One file for every browser test: the UI build they share is made once, never by two at once.
 import { join } from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
-import { build } from "vite";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { UI_DIST } from "../../src/server/ui.ts";
 import { ROOT, startTestServer, unique, type TestServer } from "../server/helpers.ts";
-
-const CHROMIUM = process.env.FLOWGATE_CHROMIUM ?? "/usr/bin/chromium";
-const SHOTS = join(ROOT, "test-output/screenshots");
-const hasChromium = existsSync(CHROMIUM);
-/** Headless, and quiet on the network: without the background-networking flags Chromium reaches for Google's hosts, which a closed network refuses. */
-const LAUNCH = { executablePath: CHROMIUM, args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"] };
-if (!hasChromium) console.warn(`dashboard browser tests skipped: no Chromium at ${CHROMIUM} (apt-get install chromium, or set FLOWGATE_CHROMIUM)`);
+import { DOC_SHOTS, hasChromium, LAUNCH, prepareUi, SHOTS } from "./browser.ts";
 
 /** A sampler whose image waits `seconds` before it is saved: previews arrive, then the job holds still. */
 function samplerGraph(steps: number, seconds: number): Record<string, unknown> {
@@ -42,9 +33,8 @@ describe.skipIf(!hasChromium)("dashboard in Chromium", { timeout: 90_000 }, () =
   const foreign: string[] = [];
 
   beforeAll(async () => {
-    // The UI under test is the current source: build it when no build is there yet.
-    if (!existsSync(join(UI_DIST, "index.html"))) await build({ configFile: join(ROOT, "ui/vite.config.ts"), logLevel: "warn" });
-    await mkdir(SHOTS, { recursive: true });
+    // The UI under test is the current source: built when missing or older than ui/.
+    await prepareUi();
     server = await startTestServer();
     browser = await chromium.launch(LAUNCH);
     page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
@@ -144,6 +134,7 @@ describe.skipIf(!hasChromium)("dashboard in Chromium", { timeout: 90_000 }, () =
 
 describe.skipIf(!hasChromium)("dashboard with a token", { timeout: 90_000 }, () => {
   it("asks for the token on 401, keeps it in the tab and sends it as a bearer token", async () => {
+    await prepareUi();
     const server = await startTestServer({ flags: ["--token", "s3cret-token"] });
     const browser = await chromium.launch(LAUNCH);
     try {
@@ -160,6 +151,238 @@ describe.skipIf(!hasChromium)("dashboard with a token", { timeout: 90_000 }, () 
       expect(await page.evaluate(() => sessionStorage.getItem("flowgate.token"))).toBe("s3cret-token");
       expect(await page.evaluate(() => localStorage.getItem("flowgate.token"))).toBeNull();
       expect(await page.locator("#token-button").textContent()).toBe("Token: set");
+    } finally {
+      await browser.close();
+      await server.stop();
+    }
+  });
+});
+
+/** A page wider than the screen scrolls sideways: its document is wider than the viewport. */
+async function sidewaysOverflow(page: Page): Promise<number> {
+  return page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+}
+
+/** Whether an element lies within the viewport's width (reachable without scrolling sideways). */
+async function withinWidth(page: Page, selector: string): Promise<boolean> {
+  const box = await page.locator(selector).boundingBox();
+  const width = page.viewportSize()!.width;
+  return box !== null && box.x >= 0 && box.x + box.width <= width;
+}
+
+const VIEWPORTS = [
+  { name: "desk", width: 1280, height: 800 },
+  { name: "phone", width: 390, height: 844 },
+] as const;
+
+describe.skipIf(!hasChromium).each(VIEWPORTS)("what a user meets at $width x $height", { timeout: 120_000 }, (viewport) => {
+  let server: TestServer;
+  let browser: Browser;
+  let page: Page;
+  const shot = async (name: string, forDocs = false) => {
+    await page.screenshot({ path: join(SHOTS, `${viewport.name}-${name}.png`) });
+    if (forDocs && DOC_SHOTS) await page.screenshot({ path: join(DOC_SHOTS, `dashboard-${viewport.name}-${name}.png`) });
+  };
+
+  beforeAll(async () => {
+    await prepareUi();
+    // Previews on the stream faster than frames are drawn: the page itself must hold to one a frame.
+    server = await startTestServer({ flags: ["--stream-preview-rate", "150"] });
+    browser = await chromium.launch(LAUNCH);
+    page = await browser.newPage({ viewport: { width: viewport.width, height: viewport.height } });
+  }, 120_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await server?.stop();
+  });
+
+  it("shows a running job's live preview (above the workflow on a phone), one image a frame at most, and no page scrolls sideways", async () => {
+    const job = await server.api.submit({
+      "1": { class_type: "FlowgateSampler", inputs: { seed: Math.floor(Math.random() * 1e9), steps: 2000, width: 256, height: 192 }, _meta: { title: "sampler" } },
+      "2": { class_type: "FlowgateDelay", inputs: { value: ["1", 0], seconds: 60 } },
+      "3": { class_type: "SaveImage", inputs: { images: ["2", 0], filename_prefix: "layout" } },
+    });
+    await page.goto(`${server.url}/#/jobs/${job.id}`);
+    // Count the preview's image changes per animation frame while previews pour in.
+    await page.evaluate(() => {
+      const w = window as unknown as { frameNo: number; changes: Map<number, number> };
+      w.frameNo = 0;
+      w.changes = new Map();
+      const tick = () => {
+        w.frameNo++;
+        requestAnimationFrame(tick);
+      };
+      requestAnimationFrame(tick);
+      new MutationObserver((records) => {
+        for (const r of records) if (r.target instanceof HTMLImageElement && r.target.id === "job-preview" && r.attributeName === "src") w.changes.set(w.frameNo, (w.changes.get(w.frameNo) ?? 0) + 1);
+      }).observe(document.body, { subtree: true, attributes: true, attributeFilter: ["src"] });
+    });
+    const preview = page.locator("#job-preview");
+    await preview.waitFor({ state: "visible", timeout: 20_000 });
+    await expect.poll(() => preview.evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth > 0), { timeout: 20_000 }).toBe(true);
+    await page.locator("#graph-title").waitFor();
+    await expect.poll(() => page.evaluate(() => (window as unknown as { changes: Map<number, number> }).changes.size), { timeout: 20_000 }).toBeGreaterThan(3);
+    const perFrame = await page.evaluate(() => Math.max(...(window as unknown as { changes: Map<number, number> }).changes.values()));
+    expect(perFrame).toBe(1);
+    const previewBox = (await preview.boundingBox())!;
+    const graphBox = (await page.locator("#graph-title").boundingBox())!;
+    if (viewport.name === "phone") {
+      expect(previewBox.y).toBeLessThan(graphBox.y);
+      expect(previewBox.y).toBeLessThan(viewport.height); // above the fold
+    }
+    expect(await sidewaysOverflow(page)).toBeLessThanOrEqual(0);
+    await shot("job-running", true);
+    await server.api.post(`/api/v2/jobs/${job.id}/cancel`);
+    await expect.poll(() => page.locator("#job-status").textContent(), { timeout: 15_000 }).toBe("canceled");
+  });
+
+  it("lists jobs as a table at a desk and as cards on a phone, saying what each graph is; the nav fits", async () => {
+    const done = await server.api.submit({ "1": { class_type: "EmptyImage", inputs: { width: 8, height: 8, batch_size: 1, color: 0x4f46e5 } }, "2": { class_type: "SaveImage", inputs: { images: ["1", 0], filename_prefix: "listed" } } });
+    await server.api.waitTerminal(done.id);
+    await page.goto(`${server.url}/`);
+    const row = page.locator(`tr[data-job-id="${done.id}"]`);
+    await expect.poll(() => row.getAttribute("data-status")).toBe("succeeded");
+    await expect.poll(() => row.locator(".workflow").textContent()).toBe("SaveImage · 2 nodes");
+    // The sampler of the test before has a titled node: its title says what it is.
+    await expect.poll(() => page.locator("td.workflow", { hasText: "sampler" }).count()).toBeGreaterThan(0);
+    expect(await row.evaluate((tr) => getComputedStyle(tr).display)).toBe(viewport.name === "phone" ? "grid" : "table-row");
+    const head = (await page.locator("table.jobs thead").boundingBox())!;
+    expect(head.height > 1).toBe(viewport.name === "desk"); // on a phone, there for screen readers only
+    for (const selector of ['nav a[href="/metrics"]', "#token-button", "#status-filter", 'a.button[href="#/submit"]']) expect(await withinWidth(page, selector), selector).toBe(true);
+    expect(await sidewaysOverflow(page)).toBeLessThanOrEqual(0);
+    await shot("jobs", true);
+  });
+
+  it("says a wrong token was refused, not that one is needed", async () => {
+    const guarded = await startTestServer({ flags: ["--token", "right-token"] });
+    const context = await browser.newContext({ viewport: { width: viewport.width, height: viewport.height } });
+    try {
+      const p = await context.newPage();
+      await p.addInitScript(() => sessionStorage.setItem("flowgate.token", "wrong-token"));
+      await p.goto(`${guarded.url}/`);
+      await p.getByRole("dialog", { name: "API token" }).waitFor();
+      await expect.poll(() => p.locator("#banner").textContent()).toMatch(/refused this token/);
+      expect(await p.locator("#banner").textContent()).not.toMatch(/needs a token/);
+      expect(await p.locator("#token-refused").textContent()).toBe("The server refused the token saved here.");
+      expect(await p.locator("#token-button").textContent()).toBe("Token refused");
+      await p.screenshot({ path: join(SHOTS, `${viewport.name}-token-refused.png`) });
+      if (DOC_SHOTS) await p.screenshot({ path: join(DOC_SHOTS, `dashboard-${viewport.name}-token-refused.png`) });
+      // The right one is taken and the page works.
+      await p.getByLabel("Token or API key").fill("right-token");
+      await p.getByRole("button", { name: "Save" }).click();
+      await expect.poll(() => p.locator("#token-button").textContent()).toBe("Token: set");
+      await expect.poll(() => p.locator("#banner").isHidden()).toBe(true);
+    } finally {
+      await context.close();
+      await guarded.stop();
+    }
+  });
+
+  it("shows each node's errors in words on the graph, the failing nodes marked", async () => {
+    await page.goto(`${server.url}/#/submit`);
+    await page.getByLabel("Workflow (API format JSON)").fill(
+      JSON.stringify(
+        {
+          "1": { class_type: "EmptyImage", inputs: { width: 0, height: 8, batch_size: 1, color: 0 } },
+          "2": { class_type: "SaveImag", inputs: { images: ["1", 0], filename_prefix: "x" } },
+          "3": { class_type: "SaveImage", inputs: { image: ["1", 0], filename_prefix: "y" } },
+          "4": { class_type: "PreviewImage", inputs: { images: ["1", 0] } },
+        },
+        null,
+        2,
+      ),
+    );
+    await page.getByRole("button", { name: "Submit job" }).click();
+    const errors = page.locator("#node-errors");
+    await errors.waitFor();
+    expect(await errors.locator('li[data-node="2"]').getAttribute("class")).toBe("failing");
+    expect(await errors.locator('li[data-node="2"]').textContent()).toContain('This server has no node class "SaveImag". Did you mean "SaveImage"?');
+    expect(await errors.locator('li[data-node="3"]').textContent()).toContain('It was given "image": did you mean "images"?');
+    expect(await errors.locator('li[data-node="1"]').textContent()).toContain('Input "width" is 0, below its minimum of 1.');
+    expect(await errors.locator('li[data-node="4"]').getAttribute("class")).toBe("ok");
+    // "Show in JSON" selects the failing node where it is written.
+    await errors.locator('li[data-node="3"]').getByRole("button", { name: "Show in JSON" }).click();
+    expect(await page.locator("#workflow").evaluate((t: HTMLTextAreaElement) => t.value.slice(t.selectionStart, t.selectionEnd))).toBe('"3"');
+    expect(await sidewaysOverflow(page)).toBeLessThanOrEqual(0);
+    await errors.scrollIntoViewIfNeeded();
+    await shot("node-errors", true);
+  });
+
+  it("uploads an input image for the LoadImage of the submitted graph, which then runs on it", async () => {
+    await page.goto(`${server.url}/#/submit`);
+    await page.locator("#example").selectOption("pipeline");
+    await page.locator("#input-image").setInputFiles(join(ROOT, "examples/inputs/gradient.png"));
+    await expect.poll(() => page.locator("#upload-placed").textContent()).toBe("Put into node 1 (LoadImage) as a core/ASSET reference.");
+    await expect.poll(() => page.locator(".uploaded img").evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth)).toBe(96);
+    const graph = JSON.parse(await page.locator("#workflow").inputValue());
+    expect(graph["1"].inputs.image).toMatchObject({ __type: "core/ASSET", info: { id: expect.any(String) } });
+    expect(await sidewaysOverflow(page)).toBeLessThanOrEqual(0);
+    await shot("upload", true);
+    await page.getByRole("button", { name: "Submit job" }).click();
+    await page.waitForURL(/#\/jobs\/[0-9a-f-]{36}$/);
+    await expect.poll(() => page.locator("#job-status").textContent(), { timeout: 30_000 }).toBe("succeeded");
+    const output = page.locator('#job-outputs li[data-output-type="image"] img');
+    await output.waitFor({ state: "visible" });
+    await expect.poll(() => output.evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth)).toBe(256);
+  });
+
+  it.runIf(viewport.name === "phone")("no page scrolls sideways at 360 px either", async () => {
+    const job = await server.api.submit(samplerGraph(5, 0.01));
+    await server.api.waitTerminal(job.id);
+    const narrow = await browser.newPage({ viewport: { width: 360, height: 740 } });
+    try {
+      const ready: Record<string, string> = { "/": "table.jobs tbody tr", "/#/submit": "#workflow", [`/#/jobs/${job.id}`]: "#graph-title", "/docs/events": "#jobEvents-preview", "/docs": "text=Submit a workflow" };
+      for (const [path, selector] of Object.entries(ready)) {
+        await narrow.goto(`${server.url}${path}`);
+        await narrow.locator(selector).first().waitFor({ state: "attached" });
+        expect(await sidewaysOverflow(narrow), path).toBeLessThanOrEqual(0);
+        for (const selector of path.startsWith("/docs") ? [] : ['nav a[href="/metrics"]', "#token-button"]) {
+          const box = await narrow.locator(selector).boundingBox();
+          expect(box !== null && box.x + box.width <= 360, `${path} ${selector}`).toBe(true);
+        }
+      }
+    } finally {
+      await narrow.close();
+    }
+  });
+});
+
+describe.skipIf(!hasChromium)("the jobs list's filter and pages", { timeout: 120_000 }, () => {
+  it("filters by status and pages on with the cursor", async () => {
+    await prepareUi();
+    const server = await startTestServer();
+    const browser = await chromium.launch(LAUNCH);
+    try {
+      // An upload name that was never uploaded passes validation and fails when the node runs.
+      const failed = await server.api.submit({ "1": { class_type: "LoadImage", inputs: { image: "never-uploaded.png" } }, "2": { class_type: "PreviewImage", inputs: { images: ["1", 0] } } });
+      expect((await server.api.waitTerminal(failed.id)).status).toBe("failed");
+      const ids: string[] = [];
+      for (let i = 0; i < 23; i++) ids.push((await server.api.submit(delayGraph(0.01))).id);
+      for (const id of ids) await server.api.waitTerminal(id);
+      const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+      await page.goto(`${server.url}/`);
+      const rows = page.locator("table.jobs tbody tr");
+      await expect.poll(() => rows.count()).toBe(20);
+      expect(await rows.first().getAttribute("data-job-id")).toBe(ids.at(-1));
+      await page.locator("#page-older").click();
+      await expect.poll(() => page.locator(`tr[data-job-id="${ids[0]}"]`).count()).toBe(1);
+      expect(await rows.count()).toBe(24 - 20);
+      expect(await page.locator("#page-older").count()).toBe(0);
+      await page.locator("#page-newest").click();
+      await expect.poll(() => page.locator(`tr[data-job-id="${ids.at(-1)}"]`).count()).toBe(1);
+      await page.locator("#status-filter").selectOption("failed");
+      await expect.poll(() => page.url()).toContain("status=failed");
+      await expect.poll(() => rows.evaluateAll((trs) => trs.map((tr) => tr.getAttribute("data-job-id")))).toEqual([failed.id]);
+      await page.locator("#status-filter").selectOption("succeeded");
+      await expect.poll(() => rows.count()).toBe(20);
+      expect(await page.locator('tr[data-status="failed"]').count()).toBe(0);
+      // A job that failed at run time marks its failing node in the workflow.
+      await page.goto(`${server.url}/#/jobs/${failed.id}`);
+      await expect.poll(() => page.locator("#job-status").textContent()).toBe("failed");
+      const node = page.locator('ol.nodes li[data-node="1"]');
+      await expect.poll(() => node.getAttribute("class")).toBe("failing");
+      expect(await node.textContent()).toContain("failed here");
     } finally {
       await browser.close();
       await server.stop();

@@ -8,6 +8,9 @@ export type Job = components["schemas"]["Job"];
 export type Output = components["schemas"]["Output"];
 export type Progress = components["schemas"]["Progress"];
 export type JobStatus = components["schemas"]["JobStatus"];
+export type Asset = components["schemas"]["Asset"];
+/** One problem of one node, as `details.node_errors` lists them. */
+export type NodeError = components["schemas"]["FieldError"];
 
 export const TERMINAL: readonly JobStatus[] = ["succeeded", "canceled", "failed", "expired"];
 
@@ -51,6 +54,19 @@ export async function api<T>(method: string, path: string, body?: unknown, heade
     headers: { ...authHeaders(), ...(body === undefined ? {} : { "content-type": "application/json" }), ...headers },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
+  return answer<T>(res);
+}
+
+/** Uploads a file as an asset (POST /api/v2/assets, multipart: the describing fields before the file). */
+export async function uploadAsset(file: File): Promise<Asset> {
+  const form = new FormData();
+  if (file.type) form.append("content_type", file.type);
+  form.append("file_path", file.name);
+  form.append("file", file, file.name);
+  return answer<Asset>(await fetch("/api/v2/assets", { method: "POST", headers: authHeaders(), body: form }));
+}
+
+async function answer<T>(res: Response): Promise<T> {
   const text = await res.text();
   const json = text ? safeJson(text) : undefined;
   if (!res.ok) {

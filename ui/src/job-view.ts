@@ -1,7 +1,10 @@
 // One job: status, progress and step, the latest preview, outputs by type as they arrive, the
-// error with its node, the captured log where the surface has one, and cancel.
+// error with its node (marked in the workflow), the captured log where the surface has one, and
+// cancel. Events only update the state; the page is drawn at most once per animation frame, so
+// a stream of previews never shows more than one image a frame.
 import { api, ApiError, followJob, resolveLink, TERMINAL, type Job, type Output } from "./api.ts";
 import { formatBytes, formatDuration, h, replace } from "./dom.ts";
+import type { Graph } from "./graph.ts";
 import { progressBar, statusBadge, stepText } from "./widgets.ts";
 
 /** Renders job `id` into `root`; returns the function that closes its stream. */
@@ -19,9 +22,19 @@ export function jobView(root: HTMLElement, id: string, onError: (err: unknown) =
   const errorBox = h("section", { className: "card error-card", role: "alert", hidden: true });
   const logBox = h("section", { className: "card", "aria-labelledby": "log-title", hidden: true });
   const graphBox = h("section", { className: "card", "aria-labelledby": "graph-title", hidden: true });
-  let graph: Record<string, { class_type?: string; _meta?: { title?: string } }> | null = null;
+  let graph: Graph | null = null;
   const live = h("p", { className: "sr-only", "aria-live": "polite", id: "job-live" });
-  replace(root, h("p", { className: "crumbs" }, h("a", { href: "#/" }, "← Jobs")), head, live, h("div", { className: "job-grid" }, h("div", {}, summary, errorBox, outputBox, logBox, graphBox), previewBox));
+  summary.classList.add("job-summary");
+  previewBox.classList.add("job-preview-card");
+  // On a narrow screen the columns become one: status, then the preview, then the rest (style.css).
+  replace(root, h("p", { className: "crumbs" }, h("a", { href: "#/" }, "← Jobs")), head, live, h("div", { className: "job-grid" }, h("div", { className: "job-main" }, summary, errorBox, outputBox, logBox, graphBox), previewBox));
+  let frame = 0;
+  const scheduleRender = () => {
+    frame ||= requestAnimationFrame(() => {
+      frame = 0;
+      render();
+    });
+  };
 
   const cancel = async () => {
     if (!job) return;
@@ -86,12 +99,15 @@ export function jobView(root: HTMLElement, id: string, onError: (err: unknown) =
     }
   };
 
-  /** The graph's nodes, the running one marked. */
+  /** The graph's nodes, the running one marked, and the one that failed. */
   let shownCurrent: string | null | undefined;
+  let shownFailed: string | null | undefined;
   const renderGraph = (j: Job) => {
     const current = j.status === "running" ? (j.progress?.current_node ?? null) : null;
-    if (!graphBox.hidden && current === shownCurrent) return; // progress events repeat the node
+    const failed = j.error?.node_id ?? null;
+    if (!graphBox.hidden && current === shownCurrent && failed === shownFailed) return; // progress events repeat the node
     shownCurrent = current;
+    shownFailed = failed;
     graphBox.hidden = false;
     const open = graphBox.querySelector("details")?.open ?? false;
     replace(
@@ -103,11 +119,12 @@ export function jobView(root: HTMLElement, id: string, onError: (err: unknown) =
         ...Object.entries(graph!).map(([nodeId, node]) =>
           h(
             "li",
-            { className: nodeId === current ? "current" : "", "aria-current": nodeId === current ? "step" : false },
+            { className: nodeId === current ? "current" : nodeId === failed ? "failing" : "", "aria-current": nodeId === current ? "step" : false, "data-node": nodeId },
             h("span", { className: "node-id mono" }, nodeId),
             h("span", {}, node.class_type ?? "?"),
             node._meta?.title ? h("span", { className: "muted" }, ` “${node._meta.title}”`) : null,
             nodeId === current ? h("span", { className: "badge badge-running" }, "running") : null,
+            nodeId === failed ? h("span", { className: "badge badge-failed" }, "failed here") : null,
           ),
         ),
       ),
@@ -129,7 +146,7 @@ export function jobView(root: HTMLElement, id: string, onError: (err: unknown) =
     void api<{ workflow: typeof graph }>("GET", `/api/v2/jobs/${encodeURIComponent(id)}/workflow`).then(
       (w) => {
         graph = w.workflow;
-        render();
+        scheduleRender();
       },
       () => undefined, // the page works without it
     );
@@ -144,7 +161,7 @@ export function jobView(root: HTMLElement, id: string, onError: (err: unknown) =
         } else if (e.event === "progress") job = { ...job, progress: e.data };
         else if (e.event === "preview") preview = { src: `data:${e.data.content_type};base64,${e.data.data_base64}`, node: e.data.node_id };
         else if (e.event === "output") outputs.set(e.data.id, e.data);
-        render();
+        scheduleRender();
       },
       controller.signal,
     ).catch(onError);
@@ -155,7 +172,10 @@ export function jobView(root: HTMLElement, id: string, onError: (err: unknown) =
     }
   };
   void load();
-  return () => controller.abort();
+  return () => {
+    controller.abort();
+    cancelAnimationFrame(frame);
+  };
 }
 
 /** An output shown by its type: images inline, audio and video in players, text, a link otherwise. */

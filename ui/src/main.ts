@@ -1,5 +1,6 @@
 // The dashboard: a hash router over the jobs list, a job's page and the submit form, the token
-// dialog, and a banner for errors (a 401 opens the token dialog).
+// dialog, and a banner for errors (a 401 opens the token dialog, and says whether the server
+// wants a token or refused the one sent).
 import "./style.css";
 import { ApiError, getToken, setToken } from "./api.ts";
 import { h, replace } from "./dom.ts";
@@ -11,10 +12,14 @@ const main = document.getElementById("main")!;
 const banner = document.getElementById("banner")!;
 const tokenButton = document.getElementById("token-button") as HTMLButtonElement;
 let leave: () => void = () => undefined;
+/** The saved token got a 401: it is wrong or revoked, not missing. */
+let tokenRefused = false;
 
 function showError(err: unknown): void {
   if (err instanceof ApiError && err.status === 401) {
-    showBanner("This server needs a token: enter your API key or token.");
+    tokenRefused = getToken() !== null;
+    renderTokenButton();
+    showBanner(tokenRefused ? "The server refused this token: it is wrong, expired or revoked. Enter another one." : "This server needs a token: enter your API key or token.");
     openTokenDialog();
     return;
   }
@@ -31,9 +36,10 @@ function route(): void {
   banner.hidden = true;
   const hash = window.location.hash.replace(/^#/, "") || "/";
   const job = /^\/jobs\/([^/]+)$/.exec(hash);
+  const [path, query] = hash.split("?", 2) as [string, string | undefined];
   if (job) leave = jobView(main, decodeURIComponent(job[1]!), showError);
-  else if (hash === "/submit") leave = submitView(main, (j) => (window.location.hash = `#/jobs/${j.id}`));
-  else leave = jobsView(main, showError);
+  else if (hash === "/submit") leave = submitView(main, (j) => (window.location.hash = `#/jobs/${j.id}`), showError);
+  else leave = jobsView(main, showError, path === "/" ? new URLSearchParams(query ?? "") : new URLSearchParams());
   for (const a of Array.from(document.querySelectorAll<HTMLAnchorElement>("[data-nav]"))) {
     const current = (a.dataset.nav === "submit") === (hash === "/submit") && !job;
     if (current) a.setAttribute("aria-current", "page");
@@ -44,8 +50,10 @@ function route(): void {
 }
 
 function renderTokenButton(): void {
-  tokenButton.textContent = getToken() ? "Token: set" : "Set token";
-  tokenButton.setAttribute("aria-label", getToken() ? "Change or remove the API token" : "Set an API token");
+  const token = getToken();
+  tokenButton.textContent = token ? (tokenRefused ? "Token refused" : "Token: set") : "Set token";
+  tokenButton.classList.toggle("refused", token !== null && tokenRefused);
+  tokenButton.setAttribute("aria-label", token ? (tokenRefused ? "The server refused the API token: change or remove it" : "Change or remove the API token") : "Set an API token");
 }
 
 function openTokenDialog(): void {
@@ -59,6 +67,7 @@ function openTokenDialog(): void {
       "form",
       { method: "dialog" },
       h("h2", { id: "token-title" }, "API token"),
+      tokenRefused && getToken() ? h("p", { className: "error", id: "token-refused" }, "The server refused the token saved here.") : null,
       h("p", { className: "muted small" }, "Sent as ", h("code", {}, "Authorization: Bearer"), " with every request from this page. Kept in this tab unless you choose to remember it."),
       h("label", { for: "token-input" }, "Token or API key"),
       input,
@@ -75,6 +84,7 @@ function openTokenDialog(): void {
   dialog.addEventListener("close", () => {
     if (dialog.returnValue === "save") setToken(input.value.trim() || null, remember.checked);
     if (dialog.returnValue === "clear") setToken(null);
+    if (dialog.returnValue === "save" || dialog.returnValue === "clear") tokenRefused = false;
     dialog.remove();
     renderTokenButton();
     if (dialog.returnValue === "save" || dialog.returnValue === "clear") route();

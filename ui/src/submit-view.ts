@@ -1,21 +1,28 @@
 // Submitting a workflow: paste API-format JSON, drop or choose a file, or start from an example;
-// the contract's validation errors are listed per node.
+// upload an input image and have it put into the graph's LoadImage; the contract's validation
+// errors are shown in words on the graph's nodes, the failing ones marked.
 import audio from "../../examples/audio.json" with { type: "json" };
 import delay from "../../examples/delay.json" with { type: "json" };
+import pipeline from "../../examples/image-pipeline.json" with { type: "json" };
 import sampler from "../../examples/sampler-previews.json" with { type: "json" };
 import video from "../../examples/video.json" with { type: "json" };
-import { api, ApiError, type Job } from "./api.ts";
-import { h, replace } from "./dom.ts";
+import { api, ApiError, uploadAsset, type Asset, type Job, type NodeError } from "./api.ts";
+import { formatBytes, h, replace } from "./dom.ts";
+import type { Graph } from "./graph.ts";
+
+/** Nodes listed with the errors; a larger graph lists only its failing nodes. */
+const LIST_ALL_NODES_UP_TO = 40;
 
 const EXAMPLES: Record<string, { label: string; graph: unknown }> = {
   sampler: { label: "Procedural sampler with live previews (40 steps)", graph: sampler },
   delay: { label: "A 30 s delay (to try cancel)", graph: delay },
+  pipeline: { label: "Scale and invert an image you upload", graph: pipeline },
   audio: { label: "A 2 s sine tone (FLAC)", graph: audio },
   video: { label: "Three frames as a WebM video", graph: video },
 };
 
 /** Renders the form into `root`; `onSubmitted` gets the new job. */
-export function submitView(root: HTMLElement, onSubmitted: (job: Job) => void): () => void {
+export function submitView(root: HTMLElement, onSubmitted: (job: Job) => void, onError: (err: unknown) => void): () => void {
   const textarea = h("textarea", {
     id: "workflow",
     name: "workflow",
@@ -65,12 +72,58 @@ export function submitView(root: HTMLElement, onSubmitted: (job: Job) => void): 
     if (file) setText(await file.text());
   });
 
+  // An input image: uploaded as an asset, then put into the graph's empty LoadImage (or its first one).
+  const imageInput = h("input", { type: "file", id: "input-image", accept: "image/*", "aria-describedby": "input-image-help" });
+  const uploaded = h("div", { id: "upload-result", "aria-live": "polite" });
+  imageInput.addEventListener("change", async () => {
+    const file = imageInput.files?.[0];
+    if (!file) return;
+    replace(uploaded, h("p", { className: "muted small" }, `Uploading ${file.name}…`));
+    let asset: Asset;
+    try {
+      asset = await uploadAsset(file);
+    } catch (err) {
+      replace(uploaded, h("p", { className: "error" }, `The upload failed: ${err instanceof ApiError ? `${err.code}: ${err.message}` : (err as Error).message}`));
+      if (err instanceof ApiError && err.status === 401) onError(err);
+      return;
+    } finally {
+      imageInput.value = "";
+    }
+    const ref = { __type: "core/ASSET", info: { id: asset.id } };
+    const placed = placeImage(textarea.value, ref);
+    if (placed.text !== null) textarea.value = placed.text;
+    replace(
+      uploaded,
+      h(
+        "div",
+        { className: "uploaded" },
+        h("img", { src: asset.url, alt: `The uploaded image ${asset.file_path ?? ""}` }),
+        h(
+          "div",
+          {},
+          h("p", {}, h("strong", {}, asset.file_path ?? "image"), h("span", { className: "muted small" }, ` · ${asset.content_type} · ${formatBytes(asset.size_bytes)}`)),
+          h("p", { className: "small", id: "upload-placed" }, placed.node !== null ? `Put into node ${placed.node} (LoadImage) as a core/ASSET reference.` : "No LoadImage in the workflow yet: give this reference to a LoadImage's image input:"),
+          placed.node === null ? h("pre", { className: "small" }, JSON.stringify(ref)) : null,
+        ),
+      ),
+    );
+  });
+  const upload = h(
+    "div",
+    { className: "upload-row" },
+    h("label", { for: "input-image" }, "Input image for LoadImage"),
+    imageInput,
+    h("p", { id: "input-image-help", className: "muted small" }, "Uploaded to your assets and put into the workflow's empty LoadImage (or its first one)."),
+    uploaded,
+  );
+
   const form = h(
     "form",
     { className: "card", "aria-labelledby": "submit-title", novalidate: true },
     h("div", { className: "form-row" }, h("label", { for: "workflow" }, "Workflow (API format JSON)"), example),
     drop,
     fileInput,
+    upload,
     errors,
     h("div", { className: "actions" }, button),
   );
@@ -90,7 +143,7 @@ export function submitView(root: HTMLElement, onSubmitted: (job: Job) => void): 
     try {
       onSubmitted(await api<Job>("POST", "/api/v2/jobs", body, { "idempotency-key": crypto.randomUUID() }));
     } catch (err) {
-      replace(errors, ...describeError(err, isRecord(body.workflow) ? body.workflow : {}));
+      replace(errors, ...describeError(err, isRecord(body.workflow) ? (body.workflow as Graph) : {}, textarea));
     } finally {
       button.disabled = false;
       button.textContent = "Submit job";
@@ -112,30 +165,76 @@ function withFreshSeed(graph: unknown): unknown {
   return copy;
 }
 
-/** The error answer as people read it: per node for invalid_workflow, per field for invalid_request. */
-function describeError(err: unknown, workflow: Record<string, unknown>): HTMLElement[] {
+/**
+ * Puts an image reference into the graph's LoadImage whose image is empty (else its first
+ * LoadImage): the new JSON text and the node, or nulls when the text is not a graph with one.
+ */
+function placeImage(text: string, ref: unknown): { text: string | null; node: string | null } {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return { text: null, node: null };
+  }
+  const graph = isRecord(parsed) && isRecord(parsed.workflow) ? parsed.workflow : parsed;
+  if (!isRecord(graph)) return { text: null, node: null };
+  const loaders = Object.entries(graph).filter(([, n]) => isRecord(n) && n.class_type === "LoadImage") as [string, { inputs?: Record<string, unknown> }][];
+  const target = loaders.find(([, n]) => !n.inputs?.image) ?? loaders[0];
+  if (!target) return { text: null, node: null };
+  target[1].inputs = { ...target[1].inputs, image: ref };
+  return { text: JSON.stringify(parsed, null, 2), node: target[0] };
+}
+
+/** Selects a node's entry in the JSON text, so the failing node is found where it is written. */
+function selectNode(textarea: HTMLTextAreaElement, id: string): void {
+  const key = JSON.stringify(id);
+  const at = textarea.value.search(new RegExp(`${key.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}\\s*:`));
+  if (at < 0) return;
+  textarea.focus();
+  textarea.setSelectionRange(at, at + key.length);
+}
+
+/** The error answer as people read it: the graph's nodes with the failing ones marked and their errors in words, or the request's fields. */
+function describeError(err: unknown, workflow: Graph, textarea: HTMLTextAreaElement): HTMLElement[] {
   if (!(err instanceof ApiError)) return [h("p", { className: "error" }, `The request failed: ${(err as Error)?.message ?? err}`)];
-  const out: HTMLElement[] = [h("p", { className: "error" }, h("strong", {}, err.code), ` (${err.status}): ${err.message}`)];
-  const nodeErrors = err.details?.node_errors as Record<string, { field: string; reason: string; message?: string }[]> | undefined;
+  const nodeErrors = err.details?.node_errors as Record<string, NodeError[]> | undefined;
+  const failing = Object.keys(nodeErrors ?? {}).filter((id) => id !== "").length;
+  const out: HTMLElement[] = [
+    h("p", { className: "error" }, h("strong", {}, err.code), ` (${err.status}): ${err.message}`, nodeErrors && failing > 0 ? ` ${failing} node${failing === 1 ? " has" : "s have"} errors, marked below.` : ""),
+  ];
   if (nodeErrors) {
+    const problems = (list: NodeError[]) =>
+      h("ul", { className: "problems" }, ...list.map((p) => h("li", {}, p.message ?? `${p.field || "(node)"} ${p.reason}`, " ", h("code", { className: "reason" }, p.field ? `${p.field}: ${p.reason}` : p.reason))));
+    const ids = Object.keys(workflow);
+    const shown = ids.length <= LIST_ALL_NODES_UP_TO ? ids : ids.filter((id) => nodeErrors[id]);
+    // Errors of nodes not in the graph as sent (a body the server read differently) are listed too.
+    for (const id of Object.keys(nodeErrors)) if (id !== "" && !shown.includes(id)) shown.push(id);
     out.push(
       h(
         "ul",
-        { className: "node-errors", id: "node-errors" },
-        ...Object.entries(nodeErrors).map(([node, problems]) => {
-          const cls = (workflow[node] as { class_type?: unknown } | undefined)?.class_type;
+        { className: "node-errors nodes", id: "node-errors" },
+        nodeErrors[""] ? h("li", { className: "failing", "data-node": "" }, h("div", { className: "node-line" }, h("strong", {}, "Workflow")), problems(nodeErrors[""])) : null,
+        ...shown.map((id) => {
+          const list = nodeErrors[id];
+          const cls = workflow[id]?.class_type;
           return h(
             "li",
-            { "data-node": node },
-            h("strong", {}, node === "" ? "Workflow" : `Node ${node}`),
-            typeof cls === "string" ? h("span", { className: "muted" }, ` (${cls})`) : null,
-            h("ul", {}, ...problems.map((p) => h("li", {}, h("code", {}, p.field || "(node)"), ` ${p.reason}`, p.message ? ` — ${p.message}` : ""))),
+            { "data-node": id, className: list ? "failing" : "ok" },
+            h(
+              "div",
+              { className: "node-line" },
+              h("strong", {}, `Node ${id}`),
+              typeof cls === "string" ? h("span", { className: "muted" }, ` (${cls})`) : null,
+              list ? h("span", { className: "badge badge-failed" }, `${list.length} error${list.length === 1 ? "" : "s"}`) : h("span", { className: "ok-mark", "aria-label": "no errors" }, "✓"),
+              list ? h("button", { type: "button", className: "linkish small", onclick: () => selectNode(textarea, id) }, "Show in JSON") : null,
+            ),
+            list ? problems(list) : null,
           );
         }),
       ),
     );
   }
-  const fields = err.details?.fields as { field: string; reason: string }[] | undefined;
-  if (fields) out.push(h("ul", { className: "node-errors" }, ...fields.map((f) => h("li", {}, h("code", {}, f.field || "(body)"), ` ${f.reason}`))));
+  const fields = err.details?.fields as NodeError[] | undefined;
+  if (fields) out.push(h("ul", { className: "node-errors" }, ...fields.map((f) => h("li", {}, h("code", {}, f.field || "(body)"), ` ${f.reason}`, f.message ? `: ${f.message}` : ""))));
   return out;
 }

@@ -1,12 +1,15 @@
 // The v2 job event stream (SSE). One bus subscription per job however many streams are open,
 // and each payload built once per event and per link context, so fan-out stays cheap.
-// No `id:` lines and no resume: the job read with GET is the source of truth.
+// No `id:` lines and no resume: the job read with GET is the source of truth. Progress and
+// previews are latest-wins per stream (a fast sampler reports every step; a page needs a few a
+// second); status events are never throttled, and the last progress goes out before the end.
 import type { ServerResponse } from "node:http";
 import type { JobEvent } from "../../jobs/event-bus.ts";
 import { ServiceError } from "../../domain/errors.ts";
 import { isTerminalStatus, statusRank, type JobRecord } from "../../store/index.ts";
 import type { Runtime } from "../../runtime/runtime.ts";
 import { jobView, outputView, type LinkContext } from "../views.ts";
+import { LatestWins } from "./latest-wins.ts";
 
 const PROGRESS_INTERVAL_MS = 250;
 /** Streams written per turn of the event loop during a fan-out. */
@@ -18,9 +21,10 @@ interface Stream {
   counted: string;
   links: LinkContext;
   linkKey: string;
-  lastProgressAt: number;
-  pendingProgress: string | null;
-  progressTimer: NodeJS.Timeout | null;
+  /** Progress snapshots, at most four a second. */
+  progress: LatestWins<string>;
+  /** Previews, at most `streamPreviewRate` a second. */
+  preview: LatestWins<LatestPreview>;
   /** False until the connect-time `status` is written: earlier events are in that snapshot. */
   ready: boolean;
   /**
@@ -29,6 +33,11 @@ interface Stream {
    * status no newer than the one the stream has is not written again (never a step back).
    */
   rank: number;
+  /**
+   * Progress value last written. Snapshots of one run only grow, but one published before a read
+   * (or relayed from another process) can reach the stream after a newer one: it is not written.
+   */
+  progressValue: number;
 }
 
 interface JobStreams {
@@ -52,14 +61,14 @@ export class EventStreams {
    * Latest preview of each running job, replayed to a stream that connects mid-run, with the
    * event it was built from (a preview heard from another process is built when delivered).
    */
-  private readonly latestPreview = new Map<string, { event: JobEvent; data: string }>();
+  private readonly latestPreview = new Map<string, LatestPreview>();
   private readonly keepAlive: NodeJS.Timeout;
   private readonly unsubscribeAll: () => void;
 
   constructor(runtime: Runtime) {
     this.runtime = runtime;
     this.unsubscribeAll = runtime.events.subscribeAll((e) => {
-      if (e.type === "preview") this.latestPreview.set(e.job_id, { event: e, data: previewData(e) });
+      if (e.type === "preview") this.latestPreview.set(e.job_id, { event: e, frame: null });
       else if (e.type === "status" && isTerminalStatus(e.job.status)) this.latestPreview.delete(e.job.id);
     });
     this.keepAlive = setInterval(() => {
@@ -84,7 +93,18 @@ export class EventStreams {
 
   /** Starts a stream on `res` for a job the caller owns, counted against `counted`. */
   async open(job: JobRecord, res: ServerResponse, links: LinkContext, counted: string): Promise<void> {
-    const stream: Stream = { res, counted, links, linkKey: `${links.mount}|${links.origin}`, lastProgressAt: 0, pendingProgress: null, progressTimer: null, ready: false, rank: -1 };
+    const write = (data: string) => void (res.writableEnded || res.write(data));
+    const stream: Stream = {
+      res,
+      counted,
+      links,
+      linkKey: `${links.mount}|${links.origin}`,
+      progress: new LatestWins(PROGRESS_INTERVAL_MS, (data) => write(frame("progress", data))),
+      preview: new LatestWins(1000 / this.runtime.config.streamPreviewRate, (p: LatestPreview) => write(previewFrame(p))),
+      ready: false,
+      rank: -1,
+      progressValue: -1,
+    };
     res.writeHead(200, {
       "content-type": "text/event-stream",
       "cache-control": "no-cache, no-transform",
@@ -117,11 +137,18 @@ export class EventStreams {
     const snapshot = await this.runtime.jobs.snapshot(current);
     res.write(frame("status", JSON.stringify(jobView(snapshot, links))));
     stream.rank = statusRank(current.status);
+    stream.progressValue = progressValueOf(current.progress);
     stream.ready = true;
     if (isTerminalStatus(current.status)) return void res.end();
-    if (current.progress) res.write(frame("progress", JSON.stringify(current.progress)));
+    if (current.progress) {
+      res.write(frame("progress", JSON.stringify(current.progress)));
+      stream.progress.sent();
+    }
     const preview = this.latestPreview.get(job.id);
-    if (preview) res.write(frame("preview", preview.data));
+    if (preview) {
+      res.write(previewFrame(preview));
+      stream.preview.sent();
+    }
   }
 
   /** Stops the keep-alive and closes every stream (server shutdown). */
@@ -149,7 +176,8 @@ export class EventStreams {
   }
 
   private detach(jobId: string, stream: Stream): void {
-    if (stream.progressTimer) clearTimeout(stream.progressTimer);
+    stream.progress.drop();
+    stream.preview.drop();
     const js = this.jobs.get(jobId);
     if (!js || !js.streams.delete(stream)) return;
     const left = (this.perCaller.get(stream.counted) ?? 1) - 1;
@@ -178,13 +206,17 @@ export class EventStreams {
         // with the end of the response in a single write.
         const payloads = new Map<string, Buffer>();
         let i = 0;
+        const value = progressValueOf(e.job.progress);
         for (const s of behind) {
           s.rank = rank;
+          s.progressValue = Math.max(s.progressValue, value);
           let p = payloads.get(s.linkKey);
           if (p === undefined) payloads.set(s.linkKey, (p = Buffer.from(frame("status", JSON.stringify(jobView(snapshot, s.links))))));
           if (s.res.writableEnded) continue;
           if (terminal) {
-            this.flushProgress(s);
+            // The last progress is never dropped; a waiting preview is (the outputs follow).
+            s.progress.flush();
+            s.preview.drop();
             s.res.end(p);
           } else s.res.write(p);
           // Let the corked writes of the streams done so far reach their sockets before going on.
@@ -193,15 +225,19 @@ export class EventStreams {
         return;
       }
       case "progress": {
+        const value = progressValueOf(e.progress);
         const data = JSON.stringify(e.progress);
-        for (const s of streams) this.queueProgress(s, data);
+        for (const s of streams) {
+          if (value < s.progressValue) continue; // never a step back
+          s.progressValue = value;
+          s.progress.offer(data);
+        }
         return;
       }
       case "preview": {
         let latest = this.latestPreview.get(e.job_id);
-        if (latest?.event !== e) this.latestPreview.set(e.job_id, (latest = { event: e, data: previewData(e) }));
-        const p = frame("preview", latest.data);
-        for (const s of streams) s.res.write(p);
+        if (latest?.event !== e) this.latestPreview.set(e.job_id, (latest = { event: e, frame: null }));
+        for (const s of streams) s.preview.offer(latest);
         return;
       }
       case "output": {
@@ -217,35 +253,21 @@ export class EventStreams {
         return;
     }
   }
-
-  /** Progress is throttled per stream; the latest snapshot always gets out. */
-  private queueProgress(s: Stream, data: string): void {
-    const now = Date.now();
-    if (now - s.lastProgressAt >= PROGRESS_INTERVAL_MS && !s.progressTimer) {
-      s.lastProgressAt = now;
-      s.res.write(frame("progress", data));
-      return;
-    }
-    s.pendingProgress = data;
-    s.progressTimer ??= setTimeout(() => {
-      s.progressTimer = null;
-      this.flushProgress(s);
-    }, PROGRESS_INTERVAL_MS - (now - s.lastProgressAt));
-  }
-
-  private flushProgress(s: Stream): void {
-    if (s.progressTimer) {
-      clearTimeout(s.progressTimer);
-      s.progressTimer = null;
-    }
-    if (s.pendingProgress !== null && !s.res.writableEnded) {
-      s.res.write(frame("progress", s.pendingProgress));
-      s.lastProgressAt = Date.now();
-    }
-    s.pendingProgress = null;
-  }
 }
 
-function previewData(e: Extract<JobEvent, { type: "preview" }>): string {
-  return JSON.stringify({ node_id: e.node_id, content_type: e.content_type, data_base64: e.data.toString("base64") });
+/** The value of a progress snapshot, -1 when there is none. */
+function progressValueOf(progress: unknown): number {
+  const v = (progress as { value?: unknown } | null | undefined)?.value;
+  return typeof v === "number" ? v : -1;
+}
+
+/** A job's latest preview; its frame is encoded once, when a stream first writes it (most previews of a fast sampler are replaced unsent). */
+interface LatestPreview {
+  event: Extract<JobEvent, { type: "preview" }>;
+  frame: string | null;
+}
+
+function previewFrame(p: LatestPreview): string {
+  const e = p.event;
+  return (p.frame ??= frame("preview", JSON.stringify({ node_id: e.node_id, content_type: e.content_type, data_base64: e.data.toString("base64") })));
 }
