@@ -13,10 +13,9 @@ function fieldOf(e: ErrorObject, root: string): string {
   return root && path ? `${root}.${path}` : root || path;
 }
 
-/** Stable snake_case reason of an ajv error. */
-function reasonOf(e: ErrorObject, field: string): string {
-  if (field === "webhook_url" || field === "inputs") return "reserved";
-  switch (e.keyword) {
+/** Stable snake_case reason of a schema keyword that failed (ajv's, or Prism's which are ajv's); reserved fields fail `not`. */
+export function reasonOfKeyword(keyword: string): string {
+  switch (keyword) {
     case "required":
       return "missing";
     case "additionalProperties":
@@ -49,7 +48,7 @@ export function assertValid(validate: ValidateFunction, value: unknown, root = "
     // allOf/oneOf wrappers repeat their branches' errors; keep the specific ones.
     if (e.keyword === "oneOf" || e.keyword === "anyOf" || e.keyword === "if") continue;
     const field = fieldOf(e, root);
-    const reason = reasonOf(e, field);
+    const reason = reasonOfKeyword(e.keyword);
     const key = `${field}:${reason}`;
     if (!seen.has(key)) {
       seen.add(key);
