@@ -141,6 +141,15 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     await surface.beforeSubmit(caller);
   } });
   let relay: EventRelay | null = null;
+  /** Closes what was opened, the space watch and the connections, whether the start finished or not. */
+  const closeOpened = async (): Promise<void> => {
+    space.close();
+    await store.close();
+    await blobs.close();
+    await directory?.close();
+    await lease?.leases.close();
+    await relay?.close();
+  };
   try {
     // Live events of runs reach the other processes through the relay.
     relay = database === null ? null : await PostgresRelay.open({ ...database, tag, redisUrl: config.redisUrl });
@@ -155,12 +164,7 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     await dispatcher.load();
   } catch (err) {
     assets.stopWriteBack();
-    space.close();
-    await store.close();
-    await blobs.close();
-    await directory?.close();
-    await lease?.leases.close();
-    await relay?.close();
+    await closeOpened();
     throw err;
   }
   metrics.observeJobs(events); // before the start, so that recovered jobs count too
@@ -225,12 +229,7 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
       await dispatcher.stop();
       assets.stopWriteBack();
       await assets.flushStaged(); // staged outputs get their names now rather than at the next start
-      space.close();
-      await store.close();
-      await blobs.close();
-      await directory?.close();
-      await lease?.leases.close();
-      await relay?.close();
+      await closeOpened();
       lock.release();
     },
   };
