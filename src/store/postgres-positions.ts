@@ -48,6 +48,11 @@ export interface QueuePositionOptions {
   maxStaleMs?: number;
   /** Positions below this are counted exactly: the job next in line always reads 0. */
   exactBelow?: number;
+  /**
+   * Snapshots are at least this many times their own cost apart (and answer up to twice that
+   * old), so that a slow one costs the database a bounded share of its time (default 2).
+   */
+  costFactor?: number;
 }
 
 /** Positions in the fair order of a queue shared by several processes. */
@@ -56,6 +61,7 @@ export class QueuePositions {
   readonly #maxAgeMs: number;
   readonly #maxStaleMs: number;
   readonly #exactBelow: number;
+  readonly #costFactor: number;
   #snapshot: Snapshot | null = null;
   #taking: Promise<Snapshot> | null = null;
   #reading: Promise<Snapshot> | null = null;
@@ -65,6 +71,7 @@ export class QueuePositions {
     this.#maxAgeMs = options.maxAgeMs ?? 250;
     this.#maxStaleMs = Math.max(this.#maxAgeMs, options.maxStaleMs ?? 1000);
     this.#exactBelow = options.exactBelow ?? 8;
+    this.#costFactor = options.costFactor ?? 2;
   }
 
   /** Queued jobs that start before this one (0: next); null when it is not queued. */
@@ -108,10 +115,10 @@ export class QueuePositions {
   /** The snapshot to answer from, given the version, age and cost of the newest one. */
   async #current(version: number | null, ageMs: number, tookMs: number): Promise<Snapshot> {
     const mine = this.#snapshot;
-    if (version === null || ageMs > Math.max(this.#maxStaleMs, 4 * tookMs)) return this.#take();
+    if (version === null || ageMs > this.#staleAfter(tookMs)) return this.#take();
     if (mine && mine.version === version) {
       // Stale while revalidating: this answer from the newest snapshot, a later one from a fresher one.
-      if (ageMs > Math.max(this.#maxAgeMs, 2 * tookMs)) void this.#take().catch(() => undefined);
+      if (ageMs > this.#oldAfter(tookMs)) void this.#take().catch(() => undefined);
       return mine;
     }
     if (mine && mine.version > version) return mine; // the probe raced a newer take of this process
@@ -135,8 +142,8 @@ export class QueuePositions {
       await client.query("SELECT pg_advisory_xact_lock($1)", [SNAPSHOT_LOCK]);
       const { rows } = await client.query<{ version: number; max_seq: number; took_ms: number; age_ms: number }>({ name: "fg_position_age", text: PG_POSITION_SQL.age });
       const other = rows[0];
-      if (other && Number(other.age_ms) <= Math.max(this.#maxAgeMs, 2 * Number(other.took_ms))) {
-        if (this.#snapshot?.version === Number(other.version)) return this.#snapshot;
+      // Another process took one while this one waited: it is as good as a new one.
+      if (other && Number(other.version) > (this.#snapshot?.version ?? 0) && Number(other.age_ms) <= this.#oldAfter(Number(other.took_ms))) {
         const read = await client.query<SnapshotRow>({ name: "fg_position_read", text: PG_POSITION_SQL.read });
         return this.#keep(read.rows[0]!);
       }
@@ -147,6 +154,16 @@ export class QueuePositions {
       this.#taking = null;
     });
     return this.#taking;
+  }
+
+  /** Age past which a snapshot that took `tookMs` is taken again (answering meanwhile). */
+  #oldAfter(tookMs: number): number {
+    return Math.max(this.#maxAgeMs, this.#costFactor * tookMs);
+  }
+
+  /** Age past which a snapshot that took `tookMs` answers no more. */
+  #staleAfter(tookMs: number): number {
+    return Math.max(this.#maxStaleMs, 2 * this.#costFactor * tookMs);
   }
 
   /** Keeps a snapshot read from the database, unless a newer one is kept already. */

@@ -100,7 +100,7 @@ describe.skipIf(unavailable !== null)("QueuePositions", () => {
     expect(local.position(head)).toBe(0);
     expect(await stale.position(head)).toBe(0);
     // An old snapshot is taken again: the reader after next sees the queue as it is.
-    const fresh = node({ maxAgeMs: 0, maxStaleMs: 0 });
+    const fresh = node({ maxAgeMs: 0, maxStaleMs: 0, costFactor: 0 });
     expect(await fresh.position(last)).toBe(14);
   });
 
@@ -109,7 +109,7 @@ describe.skipIf(unavailable !== null)("QueuePositions", () => {
     const ids = await queue(Array.from({ length: 30 }, (_, i) => (i % 3 === 0 ? "x" : "y")), local);
     const probe = ids[29]!;
     const lazy = node({ maxAgeMs: FOREVER, maxStaleMs: FOREVER, exactBelow: 0 });
-    const eager = node({ maxAgeMs: 0, maxStaleMs: 0, exactBelow: 0 });
+    const eager = node({ maxAgeMs: 0, maxStaleMs: 0, costFactor: 0, exactBelow: 0 });
     const before = await lazy.position(probe);
     expect(before).toBe(local.position(probe));
     for (let i = 0; i < 6; i++) await claimNext(local);
@@ -137,7 +137,7 @@ describe.skipIf(unavailable !== null)("QueuePositions", () => {
   it("a snapshot past its stale bound is never answered from, however long ago the last read was", async () => {
     const local = new FairQueue();
     const ids = await queue(Array.from({ length: 12 }, () => "solo"), local);
-    const positions = node({ maxAgeMs: 0, maxStaleMs: 0, exactBelow: 0 });
+    const positions = node({ maxAgeMs: 0, maxStaleMs: 0, costFactor: 0, exactBelow: 0 });
     expect(await positions.position(ids[11]!)).toBe(11);
     for (let i = 0; i < 3; i++) await claimNext(local);
     // Its copy is the newest version, but old: the read waits for a new snapshot.
