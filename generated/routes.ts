@@ -97,7 +97,8 @@ export const routes: readonly RouteSpec[] = [
         "contentType": "application/json",
         "validator": "response_listJobs_400",
         "errorCodes": [
-          "invalid_request"
+          "invalid_request",
+          "invalid_metadata_filter"
         ],
         "retryAfter": false
       },
@@ -234,7 +235,9 @@ export const routes: readonly RouteSpec[] = [
           "workflow_format_ui",
           "missing_asset",
           "idempotency_key_reuse",
-          "deployment_stopped"
+          "deployment_stopped",
+          "metadata_invalid",
+          "metadata_not_supported"
         ],
         "retryAfter": false
       },

@@ -20,6 +20,8 @@ export declare const schema_WorkflowNode: ValidateFunction;
 export declare const schema_AssetReference: ValidateFunction;
 export declare const schema_ExtraData: ValidateFunction;
 export declare const schema_SubmitJobRequest: ValidateFunction;
+export declare const schema_JobMetadata: ValidateFunction;
+export declare const schema_JobMetadataFilter: ValidateFunction;
 export declare const schema_CancelJobRequest: ValidateFunction;
 export declare const schema_Asset: ValidateFunction;
 export declare const schema_UploadAssetRequest: ValidateFunction;

@@ -22,6 +22,11 @@ export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends 
  * List the caller's jobs
  *
  * The caller's jobs, newest first, with cursor pagination. Entries carry no `logs`.
+ * `metadata[key]=value` filters by label (deepObject style, up to 3 filters, all must match,
+ * combined with `status` and the cursor); a malformed filter (an empty or invalid key, more
+ * than 3 filters, a repeated key, a value longer than 256 characters) is 400
+ * `invalid_metadata_filter`.
+ *
  */
 export const listJobs = <ThrowOnError extends boolean = false>(options?: Options<ListJobsData, ThrowOnError>): RequestResult<ListJobsResponses, ListJobsErrors, ThrowOnError> => (options?.client ?? client).get<ListJobsResponses, ListJobsErrors, ThrowOnError>({
     security: [{
@@ -54,6 +59,12 @@ export const listJobs = <ThrowOnError extends boolean = false>(options?: Options
  *
  * The reserved fields `webhook_url` and `inputs` are rejected with 400 `invalid_request`, as is
  * any unknown top-level field or `extra_data` key.
+ *
+ * **Labels.** An optional `metadata` map (see `JobMetadata`) is stored with the job and
+ * returned on every view of it. A map outside its bounds is 422 `metadata_invalid` with the
+ * offending key in `details.key`. A surface that declines labels answers 422
+ * `metadata_not_supported`. Labels take part in the idempotency rule like the rest of the body
+ * (every reuse of a key is rejected anyway).
  *
  */
 export const createJob = <ThrowOnError extends boolean = false>(options: Options<CreateJobData, ThrowOnError>): RequestResult<CreateJobResponses, CreateJobErrors, ThrowOnError> => (options.client ?? client).post<CreateJobResponses, CreateJobErrors, ThrowOnError>({
