@@ -66,7 +66,12 @@ export interface JobRecord {
   output_node_ids: string[];
   /** Credits charged, for the cloud surface; null when not charged. */
   cost: number | null;
+  /** The labels it was submitted with ({} when none); fixed at creation. */
+  metadata: JobLabels;
 }
+
+/** A job's labels: key to value, both strings (bounds are the contract's, checked above the store). */
+export type JobLabels = Record<string, string>;
 
 /** What createJob needs; status defaults to "queued", the other nullable fields to null. */
 export interface NewJob {
@@ -81,6 +86,8 @@ export interface NewJob {
   output_node_ids: string[];
   /** The submission carried secrets (extra_data), which are never stored; only this flag is. */
   secrets_given?: boolean;
+  /** Labels stored with the job and usable as listing filters; none when absent. */
+  metadata?: JobLabels;
   progress?: JobProgress | null;
   error?: JobFailure | null;
   cost?: number | null;
@@ -162,7 +169,12 @@ export interface ListJobsOptions {
   limit: number;
   /** next_cursor of the previous page. */
   cursor?: string | null;
+  /** Only jobs carrying every one of these labels (at most MAX_LABEL_FILTERS). */
+  metadata?: JobLabels;
 }
+
+/** How many label filters one listing may combine. */
+export const MAX_LABEL_FILTERS = 3;
 
 /** One page of listJobs, newest first; next_cursor is null on the last page. */
 export interface JobPage {

@@ -73,6 +73,54 @@ describe("listJobs", () => {
     expect(filteredPages.flat()).toEqual([e.id, d!.id, a!.id]);
   });
 
+  it("stores labels with the job and returns them on every record ({} when none)", async () => {
+    const labeled = await t.store.createJob(newJob({ metadata: { project: "cats", "run.id": "42" } }));
+    const plain = await t.store.createJob(newJob());
+    expect(labeled.metadata).toEqual({ project: "cats", "run.id": "42" });
+    expect(plain.metadata).toEqual({});
+    expect((await t.store.getJob(labeled.id))!.metadata).toEqual({ project: "cats", "run.id": "42" });
+    expect((await t.store.getJob(plain.id))!.metadata).toEqual({});
+    const moved = await t.store.transitionJob(labeled.id, ["queued"], "running", { started_at: T0 });
+    expect(moved!.metadata).toEqual({ project: "cats", "run.id": "42" });
+    expect((await t.store.listJobs("alice", { limit: 10 })).jobs.map((j) => j.metadata)).toEqual([{}, { project: "cats", "run.id": "42" }]);
+  });
+
+  it("filters by labels, all of them, with status, deployment and cursor paging, newest first", async () => {
+    const cats = { project: "cats" };
+    const a = await t.store.createJob(newJob({ metadata: { ...cats, run: "1" } }));
+    const b = await t.store.createJob(newJob({ metadata: { ...cats, run: "2" } }));
+    await t.store.createJob(newJob({ metadata: { project: "dogs", run: "1" } }));
+    const c = await t.store.createJob(newJob({ metadata: { ...cats, run: "1" }, deployment_id: "dep-1" }));
+    await t.store.createJob(newJob({ owner: "bob", metadata: { ...cats, run: "1" } }));
+    await t.store.createJob(newJob()); // no labels
+    await t.store.transitionJob(b.id, ["queued"], "running", { started_at: T0 });
+    const ids = async (options: Omit<ListJobsOptions, "limit">) =>
+      (await t.store.listJobs("alice", { limit: 100, ...options })).jobs.map((j) => j.id);
+    expect(await ids({ metadata: cats })).toEqual([c.id, b.id, a.id]);
+    expect(await ids({ metadata: { ...cats, run: "1" } })).toEqual([c.id, a.id]);
+    expect(await ids({ metadata: { run: "1", project: "cats", nope: "x" } })).toEqual([]);
+    expect(await ids({ metadata: { project: "cat" } })).toEqual([]);
+    expect(await ids({ metadata: cats, status: "running" })).toEqual([b.id]);
+    expect(await ids({ metadata: cats, status: ["queued", "canceled"] })).toEqual([c.id, a.id]);
+    expect(await ids({ metadata: cats, deployment_id: "dep-1" })).toEqual([c.id]);
+    expect(await ids({ metadata: {} })).toHaveLength(5); // no filter at all
+    expect((await allPages("alice", { limit: 1, metadata: cats })).flat()).toEqual([c.id, b.id, a.id]);
+    expect((await allPages("alice", { limit: 2, metadata: { ...cats, run: "1" } })).flat()).toEqual([c.id, a.id]);
+    expect((await t.store.listJobs("bob", { limit: 10, metadata: cats })).jobs).toHaveLength(1);
+    await expect(t.store.listJobs("alice", { limit: 1, metadata: { a: "1", b: "2", c: "3", d: "4" } })).rejects.toBeInstanceOf(RangeError);
+  });
+
+  it("drops a job's labels with the job when retention purges it", async () => {
+    const gone = await t.store.createJob(newJob({ metadata: { project: "cats" }, expires_at: T0 + 1000 }));
+    await t.store.transitionJob(gone.id, ["queued"], "canceled", { completed_at: T0 });
+    const kept = await t.store.createJob(newJob({ metadata: { project: "cats" } }));
+    await t.store.purgeExpired(T0 + 2000);
+    expect(await t.store.getJob(gone.id)).toBeNull();
+    expect((await t.store.listJobs("alice", { limit: 10, metadata: { project: "cats" } })).jobs.map((j) => j.id)).toEqual([kept.id]);
+    const rows = await t.sql("SELECT seq FROM job_labels");
+    expect(rows.map((r) => Number(r.seq))).toEqual([kept.seq]);
+  });
+
   it("rejects cursors it did not issue", async () => {
     await createMany(3);
     const { next_cursor } = await t.store.listJobs("alice", { limit: 1 });
