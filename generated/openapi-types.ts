@@ -479,7 +479,15 @@ export interface paths {
          */
         get: operations["hostedGetHistory"];
         put?: never;
-        post?: never;
+        /**
+         * Delete or clear history entries
+         * @description As ComfyUI's `POST /history`: `clear: true` takes every finished prompt of the caller out of
+         *     the history, `delete` the named ones. Only finished prompts are in history, so a pending or
+         *     running prompt named in `delete` is left alone (ComfyUI ignores ids its history does not
+         *     hold), as are unknown ids and other callers' prompts. Leaving history removes nothing else:
+         *     the job, its outputs and `/view` stay until the job expires. Since 2.1.0.
+         */
+        post: operations["hostedManageHistory"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1629,6 +1637,18 @@ export interface components {
             /** @description Prompt ids to cancel, pending or running. */
             delete?: string[];
             /** @description Cancel every pending prompt of the caller. */
+            clear?: boolean;
+        };
+        /**
+         * @description History management, as ComfyUI takes it; both may be given (clear first).
+         * @example {
+         *       "clear": true
+         *     }
+         */
+        HostedHistoryRequest: {
+            /** @description Prompt ids to take out of the history. */
+            delete?: string[];
+            /** @description Take every finished prompt of the caller out of the history. */
             clear?: boolean;
         };
         /**
@@ -3354,6 +3374,38 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["HostedHistory"];
                 };
+            };
+            400: components["responses"]["HostedBadRequest"];
+            401: components["responses"]["HostedUnauthorized"];
+            500: components["responses"]["HostedInternalError"];
+        };
+    };
+    hostedManageHistory: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "delete": [
+                 *         "0192f4a8-6c1e-7b3a-9f21-3c5d8e7a1b42"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["HostedHistoryRequest"];
+            };
+        };
+        responses: {
+            /** @description Done. The body is empty, as in ComfyUI. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             400: components["responses"]["HostedBadRequest"];
             401: components["responses"]["HostedUnauthorized"];

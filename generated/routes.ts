@@ -26,6 +26,7 @@ export type OperationId =
   | "hostedManageQueue"
   | "hostedInterrupt"
   | "hostedGetHistory"
+  | "hostedManageHistory"
   | "hostedGetHistoryEntry"
   | "hostedGetSystemStats"
   | "hostedWebSocket"
@@ -1867,6 +1868,61 @@ export const routes: readonly RouteSpec[] = [
       "500": {
         "contentType": "application/json",
         "validator": "response_hostedGetHistory_500",
+        "errorCodes": [],
+        "retryAfter": false
+      }
+    }
+  },
+  {
+    "operationId": "hostedManageHistory",
+    "method": "POST",
+    "path": "/api/history",
+    "url": "/api/history",
+    "family": "hosted",
+    "tags": [
+      "hosted"
+    ],
+    "security": [
+      [
+        "apiKeyHeader"
+      ],
+      []
+    ],
+    "websocket": false,
+    "requestBody": {
+      "required": true,
+      "contentTypes": [
+        "application/json"
+      ],
+      "validator": "request_hostedManageHistory"
+    },
+    "validators": {
+      "path": null,
+      "query": null,
+      "header": null
+    },
+    "responses": {
+      "200": {
+        "contentType": null,
+        "validator": null,
+        "errorCodes": [],
+        "retryAfter": false
+      },
+      "400": {
+        "contentType": "application/json",
+        "validator": "response_hostedManageHistory_400",
+        "errorCodes": [],
+        "retryAfter": false
+      },
+      "401": {
+        "contentType": "application/json",
+        "validator": "response_hostedManageHistory_401",
+        "errorCodes": [],
+        "retryAfter": false
+      },
+      "500": {
+        "contentType": "application/json",
+        "validator": "response_hostedManageHistory_500",
         "errorCodes": [],
         "retryAfter": false
       }

@@ -2,7 +2,7 @@
 
 import { client } from './client.gen.ts';
 import { type Client, type ClientMeta, formDataBodySerializer, type Options as Options2, type RequestResult, type ServerSentEventsResult, type TDataShape } from './client/index.ts';
-import type { CancelJobData, CancelJobErrors, CancelJobResponses, CheckAssetHashData, CheckAssetHashErrors, CheckAssetHashResponses, CreateAssetFromHashData, CreateAssetFromHashErrors, CreateAssetFromHashResponses, CreateJobData, CreateJobErrors, CreateJobResponses, DeleteAssetData, DeleteAssetErrors, DeleteAssetResponses, GetAssetContentData, GetAssetContentErrors, GetAssetContentResponses, GetAssetData, GetAssetErrors, GetAssetResponses, GetHealthData, GetHealthResponses, GetJobData, GetJobErrors, GetJobResponses, GetJobWorkflowData, GetJobWorkflowErrors, GetJobWorkflowResponses, GetMetricsData, GetMetricsErrors, GetMetricsResponses, GetReadinessData, GetReadinessErrors, GetReadinessResponses, HostedGetHistoryData, HostedGetHistoryEntryData, HostedGetHistoryEntryErrors, HostedGetHistoryEntryResponses, HostedGetHistoryErrors, HostedGetHistoryResponses, HostedGetJobStatusData, HostedGetJobStatusErrors, HostedGetJobStatusResponses, HostedGetNodeInfoData, HostedGetNodeInfoErrors, HostedGetNodeInfoResponses, HostedGetObjectInfoData, HostedGetObjectInfoErrors, HostedGetObjectInfoResponses, HostedGetPromptInfoData, HostedGetPromptInfoErrors, HostedGetPromptInfoResponses, HostedGetQueueData, HostedGetQueueErrors, HostedGetQueueResponses, HostedGetSystemStatsData, HostedGetSystemStatsErrors, HostedGetSystemStatsResponses, HostedInterruptData, HostedInterruptErrors, HostedInterruptResponses, HostedManageQueueData, HostedManageQueueErrors, HostedManageQueueResponses, HostedQueuePromptData, HostedQueuePromptErrors, HostedQueuePromptResponses, HostedUploadImageData, HostedUploadImageErrors, HostedUploadImageResponses, HostedUploadMaskData, HostedUploadMaskErrors, HostedUploadMaskResponses, HostedViewData, HostedViewErrors, HostedWebSocketData, HostedWebSocketErrors, ListJobsData, ListJobsErrors, ListJobsResponses, StreamJobEventsData, StreamJobEventsErrors, StreamJobEventsResponse, StreamJobEventsResponses, UploadAssetData, UploadAssetErrors, UploadAssetResponses } from './types.gen.ts';
+import type { CancelJobData, CancelJobErrors, CancelJobResponses, CheckAssetHashData, CheckAssetHashErrors, CheckAssetHashResponses, CreateAssetFromHashData, CreateAssetFromHashErrors, CreateAssetFromHashResponses, CreateJobData, CreateJobErrors, CreateJobResponses, DeleteAssetData, DeleteAssetErrors, DeleteAssetResponses, GetAssetContentData, GetAssetContentErrors, GetAssetContentResponses, GetAssetData, GetAssetErrors, GetAssetResponses, GetHealthData, GetHealthResponses, GetJobData, GetJobErrors, GetJobResponses, GetJobWorkflowData, GetJobWorkflowErrors, GetJobWorkflowResponses, GetMetricsData, GetMetricsErrors, GetMetricsResponses, GetReadinessData, GetReadinessErrors, GetReadinessResponses, HostedGetHistoryData, HostedGetHistoryEntryData, HostedGetHistoryEntryErrors, HostedGetHistoryEntryResponses, HostedGetHistoryErrors, HostedGetHistoryResponses, HostedGetJobStatusData, HostedGetJobStatusErrors, HostedGetJobStatusResponses, HostedGetNodeInfoData, HostedGetNodeInfoErrors, HostedGetNodeInfoResponses, HostedGetObjectInfoData, HostedGetObjectInfoErrors, HostedGetObjectInfoResponses, HostedGetPromptInfoData, HostedGetPromptInfoErrors, HostedGetPromptInfoResponses, HostedGetQueueData, HostedGetQueueErrors, HostedGetQueueResponses, HostedGetSystemStatsData, HostedGetSystemStatsErrors, HostedGetSystemStatsResponses, HostedInterruptData, HostedInterruptErrors, HostedInterruptResponses, HostedManageHistoryData, HostedManageHistoryErrors, HostedManageHistoryResponses, HostedManageQueueData, HostedManageQueueErrors, HostedManageQueueResponses, HostedQueuePromptData, HostedQueuePromptErrors, HostedQueuePromptResponses, HostedUploadImageData, HostedUploadImageErrors, HostedUploadImageResponses, HostedUploadMaskData, HostedUploadMaskErrors, HostedUploadMaskResponses, HostedViewData, HostedViewErrors, HostedWebSocketData, HostedWebSocketErrors, ListJobsData, ListJobsErrors, ListJobsResponses, StreamJobEventsData, StreamJobEventsErrors, StreamJobEventsResponse, StreamJobEventsResponses, UploadAssetData, UploadAssetErrors, UploadAssetResponses } from './types.gen.ts';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -455,6 +455,26 @@ export const hostedGetHistory = <ThrowOnError extends boolean = false>(options?:
     security: [{ name: 'X-API-Key', type: 'apiKey' }],
     url: '/api/history',
     ...options
+});
+
+/**
+ * Delete or clear history entries
+ *
+ * As ComfyUI's `POST /history`: `clear: true` takes every finished prompt of the caller out of
+ * the history, `delete` the named ones. Only finished prompts are in history, so a pending or
+ * running prompt named in `delete` is left alone (ComfyUI ignores ids its history does not
+ * hold), as are unknown ids and other callers' prompts. Leaving history removes nothing else:
+ * the job, its outputs and `/view` stay until the job expires. Since 2.1.0.
+ *
+ */
+export const hostedManageHistory = <ThrowOnError extends boolean = false>(options: Options<HostedManageHistoryData, ThrowOnError>): RequestResult<HostedManageHistoryResponses, HostedManageHistoryErrors, ThrowOnError> => (options.client ?? client).post<HostedManageHistoryResponses, HostedManageHistoryErrors, ThrowOnError>({
+    security: [{ name: 'X-API-Key', type: 'apiKey' }],
+    url: '/api/history',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
 });
 
 /**

@@ -831,6 +831,20 @@ export type HostedQueueRequest = {
 };
 
 /**
+ * History management, as ComfyUI takes it; both may be given (clear first).
+ */
+export type HostedHistoryRequest = {
+    /**
+     * Prompt ids to take out of the history.
+     */
+    delete?: Array<string>;
+    /**
+     * Take every finished prompt of the caller out of the history.
+     */
+    clear?: boolean;
+};
+
+/**
  * Which job to interrupt.
  */
 export type HostedInterruptRequest = {
@@ -2293,6 +2307,37 @@ export type HostedGetHistoryResponses = {
 };
 
 export type HostedGetHistoryResponse = HostedGetHistoryResponses[keyof HostedGetHistoryResponses];
+
+export type HostedManageHistoryData = {
+    body: HostedHistoryRequest;
+    path?: never;
+    query?: never;
+    url: '/api/history';
+};
+
+export type HostedManageHistoryErrors = {
+    /**
+     * Invalid request (bad workflow, missing or malformed fields).
+     */
+    400: HostedError;
+    /**
+     * Invalid or missing API key.
+     */
+    401: HostedError;
+    /**
+     * Internal server error; the message is generic.
+     */
+    500: HostedError;
+};
+
+export type HostedManageHistoryError = HostedManageHistoryErrors[keyof HostedManageHistoryErrors];
+
+export type HostedManageHistoryResponses = {
+    /**
+     * Done. The body is empty, as in ComfyUI.
+     */
+    200: unknown;
+};
 
 export type HostedGetHistoryEntryData = {
     body?: never;

@@ -79,6 +79,10 @@ export const PG_SQL = {
   purgeableJobs: `SELECT id FROM jobs WHERE expires_at <= $1 AND status IN ${TERMINAL} ORDER BY expires_at, seq LIMIT $2`,
   deleteJobsAssets: "DELETE FROM assets WHERE job_id = ANY($1::text[]) RETURNING id, blob_key, job_id, seq",
   deleteJobs: "DELETE FROM jobs WHERE id = ANY($1::text[])",
+  // $1 owner, $2 ids (null: every finished job of the owner).
+  hideHistory: `UPDATE jobs SET history_hidden = true
+    WHERE owner = $1 AND status IN ${TERMINAL} AND NOT history_hidden AND ($2::text[] IS NULL OR id = ANY($2::text[]))`,
+  historyHidden: "SELECT history_hidden FROM jobs WHERE id = $1",
   deleteExpiredUploads: `WITH picked AS MATERIALIZED (
       SELECT id FROM assets WHERE job_id IS NULL AND expires_at <= $1 ORDER BY expires_at LIMIT $2 FOR UPDATE)
     DELETE FROM assets USING picked WHERE assets.id = picked.id AND job_id IS NULL AND expires_at <= $1
@@ -89,8 +93,9 @@ export const PG_SQL = {
 } as const;
 
 /** An owner's jobs newest first below a seq; $1 owner, $2 before, $3 limit, then the status set and the deployment when used. */
-export function pgListJobsSql(byStatus: boolean, byDeployment: boolean): string {
+export function pgListJobsSql(byStatus: boolean, byDeployment: boolean, inHistory = false): string {
   return `SELECT ${JOB_COLUMNS} FROM jobs WHERE owner = $1 AND seq < $2
+    ${inHistory ? "AND NOT history_hidden" : ""}
     ${byStatus ? "AND status = ANY($4::text[])" : ""}
     ${byDeployment ? `AND deployment_id = $${byStatus ? 5 : 4}` : ""}
     ORDER BY seq DESC LIMIT $3`;

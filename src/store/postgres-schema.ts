@@ -232,10 +232,12 @@ CREATE UNLOGGED TABLE queue_snapshot (
   // Version 9 is taken by another branch's migration; labels are 10 so that both can land.
   {
     version: 10,
-    description: "job labels (metadata), and their side table for filtered listings",
+    description: "job labels (metadata) and their side table for filtered listings; jobs taken out of the hosted history",
     sql: `
 -- As SQLite's migration 5: NULL when the job has none.
 ALTER TABLE jobs ADD COLUMN metadata JSON;
+-- Taken out of the hosted history (ComfyUI's POST /history); the job itself stays until it expires.
+ALTER TABLE jobs ADD COLUMN history_hidden BOOLEAN NOT NULL DEFAULT false;
 -- One row per label: a filtered page walks (owner, key, value) newest first from the cursor, as
 -- an unfiltered one walks the owner's seq index.
 CREATE TABLE job_labels (

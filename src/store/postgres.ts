@@ -136,10 +136,18 @@ export class PostgresStore implements Store {
     if (statuses !== null) params.push(statuses);
     if (options.deployment_id !== undefined) params.push(options.deployment_id);
     const byDeployment = options.deployment_id !== undefined;
-    const sql = labels === null ? pgListJobsSql(statuses !== null, byDeployment) : pgListLabeledJobsSql(labels.length, statuses !== null, byDeployment);
+    const sql = labels === null ? pgListJobsSql(statuses !== null, byDeployment, options.in_history === true) : pgListLabeledJobsSql(labels.length, statuses !== null, byDeployment);
     const { rows } = await this.#query(sql, params);
     const jobs = rows.slice(0, limit).map(toJob);
     return { jobs, next_cursor: rows.length > limit ? encodeCursor(jobs[jobs.length - 1]!.seq) : null };
+  }
+
+  async hideFromHistory(owner: string, ids: readonly string[] | null): Promise<number> {
+    return (await this.#query(PG_SQL.hideHistory, [owner, ids === null ? null : [...new Set(ids)]])).rowCount ?? 0;
+  }
+
+  async hiddenFromHistory(id: string): Promise<boolean> {
+    return (await this.#one(PG_SQL.historyHidden, [id]))?.history_hidden === true;
   }
 
   async transitionJob(id: string, from: readonly JobStatus[], to: JobStatus, patch: JobPatch = {}, options: TransitionOptions = {}): Promise<JobRecord | null> {

@@ -76,6 +76,9 @@ export const SQL = {
     ORDER BY expires_at LIMIT :limit`,
   deleteJobAssets: "DELETE FROM assets WHERE job_id = :job_id RETURNING id, blob_key",
   deleteJob: "DELETE FROM jobs WHERE id = :id",
+  hideHistory: `UPDATE jobs SET history_hidden = 1 WHERE owner = :owner AND status IN ${TERMINAL} AND history_hidden = 0`,
+  hideHistoryItem: `UPDATE jobs SET history_hidden = 1 WHERE id = :id AND owner = :owner AND status IN ${TERMINAL} AND history_hidden = 0`,
+  historyHidden: "SELECT history_hidden FROM jobs WHERE id = :id",
   deleteExpiredUploads: `DELETE FROM assets WHERE id IN (
       SELECT id FROM assets INDEXED BY assets_upload_expires_at
       WHERE job_id IS NULL AND expires_at <= :cutoff ORDER BY expires_at LIMIT :limit)
@@ -85,9 +88,10 @@ export const SQL = {
 } as const;
 
 /** An owner's jobs newest first, below a seq, with an optional status set and deployment. */
-export function listJobsSql(statusCount: number, byDeployment: boolean): string {
+export function listJobsSql(statusCount: number, byDeployment: boolean, inHistory = false): string {
   return `SELECT ${JOB_COLUMNS} FROM jobs WHERE owner = :owner AND seq < :before
     ${statusCount > 0 ? `AND status IN (${inList("s", statusCount)})` : ""}
+    ${inHistory ? "AND history_hidden = 0" : ""}
     ${byDeployment ? "AND deployment_id = :deployment_id" : ""}
     ORDER BY seq DESC LIMIT :limit`;
 }

@@ -163,11 +163,13 @@ CREATE TABLE pending_blobs (
   },
   {
     version: 5,
-    description: "job labels (metadata), and their side table for filtered listings",
+    description: "job labels (metadata) and their side table for filtered listings; jobs taken out of the hosted history",
     sql: `
 -- NULL when the job has none (most jobs): a NULL after the workflow is read from the record's
 -- header alone, so reads of unlabeled jobs never touch the workflow's overflow pages.
 ALTER TABLE jobs ADD COLUMN metadata TEXT;
+-- Taken out of the hosted history (ComfyUI's POST /history); the job itself stays until it expires.
+ALTER TABLE jobs ADD COLUMN history_hidden INTEGER NOT NULL DEFAULT 0 CHECK (history_hidden IN (0, 1));
 -- One row per label: a filtered page walks (owner, key, value) newest first from the cursor, as
 -- an unfiltered one walks jobs_owner_seq.
 CREATE TABLE job_labels (

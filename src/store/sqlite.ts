@@ -209,7 +209,7 @@ export class SqliteStore implements Store {
     const labels = labelFilters(options.metadata, MAX_LABEL_FILTERS);
     const statement =
       labels === null
-        ? this.#variant(`list:${statusCount}:${byDeployment}`, () => listJobsSql(statusCount, byDeployment))
+        ? this.#variant(`list:${statusCount}:${byDeployment}:${options.in_history === true}`, () => listJobsSql(statusCount, byDeployment, options.in_history === true))
         : this.#variant(`labeled:${labels.length}:${statusCount}:${byDeployment}`, () => listLabeledJobsSql(labels.length, statusCount, byDeployment));
     const params: Params = { owner, before, limit: limit + 1, ...bindList("s", statuses ?? []) };
     labels?.forEach(([key, value], i) => {
@@ -221,6 +221,16 @@ export class SqliteStore implements Store {
     const jobs = rows.slice(0, limit).map(toJob);
     const next_cursor = rows.length > limit ? encodeCursor(jobs[jobs.length - 1]!.seq) : null;
     return { jobs, next_cursor };
+  }
+
+  async hideFromHistory(owner: string, ids: readonly string[] | null): Promise<number> {
+    if (ids === null) return this.#durable(Number(this.#sql.hideHistory.run({ owner }).changes));
+    const changed = this.#transaction(() => [...new Set(ids)].reduce((n, id) => n + Number(this.#sql.hideHistoryItem.run({ id, owner }).changes), 0));
+    return this.#durable(changed);
+  }
+
+  async hiddenFromHistory(id: string): Promise<boolean> {
+    return this.#sql.historyHidden.get({ id })?.history_hidden === 1;
   }
 
   async transitionJob(id: string, from: readonly JobStatus[], to: JobStatus, patch: JobPatch = {}, options: TransitionOptions = {}): Promise<JobRecord | null> {

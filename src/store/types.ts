@@ -169,6 +169,8 @@ export interface ListJobsOptions {
   limit: number;
   /** next_cursor of the previous page. */
   cursor?: string | null;
+  /** Only jobs still in the hosted history (not taken out by hideFromHistory). */
+  in_history?: boolean;
   /** Only jobs carrying every one of these labels (at most MAX_LABEL_FILTERS). */
   metadata?: JobLabels;
 }
@@ -288,6 +290,14 @@ export interface Store {
   getJobLogs(id: string): Promise<JobLogs | null>;
   /** An owner's jobs, newest first, paged by an opaque cursor (InvalidCursorError when malformed). */
   listJobs(owner: string, options: ListJobsOptions): Promise<JobPage>;
+  /**
+   * Takes an owner's finished jobs out of the hosted interface's history (ComfyUI's POST /history):
+   * the named ones, or all of them when `ids` is null. Live jobs and other owners' are left alone;
+   * the jobs themselves stay readable until their expiry. Returns how many left history.
+   */
+  hideFromHistory(owner: string, ids: readonly string[] | null): Promise<number>;
+  /** Whether a job was taken out of history (false for an unknown job). */
+  hiddenFromHistory(id: string): Promise<boolean>;
 
   /**
    * Moves a job to `to` only if its status is one of `from`, applying `patch` in the same

@@ -121,6 +121,26 @@ describe("listJobs", () => {
     expect(rows.map((r) => Number(r.seq))).toEqual([kept.seq]);
   });
 
+  it("takes an owner's finished jobs out of history, named or all, and never live or others' jobs", async () => {
+    const [a, b, live] = await createMany(3);
+    const bobs = await t.store.createJob(newJob({ owner: "bob" }));
+    for (const j of [a!, b!, bobs]) await t.store.transitionJob(j.id, ["queued"], "canceled", { completed_at: T0 });
+    const inHistory = async (owner = "alice") => (await t.store.listJobs(owner, { limit: 10, in_history: true })).jobs.map((j) => j.id);
+    expect(await inHistory()).toEqual([live!.id, b!.id, a!.id]);
+    expect(await t.store.hideFromHistory("alice", [a!.id, live!.id, bobs.id, "nope", a!.id])).toBe(1);
+    expect(await inHistory()).toEqual([live!.id, b!.id]);
+    expect(await t.store.hiddenFromHistory(a!.id)).toBe(true);
+    expect(await t.store.hiddenFromHistory(b!.id)).toBe(false);
+    expect(await t.store.hiddenFromHistory("nope")).toBe(false);
+    expect(await t.store.hideFromHistory("alice", null)).toBe(1);
+    expect(await inHistory()).toEqual([live!.id]);
+    expect(await inHistory("bob")).toEqual([bobs.id]);
+    // Out of history only: the jobs are still there.
+    expect((await t.store.listJobs("alice", { limit: 10 })).jobs).toHaveLength(3);
+    await t.store.transitionJob(live!.id, ["queued"], "canceled", { completed_at: T0 });
+    expect(await inHistory()).toEqual([live!.id]);
+  });
+
   it("rejects cursors it did not issue", async () => {
     await createMany(3);
     const { next_cursor } = await t.store.listJobs("alice", { limit: 1 });
