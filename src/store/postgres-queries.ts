@@ -107,7 +107,7 @@ export function pgListJobsSql(byStatus: boolean, byDeployment: boolean, inHistor
  * one is a primary-key probe. $1 owner, $2 before, $3 limit, $4 keys[], $5 values[], then the
  * status set and the deployment when used.
  */
-export function pgListLabeledJobsSql(labelCount: number, byStatus: boolean, byDeployment: boolean): string {
+export function pgListLabeledJobsSql(labelCount: number, byStatus: boolean, byDeployment: boolean, inHistory = false): string {
   const others = Array.from({ length: labelCount - 1 }, (_, i) => i + 2)
     .map((i) => `AND EXISTS (SELECT 1 FROM job_labels l${i} WHERE l${i}.owner = $1 AND l${i}.key = ($4::text[])[${i}] AND l${i}.value = ($5::text[])[${i}] AND l${i}.seq = l1.seq)`)
     .join("\n    ");
@@ -116,6 +116,7 @@ export function pgListLabeledJobsSql(labelCount: number, byStatus: boolean, byDe
     ${others}
     ${byStatus ? "AND j.status = ANY($6::text[])" : ""}
     ${byDeployment ? `AND j.deployment_id = $${byStatus ? 7 : 6}` : ""}
+    ${inHistory ? "AND NOT j.history_hidden" : ""}
     ORDER BY l1.seq DESC LIMIT $3`;
 }
 

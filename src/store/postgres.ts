@@ -136,7 +136,7 @@ export class PostgresStore implements Store {
     if (statuses !== null) params.push(statuses);
     if (options.deployment_id !== undefined) params.push(options.deployment_id);
     const byDeployment = options.deployment_id !== undefined;
-    const sql = labels === null ? pgListJobsSql(statuses !== null, byDeployment, options.in_history === true) : pgListLabeledJobsSql(labels.length, statuses !== null, byDeployment);
+    const sql = labels === null ? pgListJobsSql(statuses !== null, byDeployment, options.in_history === true) : pgListLabeledJobsSql(labels.length, statuses !== null, byDeployment, options.in_history === true);
     const { rows } = await this.#query(sql, params);
     const jobs = rows.slice(0, limit).map(toJob);
     return { jobs, next_cursor: rows.length > limit ? encodeCursor(jobs[jobs.length - 1]!.seq) : null };

@@ -101,7 +101,7 @@ export function listJobsSql(statusCount: number, byDeployment: boolean, inHistor
  * first filter's (owner, key, value, seq) range drives (read backwards from :before), each other
  * one is a primary-key probe, and the job row is read only for a match.
  */
-export function listLabeledJobsSql(labelCount: number, statusCount: number, byDeployment: boolean): string {
+export function listLabeledJobsSql(labelCount: number, statusCount: number, byDeployment: boolean, inHistory = false): string {
   const others = Array.from({ length: labelCount - 1 }, (_, i) => i + 1)
     .map((i) => `AND EXISTS (SELECT 1 FROM job_labels l${i} WHERE l${i}.owner = :owner AND l${i}.key = :k${i} AND l${i}.value = :v${i} AND l${i}.seq = l0.seq)`)
     .join("\n    ");
@@ -111,6 +111,7 @@ export function listLabeledJobsSql(labelCount: number, statusCount: number, byDe
     ${others}
     ${statusCount > 0 ? `AND jobs.status IN (${inList("s", statusCount)})` : ""}
     ${byDeployment ? "AND jobs.deployment_id = :deployment_id" : ""}
+    ${inHistory ? "AND jobs.history_hidden = 0" : ""}
     ORDER BY l0.seq DESC LIMIT :limit`;
 }
 

@@ -210,7 +210,9 @@ export class SqliteStore implements Store {
     const statement =
       labels === null
         ? this.#variant(`list:${statusCount}:${byDeployment}:${options.in_history === true}`, () => listJobsSql(statusCount, byDeployment, options.in_history === true))
-        : this.#variant(`labeled:${labels.length}:${statusCount}:${byDeployment}`, () => listLabeledJobsSql(labels.length, statusCount, byDeployment));
+        : this.#variant(`labeled:${labels.length}:${statusCount}:${byDeployment}:${options.in_history === true}`, () =>
+            listLabeledJobsSql(labels.length, statusCount, byDeployment, options.in_history === true),
+          );
     const params: Params = { owner, before, limit: limit + 1, ...bindList("s", statuses ?? []) };
     labels?.forEach(([key, value], i) => {
       params[`k${i}`] = key;

@@ -1,7 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { InvalidCursorError } from "../../src/store/index.ts";
 import type { JobRecord, ListJobsOptions } from "../../src/store/index.ts";
-import { T0, newJob, openTestStore } from "./helpers.ts";
+import { pgListLabeledJobsSql } from "../../src/store/postgres-queries.ts";
+import { T0, newJob, openTestStore, storeKind } from "./helpers.ts";
 import type { TestStore } from "./helpers.ts";
 
 let t: TestStore;
@@ -139,6 +140,26 @@ describe("listJobs", () => {
     expect((await t.store.listJobs("alice", { limit: 10 })).jobs).toHaveLength(3);
     await t.store.transitionJob(live!.id, ["queued"], "canceled", { completed_at: T0 });
     expect(await inHistory()).toEqual([live!.id]);
+  });
+
+  it.runIf(storeKind() === "postgres")("reads a filtered page on PostgreSQL through job_labels' primary key: backwards with no sort when the label is common", async () => {
+    await t.sql(`INSERT INTO jobs (id, owner, status, created_at, expires_at, output_node_ids, workflow, metadata)
+      SELECT 'j' || g, 'o' || (g % 10), 'queued', 1, 2, '[]', '{}', json_build_object('all', 'yes', 'k', 'v' || (g % 50)) FROM generate_series(1, 20000) g`);
+    await t.sql("INSERT INTO job_labels (owner, key, value, seq) SELECT owner, l.key, l.value, seq FROM jobs, json_each_text(metadata) l");
+    await t.sql("ANALYZE jobs");
+    await t.sql("ANALYZE job_labels");
+    const plan = async (count: 1 | 2, keys: string[], values: string[]) =>
+      (await t.sql(`EXPLAIN ${pgListLabeledJobsSql(count, false, false)}`, "o1", 1e15, 21, keys, values)).map((r) => String(r["QUERY PLAN"])).join("\n");
+    // A label most jobs carry: the page is the first rows of the key range, read newest first.
+    const common = await plan(1, ["all"], ["yes"]);
+    expect(common).toMatch(/Index (Only )?Scan Backward using job_labels_pkey on job_labels l1/);
+    expect(common).not.toMatch(/\bSort\b|Seq Scan/);
+    // A rare one, alone or beside a common one: the planner drives from the rare key range (a
+    // page's worth of rows sorted is as cheap), probing the others by primary key.
+    for (const p of [await plan(1, ["k"], ["v1"]), await plan(2, ["all", "k"], ["yes", "v1"])]) {
+      expect(p).toMatch(/Bitmap Index Scan on job_labels_pkey|Index (Only )?Scan (Backward )?using job_labels_pkey/);
+      expect(p).not.toMatch(/Seq Scan/);
+    }
   });
 
   it("rejects cursors it did not issue", async () => {
