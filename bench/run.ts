@@ -9,6 +9,7 @@ import { parseArgs } from "node:util";
 import { childNodeFlags, ROOT } from "./lib/child.ts";
 import { FULL, QUICK, type BenchContext } from "./lib/context.ts";
 import { machineInfo, markdownTable, type Figure } from "./lib/report.ts";
+import { blobScenarios } from "./scenarios/blobs.ts";
 import { comfyuiScenarios } from "./scenarios/comfyui.ts";
 import { engineScenarios } from "./scenarios/engine.ts";
 import { hashScenarios } from "./scenarios/hash.ts";
@@ -27,6 +28,7 @@ const SCENARIOS: Record<string, (ctx: BenchContext) => Promise<Figure[]>> = {
   comfyui: comfyuiScenarios,
   heavy: heavyScenarios,
   postgres: postgresScenarios,
+  blobs: blobScenarios,
 };
 
 async function main(): Promise<number> {

@@ -4,7 +4,7 @@
 // the IPC channel.
 import http from "node:http";
 import { loadConfig, type Config } from "../src/config/config.ts";
-import { createEngine } from "../src/cli/serve.ts";
+import { createEngine } from "../src/cli/create-engine.ts";
 import { EmbeddedEngine } from "../src/engine/embedded-engine.ts";
 import { engineAdapter } from "../src/jobs/engine-adapter.ts";
 import { startServer, type RunningServer } from "../src/server/start.ts";

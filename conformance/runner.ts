@@ -135,20 +135,47 @@ export function buildReport(o: ResolvedOptions, hosted: boolean, startedAt: numb
   };
 }
 
+/**
+ * Reads every job of the run once more at the end, through v2 and, for finished jobs, the hosted
+ * status: the timeline then holds a late view of each (a finished job must not have changed) and
+ * both interfaces' views of the same job.
+ */
+async function rereadJobs(run: RunContext): Promise<void> {
+  const { http, caps } = run;
+  const queue = http.timeline.rereads();
+  const one = async (r: (typeof queue)[number]) => {
+    const auth = r.auth ?? "auto";
+    const id = encodeURIComponent(r.id);
+    await http.request("GET", http.url(`/api/v2/jobs/${id}`), { auth }).catch(() => undefined);
+    const apiKey = typeof auth === "object" ? ("bearer" in auth ? auth.bearer : auth.apiKey) : undefined;
+    if (caps.hosted && r.terminal && r.v2) await http.request("GET", http.url(`/api/job/${id}/status`), { auth: apiKey ? { apiKey } : auth }).catch(() => undefined);
+  };
+  const workers = Array.from({ length: 4 }, async () => {
+    for (let r = queue.shift(); r; r = queue.shift()) await one(r);
+  });
+  await Promise.all(workers);
+}
+
 /** Runs the conformance suite against a surface and returns the report; it never throws for a failing check. */
 export async function runConformance(options: ConformanceOptions): Promise<Report> {
   const o = resolveOptions(options);
   const startedAt = Date.now();
   const recorder = new Recorder();
-  const http = new Http({ baseUrl: o.baseUrl, token: o.token, timeoutMs: o.requestTimeoutMs, surface: o.surface, demo: !!o.demo, recorder });
+  const keys = [o.token, o.otherToken, o.noCreditsToken, o.forbiddenToken].filter((k): k is string => !!k);
+  const http = new Http({ baseUrl: o.baseUrl, token: o.token, timeoutMs: o.requestTimeoutMs, surface: o.surface, demo: !!o.demo, recorder, keys, timeline: !o.static });
   const caps = await probe(http);
   const run: RunContext = { http, options: o, profile: profileOf(o.surface), caps };
   const checks = ALL_CHECKS.filter((c) => selected(c, o));
   const results: CheckResult[] = [];
   for (const c of [...checks.filter((c) => !c.final), ...checks.filter((c) => c.final)]) {
     const r = await runCheck(run, c);
+    http.timeline.verify();
     results.push(r);
     o.onResult?.(r);
+  }
+  if (http.recording) {
+    await rereadJobs(run);
+    http.timeline.verify();
   }
   results.push(...autoResults(recorder, o));
   return buildReport(o, caps.hosted, startedAt, results);

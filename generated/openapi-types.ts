@@ -475,7 +475,8 @@ export interface paths {
         };
         /**
          * The caller's finished prompts
-         * @description Finished prompts keyed by prompt id in ComfyUI's history entry shape, newest first.
+         * @description Finished prompts keyed by prompt id in ComfyUI's history entry shape: the most recent
+         *     `max_items` (default 200), listed oldest first, as ComfyUI lists them.
          */
         get: operations["hostedGetHistory"];
         put?: never;
@@ -589,8 +590,10 @@ export interface paths {
          * Readiness
          * @description Ready when the store is reachable, the engine is ready, the queue is below its bound, the
          *     server starts jobs (`dispatch` is false while it stops and lets running jobs finish, and
-         *     while a store write that starts or ends a job fails and is retried) and its storage has
-         *     room (`storage` is false after a write failed for lack of space, until space returns).
+         *     while a store write that starts or ends a job fails and is retried), its storage has
+         *     room (`storage` is false after a write failed for lack of space, until space returns) and
+         *     its blob store answers (`blobs` is false while a bucket, or the blob directory, cannot be
+         *     reached).
          */
         get: operations["getReadiness"];
         put?: never;
@@ -1388,7 +1391,8 @@ export interface components {
          *         "engine": true,
          *         "queue": true,
          *         "dispatch": true,
-         *         "storage": true
+         *         "storage": true,
+         *         "blobs": true
          *       }
          *     }
          */
@@ -1715,7 +1719,14 @@ export interface components {
          *           ]
          *         ]
          *       },
-         *       "meta": {}
+         *       "meta": {
+         *         "2": {
+         *           "node_id": "2",
+         *           "display_node": "2",
+         *           "parent_node": null,
+         *           "real_node_id": "2"
+         *         }
+         *       }
          *     }
          */
         HostedHistoryEntry: {
@@ -1733,7 +1744,10 @@ export interface components {
                 /** @description Execution messages as `[type, data]` pairs. */
                 messages: unknown[][];
             };
-            /** @description Per-node output metadata. */
+            /**
+             * @description Per-node output metadata, as ComfyUI's: for each node with outputs, `node_id`,
+             *     `display_node`, `parent_node` (null outside a subgraph) and `real_node_id`.
+             */
             meta?: Record<string, unknown>;
         };
         /**
@@ -2428,7 +2442,7 @@ export interface operations {
     listJobs: {
         parameters: {
             query?: {
-                /** @description Only jobs in this status. */
+                /** @description Only jobs in this status; every status when left out. */
                 status?: components["schemas"]["JobStatus"];
                 /** @description Page size, 1 to 100. */
                 limit?: number;
@@ -3533,7 +3547,8 @@ export interface operations {
                      *         "engine": true,
                      *         "queue": true,
                      *         "dispatch": true,
-                     *         "storage": true
+                     *         "storage": true,
+                     *         "blobs": true
                      *       }
                      *     }
                      */
@@ -3554,7 +3569,8 @@ export interface operations {
                      *         "engine": true,
                      *         "queue": true,
                      *         "dispatch": false,
-                     *         "storage": false
+                     *         "storage": false,
+                     *         "blobs": true
                      *       }
                      *     }
                      */

@@ -19,6 +19,14 @@ export interface Sizes {
   pgStreams: number;
   /** Rounds of the PostgreSQL scenario's fan-out (each: the cross-process one and its baseline). */
   pgStreamRounds: number;
+  /** Rounds of the PostgreSQL scenario's dispatch latency (flowgate and graphile-worker in turn). */
+  dispatchRounds: number;
+  /** Jobs per tool per dispatch latency round, each submitted once the previous one ended. */
+  dispatchJobs: number;
+  /** Jobs queued before the workers start, per completion-rate run. */
+  drainJobs: number;
+  /** Rounds of the completion rates (each: one and two workers, flowgate and graphile-worker). */
+  drainRounds: number;
   /** Nodes of the engine graphs. */
   engineNodes: number;
   /** Timed repetitions per engine figure. */
@@ -28,6 +36,9 @@ export interface Sizes {
   comfyuiRounds: number;
   hashMiB: number;
   hashRounds: number;
+  /** Size of the blob each round of the blob-store scenario stores and fetches, and its rounds. */
+  blobMiB: number;
+  blobRounds: number;
   /** Completed jobs per memory phase. */
   memoryJobs: number;
 }
@@ -42,12 +53,18 @@ export const FULL: Sizes = {
   sseRounds: 3,
   pgStreams: 1000,
   pgStreamRounds: 5,
+  dispatchRounds: 5,
+  dispatchJobs: 200,
+  drainJobs: 2_000,
+  drainRounds: 3,
   engineNodes: 1000,
   engineRounds: 41,
   comfyuiWarmupRounds: 150,
   comfyuiRounds: 201,
   hashMiB: 256,
   hashRounds: 5,
+  blobMiB: 64,
+  blobRounds: 5,
   memoryJobs: 10_000,
 };
 
@@ -61,12 +78,18 @@ export const QUICK: Sizes = {
   sseRounds: 2,
   pgStreams: 100,
   pgStreamRounds: 2,
+  dispatchRounds: 2,
+  dispatchJobs: 15,
+  drainJobs: 60,
+  drainRounds: 1,
   engineNodes: 100,
   engineRounds: 5,
   comfyuiWarmupRounds: 3,
   comfyuiRounds: 5,
   hashMiB: 8,
   hashRounds: 2,
+  blobMiB: 8,
+  blobRounds: 2,
   memoryJobs: 100,
 };
 

@@ -97,14 +97,15 @@ export async function waitJob(base: string, id: string, until: (job: any) => boo
 }
 
 /**
- * Measures pairs of loads against each other: a warm-up of each, then `httpRounds` rounds in which
- * each pair runs in turn, its order swapped every other round (neither side always goes first on
- * a warmer host). `beforeRound` resets what a round's loads left (a queue they filled). Results by measure, in round order.
+ * Measures groups of loads against each other (pairs, or a row of figures each compared with its
+ * neighbour): a warm-up of each, then `httpRounds` rounds in which each group runs in turn, its
+ * order reversed every other round (neither side always goes first on a warmer host).
+ * `beforeRound` resets what a round's loads left (a queue they filled). Results by measure, in round order.
  */
 export async function pairedRounds<M extends string>(
   ctx: BenchContext,
   name: string,
-  pairs: ReadonlyArray<readonly [M, M]>,
+  pairs: ReadonlyArray<readonly M[]>,
   spec: (m: M) => Omit<LoadSpec, "durationS">,
   beforeRound: () => Promise<void>,
 ): Promise<Record<M, LoadResult[]>> {
@@ -123,7 +124,7 @@ export async function pairedRounds<M extends string>(
   for (let round = 1; round <= s.httpRounds; round++) {
     await beforeRound();
     for (const pair of pairs) {
-      for (const m of round % 2 === 1 ? pair : [pair[1], pair[0]]) results[m].push(await measure(m, s.httpDurationS));
+      for (const m of round % 2 === 1 ? pair : [...pair].reverse()) results[m].push(await measure(m, s.httpDurationS));
     }
     ctx.log(`${name}: round ${round}/${s.httpRounds}: ${order.map((m) => `${m}=${Math.round(results[m].at(-1)!.rate)}/s`).join(" ")}`);
   }

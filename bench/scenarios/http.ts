@@ -8,39 +8,16 @@
 // run back to back, in swapped order every other round; ratios are medians of per-round ratios.
 import { mkdtemp } from "node:fs/promises";
 import { join } from "node:path";
-import { uuidv7 } from "../../src/domain/ids.ts";
-import { openStore } from "../../src/store/index.ts";
 import { spawnServer, type ServerChild } from "../lib/child.ts";
 import type { BenchContext } from "../lib/context.ts";
 import { blockingGraph, fourOutputGraph, threeNodeBodyTemplate, threeNodeGraph } from "../lib/graphs.ts";
 import { pairedRounds, request, submit, waitJob, type LoadSpec } from "../lib/http.ts";
 import { judge, type Figure } from "../lib/report.ts";
+import { seedSqliteQueue } from "../lib/seed.ts";
 import { median, medianRatio, sleep } from "../lib/stats.ts";
 
-const WEEK = 7 * 24 * 3_600_000;
 /** Far above anything the bench queues: the bound must never answer 429 here. */
 const QUEUE_LIMIT = 100_000_000;
-
-/** Seeds `depth` queued jobs behind one long-running job, straight into the SQLite file. Returns the id in the middle. */
-async function seedQueue(dataDir: string, depth: number): Promise<{ blockerId: string; probeId: string; probeIndex: number }> {
-  const store = await openStore({ dataDir, synchronous: "normal" });
-  const now = Date.now();
-  const probeIndex = Math.floor(depth / 2);
-  let probeId = "";
-  const blockerId = uuidv7(now);
-  try {
-    // First in seq order: the dispatcher starts it at boot and it holds the only slot.
-    await store.createJob({ id: blockerId, owner: "", created_at: now, expires_at: now + WEEK, workflow: blockingGraph(3600), output_node_ids: ["3"] });
-    for (let i = 0; i < depth; i++) {
-      const id = uuidv7(now);
-      if (i === probeIndex) probeId = id;
-      await store.createJob({ id, owner: "", created_at: now, expires_at: now + WEEK, workflow: threeNodeGraph(`seed-${i}`), output_node_ids: ["3"] });
-    }
-  } finally {
-    await store.close();
-  }
-  return { blockerId, probeId, probeIndex };
-}
 
 type Measure = "bare" | "getFinished" | "getQueuedEmpty" | "getQueuedDeep" | "submitEmpty" | "submitDeep";
 /** Each figure and its baseline run back to back, the pair's order swapped every other round. */
@@ -77,7 +54,7 @@ export async function httpScenarios(ctx: BenchContext): Promise<Figure[]> {
     const deepDir = await mkdtemp(join(ctx.tmpRoot, "deep-"));
     ctx.log(`http: seeding ${s.queueDepth.toLocaleString("en-US")} queued jobs`);
     const t0 = Date.now();
-    const { blockerId, probeId, probeIndex } = await seedQueue(deepDir, s.queueDepth);
+    const { blockerId, probeId, probeIndex } = await seedSqliteQueue(deepDir, s.queueDepth);
     ctx.log(`http: seeded in ${((Date.now() - t0) / 1000).toFixed(1)} s; starting flowgate (deep queue)`);
     const deep = await spawnServer({ kind: "flowgate", name: "flowgate-deep", dataDir: deepDir, config: { concurrency: 1, queueLimit: QUEUE_LIMIT } });
     children.push(deep);

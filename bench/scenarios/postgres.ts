@@ -8,6 +8,11 @@
 // before each round: durable submissions (the http scenario's POST, with an Idempotency-Key), GET
 // of a finished 4-output job, and GET of a queued job (the one read that reaches the database
 // every time: a finished job's view is cached in the process).
+// Deep queues, in the same rounds: two more children, one per store, each with `queueDepth` jobs
+// seeded behind its long job before it starts (bench/lib/seed.ts: the SQLite store, set-based
+// INSERTs on PostgreSQL): GET of the queued job at position queueDepth/2 (checked before
+// measuring), judged against the same GET with an empty queue on PostgreSQL and against the SQLite
+// deep queue; and submissions into the deep PostgreSQL queue, against the empty one.
 //
 // Fan-out across processes: an API node (`--no-dispatch`, a server child) holds `pgStreams` SSE
 // streams on a job that a real `flowgate worker` process runs; a second API node cancels it. The
@@ -20,15 +25,25 @@
 // the frame (a negative latency in one round). That figure is reported alongside.
 // Baseline, in the same rounds: the same fan-out in one process on SQLite (cancel and streams on
 // the process that runs the job), timed the same way.
+//
+// Dispatch beside graphile-worker (bench/lib/graphile.ts), on the same database in the same run:
+// submit → running, one job at a time (flowgate: POST /api/v2/jobs to an API node, run by a
+// `flowgate worker`, until the node's hosted socket says `execution_start`; graphile-worker:
+// addJob until its no-op task starts in a runner process), and trivial jobs completed per second
+// by one and by two workers of the same concurrency, the jobs queued before the workers start.
 import { mkdtemp } from "node:fs/promises";
 import { join } from "node:path";
+import pg from "pg";
 import { startWorker, type WorkerProcess } from "../lib/cli-worker.ts";
 import { spawnServer, type ServerChild } from "../lib/child.ts";
 import type { BenchContext } from "../lib/context.ts";
 import { blockingGraph, fourOutputGraph, threeNodeBodyTemplate, threeNodeGraph } from "../lib/graphs.ts";
+import { graphileUtils, startGraphileRunner, type GraphileRunner } from "../lib/graphile.ts";
 import { pairedRounds, request, submit, waitJob, type LoadSpec } from "../lib/http.ts";
+import { JobSocket } from "../lib/job-socket.ts";
 import { createBenchSchema, dropBenchSchema, postgresUnavailable, schemaUrl } from "../lib/postgres.ts";
 import { judge, type Figure } from "../lib/report.ts";
+import { seedPostgresQueue, seedSqliteQueue, type SeededQueue } from "../lib/seed.ts";
 import { SsePool } from "../lib/sse-pool.ts";
 import { hrNs, median, medianRatio, percentile, sleep } from "../lib/stats.ts";
 
@@ -50,7 +65,11 @@ export async function postgresScenarios(ctx: BenchContext): Promise<Figure[]> {
     return s;
   };
   try {
-    const figures = [...(await throughput(ctx, await schema())), ...(await fanOut(ctx, await schema()))];
+    const figures = [
+      ...(await throughput(ctx, await schema(), await schema())),
+      ...(await fanOut(ctx, await schema())),
+      ...(await dispatch(ctx, await schema(), await schema())),
+    ];
     return figures.map(judge);
   } finally {
     for (const s of schemas) await dropBenchSchema(s).catch((err: unknown) => ctx.warn(`postgres: could not drop schema ${s}: ${(err as Error).message}`));
@@ -60,12 +79,15 @@ export async function postgresScenarios(ctx: BenchContext): Promise<Figure[]> {
 // --- throughput ------------------------------------------------------------------------------
 
 type Store = "sqlite" | "pg";
-type Measure = `${"getFinished" | "getQueued" | "submit"}-${Store}`;
-/** Each PostgreSQL figure and its SQLite baseline run back to back, the pair's order swapped every other round. */
-const PAIRS: Array<[Measure, Measure]> = [
+type Measure = `${"getFinished" | "getQueued" | "submit" | "getQueuedDeep"}-${Store}` | "submitDeep-pg";
+/**
+ * Each figure and its baseline run back to back, each group's order reversed every other round:
+ * every compared pair is adjacent (PostgreSQL and SQLite; deep and empty queue).
+ */
+const GROUPS: Measure[][] = [
   ["getFinished-sqlite", "getFinished-pg"],
-  ["getQueued-sqlite", "getQueued-pg"],
-  ["submit-sqlite", "submit-pg"],
+  ["getQueued-sqlite", "getQueued-pg", "getQueuedDeep-pg", "getQueuedDeep-sqlite"],
+  ["submit-sqlite", "submit-pg", "submitDeep-pg"],
 ];
 
 interface Prepared {
@@ -91,10 +113,46 @@ async function prepare(server: ServerChild): Promise<Prepared> {
   return { server, finishedPath, finishedBytes: sample.text.length, probeId: probe.id };
 }
 
-async function throughput(ctx: BenchContext, schema: string): Promise<Figure[]> {
+/** A server started on a seeded deep queue, once its blocker runs and its probe reads its place. */
+async function deepServer(ctx: BenchContext, name: string, dataDir: string, config: Record<string, unknown>, seeded: SeededQueue, depth: number): Promise<ServerChild> {
+  const server = await spawnServer({ kind: "flowgate", name, dataDir, config: { concurrency: 1, queueLimit: QUEUE_LIMIT, ...config } });
+  try {
+    await waitJob(server.url, seeded.blockerId, (j) => j.status === "running", "running");
+    // The place is read before any figure is: a wrong one would make the figure meaningless.
+    await waitJob(server.url, seeded.probeId, (j) => j.status === "queued" && j.queue_position === seeded.probeIndex, `the probe queued at ${seeded.probeIndex}`);
+    const counts = await server.counts();
+    if (counts.queued < depth) throw new Error(`${name}: the queue holds ${counts.queued} jobs, expected ${depth}`);
+    ctx.log(`postgres: ${name} reads the probe at queue_position ${seeded.probeIndex.toLocaleString("en-US")} of ${counts.queued.toLocaleString("en-US")}`);
+    return server;
+  } catch (err) {
+    await server.stop().catch(() => undefined);
+    throw err;
+  }
+}
+
+async function throughput(ctx: BenchContext, schema: string, deepSchema: string): Promise<Figure[]> {
   const s = ctx.sizes;
   const children: ServerChild[] = [];
   try {
+    const depth = s.queueDepth;
+    ctx.log(`postgres: seeding ${depth.toLocaleString("en-US")} queued jobs on SQLite and on PostgreSQL`);
+    let t0 = Date.now();
+    const sqliteDeepDir = await mkdtemp(join(ctx.tmpRoot, "pg-sqlite-deep-"));
+    const sqliteSeed = await seedSqliteQueue(sqliteDeepDir, depth);
+    const sqliteSeedS = (Date.now() - t0) / 1000;
+    t0 = Date.now();
+    const pgSeed = await seedPostgresQueue(deepSchema, depth);
+    ctx.log(`postgres: seeded SQLite in ${sqliteSeedS.toFixed(1)} s, PostgreSQL in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    // Both started at once (each loads its queue at boot); every one that started is stopped at the end.
+    const pgDeepDir = await mkdtemp(join(ctx.tmpRoot, "pg-pg-deep-"));
+    const deep = await Promise.allSettled([
+      deepServer(ctx, "flowgate-sqlite-deep", sqliteDeepDir, {}, sqliteSeed, depth),
+      deepServer(ctx, "flowgate-postgres-deep", pgDeepDir, { databaseUrl: schemaUrl(deepSchema) }, pgSeed, depth),
+    ]);
+    for (const d of deep) if (d.status === "fulfilled") children.push(d.value);
+    for (const d of deep) if (d.status === "rejected") throw d.reason;
+    const [sqliteDeep, pgDeep] = children as [ServerChild, ServerChild];
+
     ctx.log("postgres: starting flowgate on SQLite and on PostgreSQL");
     const common = { concurrency: 1, queueLimit: QUEUE_LIMIT };
     const sqliteServer = await spawnServer({ kind: "flowgate", name: "flowgate-sqlite", dataDir: await mkdtemp(join(ctx.tmpRoot, "pg-sqlite-")), config: common });
@@ -109,19 +167,23 @@ async function throughput(ctx: BenchContext, schema: string): Promise<Figure[]> 
     const servers: Record<Store, Prepared> = { sqlite: await prepare(sqliteServer), pg: await prepare(pgServer) };
 
     const C = s.connections;
+    const postTo = (url: string): Omit<LoadSpec, "durationS"> => ({
+      url,
+      path: "/api/v2/jobs",
+      method: "POST",
+      body: threeNodeBodyTemplate(),
+      headers: { "idempotency-key": "bench-[<id>]" },
+      idReplacement: true,
+      connections: C,
+    });
     const spec = (m: Measure): Omit<LoadSpec, "durationS"> => {
+      if (m === "getQueuedDeep-pg") return { url: pgDeep.url, path: `/api/v2/jobs/${pgSeed.probeId}`, connections: C };
+      if (m === "getQueuedDeep-sqlite") return { url: sqliteDeep.url, path: `/api/v2/jobs/${sqliteSeed.probeId}`, connections: C };
+      if (m === "submitDeep-pg") return postTo(pgDeep.url);
       const p = servers[m.endsWith("-pg") ? "pg" : "sqlite"];
       if (m.startsWith("getFinished")) return { url: p.server.url, path: p.finishedPath, connections: C };
       if (m.startsWith("getQueued")) return { url: p.server.url, path: `/api/v2/jobs/${p.probeId}`, connections: C };
-      return {
-        url: p.server.url,
-        path: "/api/v2/jobs",
-        method: "POST",
-        body: threeNodeBodyTemplate(),
-        headers: { "idempotency-key": "bench-[<id>]" },
-        idReplacement: true,
-        connections: C,
-      };
+      return postTo(p.server.url);
     };
     // Both queues start each round empty but for the probe: what the last round queued is canceled.
     const emptyTheQueues = async () => {
@@ -131,7 +193,13 @@ async function throughput(ctx: BenchContext, schema: string): Promise<Figure[]> 
       await sleep(100);
     };
 
-    const results = await pairedRounds(ctx, "postgres", PAIRS, spec, emptyTheQueues);
+    const results = await pairedRounds(ctx, "postgres", GROUPS, spec, emptyTheQueues);
+    // The probe kept its place through the rounds (the deep queue only grew behind it).
+    for (const [server, seeded] of [[pgDeep, pgSeed], [sqliteDeep, sqliteSeed]] as const) {
+      const after = await request(server.url, "GET", `/api/v2/jobs/${seeded.probeId}`);
+      if (after.body?.queue_position !== seeded.probeIndex) ctx.warn(`postgres ${server.name}: the probe read queue_position ${after.body?.queue_position} after the rounds, expected ${seeded.probeIndex}`);
+    }
+    const pgDeepFinal = await pgDeep.counts();
 
     const rate = (m: Measure) => results[m].map((r) => r.rate);
     const lat = (m: Measure, k: "p50" | "p99") => median(results[m].map((r) => r[k]));
@@ -144,6 +212,12 @@ async function throughput(ctx: BenchContext, schema: string): Promise<Figure[]> 
     const post = pair("submit");
     const fin = pair("getFinished");
     const queued = pair("getQueued");
+    const vs = (a: Measure, b: Measure) => ({ value: median(rate(a)), baseline: median(rate(b)), ratio: medianRatio(rate(a), rate(b)), rounds: rate(a) });
+    const deepGetVsEmpty = vs("getQueuedDeep-pg", "getQueued-pg");
+    const deepGetVsSqlite = vs("getQueuedDeep-pg", "getQueuedDeep-sqlite");
+    const deepSubmit = vs("submitDeep-pg", "submit-pg");
+    const deepLabel = `PostgreSQL: queue depth ${depth.toLocaleString("en-US")}`;
+    const probeText = `queue_position ${pgSeed.probeIndex.toLocaleString("en-US")}`;
     return [
       {
         scenario: "PostgreSQL: POST /api/v2/jobs, 3-node graph, durable commit, Idempotency-Key",
@@ -176,6 +250,38 @@ async function throughput(ctx: BenchContext, schema: string): Promise<Figure[]> 
         ratio: queued.ratio,
         rounds: queued.rounds,
         note: "reads the job row on every request",
+      },
+      {
+        scenario: `${deepLabel}: GET of a queued job (${probeText})`,
+        metric: "requests/s",
+        value: deepGetVsEmpty.value,
+        unit: "req/s",
+        baseline: { name: "same GET, empty queue, PostgreSQL", value: deepGetVsEmpty.baseline, unit: "req/s" },
+        ratio: deepGetVsEmpty.ratio,
+        target: { on: "ratio", op: ">=", bound: 0.8 },
+        rounds: deepGetVsEmpty.rounds,
+        note: `the place from the shared position snapshot (src/store/postgres-positions.ts); the empty queue's probe is at 0, counted exactly; ${C} connections`,
+      },
+      {
+        scenario: `${deepLabel}: GET of a queued job (${probeText})`,
+        metric: "requests/s against SQLite",
+        value: deepGetVsSqlite.value,
+        unit: "req/s",
+        baseline: { name: `same GET and queue, SQLite`, value: deepGetVsSqlite.baseline, unit: "req/s" },
+        ratio: deepGetVsSqlite.ratio,
+        target: { on: "ratio", op: ">=", bound: 0.5 },
+        rounds: deepGetVsSqlite.rounds,
+      },
+      {
+        scenario: `${deepLabel}: submit`,
+        metric: "jobs/s",
+        value: deepSubmit.value,
+        unit: "jobs/s",
+        baseline: { name: "submit, empty queue, PostgreSQL", value: deepSubmit.baseline, unit: "jobs/s" },
+        ratio: deepSubmit.ratio,
+        target: { on: "ratio", op: ">=", bound: 0.8 },
+        rounds: deepSubmit.rounds,
+        note: `the durable POST with an Idempotency-Key; the deep queue ended at ${pgDeepFinal.queued.toLocaleString("en-US")} jobs`,
       },
     ];
   } finally {
@@ -305,5 +411,254 @@ async function fanOut(ctx: BenchContext, schema: string): Promise<Figure[]> {
     ];
   } finally {
     await Promise.all([...children.map((c) => c.stop().catch(() => undefined)), worker?.stop().catch(() => undefined)]);
+  }
+}
+
+// --- dispatch beside graphile-worker ---------------------------------------------------------
+
+/** Jobs one worker process runs at once, the same for both tools. */
+const DISPATCH_CONCURRENCY = 4;
+/** Completions before the rate is timed: workers started together still reach full speed apart. */
+const DRAIN_SKIP = 0.2;
+/** Bound on any wait of the dispatch figures. */
+const DISPATCH_DEADLINE_MS = 120_000;
+
+/** Waits until `done()` holds (polled), or throws naming `what` after `ms`. */
+async function until(done: () => boolean, what: string, ms = DISPATCH_DEADLINE_MS): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!done()) {
+    if (Date.now() > deadline) throw new Error(`postgres dispatch: timed out waiting for ${what}`);
+    await sleep(10);
+  }
+}
+
+/** `p`, or an error naming `what` at the deadline. */
+async function within<T>(p: Promise<T>, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`postgres dispatch: timed out waiting for ${what}`)), DISPATCH_DEADLINE_MS);
+  });
+  try {
+    return await Promise.race([p, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Jobs completed per second between the DRAIN_SKIP share of `ends` (ns, in order) and the last. */
+function drainRate(ends: readonly bigint[]): number {
+  const from = Math.max(1, Math.ceil(ends.length * DRAIN_SKIP));
+  const seconds = Number(ends.at(-1)! - ends[from - 1]!) / 1e9;
+  return seconds > 0 ? (ends.length - from) / seconds : Number.NaN;
+}
+
+/** graphile-worker's side: runner processes whose starts and successes resolve waits by payload n. */
+class GraphileSide {
+  readonly runners: GraphileRunner[] = [];
+  readonly #starts = new Map<number, (t: bigint) => void>();
+  readonly #successes = new Map<number, (t: bigint) => void>();
+  /** Successes in arrival order (ns, the runners' clocks), for completion rates. */
+  readonly ends: bigint[] = [];
+  readonly #schema: string;
+  constructor(schema: string) {
+    this.#schema = schema;
+  }
+
+  async start(k: number): Promise<void> {
+    const handlers = {
+      onStart: (n: number, t: bigint) => this.#starts.get(n)?.(t),
+      onSuccess: (n: number, t: bigint) => {
+        this.ends.push(t);
+        this.#successes.get(n)?.(t);
+      },
+    };
+    this.runners.push(...(await Promise.all(Array.from({ length: k }, () => startGraphileRunner(this.#schema, DISPATCH_CONCURRENCY, handlers)))));
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.runners.splice(0).map((r) => r.stop()));
+  }
+
+  /** Resolves with job n's start and success (register before adding it). */
+  expect(n: number): { started: Promise<bigint>; succeeded: Promise<bigint> } {
+    const started = new Promise<bigint>((r) => this.#starts.set(n, r));
+    const succeeded = new Promise<bigint>((r) => this.#successes.set(n, r));
+    void started.then(() => this.#starts.delete(n));
+    void succeeded.then(() => this.#successes.delete(n));
+    return { started, succeeded };
+  }
+}
+
+async function dispatch(ctx: BenchContext, schema: string, graphileSchema: string): Promise<Figure[]> {
+  const s = ctx.sizes;
+  const url = schemaUrl(schema);
+  let api: ServerChild | null = null;
+  let socket: JobSocket | null = null;
+  const workers: WorkerProcess[] = [];
+  const gw = new GraphileSide(graphileSchema);
+  const utils = await graphileUtils(graphileSchema);
+  let closeDb = async () => undefined as unknown;
+  try {
+    ctx.log(`postgres: dispatch: an API node (--no-dispatch) and flowgate workers; graphile-worker runners in schema ${graphileSchema}; concurrency ${DISPATCH_CONCURRENCY} each`);
+    const blobDir = await mkdtemp(join(ctx.tmpRoot, "pg-dispatch-blobs-"));
+    api = await spawnServer({
+      kind: "flowgate",
+      name: "api-dispatch",
+      dataDir: await mkdtemp(join(ctx.tmpRoot, "pg-dispatch-api-")),
+      config: { databaseUrl: url, dispatch: false, blobDir, queueLimit: QUEUE_LIMIT },
+    });
+    const apiUrl = api.url;
+    socket = await JobSocket.open(apiUrl);
+    const jobs = socket;
+    const startWorkers = async (k: number) => {
+      const dirs = await Promise.all(Array.from({ length: k }, () => mkdtemp(join(ctx.tmpRoot, "pg-dispatch-worker-"))));
+      const started = await Promise.all(
+        dirs.map((dir) => startWorker(["--database-url", url, "--data-dir", dir, "--blob-dir", blobDir, "--concurrency", String(DISPATCH_CONCURRENCY), "--queue-limit", String(QUEUE_LIMIT)])),
+      );
+      workers.push(...started);
+    };
+    const stopWorkers = async () => {
+      await Promise.all(workers.splice(0).map((w) => w.stop()));
+    };
+
+    // One job at a time, each submitted once the previous one ended: ms from the request to the start.
+    const flowgateOnce = async (): Promise<number> => {
+      const t0 = hrNs();
+      const res = await request(apiUrl, "POST", "/api/v2/jobs", { workflow: threeNodeGraph() });
+      if (res.status !== 201) throw new Error(`postgres dispatch: submit answered ${res.status}: ${res.text.slice(0, 300)}`);
+      const id = res.body.id as string;
+      // The node's first word of the job is its start, or its end when it read the job only once
+      // the run was over (then it sends no execution_start): either way, when it heard the start.
+      const started = await within(jobs.at("first", id), `the start of flowgate job ${id}`);
+      await within(jobs.at("success", id), `the end of flowgate job ${id}`);
+      return ms(started - t0);
+    };
+    let n = 0;
+    const graphileOnce = async (): Promise<number> => {
+      const job = gw.expect(++n);
+      const t0 = hrNs();
+      await utils.addJob("noop", { n });
+      const started = await within(job.started, `the start of graphile-worker job ${n}`);
+      await within(job.succeeded, `the end of graphile-worker job ${n}`);
+      return ms(started - t0);
+    };
+    const series = async (once: () => Promise<number>, count: number): Promise<number[]> => {
+      const out: number[] = [];
+      for (let i = 0; i < count; i++) out.push(await once());
+      return out;
+    };
+
+    // --- submit → running ---
+    await startWorkers(1);
+    await gw.start(1);
+    const warm = ctx.quick ? 5 : 20;
+    await series(flowgateOnce, warm);
+    await series(graphileOnce, warm);
+    const fgLat: number[][] = [];
+    const gwLat: number[][] = [];
+    for (let round = 1; round <= s.dispatchRounds; round++) {
+      const fg = async () => fgLat.push(await series(flowgateOnce, s.dispatchJobs));
+      const gwr = async () => gwLat.push(await series(graphileOnce, s.dispatchJobs));
+      for (const run of round % 2 === 1 ? [fg, gwr] : [gwr, fg]) await run();
+      ctx.log(
+        `postgres: dispatch round ${round}: submit → running p50/p99 flowgate ${percentile(fgLat.at(-1)!, 50).toFixed(1)}/${percentile(fgLat.at(-1)!, 99).toFixed(1)} ms, graphile-worker ${percentile(gwLat.at(-1)!, 50).toFixed(1)}/${percentile(gwLat.at(-1)!, 99).toFixed(1)} ms`,
+      );
+    }
+    await stopWorkers();
+    await gw.stop();
+
+    // --- completions per second: N jobs queued, then k workers started together ---
+    const N = s.drainJobs;
+    // The workers' own record of each run's end (completed_at), not the API node's relay of it.
+    const db = new pg.Client({ connectionString: url });
+    await db.connect();
+    closeDb = () => db.end();
+    const flowgateDrain = async (k: number): Promise<number> => {
+      jobs.reset();
+      const ids: string[] = [];
+      let next = 0;
+      const submitter = async () => {
+        while (next++ < N) {
+          const res = await request(apiUrl, "POST", "/api/v2/jobs", { workflow: threeNodeGraph() });
+          if (res.status !== 201) throw new Error(`postgres dispatch: submit answered ${res.status}: ${res.text.slice(0, 300)}`);
+          ids.push(res.body.id as string);
+        }
+      };
+      await Promise.all(Array.from({ length: 16 }, submitter));
+      await startWorkers(k);
+      await until(() => ids.length === N && ids.every((id) => jobs.ended.has(id)), `${N} flowgate jobs to end`, DISPATCH_DEADLINE_MS + 100 * N);
+      await stopWorkers();
+      const { rows } = await db.query<{ status: string; completed_at: number }>("SELECT status, completed_at FROM jobs WHERE id = ANY($1) ORDER BY completed_at", [ids]);
+      const failed = rows.filter((r) => r.status !== "succeeded").length;
+      if (failed > 0 || rows.length !== N) ctx.warn(`postgres dispatch: ${failed} of ${rows.length} flowgate jobs did not succeed (${N} submitted)`);
+      return drainRate(rows.filter((r) => r.completed_at !== null).map((r) => BigInt(r.completed_at) * 1_000_000n));
+    };
+    const graphileDrain = async (k: number): Promise<number> => {
+      gw.ends.length = 0;
+      await utils.addJobs(Array.from({ length: N }, () => ({ identifier: "noop", payload: { n: ++n } })));
+      await gw.start(k);
+      await until(() => gw.ends.length >= N, `${N} graphile-worker jobs to succeed`, DISPATCH_DEADLINE_MS + 100 * N);
+      await gw.stop();
+      return drainRate([...gw.ends].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)));
+    };
+    const rates: Record<`${"fg" | "gw"}${1 | 2}`, number[]> = { fg1: [], gw1: [], fg2: [], gw2: [] };
+    for (let round = 1; round <= s.drainRounds; round++) {
+      for (const k of [1, 2] as const) {
+        const fg = async () => rates[`fg${k}`].push(await flowgateDrain(k));
+        const gwr = async () => rates[`gw${k}`].push(await graphileDrain(k));
+        for (const run of round % 2 === 1 ? [fg, gwr] : [gwr, fg]) await run();
+      }
+      ctx.log(`postgres: drain round ${round}: ${N} jobs; flowgate ${Math.round(rates.fg1.at(-1)!)}/s with one worker, ${Math.round(rates.fg2.at(-1)!)}/s with two; graphile-worker ${Math.round(rates.gw1.at(-1)!)}/s, ${Math.round(rates.gw2.at(-1)!)}/s`);
+    }
+
+    const p = (rounds: number[][], q: number) => rounds.map((r) => percentile(r, q));
+    const all = (rounds: number[][]) => rounds.flat();
+    const label = "PostgreSQL: dispatch across processes, trivial jobs, beside graphile-worker";
+    const samples = all(fgLat).length;
+    const figures: Figure[] = [
+      {
+        scenario: label,
+        metric: "submit → running p50",
+        value: median(p(fgLat, 50)),
+        unit: "ms",
+        baseline: { name: "graphile-worker addJob → task start p50", value: median(p(gwLat, 50)), unit: "ms" },
+        ratio: medianRatio(p(fgLat, 50), p(gwLat, 50)),
+        target: { on: "ratio", op: "<=", bound: 3 },
+        rounds: p(fgLat, 50),
+        note: `flowgate: POST /api/v2/jobs to an API node until its hosted socket's first word of the job, \`execution_start\` (or \`execution_success\` when the node read the job after the run ended): the worker's commit, LISTEN/NOTIFY, the node's read and fan-out; one worker process each of concurrency ${DISPATCH_CONCURRENCY}; one job at a time, ${s.dispatchJobs} a round`,
+      },
+      {
+        scenario: label,
+        metric: "submit → running p99",
+        value: percentile(all(fgLat), 99),
+        unit: "ms",
+        baseline: { name: "graphile-worker addJob → task start p99", value: percentile(all(gwLat), 99), unit: "ms" },
+        ratio: percentile(all(fgLat), 99) / percentile(all(gwLat), 99),
+        target: { on: "value", op: "<=", bound: 50 },
+        rounds: p(fgLat, 99),
+        note: `p99 of all ${samples.toLocaleString("en-US")} jobs of every round (the rounds column: each round's own p99)`,
+      },
+    ];
+    for (const k of [1, 2] as const) {
+      figures.push({
+        scenario: label,
+        metric: `jobs completed per second, ${k === 1 ? "one worker" : "two workers"}`,
+        value: median(rates[`fg${k}`]),
+        unit: "jobs/s",
+        baseline: { name: `graphile-worker, ${k === 1 ? "one runner" : "two runners"}`, value: median(rates[`gw${k}`]), unit: "jobs/s" },
+        ratio: medianRatio(rates[`fg${k}`], rates[`gw${k}`]),
+        rounds: rates[`fg${k}`],
+        note: `${N.toLocaleString("en-US")} jobs queued, then the workers started together; timed from the ${Math.round(DRAIN_SKIP * 100)} % mark to the last end (flowgate: the jobs' completed_at, written by the workers; graphile-worker: the runners' job:success)`,
+      });
+    }
+    if (jobs.repeated > 0 || jobs.startSkipped > 0) {
+      ctx.warn(`postgres dispatch: the API node's socket sent ${jobs.startSkipped} jobs' execution_success without their execution_start, and ${jobs.repeated} repeated execution_start or execution_success messages`);
+    }
+    return figures;
+  } finally {
+    socket?.close();
+    await Promise.all([api?.stop().catch(() => undefined), ...workers.map((w) => w.stop().catch(() => undefined)), gw.stop().catch(() => undefined)]);
+    await Promise.resolve(utils.release()).catch(() => undefined);
+    await closeDb().catch(() => undefined);
   }
 }

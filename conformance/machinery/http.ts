@@ -5,6 +5,8 @@
 import { attribute, bodyKindOf, CODE_STATUS, isV2Path, matchRoute, ownerRule, validator, type BodyKind } from "./contract.ts";
 import { jobInvariants, type JobSource } from "./invariants.ts";
 import type { Recorder } from "./recorder.ts";
+import { ByteChecks } from "./bytes.ts";
+import { Timeline, quote, type Finding, type View } from "./timeline.ts";
 import type { RouteSpec } from "../../generated/routes.ts";
 import type { Surface } from "../types.ts";
 
@@ -20,6 +22,11 @@ export interface Exchange {
   text: string;
   /** The parsed body when it is JSON, else undefined. */
   json: unknown;
+  /** When the request was sent and its answer arrived (the timeline's clock). */
+  sent?: number;
+  at?: number;
+  /** How it authenticated (the timeline re-reads a job the same way). */
+  auth?: Auth;
 }
 
 /** How a request authenticates: the surface's usual way, not at all, or explicitly. */
@@ -36,6 +43,8 @@ export interface RequestOptions {
   redirect?: "follow" | "manual";
   /** Skip the automatic checks (for requests whose answers are not the contract's, e.g. a storage host). */
   raw?: boolean;
+  /** This request is the suite's own retry of a keyed submission that answered 5xx (IDEM-5). */
+  idemRetry?: boolean;
 }
 
 /** What the run keeps of every answer, for the checks that look back over the whole run. */
@@ -103,6 +112,10 @@ export interface HttpOptions {
   surface: Surface;
   demo: boolean;
   recorder: Recorder;
+  /** Every credential of the run (token, other tokens): no answer's headers may carry one. */
+  keys?: string[];
+  /** Keep per-job timelines (off for the static subset: a mock's examples are not one job). */
+  timeline?: boolean;
 }
 
 /** The instrumented HTTP client of one run. */
@@ -115,6 +128,10 @@ export class Http {
   /** Every answer of the run, in order. */
   readonly seen: Seen[] = [];
   private readonly exchanges = new WeakMap<Response, Exchange>();
+  /** Every view of every job, and the invariants over them. */
+  readonly timeline: Timeline;
+  /** Downloads checked against what their outputs declared. */
+  readonly byteChecks = new ByteChecks();
 
   readonly options: HttpOptions;
 
@@ -122,6 +139,22 @@ export class Http {
     this.options = options;
     this.base = new URL(options.baseUrl);
     this.basePath = this.base.pathname.replace(/\/+$/, "");
+    this.timeline = new Timeline(this.basePath, (f) => this.finding(f), (...rules) => this.recorder.evaluated(...rules));
+  }
+
+  /** Reports a timeline finding under its rule, with both views quoted. */
+  private finding(f: Finding): void {
+    const t0 = this.timeline.t0;
+    const describe = (v: View) => v.request ?? `${v.source}${v.stream ? ` (${v.stream})` : ""}`;
+    this.recorder.violate(
+      { rule: f.rule, message: f.message, request: describe(f.later), excerpt: [f.earlier && `earlier: ${quote(f.earlier, t0)}`, `later: ${quote(f.later, t0)}`].filter(Boolean).join("\n") },
+      f.key,
+    );
+  }
+
+  /** Whether views are recorded into the timeline. */
+  get recording(): boolean {
+    return this.options.timeline !== false;
   }
 
   get recorder(): Recorder {
@@ -153,6 +186,7 @@ export class Http {
     const ms = opts.timeoutMs ?? this.options.timeoutMs;
     let res: Response;
     let bytes: Uint8Array<ArrayBuffer>;
+    const sent = this.timeline.now();
     try {
       res = await fetch(u, { method, headers, body, redirect: opts.redirect ?? "manual", signal: AbortSignal.timeout(ms) });
       bytes = new Uint8Array(await res.arrayBuffer());
@@ -161,9 +195,58 @@ export class Http {
       throw new Error(`${method} ${url} failed: ${(err as Error).message}${(err as Error).cause ? ` (${String((err as { cause: unknown }).cause)})` : ""}`);
     }
     const text = new TextDecoder().decode(bytes);
-    const ex: Exchange = { method, url, operationId: route?.operationId, requestBody, status: res.status, headers: res.headers, bytes, text, json: parseJson(text) };
+    const ex: Exchange = { method, url, operationId: route?.operationId, requestBody, status: res.status, headers: res.headers, bytes, text, json: parseJson(text), sent, at: this.timeline.now(), auth: opts.auth ?? "auto" };
+    this.scanHeaders(ex, route);
     if (!opts.raw) this.checkExchange(ex, route, u.pathname);
+    await this.checkBytes(ex, headers.range ?? headers.Range, opts);
+    if (!opts.raw && !opts.idemRetry && route?.operationId === "createJob" && ex.status >= 500) await this.retryUnknownOutcome(ex, url, headers, opts);
     return ex;
+  }
+
+  /** IDEM-5: a keyed submission that answered 5xx has an unknown outcome; its key stays claimed. */
+  private async retryUnknownOutcome(ex: Exchange, url: string, headers: Record<string, string>, opts: RequestOptions): Promise<void> {
+    const key = Object.entries(headers).find(([k]) => k.toLowerCase() === "idempotency-key")?.[1];
+    if (!key) return;
+    const again = await this.request(ex.method, url, { ...opts, idemRetry: true });
+    const code = (again.json as { error?: { code?: unknown } } | undefined)?.error?.code;
+    if (again.status === 422 && code === "idempotency_key_reuse") this.recorder.evaluated("IDEM-5");
+    else {
+      this.recorder.violate(
+        { rule: "IDEM-5", message: `a keyed submission answered ${ex.status} (an unknown outcome); the retry with the same key answered ${again.status} ${typeof code === "string" ? code : ""}, not 422 idempotency_key_reuse`.trim(), request: describeRequest(again), excerpt: `first: ${excerpt(ex, 300)}\nretry: ${excerpt(again, 300)}` },
+        "IDEM-5 retry",
+      );
+    }
+  }
+
+  /** Every header of every answer: no credential of the run and no extra_data value. */
+  private scanHeaders(ex: Exchange, route: RouteSpec | undefined): void {
+    const keys = (this.options.keys ?? []).filter((k) => k.length >= 4);
+    if (keys.length === 0 && this.secrets.size === 0) return;
+    const where = `${route?.operationId ?? new URL(ex.url).pathname} ${ex.status}`;
+    ex.headers.forEach((value, name) => {
+      for (const s of this.secrets) if (value.includes(s)) this.violate("SUB-11", `${where}: the ${name} header carries an extra_data value`, ex, `SUB-11 header ${name}`);
+      for (const k of keys) {
+        if (!value.includes(k)) continue;
+        const rule = name === "location" && route?.operationId === "hostedView" ? "HOST-6" : route?.family === "hosted" || (!route && !isV2Path(new URL(ex.url).pathname)) ? "AUTH-5" : "AUTH-1";
+        this.violate(rule, `${where}: the ${name} header carries an API key of the run`, ex, `${rule} header ${name}`);
+      }
+    });
+    this.recorder.evaluated("SUB-11");
+  }
+
+  /** Downloads of known outputs against their declarations (OUT-4, OUT-5), ranges against the full body (AST-4). */
+  private async checkBytes(ex: Exchange, range: string | undefined, opts: RequestOptions): Promise<void> {
+    if (!this.recording || ex.method !== "GET") return;
+    const loc = ex.headers.get("location");
+    if (ex.status >= 300 && ex.status < 400 && loc) return this.byteChecks.redirected(ex.url, new URL(loc, ex.url).toString());
+    if (![200, 206, 416].includes(ex.status)) return;
+    const refetch = async () => {
+      const full = await this.request("GET", ex.url, { auth: opts.auth, raw: true }).catch(() => undefined);
+      return full?.status === 200 ? full.bytes : undefined;
+    };
+    const found = await this.byteChecks.check(ex.url, range, ex.status, ex.headers, ex.bytes, refetch);
+    for (const f of found) this.violate(f.rule, f.message, ex, f.key);
+    if (this.byteChecks.idOf(ex.url)) this.recorder.evaluated(...(ex.status === 200 ? ["OUT-4", "OUT-5"] : ["AST-4"]));
   }
 
   /** A fetch for openapi-fetch (the generated client): the same checks, and the exchange kept for reports. */
@@ -230,6 +313,7 @@ export class Http {
       const fn = declared.validator ? validator(declared.validator) : undefined;
       if (fn) this.validateBody(fn, bodyKindOf(route, ex.status), ex.json, where, ex);
       this.checkJobs(route, ex);
+      if (this.recording && ex.status < 300) this.record(route, ex);
     }
   }
 
@@ -241,6 +325,51 @@ export class Http {
     for (const v of violations) this.violate(v.rule, `${where}: ${v.message}`, ex);
     this.recorder.evaluated(...ruleSetOf(kind));
     return ok;
+  }
+
+  /** Adds the job views of an answer to the timeline. */
+  private record(route: RouteSpec, ex: Exchange): void {
+    const op = route.operationId;
+    const body = ex.json as Record<string, unknown> | undefined;
+    const base = { sent: ex.sent ?? ex.at ?? 0, at: ex.at, request: describeRequest(ex), auth: ex.auth };
+    const job = (j: unknown, source: string) => {
+      if (!j || typeof j !== "object" || typeof (j as { id?: unknown }).id !== "string") return;
+      const o = j as Record<string, unknown>;
+      for (const out of Array.isArray(o.outputs) ? o.outputs : []) if (out && typeof out === "object") this.byteChecks.declare(out as Record<string, unknown>);
+      this.timeline.add({ ...base, job: o.id as string, source, kind: "job", status: typeof o.status === "string" ? o.status : undefined, body: o });
+    };
+    const pathId = () => decodeURIComponent(/\/([^/]+)\/status$/.exec(new URL(ex.url).pathname)?.[1] ?? "");
+    switch (op) {
+      case "createJob":
+        return job(body, "POST /api/v2/jobs");
+      case "getJob":
+        return job(body, "GET /api/v2/jobs/{id}");
+      case "cancelJob":
+        return job(body, "POST /api/v2/jobs/{id}/cancel");
+      case "listJobs":
+        for (const j of Array.isArray(body?.jobs) ? body.jobs : []) job(j, "GET /api/v2/jobs (list)");
+        return;
+      case "getAsset":
+        if (body) this.timeline.addAsset(body, "GET /api/v2/assets/{id}");
+        return;
+      case "hostedQueuePrompt":
+        if (typeof body?.prompt_id === "string") this.timeline.add({ ...base, job: body.prompt_id, source: "POST /api/prompt", kind: "outcome", family: "hosted" });
+        return;
+      case "hostedGetJobStatus": {
+        const status = body?.status;
+        if (typeof status === "string") this.timeline.add({ ...base, job: pathId(), source: `GET /api/job/{id}/status (${status})`, kind: "outcome", family: "hosted", outcome: HOSTED_OUTCOMES[status] });
+        return;
+      }
+      case "hostedGetHistory":
+      case "hostedGetHistoryEntry":
+        for (const [id, entry] of Object.entries(body ?? {})) {
+          const st = (entry as { status?: { status_str?: unknown; completed?: unknown } } | null)?.status;
+          if (!st) continue;
+          const ok = st.completed === true || st.status_str === "success";
+          this.timeline.add({ ...base, job: id, source: `GET /api/history (${String(st.status_str)})`, kind: "outcome", family: "hosted", outcome: ok ? ["succeeded"] : ["failed", "canceled", "expired"] });
+        }
+        return;
+    }
   }
 
   /** Applies the job invariants to each job in a v2 answer. */
@@ -297,6 +426,15 @@ export class Http {
     this.recorder.violate({ rule, message, request: ex ? describeRequest(ex) : undefined, excerpt: ex ? excerpt(ex) : undefined }, key ?? message);
   }
 }
+
+/** v2 statuses each terminal hosted status tells (HOST-5); a value not here is in flight. */
+const HOSTED_OUTCOMES: Record<string, readonly string[]> = {
+  success: ["succeeded"],
+  error: ["failed"],
+  non_retryable_error: ["failed"],
+  cancelled: ["canceled"],
+  lost: ["expired", "failed"],
+};
 
 /** Rules evaluated when a body of this kind is validated (for the per-rule tallies). */
 function ruleSetOf(kind: BodyKind): string[] {

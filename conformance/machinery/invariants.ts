@@ -56,6 +56,9 @@ export function jobInvariants(job: unknown, source: JobSource, surface: Surface,
   if (progress && typeof progress === "object" && typeof progress.nodes_done === "number" && typeof progress.nodes_total === "number") {
     if (progress.nodes_done > progress.nodes_total) bad("PRG-1", `nodes_done ${progress.nodes_done} exceeds nodes_total ${progress.nodes_total}`);
   }
+  if (progress && typeof progress === "object" && typeof progress.step === "number" && typeof progress.steps === "number" && progress.step > progress.steps) {
+    bad("PRG-1", `step ${progress.step} exceeds steps ${progress.steps}`);
+  }
 
   if (Array.isArray(j.outputs) && typeof j.id === "string") {
     for (const o of j.outputs as Obj[]) {

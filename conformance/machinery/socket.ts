@@ -34,6 +34,9 @@ export interface SocketOptions {
   timeoutMs?: number;
 }
 
+/** v2 statuses each terminal WebSocket message tells (WS-3). */
+const WS_OUTCOMES: Record<string, readonly string[]> = { execution_success: ["succeeded"], execution_error: ["failed"], execution_interrupted: ["canceled"] };
+
 const JPEG = [0xff, 0xd8, 0xff];
 const PNG = [0x89, 0x50, 0x4e, 0x47];
 const startsWith = (b: Uint8Array, magic: number[]) => magic.every((m, i) => b[i] === m);
@@ -81,17 +84,24 @@ export function decodeFrame(buf: Uint8Array): BinaryFrame | { error: string } | 
 }
 
 /** An open hosted WebSocket. */
+/** Connections opened so far, to name each in reports. */
+let connections = 0;
+
 export class HostedSocket {
   private readonly arrivals = new Arrivals<WsMessage>();
 
   readonly http: Http;
   readonly url: string;
   private readonly ws: WebSocket;
+  /** When the connection was asked for: every message tells of that moment or later. */
+  private readonly opened: number;
+  private readonly name = `WebSocket connection ${++connections}`;
 
-  private constructor(http: Http, url: string, ws: WebSocket) {
+  private constructor(http: Http, url: string, ws: WebSocket, opened: number) {
     this.http = http;
     this.url = url;
     this.ws = ws;
+    this.opened = opened;
     ws.on("message", (data: Buffer, isBinary: boolean) => this.onMessage(data, isBinary));
     ws.on("close", () => this.arrivals.end());
   }
@@ -120,6 +130,7 @@ export class HostedSocket {
   static open(http: Http, opts: SocketOptions = {}): Promise<{ socket?: HostedSocket; status?: number }> {
     const url = HostedSocket.urlFor(http, opts.clientId ?? crypto.randomUUID(), opts.token);
     const ms = opts.timeoutMs ?? http.options.timeoutMs;
+    const opened = http.timeline.now();
     return new Promise((resolve, reject) => {
       const ws = new WebSocket(url, { handshakeTimeout: ms });
       const timer = setTimeout(() => (ws.terminate(), reject(new Error(`no WebSocket upgrade at ${url} within ${ms} ms`))), ms);
@@ -135,7 +146,7 @@ export class HostedSocket {
       });
       ws.once("open", () => {
         clearTimeout(timer);
-        const socket = new HostedSocket(http, url, ws);
+        const socket = new HostedSocket(http, url, ws, opened);
         if (opts.previewMetadata) ws.send(JSON.stringify({ type: "feature_flags", data: { supports_preview_metadata: true } }));
         resolve({ socket });
       });
@@ -168,6 +179,7 @@ export class HostedSocket {
         this.violate("WS-2", "a text frame is not a JSON {type, data} object", text);
       } else {
         msg = { kind: "json", type: m.type, data: m.data as Record<string, unknown> };
+        this.record(msg);
         const fn = validator(`event_ws_${m.type}`);
         // Unknown types are skipped, as clients do.
         if (fn) this.http.validateBody(fn, { kind: "ws", type: m.type }, json, `WS ${m.type} message`, this.pseudo(text));
@@ -175,6 +187,13 @@ export class HostedSocket {
     }
     if (!msg) return;
     this.arrivals.push(msg);
+  }
+
+  /** Adds a message about a prompt to its job's timeline, with the outcome it tells. */
+  private record(m: JsonMessage): void {
+    const id = m.data.prompt_id;
+    if (!this.http.recording || typeof id !== "string") return;
+    this.http.timeline.add({ job: id, sent: this.opened, stream: this.name, source: `WS ${m.type}`, kind: "outcome", family: "ws", outcome: WS_OUTCOMES[m.type], request: `GET ${this.url} (WebSocket)` });
   }
 
   private pseudo(text: string): Exchange {

@@ -20,6 +20,9 @@ export interface OpenOptions {
 }
 
 /** An open event stream. */
+/** Connections opened so far, to name each in reports. */
+let connections = 0;
+
 export class EventStream {
   readonly comments: string[] = [];
   readonly ids: string[] = [];
@@ -30,12 +33,21 @@ export class EventStream {
   readonly url: string;
   readonly headers: Headers;
   private readonly ctrl: AbortController;
+  /** When the connection was asked for: every event shows the job at that moment or later. */
+  private readonly opened: number;
+  /** The job the stream is about, from its URL, and how it authenticated (for the timeline). */
+  private readonly jobId: string;
+  private readonly auth: Auth;
+  private readonly name = `SSE connection ${++connections}`;
 
-  private constructor(http: Http, url: string, headers: Headers, ctrl: AbortController) {
+  private constructor(http: Http, url: string, headers: Headers, ctrl: AbortController, opened: number, auth: Auth) {
     this.http = http;
     this.url = url;
     this.headers = headers;
     this.ctrl = ctrl;
+    this.opened = opened;
+    this.auth = auth;
+    this.jobId = decodeURIComponent(/\/jobs\/([^/]+)\/events$/.exec(new URL(url).pathname)?.[1] ?? "");
   }
 
   /** Opens a stream; an answer other than 200 comes back as a checked exchange instead. */
@@ -46,6 +58,7 @@ export class EventStream {
     const timer = setTimeout(() => ctrl.abort(new DOMException("timeout", "TimeoutError")), ms);
     const headers = { accept: "text/event-stream", ...http.authHeaders(opts.auth ?? "auto", undefined, u.pathname), ...opts.headers };
     let res: Response;
+    const opened = http.timeline.now();
     try {
       res = await fetch(u, { headers, signal: ctrl.signal, redirect: "manual" });
     } catch (err) {
@@ -67,7 +80,7 @@ export class EventStream {
       http.checkExchange(ex, matchRoute("GET", u.pathname, http.basePath), u.pathname);
       return { ex };
     }
-    const stream = new EventStream(http, url, res.headers, ctrl);
+    const stream = new EventStream(http, url, res.headers, ctrl, opened, opts.auth ?? "auto");
     const ct = res.headers.get("content-type") ?? "";
     if (!ct.startsWith("text/event-stream")) stream.violate("SSE-1", `content-type is ${JSON.stringify(ct)}, not text/event-stream`, "");
     else http.recorder.evaluated("SSE-1");
@@ -115,7 +128,23 @@ export class EventStream {
       this.http.validateBody(fn, { kind: "sse", event: name }, json, `SSE ${name} event`, this.pseudo(ev));
       if (name === "status") this.http.checkJob(json, "sse", "SSE status event", this.pseudo(ev));
     }
+    this.record(name, json);
     this.arrivals.push(ev);
+  }
+
+  /** Adds the event to its job's timeline: a status event is a whole job, progress and output events a part. */
+  private record(name: string, json: unknown): void {
+    if (!this.http.recording || !this.jobId) return;
+    const body = json && typeof json === "object" && !Array.isArray(json) ? (json as Record<string, unknown>) : undefined;
+    const base = { job: this.jobId, sent: this.opened, stream: this.name, request: `GET ${this.url} (event stream)`, auth: this.auth, source: `SSE ${name}` };
+    if (name === "status" && body) {
+      for (const out of Array.isArray(body.outputs) ? body.outputs : []) if (out && typeof out === "object") this.http.byteChecks.declare(out as Record<string, unknown>);
+      this.http.timeline.add({ ...base, kind: "job", status: typeof body.status === "string" ? body.status : undefined, body });
+    } else if (name === "progress") this.http.timeline.add({ ...base, kind: "progress", body: body ?? undefined });
+    else if (name === "output" && body) {
+      this.http.byteChecks.declare(body);
+      this.http.timeline.add({ ...base, kind: "output", body });
+    } else this.http.timeline.add({ ...base, kind: "event" });
   }
 
   /** An exchange-like record of one event, for failure reports. */

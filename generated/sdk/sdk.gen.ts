@@ -449,7 +449,9 @@ export const hostedInterrupt = <ThrowOnError extends boolean = false>(options?: 
 /**
  * The caller's finished prompts
  *
- * Finished prompts keyed by prompt id in ComfyUI's history entry shape, newest first.
+ * Finished prompts keyed by prompt id in ComfyUI's history entry shape: the most recent
+ * `max_items` (default 200), listed oldest first, as ComfyUI lists them.
+ *
  */
 export const hostedGetHistory = <ThrowOnError extends boolean = false>(options?: Options<HostedGetHistoryData, ThrowOnError>): RequestResult<HostedGetHistoryResponses, HostedGetHistoryErrors, ThrowOnError> => (options?.client ?? client).get<HostedGetHistoryResponses, HostedGetHistoryErrors, ThrowOnError>({
     security: [{ name: 'X-API-Key', type: 'apiKey' }],
@@ -531,8 +533,10 @@ export const getHealth = <ThrowOnError extends boolean = false>(options?: Option
  *
  * Ready when the store is reachable, the engine is ready, the queue is below its bound, the
  * server starts jobs (`dispatch` is false while it stops and lets running jobs finish, and
- * while a store write that starts or ends a job fails and is retried) and its storage has
- * room (`storage` is false after a write failed for lack of space, until space returns).
+ * while a store write that starts or ends a job fails and is retried), its storage has
+ * room (`storage` is false after a write failed for lack of space, until space returns) and
+ * its blob store answers (`blobs` is false while a bucket, or the blob directory, cannot be
+ * reached).
  *
  */
 export const getReadiness = <ThrowOnError extends boolean = false>(options?: Options<GetReadinessData, ThrowOnError>): RequestResult<GetReadinessResponses, GetReadinessErrors, ThrowOnError> => (options?.client ?? client).get<GetReadinessResponses, GetReadinessErrors, ThrowOnError>({ url: '/readyz', ...options });

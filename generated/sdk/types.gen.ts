@@ -883,7 +883,9 @@ export type HostedHistoryEntry = {
         messages: Array<Array<unknown>>;
     };
     /**
-     * Per-node output metadata.
+     * Per-node output metadata, as ComfyUI's: for each node with outputs, `node_id`,
+     * `display_node`, `parent_node` (null outside a subgraph) and `real_node_id`.
+     *
      */
     meta?: {
         [key: string]: unknown;
@@ -1134,7 +1136,7 @@ export type ListJobsData = {
     path?: never;
     query?: {
         /**
-         * Only jobs in this status.
+         * Only jobs in this status; every status when left out.
          */
         status?: JobStatus;
         /**

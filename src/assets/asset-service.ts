@@ -1,8 +1,9 @@
 // Asset records over content-addressed blobs: uploads, reuse by hash, outputs, reads, deletion.
 // Ownership is checked here; another caller's asset looks exactly like a missing one.
 import type { Readable } from "node:stream";
-import { BlobStore, HashMismatchError, PayloadTooLargeError, parseBlake3Hash, type ByteRange, type PutResult } from "../blobs/index.ts";
-import type { AssetFolder, AssetRecord, AssetType, NewAsset, PendingBlob, Store } from "../store/index.ts";
+import { HashMismatchError, PayloadTooLargeError, parseBlake3Hash, type BlobStore, type ByteRange, type PutResult } from "../blobs/index.ts";
+import type { AssetFolder, AssetRecord, AssetType, NewAsset, PendingBlob, RunFence, Store } from "../store/index.ts";
+import { isOutOfSpace } from "../datadir/space.ts";
 import { notFound, ServiceError } from "../domain/errors.ts";
 import { uuidv7 } from "../domain/ids.ts";
 import { isMediaType, mediaTypeFromName, sniffMediaType } from "./media-types.ts";
@@ -17,6 +18,8 @@ export interface AssetServiceOptions {
   maxUploadBytes: number;
   /** Refuses new bytes while the data directory is short of space. */
   space?: { assertRoom(): void };
+  /** Downloads go through this server even where the blob store could serve them itself (`--blob-proxy`). */
+  proxyDownloads?: boolean;
 }
 
 /** What an upload says about its bytes. */
@@ -39,6 +42,14 @@ export interface OutputFile {
 }
 
 /** An output whose bytes are stored (durable, or staged) and whose record is still to be written. */
+/** How a run's output record is written (AssetService.recordOutput). */
+export interface RecordOptions {
+  /** Written only while the run holds its job. */
+  fence?: RunFence;
+  /** Retries the write until it lands, giving up where `giveUp` says. */
+  persist?: <T>(write: () => Promise<T>, giveUp?: (err: unknown) => boolean) => Promise<T>;
+}
+
 export interface StoredOutput {
   record: NewAsset;
   put: PutResult;
@@ -55,6 +66,9 @@ export class AssetService {
   private readonly o: AssetServiceOptions;
   /** settlePending calls under way. */
   readonly #settling = new Set<Promise<unknown>>();
+  /** Kept bytes not written back yet for lack of space, and the timer that tries again. */
+  #pendingLeft = false;
+  #writeBackRetry: NodeJS.Timeout | undefined;
 
   constructor(options: AssetServiceOptions) {
     this.o = options;
@@ -172,6 +186,16 @@ export class AssetService {
     if (gone?.blob_unreferenced) await this.o.blobs.delete(gone.blob_key, { unlessTouchedAfter: this.o.now() });
   }
 
+  /**
+   * A URL that serves the asset's bytes without this server until `expiresAt` (a presigned GET
+   * on the bucket, naming the file and its type), or null when this server serves them (the
+   * filesystem store, or proxied downloads).
+   */
+  async directUrl(asset: AssetRecord, expiresAt: number): Promise<string | null> {
+    if (this.o.proxyDownloads === true) return null;
+    return this.o.blobs.downloadUrl(asset.blob_key, { expiresAt, fileName: asset.file_path ?? asset.name, contentType: asset.content_type });
+  }
+
   /** The bytes of an asset, whole or a byte range, as a stream. */
   async open(asset: AssetRecord, range?: ByteRange): Promise<Readable> {
     return this.o.blobs.open(asset.blob_key, range);
@@ -221,12 +245,16 @@ export class AssetService {
     return { record, put, putAt, pending, durable: staged?.durable ?? Promise.resolve() };
   }
 
-  /** The second half of commitOutput: the record over the stored bytes, once they are durable (see recordOver). */
-  async recordOutput(stored: StoredOutput): Promise<AssetRecord> {
+  /**
+   * The second half of commitOutput: the record over the stored bytes, once they are durable (see
+   * recordOver). `fence`: written only while the run holds its job (RunFence); `persist`: how the
+   * write is retried (a short database outage costs the run nothing); a full disk is not retried.
+   */
+  async recordOutput(stored: StoredOutput, options: RecordOptions = {}): Promise<AssetRecord> {
     // A staged blob waits for its batch; this record cannot (the run waits for it).
     if (stored.pending !== null) void this.o.blobs.flushStaged();
     await stored.durable;
-    return this.recordOver(stored.put, stored.record, stored.putAt);
+    return this.recordOver(stored.put, stored.record, stored.putAt, options);
   }
 
   /**
@@ -268,6 +296,33 @@ export class AssetService {
     return restored;
   }
 
+  /**
+   * restorePending at start, on a blob filesystem that may be full: then the server starts all
+   * the same (not ready: `pendingLeft`), and the write-back is tried again every `retryMs` until
+   * the bytes fit. Any other failure throws, as restorePending does.
+   */
+  async restorePendingWhenRoom(retryMs = 1_000, onError: (err: unknown) => void = () => undefined): Promise<void> {
+    try {
+      await this.restorePending();
+      this.#pendingLeft = false;
+    } catch (err) {
+      if (!isOutOfSpace(err)) throw err;
+      this.#pendingLeft = true;
+      this.#writeBackRetry = setTimeout(() => void this.restorePendingWhenRoom(retryMs, onError).catch(onError), retryMs);
+      this.#writeBackRetry.unref();
+    }
+  }
+
+  /** Whether outputs' kept bytes still wait to be written back (their blob filesystem was full). */
+  get pendingLeft(): boolean {
+    return this.#pendingLeft;
+  }
+
+  /** Stops the retried write-back (a stop: the next start tries again). */
+  stopWriteBack(): void {
+    clearTimeout(this.#writeBackRetry);
+  }
+
   /** Stored outputs whose records will never be written: blobs they created that nothing uses go again. */
   async discardOutputs(stored: readonly StoredOutput[]): Promise<void> {
     if (stored.some((s) => s.pending !== null)) void this.o.blobs.flushStaged();
@@ -281,9 +336,10 @@ export class AssetService {
    * Adds the record over a blob just put. When the record cannot be written (a full disk), a
    * blob the put created and nothing else uses is removed again: no orphan is left behind.
    */
-  private async recordOver(put: PutResult, asset: NewAsset, putAt = Date.now() + 1): Promise<AssetRecord> {
+  private async recordOver(put: PutResult, asset: NewAsset, putAt = Date.now() + 1, options: RecordOptions = {}): Promise<AssetRecord> {
+    const write = () => this.o.store.addAsset(asset, options.fence);
     try {
-      return await this.o.store.addAsset(asset);
+      return await (options.persist ? options.persist(write, isOutOfSpace) : write());
     } catch (err) {
       await this.dropOrphan(put, putAt);
       throw err;

@@ -1,6 +1,11 @@
 // Public surface of the blob layer: the content-addressed store, blake3 helpers, URL signing.
-export { BlobStore } from "./blob-store.ts";
-export type { BlobSource, BlobStat, BlobStoreOptions, ByteRange, PutOptions, PutResult, StagedPut } from "./blob-store.ts";
+export type { BlobSource, BlobStat, BlobStore, ByteRange, DownloadLink, PutOptions, PutResult, StagedPut } from "./blob-store.ts";
+export { openBlobStore, type BlobStoreConfig } from "./open-blob-store.ts";
+// The S3 backend (s3-blob-store.ts) is loaded only when configured: the AWS SDK costs start-up time.
+export type { S3BlobStore, S3BlobStoreOptions } from "./s3-blob-store.ts";
+export { parseS3Url, s3Url, type S3Location } from "./s3-location.ts";
+export { FileBlobStore } from "./file-blob-store.ts";
+export type { FileBlobStoreOptions, FileBlobStoreOptions as BlobStoreOptions } from "./file-blob-store.ts";
 export { assertBlobKey, blobPath } from "./blob-key.ts";
 export {
   BLAKE3_PREFIX,

@@ -1,6 +1,7 @@
 // A small frame for the client subcommands: flags with environment fallbacks, --help text
 // generated from the same table, and usage errors told apart from failures.
 import { parseArgs } from "node:util";
+import { explainParseError } from "./suggest.ts";
 
 /** One flag: its type, the environment variable it falls back to, and its one-line help. */
 export interface FlagSpec {
@@ -62,7 +63,7 @@ export function parseCommand(spec: CommandSpec, argv: string[], env: NodeJS.Proc
       strict: true,
     });
   } catch (err) {
-    throw new UsageError((err as Error).message);
+    throw new UsageError(explainParseError((err as Error).message, Object.keys(flags)));
   }
   const values = { ...parsed.values } as ParsedCommand["values"];
   for (const [name, f] of Object.entries(flags)) {

@@ -6,7 +6,7 @@ import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { constants } from "node:os";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { helpText, type CommandSpec } from "./command.ts";
+import { helpText, parseCommand, type CommandSpec } from "./command.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
@@ -74,7 +74,7 @@ export async function conformance(argv: string[]): Promise<void> {
 
 /** `flowgate mock ...`: scripts/mock.ts is a script, so it runs as a child with the same arguments. */
 export async function mock(argv: string[]): Promise<void> {
-  if (argv.includes("--help") || argv.includes("-h")) return void process.stdout.write(helpText(MOCK));
+  if (parseCommand(MOCK, argv, {}).help) return void process.stdout.write(helpText(MOCK)); // a mistyped flag is a usage error here, not in the child
   if (!existsSync(`${ROOT}scripts/mock.ts`)) {
     process.stderr.write("flowgate mock: runs from a checkout of flowgate (scripts/mock.ts and its dev dependencies); an installed package has neither.\n");
     process.exitCode = 1;

@@ -137,8 +137,10 @@ export class ProgressView {
     const value = this.progressValue?.value ?? 0;
     const running = this.runningSince === null ? 0 : now - this.runningSince;
     const done = ["succeeded", "failed", "canceled", "expired"].includes(this.status);
-    // No estimate before a second of running: early fractions say little about the rest.
-    const remainingMs = done || running < 1000 || value < 0.01 || value >= 1 ? null : (running * (1 - value)) / value;
+    // No estimate before a second of running (early fractions say little about the rest), nor while
+    // the current node reports no steps: the fraction stands still while it runs, and the estimate would only grow.
+    const stepless = !!this.progressValue?.current_node && !this.progressValue.steps;
+    const remainingMs = done || stepless || running < 1000 || value < 0.01 || value >= 1 ? null : (running * (1 - value)) / value;
     return { status: this.status, progress: this.progressValue, queuePosition: this.queuePosition, elapsedMs: now - this.startedAt, remainingMs };
   }
 

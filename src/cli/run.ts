@@ -11,6 +11,7 @@ import { clientFrom, describeError } from "./connection.ts";
 import { parseInputFlag, resolveInputTarget, setInput } from "./graph-inputs.ts";
 import { jobErrorText } from "./job-text.ts";
 import { ProgressView, type ProgressMode } from "./progress-view.ts";
+import { parseJson } from "../domain/exact-json.ts";
 
 /** Flags and help of `flowgate run`. */
 export const RUN: CommandSpec = {
@@ -80,7 +81,7 @@ function settingsOf(parsed: ReturnType<typeof parseCommand>): RunSettings {
 async function readGraph(path: string): Promise<Workflow> {
   let graph: unknown;
   try {
-    graph = JSON.parse(await readFile(path, "utf8"));
+    graph = parseJson(await readFile(path, "utf8"));
   } catch (err) {
     throw new UsageError(`cannot read ${path}: ${(err as Error).message}`);
   }
@@ -181,8 +182,10 @@ function onInterrupt(current: () => Job | null, client: FlowgateClient, view: Pr
       return resolveDone();
     }
     process.stderr.write(`\ncanceling job ${job.id}...\n`);
+    // A running job answers canceling; the last line waits for where it ends (a second Ctrl-C does not wait).
     client
       .cancel(job)
+      .then((j) => (j.status === "canceling" ? client.wait(j) : j))
       .then(
         (j) => process.stderr.write(`job ${j.id} ${j.status}\n`),
         (err) => process.stderr.write(`flowgate run: could not cancel job ${job.id}: ${describeError(err)}\n`),

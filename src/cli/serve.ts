@@ -1,10 +1,9 @@
-// `flowgate serve`: the reference server, on the embedded engine or in front of ComfyUI.
-import { ComfyUIEngine } from "../engine/comfyui/index.ts";
-import { EmbeddedEngine } from "../engine/embedded-engine.ts";
-import type { Engine } from "../engine/engine.ts";
+// `flowgate serve`: the reference server, on the embedded engine or in front of ComfyUI. The
+// server and the engines are imported once the flags are read, so --help and a usage error are quick.
 import { loadConfig, SERVE_FLAGS, settingsLine, type Config } from "../config/config.ts";
-import { engineAdapter } from "../jobs/engine-adapter.ts";
-import { startServer } from "../server/start.ts";
+import { UsageError } from "./command.ts";
+import { stopWhenOrphaned } from "./parent-watch.ts";
+import { explainParseError } from "./suggest.ts";
 
 /** Usage of `flowgate serve`. */
 export function serveUsage(): string {
@@ -18,11 +17,15 @@ export function flagLines(flags: ReadonlyArray<[string, { env: string; help: str
   return flags.map(([name, f]) => `  ${`--${name}`.padEnd(nameWidth)} ${f.env.padEnd(envWidth)} ${f.help}`).join("\n");
 }
 
-/** The engine the configuration asks for. */
-export function createEngine(config: Config): Engine {
-  if (config.engine === "comfyui") return new ComfyUIEngine({ urls: config.comfyuiUrls, outputDirs: config.comfyuiOutputDirs, maxQueue: config.queueLimit });
-  return new EmbeddedEngine({ partnerUrl: config.partnerUrl, cacheBytes: config.cacheBytes, jobMemoryBytes: config.jobMemoryBytes });
+/** The configuration of serve and worker; every mistake in it is a usage error (exit 2), with the nearest flag for a mistyped one. */
+export function configFrom(argv: string[]): Config {
+  try {
+    return loadConfig(argv);
+  } catch (err) {
+    throw new UsageError(explainParseError((err as Error).message, Object.keys(SERVE_FLAGS)));
+  }
 }
+
 
 /** Runs the server until SIGINT or SIGTERM. */
 export async function serve(argv: string[]): Promise<void> {
@@ -30,7 +33,12 @@ export async function serve(argv: string[]): Promise<void> {
     process.stdout.write(serveUsage());
     return;
   }
-  const config = loadConfig(argv);
+  const config = configFrom(argv);
+  const [{ startServer }, { engineAdapter }, { createEngine }] = await Promise.all([
+    import("../server/start.ts"),
+    import("../jobs/engine-adapter.ts"),
+    import("./create-engine.ts"),
+  ]);
   const engine = createEngine(config);
   const server = await startServer(config, engineAdapter(engine)).catch(async (err: unknown) => {
     await engine.close?.();
@@ -38,6 +46,8 @@ export async function serve(argv: string[]): Promise<void> {
   });
   process.stdout.write(`flowgate: ${settingsLine(config)}\nflowgate: listening on ${server.url}\n`);
   let closing = false;
+  // npm's SIGTERM does not reach us through its shell: leaving with the parent is the same stop.
+  stopWhenOrphaned(() => process.emit("SIGTERM"));
   for (const signal of ["SIGINT", "SIGTERM"] as const) {
     process.on(signal, () => {
       if (closing) {

@@ -1,10 +1,10 @@
 // `flowgate worker`: claims queued jobs from the shared PostgreSQL database and runs them, on the
 // embedded engine or in front of ComfyUI; no HTTP. API nodes (`flowgate serve --no-dispatch`)
 // take the submissions.
-import { loadConfig, SERVE_FLAGS, settingsLine } from "../config/config.ts";
-import { engineAdapter } from "../jobs/engine-adapter.ts";
-import { openRuntime } from "../runtime/runtime.ts";
-import { createEngine, flagLines } from "./serve.ts";
+import { SERVE_FLAGS, settingsLine } from "../config/config.ts";
+import { UsageError } from "./command.ts";
+import { stopWhenOrphaned } from "./parent-watch.ts";
+import { configFrom, flagLines } from "./serve.ts";
 
 /** Flags of serve that mean nothing to a worker (it does not listen, and always runs jobs). */
 const HTTP_ONLY = new Set(["port", "host", "token", "public-url", "metrics-token", "serverless-domain", "no-dispatch"]);
@@ -21,8 +21,13 @@ export async function worker(argv: string[]): Promise<void> {
     process.stdout.write(workerUsage());
     return;
   }
-  const config = { ...loadConfig(argv), dispatch: true };
-  if (config.databaseUrl === null) throw new Error("a worker needs --database-url: it claims jobs from the PostgreSQL database the API nodes share");
+  const config = { ...configFrom(argv), dispatch: true };
+  if (config.databaseUrl === null) throw new UsageError("a worker needs --database-url: it claims jobs from the PostgreSQL database the API nodes share");
+  const [{ openRuntime }, { engineAdapter }, { createEngine }] = await Promise.all([
+    import("../runtime/runtime.ts"),
+    import("../jobs/engine-adapter.ts"),
+    import("./create-engine.ts"),
+  ]);
   const engine = createEngine(config);
   const runtime = await openRuntime(config, { engine: engineAdapter(engine) }).catch(async (err: unknown) => {
     await engine.close?.();
@@ -39,6 +44,8 @@ export async function worker(argv: string[]): Promise<void> {
   // Nothing else need hold the event loop (the heartbeat is unref'd, idle connections close): stay up until a signal.
   const keepAlive = setInterval(() => undefined, 1 << 30);
   let closing = false;
+  // npm's SIGTERM does not reach us through its shell: leaving with the parent is the same stop.
+  stopWhenOrphaned(() => process.emit("SIGTERM"));
   for (const signal of ["SIGINT", "SIGTERM"] as const) {
     process.on(signal, () => {
       if (closing) {

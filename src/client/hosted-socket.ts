@@ -8,7 +8,8 @@ import { decodeFrame } from "../wire/binary-frames.ts";
 /** One decoded frame: a JSON message, a preview image, or a progress text. */
 export type HostedSocketEvent =
   | { kind: "message"; message: WsMessage }
-  | { kind: "preview"; image: Buffer; contentType: "image/jpeg" | "image/png"; metadata: PreviewImageMetadata | null }
+  // image: a Buffer at run time, typed as its base class so that the types need no @types/node.
+  | { kind: "preview"; image: Uint8Array; contentType: "image/jpeg" | "image/png"; metadata: PreviewImageMetadata | null }
   | { kind: "text"; nodeId: string; text: string };
 
 export interface HostedSocketOptions {

@@ -18,6 +18,12 @@ export interface Config {
   leaseMs: number;
   /** Blob directory (several nodes may share it); null = `<dataDir>/blobs`. */
   blobDir: string | null;
+  /** `s3://bucket/prefix`: blobs in an S3-compatible bucket instead of a directory; null = the filesystem. */
+  blobStore: string | null;
+  /** Endpoint of the S3-compatible service of blobStore (MinIO, R2, Ceph RGW, GCS); null = AWS, as the SDK is configured. */
+  s3Endpoint: string | null;
+  /** Downloads of blobs in a bucket stream through this server instead of a redirect to a presigned URL. */
+  blobProxy: boolean;
   /** Redis carrying live previews between processes (PostgreSQL deployments); null = small previews as notifications. */
   redisUrl: string | null;
   /** Static bearer token of the self-hosted surface; null = open. */
@@ -84,6 +90,9 @@ export const SERVE_FLAGS = {
   lease: { env: "FLOWGATE_LEASE", help: "PostgreSQL: how long a worker's claim on a running job holds without a heartbeat; a dead worker's jobs end worker_lost after it (default 30s)" },
   "redis-url": { env: "FLOWGATE_REDIS_URL", help: "redis://host:port: PostgreSQL deployments pass live previews between processes through Redis pub/sub (default: none; previews over 48 KiB then stay on the worker)" },
   "blob-dir": { env: "FLOWGATE_BLOB_DIR", help: "where blobs live, a directory every node shares when several run (default <data-dir>/blobs)" },
+  "blob-store": { env: "FLOWGATE_BLOB_STORE", help: "s3://bucket/prefix: keep blobs in an S3-compatible bucket (credentials and region the AWS SDK way: AWS_* variables, profiles), so nodes share no directory (default: the filesystem)" },
+  "s3-endpoint": { env: "FLOWGATE_S3_ENDPOINT", help: "endpoint of an S3-compatible service for --blob-store, like http://minio:9000 (path-style addressing then) (default: AWS)" },
+  "blob-proxy": { env: "FLOWGATE_BLOB_PROXY", help: "stream downloads of bucket blobs through this server instead of redirecting to presigned URLs, for buckets clients cannot reach", boolean: true },
   token: { env: "FLOWGATE_TOKEN", help: "static bearer token required on v2 (default: none, open)" },
   "public-url": { env: "FLOWGATE_PUBLIC_URL", help: "origin used in signed links (default: the request's origin)" },
   "queue-limit": { env: "FLOWGATE_QUEUE_LIMIT", help: "queued jobs before queue_full (default 10000)" },
@@ -195,6 +204,13 @@ export function loadConfig(argv: string[] = [], env: NodeJS.ProcessEnv = process
   const databaseUrl = get("database-url") || null;
   if (databaseUrl !== null && !/^postgres(ql)?:\/\/[^/]*\/?/.test(databaseUrl)) throw new Error(`--database-url must be a postgres:// URL`);
   const blobDir = get("blob-dir") || null;
+  const blobStore = get("blob-store") || null;
+  if (blobStore !== null && !/^s3:\/\/[^/]+/.test(blobStore)) throw new Error(`--blob-store must be s3://bucket/prefix, got "${blobStore}"`);
+  if (blobStore !== null && blobDir !== null) throw new Error("--blob-store and --blob-dir exclude each other: blobs live in the bucket or in the directory");
+  const s3Endpoint = get("s3-endpoint")?.replace(/\/+$/, "") || null;
+  if (s3Endpoint !== null && !/^https?:\/\/[^/]+/.test(s3Endpoint)) throw new Error(`--s3-endpoint must be an http(s) URL`);
+  if (s3Endpoint !== null && blobStore === null) throw new Error("--s3-endpoint goes with --blob-store s3://...");
+  const blobProxy = values["blob-proxy"] === true || /^(1|true|yes)$/i.test(env.FLOWGATE_BLOB_PROXY ?? "");
   const redisUrl = get("redis-url") || null;
   if (redisUrl !== null && !/^rediss?:\/\/[^/]+/.test(redisUrl)) throw new Error("--redis-url must be a redis:// URL");
   if (redisUrl !== null && databaseUrl === null) throw new Error("--redis-url needs --database-url: it carries previews between the processes of a PostgreSQL deployment");
@@ -208,6 +224,9 @@ export function loadConfig(argv: string[] = [], env: NodeJS.ProcessEnv = process
     dispatch: !noDispatch,
     leaseMs: parseDuration(get("lease") ?? "30s"),
     blobDir: blobDir === null ? null : path.resolve(blobDir),
+    blobStore,
+    s3Endpoint,
+    blobProxy,
     redisUrl,
     token: get("token") || null,
     publicUrl: publicUrl?.replace(/\/+$/, "") ?? null,
@@ -251,6 +270,7 @@ export function describeConfig(c: Config): Record<string, unknown> {
     dataDir: c.dataDir,
     database: c.databaseUrl === null ? "sqlite" : withoutCredentials(c.databaseUrl),
     ...(c.blobDir === null ? {} : { blobDir: c.blobDir }),
+    ...(c.blobStore === null ? {} : { blobStore: c.blobStore, s3Endpoint: c.s3Endpoint === null ? "(aws)" : withoutCredentials(c.s3Endpoint), blobProxy: c.blobProxy }),
     ...(c.redisUrl === null ? {} : { redis: withoutCredentials(c.redisUrl) }),
     ...(c.databaseUrl === null ? {} : { dispatch: c.dispatch, lease: `${c.leaseMs / 1000}s` }),
     token: c.token ? "(set)" : "(none: open)",

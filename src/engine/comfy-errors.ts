@@ -89,7 +89,7 @@ export const comfyError = {
       extra_info: { input_name: input, input_config: spec, received_value: value, exception_message: reason },
     };
   },
-  valueSmallerThanMin(input: string, spec: InputSpec, value: number, min: unknown, show: (n: unknown) => string): ComfyErrorItem {
+  valueSmallerThanMin(input: string, spec: InputSpec, value: unknown, min: unknown, show: (n: unknown) => string): ComfyErrorItem {
     return {
       type: "value_smaller_than_min",
       message: `Value ${show(value)} smaller than min of ${show(min)}`,
@@ -97,7 +97,7 @@ export const comfyError = {
       extra_info: { input_name: input, input_config: spec, received_value: value },
     };
   },
-  valueBiggerThanMax(input: string, spec: InputSpec, value: number, max: unknown, show: (n: unknown) => string): ComfyErrorItem {
+  valueBiggerThanMax(input: string, spec: InputSpec, value: unknown, max: unknown, show: (n: unknown) => string): ComfyErrorItem {
     return {
       type: "value_bigger_than_max",
       message: `Value ${show(value)} bigger than max of ${show(max)}`,

@@ -1,13 +1,14 @@
 // The embedded CPU engine: the built-in node library, validation, and a result cache shared
 // by every run of this engine instance.
 import type { AssetResolver, Engine, ExecuteOptions, ExecuteResult, UploadResolver } from "./engine.ts";
-import { EngineError } from "./errors.ts";
+import { EngineError, type JobError } from "./errors.ts";
 import { runGraph, type CachedResult } from "./executor.ts";
 import { ByteLruCache } from "./lru-cache.ts";
 import type { NodeDefinition } from "./node-spec.ts";
 import { builtinNodes, createRegistry, type NodeRegistry } from "./nodes/registry.ts";
 import { objectInfo, type ObjectInfo } from "./object-info.ts";
 import { analyzeGraph, describeErrors, validationResult, type ValidationResult } from "./validate.ts";
+import { cloneJson } from "../domain/exact-json.ts";
 
 /** Construction options of the embedded engine. */
 export interface EmbeddedEngineOptions {
@@ -43,8 +44,9 @@ export const DEFAULT_JOB_MEMORY = 2 ** 30;
 export class EngineValidationError extends EngineError {
   readonly validation: ValidationResult;
 
-  constructor(validation: ValidationResult) {
-    super({ code: "invalid_input", message: describeErrors(validation), node_id: null, class_type: null, traceback: null });
+  /** `jobError`: the job's error when another one than the summary fits (a node ComfyUI named). */
+  constructor(validation: ValidationResult, jobError?: JobError) {
+    super(jobError ?? { code: "invalid_input", message: describeErrors(validation), node_id: null, class_type: null, traceback: null });
     this.name = "EngineValidationError";
     this.validation = validation;
   }
@@ -68,7 +70,7 @@ export class EmbeddedEngine implements Engine {
 
   /** object_info, synchronously (a fresh copy each call). */
   nodeDefinitionsSync(): ObjectInfo {
-    return structuredClone(this.info);
+    return cloneJson(this.info);
   }
 
   /** object_info. */

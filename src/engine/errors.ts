@@ -18,6 +18,18 @@ export interface JobError {
   node_id: string | null;
   class_type: string | null;
   traceback: string | null;
+  /** ComfyUI's execution_error fields as it sent them (paths and secrets removed), for the hosted socket and history; never in a v2 answer. */
+  comfy?: ComfyExecutionDetails;
+}
+
+/** The fields of ComfyUI's execution_error that flowgate's JobError does not carry. */
+export interface ComfyExecutionDetails {
+  exception_type: string;
+  /** One string per frame, as ComfyUI's traceback.format_tb gives them. */
+  traceback: string[];
+  current_inputs: unknown;
+  current_outputs: unknown;
+  executed: string[];
 }
 
 /** A failed run: carries the JobError to store on the job. */

@@ -1,6 +1,7 @@
 // Node definitions in the shape of ComfyUI's GET /object_info.
 import type { InputSpec, NodeDefinition } from "./node-spec.ts";
 import type { NodeRegistry } from "./nodes/registry.ts";
+import { cloneJson } from "../domain/exact-json.ts";
 
 /** An input spec as object_info sends it, `[TYPE, options?]`. */
 type SpecJson = [InputSpec[0], ...unknown[]];
@@ -66,7 +67,7 @@ export function nodeInfo(def: NodeDefinition): NodeInfo {
   };
   if (def.output_tooltips) info.output_tooltips = [...def.output_tooltips];
   // A deep copy, so callers can never mutate the library's specs.
-  return structuredClone(info);
+  return cloneJson(info);
 }
 
 /** object_info for every class of a registry. */

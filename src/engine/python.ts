@@ -25,6 +25,7 @@ export function pyRepr(v: unknown): string {
   if (v === false) return "False";
   if (typeof v === "number") return Number.isInteger(v) ? String(v) : pyFloatRepr(v);
   if (typeof v === "bigint") return v.toString();
+  if (JSON.isRawJSON(v)) return v.rawJSON; // an exact integer beyond 2^53
   if (typeof v === "string") return pyStringRepr(v);
   if (Array.isArray(v)) return `[${v.map(pyRepr).join(", ")}]`;
   if (typeof v === "object") {

@@ -23,6 +23,7 @@ import {
   type TensorShape,
 } from "./node-spec.ts";
 import type { NodeRegistry } from "./nodes/registry.ts";
+import { bigIntOf, exactInteger, isBigInteger, type RawJson } from "../domain/exact-json.ts";
 import { pyBool, pyFloat, pyFloatRepr, pyInt, pyRepr, pyStr } from "./python.ts";
 import { formatBytes } from "./run-scope.ts";
 import { closest } from "./suggest.ts";
@@ -368,7 +369,7 @@ function checkLiteral(
   }
   let coerced: unknown;
   if (type === "INT" || type === "FLOAT") {
-    const c = type === "INT" ? pyInt(value) : pyFloat(value);
+    const c = type === "INT" ? intOf(value) : pyFloat(isBigInteger(value) ? Number(value.rawJSON) : value);
     if (!c.ok) {
       issue(id, name, "type_mismatch", comfyError.invalidInputType(name, spec, value, c.error), `Input "${name}" takes ${type === "INT" ? "a whole number" : "a number"}, not ${shown(value)}.`);
       return;
@@ -376,16 +377,16 @@ function checkLiteral(
     coerced = c.value;
     const opts = spec[1] ?? {};
     const show = (n: unknown) => (type === "FLOAT" && typeof n === "number" ? pyFloatRepr(n) : pyRepr(n));
-    if (typeof opts.min === "number" && c.value < opts.min) {
+    if (isBound(opts.min) && compareNumbers(c.value, opts.min) < 0) {
       issue(id, name, "out_of_range", comfyError.valueSmallerThanMin(name, spec, c.value, opts.min, show), `Input "${name}" is ${show(c.value)}, below its minimum of ${show(opts.min)}.`);
       return;
     }
-    if (typeof opts.max === "number" && c.value > opts.max) {
+    if (isBound(opts.max) && compareNumbers(c.value, opts.max) > 0) {
       issue(id, name, "out_of_range", comfyError.valueBiggerThanMax(name, spec, c.value, opts.max, show), `Input "${name}" is ${show(c.value)}, above its maximum of ${show(opts.max)}.`);
       return;
     }
   } else if (type === "STRING") {
-    coerced = pyStr(value);
+    coerced = pyStr(value); // an exact integer's digits, as Python's str()
     // Output names come back in every read of the job: a prefix is bounded like a path.
     if (name === "filename_prefix" && (coerced as string).length > MAX_FILENAME_PREFIX) {
       issue(id, name, "out_of_range", comfyError.invalidInputType(name, spec, `${(coerced as string).slice(0, 32)}...`, `filename_prefix is longer than ${MAX_FILENAME_PREFIX} characters`), `Input "filename_prefix" is longer than ${MAX_FILENAME_PREFIX} characters.`);
@@ -395,6 +396,33 @@ function checkLiteral(
     coerced = pyBool(value);
   }
   prepared.literals[name] = coerced;
+}
+
+/** int(v), exact beyond 2^53 (Python's ints are): such an integer stays a raw JSON integer. */
+function intOf(v: unknown): { ok: true; value: number | RawJson } | { ok: false; error: string } {
+  if (isBigInteger(v)) return { ok: true, value: v };
+  if (typeof v === "string" && /^\s*[+-]?\d(?:_?\d)*\s*$/.test(v)) {
+    const n = BigInt(v.trim().replace(/_/g, ""));
+    return { ok: true, value: exactInteger(n) };
+  }
+  return pyInt(v);
+}
+
+/** A bound of a number input: a number, or an exact integer beyond 2^53 (ComfyUI's seeds go to 2^64 - 1). */
+function isBound(v: unknown): v is number | RawJson {
+  return typeof v === "number" || isBigInteger(v);
+}
+
+/** The sign of a - b, exact where either is an integer beyond 2^53. */
+function compareNumbers(a: number | RawJson, b: number | RawJson): number {
+  if (typeof a === "number" && typeof b === "number") return Math.sign(a - b);
+  const ia = bigIntOf(a);
+  const ib = bigIntOf(b);
+  if (ia !== null && ib !== null) return ia < ib ? -1 : ia > ib ? 1 : 0;
+  // A fraction against a huge integer: doubles order them correctly.
+  const na = typeof a === "number" ? a : Number(a.rawJSON);
+  const nb = typeof b === "number" ? b : Number(b.rawJSON);
+  return Math.sign(na - nb);
 }
 
 /** A node and everything it depends on (within the prepared nodes). */

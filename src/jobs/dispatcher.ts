@@ -7,7 +7,7 @@
 // With leases (PostgreSQL, several processes), jobs are claimed from the database instead: the
 // next queued job of any node, under a lease this process renews on a heartbeat; the in-memory
 // queue then only answers positions of the jobs this node knows (see LeaseOptions).
-import { TerminalStatusError, type JobRecord } from "../store/index.ts";
+import { LeaseLostError, TerminalStatusError, type JobRecord, type RunFence } from "../store/index.ts";
 import { DrainRate } from "./drain-rate.ts";
 import type { EventBus } from "./event-bus.ts";
 import { FairQueue } from "./fair-queue.ts";
@@ -70,6 +70,8 @@ export class Dispatcher {
   private fillRetry: NodeJS.Timeout | undefined;
   /** Wakes the retries that wait, so that a stop does not wait for their backoff. */
   private readonly wakers = new Set<() => void>();
+  /** A claim failed without an answer: it may have committed; the next fill reads back what this worker holds. */
+  private claimUncertain = false;
   /** The heartbeat of leased dispatch, and whether one is under way. */
   private heartbeat: NodeJS.Timeout | undefined;
   private beating = false;
@@ -181,6 +183,7 @@ export class Dispatcher {
   /** Ends the jobs whose lease passed (`worker_lost`; `canceled` if a cancel was under way). */
   private async failExpired(lease: LeaseOptions): Promise<void> {
     for (const job of await lease.leases.failExpired(this.o.now())) {
+      this.o.log?.(`job ${job.id}: ended ${job.status}${job.error ? ` ${String(job.error.code)}` : ""}: the lease of the process holding it passed without a renewal`);
       this.running.get(job.id)?.abort();
       this.events.publish({ type: "status", job });
     }
@@ -381,13 +384,18 @@ export class Dispatcher {
    * Writes the end of a run, retrying until it lands: a job never stays `running` because one
    * write failed. A stop that aborts the runs gives up (the next start ends the job worker_lost).
    */
-  private async persistEnd<T>(jobId: string, write: () => Promise<T>): Promise<T> {
+  private async persistEnd<T>(jobId: string, write: () => Promise<T>, giveUp?: (err: unknown) => boolean): Promise<T> {
     for (let delay = RETRY_FIRST_MS; ; delay = Math.min(delay * 2, RETRY_MAX_MS)) {
       try {
         const result = await write();
         this.failingWrites.delete(jobId);
         return result;
       } catch (err) {
+        // Refused (the run lost its job) or not to be retried (a full disk): the run decides.
+        if (err instanceof LeaseLostError || giveUp?.(err)) {
+          this.failingWrites.delete(jobId);
+          throw err;
+        }
         this.failingWrites.add(jobId);
         if (this.abortingRuns) throw err;
         await this.pause(delay);
@@ -444,12 +452,35 @@ export class Dispatcher {
    * engine: a ComfyUI queue position is not kept across processes). False when none is claimable.
    */
   private async claim(lease: LeaseOptions): Promise<boolean> {
-    const job = await lease.leases.claim(lease.workerId, lease.leaseMs, this.o.now(), this.o.slotsFor, [...this.extras.keys()], !lease.dispatch);
-    if (!job) return false;
-    this.queue.remove(job.id);
-    this.events.publish({ type: "status", job });
-    this.launch(job);
+    if (this.claimUncertain) await this.readBack(lease);
+    let claimed;
+    try {
+      claimed = await lease.leases.claim(lease.workerId, lease.leaseMs, this.o.now(), this.o.slotsFor, [...this.extras.keys()], !lease.dispatch);
+    } catch (err) {
+      // The answer may be what was lost, not the claim: it may have committed.
+      this.claimUncertain = true;
+      throw err;
+    }
+    if (!claimed) return false;
+    this.queue.remove(claimed.job.id);
+    this.events.publish({ type: "status", job: claimed.job });
+    this.launch(claimed.job, undefined, false, { workerId: lease.workerId, epoch: claimed.epoch });
     return true;
+  }
+
+  /**
+   * After a claim that failed without an answer: the live jobs carrying this worker's id that it
+   * does not run are claims that committed after all; it runs them (a canceling one ends canceled).
+   */
+  private async readBack(lease: LeaseOptions): Promise<void> {
+    for (const { job, epoch } of await lease.leases.heldBy(lease.workerId)) {
+      if (this.running.has(job.id)) continue;
+      this.o.log?.(`job ${job.id}: claimed by this worker in a claim whose answer was lost; running it now`);
+      this.queue.remove(job.id);
+      this.events.publish({ type: "status", job });
+      this.launch(job, undefined, job.status === "canceling", { workerId: lease.workerId, epoch });
+    }
+    this.claimUncertain = false;
   }
 
   /**
@@ -482,16 +513,16 @@ export class Dispatcher {
     });
   }
 
-  /** Runs a job; `aborted`: a cancel came while its start was being committed. */
-  private launch(job: JobRecord, hooks?: QueuedRunHooks, aborted = false): void {
+  /** Runs a job; `aborted`: a cancel came while its start was being committed; `fence`: the claim it runs under (leases). */
+  private launch(job: JobRecord, hooks?: QueuedRunHooks, aborted = false, fence: RunFence = { workerId: null, epoch: 0 }): void {
     const controller = new AbortController();
     // A fill that was committing this start when the stop came launches it late: stop it too.
     if (this.abortingRuns || aborted) controller.abort();
     this.running.set(job.id, controller);
     this.queue.started(job.owner);
     const extra = this.extras.get(job.id) ?? {};
-    const deps = { ...this.o, persistEnd: <T>(write: () => Promise<T>) => this.persistEnd(job.id, write) };
-    const p = runJob(deps, job, extra, controller.signal, hooks)
+    const deps = { ...this.o, persistEnd: <T>(write: () => Promise<T>, giveUp?: (err: unknown) => boolean) => this.persistEnd(job.id, write, giveUp) };
+    const p = runJob(deps, job, extra, controller.signal, hooks, fence)
       .catch(() => null)
       .finally(() => {
         this.failingWrites.delete(job.id);

@@ -1,6 +1,7 @@
 // One run of one job: engine callbacks become progress, outputs, previews, logs and events.
 import type { AssetService, StoredOutput } from "../assets/asset-service.ts";
-import { TerminalStatusError, type AssetRecord, type JobPatch, type JobRecord, type JobStatus, type Store } from "../store/index.ts";
+import { LeaseLostError, TerminalStatusError, type AssetRecord, type JobPatch, type JobRecord, type JobStatus, type RunFence, type Store } from "../store/index.ts";
+import { UPSTREAM_FAILURE } from "../domain/failures.ts";
 import { isOutOfSpace } from "../datadir/space.ts";
 import type { EnginePort, RunEnd, RunFailure } from "./engine-port.ts";
 import type { EventBus } from "./event-bus.ts";
@@ -25,8 +26,13 @@ export interface JobRunDeps {
   captureLogs: boolean;
   logLimitBytes: number;
   names: OutputNamer;
-  /** Writes the end of the run, retrying a failed write until it lands (default: one attempt). */
-  persistEnd?: <T>(write: () => Promise<T>) => Promise<T>;
+  /**
+   * Writes a run's end or an output record, retrying a failed write until it lands (default: one
+   * attempt); gives up at once on a LeaseLostError and where `giveUp` says (a full disk).
+   */
+  persistEnd?: <T>(write: () => Promise<T>, giveUp?: (err: unknown) => boolean) => Promise<T>;
+  /** Where a run says why infrastructure ended or stopped it (the server's standard error). */
+  log?: (line: string) => void;
   /**
    * Writes the records of the last output node's outputs in the run's end commit: one durable
    * write instead of two, their events just before the end's. Off (the default) where other
@@ -47,19 +53,52 @@ export interface QueuedRunHooks {
  * Runs a job to its terminal state. A `running` job runs from now on; a `queued` one (an engine
  * with a queue of its own) moves to `running` when the engine reports that its graph started.
  */
-export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_vendor_org?: string }, signal: AbortSignal, hooks?: QueuedRunHooks): Promise<JobRecord | null> {
+export async function runJob(
+  deps: JobRunDeps,
+  job: JobRecord,
+  extra: { api_key_vendor_org?: string },
+  outerSignal: AbortSignal,
+  hooks?: QueuedRunHooks,
+  fence: RunFence = { workerId: null, epoch: 0 },
+): Promise<JobRecord | null> {
   const { store, events, assets } = deps;
   const base = { job_id: job.id, owner: job.owner };
   const tracker = new ProgressTracker();
   const log = new LogCapture(deps.logLimitBytes);
-  const progressWrites = latestWins((progress: Progress) => store.updateProgress(job.id, progress));
+  const persist = deps.persistEnd ?? ((write) => write());
+  /** Aborts the run once one of its writes is refused: it no longer holds its job. */
+  const fenced = new AbortController();
+  const signal = AbortSignal.any([outerSignal, fenced.signal]);
+  let leaseLost = false;
+  /** True (and the run stopped) when `err` says the run no longer holds its job. */
+  const refused = (err: unknown): boolean => {
+    if (!(err instanceof LeaseLostError)) return false;
+    if (!leaseLost) {
+      leaseLost = true;
+      deps.log?.(`job ${job.id}: a write of its run was refused: the run no longer holds its lease (the job ended elsewhere); the run stops and writes nothing more`);
+      fenced.abort();
+    }
+    return true;
+  };
+  /** Infrastructure that failed under the run (not the workflow): the job ends upstream_error. */
+  let infraFailure: unknown = null;
+  // Progress is fenced with leases only: without, a snapshot may race the move to running (an engine with a queue).
+  const progressFence = fence.workerId === null ? undefined : fence;
+  /** The end is being written: a snapshot still waiting then finds the job ended, as it should. */
+  let ending = false;
+  const progressWrites = latestWins((progress: Progress) =>
+    store.updateProgress(job.id, progress, progressFence).catch((err: unknown) => {
+      if (ending && err instanceof LeaseLostError) return;
+      if (!refused(err)) throw err;
+    }),
+  );
   const commits = new Set<Promise<unknown>>();
   /** The output that could not be stored for lack of space, if any: the job fails with `insufficient_storage`. */
   let spaceFailure: { node_id: string; class_type: string } | null = null;
   /** Engine file name -> the unique name it was committed under, by folder. */
   const renamed = new Map<string, string>();
   /** Records of the last output node's outputs, held to be written with the run's end. */
-  const rows = new OutputRows(assets);
+  const rows = new OutputRows(assets, undefined, { fence, persist });
   /** Output nodes not done yet: once only one is left, its outputs are the run's last. */
   const outputNodesLeft = new Set(job.output_node_ids);
   /** Bytes of the last outputs staged so far (see STAGED_BYTES_PER_RUN). */
@@ -113,7 +152,7 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
 
   let end: RunEnd;
   try {
-    const graph = (await store.getJobWorkflow(job.id)) ?? {};
+    const graph = (await persist(() => store.getJobWorkflow(job.id))) ?? {};
     end = await deps.engine.run(graph, {
       jobId: job.id,
       signal,
@@ -160,7 +199,7 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
       onPreview: (node_id, content_type, data) => inOrder(() => events.publish({ type: "preview", ...base, node_id, content_type, data })),
       onOutput: (output) =>
         track(commits, async () => {
-          const name = await deps.names.reserve(job.owner, output.folder, output.name);
+          const name = await persist(() => deps.names.reserve(job.owner, output.folder, output.name));
           renamed.set(`${output.folder}/${output.name}`, name);
           const node = { node_id: output.node_id, class_type: output.class_type };
           const last = deps.endWithOutputs === true && [...outputNodesLeft].every((id) => id === output.node_id);
@@ -173,9 +212,10 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
             const stored = await assets.storeOutput(job, { ...output, name }, { stage });
             // The record of an output of the last output node waits for the run's end (written
             // in its commit); any other is written now, before the run goes on.
-            asset = last ? rows.hold(stored, node) : Promise.resolve(await assets.recordOutput(stored));
+            asset = last ? rows.hold(stored, node) : Promise.resolve(await assets.recordOutput(stored, { fence, persist }));
           } catch (err) {
             if (isOutOfSpace(err)) spaceFailure ??= node;
+            else if (!refused(err)) infraFailure ??= err;
             throw err;
           }
           inOrderAfter(asset, (written) => {
@@ -187,8 +227,9 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
         inOrder(() => events.publish({ type: "log", ...base, text }));
       },
     });
-  } catch {
-    // The port promises not to throw, but the graph read can fail: either way the job still ends.
+  } catch (err) {
+    // The port promises not to throw, but the graph read can fail (retried until a stop): the job still ends.
+    infraFailure ??= err;
     end = { kind: "failed", error: { code: "node_execution_error", message: "The workflow failed." } };
   }
   // An end the engine reached without reporting a start (a prompt it refused, a missed message)
@@ -202,8 +243,16 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
   await Promise.allSettled(commits);
   await rows.idle();
   // A held record a flush could not write: the run cannot succeed without it.
-  if (rows.failure !== null) end = { kind: "failed", error: unsaved(rows.failure) };
+  if (rows.failure !== null && !refused(rows.failure.error)) {
+    if (isOutOfSpace(rows.failure.error)) end = { kind: "failed", error: outOfSpace(rows.failure.node) };
+    else infraFailure ??= rows.failure.error;
+  }
   if (end.kind === "failed" && spaceFailure !== null) end = { kind: "failed", error: outOfSpace(spaceFailure) };
+  // What infrastructure ended is never the workflow's failure, and says why where an operator looks.
+  else if (infraFailure !== null && end.kind !== "canceled") {
+    end = { kind: "failed", error: { ...UPSTREAM_FAILURE } };
+    deps.log?.(`job ${job.id}: ends failed upstream_error: ${describe(infraFailure)}`);
+  }
   if (end.kind !== "succeeded") {
     // Other ends keep the last snapshot, so it lands first, after what the held records hold back.
     rows.flush();
@@ -218,17 +267,17 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
   // Other processes hear the run's events before its end (notifications go in commit order).
   await events.relayed();
 
-  const persist = deps.persistEnd ?? ((write) => write());
-  const ended = await persist(async () => {
+  ending = true;
+  const ended = leaseLost ? null : await persist(async () => {
     if (deps.captureLogs) {
       const { text, truncated } = log.result();
-      await store.setLogs(job.id, { text, truncated, captured_at: deps.now() });
+      await store.setLogs(job.id, { text, truncated, captured_at: deps.now() }, fence);
     }
     const now = deps.now();
     if (end.kind === "succeeded") {
       const progress = tracker.finish();
       try {
-        return await settle(store, job.id, "succeeded", { completed_at: now, progress }, held.stored);
+        return await settle(store, job.id, "succeeded", { completed_at: now, progress }, held.stored, fence);
       } catch (err) {
         if (!isOutOfSpace(err) || held.stored.length === 0) throw err;
         // The records do not fit: the job fails as when an output's bytes do not.
@@ -237,9 +286,14 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
         held.stored.length = 0;
       }
     }
-    if (end.kind === "failed") return settle(store, job.id, "failed", { completed_at: now, error: { ...end.error } });
-    return settle(store, job.id, "canceled", { completed_at: now });
+    if (end.kind === "failed") return settle(store, job.id, "failed", { completed_at: now, error: { ...end.error } }, [], fence);
+    return settle(store, job.id, "canceled", { completed_at: now }, [], fence);
+  }).catch((err: unknown) => {
+    if (refused(err)) return null;
+    throw err;
   });
+  // Nothing moved: the job ended elsewhere (or, with leases, is held by no claim of this run).
+  if (ended === null && !leaseLost && fence.workerId !== null) deps.log?.(`job ${job.id}: its end was not written: the run no longer holds its lease (the job ended elsewhere)`);
   const finished = ended?.job ?? null;
   if (held.stored.length > 0) await held.done(ended?.assets ?? null);
   // Written with their bytes kept: the store forgets those once the files are durable, off the path.
@@ -256,20 +310,22 @@ export async function runJob(deps: JobRunDeps, job: JobRecord, extra: { api_key_
  * Writes the end of a run. A job canceled meanwhile ends `canceled` whatever the run did; one
  * expired by the reaper stays expired (the database refuses to rewrite a terminal state).
  */
-async function settle(store: Store, id: string, to: JobStatus, patch: JobPatch, outputs: readonly StoredOutput[] = []): Promise<{ job: JobRecord; assets: AssetRecord[] } | null> {
+async function settle(store: Store, id: string, to: JobStatus, patch: JobPatch, outputs: readonly StoredOutput[], fence: RunFence): Promise<{ job: JobRecord; assets: AssetRecord[] } | null> {
   const records = outputs.map((s) => s.record);
   const pending = outputs.flatMap((s) => (s.pending === null ? [] : [s.pending]));
   // Records (and staged bytes) go with whichever move lands, in its transaction; none is written if none does.
   const move = async (from: JobStatus, to: JobStatus, patch: JobPatch) => {
-    if (records.length > 0) return store.transitionJobWithAssets(id, [from], to, patch, records, pending);
-    const job = await store.transitionJob(id, [from], to, patch);
+    if (records.length > 0) return store.transitionJobWithAssets(id, [from], to, patch, records, pending, fence);
+    const job = await store.transitionJob(id, [from], to, patch, { fence });
     return job && { job, assets: [] };
   };
   try {
     // A run only stops early because of a cancel request (the job is `canceling`) or the reaper.
     const fromRunning = to === "canceled" ? null : await move("running", to, patch);
     if (fromRunning) return fromRunning;
-    return await move("canceling", "canceled", { completed_at: patch.completed_at ?? null });
+    // A run that succeeded after a late cancel request ends canceled with its final progress:
+    // the stream may already have published it, and the job must not read as less.
+    return await move("canceling", "canceled", { completed_at: patch.completed_at ?? null, ...(patch.progress ? { progress: patch.progress } : {}) });
   } catch (err) {
     if (err instanceof TerminalStatusError) return null;
     throw err;
@@ -297,10 +353,10 @@ function renameInUi(ui: Record<string, unknown> | null, renamed: ReadonlyMap<str
   return out;
 }
 
-/** The job error of a run one of whose output records could not be written. */
-function unsaved(failure: { error: unknown; node: { node_id: string; class_type: string } }): RunFailure {
-  if (isOutOfSpace(failure.error)) return outOfSpace(failure.node);
-  return { code: "node_execution_error", message: "The workflow failed.", node_id: failure.node.node_id, class_type: failure.node.class_type, traceback: null };
+/** A failure in one line for the log (never a secret: store and network errors name no inputs). */
+function describe(err: unknown): string {
+  if (err instanceof Error) return `${err.name}: ${err.message}${(err as { code?: unknown }).code ? ` (${String((err as { code?: unknown }).code)})` : ""}`;
+  return String(err);
 }
 
 /** The job error of a run whose output could not be stored for lack of space. */

@@ -2,7 +2,7 @@
 // the run's last output node, written with its end in one transaction and one durable commit
 // (Store.transitionJobWithAssets). Should the run go on after all (a node starts), or not end
 // within OUTPUT_ROW_WAIT_MS, they are written by themselves.
-import type { AssetService, StoredOutput } from "../assets/asset-service.ts";
+import type { AssetService, RecordOptions, StoredOutput } from "../assets/asset-service.ts";
 import type { AssetRecord } from "../store/index.ts";
 
 /** How long a record waits for the run to go on or end before it is written by itself. */
@@ -30,10 +30,13 @@ export class OutputRows {
 
   private readonly assets: AssetService;
   private readonly waitMs: number;
+  private readonly record: RecordOptions;
 
-  constructor(assets: AssetService, waitMs = OUTPUT_ROW_WAIT_MS) {
+  /** `record`: the run's fence and retry, for the records written by themselves. */
+  constructor(assets: AssetService, waitMs = OUTPUT_ROW_WAIT_MS, record: RecordOptions = {}) {
     this.assets = assets;
     this.waitMs = waitMs;
+    this.record = record;
   }
 
   /** Holds an output's record; resolves with the record once written, null if it never is. */
@@ -54,7 +57,7 @@ export class OutputRows {
     const p = (async () => {
       for (const h of batch) {
         try {
-          h.written(await this.assets.recordOutput(h.stored));
+          h.written(await this.assets.recordOutput(h.stored, this.record));
         } catch (error) {
           this.failure ??= { error, node: h.node };
           h.written(null);

@@ -14,10 +14,12 @@ export interface ReaperOptions {
   dispatcher: Dispatcher;
   events: EventBus;
   now: () => number;
+  /** The sweep of orphan blob files, run with each pass (it may skip passes); the number removed. */
+  sweepOrphans?: () => Promise<number>;
 }
 
 /** One pass of retention; returns how many jobs expired and were purged. */
-export async function reapOnce(o: ReaperOptions): Promise<{ expired: number; purged: number; blobs: number }> {
+export async function reapOnce(o: ReaperOptions): Promise<{ expired: number; purged: number; blobs: number; orphans: number }> {
   const now = o.now();
   let expired = 0;
   for (;;) {
@@ -42,7 +44,8 @@ export async function reapOnce(o: ReaperOptions): Promise<{ expired: number; pur
     }
     if (!r.more) break;
   }
-  return { expired, purged, blobs };
+  const orphans = (await o.sweepOrphans?.()) ?? 0;
+  return { expired, purged, blobs, orphans };
 }
 
 /** Runs the reaper every `intervalMs` until the returned stop function is called. */

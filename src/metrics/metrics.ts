@@ -12,10 +12,26 @@ import { isTerminalStatus, type Store } from "../store/index.ts";
 /** Where the scrape-time gauges read their values; each is optional (tests, surfaces). */
 export interface MetricSources {
   queueDepth(): number | Promise<number>;
+  /** Seconds the oldest queued job has waited (0 when none). */
+  oldestQueuedSeconds?(): number | Promise<number>;
   runningJobs(): number;
   openEventStreams?(): number;
   openWebSockets?(): number;
   upstreams?(): UpstreamHealth[];
+  /** /readyz's checks and their result. */
+  readiness?(): Promise<{ ready: boolean; checks: Record<string, boolean> }>;
+  /** Free and total bytes of each volume the server writes to (`data`, `blobs`), and whether new data is refused for space. */
+  storage?(): Promise<{ short: boolean; volumes: Array<{ volume: string; freeBytes: number; sizeBytes: number }> }>;
+  /** Processes running jobs now (PostgreSQL: the deployment's, holding a live lease). */
+  busyWorkers?(): Promise<number>;
+}
+
+/** What `flowgate_build_info` labels: this build and how it was started. */
+export interface BuildInfo {
+  version: string;
+  surface: string;
+  engine: string;
+  store: "sqlite" | "postgres";
 }
 
 /** Store writes whose latency (commit and fsync) is measured. */
@@ -34,7 +50,22 @@ const STORE_WRITES = [
 ] as const;
 
 /** The scrape-time metrics of observeSources. */
-const SOURCE_METRICS = ["flowgate_queue_depth", "flowgate_jobs_running", "flowgate_sse_streams_open", "flowgate_websockets_open", "flowgate_comfyui_up", "flowgate_comfyui_reconnects_total", "flowgate_comfyui_output_folder"];
+const SOURCE_METRICS = [
+  "flowgate_queue_depth",
+  "flowgate_queue_oldest_seconds",
+  "flowgate_jobs_running",
+  "flowgate_sse_streams_open",
+  "flowgate_websockets_open",
+  "flowgate_comfyui_up",
+  "flowgate_comfyui_reconnects_total",
+  "flowgate_comfyui_output_folder",
+  "flowgate_ready",
+  "flowgate_readiness_check",
+  "flowgate_storage_short",
+  "flowgate_storage_free_bytes",
+  "flowgate_storage_size_bytes",
+  "flowgate_workers_busy",
+];
 
 const SECONDS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 const JOB_SECONDS = [0.01, 0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600];
@@ -57,6 +88,17 @@ export class FlowgateMetrics {
     name: "flowgate_jobs_total",
     help: "Jobs that entered each status since the server started.",
     labelNames: ["status"] as const,
+    registers: [this.registry],
+  });
+  private readonly failures = new Counter({
+    name: "flowgate_job_failures_total",
+    help: "Jobs that failed since the server started, by error code (the contract's failure codes).",
+    labelNames: ["code"] as const,
+    registers: [this.registry],
+  });
+  private readonly orphanBlobs = new Counter({
+    name: "flowgate_orphan_blobs_removed_total",
+    help: "Blob files no record and no pending output named (left by a crash mid-upload), removed by the sweep.",
     registers: [this.registry],
   });
   private readonly queueWait = new Histogram({
@@ -107,6 +149,14 @@ export class FlowgateMetrics {
         await Promise.resolve(sources.queueDepth()).then((n) => this.set(n), () => undefined);
       },
     });
+    new Gauge({
+      name: "flowgate_queue_oldest_seconds",
+      help: "Seconds the oldest queued job has waited; 0 when the queue is empty.",
+      registers: r,
+      async collect() {
+        await Promise.resolve(sources.oldestQueuedSeconds?.() ?? 0).then((n) => this.set(n), () => undefined);
+      },
+    });
     new Gauge({ name: "flowgate_jobs_running", help: "Jobs running now.", registers: r, collect() { this.set(sources.runningJobs()); } });
     new Gauge({ name: "flowgate_sse_streams_open", help: "Open v2 event streams.", registers: r, collect() { this.set(sources.openEventStreams?.() ?? 0); } });
     new Gauge({ name: "flowgate_websockets_open", help: "Open hosted-interface WebSockets.", registers: r, collect() { this.set(sources.openWebSockets?.() ?? 0); } });
@@ -128,6 +178,55 @@ export class FlowgateMetrics {
       "Whether each ComfyUI instance's output files are read from its folder on this machine (1) or fetched with /view (0).",
       (u) => (u.outputFolder ? 1 : 0),
     );
+    // Readiness as /readyz computes it: one gauge for all, one per check. The registry collects
+    // its metrics at once, so each reads its own value.
+    new Gauge({
+      name: "flowgate_ready",
+      help: "Whether /readyz answers ready (1) or not (0).",
+      registers: r,
+      async collect() {
+        if (sources.readiness) this.set((await sources.readiness()).ready ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: "flowgate_readiness_check",
+      help: "Each check of /readyz: passing (1) or not (0).",
+      labelNames: ["check"] as const,
+      registers: r,
+      async collect() {
+        if (!sources.readiness) return;
+        for (const [check, pass] of Object.entries((await sources.readiness()).checks)) this.set({ check }, pass ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: "flowgate_storage_short",
+      help: "Whether the data directory is short of space (1: new data refused, dispatch waits) or not (0).",
+      registers: r,
+      async collect() {
+        if (sources.storage) this.set((await sources.storage()).short ? 1 : 0);
+      },
+    });
+    const perVolume = (name: string, help: string, value: (v: { freeBytes: number; sizeBytes: number }) => number) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ["volume"] as const,
+        registers: r,
+        async collect() {
+          if (!sources.storage) return;
+          for (const v of (await sources.storage()).volumes) this.set({ volume: v.volume }, value(v));
+        },
+      });
+    perVolume("flowgate_storage_free_bytes", "Bytes free for the server on each volume it writes to (data, blobs).", (v) => v.freeBytes);
+    perVolume("flowgate_storage_size_bytes", "Size in bytes of each volume the server writes to (data, blobs).", (v) => v.sizeBytes);
+    new Gauge({
+      name: "flowgate_workers_busy",
+      help: "Processes running jobs now: on PostgreSQL the deployment's workers and dispatching API nodes holding a live lease; else this server while it runs one.",
+      registers: r,
+      async collect() {
+        if (sources.busyWorkers) await sources.busyWorkers().then((n) => this.set(n), () => undefined);
+      },
+    });
     new Counter({
       name: "flowgate_comfyui_reconnects_total",
       help: "Reconnections of each ComfyUI instance's WebSocket.",
@@ -140,12 +239,24 @@ export class FlowgateMetrics {
     });
   }
 
+  /** Sets `flowgate_build_info` (always 1; its labels are the facts). */
+  setBuildInfo(info: BuildInfo): void {
+    this.registry.removeSingleMetric("flowgate_build_info");
+    new Gauge({
+      name: "flowgate_build_info",
+      help: "This flowgate's version, the Node.js it runs on, its surface, engine and store (always 1).",
+      labelNames: ["version", "node_version", "surface", "engine", "store"] as const,
+      registers: [this.registry],
+    }).set({ ...info, node_version: process.versions.node }, 1);
+  }
+
   /** Follows job events: transitions, queue and execution times, node durations. */
   observeJobs(events: EventBus): void {
     this.stopObserving = events.subscribeAll((e) => {
       if (e.type === "status") {
         const job = e.job;
         this.jobsTotal.inc({ status: job.status });
+        if (job.status === "failed") this.failures.inc({ code: job.error?.code ?? "unknown" });
         if (job.status === "running" && job.started_at !== null) this.queueWait.observe((job.started_at - job.created_at) / 1000);
         if (isTerminalStatus(job.status)) {
           this.nodeStarts.delete(job.id);
@@ -169,6 +280,11 @@ export class FlowgateMetrics {
    * Times the store's writes until they resolve (durable). The methods are replaced on the
    * instance itself, bound to it: reads keep their direct calls, and any Store works.
    */
+  /** Counts blob files the orphan sweep removed. */
+  orphanBlobsRemoved(n: number): void {
+    if (n > 0) this.orphanBlobs.inc(n);
+  }
+
   instrumentStore<S extends Store>(store: S): S {
     const table = store as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
     for (const name of STORE_WRITES) {

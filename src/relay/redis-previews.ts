@@ -3,6 +3,7 @@
 // that may be lost: a newer preview replaces it. Pub/sub fits that: fire and forget, nothing
 // kept, no image bytes in the database's notification queue or its WAL.
 import { createClient } from "@redis/client";
+import { hostAndPort, networkReason } from "../store/connect-errors.ts";
 import type { RunEvent } from "./event-relay.ts";
 
 type Preview = Extract<RunEvent, { type: "preview" }>;
@@ -42,7 +43,7 @@ export class RedisPreviews {
   /** Connects (within 5 s, else a clear error); it reconnects by itself after. */
   static async open(url: string, channel: string): Promise<RedisPreviews> {
     // Named by host only: the URL may hold a password.
-    const where = URL.canParse(url) ? new URL(url).host : "the --redis-url";
+    const where = hostAndPort(url, 6379);
     const publisher = await connect(createClient({ url, socket: { connectTimeout: CONNECT_TIMEOUT_MS, reconnectStrategy: (retries) => Math.min(100 * 2 ** retries, 2_000) } }), where);
     return new RedisPreviews(publisher, channel);
   }
@@ -78,13 +79,13 @@ export class RedisPreviews {
 }
 
 async function connect(client: RedisClient, where: string): Promise<RedisClient> {
-  client.on("error", () => undefined); // reconnects by itself; previews meanwhile are dropped
+  // It reconnects by itself; previews meanwhile are dropped. The last failure explains a timeout.
+  let reason: string | null = null;
+  client.on("error", (err: unknown) => (reason = networkReason(err) ?? reason));
   let timer: NodeJS.Timeout | undefined;
+  const timeout = () => new Error(`cannot reach Redis at ${where} (${reason ?? `no answer within ${CONNECT_TIMEOUT_MS / 1000} s`}); check --redis-url`);
   try {
-    await Promise.race([
-      client.connect(),
-      new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`cannot reach Redis at ${where} within ${CONNECT_TIMEOUT_MS / 1000} s`)), CONNECT_TIMEOUT_MS))),
-    ]);
+    await Promise.race([client.connect(), new Promise((_, reject) => (timer = setTimeout(() => reject(timeout()), CONNECT_TIMEOUT_MS)))]);
     return client;
   } catch (err) {
     client.destroy();

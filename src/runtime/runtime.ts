@@ -1,10 +1,11 @@
 // Everything a running server holds, opened from the configuration: store, blobs, signer,
 // engine, events, dispatcher, services and the reaper. HTTP-free, so tools and tests reuse it.
-import { BlobStore, UrlSigner, loadOrCreateSigningKey } from "../blobs/index.ts";
+import { UrlSigner, loadOrCreateSigningKey, openBlobStore, type BlobStore } from "../blobs/index.ts";
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type { Config } from "../config/config.ts";
 import { AssetService } from "../assets/asset-service.ts";
+import { sweepOrphanBlobs } from "../assets/orphan-blobs.ts";
 import { DataDirLock } from "../datadir/lock.ts";
 import { StorageSpace, watchFailures } from "../datadir/space.ts";
 import { Dispatcher } from "../jobs/dispatcher.ts";
@@ -39,6 +40,8 @@ export interface Runtime {
   directory: Directory | null;
   /** Prometheus metrics of this server. */
   metrics: FlowgateMetrics;
+  /** Processes running jobs now: on PostgreSQL those of the deployment holding a live lease, else this one while it runs a job. */
+  busyWorkers(): Promise<number>;
   now: () => number;
   /** What a load balancer should know: each check, true when it passes. */
   readiness(): Promise<Readiness>;
@@ -55,8 +58,10 @@ export type Readiness = {
   queue: boolean;
   /** False once stopping (new work belongs elsewhere), and while a store write of the dispatcher fails and is retried. */
   dispatch: boolean;
-  /** False while the data directory is short of space (new data is refused, dispatch waits). */
+  /** False while the data directory is short of space (new data is refused, dispatch waits), or outputs' kept bytes wait for room on the blob filesystem. */
   storage: boolean;
+  /** False while the blob store (a bucket, or the blob directory) cannot be reached. */
+  blobs: boolean;
 };
 
 export interface RuntimeOptions {
@@ -65,6 +70,8 @@ export interface RuntimeOptions {
   now?: () => number;
   /** Called with reaper failures. */
   onBackgroundError?: (err: unknown) => void;
+  /** Where runs say why infrastructure ended or stopped them (default: standard error). */
+  log?: (line: string) => void;
 }
 
 /**
@@ -95,15 +102,13 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
   const tag = randomBytes(6).toString("hex");
   const database = config.databaseUrl === null ? null : ({ kind: "postgres", url: config.databaseUrl, applicationName: `flowgate ${tag}` } as const);
   const store = watchFailures(metrics.instrumentStore(await openStore(database ?? { dataDir: config.dataDir })), noteFailure);
-  const blobs = watchFailures(await BlobStore.open(config.dataDir, config.blobDir === null ? {} : { root: config.blobDir }), noteFailure);
+  const blobs = watchFailures(await openBlobStore(config), noteFailure);
   const signer = new UrlSigner(config.signingKey ?? (await loadOrCreateSigningKey(config.dataDir)));
   const events = new EventBus();
   const directory = config.surface === "self-hosted" ? null : await openDirectory(database ?? config.dataDir);
   // On PostgreSQL several processes share the jobs: they are claimed under leases (src/store/job-leases.ts).
-  const lease: LeaseOptions | undefined =
-    database === null
-      ? undefined
-      : { leases: await PostgresLeases.open(database), workerId: workerId(), leaseMs: config.leaseMs, dispatch: config.dispatch };
+  const leases = database === null ? null : await PostgresLeases.open(database);
+  const lease: LeaseOptions | undefined = leases === null ? undefined : { leases, workerId: workerId(), leaseMs: config.leaseMs, dispatch: config.dispatch };
   const surface = new SurfacePolicy({
     surface: config.surface,
     token: config.token,
@@ -113,7 +118,7 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     notReadyRetryAfter: 5,
     metricsToken: config.metricsToken,
   });
-  const assets = new AssetService({ store, blobs, now, retentionMs: config.retentionMs, maxUploadBytes: config.maxUploadBytes, space });
+  const assets = new AssetService({ store, blobs, now, retentionMs: config.retentionMs, maxUploadBytes: config.maxUploadBytes, space, proxyDownloads: config.blobProxy });
   dispatcher = new Dispatcher({
     store,
     assets,
@@ -129,6 +134,7 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     endWithOutputs: database === null,
     mayStart: () => !space.short,
     ...(lease ? { lease } : {}),
+    log: options.log ?? ((line) => process.stderr.write(`flowgate: ${line}\n`)),
   });
   const jobs = new JobService({ store, engine: options.engine, assets, dispatcher, events, now, retentionMs: config.retentionMs, queueLimit: config.queueLimit, beforeSubmit: async (caller) => {
     space.assertRoom(); // no new job while the disk is full: it could not save its outputs
@@ -144,17 +150,30 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     const waker = relay;
     if (waker) events.subscribeAll((e) => e.type === "status" && (e.job.status === "queued" ? waker.wake() : dispatcher.queueChanged()));
     // Outputs a power loss caught between their end's commit and their files' fsync: before any read.
-    await assets.restorePending();
+    // On a full blob filesystem the server starts not ready, and writes them back once they fit.
+    await assets.restorePendingWhenRoom(1_000, options.onBackgroundError);
     await dispatcher.load();
   } catch (err) {
+    assets.stopWriteBack();
     space.close();
     await store.close();
+    await blobs.close();
     await directory?.close();
     await lease?.leases.close();
     await relay?.close();
     throw err;
   }
   metrics.observeJobs(events); // before the start, so that recovered jobs count too
+  // Orphan blob files (a crash between bytes and record): swept at start, then with the reaper,
+  // at most every ten minutes (a pass lists every blob file).
+  let lastSweep = -Infinity;
+  const sweepOrphans = async (): Promise<number> => {
+    if (Date.now() - lastSweep < ORPHAN_SWEEP_EVERY_MS) return 0;
+    lastSweep = Date.now();
+    const removed = await sweepOrphanBlobs({ store, blobs });
+    metrics.orphanBlobsRemoved(removed);
+    return removed;
+  };
   const onBackgroundError = options.onBackgroundError ?? (() => undefined);
   let stopCharging: () => void = () => undefined;
   let stopReaper: () => void = () => undefined;
@@ -173,15 +192,21 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     space,
     directory,
     metrics,
+    busyWorkers: leases === null ? async () => (dispatcher.runningCount > 0 ? 1 : 0) : () => leases.busyWorkers(),
     now,
     async readiness() {
-      const [storeOk, engineOk] = await Promise.all([store.check().then(() => true, () => false), options.engine.ready().catch(() => false)]);
+      const [storeOk, engineOk, blobsOk] = await Promise.all([
+        store.check().then(() => true, () => false),
+        options.engine.ready().catch(() => false),
+        blobs.check().then(() => true, () => false),
+      ]);
       return {
         store: storeOk,
         engine: engineOk,
         queue: dispatcher.queue.size < config.queueLimit,
         dispatch: !dispatcher.stopping && !dispatcher.failing,
-        storage: !space.short,
+        storage: !space.short && !assets.pendingLeft,
+        blobs: blobsOk,
       };
     },
     async start() {
@@ -189,7 +214,8 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
       if (relay !== null) stopListening = await relay.listen(followRemote(store, events, (id) => dispatcher.runs(id), () => dispatcher.pump(), (id, status) => dispatcher.queueChanged(id, status)));
       await dispatcher.start();
       stopCharging = surface.chargeOnEnd(events, onBackgroundError);
-      stopReaper = startReaper({ store, blobs, dispatcher, events, now }, config.reaperIntervalMs, onBackgroundError);
+      stopReaper = startReaper({ store, blobs, dispatcher, events, now, sweepOrphans }, config.reaperIntervalMs, onBackgroundError);
+      void sweepOrphans().catch(onBackgroundError); // off the start's path: a large store takes a while
     },
     async close() {
       metrics.close();
@@ -197,9 +223,11 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
       stopCharging();
       await stopListening();
       await dispatcher.stop();
+      assets.stopWriteBack();
       await assets.flushStaged(); // staged outputs get their names now rather than at the next start
       space.close();
       await store.close();
+      await blobs.close();
       await directory?.close();
       await lease?.leases.close();
       await relay?.close();
@@ -207,6 +235,9 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     },
   };
 }
+
+/** Least time between two sweeps of orphan blob files. */
+const ORPHAN_SWEEP_EVERY_MS = 10 * 60_000;
 
 /** This process in `jobs.worker_id`: host, pid, and a random part (pids are reused). */
 function workerId(): string {

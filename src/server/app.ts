@@ -22,6 +22,9 @@ import { EventStreams } from "./v2/event-stream.ts";
 import { FinishedJobViews } from "./v2/finished-job-views.ts";
 import { streamJobEventsHandler } from "./v2/events.ts";
 import * as jobs from "./v2/jobs.ts";
+import { parseJson } from "../domain/exact-json.ts";
+import { storageVolumes } from "./storage-volumes.ts";
+import { VERSION } from "../domain/version.ts";
 
 declare module "fastify" {
   interface FastifyInstance {
@@ -137,6 +140,22 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
     openEventStreams: () => streams.size,
     openWebSockets: () => app.hostedSockets?.size ?? 0,
     upstreams: () => runtime.engine.upstreams?.() ?? [],
+    oldestQueuedSeconds: async () => {
+      const [oldest] = await runtime.store.queuedJobs(1);
+      return oldest === undefined ? 0 : Math.max(0, (runtime.now() - oldest.created_at) / 1000);
+    },
+    readiness: async () => {
+      const checks = await runtime.readiness();
+      return { ready: Object.values(checks).every(Boolean), checks };
+    },
+    storage: () => storageVolumes(runtime),
+    busyWorkers: () => runtime.busyWorkers(),
+  });
+  runtime.metrics.setBuildInfo({
+    version: VERSION,
+    surface: runtime.config.surface,
+    engine: runtime.config.engine,
+    store: runtime.config.databaseUrl === null ? "sqlite" : "postgres",
   });
   return app;
 }
@@ -147,7 +166,7 @@ type ParserDone = (err: Error | null, body?: unknown) => void;
 function parseJsonBody(text: string, done: ParserDone): void {
   if (text.trim() === "") return done(null, undefined);
   try {
-    done(null, JSON.parse(text));
+    done(null, parseJson(text));
   } catch {
     done(malformedJson(), undefined);
   }

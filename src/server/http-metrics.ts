@@ -25,10 +25,13 @@ function observerFor(metrics: FlowgateMetrics, method: string, route: string): O
  */
 export function measureHttp(app: FastifyInstance, metrics: FlowgateMetrics): Observer {
   app.addHook("onRoute", (route) => {
-    const method = Array.isArray(route.method) ? route.method.join(",") : route.method;
-    const observe = observerFor(metrics, method, route.url ?? route.path);
-    const hook: onResponseHookHandler = (_request, reply, done) => {
-      observe(reply);
+    const template = route.url ?? route.path;
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    // A route of several methods (GET and HEAD) is labelled by the method of each request.
+    const observers = new Map(methods.map((m) => [m, observerFor(metrics, m, template)]));
+    const only = methods.length === 1 ? observers.get(methods[0]!)! : null;
+    const hook: onResponseHookHandler = (request, reply, done) => {
+      (only ?? observers.get(request.method) ?? observers.get(methods[0]!)!)(reply);
       done();
     };
     const existing = route.onResponse;

@@ -2,11 +2,12 @@
 // /docs/events, from the UI build (ui/dist, `npm run build:ui`) under /ui/; and the contract
 // documents they render, from spec/. Pages hold no data: the dashboard calls the API with the
 // caller's own token.
-import { existsSync } from "node:fs";
-import { resolve } from "node:path";
+import { existsSync, readdirSync, statSync } from "node:fs";
+import { extname, join, relative, resolve, sep } from "node:path";
 import fastifyStatic from "@fastify/static";
 import type { FastifyInstance, FastifyReply } from "fastify";
 import { ServiceError } from "../domain/errors.ts";
+import { COMPRESSIBLE, sendCompressed } from "./compressed-files.ts";
 import { toEnvelope } from "./error-envelope.ts";
 
 /** The package root: two levels up in a checkout (src/server), three from the build (dist/src/server). */
@@ -27,6 +28,15 @@ export async function mountUi(app: FastifyInstance, dist = UI_DIST): Promise<voi
     cacheControl: false,
     setHeaders: (res, path) => res.setHeader("cache-control", path.startsWith(resolve(dist, "assets")) ? "public, max-age=31536000, immutable" : "no-cache"),
   });
+  // Large text files (the API reference's 4.3 MB Scalar bundle) go compressed, by routes of their
+  // own, which Fastify prefers to the static wildcard.
+  if (built) {
+    for (const file of largeTextFiles(dist)) {
+      const rel = relative(dist, file).split(sep).join("/");
+      const cacheControl = rel.startsWith("assets/") ? "public, max-age=31536000, immutable" : "no-cache";
+      app.get(`/ui/${rel}`, (request, reply) => sendCompressed(request, reply, file, COMPRESSIBLE[extname(file)]!, cacheControl));
+    }
+  }
   const fresh = { cacheControl: false } as const;
   const page = (file: string) => async (_request: unknown, reply: FastifyReply) => {
     if (!built) {
@@ -41,4 +51,11 @@ export async function mountUi(app: FastifyInstance, dist = UI_DIST): Promise<voi
   for (const file of ["openapi.yaml", "asyncapi.yaml"]) {
     app.get(`/docs/${file}`, async (_request, reply) => reply.header("cache-control", "no-cache").type("application/yaml; charset=utf-8").sendFile(file, SPEC_DIR, fresh));
   }
+}
+
+/** Files of `dir` (recursively) worth compressing: a compressible type and at least 8 KiB. */
+function largeTextFiles(dir: string): string[] {
+  return readdirSync(dir, { recursive: true, encoding: "utf8" })
+    .map((name) => join(dir, name))
+    .filter((file) => COMPRESSIBLE[extname(file)] !== undefined && statSync(file).isFile() && statSync(file).size >= 8 * 1024);
 }

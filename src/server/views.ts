@@ -98,7 +98,7 @@ export function jobView(s: JobSnapshot, ctx: LinkContext): Schemas["JobWithoutLo
     queue_position: job.status === "queued" ? s.queue_position : null,
     progress: job.progress ?? null,
     outputs: s.outputs.map((o) => outputView(o, ctx)),
-    error: job.status === "failed" ? (job.error ?? { code: "node_execution_error", message: "The workflow failed." }) : null,
+    error: job.status === "failed" ? contractError(job.error) : null,
     urls: jobUrls(job, ctx.mount),
     metadata: { ...job.metadata },
     metrics: {
@@ -113,4 +113,12 @@ export function jobWithLogsView(s: JobSnapshot, ctx: LinkContext): Schemas["Job"
   const view: Schemas["Job"] = jobView(s, ctx);
   if (s.logs) view.logs = { text: s.logs.text, truncated: s.logs.truncated, captured_at: iso(s.logs.captured_at) };
   return view;
+}
+
+/** A failed job's error as the contract's JobError: ComfyUI's own fields (`comfy`) are the hosted interface's only. */
+function contractError(error: JobRecord["error"]): NonNullable<JobRecord["error"]> {
+  if (!error) return { code: "node_execution_error", message: "The workflow failed." };
+  if (!("comfy" in error)) return error;
+  const { comfy: _comfy, ...rest } = error as typeof error & { comfy?: unknown };
+  return rest;
 }

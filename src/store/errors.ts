@@ -26,6 +26,20 @@ export class TerminalStatusError extends Error {
   }
 }
 
+/**
+ * A write of a run was refused because the run no longer holds its job: the job ended (another
+ * process failed it worker_lost, the reaper expired it) or, with leases, another claim holds it.
+ * The run must stop and write nothing more.
+ */
+export class LeaseLostError extends Error {
+  override readonly name = "LeaseLostError";
+  readonly jobId: string;
+  constructor(jobId: string) {
+    super(`the run of job ${jobId} no longer holds it`);
+    this.jobId = jobId;
+  }
+}
+
 /** A listing cursor that this store did not issue. */
 export class InvalidCursorError extends Error {
   override readonly name = "InvalidCursorError";

@@ -12,6 +12,12 @@ export interface OwnerCounts {
   running: number;
 }
 
+/** A job claimed under a lease, and the epoch of that claim (its runs's writes name it: RunFence). */
+export interface ClaimedJob {
+  job: JobRecord;
+  epoch: number;
+}
+
 /** The database side of leases. */
 export interface JobLeases {
   /**
@@ -19,7 +25,12 @@ export interface JobLeases {
    * their `slots` skipped, others' secret jobs too) to `running` under this worker's lease,
    * atomically across processes; null when there is none. `onlyHeld`: among `heldSecrets` only.
    */
-  claim(workerId: string, leaseMs: number, startedAt: number, slots: ((owner: string) => Promise<number>) | undefined, heldSecrets: readonly string[], onlyHeld?: boolean): Promise<JobRecord | null>;
+  claim(workerId: string, leaseMs: number, startedAt: number, slots: ((owner: string) => Promise<number>) | undefined, heldSecrets: readonly string[], onlyHeld?: boolean): Promise<ClaimedJob | null>;
+  /**
+   * The live jobs carrying this worker's id, with their claims' epochs: after a claim whose answer
+   * was lost (the connection dropped at its commit), the jobs it may have claimed after all.
+   */
+  heldBy(workerId: string): Promise<ClaimedJob[]>;
   /** Queued jobs that start before this one in that order, across every process; null when it is not queued. */
   position(jobId: string): Promise<number | null>;
   /** Every owner's queued and running jobs, across every process. */

@@ -3,7 +3,7 @@
 // so the processes' own clocks may differ.
 import type pg from "pg";
 import { PARTNER_KEY_LOST, WORKER_LOST } from "../domain/failures.ts";
-import type { JobLeases, OwnerCounts } from "./job-leases.ts";
+import type { ClaimedJob, JobLeases, OwnerCounts } from "./job-leases.ts";
 import { inTransaction, openPostgresPool, postgresPool, type PostgresOptions } from "./postgres-pool.ts";
 import { QueuePositions } from "./postgres-positions.ts";
 import { PG_LEASE_SQL } from "./postgres-queries.ts";
@@ -32,7 +32,7 @@ export class PostgresLeases implements JobLeases {
     return new PostgresLeases(await openPostgresPool({ maxConnections: 2, applicationName: "flowgate-leases", ...options }), options);
   }
 
-  async claim(workerId: string, leaseMs: number, startedAt: number, slots: ((owner: string) => Promise<number>) | undefined, heldSecrets: readonly string[], onlyHeld = false): Promise<JobRecord | null> {
+  async claim(workerId: string, leaseMs: number, startedAt: number, slots: ((owner: string) => Promise<number>) | undefined, heldSecrets: readonly string[], onlyHeld = false): Promise<ClaimedJob | null> {
     return inTransaction(this.#pool, async (client) => {
       // One claim at a time across processes: the running counts read here stay true until it commits.
       await client.query("SELECT pg_advisory_xact_lock($1)", [CLAIM_LOCK]);
@@ -44,7 +44,8 @@ export class PostgresLeases implements JobLeases {
       // A second look when the first found nothing: the job it picked may have been canceled meanwhile.
       for (let attempt = 0; attempt < 2; attempt++) {
         const claimed = await client.query(onlyHeld ? PG_LEASE_SQL.claimHeld : PG_LEASE_SQL.claim, [workerId, startedAt, leaseMs, full, heldSecrets]);
-        if (claimed.rows[0] !== undefined) return toJob(claimed.rows[0]);
+        const row = claimed.rows[0];
+        if (row !== undefined) return { job: toJob(row), epoch: Number(row.lease_epoch) };
       }
       return null;
     });
@@ -58,6 +59,12 @@ export class PostgresLeases implements JobLeases {
   async queueCounts(): Promise<OwnerCounts[]> {
     const { rows } = await this.#pool.query<OwnerCounts>({ name: "fg_lease_queue_counts", text: PG_LEASE_SQL.queueCounts });
     return rows;
+  }
+
+  /** Processes of the deployment holding a live lease on a running job now. */
+  async busyWorkers(): Promise<number> {
+    const { rows } = await this.#pool.query<{ n: number }>(PG_LEASE_SQL.busyWorkers);
+    return rows[0]?.n ?? 0;
   }
 
   async liveCount(owner: string): Promise<number> {
@@ -74,6 +81,11 @@ export class PostgresLeases implements JobLeases {
   async failExpired(completedAt: number): Promise<JobRecord[]> {
     const { rows } = await this.#pool.query(PG_LEASE_SQL.failExpired, [completedAt, JSON.stringify(WORKER_LOST), JSON.stringify(PARTNER_KEY_LOST)]);
     return rows.map(toJob);
+  }
+
+  async heldBy(workerId: string): Promise<ClaimedJob[]> {
+    const { rows } = await this.#pool.query(PG_LEASE_SQL.heldBy, [workerId]);
+    return rows.map((row) => ({ job: toJob(row), epoch: Number(row.lease_epoch) }));
   }
 
   async notQueued(ids: readonly string[]): Promise<string[]> {

@@ -2,6 +2,7 @@
 // BIGINT columns read as JavaScript numbers (every one holds an epoch in ms, a seq or a size,
 // all far below 2^53). A connection the server drops is discarded and replaced on next use.
 import pg from "pg";
+import { postgresConnectError } from "./connect-errors.ts";
 import { migratePostgres } from "./postgres-schema.ts";
 
 /** Where and how to connect. */
@@ -56,8 +57,14 @@ export function postgresPool(options: PostgresOptions): pg.Pool {
 export async function openPostgresPool(options: PostgresOptions): Promise<pg.Pool> {
   const schema = options.schema === undefined ? null : checkSchema(options.schema);
   const pool = postgresPool(options);
+  let client: pg.PoolClient;
   try {
-    const client = await pool.connect();
+    client = await pool.connect();
+  } catch (error) {
+    await pool.end().catch(() => undefined);
+    throw postgresConnectError(error, options.url);
+  }
+  try {
     try {
       await migratePostgres(client, (options.now ?? Date.now)(), schema);
     } finally {

@@ -8,8 +8,8 @@
 // `maxAgeMs` still answers while a newer one is taken), never a place from an older snapshot than
 // the newest one a previous read saw (each read checks the row's version first, so polls that
 // alternate between API nodes never step back in time); near the front of the queue (positions
-// below `exactBelow`), and for a job that no snapshot holds yet, the exact count, which is cheap
-// there. When a snapshot takes long (a very deep queue on a busy database), the next ones are
+// below `exactBelow`), the exact count, which is cheap there; a job submitted after the snapshot
+// is placed behind everything it holds (and the jobs submitted since before it). When a snapshot takes long (a very deep queue on a busy database), the next ones are
 // spaced by a multiple of that time, so the database spends a bounded share of its time on them.
 import type pg from "pg";
 import { inTransaction } from "./postgres-pool.ts";
@@ -77,22 +77,41 @@ export class QueuePositions {
     const probe = rows[0];
     if (!probe || probe.seq === null || probe.owner === null) return null;
     const seq = Number(probe.seq);
-    let snap = await this.#current(probe.version === null ? null : Number(probe.version), Number(probe.age_ms ?? 0), Number(probe.took_ms ?? 0));
-    // Submitted after the snapshot: the next one (taken now, or by another process meanwhile) holds it.
-    if (seq > snap.maxSeq) snap = await this.#take(seq);
-    const place = placeOf(snap, probe.owner, seq);
+    const snap = await this.#current(probe.version === null ? null : Number(probe.version), Number(probe.age_ms ?? 0), Number(probe.took_ms ?? 0));
+    const place = seq > snap.maxSeq ? await this.#placeOfNewer(snap, probe.owner, seq) : placeOf(snap, probe.owner, seq);
     // Near the front, or committed after a snapshot that saw later seqs (commits race): count it.
     if (place === null || place < this.#exactBelow) return this.#exact(jobId);
     return place;
   }
 
+  /**
+   * The place of a job submitted after the snapshot, from the snapshot and the jobs queued since
+   * before it: everything the snapshot holds is older. Jobs that left since still count, so it
+   * reads at most what the next snapshot will (in FIFO order).
+   */
+  async #placeOfNewer(snap: Snapshot, owner: string, seq: number): Promise<number> {
+    const { rows } = await this.#pool.query<{ owner: string; n: number }>({ name: "fg_position_newer", text: PG_POSITION_SQL.newer, values: [snap.maxSeq, seq] });
+    const newer = new Map(rows.map((r) => [r.owner, r.n]));
+    const of = (o: string) => ({ running: snap.owners.get(o)?.running ?? 0, before: (snap.owners.get(o)?.queued ?? 0) + (newer.get(o) ?? 0) });
+    const mine = of(owner);
+    const level = mine.running + mine.before;
+    let ahead = mine.before;
+    // Every job of another owner at a level up to this one's was submitted before it.
+    for (const other of new Set([...snap.owners.keys(), ...newer.keys()])) {
+      if (other === owner) continue;
+      const o = of(other);
+      ahead += Math.min(o.before, Math.max(0, level - o.running + 1));
+    }
+    return ahead;
+  }
+
   /** The snapshot to answer from, given the version, age and cost of the newest one. */
   async #current(version: number | null, ageMs: number, tookMs: number): Promise<Snapshot> {
     const mine = this.#snapshot;
-    if (version === null || ageMs > Math.max(this.#maxStaleMs, 4 * tookMs)) return this.#take(0);
+    if (version === null || ageMs > Math.max(this.#maxStaleMs, 4 * tookMs)) return this.#take();
     if (mine && mine.version === version) {
       // Stale while revalidating: this answer from the newest snapshot, a later one from a fresher one.
-      if (ageMs > Math.max(this.#maxAgeMs, 2 * tookMs)) void this.#take(0).catch(() => undefined);
+      if (ageMs > Math.max(this.#maxAgeMs, 2 * tookMs)) void this.#take().catch(() => undefined);
       return mine;
     }
     if (mine && mine.version > version) return mine; // the probe raced a newer take of this process
@@ -110,30 +129,24 @@ export class QueuePositions {
     return this.#reading;
   }
 
-  /**
-   * Takes a snapshot (one process at a time), unless the one another process took while this one
-   * waited for the lock is fresh and holds seqs up to `needSeq`.
-   */
-  async #take(needSeq: number): Promise<Snapshot> {
-    for (;;) {
-      this.#taking ??= inTransaction(this.#pool, async (client) => {
-        await client.query("SELECT pg_advisory_xact_lock($1)", [SNAPSHOT_LOCK]);
-        const { rows } = await client.query<{ version: number; max_seq: number; took_ms: number; age_ms: number }>({ name: "fg_position_age", text: PG_POSITION_SQL.age });
-        const other = rows[0];
-        if (other && Number(other.age_ms) <= Math.max(this.#maxAgeMs, 2 * Number(other.took_ms)) && Number(other.max_seq) >= needSeq) {
-          if (this.#snapshot?.version === Number(other.version)) return this.#snapshot;
-          const read = await client.query<SnapshotRow>({ name: "fg_position_read", text: PG_POSITION_SQL.read });
-          return this.#keep(read.rows[0]!);
-        }
-        const taken = await client.query<SnapshotRow>({ name: "fg_position_take", text: PG_POSITION_SQL.take });
-        await client.query({ name: "fg_position_took", text: PG_POSITION_SQL.tookMs });
-        return this.#keep(taken.rows[0]!);
-      }).finally(() => {
-        this.#taking = null;
-      });
-      const snap = await this.#taking;
-      if (snap.maxSeq >= needSeq) return snap;
-    }
+  /** Takes a snapshot (one process at a time), unless another process took a fresh one while this one waited for the lock. */
+  #take(): Promise<Snapshot> {
+    this.#taking ??= inTransaction(this.#pool, async (client) => {
+      await client.query("SELECT pg_advisory_xact_lock($1)", [SNAPSHOT_LOCK]);
+      const { rows } = await client.query<{ version: number; max_seq: number; took_ms: number; age_ms: number }>({ name: "fg_position_age", text: PG_POSITION_SQL.age });
+      const other = rows[0];
+      if (other && Number(other.age_ms) <= Math.max(this.#maxAgeMs, 2 * Number(other.took_ms))) {
+        if (this.#snapshot?.version === Number(other.version)) return this.#snapshot;
+        const read = await client.query<SnapshotRow>({ name: "fg_position_read", text: PG_POSITION_SQL.read });
+        return this.#keep(read.rows[0]!);
+      }
+      const taken = await client.query<SnapshotRow>({ name: "fg_position_take", text: PG_POSITION_SQL.take });
+      await client.query({ name: "fg_position_took", text: PG_POSITION_SQL.tookMs });
+      return this.#keep(taken.rows[0]!);
+    }).finally(() => {
+      this.#taking = null;
+    });
+    return this.#taking;
   }
 
   /** Keeps a snapshot read from the database, unless a newer one is kept already. */

@@ -11,6 +11,11 @@ const CLAIM_COLUMNS = "owner, key, job_id, claimed_at, expires_at";
 const TERMINAL = "('succeeded', 'canceled', 'failed', 'expired')";
 const LIVE = "('queued', 'running', 'canceling')";
 
+/** A run's fence on a job row: with leases ($worker not null), its worker and claim epoch. */
+function fence(worker: number, epoch: number): string {
+  return `($${worker}::text IS NULL OR (worker_id = $${worker}::text AND lease_epoch = $${epoch}::bigint))`;
+}
+
 export const PG_SQL = {
   // A free key or a dead claim is taken in one statement; a live one yields no row. Two
   // transactions racing on one key serialize on its unique index: the second sees the first's row.
@@ -27,10 +32,17 @@ export const PG_SQL = {
   releaseKey: "DELETE FROM idempotency_keys WHERE owner = $1 AND key = $2 AND job_id IS NULL",
 
   getJob: `SELECT ${JOB_COLUMNS} FROM jobs WHERE id = $1`,
-  getWorkflow: "SELECT workflow FROM jobs WHERE id = $1",
+  getWorkflow: "SELECT workflow::text AS workflow FROM jobs WHERE id = $1",
   getLogs: "SELECT logs_text, logs_truncated, logs_captured_at FROM jobs WHERE id = $1",
   updateProgress: "UPDATE jobs SET progress = $2::json WHERE id = $1 AND status IN ('running', 'canceling')",
+  // $3 worker (null: no leases), $4 epoch: the run's fence (RunFence).
+  updateProgressFenced: `UPDATE jobs SET progress = $2::json WHERE id = $1 AND status IN ('running', 'canceling') AND ${fence(3, 4)}`,
   setLogs: "UPDATE jobs SET logs_text = $2, logs_truncated = $3, logs_captured_at = $4 WHERE id = $1",
+  setLogsFenced: `UPDATE jobs SET logs_text = $2, logs_truncated = $3, logs_captured_at = $4
+    WHERE id = $1 AND status IN ('running', 'canceling') AND ${fence(5, 6)}`,
+  // A fenced output record first share-locks its job while the fence holds: an end or a lease
+  // failure that commits meanwhile waits for the record, or the record sees the job gone.
+  lockFence: `SELECT 1 AS held FROM jobs WHERE id = $1 AND status IN ('running', 'canceling') AND ${fence(2, 3)} FOR SHARE`,
   // $1 id, $2 to, $3 from[], then (flag, value) per patch field: the column keeps its value when the flag is false.
   transition: `UPDATE jobs SET status = $2,
       started_at = CASE WHEN $4::boolean THEN $5::bigint ELSE started_at END,
@@ -38,7 +50,7 @@ export const PG_SQL = {
       progress = CASE WHEN $8::boolean THEN $9::json ELSE progress END,
       error = CASE WHEN $10::boolean THEN $11::json ELSE error END,
       cost = CASE WHEN $12::boolean THEN $13::float8 ELSE cost END
-    WHERE id = $1 AND status = ANY($3::text[])
+    WHERE id = $1 AND status = ANY($3::text[]) AND ($14::boolean IS NOT TRUE OR ${fence(15, 16)})
     RETURNING ${JOB_COLUMNS}`,
 
   queuedJobs: `SELECT ${JOB_COLUMNS} FROM jobs WHERE status = 'queued' AND seq > $1 ORDER BY seq LIMIT $2`,
@@ -68,6 +80,8 @@ export const PG_SQL = {
   pendingBlobs: "SELECT blob_key, bytes FROM pending_blobs WHERE blob_key > $1 ORDER BY blob_key LIMIT $2",
   dropBlobs: "DELETE FROM pending_blobs WHERE blob_key = ANY($1::text[])",
   referencedBlobs: "SELECT DISTINCT blob_key FROM assets WHERE blob_key = ANY($1::text[])",
+  blobsInUse: `SELECT DISTINCT blob_key FROM assets WHERE blob_key = ANY($1::text[])
+    UNION SELECT blob_key FROM pending_blobs WHERE blob_key = ANY($1::text[])`,
 
   // The batch is picked (and locked: a job a transition holds is waited for, never skipped) once, in a
   // CTE: a subquery with LIMIT may be rescanned while its rows change.
@@ -194,13 +208,15 @@ function claimSql(where: string): string {
       WHERE o.owner IS NOT NULL AND o.owner <> ALL($4::text[])),
     picked AS (SELECT heads.id FROM heads LEFT JOIN running USING (owner) ORDER BY coalesce(running.n, 0), heads.seq LIMIT 1)
   UPDATE jobs SET status = 'running', started_at = GREATEST($2::bigint, created_at), worker_id = $1,
-      lease_until = ${DB_NOW_MS} + $3
+      lease_until = ${DB_NOW_MS} + $3, lease_epoch = jobs.lease_epoch + 1
     FROM picked WHERE jobs.id = picked.id AND jobs.status = 'queued'
-    RETURNING ${JOB_COLUMNS.replace(/\b(\w+)\b/g, "jobs.$1")}`;
+    RETURNING ${JOB_COLUMNS.replace(/\b(\w+)\b/g, "jobs.$1")}, jobs.lease_epoch`;
 }
 
 /** Statements of leased dispatch (src/store/postgres-leases.ts). */
 export const PG_LEASE_SQL = {
+  /** Processes holding a live lease on a running job (a metric: workers alive and busy). */
+  busyWorkers: `SELECT count(DISTINCT worker_id)::int AS n FROM jobs WHERE status IN ('running', 'canceling') AND lease_until > ${DB_NOW_MS}`,
   // $1 worker, $2 started_at, $3 lease ms, $4 owners to skip, $5 secret-holding jobs of this process.
   claim: claimSql(""),
   // The same among this process's secret jobs only (an API node runs those: only it holds the secrets).
@@ -238,6 +254,8 @@ export const PG_LEASE_SQL = {
     FROM picked WHERE jobs.id = picked.id AND ${LEASE_PASSED.replace(/\b(status|lease_until)\b/g, "jobs.$1")}
     RETURNING ${JOB_COLUMNS.replace(/\b(\w+)\b/g, "jobs.$1")}`,
   stillQueued: "SELECT id FROM jobs WHERE id = ANY($1::text[]) AND status = 'queued'",
+  // $1 worker: its live jobs (few: what one worker runs), by the status index.
+  heldBy: `SELECT ${JOB_COLUMNS}, lease_epoch FROM jobs WHERE status IN ('running', 'canceling') AND worker_id = $1 ORDER BY seq`,
 } as const;
 
 /**
@@ -251,6 +269,9 @@ export const PG_POSITION_SQL = {
   probe: `SELECT j.seq, j.owner, s.version, ${DB_NOW_MS} - s.taken_at AS age_ms, s.took_ms
     FROM (SELECT 1) one LEFT JOIN jobs j ON j.id = $1 AND j.status = 'queued' LEFT JOIN queue_snapshot s ON s.id = 1`,
   read: "SELECT version, max_seq, owners, seqs FROM queue_snapshot WHERE id = 1",
+  // $1 the snapshot's max_seq, $2 a job's seq: each owner's queued jobs submitted between them
+  // (a range of jobs_status_seq no longer than the submissions since the snapshot).
+  newer: `SELECT owner, count(*)::int AS n FROM jobs WHERE status = 'queued' AND seq > $1 AND seq < $2 GROUP BY owner`,
   age: `SELECT version, max_seq, took_ms, ${DB_NOW_MS} - taken_at AS age_ms FROM queue_snapshot WHERE id = 1`,
   // One statement, so the seqs, the running counts and max_seq see the same committed state.
   take: `WITH running AS (${RUNNING_BY_OWNER}),

@@ -229,7 +229,16 @@ CREATE UNLOGGED TABLE queue_snapshot (
 );
 `,
   },
-  // Version 9 is taken by another branch's migration; labels are 10 so that both can land.
+  {
+    version: 9,
+    description: "lease epochs: every write of a run names the claim it runs under",
+    sql: `
+-- Raised by each claim: a run's writes (outputs, progress, logs, its end) land only while the job
+-- is live and still carries the worker and the epoch of the claim the run started under, so a
+-- worker that lost its lease (paused, partitioned) changes nothing in the job any more.
+ALTER TABLE jobs ADD COLUMN lease_epoch BIGINT NOT NULL DEFAULT 0;
+`,
+  },
   {
     version: 10,
     description: "job labels (metadata) and their side table for filtered listings; jobs taken out of the hosted history",

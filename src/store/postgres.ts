@@ -6,7 +6,7 @@
 // acknowledged before it is. Submissions are inserted in batches (group commit), like SQLite's.
 import type pg from "pg";
 import { decodeCursor, encodeCursor } from "./cursor.ts";
-import { IdempotencyKeyReused, QueueFullError, TerminalStatusError, UnknownJobError } from "./errors.ts";
+import { IdempotencyKeyReused, LeaseLostError, QueueFullError, TerminalStatusError, UnknownJobError } from "./errors.ts";
 import { checkClaimInput, checkCount, checkNewAsset, checkNewJob, checkPendingBlob, checkStatus, distinctStatuses, hasLabels, insertedJob, labelFilters } from "./input-checks.ts";
 import { inTransaction, openPostgresPool, type PostgresOptions } from "./postgres-pool.ts";
 import { PG_INSERT_JOBS, PG_SQL, pgListJobsSql, pgListLabeledJobsSql } from "./postgres-queries.ts";
@@ -34,9 +34,11 @@ import type {
   PendingBlob,
   PurgeOptions,
   PurgeResult,
+  RunFence,
   Store,
   TransitionOptions,
 } from "./types.ts";
+import { parseJson } from "../domain/exact-json.ts";
 
 type Row = Record<string, unknown>;
 
@@ -116,7 +118,7 @@ export class PostgresStore implements Store {
 
   async getJobWorkflow(id: string): Promise<JsonObject | null> {
     const row = await this.#one(PG_SQL.getWorkflow, [id]);
-    return row === undefined ? null : (row.workflow as JsonObject);
+    return row === undefined ? null : (parseJson(row.workflow as string) as JsonObject);
   }
 
   async getJobLogs(id: string): Promise<JobLogs | null> {
@@ -154,7 +156,7 @@ export class PostgresStore implements Store {
     const fromStatuses = distinctStatuses(from);
     checkStatus(to);
     if (fromStatuses.length === 0) return null;
-    const job = await this.#transition(id, fromStatuses, to, patch, this.#pool);
+    const job = await this.#transition(id, fromStatuses, to, patch, this.#pool, options.fence);
     options.onCommitted?.(job); // a commit here is durable already
     return job;
   }
@@ -166,6 +168,7 @@ export class PostgresStore implements Store {
     patch: JobPatch,
     assets: readonly NewAsset[],
     pending: readonly PendingBlob[] = [],
+    fence?: RunFence,
   ): Promise<{ job: JobRecord; assets: AssetRecord[] } | null> {
     const fromStatuses = distinctStatuses(from);
     checkStatus(to);
@@ -173,7 +176,7 @@ export class PostgresStore implements Store {
     pending.forEach(checkPendingBlob);
     if (fromStatuses.length === 0) return null;
     return inTransaction(this.#pool, async (client) => {
-      const job = await this.#transition(id, fromStatuses, to, patch, client);
+      const job = await this.#transition(id, fromStatuses, to, patch, client, fence);
       if (job === null) return null;
       for (const blob of pending) await client.query(PG_SQL.keepBlob, [blob.key, Buffer.from(blob.bytes.buffer, blob.bytes.byteOffset, blob.bytes.byteLength)]);
       const added: AssetRecord[] = [];
@@ -183,7 +186,7 @@ export class PostgresStore implements Store {
   }
 
   /** The guarded UPDATE of transitionJob on `on`. */
-  async #transition(id: string, fromStatuses: readonly JobStatus[], to: JobStatus, patch: JobPatch, on: Queryable): Promise<JobRecord | null> {
+  async #transition(id: string, fromStatuses: readonly JobStatus[], to: JobStatus, patch: JobPatch, on: Queryable, fence?: RunFence): Promise<JobRecord | null> {
     const field = (value: unknown) => [value !== undefined, value ?? null];
     const json = (value: JsonObject | null | undefined) => (value === undefined ? undefined : value === null ? null : JSON.stringify(value));
     const params = [
@@ -195,6 +198,9 @@ export class PostgresStore implements Store {
       ...field(json(patch.progress)),
       ...field(json(patch.error)),
       ...field(patch.cost),
+      fence !== undefined,
+      fence?.workerId ?? null,
+      fence?.epoch ?? 0,
     ];
     try {
       const row = await this.#one(PG_SQL.transition, params, on);
@@ -205,15 +211,19 @@ export class PostgresStore implements Store {
     }
   }
 
-  async updateProgress(id: string, progress: JobProgress | null): Promise<boolean> {
-    const result = await this.#query(PG_SQL.updateProgress, [id, progress === null ? null : JSON.stringify(progress)]);
-    return (result.rowCount ?? 0) > 0;
+  async updateProgress(id: string, progress: JobProgress | null, fence?: RunFence): Promise<boolean> {
+    const json = progress === null ? null : JSON.stringify(progress);
+    if (fence === undefined) return ((await this.#query(PG_SQL.updateProgress, [id, json])).rowCount ?? 0) > 0;
+    if (((await this.#query(PG_SQL.updateProgressFenced, [id, json, fence.workerId, fence.epoch])).rowCount ?? 0) === 0) throw new LeaseLostError(id);
+    return true;
   }
 
-  async setLogs(id: string, logs: JobLogs | null): Promise<boolean> {
+  async setLogs(id: string, logs: JobLogs | null, fence?: RunFence): Promise<boolean> {
     // A NUL the process printed cannot be stored in PostgreSQL text: it reads back as U+FFFD.
     const params: unknown[] = logs === null ? [id, null, null, null] : [id, logs.text.replaceAll("\0", "\uFFFD"), logs.truncated, logs.captured_at];
-    return ((await this.#query(PG_SQL.setLogs, params)).rowCount ?? 0) > 0;
+    if (fence === undefined) return ((await this.#query(PG_SQL.setLogs, params)).rowCount ?? 0) > 0;
+    if (((await this.#query(PG_SQL.setLogsFenced, [...params, fence.workerId, fence.epoch])).rowCount ?? 0) === 0) throw new LeaseLostError(id);
+    return true;
   }
 
   async queuedJobs(limit = 1000, afterSeq = 0, owner?: string): Promise<JobRecord[]> {
@@ -240,9 +250,15 @@ export class PostgresStore implements Store {
     return (await this.#query(PG_SQL.jobsInStatus, [distinct])).rows.map(toJob);
   }
 
-  async addAsset(asset: NewAsset): Promise<AssetRecord> {
+  async addAsset(asset: NewAsset, fence?: RunFence): Promise<AssetRecord> {
     checkNewAsset(asset);
-    return this.#insertAsset(asset, this.#pool);
+    const jobId = asset.job_id ?? null;
+    if (fence === undefined || jobId === null) return this.#insertAsset(asset, this.#pool);
+    return inTransaction(this.#pool, async (client) => {
+      const held = await this.#one(PG_SQL.lockFence, [jobId, fence.workerId, fence.epoch], client);
+      if (held === undefined) throw new LeaseLostError(jobId);
+      return this.#insertAsset(asset, client);
+    });
   }
 
   /** Inserts one checked asset record on `on`. */
@@ -303,6 +319,11 @@ export class PostgresStore implements Store {
   async findAssetByName(owner: string, name: string, folder?: AssetFolder): Promise<AssetRecord | null> {
     const row = await this.#one(PG_SQL.findAssetByName, [owner, name, folder ?? null]);
     return row === undefined ? null : toAsset(row);
+  }
+
+  async blobsInUse(keys: readonly string[]): Promise<Set<string>> {
+    if (keys.length === 0) return new Set();
+    return new Set((await this.#query(PG_SQL.blobsInUse, [keys])).rows.map((row) => row.blob_key as string));
   }
 
   async blobReferenced(blobKey: string): Promise<boolean> {

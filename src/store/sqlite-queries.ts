@@ -64,6 +64,7 @@ export const SQL = {
   keepBlob: "INSERT INTO pending_blobs (blob_key, bytes) VALUES (:blob_key, :bytes) ON CONFLICT (blob_key) DO NOTHING",
   pendingBlobs: "SELECT blob_key, bytes FROM pending_blobs WHERE blob_key > :after ORDER BY blob_key LIMIT :limit",
   dropBlob: "DELETE FROM pending_blobs WHERE blob_key = :blob_key",
+  blobKept: "SELECT 1 AS found FROM pending_blobs WHERE blob_key = :blob_key",
 
   // The reaper's statements name their index: without statistics the planner would rather walk
   // the (status, seq) index, i.e. every queued job, on each pass. Each WHERE repeats the

@@ -15,7 +15,7 @@ import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import type { SQLInputValue, SQLOutputValue, StatementSync } from "node:sqlite";
 import { decodeCursor, encodeCursor } from "./cursor.ts";
-import { IdempotencyKeyReused, TerminalStatusError, UnknownJobError } from "./errors.ts";
+import { IdempotencyKeyReused, LeaseLostError, TerminalStatusError, UnknownJobError } from "./errors.ts";
 import { SQL, jobsInStatusSql, listJobsSql, listLabeledJobsSql, transitionSql } from "./sqlite-queries.ts";
 import { Checkpointer } from "./checkpointer.ts";
 import { FileSync } from "./file-sync.ts";
@@ -42,9 +42,11 @@ import type {
   PendingBlob,
   PurgeOptions,
   PurgeResult,
+  RunFence,
   Store,
   TransitionOptions,
 } from "./types.ts";
+import { parseJson } from "../domain/exact-json.ts";
 
 /** Options of the SQLite store. */
 export interface SqliteStoreOptions {
@@ -191,7 +193,7 @@ export class SqliteStore implements Store {
 
   async getJobWorkflow(id: string): Promise<JsonObject | null> {
     const row = this.#sql.getWorkflow.get({ id });
-    return row === undefined ? null : (JSON.parse(row.workflow as string) as JsonObject);
+    return row === undefined ? null : (parseJson(row.workflow as string) as JsonObject);
   }
 
   async getJobLogs(id: string): Promise<JobLogs | null> {
@@ -287,17 +289,27 @@ export class SqliteStore implements Store {
     }
   }
 
-  async updateProgress(id: string, progress: JsonObject | null): Promise<boolean> {
+  async updateProgress(id: string, progress: JsonObject | null, fence?: RunFence): Promise<boolean> {
     // No fsync to wait for (see Store.updateProgress): the next durable write's covers it.
-    return this.#sql.updateProgress.run({ id, progress: jsonOrNull(progress) }).changes > 0;
+    const changed = this.#sql.updateProgress.run({ id, progress: jsonOrNull(progress) }).changes > 0;
+    if (!changed && fence !== undefined) throw new LeaseLostError(id);
+    return changed;
   }
 
-  async setLogs(id: string, logs: JobLogs | null): Promise<boolean> {
+  async setLogs(id: string, logs: JobLogs | null, fence?: RunFence): Promise<boolean> {
+    // One process: a fence is the job still live (no other worker can hold it).
+    if (fence !== undefined) this.#assertLive(id);
     const params: Params =
       logs === null
         ? { id, text: null, truncated: null, captured_at: null }
         : { id, text: logs.text, truncated: logs.truncated ? 1 : 0, captured_at: logs.captured_at };
     return this.#durable(this.#sql.setLogs.run(params).changes > 0);
+  }
+
+  /** LeaseLostError unless the job is running or canceling (checked and written in one synchronous step). */
+  #assertLive(id: string): void {
+    const status = this.#sql.getJob.get({ id })?.status;
+    if (status !== "running" && status !== "canceling") throw new LeaseLostError(id);
   }
 
   async queuedJobs(limit = 1000, afterSeq = 0, owner?: string): Promise<JobRecord[]> {
@@ -321,8 +333,9 @@ export class SqliteStore implements Store {
     return statement.all(bindList("s", distinct)).map(toJob);
   }
 
-  async addAsset(asset: NewAsset): Promise<AssetRecord> {
+  async addAsset(asset: NewAsset, fence?: RunFence): Promise<AssetRecord> {
     checkNewAsset(asset);
+    if (fence !== undefined && asset.job_id != null) this.#assertLive(asset.job_id);
     return this.#durable(this.#insertAsset(asset));
   }
 
@@ -382,6 +395,14 @@ export class SqliteStore implements Store {
   async findAssetByName(owner: string, name: string, folder?: AssetFolder): Promise<AssetRecord | null> {
     const row = this.#sql.findAssetByName.get({ owner, name, folder: folder ?? null });
     return row === undefined ? null : toAsset(row);
+  }
+
+  async blobsInUse(keys: readonly string[]): Promise<Set<string>> {
+    const used = new Set<string>();
+    for (const blob_key of keys) {
+      if (this.#sql.blobReferenced.get({ blob_key }) !== undefined || this.#sql.blobKept.get({ blob_key }) !== undefined) used.add(blob_key);
+    }
+    return used;
   }
 
   async blobReferenced(blobKey: string): Promise<boolean> {

@@ -142,7 +142,21 @@ export interface CreateJobOptions {
 }
 
 /** Options of Store.transitionJob. */
+/**
+ * Whose run a write belongs to: a fenced write lands only while its job is live (running or
+ * canceling) and, with leases (`workerId` set), still held under the claim that started the run;
+ * otherwise it changes nothing and throws LeaseLostError (a transition returns null instead).
+ */
+export interface RunFence {
+  /** The worker whose claim the run holds (jobs.worker_id); null without leases (one process). */
+  workerId: string | null;
+  /** The claim's epoch (jobs.lease_epoch), distinct for every claim of the job. */
+  epoch: number;
+}
+
 export interface TransitionOptions {
+  /** Moves the job only while `fence` holds. */
+  fence?: RunFence;
   /**
    * Called once the move has committed (with the job) or was refused (null), which may be a
    * moment before it is durable: a write that only needs the row moved (the job's end after its
@@ -319,6 +333,7 @@ export interface Store {
     patch: JobPatch,
     assets: readonly NewAsset[],
     pending?: readonly PendingBlob[],
+    fence?: RunFence,
   ): Promise<{ job: JobRecord; assets: AssetRecord[] } | null>;
   /** Blobs kept by transitionJobWithAssets, in key order after `afterKey`, at most `limit` (default 100): the startup restore. */
   pendingBlobs(afterKey?: string, limit?: number): Promise<PendingBlob[]>;
@@ -329,9 +344,9 @@ export interface Store {
    * reads see it, not once it is durable: a snapshot matters only while its run goes on (a crash
    * ends the run), and readers must see the current one, not one an fsync behind the events.
    */
-  updateProgress(id: string, progress: JobProgress | null): Promise<boolean>;
-  /** Stores (or clears) a job's captured log, whatever its status; false when the job is absent. */
-  setLogs(id: string, logs: JobLogs | null): Promise<boolean>;
+  updateProgress(id: string, progress: JobProgress | null, fence?: RunFence): Promise<boolean>;
+  /** Stores (or clears) a job's captured log, whatever its status (unless fenced); false when the job is absent. */
+  setLogs(id: string, logs: JobLogs | null, fence?: RunFence): Promise<boolean>;
 
   /** Queued jobs in FIFO (seq) order, after `afterSeq` (only `owner`'s when given); the startup rebuild, the hosted queue. */
   queuedJobs(limit?: number, afterSeq?: number, owner?: string): Promise<JobRecord[]>;
@@ -342,8 +357,8 @@ export interface Store {
   /** Every job in one of the statuses, in seq order (startup recovery of running/canceling jobs). */
   jobsInStatus(statuses: readonly JobStatus[]): Promise<JobRecord[]>;
 
-  /** Records an asset; an output (job_id set) is visible in listJobOutputs at once. */
-  addAsset(asset: NewAsset): Promise<AssetRecord>;
+  /** Records an asset; an output (job_id set) is visible in listJobOutputs at once. Fenced: only while the run holds its job. */
+  addAsset(asset: NewAsset, fence?: RunFence): Promise<AssetRecord>;
   /** One asset by id, or null. */
   getAsset(id: string): Promise<AssetRecord | null>;
   /** A job's assets in commit order. */
@@ -356,6 +371,8 @@ export interface Store {
   findAssetByName(owner: string, name: string, folder?: AssetFolder): Promise<AssetRecord | null>;
   /** Whether any asset record refers to the blob. */
   blobReferenced(blobKey: string): Promise<boolean>;
+  /** Of `keys`, those a record or a kept (pending) blob names: the orphan sweep keeps them. */
+  blobsInUse(keys: readonly string[]): Promise<Set<string>>;
 
   /**
    * Marks live jobs whose expires_at <= now as expired (completed_at = now), earliest expiry first,

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { AssetService, type StoredOutput } from "../../src/assets/asset-service.ts";
-import { BlobStore } from "../../src/blobs/index.ts";
+import { FileBlobStore } from "../../src/blobs/index.ts";
 import { openStore, type JobRecord, type Store } from "../../src/store/index.ts";
 
 let dir: string;
@@ -27,7 +27,7 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-const service = (blobs: BlobStore) => new AssetService({ store, blobs, now: Date.now, retentionMs: 3_600_000, maxUploadBytes: 1 << 20 });
+const service = (blobs: FileBlobStore) => new AssetService({ store, blobs, now: Date.now, retentionMs: 3_600_000, maxUploadBytes: 1 << 20 });
 const output = (text: string) => ({ node_id: "9", name: `${text}.png`, type: "image" as const, content_type: "image/png", data: Buffer.from(text), folder: "output" as const });
 
 /** The job's end with its staged outputs, as a run writes it. */
@@ -38,7 +38,7 @@ async function end(outputs: StoredOutput[]) {
 
 describe("staged outputs", () => {
   it("are kept by the end's commit and forgotten once their files are durable", async () => {
-    const assets = service(await BlobStore.open(dir));
+    const assets = service(await FileBlobStore.open(dir));
     const stored = await assets.storeOutput(job, output("kept"), { stage: true });
     expect(stored.pending?.key).toBe(stored.put.key);
     const ended = await end([stored]);
@@ -51,7 +51,7 @@ describe("staged outputs", () => {
   it("a record written by itself (the run went on) waits for its bytes to be durable", async () => {
     let release!: () => void;
     const held = new Promise<void>((r) => (release = r));
-    const blobs = await BlobStore.open(dir, { syncHook: async (kind, _path, run) => (kind === "file" ? held.then(run) : run()) });
+    const blobs = await FileBlobStore.open(dir, { syncHook: async (kind, _path, run) => (kind === "file" ? held.then(run) : run()) });
     const assets = service(blobs);
     const stored = await assets.storeOutput(job, output("alone"), { stage: true });
     let written = false;
@@ -65,7 +65,7 @@ describe("staged outputs", () => {
   });
 
   it("a record written by itself does not wait for its blob's batch", async () => {
-    const blobs = await BlobStore.open(dir, { stageBatchMs: 60_000 });
+    const blobs = await FileBlobStore.open(dir, { stageBatchMs: 60_000 });
     const assets = service(blobs);
     const stored = await assets.storeOutput(job, output("hurried"), { stage: true });
     expect((await assets.recordOutput(stored)).name).toBe("hurried.png");
@@ -73,7 +73,7 @@ describe("staged outputs", () => {
   });
 
   it("a clean stop names the staged outputs and forgets their kept bytes", async () => {
-    const blobs = await BlobStore.open(dir, { stageBatchMs: 60_000 });
+    const blobs = await FileBlobStore.open(dir, { stageBatchMs: 60_000 });
     const assets = service(blobs);
     const stored = await assets.storeOutput(job, output("stopping"), { stage: true });
     await end([stored]);
@@ -87,7 +87,7 @@ describe("staged outputs", () => {
 
   it("after a power loss between the end's commit and the files' fsync, the next start writes them back", async () => {
     // The first process: its file fsyncs never finish, so no blob is ever named.
-    const stalled = await BlobStore.open(dir, { syncHook: (kind, _path, run) => (kind === "file" ? new Promise<void>(() => undefined) : run()) });
+    const stalled = await FileBlobStore.open(dir, { syncHook: (kind, _path, run) => (kind === "file" ? new Promise<void>(() => undefined) : run()) });
     const first = service(stalled);
     const stored = [await first.storeOutput(job, output("one"), { stage: true }), await first.storeOutput(job, output("two"), { stage: true })];
     const ended = await end(stored);
@@ -97,7 +97,7 @@ describe("staged outputs", () => {
 
     // The next start, on the same data directory.
     store = await openStore({ dataDir: dir });
-    const blobs = await BlobStore.open(dir);
+    const blobs = await FileBlobStore.open(dir);
     const assets = service(blobs);
     expect(await assets.restorePending()).toBe(2);
     expect(await store.pendingBlobs()).toEqual([]);

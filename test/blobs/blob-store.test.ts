@@ -8,18 +8,18 @@ import { text } from "node:stream/consumers";
 import { blake3 as referenceBlake3 } from "hash-wasm";
 import {
   BlobNotFoundError,
-  BlobStore,
+  FileBlobStore,
   HashMismatchError,
   InvalidBlobKeyError,
   PayloadTooLargeError,
 } from "../../src/blobs/index.ts";
 
 let dataDir: string;
-let blobs: BlobStore;
+let blobs: FileBlobStore;
 
 beforeEach(async () => {
   dataDir = await mkdtemp(join(tmpdir(), "flowgate-blobs-"));
-  blobs = await BlobStore.open(dataDir);
+  blobs = await FileBlobStore.open(dataDir);
 });
 
 afterEach(async () => {
@@ -40,7 +40,7 @@ async function allFiles(): Promise<string[]> {
   return entries.filter((e) => e.isFile()).map((e) => join(e.parentPath, e.name));
 }
 
-describe("BlobStore.put", () => {
+describe("FileBlobStore.put", () => {
   it("names the blob by the blake3 of its bytes, under a two-level fan-out", async () => {
     const data = bytes("hello, blobs");
     const result = await blobs.putBytes(data);
@@ -154,7 +154,7 @@ describe("BlobStore.put", () => {
   });
 });
 
-describe("BlobStore reads", () => {
+describe("FileBlobStore reads", () => {
   it("serves whole blobs and inclusive byte ranges", async () => {
     const { key } = await blobs.putBytes(bytes("0123456789"));
     expect(await text(await blobs.open(key))).toBe("0123456789");
@@ -200,7 +200,7 @@ describe("BlobStore reads", () => {
   it("lists stored keys and survives a reopen", async () => {
     const a = await blobs.putBytes(bytes("a"));
     const b = await blobs.putBytes(bytes("b"));
-    const reopened = await BlobStore.open(dataDir);
+    const reopened = await FileBlobStore.open(dataDir);
     const keys: string[] = [];
     for await (const key of reopened.keys()) keys.push(key);
     expect(keys.sort()).toEqual([a.key, b.key].sort());
@@ -208,7 +208,7 @@ describe("BlobStore reads", () => {
   });
 });
 
-describe("BlobStore.delete", () => {
+describe("FileBlobStore.delete", () => {
   it("removes a blob once", async () => {
     const { key } = await blobs.putBytes(bytes("gone"));
     expect(await blobs.delete(key)).toBe(true);
@@ -280,7 +280,7 @@ async function until(check: () => boolean): Promise<void> {
   expect(check()).toBe(true);
 }
 
-describe("BlobStore.put: what is durable when", () => {
+describe("FileBlobStore.put: what is durable when", () => {
   // A small buffer takes synchronous calls, a large one and a stream asynchronous ones: same order.
   const sources: Array<[string, () => { data: Buffer; source: Buffer | Readable }]> = [
     ["a small buffer", () => ({ data: Buffer.from("small and new"), source: Buffer.from("small and new") })],
@@ -293,7 +293,7 @@ describe("BlobStore.put: what is durable when", () => {
     const hex = await referenceBlake3(data);
     const path = join(dataDir, "blobs", hex.slice(0, 2), hex.slice(2, 4), hex);
     const syncs = heldSyncs((kind, p) => kind === "file" || p === dirname(path));
-    const store = await BlobStore.open(dataDir, { syncHook: syncs.hook });
+    const store = await FileBlobStore.open(dataDir, { syncHook: syncs.hook });
     const put = store.put(source);
     await until(() => syncs.held.length === 1);
     expect(syncs.held[0]!.kind).toBe("file");
@@ -316,7 +316,7 @@ describe("BlobStore.put: what is durable when", () => {
     const hex = await referenceBlake3(data);
     const leaf = join(dataDir, "blobs", hex.slice(0, 2), hex.slice(2, 4));
     const syncs = heldSyncs((kind, p) => kind === "dir" && p === leaf);
-    const store = await BlobStore.open(dataDir, { syncHook: syncs.hook });
+    const store = await FileBlobStore.open(dataDir, { syncHook: syncs.hook });
     const first = store.putBytes(data);
     await until(() => syncs.held.length === 1);
     const second = store.putBytes(data);
@@ -329,7 +329,7 @@ describe("BlobStore.put: what is durable when", () => {
 
   it("a put whose bytes fail to sync stores nothing, and the next put of them stores them", async () => {
     let failing = true;
-    const store = await BlobStore.open(dataDir, {
+    const store = await FileBlobStore.open(dataDir, {
       syncHook: async (kind, _path, run) => {
         if (kind === "file" && failing) throw Object.assign(new Error("EIO"), { code: "EIO" });
         await run();
@@ -344,12 +344,12 @@ describe("BlobStore.put: what is durable when", () => {
   });
 });
 
-describe("BlobStore.stage: named once durable, served from memory until then", () => {
+describe("FileBlobStore.stage: named once durable, served from memory until then", () => {
   it("serves staged bytes at once and names them only after they are synced; durable settles then", async () => {
     const data = bytes("staged output");
     const hex = await referenceBlake3(data);
     const syncs = heldSyncs((kind) => kind === "file");
-    const store = await BlobStore.open(dataDir, { syncHook: syncs.hook });
+    const store = await FileBlobStore.open(dataDir, { syncHook: syncs.hook });
     const staged = await store.stage(data);
     expect(staged).toMatchObject({ key: hex, hash: `blake3:${hex}`, size: data.length, created: true });
     expect(Buffer.from(staged.pending!)).toEqual(data);
@@ -372,7 +372,7 @@ describe("BlobStore.stage: named once durable, served from memory until then", (
 
   it("keeps nothing pending for stored bytes, and lets a second stage keep them too while the first is not durable", async () => {
     const syncs = heldSyncs((kind) => kind === "file");
-    const store = await BlobStore.open(dataDir, { syncHook: syncs.hook });
+    const store = await FileBlobStore.open(dataDir, { syncHook: syncs.hook });
     const data = bytes("twice staged");
     const first = await store.stage(data);
     const second = await store.stage(data);
@@ -403,7 +403,7 @@ describe("BlobStore.stage: named once durable, served from memory until then", (
   });
 
   it("names staged blobs with their batch: none before its time, all at once when flushed", async () => {
-    const store = await BlobStore.open(dataDir, { stageBatchMs: 60_000 });
+    const store = await FileBlobStore.open(dataDir, { stageBatchMs: 60_000 });
     const staged = [await store.stage(bytes("batch one")), await store.stage(bytes("batch two"))];
     expect(await settledSoon(Promise.race(staged.map((s) => s.durable)))).toBe(false);
     // Waiting: nothing on disk yet, not even a temp file; the bytes are served from memory.
@@ -416,7 +416,7 @@ describe("BlobStore.stage: named once durable, served from memory until then", (
   });
 
   it("names a batch that reaches its size at once, without waiting for its time", async () => {
-    const store = await BlobStore.open(dataDir, { stageBatchMs: 60_000 });
+    const store = await FileBlobStore.open(dataDir, { stageBatchMs: 60_000 });
     const staged = await Promise.all(Array.from({ length: 64 }, (_, i) => store.stage(bytes(`blob ${i}`))));
     await Promise.all(staged.map((s) => s.durable));
     expect(await allFiles()).toHaveLength(64);
@@ -425,7 +425,7 @@ describe("BlobStore.stage: named once durable, served from memory until then", (
 
   it("a staged blob whose bytes a put stores meanwhile is not written again", async () => {
     const syncs = heldSyncs(() => false);
-    const store = await BlobStore.open(dataDir, { stageBatchMs: 60_000, syncHook: syncs.hook });
+    const store = await FileBlobStore.open(dataDir, { stageBatchMs: 60_000, syncHook: syncs.hook });
     const data = bytes("put while staged");
     const staged = await store.stage(data);
     expect(await store.putBytes(data)).toMatchObject({ key: staged.key, created: true });
@@ -444,7 +444,7 @@ describe("BlobStore.stage: named once durable, served from memory until then", (
   });
 
   it("a staged blob whose bytes fail to sync is not named, durable says so, and its bytes are still served", async () => {
-    const store = await BlobStore.open(dataDir, {
+    const store = await FileBlobStore.open(dataDir, {
       stageRetryMs: 60_000,
       syncHook: async (kind, _path, run) => {
         if (kind === "file") throw Object.assign(new Error("EIO"), { code: "EIO" });
@@ -462,7 +462,7 @@ describe("BlobStore.stage: named once durable, served from memory until then", (
 
   it("a staged blob that failed to be named is tried again, backing off, until it is", async () => {
     let failures = 2;
-    const store = await BlobStore.open(dataDir, {
+    const store = await FileBlobStore.open(dataDir, {
       stageBatchMs: 0,
       stageRetryMs: 20,
       syncHook: async (kind, _path, run) => {
@@ -486,7 +486,7 @@ describe("BlobStore.stage: named once durable, served from memory until then", (
 
   it("flushStaged tries a blob waiting for its retry at once; past the memory cap a failed one is dropped", async () => {
     let failing = true;
-    const store = await BlobStore.open(dataDir, {
+    const store = await FileBlobStore.open(dataDir, {
       stageRetryMs: 60_000,
       stageRetainBytes: 40,
       syncHook: async (kind, _path, run) => {
@@ -521,7 +521,7 @@ describe("BlobStore.stage: named once durable, served from memory until then", (
   });
 });
 
-describe("BlobStore.open cleanup", () => {
+describe("FileBlobStore.open cleanup", () => {
   it("removes temp files of dead writers and old ones, keeping live writers' files", async () => {
     const tmp = join(dataDir, "blobs", "tmp");
     const exited = spawnSync(process.execPath, ["-e", ""]);
@@ -535,7 +535,7 @@ describe("BlobStore.open cleanup", () => {
     const twoDaysAgo = new Date(Date.now() - 2 * 24 * 3_600_000);
     await utimes(join(tmp, `${process.pid}.ancient.tmp`), twoDaysAgo, twoDaysAgo);
 
-    await BlobStore.open(dataDir);
+    await FileBlobStore.open(dataDir);
     expect(await readdir(tmp)).toEqual([`${process.pid}.live.tmp`]);
     expect((await stat(join(tmp, `${process.pid}.live.tmp`))).size).toBe(11);
   });
@@ -550,10 +550,10 @@ describe("BlobStore.open cleanup", () => {
     const twoDaysAgo = new Date(Date.now() - 2 * 24 * 3_600_000);
     await utimes(join(tmp, `${deadPid}@other-node.b.tmp`), twoDaysAgo, twoDaysAgo);
 
-    const blobs = await BlobStore.open(dataDir, { root });
+    const blobs = await FileBlobStore.open(dataDir, { root });
     expect(await readdir(tmp)).toEqual([`${deadPid}@other-node.a.tmp`]);
     // Two stores on one directory storing the same bytes at once: one file, both see it whole.
-    const other = await BlobStore.open(join(dataDir, "elsewhere"), { root });
+    const other = await FileBlobStore.open(join(dataDir, "elsewhere"), { root });
     const bytes = Buffer.alloc(256 * 1024, 7);
     const [a, b] = await Promise.all([blobs.putBytes(bytes), other.putBytes(bytes)]);
     expect(a.key).toBe(b.key);

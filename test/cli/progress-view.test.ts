@@ -75,6 +75,20 @@ describe("ProgressView", () => {
     expect(view.snapshot().remainingMs).toBeNull();
   });
 
+  it("shows no estimate while the current node reports no steps (its fraction stands still)", () => {
+    let now = 1_000_000;
+    const view = new ProgressView({ write: () => undefined }, "plain", () => now);
+    view.job(job("running", progress(0)));
+    now += 3000;
+    view.progress(progress(1 / 3, { current_node: "2", current_node_class: "FlowgateDelay", step: null, steps: null }));
+    expect(view.snapshot().remainingMs).toBeNull();
+    now += 30_000;
+    expect(view.snapshot().remainingMs).toBeNull();
+    expect(plainLine(view.snapshot())).not.toContain("left");
+    view.progress(progress(0.5));
+    expect(view.snapshot().remainingMs).not.toBeNull();
+  });
+
   it("plain mode prints a line per status, node or tenth of progress, not per event", () => {
     const out: string[] = [];
     const view = new ProgressView({ write: (t) => out.push(t) }, "plain", () => 0);

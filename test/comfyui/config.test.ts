@@ -2,7 +2,7 @@
 import { describe, expect, it } from "vitest";
 import { ComfyUIEngine } from "../../src/engine/comfyui/index.ts";
 import { describeConfig, loadConfig } from "../../src/config/config.ts";
-import { createEngine } from "../../src/cli/serve.ts";
+import { createEngine } from "../../src/cli/create-engine.ts";
 
 describe("engine settings", () => {
   it("defaults to the embedded engine and ignores ComfyUI URLs then", () => {

@@ -25,6 +25,13 @@ export interface FakeOptions {
   systemArgv?: string[];
   /** What GET /internal/folder_paths answers; without it the route answers 404. */
   folderPaths?: Record<string, unknown>;
+  /**
+   * Runs queued prompts itself, one at a time and in order (unless `paused`), as ComfyUI's
+   * worker does: its messages, `executed` with a text ui for output nodes, a history entry.
+   */
+  worker?: boolean;
+  /** Drops the connection of a POST /prompt without an answer, before or after queueing the prompt (its fate unknown to the client). */
+  dropPrompt?: (body: any) => "before" | "after" | undefined;
 }
 
 /** One scripted ComfyUI. */
@@ -41,7 +48,13 @@ export class FakeComfyUI {
   readonly offeredExtensions: string[] = [];
   /** Close every socket right after its status message, as a server dropping idle sockets does. */
   closeIdleSockets = false;
+  /** Executions per prompt id: like ComfyUI, the double runs a prompt id queued twice twice. */
+  readonly executions = new Map<string, number>();
+  /** With `worker`: takes no prompt from the queue while set (see `resume`). */
+  paused = false;
   url = "";
+  private working = false;
+  private readonly bodies = new Map<string, any>();
   private readonly server: http.Server;
   private readonly wss = new WebSocketServer({ noServer: true });
   private readonly sockets = new Set<WebSocket>();
@@ -145,11 +158,19 @@ export class FakeComfyUI {
     if (req.method === "POST" && p === "/prompt") {
       const answer = this.o.onPrompt?.(rec.json);
       if (answer) return json(answer.status, answer.body);
+      const drop = this.o.dropPrompt?.(rec.json);
+      if (drop === "before") return void res.destroy();
       const id = typeof rec.json.prompt_id === "string" ? rec.json.prompt_id : `p-${++this.counter}`;
       this.queue.pending.push(id);
+      this.bodies.set(id, rec.json);
       this.broadcastStatus();
       this.o.beforeAnswer?.(id);
+      if (drop === "after") {
+        res.destroy();
+        return void this.work();
+      }
       json(200, { prompt_id: id, number: this.counter, node_errors: {} });
+      void this.work();
       const waiter = this.promptWaiters.shift();
       if (waiter) waiter({ ...rec.json, prompt_id: id });
       else this.prompts.push({ ...rec.json, prompt_id: id });
@@ -162,6 +183,7 @@ export class FakeComfyUI {
       return void res.writeHead(200).end();
     }
     if (req.method === "POST" && p === "/interrupt") return void res.writeHead(this.o.interruptStatus ?? 200).end();
+    if (req.method === "GET" && p === "/history") return json(200, Object.fromEntries(this.history));
     if (req.method === "GET" && p.startsWith("/history/")) {
       const id = decodeURIComponent(p.slice("/history/".length));
       return json(200, this.history.has(id) ? { [id]: this.history.get(id) } : {});
@@ -178,6 +200,58 @@ export class FakeComfyUI {
       return void res.end(file.bytes);
     }
     res.writeHead(404).end();
+  }
+
+  /** Lets the worker take prompts again. */
+  resume(): void {
+    this.paused = false;
+    void this.work();
+  }
+
+  /** Runs the next pending prompt now, paused or not (a ComfyUI working while flowgate is down). */
+  async runNext(): Promise<void> {
+    const id = this.queue.pending[0];
+    if (id !== undefined) await this.execute(id);
+  }
+
+  private async work(): Promise<void> {
+    if (!this.o.worker || this.working) return;
+    this.working = true;
+    try {
+      while (!this.paused && this.queue.pending.length > 0) await this.execute(this.queue.pending[0]!);
+    } finally {
+      this.working = false;
+    }
+  }
+
+  /** One execution of a prompt, with ComfyUI's messages and history entry. */
+  private async execute(id: string): Promise<void> {
+    this.startRunning(id);
+    this.executions.set(id, (this.executions.get(id) ?? 0) + 1);
+    const prompt: Record<string, { class_type: string }> = this.bodies.get(id)?.prompt ?? {};
+    const messages: [string, Record<string, unknown>][] = [];
+    const tick = () => new Promise((r) => setImmediate(r));
+    const recorded = (type: string, data: Record<string, unknown>) => {
+      messages.push([type, data]);
+      this.send(type, data);
+    };
+    recorded("execution_start", { prompt_id: id, timestamp: Date.now() });
+    recorded("execution_cached", { nodes: [], prompt_id: id, timestamp: Date.now() });
+    const outputs: Record<string, unknown> = {};
+    for (const [node, n] of Object.entries(prompt)) {
+      this.send("executing", { node, display_node: node, prompt_id: id });
+      await tick();
+      const def = this.o.objectInfo[n.class_type] as { output_node?: boolean } | undefined;
+      if (def?.output_node) {
+        const ui = { text: [`${id}:${node}`] };
+        outputs[node] = ui;
+        this.send("executed", { node, display_node: node, output: ui, prompt_id: id });
+      }
+    }
+    recorded("execution_success", { prompt_id: id, timestamp: Date.now() });
+    this.send("executing", { node: null, prompt_id: id });
+    this.finish(id, { prompt: [this.counter, id, prompt, {}, Object.keys(outputs)], outputs, status: { status_str: "success", completed: true, messages }, meta: {} });
+    await tick();
   }
 
   /** Moves a prompt from pending to running, as ComfyUI's worker does. */

@@ -2,6 +2,7 @@
 // definitions with `display_name: null`, POST /interrupt answering 404, sockets closed while
 // idle, and prompts waiting in ComfyUI's own queue behind other clients' work.
 import { afterEach, describe, expect, it } from "vitest";
+import { cloneJson } from "../../src/domain/exact-json.ts";
 import { ComfyUIEngine, type ComfyUIEngineOptions } from "../../src/engine/comfyui/index.ts";
 import { reconnectDelay } from "../../src/engine/comfyui/socket.ts";
 import { EmbeddedEngine } from "../../src/engine/embedded-engine.ts";
@@ -57,7 +58,7 @@ function steppedReconnects() {
 
 describe("comfyui backend against real ComfyUI behaviour", () => {
   it("display_name null (newer ComfyUI nodes) is served as the class name, as ComfyUI's frontend shows it", async () => {
-    const info = structuredClone(OBJECT_INFO) as Record<string, Record<string, unknown>>;
+    const info = cloneJson(OBJECT_INFO) as Record<string, Record<string, unknown>>;
     info.ImageInvert!.display_name = null;
     delete info.EmptyImage!.display_name;
     const { engine } = await setup({ objectInfo: info });

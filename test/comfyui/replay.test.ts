@@ -346,7 +346,38 @@ describe("comfyui backend: replayed message sequences", () => {
     const v = (err as EngineValidationError).validation;
     expect(reasons(v.node_errors)).toEqual({ "1": [{ field: "ckpt_name", reason: "not_in_options" }], "2": [{ field: "images", reason: "missing_input" }] });
     expect(v.comfy?.error.type).toBe("prompt_outputs_failed_validation");
-    expect((err as EngineValidationError).jobError.code).toBe("invalid_input");
+    expect((err as EngineValidationError).jobError).toEqual({
+      code: "invalid_input",
+      message: "ComfyUI refused the prompt: Value not in list: ckpt_name: 'x.safetensors' not in []",
+      node_id: "1",
+      class_type: "EmptyImage",
+      traceback: null,
+    });
+  });
+
+  it("a node's own check ComfyUI failed (LoadImage of a missing file) reaches the job error with its reason, node, class and input", async () => {
+    const comfy400 = {
+      error: { type: "prompt_outputs_failed_validation", message: "Prompt outputs failed validation", details: "", extra_info: {} },
+      node_errors: {
+        "1": {
+          errors: [{ type: "custom_validation_failed", message: "Custom validation failed for node", details: "LoadImage - Invalid image file: does-not-exist.png", extra_info: { input_name: "image" } }],
+          dependent_outputs: ["2"],
+          class_type: "LoadImage",
+        },
+      },
+    };
+    const { engine } = await setup({ onPrompt: () => ({ status: 400, body: comfy400 }) });
+    const err = await engine
+      .execute({ "1": { class_type: "EmptyImage", inputs: { width: 8, height: 8, batch_size: 1, color: 0 } }, "2": { class_type: "SaveImage", inputs: { images: ["1", 0], filename_prefix: "x" } } }, recorder().options)
+      .then(() => null, (e: unknown) => e);
+    expect((err as EngineValidationError).validation.node_errors).toEqual({ "1": [{ field: "image", reason: "bad_node", message: "Invalid image file: does-not-exist.png" }] });
+    expect((err as EngineValidationError).jobError).toEqual({
+      code: "invalid_input",
+      message: "ComfyUI refused the prompt: Invalid image file: does-not-exist.png (input image)",
+      node_id: "1",
+      class_type: "LoadImage",
+      traceback: null,
+    });
   });
 
   it("core/ASSET inputs are uploaded once per blob and replaced by the uploaded name", async () => {

@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { AssetService } from "../../src/assets/asset-service.ts";
-import { BlobStore } from "../../src/blobs/index.ts";
+import { FileBlobStore } from "../../src/blobs/index.ts";
 import type { EnginePort, RunEnd, RunOptions } from "../../src/jobs/engine-port.ts";
 import { EventBus, type JobEvent } from "../../src/jobs/event-bus.ts";
 import { runJob } from "../../src/jobs/job-run.ts";
@@ -42,7 +42,7 @@ const turn = () => new Promise<void>((r) => setImmediate(r));
 
 /** What runJob needs, over `on` (a store) and the data dir's blob store. */
 async function runDeps(on: Store, engine: EnginePort, events: EventBus) {
-  const assets = new AssetService({ store: on, blobs: await BlobStore.open(dir), now: Date.now, retentionMs: 3_600_000, maxUploadBytes: 1 << 20 });
+  const assets = new AssetService({ store: on, blobs: await FileBlobStore.open(dir), now: Date.now, retentionMs: 3_600_000, maxUploadBytes: 1 << 20 });
   return { store: on, assets, engine, events, now: Date.now, captureLogs: false, logLimitBytes: 1 << 16, names: new OutputNamer(on) };
 }
 
@@ -80,6 +80,33 @@ describe("runJob: progress writes", () => {
     expect(stored).toMatchObject({ nodes_done: 2, nodes_total: 3, current_node: "3", current_node_class: "SaveImage" });
     // The end carries the final snapshot.
     expect(ended?.progress).toMatchObject({ value: 1, nodes_done: 3 });
+  });
+});
+
+describe("runJob: a cancel that arrives after the last node", () => {
+  it("ends canceled with its final progress, never behind what the stream published (conformance PRG-2)", async () => {
+    const events = new EventBus();
+    const published: Progress[] = [];
+    events.subscribeAll((e: JobEvent) => void (e.type === "progress" && published.push(e.progress)));
+    const engine = scriptedEngine(async (o) => {
+      o.onStart(["1", "2"]);
+      o.onNodeStart("1", "EmptyImage");
+      o.onNodeDone("1", "EmptyImage", null);
+      await turn();
+      await turn();
+      o.onNodeStart("2", "SaveImage");
+      o.onNodeDone("2", "SaveImage", null);
+      // The cancel request lands before the run reports its end: the job is canceling.
+      await store.transitionJob(job.id, ["running"], "canceling");
+      return { kind: "succeeded" };
+    });
+    const ended = await runJob(await runDeps(store, engine, events), job, {}, new AbortController().signal);
+    expect(ended?.status).toBe("canceled");
+    // Every node ran: the end carries the final snapshot, as a success's does, so no progress the
+    // stream published before the end is ahead of the canceled job a client reads.
+    expect(ended?.progress).toMatchObject({ value: 1, nodes_done: 2, nodes_total: 2 });
+    for (const p of published) expect(p.value).toBeLessThanOrEqual(1);
+    expect((await store.getJob(job.id))?.progress).toEqual(ended?.progress);
   });
 });
 

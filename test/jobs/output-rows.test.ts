@@ -6,20 +6,20 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { AssetService } from "../../src/assets/asset-service.ts";
-import { BlobStore } from "../../src/blobs/index.ts";
+import { FileBlobStore } from "../../src/blobs/index.ts";
 import { OutputRows } from "../../src/jobs/output-rows.ts";
 import { openStore, type JobRecord, type Store } from "../../src/store/index.ts";
 
 let dir: string;
 let store: Store;
-let blobs: BlobStore;
+let blobs: FileBlobStore;
 let assets: AssetService;
 let job: JobRecord;
 
 beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), "flowgate-rows-"));
   store = await openStore({ dataDir: dir });
-  blobs = await BlobStore.open(dir);
+  blobs = await FileBlobStore.open(dir);
   assets = new AssetService({ store, blobs, now: Date.now, retentionMs: 3_600_000, maxUploadBytes: 1 << 20 });
   const now = Date.now();
   job = await store.createJob({ id: "job-1", owner: "alice", created_at: now, expires_at: now + 3_600_000, workflow: {}, output_node_ids: ["9"] });

@@ -79,6 +79,9 @@ let serverProject: string;
 let server: CliProcess | undefined;
 let baseUrl: string;
 
+/** The checkout's package.json before the packs (prepack sets a copy without development scripts aside for the tarball). */
+const CHECKOUT_MANIFEST = readFileSync(path.join(ROOT, "package.json"), "utf8");
+
 beforeAll(async () => {
   const [serverPack, clientPack] = await Promise.all([pack(ROOT), pack(path.join(ROOT, "packages", "client"))]);
   client = clientPack;
@@ -191,12 +194,50 @@ export const wrong: JobStatus = "exploded";
     expect(tsc.stdout + tsc.stderr).toBe("");
     expect(tsc.status).toBe(0);
   }, 120_000);
+  it("type-checks a TypeScript consumer without @types/node (a browser or edge project)", () => {
+    const dir = path.join(clientProject, "no-node-types");
+    mkdirSync(dir);
+    writeFileSync(
+      path.join(dir, "tsconfig.json"),
+      JSON.stringify({
+        compilerOptions: { module: "nodenext", moduleResolution: "nodenext", target: "es2023", lib: ["es2023", "dom"], strict: true, noEmit: true, skipLibCheck: false, types: [], typeRoots: [] },
+        files: ["consumer.ts"],
+      }),
+    );
+    writeFileSync(
+      path.join(dir, "consumer.ts"),
+      `import { FlowgateClient, HostedClient, type Job, type HostedSocketEvent } from "@flowgate/client";
+import { getJob } from "@flowgate/client/sdk";
+import { createFetchClient } from "@flowgate/client/fetch-client";
+import type { paths } from "@flowgate/client/openapi-types";
+import type { SseStatus } from "@flowgate/client/asyncapi-types";
+
+export const client = new FlowgateClient({ baseUrl: "https://flowgate.example" });
+export const hosted = HostedClient;
+export const api = createFetchClient({ baseUrl: "https://flowgate.example" });
+export const fetchJob = (id: string) => getJob({ path: { id } });
+export type Parts = [Job, HostedSocketEvent, keyof paths, SseStatus];
+`,
+    );
+    const tsc = spawnSync(process.execPath, [path.join(ROOT, "node_modules", "typescript", "bin", "tsc"), "-p", dir], { encoding: "utf8", env: ENV });
+    expect(tsc.stdout + tsc.stderr).toBe("");
+    expect(tsc.status).toBe(0);
+  }, 120_000);
 });
 
 describe("the server package, installed", () => {
+  it("carries no development lifecycle script (prepare builds the UI with vite in a checkout), and the checkout's package.json is as it was", () => {
+    const manifest = JSON.parse(readFileSync(path.join(serverProject, "node_modules", "flowgate", "package.json"), "utf8")) as { scripts?: Record<string, string> };
+    for (const script of ["prepare", "prepack", "postpack"]) expect(manifest.scripts?.[script], script).toBeUndefined();
+    expect(manifest.scripts?.start).toBeDefined();
+    expect(readFileSync(path.join(ROOT, "package.json"), "utf8")).toBe(CHECKOUT_MANIFEST);
+    expect(existsSync(path.join(ROOT, ".package.json.packing"))).toBe(false);
+  });
+
+
   it("ships the spec, the examples and the conformance suite's graph files, and no TypeScript sources", () => {
     const pkg = path.join(serverProject, "node_modules", "flowgate");
-    const files = ["spec/openapi.yaml", "spec/asyncapi.yaml", "examples/image-pipeline.json", "dist/src/cli/main.js", "dist/generated/validators.js", "dist/conformance/workflows/comfyui-slow.json"];
+    const files = ["spec/openapi.yaml", "spec/asyncapi.yaml", "examples/image-pipeline.json", "deploy/grafana/flowgate.json", "deploy/prometheus/alerts.yml", "dist/src/cli/main.js", "dist/generated/validators.js", "dist/conformance/workflows/comfyui-slow.json"];
     for (const file of files) {
       expect(existsSync(path.join(pkg, file)), file).toBe(true);
     }

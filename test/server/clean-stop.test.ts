@@ -3,7 +3,7 @@
 import { existsSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import { describe, expect, it } from "vitest";
-import { BlobStore } from "../../src/blobs/index.ts";
+import { FileBlobStore } from "../../src/blobs/index.ts";
 import { openStore } from "../../src/store/index.ts";
 import { imageGraph, startTestServer } from "./helpers.ts";
 
@@ -23,7 +23,7 @@ describe("a clean stop", () => {
       } finally {
         await store.close();
       }
-      expect(existsSync((await BlobStore.open(s.dataDir)).pathOf(key))).toBe(true);
+      expect(existsSync((await FileBlobStore.open(s.dataDir)).pathOf(key))).toBe(true);
     } finally {
       await rm(s.dataDir, { recursive: true, force: true });
     }

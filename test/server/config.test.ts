@@ -86,6 +86,22 @@ describe("configuration", () => {
     expect(() => parseDuration("0s")).toThrow();
   });
 
+  it("--blob-store s3://, --s3-endpoint and --blob-proxy (flags or variables); bad or conflicting ones are refused", () => {
+    expect(loadConfig([], {})).toMatchObject({ blobStore: null, s3Endpoint: null, blobProxy: false });
+    const c = loadConfig(["--blob-store", "s3://media/prod", "--s3-endpoint", "http://minio:9000/", "--blob-proxy"], {});
+    expect(c).toMatchObject({ blobStore: "s3://media/prod", s3Endpoint: "http://minio:9000", blobProxy: true });
+    expect(loadConfig([], { FLOWGATE_BLOB_STORE: "s3://media", FLOWGATE_S3_ENDPOINT: "https://r2.example", FLOWGATE_BLOB_PROXY: "1" })).toMatchObject({
+      blobStore: "s3://media",
+      s3Endpoint: "https://r2.example",
+      blobProxy: true,
+    });
+    expect(settingsLine(c)).toContain("blobStore=s3://media/prod");
+    expect(() => loadConfig(["--blob-store", "/srv/blobs"], {})).toThrow(/s3:\/\/bucket\/prefix/);
+    expect(() => loadConfig(["--blob-store", "s3://media", "--blob-dir", "/srv/blobs"], {})).toThrow(/exclude each other/);
+    expect(() => loadConfig(["--s3-endpoint", "http://minio:9000"], {})).toThrow(/goes with --blob-store/);
+    expect(() => loadConfig(["--blob-store", "s3://media", "--s3-endpoint", "minio:9000"], {})).toThrow(/http\(s\) URL/);
+  });
+
   it("prints settings without secrets", () => {
     const c = loadConfig(["--token", "very-secret-token", "--signing-key", "very-secret-signing-key-0123456789"], {});
     const line = settingsLine(c);
@@ -108,11 +124,10 @@ describe("the command line", () => {
     }
   });
 
-  it("a bad flag is a one-line error and exit code 1, not a stack trace", () => {
+  it("a bad flag is a usage error (exit code 2) in one line and a pointer to --help, not a stack trace", () => {
     const r = run(["serve", "--port", "nope"]);
-    expect(r.status).toBe(1);
-    expect(r.stderr.trim().split("\n")).toHaveLength(1);
-    expect(r.stderr).toContain("--port");
+    expect(r.status).toBe(2);
+    expect(r.stderr.trim().split("\n")).toEqual([expect.stringContaining("--port"), "Run flowgate serve --help for usage."]);
     expect(r.stderr).not.toMatch(/\n\s+at /);
   });
 });

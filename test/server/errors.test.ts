@@ -206,7 +206,7 @@ describe("probes", () => {
     const r = await s.api.get("/readyz");
     expect(r.status).toBe(200);
     expectValid(v.response_getReadiness_200, r.body);
-    expect(r.body).toEqual({ status: "ready", checks: { store: true, engine: true, queue: true, dispatch: true, storage: true } });
+    expect(r.body).toEqual({ status: "ready", checks: { store: true, engine: true, queue: true, dispatch: true, storage: true, blobs: true } });
   });
 
   it("/readyz is 503 not_ready while the queue is at its bound", async () => {
@@ -220,7 +220,7 @@ describe("probes", () => {
       const r = await q.api.get("/readyz");
       expect(r.status).toBe(503);
       expectValid(v.response_getReadiness_503, r.body);
-      expect(r.body).toEqual({ status: "not_ready", checks: { store: true, engine: true, queue: false, dispatch: true, storage: true } });
+      expect(r.body).toEqual({ status: "not_ready", checks: { store: true, engine: true, queue: false, dispatch: true, storage: true, blobs: true } });
       await q.api.post(`/api/v2/jobs/${waiting.id}/cancel`);
       expect((await q.api.get("/readyz")).status).toBe(200);
     } finally {
@@ -237,7 +237,7 @@ describe("probes", () => {
     try {
       const r = await s.api.get("/readyz");
       expect(r.status).toBe(503);
-      expect(r.body).toEqual({ status: "not_ready", checks: { store: false, engine: true, queue: true, dispatch: true, storage: true } });
+      expect(r.body).toEqual({ status: "not_ready", checks: { store: false, engine: true, queue: true, dispatch: true, storage: true, blobs: true } });
     } finally {
       store.check = check;
     }

@@ -10,7 +10,7 @@ import { EmbeddedEngine } from "../../src/engine/embedded-engine.ts";
 import type { Engine } from "../../src/engine/engine.ts";
 import { engineAdapter } from "../../src/jobs/engine-adapter.ts";
 import { startServer } from "../../src/server/start.ts";
-import { createEngine } from "../../src/cli/serve.ts";
+import { createEngine } from "../../src/cli/create-engine.ts";
 import { Api, expectError, upload, v } from "./helpers.ts";
 import { pngOf } from "../engine/helpers.ts";
 

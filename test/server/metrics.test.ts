@@ -1,40 +1,13 @@
 // GET /metrics: Prometheus' text format read back by a real parser; the families and their
 // labels after real traffic; no label value is a job id; the operator token per surface.
 import { randomUUID } from "node:crypto";
-import parsePrometheusTextFormat, { type PromFamily } from "parse-prometheus-text-format";
+import parsePrometheusTextFormat from "parse-prometheus-text-format";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FlowgateMetrics } from "../../src/metrics/metrics.ts";
+import { sample, scrape } from "./metrics-scrape.ts";
 import { delayGraph, expectError, imageGraph, SseClient, startTestServer, waitFor, type TestServer } from "./helpers.ts";
 
 const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/i;
-
-/**
- * The scrape's families by name, with their declared types; and each histogram's `_bucket`,
- * `_count` and `_sum` series as families of their own: the parser folds a labelled histogram
- * into one unlabelled series, so it reads them a second time declared untyped.
- */
-async function scrape(server: TestServer, token?: string): Promise<Map<string, PromFamily>> {
-  const res = await server.api.get("/metrics", token ? { token } : {});
-  expect(res.status, res.text).toBe(200);
-  expect(res.headers.get("content-type")).toMatch(/^text\/plain; version=0\.0\.4/);
-  const families = new Map(parsePrometheusTextFormat(res.text).map((f) => [f.name, f]));
-  const histograms = [...families.values()].filter((f) => f.type === "HISTOGRAM").map((f) => f.name);
-  const untyped = res.text.replace(/^# TYPE (\S+) histogram$/gm, "# TYPE $1 untyped");
-  for (const f of parsePrometheusTextFormat(untyped)) {
-    if (!histograms.some((h) => f.name.startsWith(h + "_"))) continue;
-    // Series of one labelled histogram interleave (buckets, sum, count per label set).
-    const seen = families.get(f.name);
-    if (seen) seen.metrics.push(...f.metrics);
-    else families.set(f.name, f);
-  }
-  return families;
-}
-
-function sample(families: Map<string, PromFamily>, name: string, labels: Record<string, string> = {}) {
-  const family = families.get(name);
-  expect(family, `family ${name}`).toBeDefined();
-  return family!.metrics.find((m) => Object.entries(labels).every(([k, v]) => m.labels?.[k] === v));
-}
 
 describe("GET /metrics (self-hosted, open)", () => {
   let server: TestServer;

@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { JobEvent } from "../../src/jobs/event-bus.ts";
 import { existsSync } from "node:fs";
+import type { FileBlobStore } from "../../src/blobs/index.ts";
 import type { NewAsset, PendingBlob, Store } from "../../src/store/index.ts";
 import { databaseKind, imageGraph, outputThenDelayGraph, startTestServer, type TestServer } from "./helpers.ts";
 
@@ -24,19 +25,19 @@ function watchRecords(store: Store, blobs: TestServer["runtime"]["blobs"]) {
   const seen = { alone: [] as string[], withEnd: [] as Array<{ to: string; names: string[]; kept: number }>, blobMissing: [] as string[] };
   // Durable: named on disk (a blob is named only once its bytes are synced), or kept by the same commit.
   const check = async (a: NewAsset, pending: readonly PendingBlob[] = []) => {
-    if (!existsSync(blobs.pathOf(a.blob_key)) && !pending.some((p) => p.key === a.blob_key)) seen.blobMissing.push(a.name);
+    if (!existsSync((blobs as FileBlobStore).pathOf(a.blob_key)) && !pending.some((p) => p.key === a.blob_key)) seen.blobMissing.push(a.name);
   };
   const addAsset = store.addAsset.bind(store);
   const withAssets = store.transitionJobWithAssets.bind(store);
-  store.addAsset = async (asset) => {
+  store.addAsset = async (asset, fence) => {
     await check(asset);
     seen.alone.push(asset.name);
-    return addAsset(asset);
+    return addAsset(asset, fence);
   };
-  store.transitionJobWithAssets = async (id, from, to, patch, assets, pending) => {
+  store.transitionJobWithAssets = async (id, from, to, patch, assets, pending, fence) => {
     for (const a of assets) await check(a, pending);
     seen.withEnd.push({ to, names: assets.map((a) => a.name), kept: pending?.length ?? 0 });
-    return withAssets(id, from, to, patch, assets, pending);
+    return withAssets(id, from, to, patch, assets, pending, fence);
   };
   return {
     seen,
@@ -79,7 +80,7 @@ describe("a run's outputs and its end", () => {
       expect(watch.seen.blobMissing).toEqual([]);
       // Once the file is durable the store forgets the kept bytes.
       await until(async () => (await s.runtime.store.pendingBlobs()).length === 0);
-      expect(existsSync(s.runtime.blobs.pathOf(done.outputs[0].hash.slice("blake3:".length)))).toBe(true);
+      expect(existsSync((s.runtime.blobs as FileBlobStore).pathOf(done.outputs[0].hash.slice("blake3:".length)))).toBe(true);
       // Event order is unchanged: the output, its node done, then the end.
       const order = events.map((e) => (e.type === "status" ? `status:${e.job.status}` : e.type === "node_done" ? `node_done:${e.node_id}` : e.type));
       const at = (what: string) => order.indexOf(what);
@@ -114,12 +115,12 @@ describe("a run's outputs and its end", () => {
     const store = s.runtime.store;
     const withAssets = store.transitionJobWithAssets.bind(store);
     let failures = 2;
-    store.transitionJobWithAssets = async (id, from, to, patch, assets, pending) => {
+    store.transitionJobWithAssets = async (id, from, to, patch, assets, pending, fence) => {
       if (failures > 0) {
         failures--;
         throw Object.assign(new Error("disk I/O error"), { code: "ERR_SQLITE_ERROR", errcode: 10 });
       }
-      return withAssets(id, from, to, patch, assets, pending);
+      return withAssets(id, from, to, patch, assets, pending, fence);
     };
     try {
       const job = await s.api.submit(imageGraph("retried"));
@@ -138,12 +139,12 @@ describe("a run's outputs and its end", () => {
     const store = s.runtime.store;
     const withAssets = store.transitionJobWithAssets.bind(store);
     const refused: string[] = [];
-    store.transitionJobWithAssets = async (id, from, to, patch, assets, pending) => {
+    store.transitionJobWithAssets = async (id, from, to, patch, assets, pending, fence) => {
       if (assets.length > 0) {
         refused.push(...assets.map((a) => a.blob_key));
         throw Object.assign(new Error("database or disk is full"), { code: "ERR_SQLITE_ERROR", errcode: 13 });
       }
-      return withAssets(id, from, to, patch, assets, pending);
+      return withAssets(id, from, to, patch, assets, pending, fence);
     };
     try {
       const job = await s.api.submit(imageGraph("no-room"));

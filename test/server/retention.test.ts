@@ -4,7 +4,7 @@
 import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { blobPath } from "../../src/blobs/index.ts";
+import { blobPath, type FileBlobStore } from "../../src/blobs/index.ts";
 import { reapOnce } from "../../src/jobs/retention.ts";
 import { delayGraph, expectError, expectSseEventsValid, HOUR, imageGraph, SseClient, startTestServer, upload, v, waitFor, type TestServer } from "./helpers.ts";
 
@@ -18,7 +18,7 @@ afterEach(async () => {
 });
 
 const reap = () => reapOnce({ store: s.runtime.store, blobs: s.runtime.blobs, dispatcher: s.runtime.dispatcher, events: s.runtime.events, now: s.clock.now });
-const blobOf = (hash: string) => blobPath(s.runtime.blobs.root, hash.replace(/^blake3:/, ""));
+const blobOf = (hash: string) => blobPath((s.runtime.blobs as FileBlobStore).root, hash.replace(/^blake3:/, ""));
 
 describe("retention", () => {
   it("GEN-4 JOB-3 a finished job and its outputs stay readable until expires_at, then are 404 and purged", async () => {

@@ -157,7 +157,7 @@ describe("stopping with a grace period", () => {
     const ready = await s.api.get("/readyz");
     expect(ready.status).toBe(503);
     expectValid(v.response_getReadiness_503, ready.body);
-    expect(ready.body).toEqual({ status: "not_ready", checks: { store: true, engine: true, queue: true, dispatch: false, storage: true } });
+    expect(ready.body).toEqual({ status: "not_ready", checks: { store: true, engine: true, queue: true, dispatch: false, storage: true, blobs: true } });
     const late = await s.api.submit(delayGraph(1));
     expect(late.status).toBe("queued");
     expect(await closing).toBe("closed");

@@ -137,13 +137,30 @@ describe("the stream", () => {
     expect(c.of("status").map((e) => e.json.status)).toEqual(["running", "canceling", "canceled"]);
   });
 
+  it("PRG-2 never steps back: a progress snapshot older than one the stream has is not written", async () => {
+    const job = await s.api.submit(delayGraph(30));
+    const c = open(job.id);
+    await c.waitUntil((x) => x.of("progress").length >= 1 && x.of("status").some((e) => e.json.status === "running"), "running with progress");
+    const current = c.of("progress").at(-1)!.json;
+    // A snapshot published before the one the stream has, reaching it late (a read, or a relay
+    // from another process), then a newer one.
+    s.runtime.events.publish({ type: "progress", job_id: job.id, owner: "", progress: { ...current, value: current.value / 2, message: "older" } });
+    s.runtime.events.publish({ type: "progress", job_id: job.id, owner: "", progress: { ...current, value: Math.min(1, current.value + 0.01), message: "newer" } });
+    await c.waitUntil((x) => x.of("progress").some((e) => e.json.message === "newer"), "the newer snapshot");
+    expect(c.of("progress").map((e) => e.json.message)).not.toContain("older");
+    const values = c.of("progress").map((e) => e.json.value as number);
+    expect(values).toEqual([...values].sort((a, b) => a - b));
+    await s.api.post(`/api/v2/jobs/${job.id}/cancel`);
+    await c.done;
+  });
+
   it("progress is throttled: a burst of snapshots reaches a stream as the first and the latest", async () => {
     const job = await s.api.submit(delayGraph(30));
     await s.api.waitJob(job.id, (j) => j.status === "running", "running");
     const c = open(job.id);
     await c.waitUntil((x) => x.of("progress").length >= 1, "the connect-time progress");
     const before = c.of("progress").length;
-    const snapshot = (i: number) => ({ value: i / 1000, nodes_done: 0, nodes_total: 3, current_node: "2", current_node_class: "FlowgateDelay", step: i, steps: 1000, message: null });
+    const snapshot = (i: number) => ({ value: 0.5 + i / 1000, nodes_done: 1, nodes_total: 3, current_node: "2", current_node_class: "FlowgateDelay", step: i, steps: 1000, message: null });
     // Injected on the bus in one go, as a fast sampler would report them.
     for (let i = 1; i <= 200; i++) s.runtime.events.publish({ type: "progress", job_id: job.id, owner: "", progress: snapshot(i) });
     await c.waitUntil((x) => x.of("progress").at(-1)?.json.step === 200, "the latest snapshot");

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { TERMINAL_STATUSES, TerminalStatusError } from "../../src/store/index.ts";
+import { LeaseLostError, TERMINAL_STATUSES, TerminalStatusError } from "../../src/store/index.ts";
 import type { JobRecord, JobStatus } from "../../src/store/index.ts";
 import { T0, blobKey, newAsset, newJob, openTestStore } from "./helpers.ts";
 import type { TestStore } from "./helpers.ts";
@@ -38,6 +38,25 @@ async function jobIn(status: JobStatus): Promise<JobRecord> {
       }))!;
   }
 }
+
+describe("a run's fenced writes without leases (one process)", () => {
+  const fence = { workerId: null, epoch: 0 };
+  it("land while the job is running or canceling, and are refused once it ended", async () => {
+    const s = t.store;
+    const logs = { text: "hello", truncated: false, captured_at: T0 };
+    for (const status of ["running", "canceling"] as const) {
+      const job = await jobIn(status);
+      await s.addAsset(newAsset({ job_id: job.id, blob_key: blobKey("c") }), fence);
+      expect(await s.setLogs(job.id, logs, fence)).toBe(true);
+    }
+    for (const status of ["queued", "failed", "expired"] as const) {
+      const job = await jobIn(status);
+      await expect(s.addAsset(newAsset({ job_id: job.id, blob_key: blobKey("c") }), fence)).rejects.toBeInstanceOf(LeaseLostError);
+      await expect(s.setLogs(job.id, logs, fence)).rejects.toBeInstanceOf(LeaseLostError);
+      expect(await s.listJobOutputs(job.id)).toEqual([]);
+    }
+  });
+});
 
 describe("transitionJob", () => {
   it("moves a job only from one of the given statuses", async () => {

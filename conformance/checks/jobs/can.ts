@@ -2,7 +2,7 @@
 // ends canceled; a finished job is unchanged; a cancel racing completion ends one way only.
 import { check, type T } from "../../check.ts";
 import { TERMINAL } from "../../machinery/contract.ts";
-import { cancelJob, pollJob, queuedJob, readJobOk, runOk, slowGraph, started, submitOk, waitTerminal, type JobRef } from "../support/jobs.ts";
+import { cancelJob, openEvents, pollJob, queuedJob, readJobOk, runOk, slowGraph, started, submitOk, waitTerminal, type JobRef } from "../support/jobs.ts";
 import { defaultSlowGraph, simpleGraph } from "../support/workflows.ts";
 
 export default [
@@ -15,6 +15,8 @@ export default [
 
   check("CAN-2 canceling a running job answers canceling, then the job becomes canceled", async (t: T) => {
     const ref = await submitOk(t, slowGraph(t));
+    // A stream followed through the cancel: the timeline holds it to the transitions GET shows (SSE-2).
+    await openEvents(t, ref).catch(() => undefined);
     const running = await pollJob(t, ref, "the job starting", (j) => started(j));
     t.need(!TERMINAL.has(running.job.status), `the slow job ended (${running.job.status}) before it could be canceled`);
     const { ex, ref: after } = await cancelJob(t, running);

@@ -27,14 +27,17 @@ async function collect(t: T, ref: JobRef, intervalMs = 30): Promise<{ end: JobRe
 async function steadyJob(t: T): Promise<JobRef> {
   const ref = await submitOk(t, slowGraph(t));
   let last: Progress | null = null;
+  const seen: string[] = [];
   const r = await t.until("a steady progress snapshot while running", async () => {
     const read = await readJobOk(t, ref);
+    const now = `${read.job.status}${read.job.progress ? ` ${read.job.progress.nodes_done}/${read.job.progress.nodes_total} nodes, value ${read.job.progress.value}` : ", no progress"}`;
+    if (seen[seen.length - 1] !== now) seen.push(now);
     if (TERMINAL.has(read.job.status)) return read;
     const steady = read.job.status !== "queued" && read.job.progress != null && last !== null && deepEqual(read.job.progress, last);
     last = read.job.progress ?? null;
     return steady ? read : undefined;
   });
-  t.need(!TERMINAL.has(r.job.status), "the job ended before its progress was steady while running");
+  t.need(!TERMINAL.has(r.job.status), `the job ended before two reads showed the same progress while running; GET showed: ${seen.slice(-6).join("; ")} (a longer --slow-seconds or --slow-workflow gives more time)`);
   return r;
 }
 
@@ -59,7 +62,7 @@ export default [
     const byNode = new Map<string, Progress[]>();
     for (const p of stepped) byNode.set(p.current_node!, [...(byNode.get(p.current_node!) ?? []), p]);
     const node = [...byNode.values()].find((ps) => new Set(ps.map((p) => p.step)).size >= 2);
-    t.need(node, "the stepped node finished before two of its steps could be seen (use a --steps-workflow with more steps)");
+    t.need(node, `the stepped node finished before two of its steps could be seen: GET and the stream showed steps ${JSON.stringify([...new Set(stepped.map((p) => `${p.current_node}:${p.step}/${p.steps}`))].slice(0, 10))} (use a --steps-workflow with more steps)`);
     node.sort((a, b) => a.step! - b.step!);
     const lo = node[0]!;
     const hi = node[node.length - 1]!;
@@ -89,7 +92,7 @@ export default [
     await stream.waitFor((e) => e.event === "progress", Math.min(2000, t.options.requestTimeoutMs));
     const after = await readJobOk(t, ref);
     const events = stream.events.filter((e) => e.event === "progress");
-    t.need(events.length > 0, "no progress event arrived while the job's progress was steady");
+    t.need(events.length > 0, `no progress event arrived while GET showed the job's progress steady at ${JSON.stringify(before.job.progress)}; the stream sent ${JSON.stringify(stream.events.map((e) => e.event))}`);
     for (const e of events) {
       t.expect(deepEqual(e.json, before.job.progress) || deepEqual(e.json, after.job.progress), `progress event ${e.data} differs from job.progress ${JSON.stringify(after.job.progress)}`);
     }

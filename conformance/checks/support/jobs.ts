@@ -39,6 +39,8 @@ export async function submit(t: T, workflow: unknown, o: SubmitOptions = {}): Pr
   });
   const ex = t.ex(response)!;
   if (o.valid !== false && ex.status === 422) skipOnUnknownClass(t, ex);
+  // An unknown outcome: the HTTP layer has retried the key and judged the answer under IDEM-5.
+  if (o.key && ex.status >= 500) t.skip(`the keyed submission answered ${ex.status} ${ex.text.slice(0, 120)} (an unknown outcome; its retry with the same key is judged under IDEM-5)`);
   if (ex.status !== 201 || !isJob(ex.json)) return { ex };
   const ref: JobRef = { job: ex.json, from: ex.url, ex };
   t.created.push(ref.job.id);
@@ -55,8 +57,8 @@ export async function submitOk(t: T, workflow: unknown, o: SubmitOptions = {}): 
 
 function skipOnUnknownClass(t: T, ex: Exchange): void {
   const nodeErrors = (ex.json as { error?: { details?: { node_errors?: Record<string, Array<{ field?: string; reason?: string }>> } } })?.error?.details?.node_errors;
-  const unknown = Object.values(nodeErrors ?? {}).flat().filter((e) => e?.reason === "unknown_class");
-  if (unknown.length) t.skip(`the surface lacks a node class the graph needs (422 unknown_class)`);
+  const unknown = Object.entries(nodeErrors ?? {}).filter(([, errs]) => Array.isArray(errs) && errs.some((e) => e?.reason === "unknown_class"));
+  if (unknown.length) t.skip(`the surface lacks a node class the graph needs: 422 unknown_class for node${unknown.length > 1 ? "s" : ""} ${unknown.map(([id]) => id).join(", ")} (see --slow-workflow, --steps-workflow, --failing-workflow)`);
 }
 
 /** Whether a value looks enough like a job to follow (the schema checks the rest). */
@@ -252,7 +254,7 @@ export async function queuedJob(t: T, max = 8): Promise<{ target: JobRef; blocke
     }
     blockers.push(now);
   }
-  t.skip(`no job stayed queued behind ${max} slow jobs (a surface with that many slots)`);
+  t.skip(`no job stayed queued behind ${max} slow jobs: each read as ${JSON.stringify(blockers.map((b) => b.job.status))} right after its submission (more slots than that; --slow-workflow with a slower graph or fewer slots make this apply)`);
 }
 
 export type Output = components["schemas"]["Output"];

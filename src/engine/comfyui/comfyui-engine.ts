@@ -10,11 +10,11 @@ import type { NodeRegistry } from "../nodes/registry.ts";
 import type { ObjectInfo } from "../object-info.ts";
 import { analyzeGraph, validationResult, type Analysis, type ValidationResult } from "../validate.ts";
 import { mergeObjectInfo, registryOf } from "./definitions.ts";
-import { validationOfComfy400 } from "./error-mapping.ts";
+import { jobErrorOfRefusal, validationOfComfy400 } from "./error-mapping.ts";
 import { ComfyHttpError, ComfyUnreachableError, type HttpTimeouts } from "./http-api.ts";
-import type { Instance, InstanceTimings } from "./instance.ts";
+import type { HeldPrompt, Instance, InstanceTimings } from "./instance.ts";
 import { InstancePool } from "./pool.ts";
-import { PromptRun, type RunTimings } from "./prompt-run.ts";
+import { PromptRun, ReassignError, type RunTimings } from "./prompt-run.ts";
 import type { SocketTimings } from "./socket.ts";
 import { prepareInputs } from "./uploads.ts";
 
@@ -39,6 +39,8 @@ export interface ComfyUIEngineOptions {
   pollIntervalMs?: number;
   /** Prompts fail with worker_lost after their instance was unreachable this long (default 5 min). */
   lostAfterMs?: number;
+  /** A prompt not started yet goes to another reachable instance after its own was unreachable this long (default 15 s). */
+  reassignAfterMs?: number;
   /** How long a run waits for a reachable instance before failing with worker_lost (default 60 s). */
   unreachableGraceMs?: number;
   confirmTimeoutMs?: number;
@@ -54,6 +56,16 @@ export interface ComfyUIEngineOptions {
   http?: Partial<HttpTimeouts>;
   /** Test seams of the socket: the jitter's random numbers and the reconnect scheduler. */
   socket?: Pick<SocketTimings, "random" | "schedule">;
+}
+
+/** What a run submits, once or again on another instance. */
+interface Submission {
+  graph: Record<string, unknown>;
+  registry: NodeRegistry;
+  options: ExecuteOptions;
+  secrets: string[];
+  key: string | undefined;
+  promptId: string;
 }
 
 /** The key name ComfyUI reads the partner key from in a prompt's extra_data. */
@@ -74,6 +86,7 @@ export class ComfyUIEngine implements Engine {
       unknownClassRefreshMs: 5_000,
       pollIntervalMs: 2_000,
       lostAfterMs: 300_000,
+      reassignAfterMs: 15_000,
       unreachableGraceMs: 60_000,
       confirmTimeoutMs: 30_000,
       cancelWaitMs: 15_000,
@@ -91,6 +104,7 @@ export class ComfyUIEngine implements Engine {
       pollIntervalMs: this.o.pollIntervalMs,
       objectInfoTtlMs: this.o.objectInfoTtlMs,
       lostAfterMs: this.o.lostAfterMs,
+      reassignAfterMs: this.o.reassignAfterMs,
       probeTimeoutMs: this.o.probeTimeoutMs,
       reconnectMinMs: this.o.reconnectMinMs,
       reconnectMaxMs: this.o.reconnectMaxMs,
@@ -165,6 +179,33 @@ export class ComfyUIEngine implements Engine {
 
     await options.onStart?.({ nodes: analysis.order, cached: [], steps: stepsOf(analysis) });
 
+    const s: Submission = { graph: g, registry, options, secrets, key, promptId };
+    // A prompt an instance holds already (submitted before flowgate restarted) is followed or collected, never queued twice.
+    let run = (await this.resume(promptId, g, registry, options, secrets)) ?? (await this.submit(s));
+    for (;;) {
+      const active: PromptRun = run;
+      const onAbort = () => void active.stop("cancel");
+      if (signal?.aborted) onAbort();
+      signal?.addEventListener("abort", onAbort, { once: true });
+      const timer = options.timeoutMs ? setTimeout(() => void active.stop("timeout"), Math.max(0, startedAt + options.timeoutMs - Date.now())) : null;
+      timer?.unref();
+      try {
+        return await active.result;
+      } catch (err) {
+        // It never started on an instance that stopped answering: another one takes it.
+        if (!(err instanceof ReassignError) || signal?.aborted) throw err;
+      } finally {
+        signal?.removeEventListener("abort", onAbort);
+        if (timer) clearTimeout(timer);
+      }
+      run = await this.submit(s);
+    }
+  }
+
+  /** Queues the prompt on the least busy instance (waiting up to unreachableGraceMs for one), inputs uploaded first. */
+  private async submit(s: Submission): Promise<PromptRun> {
+    const { graph: g, registry, options, secrets, key, promptId } = s;
+    const { signal } = options;
     const deadline = Date.now() + this.o.unreachableGraceMs;
     let run: PromptRun | null = null;
     while (!run) {
@@ -188,9 +229,18 @@ export class ComfyUIEngine implements Engine {
         // ComfyUI queues the outputs that validated and reports the others; here any error fails the job.
         if (Object.keys(accepted.node_errors).length > 0) {
           void run.stop("cancel");
-          run.failWith(new EngineValidationError(validationOfComfy400({ error: null, node_errors: accepted.node_errors })));
+          run.failWith(refusal({ error: null, node_errors: accepted.node_errors }));
         }
       } catch (err) {
+        // The POST's fate is unknown: once the instance answers, it says whether it has the prompt.
+        if (phase === "post" && err instanceof ComfyUnreachableError && !err.notSent) {
+          const held = await this.askAgain(instance, promptId, signal, deadline);
+          if (held) {
+            run = this.adopt(instance, held, promptId, g, registry, options, secrets);
+            continue;
+          }
+          if (held === null && Date.now() < deadline) continue; // it never arrived: submit it (again)
+        }
         // Not queued for sure: try again (another instance, or this one once it is back).
         if (Date.now() < deadline && isRetryable(err, phase)) {
           await new Promise((r) => setTimeout(r, 500));
@@ -201,18 +251,48 @@ export class ComfyUIEngine implements Engine {
         instance.reserved--;
       }
     }
-    const active: PromptRun = run;
-    const onAbort = () => void active.stop("cancel");
-    if (signal?.aborted) onAbort();
-    signal?.addEventListener("abort", onAbort, { once: true });
-    const timer = options.timeoutMs ? setTimeout(() => void active.stop("timeout"), Math.max(0, startedAt + options.timeoutMs - Date.now())) : null;
-    timer?.unref();
-    try {
-      return await active.result;
-    } finally {
-      signal?.removeEventListener("abort", onAbort);
-      if (timer) clearTimeout(timer);
+    return run;
+  }
+
+  /** The run of a prompt some instance holds already (from an earlier flowgate process), or null when none does. */
+  private async resume(promptId: string, graph: Record<string, unknown>, registry: NodeRegistry, options: ExecuteOptions, secrets: string[]): Promise<PromptRun | null> {
+    for (const instance of this.pool.instances) {
+      if (!(await instance.mayHold(promptId))) continue;
+      const held = await instance.find(promptId).catch(() => null);
+      if (held) return this.adopt(instance, held, promptId, graph, registry, options, secrets);
     }
+    return null;
+  }
+
+  /**
+   * Asks an instance whether it holds a prompt whose POST went unanswered, waiting for it to
+   * answer until the deadline: where it is, null when it never got it, undefined when it stayed
+   * unreachable.
+   */
+  private async askAgain(instance: Instance, promptId: string, signal: AbortSignal | undefined, deadline: number): Promise<HeldPrompt | null | undefined> {
+    for (let wait = 100; Date.now() < deadline && !signal?.aborted; wait = Math.min(wait * 2, 2000)) {
+      try {
+        return await instance.find(promptId);
+      } catch {
+        await new Promise((r) => setTimeout(r, wait));
+      }
+    }
+    return undefined;
+  }
+
+  /** Follows a prompt an instance holds: it waits or runs there, or its finished entry is collected. */
+  private adopt(instance: Instance, held: HeldPrompt, promptId: string, graph: Record<string, unknown>, registry: NodeRegistry, options: ExecuteOptions, secrets: string[]): PromptRun {
+    const run = this.newRun(instance, graph, instance.registry ?? registry, options, secrets, null);
+    run.accepted(promptId);
+    instance.follow(run);
+    if (held.state === "pending") {
+      run.queued(held.ahead);
+      return run;
+    }
+    // It started there (and may have ended): running first, as for any prompt, then its end.
+    run.push({ kind: "running" });
+    if (held.state === "finished") run.push({ kind: "history", entry: held.entry });
+    return run;
   }
 
   private newRun(instance: Instance, graph: Record<string, unknown>, registry: NodeRegistry, options: ExecuteOptions, secrets: string[], connectionAtPost: number | null): PromptRun {
@@ -271,11 +351,17 @@ function isRetryable(err: unknown, phase: "inputs" | "post"): boolean {
   return err instanceof ComfyHttpError && (err.status === 503 || err.status === 429);
 }
 
+/** ComfyUI refused the prompt (its validation): the error keeps ComfyUI's node errors, and the job's error names the node and says why. */
+function refusal(body: unknown): EngineValidationError {
+  const v = validationOfComfy400(body);
+  return new EngineValidationError(v, jobErrorOfRefusal(v));
+}
+
 function mapSubmitError(err: unknown, phase: "inputs" | "post"): unknown {
   if (err instanceof EngineError || err instanceof ExecutionCancelledError) return err;
   const fail = (code: "worker_lost" | "node_execution_error" | "invalid_input", message: string) =>
     new EngineError({ code, message, node_id: null, class_type: null, traceback: null }, { cause: err });
-  if (err instanceof ComfyHttpError && phase === "post" && err.status === 400) return new EngineValidationError(validationOfComfy400(err.body));
+  if (err instanceof ComfyHttpError && phase === "post" && err.status === 400) return refusal(err.body);
   if (err instanceof ComfyHttpError && phase === "inputs" && err.status < 500) return fail("invalid_input", `ComfyUI refused an input file (HTTP ${err.status}).`);
   if (err instanceof ComfyHttpError && phase === "inputs") return fail("node_execution_error", `ComfyUI failed to store an input file (HTTP ${err.status}).`);
   if (err instanceof ComfyHttpError) return fail("node_execution_error", `ComfyUI refused the prompt (HTTP ${err.status}).`);

@@ -5,6 +5,7 @@ import { isPlainObject } from "../graph.ts";
 import type { InputSpec, NodeDefinition } from "../node-spec.ts";
 import type { NodeRegistry } from "../nodes/registry.ts";
 import type { ObjectInfo } from "../object-info.ts";
+import { cloneJson } from "../../domain/exact-json.ts";
 
 /** True for an input ComfyUI fills from its input folder (image_upload, audio_upload, video_upload...). */
 export function isUploadInput(spec: InputSpec): boolean {
@@ -76,7 +77,7 @@ export function registryOf(infos: readonly Record<string, unknown>[]): NodeRegis
 export function mergeObjectInfo(infos: readonly Record<string, unknown>[]): ObjectInfo {
   const out: Record<string, unknown> = {};
   for (const info of infos) for (const [name, raw] of Object.entries(info)) if (!(name in out)) out[name] = raw;
-  const copy = structuredClone(out);
+  const copy = cloneJson(out);
   for (const [name, raw] of Object.entries(copy)) if (isPlainObject(raw)) normalizeEntry(name, raw);
   return copy as ObjectInfo;
 }

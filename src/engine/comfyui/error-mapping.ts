@@ -23,12 +23,22 @@ export function jobErrorOf(data: Record<string, unknown>, isApiNode: (classType:
   const exceptionType = str(data.exception_type) ?? "";
   const message = redact(stripPaths(str(data.exception_message) ?? ""), secrets).trim() || "The workflow failed on ComfyUI.";
   const tb = Array.isArray(data.traceback) ? data.traceback.map(String).join("") : str(data.traceback);
+  const frames = Array.isArray(data.traceback) ? data.traceback.map((f) => sanitizeTraceback(String(f), secrets)) : tb ? [sanitizeTraceback(tb, secrets)] : [];
+  // Inputs may hold a hidden input filled from extra_data (a partner key): secrets are removed.
+  const scrub = (v: unknown): unknown => (v === undefined ? undefined : JSON.parse(redact(JSON.stringify(v), secrets.map((s) => JSON.stringify(s).slice(1, -1)))));
   return {
     code: codeOf(exceptionType, classType !== null && isApiNode(classType)),
     message,
     node_id: nodeId,
     class_type: classType,
     traceback: tb ? sanitizeTraceback(tb, secrets) : null,
+    comfy: {
+      exception_type: exceptionType,
+      traceback: frames,
+      current_inputs: scrub(data.current_inputs) ?? {},
+      current_outputs: scrub(data.current_outputs) ?? [],
+      executed: Array.isArray(data.executed) ? data.executed.map(String) : [],
+    },
   };
 }
 
@@ -44,9 +54,19 @@ const REASONS: Record<string, ValidationReason> = {
   prompt_no_outputs: "no_output_node",
 };
 
+/** ComfyUI's words for an error item: its message and details; a node's own check (custom_validation_failed) by its details, without the class prefix. */
+function wordsOf(item: Partial<ComfyErrorItem>, classType: string | null): string {
+  const message = String(item.message ?? "").trim();
+  const details = String(item.details ?? "").trim();
+  if (item.type === "custom_validation_failed" && details) {
+    return classType && details.startsWith(`${classType} - `) ? details.slice(classType.length + 3) : details;
+  }
+  return [message, details].filter((t) => t.length > 0).join(": ");
+}
+
 /** ComfyUI's item as flowgate's, with ComfyUI's own words as the message. */
-function fieldError(item: Partial<ComfyErrorItem>): FieldError {
-  const words = [item.message, item.details].filter((t) => typeof t === "string" && t.length > 0).join(": ");
+function fieldError(item: Partial<ComfyErrorItem>, classType: string | null = null): FieldError {
+  const words = wordsOf(item, classType);
   return { ...reasonOf(item), ...(words ? { message: words.length > 500 ? `${words.slice(0, 497)}...` : words } : {}) };
 }
 
@@ -62,6 +82,26 @@ function reasonOf(item: Partial<ComfyErrorItem>): FieldError {
   return { field: input, reason: REASONS[type] ?? "bad_node" };
 }
 
+/**
+ * The job error of a prompt ComfyUI refused: its first node error as ComfyUI said it (the input
+ * named when ComfyUI's words do not), with that node's id and class; a graph-level refusal has neither.
+ */
+export function jobErrorOfRefusal(v: ValidationResult): JobError {
+  const nodes = v.comfy?.node_errors ?? {};
+  for (const [id, errors] of Object.entries(v.node_errors)) {
+    const first = errors[0];
+    if (id === "" || !first) continue;
+    const reason = first.message ?? first.reason;
+    // ComfyUI names the input first in its details ("images", "ckpt_name: 'x' not in [...]"); a node's own check does not.
+    const field = first.field.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+    const named = first.field && !new RegExp(`(^|: )${field}($|[:,])`).test(reason) ? `${reason} (input ${first.field})` : reason;
+    return { code: "invalid_input", message: `ComfyUI refused the prompt: ${named}`, node_id: id, class_type: nodes[id]?.class_type ?? null, traceback: null };
+  }
+  const error = v.comfy?.error;
+  const reason = error ? wordsOf(error, null) : "";
+  return { code: "invalid_input", message: `ComfyUI refused the prompt: ${reason || "invalid prompt"}`, node_id: null, class_type: null, traceback: null };
+}
+
 /** ComfyUI's POST /prompt 400 body as a ValidationResult (flowgate's shape and ComfyUI's own). */
 export function validationOfComfy400(body: unknown): ValidationResult {
   const b = (typeof body === "object" && body !== null ? body : {}) as { error?: unknown; node_errors?: unknown };
@@ -75,7 +115,8 @@ export function validationOfComfy400(body: unknown): ValidationResult {
     for (const [id, entry] of Object.entries(b.node_errors as Record<string, unknown>)) {
       const e = (entry ?? {}) as Partial<ComfyNodeErrors>;
       const items = Array.isArray(e.errors) ? (e.errors as Partial<ComfyErrorItem>[]) : [];
-      nodeErrors[id] = items.length > 0 ? items.map(fieldError) : [{ field: "", reason: "bad_node" }];
+      const classType = typeof e.class_type === "string" ? e.class_type : null;
+      nodeErrors[id] = items.length > 0 ? items.map((i) => fieldError(i, classType)) : [{ field: "", reason: "bad_node" }];
       comfyNodes[id] = {
         errors: items.map((i) => ({ type: String(i.type ?? ""), message: String(i.message ?? ""), details: String(i.details ?? ""), extra_info: (i.extra_info ?? {}) as Record<string, unknown> })),
         dependent_outputs: Array.isArray(e.dependent_outputs) ? e.dependent_outputs.map(String) : [],

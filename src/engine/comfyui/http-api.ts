@@ -4,6 +4,7 @@
 // of fetch (whose parser runs in WebAssembly), on the path of every prompt (POST /prompt, GET /view).
 import http from "node:http";
 import https from "node:https";
+import { parseJson as parseExactJson } from "../../domain/exact-json.ts";
 
 /** ComfyUI could not be reached (connection refused, reset, DNS, timeout). */
 export class ComfyUnreachableError extends Error {
@@ -195,6 +196,12 @@ export class ComfyHttp {
     return isObject(entry) ? (entry as HistoryEntry) : null;
   }
 
+  /** The prompt ids GET /history lists (every prompt ComfyUI still remembers as finished). */
+  async historyIds(): Promise<string[]> {
+    const body = await this.json("GET", "/history");
+    return isObject(body) ? Object.keys(body) : [];
+  }
+
   /** POST /upload/image into the input folder, overwriting a file of the same name. */
   async uploadImage(bytes: Uint8Array, filename: string, contentType: string): Promise<FileInfo> {
     const form = new FormData();
@@ -292,7 +299,7 @@ const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 function parseJson(text: string): unknown {
   if (text === "") return null;
   try {
-    return JSON.parse(text);
+    return parseExactJson(text);
   } catch {
     return null;
   }

@@ -4,7 +4,7 @@
 import { randomUUID } from "node:crypto";
 import type { NodeRegistry } from "../nodes/registry.ts";
 import { registryOf } from "./definitions.ts";
-import { ComfyHttp, ComfyHttpError, type HttpTimeouts } from "./http-api.ts";
+import { ComfyHttp, ComfyHttpError, type HistoryEntry, type HttpTimeouts } from "./http-api.ts";
 import { decodeBinary, outcomeOf, promptIdOf, type ComfyMessage } from "./messages.ts";
 import { OutputFolder, type OutputFolderSetting } from "./output-folder.ts";
 import type { PromptRun } from "./prompt-run.ts";
@@ -19,6 +19,8 @@ export interface InstanceTimings extends SocketTimings {
   objectInfoTtlMs: number;
   /** Prompts in flight fail with worker_lost after the instance was unreachable this long. */
   lostAfterMs: number;
+  /** A prompt that has not started goes to another reachable instance after this one was unreachable this long. */
+  reassignAfterMs: number;
   /** Time limit of the load probe (GET /prompt). */
   probeTimeoutMs: number;
   http: Partial<HttpTimeouts>;
@@ -27,6 +29,9 @@ export interface InstanceTimings extends SocketTimings {
 /** Messages for prompts not (yet) followed are kept this long: POST /prompt may answer after they arrive. */
 const EARLY_MESSAGE_MS = 60_000;
 const EARLY_MESSAGE_LIMIT = 2000;
+
+/** Where an instance holds a prompt: waiting (with the work ahead of it), running, or finished with its history entry. */
+export type HeldPrompt = { state: "pending"; ahead: number } | { state: "running" } | { state: "finished"; entry: HistoryEntry };
 
 /** One ComfyUI instance. */
 export class Instance {
@@ -38,6 +43,8 @@ export class Instance {
   readonly outputs: OutputFolder;
   /** Prompts chosen for this instance but not yet accepted by it. */
   reserved = 0;
+  /** Whether another instance of the pool answers now (set by the pool): prompts may move there. */
+  othersReachable: () => boolean = () => false;
   /** Reconnections of the socket (metrics). */
   reconnects = 0;
   /** queue_remaining (running and pending prompts) at the last probe or `status` message. */
@@ -55,6 +62,14 @@ export class Instance {
   private infoLoading: Promise<Record<string, unknown>> | null = null;
   private unreachableSince: number | null = null;
   private reconciling = false;
+  /** Prompts given up here while it was unreachable and submitted elsewhere: deleted from its queue when it is back. */
+  private readonly abandoned = new Set<string>();
+  /**
+   * The prompt ids the instance held (queued, running or in its history) at first contact or
+   * since it came back after an outage: prompts an earlier flowgate process submitted. Read once,
+   * so a new prompt costs no request; null until asked for or after an outage.
+   */
+  private heldIds: Promise<Set<string> | null> | null = null;
   private readonly timer: NodeJS.Timeout;
 
   private readonly timings: InstanceTimings;
@@ -146,6 +161,39 @@ export class Instance {
     }
   }
 
+  /**
+   * Whether the instance may hold this prompt already (an earlier flowgate process submitted
+   * it): true when its id was in the queue or the history read at first contact or since the
+   * instance came back. An instance that cannot be read holds nothing we could follow.
+   */
+  async mayHold(promptId: string): Promise<boolean> {
+    const reading = (this.heldIds ??= this.readHeld());
+    const ids = await reading;
+    // Unreadable now (unreachable): read again next time.
+    if (ids === null && this.heldIds === reading) this.heldIds = null;
+    return ids?.has(promptId) ?? false;
+  }
+
+  /** Where the instance holds a prompt now, or null when it never saw it (or forgot it): queue first, then history. */
+  async find(promptId: string): Promise<HeldPrompt | null> {
+    const q = await this.http.queue();
+    if (q.running.includes(promptId)) return { state: "running" };
+    const at = q.pending.indexOf(promptId);
+    if (at >= 0) return { state: "pending", ahead: q.running.length + at };
+    const entry = await this.http.history(promptId);
+    return entry ? { state: "finished", entry } : null;
+  }
+
+  private async readHeld(): Promise<Set<string> | null> {
+    try {
+      const q = await this.http.queue();
+      const finished = await this.http.historyIds();
+      return new Set([...q.running, ...q.pending, ...finished]);
+    } catch {
+      return null;
+    }
+  }
+
   /** Follows an accepted prompt; messages that arrived before are replayed first. */
   follow(run: PromptRun): void {
     this.runs.set(run.promptId, run);
@@ -188,7 +236,14 @@ export class Instance {
         }
       } catch {
         this.unreachableSince ??= startedAt;
-        if (Date.now() - this.unreachableSince >= this.timings.lostAfterMs) for (const run of [...this.runs.values()]) run.push({ kind: "lost" });
+        const down = Date.now() - this.unreachableSince;
+        for (const run of [...this.runs.values()]) {
+          if (down >= this.timings.lostAfterMs) run.push({ kind: "lost" });
+          else if (down >= this.timings.reassignAfterMs && !run.hasStarted && !run.ending && this.othersReachable()) {
+            this.abandoned.add(run.promptId);
+            run.push({ kind: "reassign" });
+          }
+        }
         return;
       }
       for (const run of [...this.runs.values()]) {
@@ -206,7 +261,17 @@ export class Instance {
     this.unreachableSince = null;
     this.epoch++;
     // First contact, or back after an outage (it may have restarted elsewhere): where are its outputs?
-    if (!reconnected || afterOutage) void this.outputs.discover();
+    if (!reconnected || afterOutage) {
+      void this.outputs.discover();
+      // What it holds now: prompts of an earlier flowgate process are followed, not submitted again.
+      if (afterOutage) this.heldIds = this.readHeld();
+      else this.heldIds ??= this.readHeld();
+    }
+    if (this.abandoned.size > 0) {
+      // Back: prompts that went elsewhere meanwhile must not run here too.
+      const ids = [...this.abandoned];
+      void this.http.deletePending(ids).then(() => ids.forEach((id) => this.abandoned.delete(id)), () => undefined);
+    }
     if (!reconnected) return;
     this.reconnects++;
     // Messages may have been missed while no socket was open.

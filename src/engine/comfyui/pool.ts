@@ -32,6 +32,7 @@ export class InstancePool {
   constructor(urls: readonly string[], timings: InstanceTimings, outputFolders: readonly OutputFolderSetting[] = []) {
     if (urls.length === 0) throw new Error("the comfyui engine needs at least one ComfyUI URL");
     this.instances = urls.map((u, i) => new Instance(u, timings, outputFolders[i]));
+    for (const inst of this.instances) inst.othersReachable = () => this.instances.some((o) => o !== inst && o.reachable);
   }
 
   /** The load of each instance, null for those that cannot be reached. */

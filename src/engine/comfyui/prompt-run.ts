@@ -17,7 +17,21 @@ import { materialize, outputKey, outputsOfUi } from "./outputs.ts";
  * What reaches a run: a socket message, what a reconcile found (the prompt running, or its
  * history entry), or word that ComfyUI forgot the prompt.
  */
-export type RunEvent = { kind: "message"; message: ComfyMessage } | { kind: "running" } | { kind: "history"; entry: HistoryEntry } | { kind: "lost" };
+export type RunEvent =
+  | { kind: "message"; message: ComfyMessage }
+  | { kind: "running" }
+  | { kind: "history"; entry: HistoryEntry }
+  | { kind: "lost" }
+  /** Its instance has been unreachable a while and another one answers: a prompt that never started there goes elsewhere. */
+  | { kind: "reassign" };
+
+/** The run gave its prompt up on an unreachable instance before it started: the engine submits it elsewhere. */
+export class ReassignError extends Error {
+  constructor() {
+    super("The prompt never started on an unreachable ComfyUI instance.");
+    this.name = "ReassignError";
+  }
+}
 
 /** Timings of a run, in ms. */
 export interface RunTimings {
@@ -81,6 +95,11 @@ export class PromptRun {
     });
     // The engine awaits result; a rejection before that must not count as unhandled.
     this.result.catch(() => undefined);
+  }
+
+  /** ComfyUI started the prompt (it cannot go to another instance any more). */
+  get hasStarted(): boolean {
+    return this.running;
   }
 
   /** The prompt was accepted under this id. */
@@ -173,6 +192,10 @@ export class PromptRun {
       await this.o.callbacks.onRunning?.();
     }
     if (event.kind === "running") return;
+    if (event.kind === "reassign") {
+      if (this.running || this.stopping || this.ending) return;
+      return this.settle(() => this.rejectResult(new ReassignError()));
+    }
     if (event.kind === "lost") {
       if (this.stopping) return this.settleStopped();
       return this.settle(() =>

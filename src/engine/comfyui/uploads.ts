@@ -8,6 +8,7 @@ import { isPlainObject } from "../graph.ts";
 import { extensionFor, sniff } from "../media/sniff.ts";
 import type { NodeRegistry } from "../nodes/registry.ts";
 import type { ComfyHttp } from "./http-api.ts";
+import { cloneJson } from "../../domain/exact-json.ts";
 
 /** Uploaded names by blob, per instance; cleared when the instance restarts. */
 export class UploadCache {
@@ -53,7 +54,7 @@ export async function prepareInputs(
   cache: UploadCache,
   resolvers: InputResolvers,
 ): Promise<Record<string, unknown>> {
-  const out = structuredClone(graph);
+  const out = cloneJson(graph);
   const jobs: Promise<void>[] = [];
   for (const node of Object.values(out)) {
     if (!isPlainObject(node) || !isPlainObject(node.inputs) || typeof node.class_type !== "string") continue;

@@ -8,12 +8,14 @@ import { floatInput, intInput, noCheckpoint, socket, stringInput, type Checkpoin
 import { cooperate } from "../run-scope.ts";
 import { knownInt, numberInput, stringValue } from "./helpers.ts";
 import { textFile } from "./text.ts";
+import { bigIntOf, exactInteger } from "../../domain/exact-json.ts";
 
 const MODULE = "custom_nodes.flowgate";
 
 /** xoshiro128** seeded from SHA-256 of the seed's decimal text (seeds go up to 2^64 - 1). */
 export function seededRandom(seed: number | bigint): () => number {
-  const h = createHash("sha256").update(`flowgate:${BigInt(Math.trunc(Number(seed))).toString()}`).digest();
+  const exact = typeof seed === "bigint" ? seed : BigInt(Math.trunc(seed));
+  const h = createHash("sha256").update(`flowgate:${exact.toString()}`).digest();
   let a = h.readUInt32LE(0);
   let b = h.readUInt32LE(4);
   let c = h.readUInt32LE(8);
@@ -44,7 +46,7 @@ interface Wave {
 }
 
 /** The seed's picture as a function of normalised coordinates: a sum of colored plane waves. */
-function pictureOf(seed: number): (u: number, v: number, out: Float32Array, at: number) => void {
+function pictureOf(seed: number | bigint): (u: number, v: number, out: Float32Array, at: number) => void {
   const rand = seededRandom(seed);
   const waves: Wave[] = [];
   for (let k = 0; k < 5; k++) {
@@ -65,7 +67,7 @@ function pictureOf(seed: number): (u: number, v: number, out: Float32Array, at: 
 }
 
 /** Renders the seed's picture at a size (the sampler's final image). */
-export async function renderPicture(seed: number, width: number, height: number, checkpoint: Checkpoint = noCheckpoint): Promise<ImageTensor> {
+export async function renderPicture(seed: number | bigint, width: number, height: number, checkpoint: Checkpoint = noCheckpoint): Promise<ImageTensor> {
   const paint = pictureOf(seed);
   const image = makeImage(1, height, width);
   for (let y = 0; y < height; y++) {
@@ -101,6 +103,14 @@ async function latentOf(image: ImageTensor) {
 
 const PREVIEW_SIDE = 128;
 
+/** A seed input, exact beyond 2^53. */
+function seedInput(inputs: Record<string, unknown>, name: string): bigint {
+  const v = inputs[name];
+  const exact = bigIntOf(v);
+  if (exact !== null) return exact;
+  return BigInt(Math.trunc(numberInput(inputs, name)));
+}
+
 /** FlowgateSampler: denoises seeded noise into the seed's picture, one progress event and preview per step. */
 export const FlowgateSampler: NodeDefinition = {
   name: "FlowgateSampler",
@@ -110,7 +120,8 @@ export const FlowgateSampler: NodeDefinition = {
   python_module: MODULE,
   input: {
     required: {
-      seed: intInput({ default: 0, min: 0, max: 0xffffffffffffffff, control_after_generate: true }),
+      // 2^64 - 1 exactly, as ComfyUI's seeds (a double would round it up to 2^64).
+      seed: intInput({ default: 0, min: 0, max: exactInteger(2n ** 64n - 1n), control_after_generate: true }),
       steps: intInput({ default: 20, min: 1, max: 10000 }),
       width: intInput({ default: 512, min: 16, max: 4096, step: 8 }),
       height: intInput({ default: 512, min: 16, max: 4096, step: 8 }),
@@ -126,7 +137,7 @@ export const FlowgateSampler: NodeDefinition = {
     return [{ kind: "IMAGE", batch: 1, height, width }, { kind: "LATENT", dims: [1, 4, Math.floor(height / 8), Math.floor(width / 8)] }];
   },
   async run(ctx, inputs) {
-    const seed = numberInput(inputs, "seed");
+    const seed = seedInput(inputs, "seed");
     const steps = numberInput(inputs, "steps");
     const width = numberInput(inputs, "width");
     const height = numberInput(inputs, "height");
@@ -135,7 +146,7 @@ export const FlowgateSampler: NodeDefinition = {
     const pw = Math.max(1, Math.round(width * scale));
     const ph = Math.max(1, Math.round(height * scale));
     const target = await renderPicture(seed, pw, ph, ctx.checkpoint);
-    const rand = seededRandom(seed + 1);
+    const rand = seededRandom(seed + 1n);
     const noise = allocFloats(target.data.length);
     for (let i = 0; i < noise.length; i++) noise[i] = rand();
     const current = makeImage(1, ph, pw);

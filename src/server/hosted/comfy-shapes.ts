@@ -1,6 +1,7 @@
 // ComfyUI's shapes of queue entries, file infos and history entries, built from jobs and assets.
 import type { components } from "../../../generated/openapi-types.ts";
 import type { AssetRecord, JobRecord } from "../../store/index.ts";
+import { exceptionType } from "./status-map.ts";
 
 type Schemas = components["schemas"];
 
@@ -42,13 +43,49 @@ export function historyEntry(job: JobRecord, workflow: Record<string, unknown>, 
   if (job.started_at !== null) messages.push(["execution_start", { prompt_id: job.id, timestamp: job.started_at }]);
   if (ok) messages.push(["execution_success", { prompt_id: job.id, timestamp: job.completed_at }]);
   else if (job.status === "failed") {
-    const e = job.error;
-    messages.push(["execution_error", { prompt_id: job.id, node_id: e?.node_id ?? null, node_type: e?.class_type ?? null, exception_message: e?.message ?? "", timestamp: job.completed_at }]);
+    messages.push(["execution_error", { ...executionError(job, null), timestamp: job.completed_at }]);
   } else messages.push(["execution_interrupted", { prompt_id: job.id, timestamp: job.completed_at }]);
   return {
     prompt: queueEntry(job, workflow),
     outputs,
     status: { status_str: ok ? "success" : "error", completed: ok, messages },
-    meta: {},
+    meta: metaOf(outputs),
+  };
+}
+
+/** ComfyUI's history `meta`: for each node with outputs, where it sits (no subgraphs here: it is its own display and real node). */
+function metaOf(outputs: Record<string, unknown>): Record<string, { node_id: string; display_node: string; parent_node: null; real_node_id: string }> {
+  const meta: Record<string, { node_id: string; display_node: string; parent_node: null; real_node_id: string }> = Object.create(null);
+  for (const id of Object.keys(outputs)) meta[id] = { node_id: id, display_node: id, parent_node: null, real_node_id: id };
+  return meta;
+}
+
+/** Fields of ComfyUI's execution_error kept with a failed job (by the comfyui backend: ComfyUI's own). */
+interface ComfyErrorFields {
+  traceback?: string[];
+  current_inputs?: unknown;
+  current_outputs?: unknown;
+  executed?: string[];
+}
+
+/**
+ * ComfyUI's execution_error of a failed job (without timestamp): in front of ComfyUI its fields as
+ * ComfyUI sent them (but exception_type, which the contract bounds); otherwise built from the job's error. `executed`: the nodes seen executing
+ * (null: none known, then ComfyUI's or empty).
+ */
+export function executionError(job: JobRecord, executed: string[] | null): Record<string, unknown> {
+  const err = (job.error ?? {}) as { code?: string; message?: string; node_id?: string | null; class_type?: string | null; traceback?: string | null; comfy?: ComfyErrorFields };
+  const comfy = err.comfy;
+  return {
+    prompt_id: job.id,
+    node_id: err.node_id ?? null,
+    node_type: err.class_type ?? null,
+    executed: comfy?.executed ?? executed ?? [],
+    exception_message: err.message ?? "The workflow failed.",
+    // The contract names six exception types (HostedExceptionType): ComfyUI's own (RuntimeError...) maps onto them by the job's code.
+    exception_type: exceptionType(err.code),
+    traceback: comfy?.traceback ?? (err.traceback ? err.traceback.split("\n") : []),
+    current_inputs: comfy?.current_inputs ?? {},
+    current_outputs: comfy?.current_outputs ?? [],
   };
 }

@@ -113,8 +113,10 @@ export const hostedHandlers: HostedHandlers<HandlerContext> = {
     const folder = input.query.type ?? "output";
     const asset = await ctx.runtime.assets.findByName(ctx.caller.owner, filename, folder);
     if (!asset) throw new ServiceError("not_found", "No such file.");
-    const link = signedContentUrl(asset.id, ctx.links());
-    return { status: 302, headers: { location: link.url, "cache-control": "no-store" } };
+    // Straight to the bucket when blobs live in one (a presigned GET, valid as long as a signed link); else this server's signed link.
+    const links = ctx.links();
+    const direct = await ctx.runtime.assets.directUrl(asset, links.expiresAt());
+    return { status: 302, headers: { location: direct ?? signedContentUrl(asset.id, links).url, "cache-control": "no-store" } };
   },
 
   async hostedGetQueue(_input, ctx): Promise<OperationResult<"hostedGetQueue">> {
@@ -146,7 +148,9 @@ export const hostedHandlers: HostedHandlers<HandlerContext> = {
 
   async hostedGetHistory(input: OperationInput<"hostedGetHistory">, ctx): Promise<OperationResult<"hostedGetHistory">> {
     const limit = input.query?.max_items ?? 200;
-    return { status: 200, body: await history(ctx, await ctx.runtime.jobs.finished(ctx.caller, Math.min(limit, 1000))) };
+    // As ComfyUI: the most recent max_items entries, listed oldest first.
+    const newestFirst = await ctx.runtime.jobs.finished(ctx.caller, Math.min(limit, 1000));
+    return { status: 200, body: await history(ctx, [...newestFirst].reverse()) };
   },
 
   async hostedGetHistoryEntry(input: OperationInput<"hostedGetHistoryEntry">, ctx): Promise<OperationResult<"hostedGetHistoryEntry">> {

@@ -9,7 +9,7 @@ import type { JobEvent } from "../../jobs/event-bus.ts";
 import { isTerminalStatus, type JobRecord } from "../../store/index.ts";
 import type { Runtime } from "../../runtime/runtime.ts";
 import { previewImageFrame, previewWithMetadataFrame, textFrame } from "../../wire/binary-frames.ts";
-import { exceptionType } from "./status-map.ts";
+import { executionError } from "./comfy-shapes.ts";
 
 /** Above this much unsent data a socket gets no previews. */
 export const PREVIEW_BACKLOG_BYTES = 2 * 1024 * 1024;
@@ -38,7 +38,13 @@ export class HostedSockets {
   /** Owners whose `status` message (queue_remaining) goes out at the end of this turn. */
   private readonly statusDue = new Set<string>();
   /** Node currently executing per job, for TEXT frames of its output. */
-  private readonly currentNode = new Map<string, string>();
+  private readonly currentNode = new Map<string, { id: string; classType: string }>();
+  /** Per job, the nodes that started (running or finished), as ComfyUI's progress registry holds them for `progress_state`. */
+  private readonly progress = new Map<string, Map<string, { value: number; max: number; state: "running" | "finished" }>>();
+  /** Per job, the nodes that executed (not from cache), in order: `executed` of execution_error and execution_interrupted. */
+  private readonly executed = new Map<string, string[]>();
+  /** Per owner, the runs whose closing `executing` (no node) is due: ComfyUI sends it after the `status` of the run's end. */
+  private readonly endsDue = new Map<string, string[]>();
   private readonly unsubscribe: () => void;
   private readonly pinger: NodeJS.Timeout;
 
@@ -76,6 +82,11 @@ export class HostedSockets {
     let n = 0;
     for (const set of this.byOwner.values()) n += set.size;
     return n;
+  }
+
+  /** Runs whose node states this keeps for `progress_state` (tests: none is kept past its end). */
+  get trackedRuns(): number {
+    return new Set([...this.currentNode.keys(), ...this.progress.keys(), ...this.executed.keys()]).size;
   }
 
   /** The largest amount of data queued for one socket, in bytes (metrics, tests). */
@@ -181,17 +192,42 @@ export class HostedSockets {
 
   private flushStatus(): void {
     for (const owner of this.statusDue) {
+      const ends = this.endsDue.get(owner) ?? [];
+      this.endsDue.delete(owner);
+      const sendEnds = () => {
+        for (const prompt_id of ends) this.broadcast(owner, { type: "executing", data: { node: null, prompt_id } });
+      };
       void this.runtime.dispatcher.liveCount(owner).then(
-        (queue_remaining) => this.broadcast(owner, { type: "status", data: { status: { exec_info: { queue_remaining } } } }),
-        () => undefined,
+        (queue_remaining) => {
+          this.broadcast(owner, { type: "status", data: { status: { exec_info: { queue_remaining } } } });
+          sendEnds();
+        },
+        sendEnds,
       );
     }
     this.statusDue.clear();
   }
 
+  /** ComfyUI's `progress_state`: every node of the run that started, with its state, after each change. */
+  private progressState(owner: string, jobId: string, nodeId: string, change: { value: number; max: number; state: "running" | "finished" }): void {
+    let nodes = this.progress.get(jobId);
+    if (!nodes) this.progress.set(jobId, (nodes = new Map()));
+    nodes.set(nodeId, change);
+    // Keyed by client node ids, which may be any string: no prototype.
+    const data: Record<string, unknown> = Object.create(null);
+    for (const [id, s] of nodes) {
+      data[id] = { value: s.value, max: s.max, state: s.state, node_id: id, prompt_id: jobId, display_node_id: id, parent_node_id: null, real_node_id: id };
+    }
+    this.broadcast(owner, { type: "progress_state", data: { prompt_id: jobId, nodes: data } });
+  }
+
   private onEvent(e: JobEvent): void {
     const owner = e.type === "status" ? e.job.owner : e.owner;
-    if (!this.byOwner.has(owner)) return;
+    if (!this.byOwner.has(owner)) {
+      // Its sockets closed mid-run: what was kept for the run goes with its end.
+      if (e.type === "status" && isTerminalStatus(e.job.status)) this.forgetRun(e.job.id);
+      return;
+    }
     const timestamp = Date.now();
     switch (e.type) {
       case "status":
@@ -199,26 +235,29 @@ export class HostedSockets {
       case "cached":
         return this.broadcast(owner, { type: "execution_cached", data: { nodes: e.node_ids, prompt_id: e.job_id, timestamp } });
       case "node_start":
-        this.currentNode.set(e.job_id, e.node_id);
-        return this.broadcast(owner, { type: "executing", data: { node: e.node_id, display_node: e.node_id, prompt_id: e.job_id } });
+        this.currentNode.set(e.job_id, { id: e.node_id, classType: e.class_type });
+        this.broadcast(owner, { type: "executing", data: { node: e.node_id, display_node: e.node_id, prompt_id: e.job_id } });
+        return this.progressState(owner, e.job_id, e.node_id, { value: 0, max: 1, state: "running" });
       case "step":
-        this.broadcast(owner, { type: "progress", data: { value: e.value, max: e.max, prompt_id: e.job_id, node: e.node_id } });
-        return this.broadcast(owner, {
-          type: "progress_state",
-          data: {
-            prompt_id: e.job_id,
-            nodes: {
-              [e.node_id]: { value: e.value, max: e.max, state: "running", node_id: e.node_id, prompt_id: e.job_id, display_node_id: e.node_id, parent_node_id: null, real_node_id: e.node_id },
-            },
-          },
-        });
-      case "node_done":
+        // ComfyUI's order: the registry's progress_state, then `progress`.
+        this.progressState(owner, e.job_id, e.node_id, { value: e.value, max: e.max, state: "running" });
+        return this.broadcast(owner, { type: "progress", data: { value: e.value, max: e.max, prompt_id: e.job_id, node: e.node_id } });
+      case "node_done": {
         if (e.ui) this.broadcast(owner, { type: "executed", data: { node: e.node_id, display_node: e.node_id, output: e.ui, prompt_id: e.job_id } });
-        return;
+        const prior = this.progress.get(e.job_id)?.get(e.node_id);
+        // A node that started executed; one only reported done was served from cache.
+        if (prior?.state === "running") {
+          const list = this.executed.get(e.job_id) ?? [];
+          list.push(e.node_id);
+          this.executed.set(e.job_id, list);
+        }
+        const max = prior?.max ?? 1;
+        return this.progressState(owner, e.job_id, e.node_id, { value: max, max, state: "finished" });
+      }
       case "preview":
         return this.sendPreview(owner, e);
       case "log": {
-        const frame = textFrame(this.currentNode.get(e.job_id) ?? "", e.text);
+        const frame = textFrame(this.currentNode.get(e.job_id)?.id ?? "", e.text);
         for (const c of this.byOwner.get(owner) ?? []) if (c.ws.readyState === c.ws.OPEN) this.write(c, frame);
         return;
       }
@@ -235,34 +274,33 @@ export class HostedSockets {
     } else if (job.status === "succeeded") {
       // ComfyUI's order: the outcome first, then the empty `executing` that ends the run.
       this.broadcast(owner, { type: "execution_success", data: { prompt_id, timestamp } });
-      this.broadcast(owner, { type: "executing", data: { node: null, prompt_id } });
     } else if (job.status === "failed") {
-      const err = (job.error ?? {}) as { code?: string; message?: string; node_id?: string | null; class_type?: string | null; traceback?: string | null };
-      this.broadcast(owner, {
-        type: "execution_error",
-        data: {
-          prompt_id,
-          node_id: err.node_id ?? null,
-          node_type: err.class_type ?? null,
-          executed: [],
-          exception_type: exceptionType(err.code),
-          exception_message: err.message ?? "The workflow failed.",
-          traceback: err.traceback ? err.traceback.split("\n") : [],
-          current_inputs: {},
-          current_outputs: [],
-          timestamp,
-        },
-      });
+      this.broadcast(owner, { type: "execution_error", data: { ...executionError(job, this.executed.get(job.id) ?? []), timestamp } });
     } else if ((job.status === "canceled" || job.status === "expired") && job.started_at !== null) {
-      this.broadcast(owner, { type: "execution_interrupted", data: { prompt_id, node_id: this.currentNode.get(job.id) ?? null, node_type: null, executed: [], timestamp } });
+      const node = this.currentNode.get(job.id);
+      this.broadcast(owner, {
+        type: "execution_interrupted",
+        data: { prompt_id, node_id: node?.id ?? null, node_type: node?.classType ?? null, executed: this.executed.get(job.id) ?? [], timestamp },
+      });
     }
     if (isTerminalStatus(job.status)) {
-      // As ComfyUI does after every run, whatever its outcome: the empty `executing` ends it. A
-      // prompt deleted (or expired) while pending never ran: ComfyUI sends only `status` for it.
-      if (job.status !== "succeeded" && job.started_at !== null) this.broadcast(owner, { type: "executing", data: { node: null, prompt_id } });
-      this.currentNode.delete(job.id);
+      // As ComfyUI does after every run, whatever its outcome: the empty `executing` ends it, after
+      // the `status` of the queue's change. A prompt deleted (or expired) while pending never ran:
+      // ComfyUI sends only `status` for it.
+      if (job.started_at !== null) {
+        const ends = this.endsDue.get(owner) ?? [];
+        ends.push(prompt_id);
+        this.endsDue.set(owner, ends);
+      }
+      this.forgetRun(job.id);
     }
     if (job.status === "queued" || isTerminalStatus(job.status)) this.queueStatus(owner);
+  }
+
+  private forgetRun(jobId: string): void {
+    this.currentNode.delete(jobId);
+    this.progress.delete(jobId);
+    this.executed.delete(jobId);
   }
 
   private sendPreview(owner: string, e: Extract<JobEvent, { type: "preview" }>): void {

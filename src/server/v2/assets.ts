@@ -95,20 +95,27 @@ export async function deleteAsset(input: OperationInput<"deleteAsset">, ctx: Han
 /**
  * GET /api/v2/assets/{id}/content. With the caller's credentials: a 302 to the asset's signed
  * link, as the production service answers, so the link can be handed to anyone. With a
- * signature (that link): the bytes, ranged.
+ * signature (that link): the bytes, ranged. With blobs in a bucket (and no `--blob-proxy`) both
+ * answer 302 to a presigned GET on the bucket instead, which serves the bytes and ranges.
  */
 export async function getAssetContent(input: OperationInput<"getAssetContent">, ctx: HandlerContext): Promise<OperationResult<"getAssetContent">> {
   const { runtime, reply } = ctx;
   const id = input.params.id;
   if (input.query?.signature === undefined) {
     const asset = await runtime.assets.get(ctx.caller.owner, id);
-    return { status: 302, headers: { location: signedContentUrl(asset.id, ctx.links()).url, "cache-control": "private, no-store" } };
+    const links = ctx.links();
+    const direct = await runtime.assets.directUrl(asset, links.expiresAt());
+    return { status: 302, headers: { location: direct ?? signedContentUrl(asset.id, links).url, "cache-control": "private, no-store" } };
   }
   // Verify against the raw query: the validated copy has `expires` coerced to a number.
   const rawQuery = ctx.request.url.split("?")[1] ?? "";
   const check = runtime.signer.verify(`/api/v2/assets/${encodeURIComponent(id)}/content`, rawQuery, runtime.now());
   if (check !== "ok") throw new ServiceError("forbidden", check === "expired" ? "This link has expired." : "This link is not valid.");
   const asset = await runtime.assets.getUnchecked(id);
+  // Blobs in a bucket: the bucket serves the bytes (and ranges), through a presigned GET that
+  // expires with this link.
+  const direct = await runtime.assets.directUrl(asset, Number(input.query.expires) * 1000);
+  if (direct !== null) return { status: 302, headers: { location: direct, "cache-control": "private, no-store" } };
   const range = parseRange(input.headers.range, asset.size_bytes);
   if (range === "unsatisfiable") {
     throw new ServiceError("range_not_satisfiable", "The requested range is not satisfiable.", { size: asset.size_bytes });

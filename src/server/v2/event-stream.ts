@@ -32,6 +32,11 @@ interface Stream {
    * status no newer than the one the stream has is not written again (never a step back).
    */
   rank: number;
+  /**
+   * Progress value last written. Snapshots of one run only grow, but one published before a read
+   * (or relayed from another process) can reach the stream after a newer one: it is not written.
+   */
+  progressValue: number;
 }
 
 interface JobStreams {
@@ -96,6 +101,7 @@ export class EventStreams {
       preview: new LatestWins(1000 / this.runtime.config.streamPreviewRate, (p: LatestPreview) => write(previewFrame(p))),
       ready: false,
       rank: -1,
+      progressValue: -1,
     };
     res.writeHead(200, {
       "content-type": "text/event-stream",
@@ -129,6 +135,7 @@ export class EventStreams {
     const snapshot = await this.runtime.jobs.snapshot(current);
     res.write(frame("status", JSON.stringify(jobView(snapshot, links))));
     stream.rank = statusRank(current.status);
+    stream.progressValue = progressValueOf(current.progress);
     stream.ready = true;
     if (isTerminalStatus(current.status)) return void res.end();
     if (current.progress) {
@@ -197,8 +204,10 @@ export class EventStreams {
         // with the end of the response in a single write.
         const payloads = new Map<string, Buffer>();
         let i = 0;
+        const value = progressValueOf(e.job.progress);
         for (const s of behind) {
           s.rank = rank;
+          s.progressValue = Math.max(s.progressValue, value);
           let p = payloads.get(s.linkKey);
           if (p === undefined) payloads.set(s.linkKey, (p = Buffer.from(frame("status", JSON.stringify(jobView(snapshot, s.links))))));
           if (s.res.writableEnded) continue;
@@ -214,8 +223,13 @@ export class EventStreams {
         return;
       }
       case "progress": {
+        const value = progressValueOf(e.progress);
         const data = JSON.stringify(e.progress);
-        for (const s of streams) s.progress.offer(data);
+        for (const s of streams) {
+          if (value < s.progressValue) continue; // never a step back
+          s.progressValue = value;
+          s.progress.offer(data);
+        }
         return;
       }
       case "preview": {
@@ -237,6 +251,12 @@ export class EventStreams {
         return;
     }
   }
+}
+
+/** The value of a progress snapshot, -1 when there is none. */
+function progressValueOf(progress: unknown): number {
+  const v = (progress as { value?: unknown } | null | undefined)?.value;
+  return typeof v === "number" ? v : -1;
 }
 
 /** A job's latest preview; its frame is encoded once, when a stream first writes it (most previews of a fast sampler are replaced unsent). */

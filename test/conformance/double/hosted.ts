@@ -76,7 +76,7 @@ export async function handleHosted(s: State, req: Req, account: string): Promise
   }
   if ((m = /^\/api\/job\/([^/]+)\/status$/.exec(path)) && method === "GET") {
     const j = mine(decodeURIComponent(m[1]!));
-    return j ? send(res, 200, { status: STATUS[j.status] }) : hostedFail(res, 404, "not_found", "Not found.");
+    return j ? send(res, 200, { status: s.broken("hostedFailedAsSuccess") && j.status === "failed" ? "success" : STATUS[j.status] }) : hostedFail(res, 404, "not_found", "Not found.");
   }
   if (path === "/api/view" && method === "GET") {
     const filename = req.query.get("filename");
@@ -85,7 +85,8 @@ export async function handleHosted(s: State, req: Req, account: string): Promise
     if (filename.includes("/") || filename.includes("..") || (req.query.get("subfolder") ?? "") !== "") return hostedFail(res, 403, "forbidden", "Forbidden.");
     const a = [...s.assets.values()].find((x) => x.name === filename && x.account === account);
     if (!a) return hostedFail(res, 404, "not_found", "Not found.");
-    res.writeHead(302, { location: assetUrl(s, a, req.origin).url });
+    const key = s.broken("keyInLocation") && typeof req.headers["x-api-key"] === "string" ? `&key=${req.headers["x-api-key"]}` : "";
+    res.writeHead(302, { location: assetUrl(s, a, req.origin).url + key });
     return void res.end();
   }
   if (path === "/api/queue" && method === "GET") {

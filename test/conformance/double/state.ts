@@ -30,7 +30,28 @@ export type Breakage =
   | "sseSkipsRunning" // SSE-2: no status event for the move to running
   | "terminalOutsideEnum" // ST-1: succeeded reported as "completed", forever
   | "noUrlExpiresAt" // OUT-1: outputs without url_expires_at
-  | "idemNewJobOnReuse"; // IDEM-2, IDEM-7: a reused key runs a second job
+  | "idemNewJobOnReuse" // IDEM-2, IDEM-7: a reused key runs a second job
+  // Breakages that only a comparison of two observations shows (the timeline's invariants):
+  | "cancelingReadsRunning" // ST-3: GET shows a canceling job (which stays canceling 200 ms) as running
+  | "terminalMetricsDrift" // ST-4: GET recomputes a finished job's execution_ms on every read
+  | "createdAtOnGet" // JOB-7: GET shows created_at one millisecond earlier than every other view
+  | "sseProgressRegresses" // PRG-2: the stream repeats the previous snapshot after each new step of a stepped node
+  | "stepPastSteps" // PRG-1: the stream's progress shows step steps+1 at the last step
+  | "outputsDropOnReread" // JOB-4: GET of a finished job drops its last output from the second read on
+  | "sseAfterTerminal" // SSE-2: the stream sends a progress event after the terminal status event
+  | "sseTerminalSubset" // SSE-2: the terminal status event carries one output fewer than GET
+  | "getHidesProgressWhileStreamed" // GEN-3: GET shows no progress while a stream of the job is open
+  | "sseSkipsCanceling" // SSE-2: the stream never pushes the move to canceling
+  | "assetRecordTypeDiffers" // AST-1: an output's asset record gives application/octet-stream
+  | "listUnprefixed" // URL-2: list entries' links lack the mount prefix
+  | "hostedFailedAsSuccess" // HOST-5: the hosted status of a failed job is success
+  | "wsSuccessForFailed" // WS-3: a failed job's WebSocket outcome is execution_success
+  | "rangeOffByOne" // AST-4: a 206 carries the right number of bytes, one byte further on
+  | "contentRangeTotal" // AST-4: a 206's Content-Range gives a total one too many
+  | "contentTypeNotBytes" // OUT-5: a PNG output declared (and served) as image/webp
+  | "keyInLocation" // HOST-6: /api/view's redirect Location carries the API key
+  | "extraDataInHeader" // SUB-11: the 201 of a submission echoes extra_data in a header
+  | "idemReleasedOn5xx"; // IDEM-5: a keyed submission that answered 500 released its key (with upstreamErrorOnKeyed)
 
 export interface DoubleOptions {
   surface?: "self-hosted" | "cloud" | "serverless";
@@ -57,6 +78,8 @@ export interface DoubleOptions {
   hosted?: boolean;
   /** Node classes this surface lacks (a standard node set without the flowgate nodes). */
   missingNodes?: string[];
+  /** The first keyed submission answers 500 after claiming its key (an unknown outcome, IDEM-5). */
+  upstreamErrorOnKeyed?: boolean;
   breaks?: Breakage[];
 }
 
@@ -95,6 +118,10 @@ export interface JobRec {
   abort: AbortController;
   hostedOutputs: Record<string, { images?: unknown[]; text?: string[] }>;
   events: EventEmitter;
+  /** The snapshot before the latest (sseProgressRegresses), GET reads since the end (outputsDropOnReread), open streams. */
+  prevProgress?: Progress | null;
+  readsSinceEnd: number;
+  streams: number;
 }
 
 const RETENTION_MS = 7 * 24 * 3600 * 1000;
@@ -108,6 +135,8 @@ export class State {
   readonly queue: string[] = [];
   readonly bus = new EventEmitter();
   private running = 0;
+  /** upstreamErrorOnKeyed has answered its one 500. */
+  failedKeyed = false;
   private number = 0;
   readonly secret = randomUUID();
 
@@ -128,6 +157,7 @@ export class State {
       keepAliveMs: o.keepAliveMs ?? 200,
       hosted: o.hosted ?? surface !== "serverless",
       missingNodes: o.missingNodes ?? [],
+      upstreamErrorOnKeyed: o.upstreamErrorOnKeyed ?? false,
       breaks: new Set(o.breaks ?? []),
     };
     this.bus.setMaxListeners(0);
@@ -185,6 +215,8 @@ export class State {
       abort: new AbortController(),
       hostedOutputs: {},
       events: new EventEmitter(),
+      readsSinceEnd: 0,
+      streams: 0,
     };
     job.events.setMaxListeners(0);
     this.jobs.set(job.id, job);
@@ -208,7 +240,8 @@ export class State {
       this.transition(job, "canceled");
       this.bus.emit("queue", job.account);
     } else if (job.status === "running") {
-      job.abort.abort();
+      if (this.broken("cancelingReadsRunning")) setTimeout(() => job.abort.abort(), 200);
+      else job.abort.abort();
       if (this.broken("cancelRunningDirect")) {
         job.completedAt = new Date();
         this.transition(job, "canceled");
@@ -235,6 +268,7 @@ export class State {
     let total = 0;
     let done = 0;
     const setProgress = (p: Partial<Progress>) => {
+      job.prevProgress = job.progress;
       job.progress = { value: 0, nodes_done: done, nodes_total: total, current_node: null, current_node_class: null, step: null, steps: null, message: null, ...job.progress, ...p };
       job.events.emit("progress");
     };
@@ -268,9 +302,9 @@ export class State {
       });
       setProgress({ value: 1, nodes_done: total, current_node: null, current_node_class: null, step: null, steps: null });
       // A cancel that arrived after the last node still ends the job canceled (canceling -> canceled).
-      this.finish(job, job.abort.signal.aborted ? "canceled" : "succeeded");
+      this.finish(job, job.abort.signal.aborted || job.status === "canceling" ? "canceled" : "succeeded");
     } catch (e) {
-      if (e instanceof NodeError && !job.abort.signal.aborted) {
+      if (e instanceof NodeError && !job.abort.signal.aborted && job.status !== "canceling") {
         job.error = { code: "node_execution_error", message: e.message, node_id: e.nodeId, class_type: e.classType, traceback: null };
         this.finish(job, "failed");
       } else this.finish(job, "canceled");

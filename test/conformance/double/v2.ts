@@ -62,6 +62,11 @@ async function createJob(s: State, req: Req, account: string, noCredits: boolean
     if (claimed !== undefined && !(s.broken("idemAcceptsDifferentBody") && !same) && !s.broken("idemNewJobOnReuse")) return fail(req.res, 422, "idempotency_key_reuse", "This Idempotency-Key has already been used.");
     if (s.broken("idemRace")) await new Promise((r) => setTimeout(r, 20));
     s.keys.set(key, JSON.stringify(workflow));
+    if (s.o.upstreamErrorOnKeyed && !s.failedKeyed) {
+      s.failedKeyed = true;
+      if (s.broken("idemReleasedOn5xx")) s.keys.delete(key);
+      return fail(req.res, 500, "upstream_error", "Something went wrong on our side. Please try again.");
+    }
   }
   const release = () => key && s.keys.delete(key);
   const invalid = checkGraph(s, account, workflow);
@@ -75,7 +80,8 @@ async function createJob(s: State, req: Req, account: string, noCredits: boolean
     return fail(req.res, 429, "queue_full", "The queue is full; retry later.", undefined, { "retry-after": s.broken("retryAfterNotInteger") ? "1.5" : "1" });
   }
   const job = s.createJob(account, workflow, body.extra_data);
-  send(req.res, 201, jobView(s, job, req.origin, "post"));
+  const partner = (body.extra_data as { api_key_vendor_org?: unknown } | undefined)?.api_key_vendor_org;
+  send(req.res, 201, jobView(s, job, req.origin, "post"), s.broken("extraDataInHeader") && typeof partner === "string" ? { "x-partner-key": partner } : {});
 }
 
 function stream(s: State, req: Req, job: JobRec): void {
@@ -85,20 +91,30 @@ function stream(s: State, req: Req, job: JobRec): void {
   const write = (event: string, data: unknown) => res.write(`${s.broken("sseIdLines") ? `id: ${++n}\n` : ""}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
   const onStatus = () => {
     if (s.broken("sseSkipsRunning") && job.status === "running") return;
-    write("status", jobView(s, job, req.origin, "other"));
+    if (s.broken("sseSkipsCanceling") && job.status === "canceling") return;
+    write("status", jobView(s, job, req.origin, TERMINAL.has(job.status) ? "terminal-event" : "other"));
+    if (s.broken("sseAfterTerminal") && TERMINAL.has(job.status)) write("progress", progressView(s, job));
     if (TERMINAL.has(job.status)) done();
   };
-  const onProgress = () => write("progress", progressView(s, job));
+  const onProgress = () => {
+    const p = progressView(s, job);
+    write("progress", s.broken("stepPastSteps") && p && p.step === p.steps && p.steps !== null ? { ...p, step: (p.steps as number) + 1 } : p);
+    if (s.broken("sseProgressRegresses") && job.prevProgress?.step != null && p?.step != null) write("progress", { ...job.prevProgress });
+  };
   const onPreview = (node: string, jpeg: Uint8Array) => write("preview", { node_id: node, content_type: "image/jpeg", data_base64: Buffer.from(jpeg).toString("base64") });
   const onOutput = (a: Parameters<typeof outputView>[1]) => write("output", outputView(s, a, req.origin));
   const keepAlive = setInterval(() => res.write(": keep-alive\n\n"), s.o.keepAliveMs);
+  job.streams++;
+  let closed = false;
   const done = () => {
+    if (!closed) job.streams--;
+    closed = true;
     clearInterval(keepAlive);
     job.events.off("status", onStatus).off("progress", onProgress).off("preview", onPreview).off("output", onOutput);
     res.end();
   };
   req.raw.on("close", done);
-  write("status", jobView(s, job, req.origin, "other"));
+  write("status", jobView(s, job, req.origin, TERMINAL.has(job.status) ? "terminal-event" : "other"));
   if (TERMINAL.has(job.status)) return done();
   if (job.progress) onProgress();
   job.events.on("status", onStatus).on("progress", onProgress).on("preview", onPreview).on("output", onOutput);
@@ -132,14 +148,15 @@ async function content(s: State, req: Req, id: string, account: string | undefin
   if (!a || (!signed && a.account !== account)) return fail(req.res, 404, "not_found", "Not found.");
   const size = a.bytes.byteLength;
   const range = req.headers.range;
-  const headers = { "content-type": a.contentType, etag: `"${a.hash}"`, "accept-ranges": "bytes" };
+  const headers = { "content-type": s.broken("contentTypeNotBytes") && a.contentType === "image/png" ? "image/webp" : a.contentType, etag: `"${a.hash}"`, "accept-ranges": "bytes" };
   const m = typeof range === "string" ? /^bytes=(\d*)-(\d*)$/.exec(range) : null;
   if (m && (m[1] || m[2])) {
     const start = m[1] ? Number(m[1]) : Math.max(0, size - Number(m[2]));
     const end = m[1] && m[2] ? Math.min(Number(m[2]), size - 1) : size - 1;
     if (start >= size || start > end) return fail(req.res, 416, "range_not_satisfiable", "The requested range is not satisfiable.", undefined, { "content-range": `bytes */${size}` });
-    req.res.writeHead(206, { ...headers, "content-range": `bytes ${start}-${end}/${size}`, "content-length": String(end - start + 1) });
-    return void req.res.end(Buffer.from(a.bytes.subarray(start, end + 1)));
+    const shift = s.broken("rangeOffByOne") && end + 1 < size ? 1 : 0;
+    req.res.writeHead(206, { ...headers, "content-range": `bytes ${start}-${end}/${size + (s.broken("contentRangeTotal") ? 1 : 0)}`, "content-length": String(end - start + 1) });
+    return void req.res.end(Buffer.from(a.bytes.subarray(start + shift, end + 1 + shift)));
   }
   req.res.writeHead(200, { ...headers, "content-length": String(size) });
   req.res.end(Buffer.from(a.bytes));
@@ -171,7 +188,7 @@ export async function handleV2(s: State, req: Req, auth: ReturnType<State["accou
       return fail(res, 400, "invalid_request", "The query is invalid.", { fields: [{ field: "limit", reason: "invalid" }] });
     }
     const jobs = [...s.jobs.values()].filter((j) => j.account === authed!.account && (!status || j.status === status)).reverse().slice(0, Number(limit));
-    return send(res, 200, { jobs: jobs.map((j) => jobView(s, j, req.origin, "other")), next_cursor: null });
+    return send(res, 200, { jobs: jobs.map((j) => jobView(s, j, req.origin, "list")), next_cursor: null });
   }
   if ((match = m(/^\/api\/v2\/jobs\/([^/]+)$/)) && method === "GET") {
     if (!needAuth()) return;

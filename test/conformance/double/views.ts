@@ -47,7 +47,7 @@ export function outputView(s: State, a: Asset, origin: string): Record<string, u
     node_id: a.nodeId,
     name: a.name,
     type: a.type,
-    content_type: a.contentType,
+    content_type: s.broken("contentTypeNotBytes") && a.contentType === "image/png" ? "image/webp" : a.contentType,
     size_bytes: a.bytes.byteLength + (s.broken("outputSizeMismatch") ? 1 : 0),
     id: a.id,
     hash: a.hash,
@@ -59,7 +59,8 @@ export function outputView(s: State, a: Asset, origin: string): Record<string, u
 
 /** An asset record. */
 export function assetView(s: State, a: Asset, origin: string): Record<string, unknown> {
-  return { id: a.id, hash: a.hash, size_bytes: a.bytes.byteLength, content_type: a.contentType, file_path: a.name, created_at: a.createdAt.toISOString(), ...assetUrl(s, a, origin), job_id: a.jobId, tags: [] };
+  const contentType = s.broken("assetRecordTypeDiffers") && a.jobId ? "application/octet-stream" : s.broken("contentTypeNotBytes") && a.contentType === "image/png" ? "image/webp" : a.contentType;
+  return { id: a.id, hash: a.hash, size_bytes: a.bytes.byteLength, content_type: contentType, file_path: a.name, created_at: a.createdAt.toISOString(), ...assetUrl(s, a, origin), job_id: a.jobId, tags: [] };
 }
 
 /** The job's progress as answers show it. */
@@ -69,26 +70,34 @@ export function progressView(s: State, job: JobRec): Record<string, unknown> | n
 }
 
 /** A job as an answer shows it; `on` says which answer (logs appear only on GET). */
-export function jobView(s: State, job: JobRec, origin: string, on: "post" | "get" | "other"): Record<string, unknown> {
-  const prefix = s.broken("unprefixedLinks") ? "" : s.o.prefix;
+export function jobView(s: State, job: JobRec, origin: string, on: "post" | "get" | "list" | "terminal-event" | "other"): Record<string, unknown> {
+  const prefix = s.broken("unprefixedLinks") || (on === "list" && s.broken("listUnprefixed")) ? "" : s.o.prefix;
+  const get = on === "get";
+  const ended = TERMINAL.has(job.status);
+  if (get && ended) job.readsSinceEnd++;
+  let outputs = job.outputs;
+  if ((get && ended && job.readsSinceEnd >= 2 && s.broken("outputsDropOnReread")) || (on === "terminal-event" && s.broken("sseTerminalSubset"))) outputs = outputs.slice(0, -1);
   const base = `${prefix}/api/v2/jobs/${job.id}`;
   const status =
-    s.broken("statusOutsideEnum") && job.status === "running" ? "processing" : s.broken("terminalOutsideEnum") && job.status === "succeeded" ? "completed" : job.status;
+    s.broken("statusOutsideEnum") && job.status === "running" ? "processing"
+    : s.broken("terminalOutsideEnum") && job.status === "succeeded" ? "completed"
+    : get && s.broken("cancelingReadsRunning") && job.status === "canceling" ? "running"
+    : job.status;
   const view: Record<string, unknown> = {
     id: job.id,
     status,
-    created_at: iso(job.createdAt),
+    created_at: iso(get && s.broken("createdAtOnGet") ? new Date(job.createdAt.getTime() - 1) : job.createdAt),
     started_at: iso(job.startedAt),
     completed_at: iso(job.completedAt),
     expires_at: iso(job.expiresAt),
     queue_position: s.broken("queuePositionWhileRunning") && job.status === "running" ? 0 : s.queuePosition(job),
-    progress: progressView(s, job),
-    outputs: job.outputs.map((a) => outputView(s, a, origin)),
+    progress: get && job.status === "running" && job.streams > 0 && s.broken("getHidesProgressWhileStreamed") ? null : progressView(s, job),
+    outputs: outputs.map((a) => outputView(s, a, origin)),
     error: s.broken("errorOnSucceeded") && job.status === "succeeded" ? { code: "none", message: "no error" } : job.error,
     urls: { self: s.broken("brokenSelfLink") ? `${base}/self` : base, events: `${base}/events`, cancel: `${base}/cancel` },
     metrics: {
       queue_ms: job.startedAt ? job.startedAt.getTime() - job.createdAt.getTime() : null,
-      execution_ms: job.startedAt && job.completedAt ? job.completedAt.getTime() - job.startedAt.getTime() : null,
+      execution_ms: job.startedAt && job.completedAt ? (get && s.broken("terminalMetricsDrift") ? Date.now() : job.completedAt.getTime()) - job.startedAt.getTime() : null,
     },
   };
   const logs = { text: job.log, truncated: false, captured_at: iso(job.logAt ?? new Date()) };

@@ -48,7 +48,7 @@ export function attachWs(s: State): (req: IncomingMessage, socket: Duplex, head:
       return;
     }
     if (!job.startedAt) return; // canceled while queued: no execution messages
-    if (status === "succeeded") to(job.account, { type: "execution_success", data: { prompt_id: id, timestamp: now() } });
+    if (status === "succeeded" || (status === "failed" && s.broken("wsSuccessForFailed"))) to(job.account, { type: "execution_success", data: { prompt_id: id, timestamp: now() } });
     else if (status === "failed") {
       to(job.account, {
         type: "execution_error",

@@ -1,7 +1,7 @@
 // A scale-out deployment as docs/postgres-and-processes.md draws it, each part a real process:
 // API nodes (`flowgate serve --no-dispatch`) behind HAProxy, `flowgate worker` processes, one
-// fresh PostgreSQL schema, one shared blob directory and signing key. stop() ends every child and
-// drops the schema.
+// fresh PostgreSQL schema, one shared blob directory (or one bucket: `blobStore`) and signing key.
+// stop() ends every child and drops the schema.
 import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -26,6 +26,8 @@ export interface DeploymentOptions {
   env?: Record<string, string>;
   /** --redis-url of every process (previews between processes), when given. */
   redisUrl?: string;
+  /** Blobs in a bucket (`--blob-store`, `--s3-endpoint`) instead of the shared directory: no directory is common to any two processes. */
+  blobStore?: { url: string; endpoint: string | null };
 }
 
 /** One API node: its process, its own URL (past the load balancer), requests to it. */
@@ -58,7 +60,7 @@ const alive = (child: { exitCode: number | null; signalCode: NodeJS.Signals | nu
 
 /** Starts the deployment; on any failure what started is stopped before the error is thrown. */
 export async function startDeployment(options: DeploymentOptions = {}): Promise<Deployment> {
-  const { nodes: nodeCount = 2, workers: workerCount = 2, leaseMs = 1000, nodeFlags = [], workerFlags = [], env = {}, redisUrl } = options;
+  const { nodes: nodeCount = 2, workers: workerCount = 2, leaseMs = 1000, nodeFlags = [], workerFlags = [], env = {}, redisUrl, blobStore } = options;
   const schema = await createTestSchema();
   const databaseUrl = schemaUrl(schema);
   const dirs: string[] = [];
@@ -69,7 +71,8 @@ export async function startDeployment(options: DeploymentOptions = {}): Promise<
   };
   const blobDir = await tempDir("fg-lb-blobs-");
   const signingKey = randomBytes(32).toString("hex");
-  const common = async () => ["--database-url", databaseUrl, "--data-dir", await tempDir("fg-lb-data-"), "--blob-dir", blobDir, "--signing-key", signingKey, "--lease", `${leaseMs}ms`, "--shutdown-grace", "0", ...(redisUrl ? ["--redis-url", redisUrl] : [])];
+  const blobFlags = blobStore ? ["--blob-store", blobStore.url, ...(blobStore.endpoint ? ["--s3-endpoint", blobStore.endpoint] : [])] : ["--blob-dir", blobDir];
+  const common = async () => ["--database-url", databaseUrl, "--data-dir", await tempDir("fg-lb-data-"), ...blobFlags, "--signing-key", signingKey, "--lease", `${leaseMs}ms`, "--shutdown-grace", "0", ...(redisUrl ? ["--redis-url", redisUrl] : [])];
 
   const children: Array<{ child: CliProcess["child"] }> = [];
   const nodes: ApiNode[] = [];

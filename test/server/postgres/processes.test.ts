@@ -78,14 +78,14 @@ async function row(id: string): Promise<Record<string, unknown>> {
 }
 
 describe.skipIf(unavailable !== null)("processes on PostgreSQL", () => {
-  it("refuses a worker and --no-dispatch without a PostgreSQL URL, in one line", async () => {
+  it("refuses a worker and --no-dispatch without a PostgreSQL URL: a usage error in one line and a pointer to --help", async () => {
     const dir = await tempDir();
     const w = await runCli(["worker", "--data-dir", dir]);
-    expect(w.code).toBe(1);
-    expect(w.stderr).toMatch(/^flowgate worker: a worker needs --database-url[^\n]*\n$/);
+    expect(w.code).toBe(2);
+    expect(w.stderr).toMatch(/^flowgate worker: a worker needs --database-url[^\n]*\nRun flowgate worker --help for usage.\n$/);
     const s = await runCli(["serve", "--no-dispatch", "--data-dir", dir, "--port", "0"]);
-    expect(s.code).toBe(1);
-    expect(s.stderr).toMatch(/^flowgate serve: --no-dispatch needs --database-url[^\n]*\n$/);
+    expect(s.code).toBe(2);
+    expect(s.stderr).toMatch(/^flowgate serve: --no-dispatch needs --database-url[^\n]*\nRun flowgate serve --help for usage.\n$/);
   });
 
   it("an API node without dispatch takes the job and a worker process runs it to success", async () => {

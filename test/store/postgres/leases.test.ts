@@ -1,11 +1,11 @@
 // Leased dispatch on PostgreSQL (src/store/postgres-leases.ts): claims race-free across
 // connections, fair share and tier limits read under the claim lock, renewals, expiry.
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { openStore, type Store } from "../../../src/store/index.ts";
+import { LeaseLostError, openStore, type Store } from "../../../src/store/index.ts";
 import { FairQueue } from "../../../src/jobs/fair-queue.ts";
 import { PostgresLeases } from "../../../src/store/postgres-leases.ts";
 import { createTestSchema, dropTestSchema, postgresUnavailable, TEST_DATABASE_URL } from "../../postgres/pg.ts";
-import { newJob, T0 } from "../helpers.ts";
+import { blobKey, newAsset, newJob, T0 } from "../helpers.ts";
 
 const unavailable = await postgresUnavailable();
 let schema: string;
@@ -32,34 +32,34 @@ describe.skipIf(unavailable !== null)("PostgresLeases", () => {
     const ids = new Set<string>();
     for (let i = 0; i < 12; i++) ids.add((await store.createJob(newJob({ owner: `o${i}` }))).id);
     const claims = await Promise.all(Array.from({ length: 30 }, (_, i) => (i % 2 ? a : b).claim(i % 2 ? "wa" : "wb", 30_000, T0, undefined, [])));
-    const taken = claims.filter((j) => j !== null).map((j) => j!.id);
+    const taken = claims.filter((j) => j !== null).map((j) => j!.job.id);
     expect(taken.length).toBe(12);
     expect(new Set(taken)).toEqual(ids);
-    expect(claims.every((j) => j === null || j.status === "running")).toBe(true);
+    expect(claims.every((j) => j === null || j.job.status === "running" && j.epoch === 1)).toBe(true);
   });
 
   it("an owner with nothing running goes first; an owner at its limit is skipped", async () => {
     const first = await store.createJob(newJob({ owner: "busy" }));
     const second = await store.createJob(newJob({ owner: "busy" }));
     const other = await store.createJob(newJob({ owner: "quiet" }));
-    expect((await a.claim("w", 30_000, T0, undefined, []))!.id).toBe(first.id);
-    expect((await a.claim("w", 30_000, T0, undefined, []))!.id).toBe(other.id); // before busy's second
+    expect((await a.claim("w", 30_000, T0, undefined, []))!.job.id).toBe(first.id);
+    expect((await a.claim("w", 30_000, T0, undefined, []))!.job.id).toBe(other.id); // before busy's second
     // busy has 1 running and a limit of 1: its queued jobs wait, whoever claims.
     const slots = async (owner: string) => (owner === "busy" ? 1 : 5);
     expect(await b.claim("w2", 30_000, T0, slots, [])).toBeNull();
-    expect((await b.claim("w2", 30_000, T0, async () => 5, []))!.id).toBe(second.id); // a free slot again
+    expect((await b.claim("w2", 30_000, T0, async () => 5, []))!.job.id).toBe(second.id); // a free slot again
   });
 
   it("jobs with secrets are claimed only by the process holding them", async () => {
     const secret = await store.createJob(newJob({ secrets_given: true }));
     expect(await a.claim("w", 30_000, T0, undefined, [])).toBeNull();
-    expect((await a.claim("w", 30_000, T0, undefined, [secret.id]))!.id).toBe(secret.id);
+    expect((await a.claim("w", 30_000, T0, undefined, [secret.id]))!.job.id).toBe(secret.id);
   });
 
   it("positions count the fair order across processes, as one process's queue does, and claims follow them", async () => {
     // Owner a has one job running; then a burst from a, b and c, interleaved unevenly.
     const running = await store.createJob(newJob({ owner: "a" }));
-    expect((await a.claim("w", 30_000, T0, undefined, []))!.id).toBe(running.id);
+    expect((await a.claim("w", 30_000, T0, undefined, []))!.job.id).toBe(running.id);
     const local = new FairQueue();
     local.started("a");
     const owners = ["a", "a", "b", "a", "c", "b", "b", "a", "c", "c", "a", "b"];
@@ -76,7 +76,7 @@ describe.skipIf(unavailable !== null)("PostgresLeases", () => {
     // Claims take the jobs in that order (nothing ends meanwhile, so no position moves).
     const byPosition = queued.map((id, i) => [positions[i]!, id] as const).sort((x, y) => x[0] - y[0]).map(([, id]) => id);
     const claimed: string[] = [];
-    for (let i = 0; i < queued.length; i++) claimed.push((await (i % 2 ? a : b).claim("w", 30_000, T0, undefined, []))!.id);
+    for (let i = 0; i < queued.length; i++) claimed.push((await (i % 2 ? a : b).claim("w", 30_000, T0, undefined, []))!.job.id);
     expect(claimed).toEqual(byPosition);
   });
 
@@ -85,9 +85,9 @@ describe.skipIf(unavailable !== null)("PostgresLeases", () => {
     const secret = await store.createJob(newJob({ owner: "o", secrets_given: true }));
     expect(await a.liveCount("o")).toBe(2);
     expect(await a.claim("api", 30_000, T0, undefined, [], true)).toBeNull();
-    expect((await a.claim("api", 30_000, T0, undefined, [secret.id], true))!.id).toBe(secret.id);
+    expect((await a.claim("api", 30_000, T0, undefined, [secret.id], true))!.job.id).toBe(secret.id);
     expect(await a.claim("api", 30_000, T0, undefined, [secret.id], true)).toBeNull(); // never the others' jobs
-    expect((await b.claim("w", 30_000, T0, undefined, []))!.id).toBe(plain.id);
+    expect((await b.claim("w", 30_000, T0, undefined, []))!.job.id).toBe(plain.id);
     await store.transitionJob(plain.id, ["running"], "succeeded", { completed_at: T0 });
     expect(await a.liveCount("o")).toBe(1);
   });
@@ -122,6 +122,36 @@ describe.skipIf(unavailable !== null)("PostgresLeases", () => {
     );
     expect(await a.failExpired(T0 + 2)).toEqual([]);
     expect((await a.renew("wa", [one.id, two.id], 30_000)).size).toBe(0);
+  });
+
+  it("fences a run's writes with its claim: another worker or epoch, or a job ended since, changes nothing", async () => {
+    const job = await store.createJob(newJob());
+    const claimed = (await a.claim("wa", 30_000, T0, undefined, []))!;
+    expect(claimed.epoch).toBe(1);
+    const mine = { workerId: "wa", epoch: 1 };
+    const output = () => newAsset({ job_id: job.id, blob_key: blobKey("b") });
+    expect(await store.updateProgress(job.id, { value: 0.5, nodes_done: 0, nodes_total: 1 }, mine)).toBe(true);
+    await store.addAsset(output(), mine);
+    await expect(store.addAsset(output(), { workerId: "wb", epoch: 1 })).rejects.toBeInstanceOf(LeaseLostError);
+    await expect(store.addAsset(output(), { workerId: "wa", epoch: 2 })).rejects.toBeInstanceOf(LeaseLostError);
+    await expect(store.updateProgress(job.id, { value: 0.6, nodes_done: 0, nodes_total: 1 }, { workerId: "wb", epoch: 1 })).rejects.toBeInstanceOf(LeaseLostError);
+    await expect(store.setLogs(job.id, { text: "x", truncated: false, captured_at: T0 }, { workerId: "wa", epoch: 2 })).rejects.toBeInstanceOf(LeaseLostError);
+    expect(await store.transitionJob(job.id, ["running"], "succeeded", { completed_at: T0 + 1 }, { fence: { workerId: "wb", epoch: 1 } })).toBeNull();
+    // The lease passes and another process ends the job: the run's writes are refused from then on.
+    await a.renew("wa", [job.id], -1);
+    expect((await b.failExpired(T0 + 2)).map((j) => j.id)).toEqual([job.id]);
+    await expect(store.addAsset(output(), mine)).rejects.toBeInstanceOf(LeaseLostError);
+    await expect(store.updateProgress(job.id, { value: 0.7, nodes_done: 0, nodes_total: 1 }, mine)).rejects.toBeInstanceOf(LeaseLostError);
+    expect(await store.transitionJob(job.id, ["running", "canceling"], "succeeded", { completed_at: T0 + 3 }, { fence: mine })).toBeNull();
+    expect(await store.listJobOutputs(job.id)).toHaveLength(1);
+    expect(await a.heldBy("wa")).toEqual([]);
+  });
+
+  it("reads back the live jobs a worker holds, with their epochs", async () => {
+    await store.createJob(newJob());
+    const claimed = (await a.claim("wa", 30_000, T0, undefined, []))!;
+    expect(await b.heldBy("wa")).toEqual([{ job: claimed.job, epoch: 1 }]);
+    expect(await b.heldBy("wb")).toEqual([]);
   });
 });
 

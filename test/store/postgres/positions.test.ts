@@ -38,7 +38,7 @@ async function queue(owners: string[], local: FairQueue): Promise<string[]> {
 
 /** Claims the next job in the fair order, mirrored in `local`. */
 async function claimNext(local: FairQueue): Promise<string> {
-  const job = (await leases.claim("w", 30_000, T0, undefined, []))!;
+  const { job } = (await leases.claim("w", 30_000, T0, undefined, []))!;
   local.remove(job.id);
   local.started(job.owner);
   return job.id;
@@ -129,6 +129,9 @@ describe.skipIf(unavailable !== null)("QueuePositions", () => {
     expect(await positions.position(late!)).toBe(local.position(late!));
     const [later] = await queue(["q"], local);
     expect(await positions.position(later!)).toBe(local.position(later!));
+    // Placed from the snapshot and the jobs submitted since: no new snapshot was taken for them.
+    const [{ version }] = (await pools[0]!.query<{ version: number }>("SELECT version FROM queue_snapshot")).rows as [{ version: number }];
+    expect(Number(version)).toBe(1);
   });
 
   it("a snapshot past its stale bound is never answered from, however long ago the last read was", async () => {

@@ -1,0 +1,420 @@
+// Content-addressed blobs in an S3-compatible bucket: one object per distinct content, named
+// `<prefix><blake3 hex>`. Bytes are hashed while they stream; a small blob goes up in one PUT to
+// its name, a large one as a multipart upload under `<prefix>tmp/` that is completed and copied
+// to its name only once its hash is known, and aborted (leaving nothing) when those bytes are
+// stored already or the upload fails. Downloads are presigned GETs on the bucket.
+import { randomUUID } from "node:crypto";
+import { Readable } from "node:stream";
+import {
+  AbortMultipartUploadCommand,
+  CompleteMultipartUploadCommand,
+  CopyObjectCommand,
+  CreateMultipartUploadCommand,
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadBucketCommand,
+  HeadObjectCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  S3Client,
+  UploadPartCommand,
+  type CompletedPart,
+} from "@aws-sdk/client-s3";
+import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
+import { blake3Hex, createBlake3Hasher, isBlake3Hex, toBlake3Hash } from "../domain/blake3.ts";
+import { checkExpectedHash, checkMaxBytes, checkRange, chunksOf } from "./blob-input.ts";
+import { assertBlobKey } from "./blob-key.ts";
+import type { BlobSource, BlobStat, BlobStore, ByteRange, DownloadLink, PutOptions, PutResult, StagedPut } from "./blob-store.ts";
+import { BlobNotFoundError, HashMismatchError, PayloadTooLargeError } from "./errors.ts";
+import { s3Url, type S3Location } from "./s3-location.ts";
+
+/** Options of S3BlobStore.open. */
+export interface S3BlobStoreOptions {
+  location: S3Location;
+  /** Endpoint of an S3-compatible service (MinIO, R2, Ceph RGW, GCS); null = AWS, from the SDK's configuration. */
+  endpoint?: string | null;
+  /** Path-style addressing (`endpoint/bucket/key`); default: when an endpoint is given. */
+  forcePathStyle?: boolean;
+  /** Bytes per part of a multipart upload, and the most a put holds at once (default 8 MiB; S3 takes no less than 5 MiB). */
+  partBytes?: number;
+  /** Attempts per request: throttling (503 SlowDown), 5xx and network failures are retried with backoff (default 5). */
+  maxAttempts?: number;
+  /** The client to use (tests against another endpoint); else one built the AWS SDK's way (AWS_* variables, profiles). */
+  client?: S3Client;
+  /** Clock of presigned URLs' signing time (tests sign links in the past). */
+  now?: () => number;
+}
+
+/** See S3BlobStoreOptions.partBytes. */
+export const S3_PART_BYTES = 8 * 1024 * 1024;
+/** Parts of one upload in flight at once: two keep the link busy while the next part fills. */
+const PARTS_IN_FLIGHT = 2;
+/**
+ * An object's Last-Modified is the bucket's clock, to the second: a put that finds its bytes
+ * stored refreshes an object older than half this (a server-side copy onto itself), and a
+ * delete `unlessTouchedAfter` T keeps one modified after T minus this, so that neither the
+ * clocks' skew nor the second's rounding lets a delete race a put that reuses the object.
+ */
+export const S3_TOUCH_MARGIN_MS = 10 * 60 * 1000;
+/** Temp objects (a crash between completing an upload and copying it) older than this go at open. */
+const STALE_TEMP_MS = 24 * 60 * 60 * 1000;
+/** Longest validity of a SigV4 presigned URL. */
+const MAX_PRESIGN_S = 7 * 24 * 60 * 60;
+
+/** Blobs in an S3-compatible bucket. */
+export class S3BlobStore implements BlobStore {
+  readonly location: S3Location;
+  readonly client: S3Client;
+  readonly #partBytes: number;
+  readonly #now: () => number;
+
+  private constructor(location: S3Location, client: S3Client, partBytes: number, now: () => number) {
+    this.location = location;
+    this.client = client;
+    this.#partBytes = partBytes;
+    this.#now = now;
+  }
+
+  /** A store on the bucket; checks nothing yet (a bucket down at start is a readiness failure, not a crash). */
+  static async open(options: S3BlobStoreOptions): Promise<S3BlobStore> {
+    const partBytes = options.partBytes ?? S3_PART_BYTES;
+    if (!Number.isSafeInteger(partBytes) || partBytes < 5 * 1024 * 1024) throw new RangeError("partBytes must be at least 5 MiB");
+    const endpoint = options.endpoint ?? null;
+    const client =
+      options.client ??
+      new S3Client({
+        ...(endpoint === null ? {} : { endpoint }),
+        forcePathStyle: options.forcePathStyle ?? endpoint !== null,
+        maxAttempts: options.maxAttempts ?? 5,
+        retryMode: "standard",
+        // A bucket that stops answering fails requests (500 upstream_error, readiness 503) instead of holding them.
+        requestHandler: { connectionTimeout: 5_000, requestTimeout: 60_000 },
+      });
+    const store = new S3BlobStore(options.location, client, partBytes, options.now ?? Date.now);
+    store.removeStaleTemps().catch(() => undefined); // housekeeping only: a bucket down now is seen by readiness
+    return store;
+  }
+
+  /** `s3://bucket/prefix`. */
+  get url(): string {
+    return s3Url(this.location);
+  }
+
+  /** The object key of a blob: its hex under the prefix; InvalidBlobKeyError on a bad key. */
+  objectKey(key: string): string {
+    assertBlobKey(key);
+    return `${this.location.prefix}${key}`;
+  }
+
+  /** Streams bytes into the bucket while hashing them, holding at most a few parts; see PutOptions for the refusals. */
+  async put(source: BlobSource, options: PutOptions = {}): Promise<PutResult> {
+    const expectedHex = checkExpectedHash(options.expectedHash);
+    const maxBytes = checkMaxBytes(options.maxBytes);
+    if (source instanceof Uint8Array) return this.#putBuffer(source, expectedHex, maxBytes);
+    // The name is known before the bytes: stored already, they are only hashed (checked), never
+    // sent; else a large upload goes up under its name, completed only once the hash matched.
+    const known = expectedHex !== null && (await this.#reuse(expectedHex));
+    const hasher = await createBlake3Hasher();
+    let size = 0;
+    const part: Uint8Array[] = [];
+    let partSize = 0;
+    let upload: Multipart | null = null;
+    // Part buffers are reused once sent (at most PARTS_IN_FLIGHT + 1 per put): a long upload
+    // allocates no new memory per part, so its footprint stays flat rather than waiting on GC.
+    const free: Buffer[] = [];
+    const takePart = (): Buffer => {
+      const bytes = free.pop() ?? Buffer.allocUnsafe(this.#partBytes);
+      for (let at = 0; at < bytes.length; ) {
+        const chunk = part[0]!;
+        const n = Math.min(chunk.byteLength, bytes.length - at);
+        bytes.set(n === chunk.byteLength ? chunk : chunk.subarray(0, n), at);
+        at += n;
+        if (n === chunk.byteLength) part.shift();
+        else part[0] = chunk.subarray(n);
+      }
+      partSize -= bytes.length;
+      return bytes;
+    };
+    try {
+      for await (const chunk of chunksOf(source)) {
+        size += chunk.byteLength;
+        if (maxBytes !== null && size > maxBytes) throw new PayloadTooLargeError(maxBytes);
+        hasher.update(chunk);
+        if (known) continue;
+        part.push(chunk);
+        partSize += chunk.byteLength;
+        while (partSize >= this.#partBytes) {
+          upload ??= await Multipart.start(this.client, this.location.bucket, expectedHex === null ? `${this.location.prefix}tmp/${randomUUID()}` : this.objectKey(expectedHex));
+          const bytes = takePart();
+          await upload.add(bytes, () => free.push(bytes));
+        }
+      }
+      const key = hasher.digestHex();
+      if (expectedHex !== null && key !== expectedHex) throw new HashMismatchError(toBlake3Hash(expectedHex), toBlake3Hash(key));
+      if (known) return { key, hash: toBlake3Hash(key), size, created: false };
+      if (upload === null) return await this.#putSmall(key, Buffer.concat(part, partSize));
+      if (partSize > 0) await upload.add(Buffer.concat(part, partSize));
+      await upload.drain();
+      if (expectedHex !== null) {
+        await upload.complete(); // under its own name already: nothing to copy
+        upload = null;
+        return { key, hash: toBlake3Hash(key), size, created: true };
+      }
+      const multipart = upload;
+      upload = null;
+      // Stored already: the parts are dropped, no object was ever made.
+      if (await this.#reuse(key)) {
+        // Parts an abort could not drop are no object either; a bucket lifecycle rule
+        // (AbortIncompleteMultipartUpload) clears them.
+        await multipart.abort().catch(() => undefined);
+        return { key, hash: toBlake3Hash(key), size, created: false };
+      }
+      await multipart.complete();
+      try {
+        await this.client.send(new CopyObjectCommand({ Bucket: this.location.bucket, Key: this.objectKey(key), CopySource: copySource(this.location.bucket, multipart.key) }));
+      } finally {
+        await this.#deleteObject(multipart.key).catch(() => undefined); // else removed at a later open, once stale
+      }
+      return { key, hash: toBlake3Hash(key), size, created: true };
+    } catch (error) {
+      await upload?.abort().catch(() => undefined);
+      throw error;
+    }
+  }
+
+  /** A buffer is hashed first: bytes already stored cost a HEAD. */
+  async #putBuffer(bytes: Uint8Array, expectedHex: string | null, maxBytes: number | null): Promise<PutResult> {
+    if (maxBytes !== null && bytes.byteLength > maxBytes) throw new PayloadTooLargeError(maxBytes);
+    const key = await blake3Hex(bytes);
+    if (expectedHex !== null && key !== expectedHex) throw new HashMismatchError(toBlake3Hash(expectedHex), toBlake3Hash(key));
+    if (bytes.byteLength > this.#partBytes) return this.put(chunked(bytes, this.#partBytes));
+    return this.#putSmall(key, bytes);
+  }
+
+  /** One PUT to the blob's name unless it is stored already (a HEAD); S3's PUT is atomic, so a reader never sees part of it. */
+  async #putSmall(key: string, bytes: Uint8Array): Promise<PutResult> {
+    const result = { key, hash: toBlake3Hash(key), size: bytes.byteLength };
+    if (await this.#reuse(key)) return { ...result, created: false };
+    await this.client.send(new PutObjectCommand({ Bucket: this.location.bucket, Key: this.objectKey(key), Body: bytes, ContentLength: bytes.byteLength }));
+    return { ...result, created: true };
+  }
+
+  /** Whether the blob is stored; an old one is touched (see S3_TOUCH_MARGIN_MS). */
+  async #reuse(key: string): Promise<boolean> {
+    const head = await this.#head(this.objectKey(key));
+    if (head === null) return false;
+    if (Date.now() - head.mtimeMs > S3_TOUCH_MARGIN_MS / 2) {
+      const Key = this.objectKey(key);
+      await this.client.send(
+        new CopyObjectCommand({ Bucket: this.location.bucket, Key, CopySource: copySource(this.location.bucket, Key), MetadataDirective: "REPLACE", Metadata: { touched: String(Date.now()) } }),
+      );
+    }
+    return true;
+  }
+
+  /** Stores a buffer durably at once: nothing is kept pending (there is no write-behind here). */
+  async stage(bytes: Uint8Array): Promise<StagedPut> {
+    return { ...(await this.#putBuffer(bytes, null, null)), pending: null, durable: Promise.resolve() };
+  }
+
+  /** Nothing is ever staged. */
+  async flushStaged(): Promise<void> {}
+
+  /** Writes kept bytes back (a blob staged on a filesystem store before a switch); false when they do not hash to `key`. */
+  async restore(key: string, bytes: Uint8Array): Promise<boolean> {
+    if ((await blake3Hex(bytes)) !== key) return false;
+    await this.client.send(new PutObjectCommand({ Bucket: this.location.bucket, Key: this.objectKey(key), Body: bytes, ContentLength: bytes.byteLength }));
+    return true;
+  }
+
+  putBytes(bytes: Uint8Array, options: PutOptions = {}): Promise<PutResult> {
+    return this.put(bytes, options);
+  }
+
+  async has(key: string): Promise<boolean> {
+    return (await this.stat(key)) !== null;
+  }
+
+  async stat(key: string): Promise<BlobStat | null> {
+    return this.#head(this.objectKey(key));
+  }
+
+  async open(key: string, range: ByteRange = {}): Promise<Readable> {
+    const { start, end } = checkRange(range);
+    const Range = start === undefined && end === undefined ? undefined : end === undefined ? `bytes=${start}-` : `bytes=${start ?? 0}-${end}`;
+    try {
+      const out = await this.client.send(new GetObjectCommand({ Bucket: this.location.bucket, Key: this.objectKey(key), ...(Range ? { Range } : {}) }));
+      return out.Body as Readable;
+    } catch (error) {
+      if (isNotFound(error)) throw new BlobNotFoundError(key);
+      // A range past the end of a blob reads as empty, as a file's does.
+      if (statusOf(error) === 416) return Readable.from([]);
+      throw error;
+    }
+  }
+
+  /** Always a stream: a GET costs the same whatever its size. */
+  async contents(key: string, _size: number, range: ByteRange = {}): Promise<Buffer | Readable> {
+    return this.open(key, range);
+  }
+
+  async delete(key: string, options: { unlessTouchedAfter?: number } = {}): Promise<boolean> {
+    const objectKey = this.objectKey(key);
+    const head = await this.#head(objectKey);
+    if (head === null) return false;
+    if (options.unlessTouchedAfter !== undefined && head.mtimeMs > options.unlessTouchedAfter - S3_TOUCH_MARGIN_MS) return false;
+    await this.#deleteObject(objectKey);
+    return true;
+  }
+
+  async *keys(): AsyncGenerator<string> {
+    for await (const object of this.#list(this.location.prefix, "/")) {
+      const name = object.key.slice(this.location.prefix.length);
+      if (isBlake3Hex(name)) yield name;
+    }
+  }
+
+  /** Rejects while the bucket cannot be reached or read with these credentials. */
+  async check(): Promise<void> {
+    await this.client.send(new HeadBucketCommand({ Bucket: this.location.bucket }));
+  }
+
+  /**
+   * A presigned GET of the blob valid until `link.expiresAt` (at most 7 days, SigV4's bound),
+   * naming the file and its type for the browser; signed locally, no request is made.
+   */
+  async downloadUrl(key: string, link: DownloadLink): Promise<string> {
+    const signingDate = new Date(Math.floor(this.#now() / 1000) * 1000);
+    const expiresIn = Math.max(1, Math.min(MAX_PRESIGN_S, Math.floor((link.expiresAt - signingDate.getTime()) / 1000)));
+    const command = new GetObjectCommand({
+      Bucket: this.location.bucket,
+      Key: this.objectKey(key),
+      ResponseContentType: link.contentType,
+      ResponseContentDisposition: contentDisposition(link.fileName),
+    });
+    return getSignedUrl(this.client, command, { expiresIn, signingDate });
+  }
+
+  /** Releases the client's sockets. */
+  async close(): Promise<void> {
+    this.client.destroy();
+  }
+
+  /** Removes temp objects older than a day: a crash between completing an upload and copying it left them. */
+  private async removeStaleTemps(): Promise<void> {
+    const cutoff = Date.now() - STALE_TEMP_MS;
+    for await (const object of this.#list(`${this.location.prefix}tmp/`)) {
+      if (object.mtimeMs < cutoff) await this.#deleteObject(object.key);
+    }
+  }
+
+  async *#list(prefix: string, delimiter?: string): AsyncGenerator<{ key: string; mtimeMs: number }> {
+    let token: string | undefined;
+    do {
+      const page = await this.client.send(
+        new ListObjectsV2Command({ Bucket: this.location.bucket, Prefix: prefix, ...(delimiter ? { Delimiter: delimiter } : {}), ...(token ? { ContinuationToken: token } : {}) }),
+      );
+      for (const o of page.Contents ?? []) if (o.Key) yield { key: o.Key, mtimeMs: o.LastModified?.getTime() ?? 0 };
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token);
+  }
+
+  async #head(objectKey: string): Promise<BlobStat | null> {
+    try {
+      const head = await this.client.send(new HeadObjectCommand({ Bucket: this.location.bucket, Key: objectKey }));
+      return { size: head.ContentLength ?? 0, mtimeMs: head.LastModified?.getTime() ?? 0 };
+    } catch (error) {
+      if (isNotFound(error)) return null;
+      throw error;
+    }
+  }
+
+  async #deleteObject(objectKey: string): Promise<void> {
+    await this.client.send(new DeleteObjectCommand({ Bucket: this.location.bucket, Key: objectKey }));
+  }
+}
+
+/** One multipart upload under way: parts go up a few at a time, in order of their numbers. */
+class Multipart {
+  readonly key: string;
+  readonly #client: S3Client;
+  readonly #bucket: string;
+  readonly #uploadId: string;
+  readonly #parts: CompletedPart[] = [];
+  readonly #inFlight = new Set<Promise<void>>();
+  #failure: unknown = null;
+
+  private constructor(client: S3Client, bucket: string, key: string, uploadId: string) {
+    this.#client = client;
+    this.#bucket = bucket;
+    this.key = key;
+    this.#uploadId = uploadId;
+  }
+
+  static async start(client: S3Client, bucket: string, key: string): Promise<Multipart> {
+    const created = await client.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: key }));
+    if (!created.UploadId) throw new Error("the bucket gave no UploadId");
+    return new Multipart(client, bucket, key, created.UploadId);
+  }
+
+  /** Sends the next part (`release` runs once the bytes are no longer needed); resolves once a slot is free for the one after (a failure of any part rejects). */
+  async add(bytes: Uint8Array, release: () => void = () => undefined): Promise<void> {
+    if (this.#failure !== null) throw this.#failure;
+    const PartNumber = this.#parts.length + 1;
+    this.#parts.push({ PartNumber });
+    const sent = this.#client
+      .send(new UploadPartCommand({ Bucket: this.#bucket, Key: this.key, UploadId: this.#uploadId, PartNumber, Body: bytes, ContentLength: bytes.byteLength }))
+      .then(
+        (out) => void (this.#parts[PartNumber - 1] = { PartNumber, ETag: out.ETag }),
+        (error: unknown) => void (this.#failure ??= error),
+      )
+      .finally(() => {
+        this.#inFlight.delete(sent);
+        release();
+      });
+    this.#inFlight.add(sent);
+    while (this.#inFlight.size >= PARTS_IN_FLIGHT) await Promise.race(this.#inFlight);
+    if (this.#failure !== null) throw this.#failure;
+  }
+
+  /** Waits for every part; rejects when one failed. */
+  async drain(): Promise<void> {
+    await Promise.all(this.#inFlight);
+    if (this.#failure !== null) throw this.#failure;
+  }
+
+  async complete(): Promise<void> {
+    await this.#client.send(new CompleteMultipartUploadCommand({ Bucket: this.#bucket, Key: this.key, UploadId: this.#uploadId, MultipartUpload: { Parts: this.#parts } }));
+  }
+
+  /** Drops the upload and its parts: no object is made. */
+  async abort(): Promise<void> {
+    await Promise.allSettled(this.#inFlight);
+    await this.#client.send(new AbortMultipartUploadCommand({ Bucket: this.#bucket, Key: this.key, UploadId: this.#uploadId }));
+  }
+}
+
+/** A buffer as chunks of at most `size` bytes (a large output goes up as a multipart upload). */
+async function* chunked(bytes: Uint8Array, size: number): AsyncGenerator<Uint8Array> {
+  for (let at = 0; at < bytes.byteLength; at += size) yield bytes.subarray(at, at + size);
+}
+
+/** `Content-Disposition` of a download: shown inline, saved under its own name. */
+export function contentDisposition(fileName: string): string {
+  const base = fileName.split("/").pop() || "download";
+  const ascii = base.replace(/[^\x20-\x7e]|["\\]/g, "_");
+  return `inline; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(base)}`;
+}
+
+function copySource(bucket: string, key: string): string {
+  return `${bucket}/${key.split("/").map(encodeURIComponent).join("/")}`;
+}
+
+function statusOf(error: unknown): number | undefined {
+  return (error as { $metadata?: { httpStatusCode?: number } } | null)?.$metadata?.httpStatusCode;
+}
+
+function isNotFound(error: unknown): boolean {
+  const name = (error as { name?: unknown } | null)?.name;
+  return name === "NotFound" || name === "NoSuchKey" || statusOf(error) === 404;
+}

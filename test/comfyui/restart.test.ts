@@ -1,0 +1,143 @@
+// flowgate restarted in front of a ComfyUI that kept its queue: every prompt runs once. A prompt
+// still waiting there is followed, one finished while flowgate was down is collected, and only a
+// prompt ComfyUI never saw is submitted.
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { ComfyUIEngine } from "../../src/engine/comfyui/index.ts";
+import { EmbeddedEngine } from "../../src/engine/embedded-engine.ts";
+import { spawnCli } from "../server/helpers.ts";
+import { FakeComfyUI } from "./fake-comfyui.ts";
+import { call, FAST, TERMINAL, until } from "./helpers.ts";
+
+const OBJECT_INFO = new EmbeddedEngine().nodeDefinitionsSync() as unknown as Record<string, unknown>;
+
+const graph = (text: string) => ({
+  "1": { class_type: "PrimitiveString", inputs: { value: text } },
+  "2": { class_type: "PreviewAny", inputs: { source: ["1", 0] } },
+});
+
+const cleanup: Array<() => Promise<unknown>> = [];
+afterEach(async () => {
+  for (const c of cleanup.reverse()) await c();
+  cleanup.length = 0;
+});
+
+/** `flowgate serve --engine comfyui` in a child process, so that it can die by SIGKILL. */
+async function serve(dataDir: string, comfyUrl: string) {
+  const env = { ...process.env };
+  for (const k of Object.keys(env)) if (k.startsWith("FLOWGATE_")) delete env[k];
+  const server = await spawnCli(["--port", "0", "--data-dir", dataDir, "--engine", "comfyui", "--comfyui-url", comfyUrl, "--comfyui-output-dir", "off", "--concurrency", "4", "--log-level", "error"], env, { replaceEnv: true });
+  const kill = async () => {
+    if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill("SIGKILL");
+    await server.exited;
+  };
+  cleanup.push(kill);
+  return { ...server, kill };
+}
+
+describe("flowgate restarted in front of ComfyUI", () => {
+  it("runs every prompt once: pending ones are followed, finished ones collected, none submitted again", { timeout: 60_000 }, async () => {
+    const fake = await new FakeComfyUI({ objectInfo: OBJECT_INFO, worker: true }).start();
+    cleanup.push(() => fake.stop());
+    fake.paused = true;
+    const dataDir = await mkdtemp(join(tmpdir(), "flowgate-restart-"));
+    cleanup.push(() => rm(dataDir, { recursive: true, force: true }));
+
+    const first = await serve(dataDir, fake.url);
+    const ids: string[] = [];
+    for (const text of ["a", "b", "c", "d"]) {
+      const res = await call("POST", `${first.url}/api/v2/jobs`, { workflow: graph(text) });
+      expect(res.status).toBe(201);
+      ids.push(res.body.id);
+    }
+    await until(() => (fake.queue.pending.length === 4 ? true : undefined), "four prompts waiting in ComfyUI");
+    await first.kill();
+
+    // ComfyUI works on while flowgate is down: two prompts finish.
+    await fake.runNext();
+    await fake.runNext();
+
+    const second = await serve(dataDir, fake.url);
+    fake.resume();
+    const jobs = [];
+    for (const id of ids) {
+      jobs.push(
+        await until(async () => {
+          const { body } = await call("GET", `${second.url}/api/v2/jobs/${id}`);
+          return TERMINAL.includes(body.status) ? body : undefined;
+        }, `job ${id} to end`),
+      );
+    }
+    expect(jobs.map((j) => j.status)).toEqual(["succeeded", "succeeded", "succeeded", "succeeded"]);
+    expect(Object.fromEntries(fake.executions)).toEqual(Object.fromEntries(ids.map((id) => [id, 1])));
+    expect(fake.calls("POST", "/prompt")).toHaveLength(4);
+    // The outputs of the prompts finished while flowgate was down were collected from history.
+    for (const job of jobs) expect(job.outputs.map((o: any) => o.node_id)).toEqual(["2"]);
+  });
+});
+
+describe("a POST /prompt whose answer was lost", () => {
+  async function setup(drop: "before" | "after") {
+    let dropped = false;
+    const fake = await new FakeComfyUI({
+      objectInfo: OBJECT_INFO,
+      worker: true,
+      dropPrompt: () => (dropped ? undefined : ((dropped = true), drop)),
+    }).start();
+    cleanup.push(() => fake.stop());
+    const engine = new ComfyUIEngine({ ...FAST, urls: [fake.url] });
+    cleanup.push(() => engine.close());
+    return { fake, engine };
+  }
+
+  it("is followed when ComfyUI queued it, never submitted again", async () => {
+    const { fake, engine } = await setup("after");
+    const result = await engine.execute(graph("x"), { runId: "lost-answer" });
+    expect(result.executed).toEqual(["1", "2"]);
+    expect(fake.calls("POST", "/prompt")).toHaveLength(1);
+    expect(fake.executions.get("lost-answer")).toBe(1);
+  });
+
+  it("is submitted again when ComfyUI never got it", async () => {
+    const { fake, engine } = await setup("before");
+    await engine.execute(graph("x"), { runId: "never-arrived" });
+    expect(fake.calls("POST", "/prompt")).toHaveLength(2);
+    expect(fake.executions.get("never-arrived")).toBe(1);
+  });
+});
+
+describe("an instance that stops answering", () => {
+  it("gives a prompt that never started there to another instance, and deletes it there when it is back", { timeout: 30_000 }, async () => {
+    const a = await new FakeComfyUI({ objectInfo: OBJECT_INFO }).start();
+    cleanup.push(() => a.stop());
+    const b = await new FakeComfyUI({ objectInfo: OBJECT_INFO, worker: true }).start();
+    cleanup.push(() => b.stop());
+    // B is busier at first, so the prompt goes to A, where it waits.
+    b.paused = true;
+    b.queue.pending.push("someone-else");
+    const engine = new ComfyUIEngine({ ...FAST, urls: [a.url, b.url], reassignAfterMs: 300, lostAfterMs: 60_000 });
+    cleanup.push(() => engine.close());
+    await engine.nodeDefinitions();
+    await until(() => (a.socketCount === 1 && b.socketCount === 1 ? true : undefined), "both sockets");
+    const result = engine.execute(graph("moved"), { runId: "moved" });
+    await until(() => (a.queue.pending.includes("moved") ? true : undefined), "the prompt waiting on A");
+
+    const port = Number(new URL(a.url).port);
+    await a.stop();
+    b.resume();
+    const done = await result;
+    expect(done.executed).toEqual(["1", "2"]);
+    expect(b.executions.get("moved")).toBe(1);
+    expect(a.calls("POST", "/prompt")).toHaveLength(1);
+
+    // A comes back with the prompt still queued: it is deleted there, so it never runs twice.
+    const back = new FakeComfyUI({ objectInfo: OBJECT_INFO });
+    back.queue.pending.push("moved");
+    await back.start(port);
+    cleanup.push(() => back.stop());
+    await until(() => (back.calls("POST", "/queue").some((r) => r.json?.delete?.includes("moved")) ? true : undefined), "the prompt deleted on A");
+    expect(back.queue.pending).toEqual([]);
+  });
+});

@@ -1,0 +1,41 @@
+// A claim whose answer was lost: the worker's connection drops just as its claim's COMMIT is sent,
+// so the job is running under its id while it never heard so. Reconnected, the worker reads back
+// the jobs carrying its id and runs them: the job succeeds rather than failing worker_lost one
+// lease later with both processes alive.
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { postgresUnavailable } from "../postgres/pg.ts";
+import { imageGraph } from "../server/helpers.ts";
+import { FaultDeployment } from "./deployment.ts";
+
+const unavailable = await postgresUnavailable();
+const LEASE_MS = 3000;
+
+let d: FaultDeployment;
+beforeEach(async () => {
+  if (unavailable === null) d = await FaultDeployment.open();
+});
+afterEach(async () => {
+  await d?.close();
+});
+
+describe.skipIf(unavailable !== null)("a claim whose answer was lost", () => {
+  it("is read back by the worker that made it, which runs the job", async () => {
+    const { api } = await d.apiNode({ leaseMs: LEASE_MS });
+    const { proxy, url } = await d.proxied();
+    const w = await d.worker({ leaseMs: LEASE_MS, url });
+    // The claim that took a job (answered UPDATE 1) loses the answer to its COMMIT.
+    const cut = proxy.cutAfter(/UPDATE jobs SET status = 'running'/, /UPDATE 1\0/, /COMMIT/);
+    const job = await api.submit(imageGraph("claimed"));
+    await cut;
+    const claimed = await d.waitForJob(job.id, (r) => r.status !== "queued", "the claim committed");
+    expect(claimed.worker_id).not.toBeNull();
+    proxy.heal();
+    const done = await d.waitForJob(job.id, (r) => ["succeeded", "failed", "canceled"].includes(r.status as string), "the job ended");
+    expect(done.error).toBeNull();
+    expect(done.status).toBe("succeeded");
+    expect(done.worker_id).toBe(claimed.worker_id);
+    expect(await d.outputs(job.id)).toHaveLength(1);
+    expect(w.stderr()).toContain(`job ${job.id}: claimed by this worker in a claim whose answer was lost`);
+    expect(await d.violations()).toEqual([]);
+  });
+});
