@@ -3,6 +3,8 @@
 // flowgate started with embedded defaults plus the overrides in the spec. Talks to the bench over
 // the IPC channel.
 import http from "node:http";
+import { writeHeapSnapshot } from "node:v8";
+import sharp from "sharp";
 import { loadConfig, type Config } from "../src/config/config.ts";
 import { createEngine } from "../src/cli/create-engine.ts";
 import { EmbeddedEngine } from "../src/engine/embedded-engine.ts";
@@ -78,6 +80,12 @@ async function startBareSse(s: Extract<ChildSpec, { kind: "bare-sse" }>): Promis
   };
 }
 
+/** libvips' operation cache as it stands (sharp.cache with its default limits, which it keeps). */
+function vipsCache(): { memoryMB: number; items: number } {
+  const stats = sharp.cache({ memory: 50, files: 20, items: 100 });
+  return { memoryMB: stats.memory.current, items: stats.items.current };
+}
+
 /** The engine of the flowgate child, kept for its cache statistics. */
 let engine: EmbeddedEngine | null = null;
 
@@ -151,6 +159,7 @@ async function main(): Promise<void> {
           running: rt.dispatcher.runningCount,
           streams,
           engineCache: cache ? { entries: cache.entries, bytes: cache.bytes } : null,
+          vipsCache: vipsCache(),
         } satisfies ChildCounts;
       }
       case "watch":
@@ -178,6 +187,9 @@ async function main(): Promise<void> {
         const idleNs = await new Promise<string>((r) => setImmediate(() => r(process.hrtime.bigint().toString())));
         return { publishedNs, idleNs } satisfies BroadcastTimes;
       }
+      case "heap-snapshot":
+        await memory(true);
+        return writeHeapSnapshot(req.path);
       case "stop":
         await close();
         setImmediate(() => process.exit(0));

@@ -22,8 +22,9 @@ export interface paths {
          * @description Validates the request envelope, then the graph (UI-format exports, structure, unknown node
          *     classes, node inputs, `core/ASSET` references that must exist and belong to the caller),
          *     and records the job durably before answering 201 with the job in `queued`. A
-         *     `filename_prefix` input longer than 255 characters is 422 `invalid_workflow` (`out_of_range`):
-         *     output names come back in every read of the job.
+         *     `filename_prefix` input longer than 255 characters, or one that leaves the output folder (a
+         *     leading `/`, a `..` above it, a backslash, NUL or another control character), is 422
+         *     `invalid_workflow` (`out_of_range`, per node): output names come back in every read of the job.
          *
          *     **Idempotency.** The first request presenting an `Idempotency-Key` is processed normally.
          *     Every later request with the same key is rejected with 422 `idempotency_key_reuse` and never
@@ -157,10 +158,12 @@ export interface paths {
         /**
          * Upload an asset
          * @description Streams a file into the content-addressed store, hashing it with blake3 while it arrives.
-         *     Answers 201 when the bytes made a new blob and 200 when they matched a blob already stored;
-         *     either way a new asset record owned by the caller is created over the blob. When
+         *     Answers 201 when the caller had no asset over these bytes and 200 when it already had one
+         *     (whether another account stored the same bytes is never revealed); either way a new asset
+         *     record owned by the caller is created over the blob. When
          *     `expected_hash` is given and the bytes hash differently the upload answers 409
-         *     `hash_mismatch` and nothing is stored.
+         *     `hash_mismatch` and nothing is stored. A file larger than the server's upload limit (an
+         *     operator setting, 512 MiB by default) answers 413 `payload_too_large` and nothing is stored.
          *
          *     Because the file is hashed as it streams in, the fields that describe it
          *     (`content_type`, `file_path`, `expected_hash`, `tags`) must come before the `file` part;
@@ -321,7 +324,9 @@ export interface paths {
          * Upload an image
          * @description Multipart upload (the client sets the boundary). Storage is flat and content-addressed: the
          *     same bytes keep the same name, `subfolder` is accepted and ignored, and `overwrite` changes
-         *     nothing because a name can only ever hold one content.
+         *     nothing because a name can only ever hold one content. The file streams to storage as it
+         *     arrives; one larger than the server's upload limit (an operator setting, 512 MiB by
+         *     default, the same as `POST /api/v2/assets`) answers 413 and nothing is stored.
          */
         post: operations["hostedUploadImage"];
         delete?: never;
@@ -343,7 +348,8 @@ export interface paths {
          * Upload a mask
          * @description Multipart upload of a mask for an image uploaded before (`original_ref`). As in ComfyUI, the
          *     mask's alpha channel is applied to the original image and the result is stored as a new
-         *     input. `subfolder` is accepted and ignored.
+         *     input. `subfolder` is accepted and ignored. A mask larger than the server's upload limit
+         *     answers 413.
          */
         post: operations["hostedUploadMask"];
         delete?: never;
@@ -1248,7 +1254,8 @@ export interface components {
             job_id?: string | null;
             /**
              * @description On the answers of upload and from-hash only: true when the bytes were new to the
-             *     service, false when they matched a blob it already held (from-hash is always false).
+             *     caller, false when the caller already had an asset over the same bytes (from-hash is
+             *     always false). Another account's copy of the same bytes never shows here.
              */
             created_new?: boolean;
             /**
@@ -2053,7 +2060,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description `payload_too_large`: the request body is larger than the configured limit. */
+        /** @description `payload_too_large`: the request body, or an uploaded file, is larger than the configured limit. */
         PayloadTooLarge: {
             headers: {
                 [name: string]: unknown;
@@ -2729,7 +2736,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The bytes matched a stored blob; a new asset record was created over it. */
+            /** @description The caller already had an asset over these bytes; a new asset record was created over the same blob. */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -2738,7 +2745,7 @@ export interface operations {
                     "application/json": components["schemas"]["Asset"];
                 };
             };
-            /** @description A new blob and asset record were created. */
+            /** @description The bytes were new to the caller; a new asset record was created over them. */
             201: {
                 headers: {
                     [name: string]: unknown;

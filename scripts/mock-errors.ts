@@ -4,6 +4,7 @@
 // flowgate answers the first with 400 `invalid_request` and `details.fields`, and every error
 // with `{error: {code, message}}` and one of the codes the spec gives that status.
 import type { Json, JsonObject } from "../generators/spec-files.ts";
+import { reasonOfKeyword } from "../src/server/request-validation.ts";
 
 /** One of Prism's validation findings (its `sl-violations` header). */
 export interface Violation {
@@ -54,31 +55,6 @@ export function errorTable(spec: JsonObject): ErrorTable {
   return table;
 }
 
-/** flowgate's reason word for one of Prism's (ajv's) findings. */
-function reasonOf(v: Violation, field: string): string {
-  if (field === "webhook_url" || field === "inputs" || v.code === "not") return "reserved";
-  switch (v.code) {
-    case "required":
-      return "missing";
-    case "additionalProperties":
-      return "unknown_field";
-    case "type":
-      return "wrong_type";
-    case "enum":
-    case "const":
-      return "not_in_options";
-    case "minimum":
-    case "maximum":
-    case "minLength":
-    case "maxLength":
-    case "minItems":
-    case "maxItems":
-      return "out_of_range";
-    default:
-      return "invalid_format";
-  }
-}
-
 /** The field a finding is about: the path below body, query, path or header, dotted; a missing or unknown property by its name. */
 function fieldOf(v: Violation): string {
   const below = v.location.slice(2);
@@ -88,7 +64,7 @@ function fieldOf(v: Violation): string {
 
 /** The body of a request the spec forbids: 400 `invalid_request` with one field per finding. */
 export function invalidRequestBody(violations: Violation[]): JsonObject {
-  const fields = violations.filter((v) => v.location[0] === "request").map((v) => ({ field: fieldOf(v), reason: reasonOf(v, fieldOf(v)) }));
+  const fields = violations.filter((v) => v.location[0] === "request").map((v) => ({ field: fieldOf(v), reason: reasonOfKeyword(String(v.code)) }));
   return { error: { code: "invalid_request", message: "The request is invalid.", details: { fields: fields.length > 0 ? fields : [{ field: "", reason: "invalid" }] } } };
 }
 

@@ -33,6 +33,8 @@ export interface ChildCounts {
   streams: number | null;
   /** The embedded engine's node result cache (its own byte estimate). */
   engineCache: { entries: number; bytes: number } | null;
+  /** libvips' operation cache (sharp.cache(): MB held, operations), in this process. */
+  vipsCache?: { memoryMB: number; items: number };
 }
 
 /** Requests from the parent; each is answered by a Reply with the same id. */
@@ -45,6 +47,8 @@ export type ChildRequest =
   | { id: number; op: "cancel-queued"; keep: string[] }
   /** bare-sse: writes each frame to every held stream in turn (one loop per frame), then ends them if asked. Answers BroadcastTimes. */
   | { id: number; op: "broadcast"; frames: string[]; end: boolean }
+  /** Writes a V8 heap snapshot (after a GC) to `path`; answers the path. */
+  | { id: number; op: "heap-snapshot"; path: string }
   | { id: number; op: "stop" };
 
 export type ChildReply = { id: number; ok: true; result: unknown } | { id: number; ok: false; error: string };

@@ -448,7 +448,8 @@ export type Asset = {
     job_id?: string | null;
     /**
      * On the answers of upload and from-hash only: true when the bytes were new to the
-     * service, false when they matched a blob it already held (from-hash is always false).
+     * caller, false when the caller already had an asset over the same bytes (from-hash is
+     * always false). Another account's copy of the same bytes never shows here.
      *
      */
     created_new?: boolean;
@@ -1228,7 +1229,7 @@ export type CreateJobErrors = {
      */
     404: ErrorEnvelope;
     /**
-     * `payload_too_large`: the request body is larger than the configured limit.
+     * `payload_too_large`: the request body, or an uploaded file, is larger than the configured limit.
      */
     413: ErrorEnvelope;
     /**
@@ -1514,7 +1515,7 @@ export type UploadAssetErrors = {
      */
     409: ErrorEnvelope;
     /**
-     * `payload_too_large`: the request body is larger than the configured limit.
+     * `payload_too_large`: the request body, or an uploaded file, is larger than the configured limit.
      */
     413: ErrorEnvelope;
     /**
@@ -1540,11 +1541,11 @@ export type UploadAssetError = UploadAssetErrors[keyof UploadAssetErrors];
 
 export type UploadAssetResponses = {
     /**
-     * The bytes matched a stored blob; a new asset record was created over it.
+     * The caller already had an asset over these bytes; a new asset record was created over the same blob.
      */
     200: Asset;
     /**
-     * A new blob and asset record were created.
+     * The bytes were new to the caller; a new asset record was created over them.
      */
     201: Asset;
 };
@@ -1576,7 +1577,7 @@ export type CreateAssetFromHashErrors = {
      */
     404: ErrorEnvelope;
     /**
-     * `payload_too_large`: the request body is larger than the configured limit.
+     * `payload_too_large`: the request body, or an uploaded file, is larger than the configured limit.
      */
     413: ErrorEnvelope;
     /**

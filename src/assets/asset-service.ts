@@ -61,6 +61,15 @@ export interface StoredOutput {
   durable: Promise<void>;
 }
 
+/** Upload bytes in the blob store whose record is still to be written (storeUpload). */
+export interface StoredUpload {
+  put: PutResult;
+  /** Wall-clock time just after the put (see dropOrphan). */
+  putAt: number;
+  /** Sniffed from the bytes, else from the file's name. */
+  contentType: string;
+}
+
 /** Everything the service does with assets. */
 export class AssetService {
   private readonly o: AssetServiceOptions;
@@ -74,7 +83,10 @@ export class AssetService {
     this.o = options;
   }
 
-  /** Stores uploaded bytes (hashed while they arrive) and creates the caller's record over them. */
+  /**
+   * Stores uploaded bytes (hashed while they arrive) and creates the caller's record over them;
+   * `created`: the caller had no record over these bytes before.
+   */
   async upload(owner: string, source: Readable | Uint8Array, meta: UploadMeta): Promise<{ asset: AssetRecord; created: boolean }> {
     // The contract's form is lower-case hex; anything else is refused before a byte is stored.
     if (meta.expected_hash !== undefined && `blake3:${parseBlake3Hash(meta.expected_hash)}` !== meta.expected_hash) {
@@ -98,6 +110,9 @@ export class AssetService {
       if (err instanceof PayloadTooLargeError) throw new ServiceError("payload_too_large", "The request body is too large.");
       throw err;
     }
+    // New to the caller unless it already had a record over these bytes: whether another
+    // account stored them is never told (a blob is shared, its existence is not).
+    const known = !put.created && (await this.o.store.findAssetByBlob(owner, put.key)) !== null;
     const contentType = meta.content_type ?? (await this.sniff(put.key)) ?? mediaTypeFromName(meta.file_path ?? "") ?? "application/octet-stream";
     const now = this.o.now();
     const asset = await this.recordOver(put, {
@@ -114,7 +129,58 @@ export class AssetService {
       created_at: now,
       expires_at: now + this.o.retentionMs,
     });
-    return { asset, created: put.created };
+    return { asset, created: !known };
+  }
+
+  /**
+   * The bytes of an upload whose record is named after them (the hosted interface's flat names):
+   * streamed into the blob store, hashed in the same pass, never held whole. Then recordNamed
+   * (or discard, when the request fails before its record).
+   */
+  async storeUpload(source: Readable | Uint8Array, originalName: string | undefined): Promise<StoredUpload> {
+    this.o.space?.assertRoom();
+    let put: PutResult;
+    try {
+      put = await this.o.blobs.put(source, { maxBytes: this.o.maxUploadBytes });
+    } catch (err) {
+      if (err instanceof PayloadTooLargeError) throw new ServiceError("payload_too_large", "The request body is too large.");
+      throw err;
+    }
+    const putAt = Date.now() + 1;
+    const contentType = (await this.sniff(put.key)) ?? mediaTypeFromName(originalName ?? "") ?? "application/octet-stream";
+    return { put, putAt, contentType };
+  }
+
+  /**
+   * The caller's record over stored upload bytes under `name` in `folder`, unless it has one
+   * there already (the same name always means the same bytes).
+   */
+  async recordNamed(owner: string, stored: StoredUpload, name: string, folder: AssetFolder): Promise<void> {
+    if (await this.findByName(owner, name, folder)) return;
+    const now = this.o.now();
+    await this.recordOver(
+      stored.put,
+      {
+        id: uuidv7(now),
+        owner,
+        name,
+        content_type: stored.contentType,
+        size_bytes: stored.put.size,
+        hash: stored.put.hash,
+        blob_key: stored.put.key,
+        folder,
+        file_path: name,
+        tags: [],
+        created_at: now,
+        expires_at: now + this.o.retentionMs,
+      },
+      stored.putAt,
+    );
+  }
+
+  /** Upload bytes whose record will never be written: a blob they created that nothing uses goes again. */
+  async discardUpload(stored: StoredUpload): Promise<void> {
+    await this.dropOrphan(stored.put, stored.putAt).catch(() => undefined);
   }
 
   /** A new record over a blob the caller may already use; 404 `blob_not_found` otherwise. */

@@ -55,11 +55,11 @@ export interface Config {
   jobMemoryBytes: number;
   /** Largest JSON body, in bytes. */
   bodyLimit: number;
-  /** Largest upload, in bytes. */
+  /** Largest file of an upload (v2 and hosted), in bytes. */
   maxUploadBytes: number;
   /** Lifetime of signed links, in ms. */
   urlTtlMs: number;
-  /** Open event streams per caller. */
+  /** Open event streams per caller (per client address for anonymous callers). */
   maxStreamsPerCaller: number;
   /** Previews a second at most on each v2 event stream (latest wins). */
   streamPreviewRate: number;
@@ -115,6 +115,11 @@ export const SERVE_FLAGS = {
   "shutdown-grace": { env: "FLOWGATE_SHUTDOWN_GRACE", help: "on SIGTERM or SIGINT, how long running jobs may finish, like 25s or 5m; 0 stops them at once (default 25s)" },
   "log-level": { env: "FLOWGATE_LOG_LEVEL", help: "fatal, error, warn, info (default), debug" },
   "space-reserve": { env: "FLOWGATE_SPACE_RESERVE", help: "disk space held back for recording job ends and deletes when the disk fills, like 8MB; 0 holds none (default 8MB)" },
+  "max-upload-size": { env: "FLOWGATE_MAX_UPLOAD_SIZE", help: "largest file an upload may carry, like 512MB or 2GB; larger ones are 413 payload_too_large on every upload route (default 512MB)" },
+  "max-streams-per-caller": {
+    env: "FLOWGATE_MAX_STREAMS_PER_CALLER",
+    help: "open v2 event streams per caller before 429 too_many_streams; callers of an open server (no --token) count per client address (default 100)",
+  },
   "stream-preview-rate": { env: "FLOWGATE_STREAM_PREVIEW_RATE", help: "live previews a second at most on each v2 event stream, the latest winning (default 4; the hosted WebSocket sends every one)" },
   "metrics-token": { env: "FLOWGATE_METRICS_TOKEN", help: "operator bearer token of GET /metrics (default: open on self-hosted, not served on cloud and serverless)" },
 } as const;
@@ -245,9 +250,9 @@ export function loadConfig(argv: string[] = [], env: NodeJS.ProcessEnv = process
     cacheBytes: parseSize(get("cache-size") ?? "256MB"),
     jobMemoryBytes: positiveSize("job-memory", get("job-memory") ?? "1GB"),
     bodyLimit: 10 * 1024 * 1024,
-    maxUploadBytes: 512 * 1024 * 1024,
+    maxUploadBytes: positiveSize("max-upload-size", get("max-upload-size") ?? "512MB"),
     urlTtlMs: 60 * 60 * 1000,
-    maxStreamsPerCaller: 100,
+    maxStreamsPerCaller: positiveInt("max-streams-per-caller", get("max-streams-per-caller") ?? "100"),
     streamPreviewRate: positiveNumber("stream-preview-rate", get("stream-preview-rate") ?? "4"),
     sseKeepAliveMs: 15_000,
     wsPingIntervalMs: 30_000,
@@ -278,6 +283,8 @@ export function describeConfig(c: Config): Record<string, unknown> {
     publicUrl: c.publicUrl ?? "(request origin)",
     queueLimit: c.queueLimit,
     concurrency: c.concurrency,
+    maxUploadSize: `${Math.round(c.maxUploadBytes / 1024 / 1024)}MB`,
+    maxStreamsPerCaller: c.maxStreamsPerCaller,
     retention: `${c.retentionMs / 3_600_000}h`,
     signingKey: c.signingKey ? "(set)" : "(per data dir)",
     partnerUrl: c.partnerUrl ?? "(none)",

@@ -48,6 +48,17 @@ export function splitPrefix(prefix: string): { subfolder: string; filename: stri
   return { subfolder: parts.join("/"), filename };
 }
 
+/** Why a prefix would be refused when its files are named (leaving the output folder, NUL, a backslash), or null. */
+export function prefixProblem(prefix: string): string | null {
+  try {
+    splitPrefix(prefix);
+    return null;
+  } catch (err) {
+    if (err instanceof NodeInputError) return err.message;
+    throw err;
+  }
+}
+
 /** Hands out ComfyUI-style names, counting per folder and prefix within one run. */
 export class FileNamer {
   private readonly counters = new Map<string, number>();

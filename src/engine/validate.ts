@@ -12,6 +12,7 @@
 import { parseAssetRef, isAssetObject, type AssetRef } from "./asset-refs.ts";
 import { comfyError, typeText, type ComfyErrorItem, type ComfyNodeErrors, type ComfyValidationError } from "./comfy-errors.ts";
 import { compareNodeIds, isPlainObject, readLink } from "./graph.ts";
+import { prefixProblem } from "./filenames.ts";
 import {
   comboOptions,
   declaredInputs,
@@ -390,6 +391,12 @@ function checkLiteral(
     // Output names come back in every read of the job: a prefix is bounded like a path.
     if (name === "filename_prefix" && (coerced as string).length > MAX_FILENAME_PREFIX) {
       issue(id, name, "out_of_range", comfyError.invalidInputType(name, spec, `${(coerced as string).slice(0, 32)}...`, `filename_prefix is longer than ${MAX_FILENAME_PREFIX} characters`), `Input "filename_prefix" is longer than ${MAX_FILENAME_PREFIX} characters.`);
+      return;
+    }
+    // A prefix that leaves the output folder would fail only when the node saves: refuse it now.
+    const problem = name === "filename_prefix" ? prefixProblem(coerced as string) : null;
+    if (problem !== null) {
+      issue(id, name, "out_of_range", comfyError.invalidInputType(name, spec, coerced, problem), `Input "filename_prefix" is not allowed: ${problem}`);
       return;
     }
   } else {

@@ -1,7 +1,7 @@
 // Live events across processes (PostgreSQL deployments): what the processes tell each other,
 // and how a process turns what it hears into events for its own subscribers, in the order heard.
 import type { EventBus, JobEvent } from "../jobs/event-bus.ts";
-import type { JobStatus, Store } from "../store/index.ts";
+import { statusRank, type JobRecord, type JobStatus, type Store } from "../store/index.ts";
 
 /** An event of a run, as relayed (status changes travel as notices of the database instead). */
 export type RunEvent = Exclude<JobEvent, { type: "status" }>;
@@ -53,7 +53,8 @@ export function followRemote(
       chain = chain
         .then(async () => {
           const job = await store.getJob(notice.id);
-          if (job) events.publishRemote({ type: "status", job });
+          const heard = job && asHeard(job, notice.status);
+          if (heard) events.publishRemote({ type: "status", job: heard });
         })
         .catch(() => undefined); // a failed read: streams resynchronize on their next event or reconnect
       return;
@@ -61,4 +62,15 @@ export function followRemote(
     const wanted = notice.events.filter((e) => !runsHere(e.job_id) && events.wantsRemote(e.job_id, e.owner));
     if (wanted.length > 0) chain = chain.then(() => wanted.forEach((e) => events.publishRemote(e)));
   };
+}
+
+/**
+ * The job as the notice saw it. A read that already shows a later status (a short run ended
+ * before its start's notice was read) would tell the end twice and the start never: the start is
+ * told as it was (running, not yet ended); any other passed status is left to its own notice.
+ */
+function asHeard(job: JobRecord, status: JobStatus): JobRecord | null {
+  if (job.status === status || statusRank(job.status) <= statusRank(status)) return job;
+  if (status !== "running") return null;
+  return { ...job, status: "running", completed_at: null, error: null };
 }

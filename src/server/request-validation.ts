@@ -15,10 +15,9 @@ function fieldOf(e: ErrorObject, root: string): string {
   return root && path ? `${root}.${path}` : root || path;
 }
 
-/** Stable snake_case reason of an ajv error. */
-function reasonOf(e: ErrorObject, field: string): string {
-  if (field === "webhook_url" || field === "inputs") return "reserved";
-  switch (e.keyword) {
+/** Stable snake_case reason of a schema keyword that failed (ajv's, or Prism's which are ajv's); reserved fields fail `not`. */
+export function reasonOfKeyword(keyword: string): string {
+  switch (keyword) {
     case "required":
       return "missing";
     case "additionalProperties":
@@ -72,12 +71,12 @@ export function assertValid(validate: ValidateFunction, value: unknown, root = "
   if (own && errors.length > 0 && errors.every((e) => e.instancePath === `/${own.field}` || e.instancePath.startsWith(`/${own.field}/`))) {
     const specific = errors.find((e) => e.keyword !== "propertyNames") ?? errors[0]!;
     const key = keyOf(specific, own.field);
-    const reason = specific.keyword === "maxProperties" ? "too_many" : reasonOf(specific, own.field);
+    const reason = specific.keyword === "maxProperties" ? "too_many" : reasonOfKeyword(specific.keyword);
     throw new ServiceError(own.code, own.message, { key, fields: [{ field: key === null ? own.field : `${own.field}.${key}`, reason }] });
   }
   for (const e of errors) {
     const field = fieldOf(e, root);
-    const reason = reasonOf(e, field);
+    const reason = reasonOfKeyword(e.keyword);
     const key = `${field}:${reason}`;
     if (!seen.has(key)) {
       seen.add(key);

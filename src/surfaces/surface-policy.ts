@@ -109,6 +109,14 @@ export class SurfacePolicy {
     if (bearer === null || !sameSecret(bearer, token)) throw new ServiceError("unauthorized", "Missing or invalid credentials.");
   }
 
+  /**
+   * Whether the caller is whoever asks (an open self-hosted server, the demo deployment): bounds
+   * per caller then count per client address, or one client would exhaust them for everyone.
+   */
+  isAnonymous(caller: Caller): boolean {
+    return caller.demo === true || (this.o.surface === "self-hosted" && this.o.token === null);
+  }
+
   /** Whether `logs` may be shown to this caller (never on the demo deployment). */
   showsLogs(caller: Caller): boolean {
     return this.capturesLogs && !caller.demo;

@@ -126,3 +126,12 @@ describe("result caching across runs", () => {
     }
   });
 });
+
+describe("what the result cache keeps", () => {
+  it("text outputs hold bytes of their own, not a slice of a 64 KiB pool slab that the cache would keep whole", async () => {
+    const { textFile } = await import("../../src/engine/nodes/text.ts");
+    const file = textFile("a short text result", "p", "output");
+    expect(file.data.byteLength).toBe(19);
+    expect(file.data.buffer.byteLength).toBe(file.data.byteLength);
+  });
+});

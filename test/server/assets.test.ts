@@ -219,6 +219,25 @@ describe("records and content", () => {
     expect((await content(fresh.body.url)).status).toBe(200);
   });
 
+  it("AUTH a signed link verifies against the raw path it was signed for, not a decoded one", async () => {
+    const up = await upload(s.api, [{ name: "file", file: randomBytes(10) }]);
+    const url = new URL(up.body.url);
+    const id: string = up.body.id;
+    const hex = (c: string) => `%${c.charCodeAt(0).toString(16).padStart(2, "0")}`;
+    const variants = [
+      url.pathname.replace("/assets/", "/%61ssets/"),
+      url.pathname.replace(`/${id}/`, `/${hex(id[0]!)}${id.slice(1)}/`),
+      url.pathname.replace("/content", "/c%6Fntent"),
+    ];
+    for (const pathname of variants) {
+      // Sent as raw text: URL parsing would leave the escapes alone, but say it plainly.
+      const res = await content(`${url.origin}${pathname}${url.search}`);
+      expect(res.status, pathname).toBe(403);
+      expect(res.json().error.code).toBe("forbidden");
+    }
+    expect((await content(up.body.url)).status).toBe(200);
+  });
+
   it("an unknown asset is 404 not_found everywhere", async () => {
     const id = "0192f4a8-7000-7a00-8000-0000000000aa";
     expectError(await s.api.get(`/api/v2/assets/${id}`), 404, "not_found", v.response_getAsset_404);

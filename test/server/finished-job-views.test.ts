@@ -26,6 +26,15 @@ describe("FinishedJobViews", () => {
     expect(views.get({ owner: "alice" }, "j1", "/deployment/d|http://x", T + 60_000, T)).toBeUndefined();
   });
 
+  it("holds what it keeps in bytes of their own, not in a 64 KiB pool slab a small view would keep alive", () => {
+    const views = new FinishedJobViews();
+    for (let i = 0; i < 50; i++) {
+      const body = views.render(job("succeeded", { id: `j${i}` }), LINKS, T + 60_000, { id: `j${i}`, pad: "x".repeat(500) });
+      // The kept view owns exactly its bytes: what the byte bound counts is what it holds.
+      expect(body.buffer.byteLength).toBe(body.length);
+    }
+  });
+
   it("keeps a deployment's job to callers of that deployment", () => {
     const views = new FinishedJobViews();
     views.render(job("failed", { deployment_id: "d1" }), LINKS, T, {});

@@ -1,6 +1,7 @@
 // GET /api/v2/jobs/{id}/events: the snapshot on connect, a status on every transition to every
 // open stream, throttled progress, previews, outputs, keep-alives, the close after the terminal
 // status, the per-caller limit, and no resource left behind by a disconnect.
+import http from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   delayGraph,
@@ -263,6 +264,41 @@ describe("limits and resources", () => {
     for (const c of [...clients, again]) c.close();
     await s.api.post(`/api/v2/jobs/${job.id}/cancel`);
     await waitNoStreams(s);
+  });
+
+  it("SSE --max-streams-per-caller bounds streams per caller; an open server counts each client address apart", async () => {
+    /** A stream from `localAddress` (any of 127/8 reaches the loopback server): its status once admitted or refused. */
+    const openFrom = (url: string, localAddress: string, headers: Record<string, string> = {}) =>
+      new Promise<{ status: number; close(): void }>((resolve, reject) => {
+        const req = http.get(url, { localAddress, headers }, (res) => {
+          const answer = { status: res.statusCode ?? 0, close: () => req.destroy() };
+          // Admitted once the snapshot arrives (the stream is counted by then); a refusal ends.
+          if (res.statusCode === 200) res.once("data", () => resolve(answer));
+          else res.resume().once("end", () => resolve(answer));
+        });
+        req.once("error", reject);
+      });
+    for (const token of [null, "per-caller-token"]) {
+      const r = await startTestServer({ flags: ["--max-streams-per-caller", "1", ...(token ? ["--token", token] : [])] });
+      try {
+        expect(r.config.maxStreamsPerCaller).toBe(1);
+        const auth: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
+        const job = (await r.api.post("/api/v2/jobs", { workflow: delayGraph(60) }, { headers: auth })).body;
+        const url = `${r.url}/api/v2/jobs/${job.id}/events`;
+        const first = await openFrom(url, "127.0.0.1", auth);
+        expect(first.status).toBe(200);
+        const same = await openFrom(url, "127.0.0.1", auth);
+        expect(same.status).toBe(429);
+        // Another address: another anonymous caller on an open server, the same caller with a token.
+        const other = await openFrom(url, "127.0.0.2", auth);
+        expect(other.status, token ? "with a token" : "open").toBe(token ? 429 : 200);
+        for (const c of [first, same, other]) c.close();
+        await waitNoStreams(r);
+        await r.api.post(`/api/v2/jobs/${job.id}/cancel`, undefined, { headers: auth });
+      } finally {
+        await r.stop();
+      }
+    }
   });
 
   it("a client gone before the stream is set up leaves nothing behind", async () => {

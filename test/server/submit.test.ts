@@ -189,6 +189,26 @@ describe("UI exports and graph validation (422)", () => {
     expect(reasons("10")).toContain("class_type:bad_node");
   });
 
+  it("SUB-6 a filename_prefix that leaves the output folder is refused at submission, per node, on both interfaces", async () => {
+    const graph = (prefix: string) => ({
+      "1": { class_type: "EmptyImage", inputs: { width: 8, height: 8, batch_size: 1, color: 0 } },
+      "2": { class_type: "SaveImage", inputs: { images: ["1", 0], filename_prefix: prefix } },
+    });
+    for (const prefix of ["../x", "a/../../x", "/etc/x", "\\\\server\\share\\x", "\\x", "a\u0000b", "a\nb"]) {
+      const res = await s.api.post("/api/v2/jobs", { workflow: graph(prefix) });
+      expectError(res, 422, "invalid_workflow", v.response_createJob_422);
+      expect(res.body.error.details.node_errors, JSON.stringify(prefix)).toEqual({ "2": [expect.objectContaining({ field: "filename_prefix", reason: "out_of_range" })] });
+      const hosted = await fetch(`${s.url}/api/prompt`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ prompt: graph(prefix) }) });
+      expect(hosted.status, JSON.stringify(prefix)).toBe(400);
+      expect(((await hosted.json()) as any).node_errors["2"].errors[0].extra_info.input_name).toBe("filename_prefix");
+    }
+    // Subfolders, and `..` that stays inside, are still fine.
+    for (const prefix of ["sub/dir/x", "a/../b", "./x"]) {
+      const res = await s.api.post("/api/v2/jobs", { workflow: graph(prefix) });
+      expect(res.status, `${prefix}: ${res.text}`).toBe(201);
+    }
+  });
+
   it("SUB-6 a graph with no output node is invalid (graph-wide error under the empty key)", async () => {
     const res = await s.api.post("/api/v2/jobs", { workflow: { "1": { class_type: "EmptyImage", inputs: { width: 8, height: 8, batch_size: 1, color: 0 } } } });
     expectError(res, 422, "invalid_workflow", v.response_createJob_422);

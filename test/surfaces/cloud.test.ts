@@ -1,5 +1,6 @@
 // The cloud profile over real HTTP: account keys, isolation, credits, tiers, subscriptions.
 import { execFile } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -81,6 +82,27 @@ describe("cloud surface", () => {
     const refd = await submit(keyB, { "1": { class_type: "LoadImage", inputs: { image: { __type: "core/ASSET", info: { id: assetId } } } }, "2": { class_type: "PreviewImage", inputs: { images: ["1", 0] } } });
     expect(refd.status).toBe(422);
     expect(((await refd.json()) as any).error.code).toBe("missing_asset");
+  });
+
+  it("AST-4: created_new and 201 are relative to the caller: another account's copy of the same bytes is never revealed", async () => {
+    const bytes = new Uint8Array(randomBytes(2048));
+    const put = async (key: string) => {
+      const form = new FormData();
+      form.append("file", new Blob([bytes]), "same.bin");
+      const res = await fetch(`${server.url}/api/v2/assets`, { method: "POST", body: form, headers: { authorization: `Bearer ${key}` } });
+      return { status: res.status, body: (await res.json()) as Record<string, any> };
+    };
+    const first = await put(keyA);
+    expect(first.status).toBe(201);
+    expect(first.body.created_new).toBe(true);
+    // The same bytes from another account: new to that account, as if nobody held them.
+    const other = await put(keyB);
+    expect(other.status).toBe(201);
+    expect(other.body.created_new).toBe(true);
+    // The caller's own second copy is reuse.
+    const again = await put(keyB);
+    expect(again.status).toBe(200);
+    expect(again.body.created_new).toBe(false);
   });
 
   it("SUB-10/IDEM-4: no credits is 402 and releases the key; credits are charged when a job ends", async () => {

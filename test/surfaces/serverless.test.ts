@@ -71,6 +71,11 @@ describe("serverless surface", () => {
     expect(v.response_getJob_200(done.body)).toBe(true);
     expect(done.body.logs.text).toContain("hello from the run");
     expect(done.body.logs.truncated).toBe(false);
+    // An output's signed link works through the gateway mount it was made at (the raw path is verified).
+    const link = new URL(done.body.outputs[0].url, server.url);
+    expect(link.pathname.startsWith("/deployment/app/api/v2/assets/")).toBe(true);
+    expect((await fetch(link)).status).toBe(200);
+    expect((await fetch(new URL(link.pathname.replace("/assets/", "/%61ssets/") + link.search, server.url))).status).toBe(403);
     const again = await request("POST", `${server.url}${done.body.urls.cancel}`, { key });
     expect(again.status).toBe(200);
     expect(again.body.logs).toBeUndefined();

@@ -8,6 +8,7 @@ import { floatInput, intInput, noCheckpoint, socket, stringInput, type Checkpoin
 import { cooperate } from "../run-scope.ts";
 import { knownInt, numberInput, stringValue } from "./helpers.ts";
 import { textFile } from "./text.ts";
+import { ownUtf8 } from "../../domain/bytes.ts";
 import { bigIntOf, exactInteger } from "../../domain/exact-json.ts";
 
 const MODULE = "custom_nodes.flowgate";
@@ -247,7 +248,7 @@ export const FlowgateSaveFile: NodeDefinition = {
         uiKey: "files",
         type: "file",
         content_type: contentTypeForExtension(extension),
-        data: Buffer.from(stringValue(inputs, "text"), "utf8"),
+        data: ownUtf8(stringValue(inputs, "text")),
         folder: "output",
       }],
     };

@@ -3,6 +3,7 @@ import { isAudio, isImage, isLatent, isMask } from "../media/tensors.ts";
 import { pyFloatRepr, pyStr } from "../python.ts";
 import { socket, stringInput, type NodeDefinition, type NodeFile } from "../node-spec.ts";
 import { stringValue, tempSuffix } from "./helpers.ts";
+import { ownUtf8 } from "../../domain/bytes.ts";
 
 /** StringConcatenate: string_a + delimiter + string_b. */
 export const StringConcatenate: NodeDefinition = {
@@ -48,7 +49,7 @@ export function previewText(source: unknown): string {
 
 /** A text output file (not listed in ui, which carries the text itself). */
 export function textFile(text: string, prefix: string, folder: "output" | "temp"): NodeFile {
-  return { prefix, extension: "txt", type: "text", content_type: "text/plain; charset=utf-8", data: Buffer.from(text, "utf8"), folder };
+  return { prefix, extension: "txt", type: "text", content_type: "text/plain; charset=utf-8", data: ownUtf8(text), folder };
 }
 
 /** PreviewAny: shows any value as text; reported as a text output. */

@@ -72,11 +72,11 @@ export const hostedHandlers: HostedHandlers<HandlerContext> = {
   },
 
   async hostedUploadImage(_input, ctx): Promise<OperationResult<"hostedUploadImage">> {
-    return { status: 200, body: await uploadImage(ctx.request, ctx.runtime, ctx.caller) };
+    return { status: 200, body: await uploadImage(ctx) };
   },
 
   async hostedUploadMask(_input, ctx): Promise<OperationResult<"hostedUploadMask">> {
-    return { status: 200, body: await uploadMask(ctx.request, ctx.runtime, ctx.caller) };
+    return { status: 200, body: await uploadMask(ctx) };
   },
 
   async hostedQueuePrompt(input: OperationInput<"hostedQueuePrompt">, ctx): Promise<OperationResult<"hostedQueuePrompt">> {

@@ -1,54 +1,71 @@
 // POST /api/upload/image and /api/upload/mask: flat, content-addressed inputs.
+import type { MultipartFile } from "@fastify/multipart";
 import type { FastifyRequest } from "fastify";
 import sharp from "sharp";
-import { blake3Hex } from "../../blobs/index.ts";
-import { mediaTypeFromName, sniffMediaType } from "../../assets/media-types.ts";
+import type { StoredUpload } from "../../assets/asset-service.ts";
 import { ServiceError } from "../../domain/errors.ts";
 import { malformedMultipart } from "../error-envelope.ts";
-import type { Caller } from "../../domain/caller.ts";
-import type { Runtime } from "../../runtime/runtime.ts";
+import type { HandlerContext } from "../handler-context.ts";
 import { assertSafeName, contentName } from "./file-names.ts";
 
-interface UploadForm {
-  file: Buffer | null;
+interface UploadForm<F> {
+  file: F;
   filename: string | undefined;
   fields: Record<string, string>;
 }
 
-/** Reads a hosted multipart form: one `image` file and string fields. */
-async function readForm(request: FastifyRequest): Promise<UploadForm> {
+/**
+ * Reads a hosted multipart form: one `image` file, given to `take` as it streams, and string
+ * fields, which may come before or after it. When the form fails after `take`, `discard` undoes it.
+ */
+async function readForm<F>(ctx: HandlerContext, take: (file: MultipartFile) => Promise<F>, discard: (file: F) => Promise<void>): Promise<UploadForm<F>> {
+  const request: FastifyRequest = ctx.request;
   if (!request.isMultipart()) throw new ServiceError("invalid_request", "Expected a multipart form.");
-  const form: UploadForm = { file: null, filename: undefined, fields: {} };
+  const fields: Record<string, string> = {};
+  let taken: { file: F; filename: string | undefined } | null = null;
+  const parts = request.parts()[Symbol.asyncIterator]();
   try {
-    await readParts(request, form);
-  } catch (err) {
-    throw malformedMultipart(err);
-  }
-  if (!form.file) throw new ServiceError("invalid_request", "Missing field: image", { fields: [{ field: "image", reason: "missing" }] });
-  return form;
-}
-
-async function readParts(request: FastifyRequest, form: UploadForm): Promise<void> {
-  for await (const part of request.parts()) {
-    if (part.type === "file") {
-      if (part.fieldname !== "image" || form.file) {
-        part.file.resume();
-        continue;
-      }
-      form.file = await part.toBuffer();
-      form.filename = part.filename;
-    } else {
-      form.fields[part.fieldname] = String(part.value ?? "");
+    for (;;) {
+      const next = await parts.next().catch((err: unknown) => Promise.reject(malformedMultipart(err)));
+      if (next.done) break;
+      const part = next.value;
+      if (part.type !== "file") fields[part.fieldname] = String(part.value ?? "");
+      else if (part.fieldname !== "image" || taken) part.file.resume();
+      else taken = { file: await takeFile(part, take), filename: part.filename };
     }
+  } catch (err) {
+    if (taken) await discard(taken.file);
+    // The body may not have been read to its end: this connection cannot carry another request.
+    ctx.reply.header("connection", "close");
+    throw err;
+  }
+  if (!taken) throw new ServiceError("invalid_request", "Missing field: image", { fields: [{ field: "image", reason: "missing" }] });
+  return { ...taken, fields };
+}
+
+/** Hands a file part to `take`; a refusal drains the rest, and a broken stream is a malformed form. */
+async function takeFile<F>(part: MultipartFile, take: (file: MultipartFile) => Promise<F>): Promise<F> {
+  let broken = false;
+  part.file.once("error", () => (broken = true));
+  try {
+    const taken = await take(part);
+    if (part.file.truncated) throw new ServiceError("payload_too_large", "The request body is too large.");
+    return taken;
+  } catch (err) {
+    part.file.resume();
+    throw broken ? malformedMultipart(err) : err;
   }
 }
 
-/** Stores bytes under their content name for the caller; the same bytes keep the same name. */
-async function storeInput(runtime: Runtime, caller: Caller, bytes: Buffer, originalName: string | undefined, folder: "input" | "temp") {
-  const contentType = sniffMediaType(bytes) ?? mediaTypeFromName(originalName ?? "") ?? "application/octet-stream";
-  const name = contentName(await blake3Hex(bytes), contentType, originalName);
-  const existing = await runtime.assets.findByName(caller.owner, name, folder);
-  if (!existing) await runtime.assets.upload(caller.owner, bytes, { folder, file_path: name, content_type: contentType });
+/** Streams an upload's bytes into the blob store, hashed in the same pass. */
+function storeStreamed(ctx: HandlerContext) {
+  return (part: MultipartFile) => ctx.runtime.assets.storeUpload(part.file, part.filename);
+}
+
+/** Records stored bytes under their content name for the caller; the same bytes keep the same name. */
+async function recordInput(ctx: HandlerContext, stored: StoredUpload, originalName: string | undefined, folder: "input" | "temp") {
+  const name = contentName(stored.put.hash, stored.contentType, originalName);
+  await ctx.runtime.assets.recordNamed(ctx.caller.owner, stored, name, folder);
   return { name, subfolder: "", type: folder };
 }
 
@@ -58,15 +75,22 @@ function folderOf(type: string | undefined): "input" | "temp" {
   throw new ServiceError("invalid_request", "The request is invalid.", { fields: [{ field: "type", reason: "not_in_options" }] });
 }
 
-/** POST /api/upload/image */
-export async function uploadImage(request: FastifyRequest, runtime: Runtime, caller: Caller) {
-  const form = await readForm(request);
-  return storeInput(runtime, caller, form.file!, form.filename, folderOf(form.fields.type));
+/** POST /api/upload/image: the file streams to the blob store, never held whole. */
+export async function uploadImage(ctx: HandlerContext) {
+  const assets = ctx.runtime.assets;
+  const form = await readForm(ctx, storeStreamed(ctx), (stored) => assets.discardUpload(stored));
+  try {
+    return await recordInput(ctx, form.file, form.filename, folderOf(form.fields.type));
+  } catch (err) {
+    await assets.discardUpload(form.file);
+    throw err;
+  }
 }
 
-/** POST /api/upload/mask: the mask's alpha replaces the original's, as ComfyUI does. */
-export async function uploadMask(request: FastifyRequest, runtime: Runtime, caller: Caller) {
-  const form = await readForm(request);
+/** POST /api/upload/mask: the mask's alpha replaces the original's, as ComfyUI does (both decoded in memory). */
+export async function uploadMask(ctx: HandlerContext) {
+  const form = await readForm(ctx, (part) => part.toBuffer(), async () => undefined);
+  const folder = folderOf(form.fields.type);
   let ref: { filename?: unknown };
   try {
     ref = JSON.parse(form.fields.original_ref ?? "");
@@ -77,13 +101,13 @@ export async function uploadMask(request: FastifyRequest, runtime: Runtime, call
     throw new ServiceError("invalid_request", "The request is invalid.", { fields: [{ field: "original_ref.filename", reason: "missing" }] });
   }
   assertSafeName(ref.filename, "original_ref.filename", false);
-  const original = await runtime.assets.readUploadByName(caller.owner, ref.filename);
+  const original = await ctx.runtime.assets.readUploadByName(ctx.caller.owner, ref.filename);
   if (!original) throw new ServiceError("not_found", "The original image was not found.");
   let composed: Buffer;
   try {
     const base = sharp(original.bytes).ensureAlpha();
     const { width, height } = await base.metadata();
-    const alpha = await sharp(form.file!).ensureAlpha().resize(width, height, { fit: "fill" }).extractChannel(3).raw().toBuffer();
+    const alpha = await sharp(form.file).ensureAlpha().resize(width, height, { fit: "fill" }).extractChannel(3).raw().toBuffer();
     const rgb = await sharp(original.bytes).removeAlpha().raw().toBuffer({ resolveWithObject: true });
     composed = await sharp(rgb.data, { raw: { width: rgb.info.width, height: rgb.info.height, channels: 3 } })
       .joinChannel(alpha, { raw: { width: rgb.info.width, height: rgb.info.height, channels: 1 } })
@@ -92,5 +116,11 @@ export async function uploadMask(request: FastifyRequest, runtime: Runtime, call
   } catch {
     throw new ServiceError("invalid_request", "The image or mask could not be decoded.", { fields: [{ field: "image", reason: "invalid_image" }] });
   }
-  return storeInput(runtime, caller, composed, ref.filename.replace(/\.[^.]*$/, "") + ".png", folderOf(form.fields.type));
+  const stored = await ctx.runtime.assets.storeUpload(composed, "mask.png");
+  try {
+    return await recordInput(ctx, stored, ref.filename.replace(/\.[^.]*$/, "") + ".png", folder);
+  } catch (err) {
+    await ctx.runtime.assets.discardUpload(stored);
+    throw err;
+  }
 }

@@ -93,6 +93,16 @@ export async function deleteAsset(input: OperationInput<"deleteAsset">, ctx: Han
 }
 
 /**
+ * The raw request path without its mount prefix (as many segments as the mount has): what
+ * signedContentUrl signed. A mount whose decoded form has another count of segments leaves a
+ * path that verifies against nothing, which refuses the link.
+ */
+function unmounted(rawPath: string, mount: string): string {
+  const mountSegments = mount === "" ? 0 : mount.split("/").length - 1;
+  return "/" + rawPath.split("/").slice(1 + mountSegments).join("/");
+}
+
+/**
  * GET /api/v2/assets/{id}/content. With the caller's credentials: a 302 to the asset's signed
  * link, as the production service answers, so the link can be handed to anyone. With a
  * signature (that link): the bytes, ranged. With blobs in a bucket (and no `--blob-proxy`) both
@@ -107,9 +117,11 @@ export async function getAssetContent(input: OperationInput<"getAssetContent">, 
     const direct = await runtime.assets.directUrl(asset, links.expiresAt());
     return { status: 302, headers: { location: direct ?? signedContentUrl(asset.id, links).url, "cache-control": "private, no-store" } };
   }
-  // Verify against the raw query: the validated copy has `expires` coerced to a number.
-  const rawQuery = ctx.request.url.split("?")[1] ?? "";
-  const check = runtime.signer.verify(`/api/v2/assets/${encodeURIComponent(id)}/content`, rawQuery, runtime.now());
+  // Verify against the raw path and query, as the signer signs them: a decoded path would let
+  // `/api/v2/%61ssets/...` pass for `/api/v2/assets/...`, and the validated query has `expires`
+  // coerced to a number.
+  const [rawPath = "", rawQuery = ""] = ctx.request.url.split("?");
+  const check = runtime.signer.verify(unmounted(rawPath, ctx.links().mount), rawQuery, runtime.now());
   if (check !== "ok") throw new ServiceError("forbidden", check === "expired" ? "This link has expired." : "This link is not valid.");
   const asset = await runtime.assets.getUnchecked(id);
   // Blobs in a bucket: the bucket serves the bytes (and ranges), through a presigned GET that

@@ -17,7 +17,8 @@ const FANOUT_BATCH = 500;
 
 interface Stream {
   res: ServerResponse;
-  owner: string;
+  /** Whom the stream counts against (see admit). */
+  counted: string;
   links: LinkContext;
   linkKey: string;
   /** Progress snapshots, at most four a second. */
@@ -54,7 +55,8 @@ function frame(event: string, data: string): string {
 export class EventStreams {
   private readonly runtime: Runtime;
   private readonly jobs = new Map<string, JobStreams>();
-  private readonly perOwner = new Map<string, number>();
+  /** Open streams per counted caller: an owner, or an anonymous owner and a client address. */
+  private readonly perCaller = new Map<string, number>();
   /**
    * Latest preview of each running job, replayed to a stream that connects mid-run, with the
    * event it was built from (a preview heard from another process is built when delivered).
@@ -82,19 +84,19 @@ export class EventStreams {
     return n;
   }
 
-  /** Refuses a caller over its limit of open streams (429 `too_many_streams`). */
-  admit(owner: string): void {
-    if ((this.perOwner.get(owner) ?? 0) >= this.runtime.config.maxStreamsPerCaller) {
+  /** Refuses a caller (as counted: see events.ts) over its limit of open streams (429 `too_many_streams`). */
+  admit(counted: string): void {
+    if ((this.perCaller.get(counted) ?? 0) >= this.runtime.config.maxStreamsPerCaller) {
       throw new ServiceError("too_many_streams", "Too many open event streams; retry later.", null, 5);
     }
   }
 
-  /** Starts a stream on `res` for a job the caller owns. */
-  async open(job: JobRecord, res: ServerResponse, links: LinkContext): Promise<void> {
+  /** Starts a stream on `res` for a job the caller owns, counted against `counted`. */
+  async open(job: JobRecord, res: ServerResponse, links: LinkContext, counted: string): Promise<void> {
     const write = (data: string) => void (res.writableEnded || res.write(data));
     const stream: Stream = {
       res,
-      owner: job.owner,
+      counted,
       links,
       linkKey: `${links.mount}|${links.origin}`,
       progress: new LatestWins(PROGRESS_INTERVAL_MS, (data) => write(frame("progress", data))),
@@ -110,7 +112,7 @@ export class EventStreams {
       "x-accel-buffering": "no",
     });
     res.flushHeaders();
-    this.perOwner.set(job.owner, (this.perOwner.get(job.owner) ?? 0) + 1);
+    this.perCaller.set(counted, (this.perCaller.get(counted) ?? 0) + 1);
     // Subscribe before reading the snapshot, so no transition falls between the two.
     const js = this.attach(job.id, stream);
     this.releaseOnClose(job.id, stream);
@@ -178,9 +180,9 @@ export class EventStreams {
     stream.preview.drop();
     const js = this.jobs.get(jobId);
     if (!js || !js.streams.delete(stream)) return;
-    const left = (this.perOwner.get(stream.owner) ?? 1) - 1;
-    if (left <= 0) this.perOwner.delete(stream.owner);
-    else this.perOwner.set(stream.owner, left);
+    const left = (this.perCaller.get(stream.counted) ?? 1) - 1;
+    if (left <= 0) this.perCaller.delete(stream.counted);
+    else this.perCaller.set(stream.counted, left);
     if (js.streams.size === 0) {
       js.unsubscribe();
       this.jobs.delete(jobId);

@@ -9,9 +9,11 @@ export function streamJobEventsHandler(streams: EventStreams) {
     const job = await ctx.runtime.jobs.owned(ctx.caller, input.params.id);
     // HEAD gets the stream's headers only: no stream is held open for a body never sent.
     if (ctx.request.method === "HEAD") return { status: 200, headers: { "content-type": "text/event-stream", "cache-control": "no-cache" } };
-    streams.admit(ctx.caller.owner);
+    // Anonymous callers are all one owner: their streams count per client address instead.
+    const counted = ctx.runtime.surface.isAnonymous(ctx.caller) ? `${ctx.caller.owner}@${ctx.request.ip}` : ctx.caller.owner;
+    streams.admit(counted);
     ctx.reply.hijack();
-    await streams.open(job, ctx.reply.raw, ctx.links());
+    await streams.open(job, ctx.reply.raw, ctx.links(), counted);
     return undefined;
   };
 }

@@ -6,6 +6,7 @@ import type { RenderedJson } from "../../../generated/handlers.ts";
 import type { components } from "../../../generated/openapi-types.ts";
 import { ownsJob, type Caller } from "../../domain/caller.ts";
 import { isTerminalStatus, type JobRecord } from "../../store/index.ts";
+import { ownUtf8 } from "../../domain/bytes.ts";
 
 type JobBody = RenderedJson<components["schemas"]["Job"]>;
 
@@ -58,8 +59,11 @@ export class FinishedJobViews {
 
   /** Renders `view` to JSON bytes, keeping them when the job is finished. */
   render<T>(job: JobRecord, linkKey: string, linksExpireAt: number, view: T): RenderedJson<T> {
-    const body = Buffer.from(JSON.stringify(view)) as Buffer & RenderedJson<T>;
-    if (!isTerminalStatus(job.status) || body.length > this.maxBytes) return body;
+    const text = JSON.stringify(view);
+    if (!isTerminalStatus(job.status)) return Buffer.from(text) as Buffer & RenderedJson<T>;
+    // Kept: bytes of their own, or each view would keep a 64 KiB pool slab alive (domain/bytes.ts).
+    const body = ownUtf8(text) as Buffer & RenderedJson<T>;
+    if (body.length > this.maxBytes) return body;
     const key = `${job.id}\n${linkKey}`;
     const old = this.#entries.get(key);
     if (old !== undefined) this.#delete(key, old);
