@@ -13,6 +13,7 @@ import { blobScenarios } from "./scenarios/blobs.ts";
 import { comfyuiScenarios } from "./scenarios/comfyui.ts";
 import { engineScenarios } from "./scenarios/engine.ts";
 import { hashScenarios } from "./scenarios/hash.ts";
+import { labelScenarios } from "./scenarios/labels.ts";
 import { heavyScenarios } from "./scenarios/heavy.ts";
 import { httpScenarios } from "./scenarios/http.ts";
 import { memoryScenarios } from "./scenarios/memory.ts";
@@ -22,6 +23,7 @@ import { sseScenarios } from "./scenarios/sse.ts";
 const SCENARIOS: Record<string, (ctx: BenchContext) => Promise<Figure[]>> = {
   engine: engineScenarios,
   hash: hashScenarios,
+  labels: labelScenarios,
   http: httpScenarios,
   sse: sseScenarios,
   memory: memoryScenarios,

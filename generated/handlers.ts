@@ -75,6 +75,7 @@ export interface HostedHandlers<Ctx> {
   hostedManageQueue: OperationHandler<"hostedManageQueue", Ctx>;
   hostedInterrupt: OperationHandler<"hostedInterrupt", Ctx>;
   hostedGetHistory: OperationHandler<"hostedGetHistory", Ctx>;
+  hostedManageHistory: OperationHandler<"hostedManageHistory", Ctx>;
   hostedGetHistoryEntry: OperationHandler<"hostedGetHistoryEntry", Ctx>;
   hostedGetSystemStats: OperationHandler<"hostedGetSystemStats", Ctx>;
   hostedWebSocket: OperationHandler<"hostedWebSocket", Ctx>;

@@ -10,6 +10,10 @@ export interface paths {
         /**
          * List the caller's jobs
          * @description The caller's jobs, newest first, with cursor pagination. Entries carry no `logs`.
+         *     `metadata[key]=value` filters by label (deepObject style, up to 3 filters, all must match,
+         *     combined with `status` and the cursor); a malformed filter (an empty or invalid key, more
+         *     than 3 filters, a repeated key, a value longer than 256 characters) is 400
+         *     `invalid_metadata_filter`.
          */
         get: operations["listJobs"];
         put?: never;
@@ -34,6 +38,12 @@ export interface paths {
          *
          *     The reserved fields `webhook_url` and `inputs` are rejected with 400 `invalid_request`, as is
          *     any unknown top-level field or `extra_data` key.
+         *
+         *     **Labels.** An optional `metadata` map (see `JobMetadata`) is stored with the job and
+         *     returned on every view of it. A map outside its bounds is 422 `metadata_invalid` with the
+         *     offending key in `details.key`. A surface that declines labels answers 422
+         *     `metadata_not_supported`. Labels take part in the idempotency rule like the rest of the body
+         *     (every reuse of a key is rejected anyway).
          */
         post: operations["createJob"];
         delete?: never;
@@ -476,7 +486,15 @@ export interface paths {
          */
         get: operations["hostedGetHistory"];
         put?: never;
-        post?: never;
+        /**
+         * Delete or clear history entries
+         * @description As ComfyUI's `POST /history`: `clear: true` takes every finished prompt of the caller out of
+         *     the history, `delete` the named ones. Only finished prompts are in history, so a pending or
+         *     running prompt named in `delete` is left alone (ComfyUI ignores ids its history does not
+         *     hold), as are unknown ids and other callers' prompts. Leaving history removes nothing else:
+         *     the job, its outputs and `/view` stay until the job expires. Since 2.1.0.
+         */
+        post: operations["hostedManageHistory"];
         delete?: never;
         options?: never;
         head?: never;
@@ -888,6 +906,12 @@ export interface components {
             error: components["schemas"]["JobError"] | null;
             urls: components["schemas"]["JobUrls"];
             metrics?: components["schemas"]["JobMetrics"];
+            /**
+             * @description The labels the job was submitted with (since 2.1.0). Servers of 2.1.0 and later always
+             *     send it, `{}` when the submission had none; it is not listed in `required` so that the
+             *     answers of 2.0.0 servers stay valid: a client treats its absence as `{}`.
+             */
+            metadata?: components["schemas"]["JobMetadata"];
         };
         /**
          * @description One execution of a workflow, durable from creation until `expires_at`. `logs` appears only
@@ -1147,6 +1171,28 @@ export interface components {
             webhook_url?: unknown;
             /** @description Reserved for a later version; rejected when present. */
             inputs?: unknown;
+            metadata?: components["schemas"]["JobMetadata"];
+        };
+        /**
+         * @description Labels of a job: at most 16 pairs; keys of 1 to 40 characters from `A-Z a-z 0-9 _ - .`;
+         *     values strings of at most 256 characters. Stored, listed and echoed in clear: never a place
+         *     for secrets. A map outside these bounds is 422 `metadata_invalid`.
+         * @example {
+         *       "project": "cats",
+         *       "run": "42"
+         *     }
+         */
+        JobMetadata: {
+            [key: string]: string;
+        };
+        /**
+         * @description Label filters of a listing, key to the value a job must carry; at most 3, with the keys and values of `JobMetadata`.
+         * @example {
+         *       "project": "cats"
+         *     }
+         */
+        JobMetadataFilter: {
+            [key: string]: string;
         };
         /**
          * @description Cancellation takes no parameters; an empty object is accepted.
@@ -1296,14 +1342,15 @@ export interface components {
          *     `insufficient_credits` 402, `forbidden` 403, `not_found` 404, `blob_not_found` 404,
          *     `hash_mismatch` 409, `payload_too_large` 413, `range_not_satisfiable` 416,
          *     `invalid_workflow` 422, `workflow_format_ui` 422, `missing_asset` 422,
-         *     `idempotency_key_reuse` 422, `deployment_stopped` 422, `queue_full` 429,
+         *     `idempotency_key_reuse` 422, `deployment_stopped` 422, `metadata_invalid` 422,
+         *     `metadata_not_supported` 422, `invalid_metadata_filter` 400, `queue_full` 429,
          *     `deployment_not_ready` 429, `too_many_streams` 429, `rate_limited` 429, `upstream_error` 500,
          *     `insufficient_storage` 507.
          *     Every 429 carries `Retry-After`. More codes may be added within v2.
          * @example invalid_workflow
          * @enum {string}
          */
-        ErrorCode: "invalid_request" | "unauthorized" | "insufficient_credits" | "forbidden" | "not_found" | "blob_not_found" | "hash_mismatch" | "payload_too_large" | "range_not_satisfiable" | "invalid_workflow" | "workflow_format_ui" | "missing_asset" | "idempotency_key_reuse" | "deployment_stopped" | "queue_full" | "deployment_not_ready" | "too_many_streams" | "rate_limited" | "upstream_error" | "insufficient_storage";
+        ErrorCode: "invalid_request" | "unauthorized" | "insufficient_credits" | "forbidden" | "not_found" | "blob_not_found" | "hash_mismatch" | "payload_too_large" | "range_not_satisfiable" | "invalid_workflow" | "workflow_format_ui" | "missing_asset" | "idempotency_key_reuse" | "deployment_stopped" | "metadata_invalid" | "metadata_not_supported" | "invalid_metadata_filter" | "queue_full" | "deployment_not_ready" | "too_many_streams" | "rate_limited" | "upstream_error" | "insufficient_storage";
         /**
          * @description Every v2 error body, from every layer.
          * @example {
@@ -1319,9 +1366,11 @@ export interface components {
                 code: components["schemas"]["ErrorCode"];
                 /** @description Human-readable message; for `upstream_error` a fixed generic sentence. */
                 message: string;
-                /** @description Structured details; `node_errors` for `invalid_workflow`, `fields` for `invalid_request`. */
+                /** @description Structured details; `node_errors` for `invalid_workflow`, `fields` for `invalid_request`, `key` (and `fields`) for `metadata_invalid` and `invalid_metadata_filter`. */
                 details?: {
                     node_errors?: components["schemas"]["NodeErrors"];
+                    /** @description The offending label key of `metadata_invalid` or `invalid_metadata_filter`; null when the map as a whole is wrong (too many pairs, not an object). */
+                    key?: string | null;
                     /** @description Offending request fields. */
                     fields?: components["schemas"]["FieldError"][];
                 } | null;
@@ -1599,6 +1648,18 @@ export interface components {
             /** @description Prompt ids to cancel, pending or running. */
             delete?: string[];
             /** @description Cancel every pending prompt of the caller. */
+            clear?: boolean;
+        };
+        /**
+         * @description History management, as ComfyUI takes it; both may be given (clear first).
+         * @example {
+         *       "clear": true
+         *     }
+         */
+        HostedHistoryRequest: {
+            /** @description Prompt ids to take out of the history. */
+            delete?: string[];
+            /** @description Take every finished prompt of the caller out of the history. */
             clear?: boolean;
         };
         /**
@@ -1901,6 +1962,15 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
+        /** @description `invalid_request` (as for every operation: bad `status`, `limit` or `cursor`) or `invalid_metadata_filter` (a malformed `metadata[key]` filter: an empty or invalid key, more than 3 filters, a repeated key, a value longer than 256 characters). */
+        ListBadRequest: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
         /** @description `unauthorized`: missing or invalid credentials. */
         Unauthorized: {
             headers: {
@@ -2047,8 +2117,10 @@ export interface components {
          * @description `invalid_workflow` (graph structure or node inputs invalid; `details.node_errors` maps node id
          *     to `[{field, reason, message}]`, `message` a sentence for people), `workflow_format_ui` (a UI export was sent), `missing_asset` (a
          *     `core/ASSET` reference does not exist or is not the caller's), `idempotency_key_reuse` (the
-         *     key was already presented), or `deployment_stopped` (deployment-scoped surfaces; a retry
-         *     cannot succeed without operator action).
+         *     key was already presented), `deployment_stopped` (deployment-scoped surfaces; a retry
+         *     cannot succeed without operator action), `metadata_invalid` (the `metadata` map is outside
+         *     its bounds; `details.key` is the offending key, null when the map as a whole is wrong) or
+         *     `metadata_not_supported` (this surface declines labels).
          */
         SubmitUnprocessable: {
             headers: {
@@ -2383,6 +2455,8 @@ export interface operations {
                 limit?: number;
                 /** @description The `next_cursor` of the previous page; opaque. */
                 cursor?: string;
+                /** @description Label filters, `metadata[key]=value`: only jobs carrying every one of these labels (up to 3). Since 2.1.0. */
+                metadata?: components["schemas"]["JobMetadataFilter"];
             };
             header?: never;
             path?: never;
@@ -2427,7 +2501,7 @@ export interface operations {
                     "application/json": components["schemas"]["JobList"];
                 };
             };
-            400: components["responses"]["InvalidRequest"];
+            400: components["responses"]["ListBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["DeploymentNotFound"];
@@ -3321,6 +3395,38 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["HostedHistory"];
                 };
+            };
+            400: components["responses"]["HostedBadRequest"];
+            401: components["responses"]["HostedUnauthorized"];
+            500: components["responses"]["HostedInternalError"];
+        };
+    };
+    hostedManageHistory: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "delete": [
+                 *         "0192f4a8-6c1e-7b3a-9f21-3c5d8e7a1b42"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["HostedHistoryRequest"];
+            };
+        };
+        responses: {
+            /** @description Done. The body is empty, as in ComfyUI. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             400: components["responses"]["HostedBadRequest"];
             401: components["responses"]["HostedUnauthorized"];

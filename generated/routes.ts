@@ -26,6 +26,7 @@ export type OperationId =
   | "hostedManageQueue"
   | "hostedInterrupt"
   | "hostedGetHistory"
+  | "hostedManageHistory"
   | "hostedGetHistoryEntry"
   | "hostedGetSystemStats"
   | "hostedWebSocket"
@@ -97,7 +98,8 @@ export const routes: readonly RouteSpec[] = [
         "contentType": "application/json",
         "validator": "response_listJobs_400",
         "errorCodes": [
-          "invalid_request"
+          "invalid_request",
+          "invalid_metadata_filter"
         ],
         "retryAfter": false
       },
@@ -234,7 +236,9 @@ export const routes: readonly RouteSpec[] = [
           "workflow_format_ui",
           "missing_asset",
           "idempotency_key_reuse",
-          "deployment_stopped"
+          "deployment_stopped",
+          "metadata_invalid",
+          "metadata_not_supported"
         ],
         "retryAfter": false
       },
@@ -1864,6 +1868,61 @@ export const routes: readonly RouteSpec[] = [
       "500": {
         "contentType": "application/json",
         "validator": "response_hostedGetHistory_500",
+        "errorCodes": [],
+        "retryAfter": false
+      }
+    }
+  },
+  {
+    "operationId": "hostedManageHistory",
+    "method": "POST",
+    "path": "/api/history",
+    "url": "/api/history",
+    "family": "hosted",
+    "tags": [
+      "hosted"
+    ],
+    "security": [
+      [
+        "apiKeyHeader"
+      ],
+      []
+    ],
+    "websocket": false,
+    "requestBody": {
+      "required": true,
+      "contentTypes": [
+        "application/json"
+      ],
+      "validator": "request_hostedManageHistory"
+    },
+    "validators": {
+      "path": null,
+      "query": null,
+      "header": null
+    },
+    "responses": {
+      "200": {
+        "contentType": null,
+        "validator": null,
+        "errorCodes": [],
+        "retryAfter": false
+      },
+      "400": {
+        "contentType": "application/json",
+        "validator": "response_hostedManageHistory_400",
+        "errorCodes": [],
+        "retryAfter": false
+      },
+      "401": {
+        "contentType": "application/json",
+        "validator": "response_hostedManageHistory_401",
+        "errorCodes": [],
+        "retryAfter": false
+      },
+      "500": {
+        "contentType": "application/json",
+        "validator": "response_hostedManageHistory_500",
         "errorCodes": [],
         "retryAfter": false
       }

@@ -36,6 +36,9 @@ export interface Sizes {
   comfyuiRounds: number;
   hashMiB: number;
   hashRounds: number;
+  /** Jobs in the store of the label-filter scenario, and its rounds. */
+  labelJobs: number;
+  labelRounds: number;
   /** Size of the blob each round of the blob-store scenario stores and fetches, and its rounds. */
   blobMiB: number;
   blobRounds: number;
@@ -63,6 +66,8 @@ export const FULL: Sizes = {
   comfyuiRounds: 201,
   hashMiB: 256,
   hashRounds: 5,
+  labelJobs: 100_000,
+  labelRounds: 7,
   blobMiB: 64,
   blobRounds: 5,
   memoryJobs: 10_000,
@@ -88,6 +93,8 @@ export const QUICK: Sizes = {
   comfyuiRounds: 5,
   hashMiB: 8,
   hashRounds: 2,
+  labelJobs: 10_000,
+  labelRounds: 3,
   blobMiB: 8,
   blobRounds: 2,
   memoryJobs: 100,

@@ -2,7 +2,7 @@
 
 import { client } from './client.gen.ts';
 import { type Client, type ClientMeta, formDataBodySerializer, type Options as Options2, type RequestResult, type ServerSentEventsResult, type TDataShape } from './client/index.ts';
-import type { CancelJobData, CancelJobErrors, CancelJobResponses, CheckAssetHashData, CheckAssetHashErrors, CheckAssetHashResponses, CreateAssetFromHashData, CreateAssetFromHashErrors, CreateAssetFromHashResponses, CreateJobData, CreateJobErrors, CreateJobResponses, DeleteAssetData, DeleteAssetErrors, DeleteAssetResponses, GetAssetContentData, GetAssetContentErrors, GetAssetContentResponses, GetAssetData, GetAssetErrors, GetAssetResponses, GetHealthData, GetHealthResponses, GetJobData, GetJobErrors, GetJobResponses, GetJobWorkflowData, GetJobWorkflowErrors, GetJobWorkflowResponses, GetMetricsData, GetMetricsErrors, GetMetricsResponses, GetReadinessData, GetReadinessErrors, GetReadinessResponses, HostedGetHistoryData, HostedGetHistoryEntryData, HostedGetHistoryEntryErrors, HostedGetHistoryEntryResponses, HostedGetHistoryErrors, HostedGetHistoryResponses, HostedGetJobStatusData, HostedGetJobStatusErrors, HostedGetJobStatusResponses, HostedGetNodeInfoData, HostedGetNodeInfoErrors, HostedGetNodeInfoResponses, HostedGetObjectInfoData, HostedGetObjectInfoErrors, HostedGetObjectInfoResponses, HostedGetPromptInfoData, HostedGetPromptInfoErrors, HostedGetPromptInfoResponses, HostedGetQueueData, HostedGetQueueErrors, HostedGetQueueResponses, HostedGetSystemStatsData, HostedGetSystemStatsErrors, HostedGetSystemStatsResponses, HostedInterruptData, HostedInterruptErrors, HostedInterruptResponses, HostedManageQueueData, HostedManageQueueErrors, HostedManageQueueResponses, HostedQueuePromptData, HostedQueuePromptErrors, HostedQueuePromptResponses, HostedUploadImageData, HostedUploadImageErrors, HostedUploadImageResponses, HostedUploadMaskData, HostedUploadMaskErrors, HostedUploadMaskResponses, HostedViewData, HostedViewErrors, HostedWebSocketData, HostedWebSocketErrors, ListJobsData, ListJobsErrors, ListJobsResponses, StreamJobEventsData, StreamJobEventsErrors, StreamJobEventsResponse, StreamJobEventsResponses, UploadAssetData, UploadAssetErrors, UploadAssetResponses } from './types.gen.ts';
+import type { CancelJobData, CancelJobErrors, CancelJobResponses, CheckAssetHashData, CheckAssetHashErrors, CheckAssetHashResponses, CreateAssetFromHashData, CreateAssetFromHashErrors, CreateAssetFromHashResponses, CreateJobData, CreateJobErrors, CreateJobResponses, DeleteAssetData, DeleteAssetErrors, DeleteAssetResponses, GetAssetContentData, GetAssetContentErrors, GetAssetContentResponses, GetAssetData, GetAssetErrors, GetAssetResponses, GetHealthData, GetHealthResponses, GetJobData, GetJobErrors, GetJobResponses, GetJobWorkflowData, GetJobWorkflowErrors, GetJobWorkflowResponses, GetMetricsData, GetMetricsErrors, GetMetricsResponses, GetReadinessData, GetReadinessErrors, GetReadinessResponses, HostedGetHistoryData, HostedGetHistoryEntryData, HostedGetHistoryEntryErrors, HostedGetHistoryEntryResponses, HostedGetHistoryErrors, HostedGetHistoryResponses, HostedGetJobStatusData, HostedGetJobStatusErrors, HostedGetJobStatusResponses, HostedGetNodeInfoData, HostedGetNodeInfoErrors, HostedGetNodeInfoResponses, HostedGetObjectInfoData, HostedGetObjectInfoErrors, HostedGetObjectInfoResponses, HostedGetPromptInfoData, HostedGetPromptInfoErrors, HostedGetPromptInfoResponses, HostedGetQueueData, HostedGetQueueErrors, HostedGetQueueResponses, HostedGetSystemStatsData, HostedGetSystemStatsErrors, HostedGetSystemStatsResponses, HostedInterruptData, HostedInterruptErrors, HostedInterruptResponses, HostedManageHistoryData, HostedManageHistoryErrors, HostedManageHistoryResponses, HostedManageQueueData, HostedManageQueueErrors, HostedManageQueueResponses, HostedQueuePromptData, HostedQueuePromptErrors, HostedQueuePromptResponses, HostedUploadImageData, HostedUploadImageErrors, HostedUploadImageResponses, HostedUploadMaskData, HostedUploadMaskErrors, HostedUploadMaskResponses, HostedViewData, HostedViewErrors, HostedWebSocketData, HostedWebSocketErrors, ListJobsData, ListJobsErrors, ListJobsResponses, StreamJobEventsData, StreamJobEventsErrors, StreamJobEventsResponse, StreamJobEventsResponses, UploadAssetData, UploadAssetErrors, UploadAssetResponses } from './types.gen.ts';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -22,6 +22,11 @@ export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends 
  * List the caller's jobs
  *
  * The caller's jobs, newest first, with cursor pagination. Entries carry no `logs`.
+ * `metadata[key]=value` filters by label (deepObject style, up to 3 filters, all must match,
+ * combined with `status` and the cursor); a malformed filter (an empty or invalid key, more
+ * than 3 filters, a repeated key, a value longer than 256 characters) is 400
+ * `invalid_metadata_filter`.
+ *
  */
 export const listJobs = <ThrowOnError extends boolean = false>(options?: Options<ListJobsData, ThrowOnError>): RequestResult<ListJobsResponses, ListJobsErrors, ThrowOnError> => (options?.client ?? client).get<ListJobsResponses, ListJobsErrors, ThrowOnError>({
     security: [{
@@ -55,6 +60,12 @@ export const listJobs = <ThrowOnError extends boolean = false>(options?: Options
  *
  * The reserved fields `webhook_url` and `inputs` are rejected with 400 `invalid_request`, as is
  * any unknown top-level field or `extra_data` key.
+ *
+ * **Labels.** An optional `metadata` map (see `JobMetadata`) is stored with the job and
+ * returned on every view of it. A map outside its bounds is 422 `metadata_invalid` with the
+ * offending key in `details.key`. A surface that declines labels answers 422
+ * `metadata_not_supported`. Labels take part in the idempotency rule like the rest of the body
+ * (every reuse of a key is rejected anyway).
  *
  */
 export const createJob = <ThrowOnError extends boolean = false>(options: Options<CreateJobData, ThrowOnError>): RequestResult<CreateJobResponses, CreateJobErrors, ThrowOnError> => (options.client ?? client).post<CreateJobResponses, CreateJobErrors, ThrowOnError>({
@@ -452,6 +463,26 @@ export const hostedGetHistory = <ThrowOnError extends boolean = false>(options?:
     security: [{ name: 'X-API-Key', type: 'apiKey' }],
     url: '/api/history',
     ...options
+});
+
+/**
+ * Delete or clear history entries
+ *
+ * As ComfyUI's `POST /history`: `clear: true` takes every finished prompt of the caller out of
+ * the history, `delete` the named ones. Only finished prompts are in history, so a pending or
+ * running prompt named in `delete` is left alone (ComfyUI ignores ids its history does not
+ * hold), as are unknown ids and other callers' prompts. Leaving history removes nothing else:
+ * the job, its outputs and `/view` stay until the job expires. Since 2.1.0.
+ *
+ */
+export const hostedManageHistory = <ThrowOnError extends boolean = false>(options: Options<HostedManageHistoryData, ThrowOnError>): RequestResult<HostedManageHistoryResponses, HostedManageHistoryErrors, ThrowOnError> => (options.client ?? client).post<HostedManageHistoryResponses, HostedManageHistoryErrors, ThrowOnError>({
+    security: [{ name: 'X-API-Key', type: 'apiKey' }],
+    url: '/api/history',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
 });
 
 /**

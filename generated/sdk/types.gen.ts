@@ -246,6 +246,13 @@ export type JobFields = {
     error: JobError | null;
     urls: JobUrls;
     metrics?: JobMetrics;
+    /**
+     * The labels the job was submitted with (since 2.1.0). Servers of 2.1.0 and later always
+     * send it, `{}` when the submission had none; it is not listed in `required` so that the
+     * answers of 2.0.0 servers stay valid: a client treats its absence as `{}`.
+     *
+     */
+    metadata?: JobMetadata;
 };
 
 /**
@@ -372,6 +379,24 @@ export type SubmitJobRequest = {
      * Reserved for a later version; rejected when present.
      */
     inputs?: unknown;
+    metadata?: JobMetadata;
+};
+
+/**
+ * Labels of a job: at most 16 pairs; keys of 1 to 40 characters from `A-Z a-z 0-9 _ - .`;
+ * values strings of at most 256 characters. Stored, listed and echoed in clear: never a place
+ * for secrets. A map outside these bounds is 422 `metadata_invalid`.
+ *
+ */
+export type JobMetadata = {
+    [key: string]: string;
+};
+
+/**
+ * Label filters of a listing, key to the value a job must carry; at most 3, with the keys and values of `JobMetadata`.
+ */
+export type JobMetadataFilter = {
+    [key: string]: string;
 };
 
 /**
@@ -516,13 +541,14 @@ export type NodeErrors = {
  * `insufficient_credits` 402, `forbidden` 403, `not_found` 404, `blob_not_found` 404,
  * `hash_mismatch` 409, `payload_too_large` 413, `range_not_satisfiable` 416,
  * `invalid_workflow` 422, `workflow_format_ui` 422, `missing_asset` 422,
- * `idempotency_key_reuse` 422, `deployment_stopped` 422, `queue_full` 429,
+ * `idempotency_key_reuse` 422, `deployment_stopped` 422, `metadata_invalid` 422,
+ * `metadata_not_supported` 422, `invalid_metadata_filter` 400, `queue_full` 429,
  * `deployment_not_ready` 429, `too_many_streams` 429, `rate_limited` 429, `upstream_error` 500,
  * `insufficient_storage` 507.
  * Every 429 carries `Retry-After`. More codes may be added within v2.
  *
  */
-export type ErrorCode = 'invalid_request' | 'unauthorized' | 'insufficient_credits' | 'forbidden' | 'not_found' | 'blob_not_found' | 'hash_mismatch' | 'payload_too_large' | 'range_not_satisfiable' | 'invalid_workflow' | 'workflow_format_ui' | 'missing_asset' | 'idempotency_key_reuse' | 'deployment_stopped' | 'queue_full' | 'deployment_not_ready' | 'too_many_streams' | 'rate_limited' | 'upstream_error' | 'insufficient_storage';
+export type ErrorCode = 'invalid_request' | 'unauthorized' | 'insufficient_credits' | 'forbidden' | 'not_found' | 'blob_not_found' | 'hash_mismatch' | 'payload_too_large' | 'range_not_satisfiable' | 'invalid_workflow' | 'workflow_format_ui' | 'missing_asset' | 'idempotency_key_reuse' | 'deployment_stopped' | 'metadata_invalid' | 'metadata_not_supported' | 'invalid_metadata_filter' | 'queue_full' | 'deployment_not_ready' | 'too_many_streams' | 'rate_limited' | 'upstream_error' | 'insufficient_storage';
 
 /**
  * Every v2 error body, from every layer.
@@ -538,10 +564,14 @@ export type ErrorEnvelope = {
          */
         message: string;
         /**
-         * Structured details; `node_errors` for `invalid_workflow`, `fields` for `invalid_request`.
+         * Structured details; `node_errors` for `invalid_workflow`, `fields` for `invalid_request`, `key` (and `fields`) for `metadata_invalid` and `invalid_metadata_filter`.
          */
         details?: {
             node_errors?: NodeErrors;
+            /**
+             * The offending label key of `metadata_invalid` or `invalid_metadata_filter`; null when the map as a whole is wrong (too many pairs, not an object).
+             */
+            key?: string | null;
             /**
              * Offending request fields.
              */
@@ -802,6 +832,20 @@ export type HostedQueueRequest = {
 };
 
 /**
+ * History management, as ComfyUI takes it; both may be given (clear first).
+ */
+export type HostedHistoryRequest = {
+    /**
+     * Prompt ids to take out of the history.
+     */
+    delete?: Array<string>;
+    /**
+     * Take every finished prompt of the caller out of the history.
+     */
+    clear?: boolean;
+};
+
+/**
  * Which job to interrupt.
  */
 export type HostedInterruptRequest = {
@@ -1028,6 +1072,7 @@ export type SubmitJobRequestWritable = {
      * Reserved for a later version; rejected when present.
      */
     inputs?: unknown;
+    metadata?: JobMetadata;
 };
 
 /**
@@ -1103,13 +1148,17 @@ export type ListJobsData = {
          * The `next_cursor` of the previous page; opaque.
          */
         cursor?: string;
+        /**
+         * Label filters, `metadata[key]=value`: only jobs carrying every one of these labels (up to 3). Since 2.1.0.
+         */
+        metadata?: JobMetadataFilter;
     };
     url: '/api/v2/jobs';
 };
 
 export type ListJobsErrors = {
     /**
-     * `invalid_request`: the request envelope is malformed (not JSON, wrong or unknown fields, reserved fields, bad parameters, a JSON body nested deeper than 64 levels of arrays and objects: reason `too_deep`); `details.fields` lists each offending field.
+     * `invalid_request` (as for every operation: bad `status`, `limit` or `cursor`) or `invalid_metadata_filter` (a malformed `metadata[key]` filter: an empty or invalid key, more than 3 filters, a repeated key, a value longer than 256 characters).
      */
     400: ErrorEnvelope;
     /**
@@ -1187,8 +1236,10 @@ export type CreateJobErrors = {
      * `invalid_workflow` (graph structure or node inputs invalid; `details.node_errors` maps node id
      * to `[{field, reason, message}]`, `message` a sentence for people), `workflow_format_ui` (a UI export was sent), `missing_asset` (a
      * `core/ASSET` reference does not exist or is not the caller's), `idempotency_key_reuse` (the
-     * key was already presented), or `deployment_stopped` (deployment-scoped surfaces; a retry
-     * cannot succeed without operator action).
+     * key was already presented), `deployment_stopped` (deployment-scoped surfaces; a retry
+     * cannot succeed without operator action), `metadata_invalid` (the `metadata` map is outside
+     * its bounds; `details.key` is the offending key, null when the map as a whole is wrong) or
+     * `metadata_not_supported` (this surface declines labels).
      *
      */
     422: ErrorEnvelope;
@@ -2259,6 +2310,37 @@ export type HostedGetHistoryResponses = {
 };
 
 export type HostedGetHistoryResponse = HostedGetHistoryResponses[keyof HostedGetHistoryResponses];
+
+export type HostedManageHistoryData = {
+    body: HostedHistoryRequest;
+    path?: never;
+    query?: never;
+    url: '/api/history';
+};
+
+export type HostedManageHistoryErrors = {
+    /**
+     * Invalid request (bad workflow, missing or malformed fields).
+     */
+    400: HostedError;
+    /**
+     * Invalid or missing API key.
+     */
+    401: HostedError;
+    /**
+     * Internal server error; the message is generic.
+     */
+    500: HostedError;
+};
+
+export type HostedManageHistoryError = HostedManageHistoryErrors[keyof HostedManageHistoryErrors];
+
+export type HostedManageHistoryResponses = {
+    /**
+     * Done. The body is empty, as in ComfyUI.
+     */
+    200: unknown;
+};
 
 export type HostedGetHistoryEntryData = {
     body?: never;

@@ -97,3 +97,21 @@ export function onePositional(parsed: ParsedCommand, what: string): string {
   if (parsed.positionals.length !== 1) throw new UsageError(`expected one ${what}, got ${parsed.positionals.length}`);
   return parsed.positionals[0]!;
 }
+
+/**
+ * The `--label KEY=VALUE` flags as a map (undefined when none). The key is what comes before the
+ * first `=`; the server checks the bounds. A key given twice is a usage error.
+ */
+export function labelFlags(values: unknown): Record<string, string> | undefined {
+  const given = (values as string[] | undefined) ?? [];
+  if (given.length === 0) return undefined;
+  const labels: Record<string, string> = {};
+  for (const flag of given) {
+    const at = flag.indexOf("=");
+    if (at <= 0) throw new UsageError(`--label must be KEY=VALUE, got "${flag}"`);
+    const key = flag.slice(0, at);
+    if (Object.hasOwn(labels, key)) throw new UsageError(`--label ${key} is given twice`);
+    labels[key] = flag.slice(at + 1);
+  }
+  return labels;
+}

@@ -24,7 +24,13 @@ export function jobSummary(job: Job): string {
 /** One line of the list table. */
 export function jobRow(job: Job): string {
   const percent = job.progress ? `${Math.floor(job.progress.value * 100)}%` : "";
-  return `${job.id}  ${job.status.padEnd(9)}  ${percent.padStart(4)}  ${job.created_at}  ${job.outputs.length} output(s)`;
+  return `${job.id}  ${job.status.padEnd(9)}  ${percent.padStart(4)}  ${job.created_at}  ${job.outputs.length} output(s)${labelText(job)}`;
+}
+
+/** The job's labels as `  key=value ...`, or "" (older servers send none). */
+function labelText(job: Job): string {
+  const labels = Object.entries(job.metadata ?? {});
+  return labels.length === 0 ? "" : `  ${labels.map(([k, v]) => `${k}=${v}`).join(" ")}`;
 }
 
 /** The job's execution error, for humans. */

@@ -1,6 +1,6 @@
 // `flowgate status <id>`, `flowgate cancel <id>`, `flowgate list`.
 import type { JobStatus } from "../client/types.ts";
-import { CONNECTION_FLAGS, helpText, onePositional, parseCommand, stringFlag, UsageError, type CommandSpec } from "./command.ts";
+import { CONNECTION_FLAGS, helpText, labelFlags, onePositional, parseCommand, stringFlag, UsageError, type CommandSpec } from "./command.ts";
 import { clientFrom } from "./connection.ts";
 import { jobRow, jobSummary } from "./job-text.ts";
 
@@ -24,9 +24,10 @@ export const CANCEL: CommandSpec = {
 export const LIST: CommandSpec = {
   name: "list",
   summary: "List your jobs, newest first.",
-  synopsis: "list [--status S] [--limit N] [--cursor C] [flags]",
+  synopsis: "list [--status S] [--label KEY=VALUE ...] [--limit N] [--cursor C] [flags]",
   flags: {
     status: { type: "string", arg: "S", help: "only jobs in this status (queued, running, succeeded, canceling, canceled, failed, expired)" },
+    label: { type: "string", multiple: true, arg: "KEY=VALUE", help: "only jobs carrying this label (up to 3, all must match)" },
     limit: { type: "string", arg: "N", help: "page size, 1 to 100 (default 20)" },
     cursor: { type: "string", arg: "C", help: "next_cursor of the previous page" },
     ...CONNECTION_FLAGS,
@@ -59,10 +60,12 @@ export async function list(argv: string[]): Promise<void> {
   const limitText = stringFlag(parsed.values, "limit");
   const limit = limitText === undefined ? undefined : Number(limitText);
   if (limit !== undefined && (!Number.isInteger(limit) || limit < 1 || limit > 100)) throw new UsageError(`--limit must be 1 to 100, got "${limitText}"`);
+  const labels = labelFlags(parsed.values.label);
   const page = await clientFrom(parsed).list({
     status: stringFlag(parsed.values, "status") as JobStatus | undefined,
     limit,
     cursor: stringFlag(parsed.values, "cursor"),
+    ...(labels ? { metadata: labels } : {}),
   });
   if (parsed.values.json) return void process.stdout.write(`${JSON.stringify(page, null, 2)}\n`);
   for (const job of page.jobs) process.stdout.write(`${jobRow(job)}\n`);

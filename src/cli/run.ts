@@ -6,7 +6,7 @@ import { join } from "node:path";
 import type { FlowgateClient } from "../client/v2-client.ts";
 import type { DownloadResult } from "../client/download.ts";
 import { assetReference, type Job, type Workflow } from "../client/types.ts";
-import { CONNECTION_FLAGS, helpText, onePositional, parseCommand, stringFlag, UsageError, type CommandSpec } from "./command.ts";
+import { CONNECTION_FLAGS, helpText, labelFlags, onePositional, parseCommand, stringFlag, UsageError, type CommandSpec } from "./command.ts";
 import { clientFrom, describeError } from "./connection.ts";
 import { parseInputFlag, resolveInputTarget, setInput } from "./graph-inputs.ts";
 import { jobErrorText } from "./job-text.ts";
@@ -20,6 +20,7 @@ export const RUN: CommandSpec = {
   synopsis: "run <graph.json> [--input NAME=PATH ...] [--out DIR] [--previews] [flags]",
   flags: {
     input: { type: "string", multiple: true, arg: "NAME=PATH", help: "upload PATH and put its core/ASSET reference in input NAME" },
+    label: { type: "string", multiple: true, arg: "KEY=VALUE", help: "a label stored with the job, shown on every view of it (never a secret)" },
     out: { type: "string", arg: "DIR", help: "folder for outputs (and previews) (default ./outputs)" },
     previews: { type: "boolean", help: "write live previews to DIR/previews" },
     "no-download": { type: "boolean", help: "do not download the outputs" },
@@ -49,6 +50,7 @@ interface RunSettings {
   previews: boolean;
   download: boolean;
   partnerKey: string | undefined;
+  labels: Record<string, string> | undefined;
   mode: ProgressMode;
   json: boolean;
 }
@@ -69,6 +71,7 @@ function settingsOf(parsed: ReturnType<typeof parseCommand>): RunSettings {
     previews: parsed.values.previews === true,
     download: parsed.values["no-download"] !== true,
     partnerKey: stringFlag(parsed.values, "partner-key"),
+    labels: labelFlags(parsed.values.label),
     mode: parsed.values.json === true && stringFlag(parsed.values, "progress") === undefined ? "none" : (mode as ProgressMode),
     json: parsed.values.json === true,
   };
@@ -117,7 +120,11 @@ export async function run(argv: string[]): Promise<void> {
   const files: DownloadResult[] = [];
   try {
     const graph = await attachInputs(client, await readGraph(settings.graphPath), settings.inputs, view, signal);
-    job = await client.submit(graph, { signal, ...(settings.partnerKey ? { extraData: { api_key_vendor_org: settings.partnerKey } } : {}) });
+    job = await client.submit(graph, {
+      signal,
+      ...(settings.partnerKey ? { extraData: { api_key_vendor_org: settings.partnerKey } } : {}),
+      ...(settings.labels ? { metadata: settings.labels } : {}),
+    });
     view.note(`job ${job.id} submitted`);
     view.job(job);
     for await (const event of client.stream(job, { signal })) {

@@ -61,6 +61,12 @@ export class MissingAssetError extends FlowgateApiError {}
 export class IdempotencyKeyReuseError extends FlowgateApiError {}
 /** 422 `deployment_stopped`: the deployment needs operator action. */
 export class DeploymentStoppedError extends FlowgateApiError {}
+/** 422 `metadata_invalid`: the labels break their bounds; `details.key` names the offending key. */
+export class MetadataInvalidError extends FlowgateApiError {}
+/** 422 `metadata_not_supported`: this surface declines labels; submit without them. */
+export class MetadataNotSupportedError extends FlowgateApiError {}
+/** 400 `invalid_metadata_filter`: a `metadata[key]` listing filter is malformed. */
+export class InvalidMetadataFilterError extends FlowgateApiError {}
 /** 429 `queue_full`: retry after `retryAfter` seconds. */
 export class QueueFullError extends FlowgateApiError {}
 /** 429 `deployment_not_ready`: still provisioning; retry after `retryAfter` seconds. */
@@ -92,6 +98,9 @@ export const ERROR_CLASSES = {
   missing_asset: MissingAssetError,
   idempotency_key_reuse: IdempotencyKeyReuseError,
   deployment_stopped: DeploymentStoppedError,
+  metadata_invalid: MetadataInvalidError,
+  metadata_not_supported: MetadataNotSupportedError,
+  invalid_metadata_filter: InvalidMetadataFilterError,
   queue_full: QueueFullError,
   deployment_not_ready: DeploymentNotReadyError,
   too_many_streams: TooManyStreamsError,

@@ -37,11 +37,15 @@ export interface SubmitOptions {
   idempotencyKey?: string;
   /** Forwarded to the worker for this run only; `api_key_vendor_org` is the partner-node key. */
   extraData?: { api_key_vendor_org?: string };
+  /** Labels stored with the job and returned on every view (at most 16; never secrets). */
+  metadata?: Record<string, string>;
   signal?: AbortSignal;
 }
 
 export interface ListOptions {
   status?: JobStatus;
+  /** Only jobs carrying every one of these labels (at most 3), sent as `metadata[key]=value`. */
+  metadata?: Record<string, string>;
   /** Page size, 1 to 100 (server default 20). */
   limit?: number;
   /** `next_cursor` of the previous page. */
@@ -90,7 +94,7 @@ export class FlowgateClient {
     const { data, url } = await this.call("rate-limit-only", (fetch) =>
       this.api.POST("/api/v2/jobs", {
         params: { header: { "Idempotency-Key": key } },
-        body: { workflow, ...(options.extraData ? { extra_data: options.extraData } : {}) },
+        body: { workflow, ...(options.extraData ? { extra_data: options.extraData } : {}), ...(options.metadata ? { metadata: options.metadata } : {}) },
         signal: options.signal,
         fetch,
       }),
@@ -109,7 +113,7 @@ export class FlowgateClient {
 
   /** One page of the caller's jobs, newest first. */
   async list(options: ListOptions = {}): Promise<JobPage> {
-    const query = { status: options.status, limit: options.limit, cursor: options.cursor };
+    const query = { status: options.status, limit: options.limit, cursor: options.cursor, ...(options.metadata ? { metadata: options.metadata } : {}) };
     const { data, url } = await this.call("idempotent", (fetch) => this.api.GET("/api/v2/jobs", { params: { query }, signal: options.signal, fetch }));
     const page = data as JobPage;
     return { jobs: page.jobs.map((j) => this.remember(withResolvedLinks(j, url))), next_cursor: page.next_cursor };

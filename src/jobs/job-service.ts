@@ -8,6 +8,7 @@ import {
   TerminalStatusError,
   isTerminalStatus,
   type AssetRecord,
+  type JobLabels,
   type JobLogs,
   type JobRecord,
   type JobStatus,
@@ -38,6 +39,8 @@ export interface JobServiceOptions {
 export interface Submission {
   workflow: Record<string, unknown>;
   extra_data?: { api_key_vendor_org?: string } | undefined;
+  /** Labels, within the contract's bounds (the envelope's validation checked them). */
+  metadata?: JobLabels | undefined;
   idempotency_key?: string | undefined;
 }
 
@@ -105,6 +108,7 @@ export class JobService {
           workflow,
           output_node_ids: validation.output_node_ids,
           secrets_given: submission.extra_data !== undefined && Object.keys(submission.extra_data).length > 0,
+          ...(submission.metadata === undefined ? {} : { metadata: submission.metadata }),
         },
         // The store checks the bound again as it commits: exact when several processes share it.
         {
@@ -180,10 +184,11 @@ export class JobService {
   }
 
   /** The caller's jobs, newest first. */
-  async list(caller: Caller, options: { status?: JobStatus; limit: number; cursor?: string | undefined }): Promise<{ jobs: JobSnapshot[]; next_cursor: string | null }> {
+  async list(caller: Caller, options: { status?: JobStatus; limit: number; cursor?: string | undefined; metadata?: JobLabels }): Promise<{ jobs: JobSnapshot[]; next_cursor: string | null }> {
     try {
       const page = await this.o.store.listJobs(caller.owner, {
         limit: options.limit,
+        ...(options.metadata && Object.keys(options.metadata).length > 0 ? { metadata: options.metadata } : {}),
         ...(options.status ? { status: options.status } : {}),
         ...(options.cursor ? { cursor: options.cursor } : {}),
         ...(caller.deployment_id ? { deployment_id: caller.deployment_id } : {}),
@@ -252,8 +257,29 @@ export class JobService {
 
   /** The caller's finished jobs, newest first, at most `limit`. */
   async finished(caller: Caller, limit: number): Promise<JobRecord[]> {
-    const page = await this.o.store.listJobs(caller.owner, { status: ["succeeded", "failed", "canceled", "expired"], limit });
+    const page = await this.o.store.listJobs(caller.owner, { status: ["succeeded", "failed", "canceled", "expired"], limit, in_history: true });
     return page.jobs;
+  }
+
+  /**
+   * Takes the caller's finished jobs out of the hosted history: the named ones (ids that are not
+   * the caller's, unknown, or of live jobs are ignored, as ComfyUI ignores ids not in its history),
+   * or all of them when `ids` is null. The jobs stay readable through v2 until they expire.
+   */
+  async leaveHistory(caller: Caller, ids: readonly string[] | null): Promise<number> {
+    if (ids === null) return this.o.store.hideFromHistory(caller.owner, null);
+    const owned: string[] = [];
+    for (const id of new Set(ids)) {
+      const job = await this.o.store.getJob(id);
+      // A deployment's caller sees only that deployment's jobs, here as everywhere.
+      if (job && ownsJob(caller, job)) owned.push(id);
+    }
+    return owned.length === 0 ? 0 : this.o.store.hideFromHistory(caller.owner, owned);
+  }
+
+  /** Whether a finished job the caller holds is still in the hosted history. */
+  async inHistory(job: JobRecord): Promise<boolean> {
+    return isTerminalStatus(job.status) && !(await this.o.store.hiddenFromHistory(job.id));
   }
 
   /** The graph and the outputs of a job record the caller already holds (hosted history and queue views). */

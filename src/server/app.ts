@@ -77,11 +77,19 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
 
   // JSON bodies: any content type that says json; a body that does not parse is `invalid_request`.
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser(/^application\/([\w.+-]+\+)?json\b/, { parseAs: "string" }, (_req, body, done) => parseJsonBody(String(body), done));
+  // A route flowgate does not serve is 404 whatever its body: the body is never judged.
+  app.addContentTypeParser(/^application\/([\w.+-]+\+)?json\b/, { parseAs: "string" }, (request, body, done) =>
+    request.is404 ? done(null, undefined) : parseJsonBody(String(body), done),
+  );
   // Any other type (and none): the hosted interface reads it as JSON, as ComfyUI does with
   // aiohttp's request.json() (its example scripts and some clients send text/plain or
   // form-urlencoded); v2 refuses it before reading it.
   app.addContentTypeParser("*", (request, payload, done) => {
+    if (request.is404) {
+      // Read and dropped unparsed, so the 404 goes out on a connection that stays usable.
+      (payload as NodeJS.ReadableStream).resume();
+      return done(null, undefined);
+    }
     if (request.routeOptions.config?.family !== "hosted") return done(unsupportedContentType(), undefined);
     readText(payload, runtime.config.bodyLimit).then((text) => parseJsonBody(text, done), (err: unknown) => done(err as Error, undefined));
   });

@@ -2,6 +2,8 @@
 // with one `{field, reason}` per problem.
 import type { ErrorObject, ValidateFunction } from "ajv";
 import { invalidRequest } from "./error-envelope.ts";
+import { ServiceError } from "../domain/errors.ts";
+import type { ErrorCode } from "../domain/errors.ts";
 
 /** Field path of an ajv error: `workflow`, `extra_data.foo`, `limit`... */
 function fieldOf(e: ErrorObject, root: string): string {
@@ -39,14 +41,40 @@ export function reasonOfKeyword(keyword: string): string {
   }
 }
 
-/** Throws `invalid_request` when `value` fails `validate`; `root` prefixes field names (path, query). */
-export function assertValid(validate: ValidateFunction, value: unknown, root = ""): void {
+/**
+ * A top-level field whose failures carry their own code rather than `invalid_request` (the
+ * labels: `metadata_invalid` in a submission, `invalid_metadata_filter` in a listing's query).
+ */
+export interface OwnCodeField {
+  field: string;
+  code: ErrorCode;
+  message: string;
+}
+
+/** The label key an error is about: the property name a `propertyNames` rule refused, or the key of a bad value. */
+function keyOf(e: ErrorObject, field: string): string | null {
+  const named = (e as ErrorObject & { propertyName?: string }).propertyName ?? (e.params as { propertyName?: string }).propertyName;
+  if (typeof named === "string") return named;
+  const parts = e.instancePath.split("/").filter(Boolean);
+  return parts.length >= 2 && parts[0] === field ? parts[1]!.replace(/~1/g, "/").replace(/~0/g, "~") : null;
+}
+
+/**
+ * Throws `invalid_request` when `value` fails `validate`; `root` prefixes field names (path, query).
+ * When every failure is within `own.field`, throws `own.code` with the offending key in `details.key`.
+ */
+export function assertValid(validate: ValidateFunction, value: unknown, root = "", own?: OwnCodeField): void {
   if (validate(value)) return;
   const seen = new Set<string>();
   const fields: Array<{ field: string; reason: string }> = [];
-  for (const e of validate.errors ?? []) {
-    // allOf/oneOf wrappers repeat their branches' errors; keep the specific ones.
-    if (e.keyword === "oneOf" || e.keyword === "anyOf" || e.keyword === "if") continue;
+  const errors = (validate.errors ?? []).filter((e) => e.keyword !== "oneOf" && e.keyword !== "anyOf" && e.keyword !== "if");
+  if (own && errors.length > 0 && errors.every((e) => e.instancePath === `/${own.field}` || e.instancePath.startsWith(`/${own.field}/`))) {
+    const specific = errors.find((e) => e.keyword !== "propertyNames") ?? errors[0]!;
+    const key = keyOf(specific, own.field);
+    const reason = specific.keyword === "maxProperties" ? "too_many" : reasonOfKeyword(specific.keyword);
+    throw new ServiceError(own.code, own.message, { key, fields: [{ field: key === null ? own.field : `${own.field}.${key}`, reason }] });
+  }
+  for (const e of errors) {
     const field = fieldOf(e, root);
     const reason = reasonOfKeyword(e.keyword);
     const key = `${field}:${reason}`;

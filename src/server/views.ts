@@ -100,6 +100,7 @@ export function jobView(s: JobSnapshot, ctx: LinkContext): Schemas["JobWithoutLo
     outputs: s.outputs.map((o) => outputView(o, ctx)),
     error: job.status === "failed" ? contractError(job.error) : null,
     urls: jobUrls(job, ctx.mount),
+    metadata: { ...job.metadata },
     metrics: {
       queue_ms: job.started_at === null ? null : job.started_at - job.created_at,
       execution_ms: job.started_at === null || job.completed_at === null ? null : job.completed_at - job.started_at,

@@ -19,6 +19,7 @@ export function insertedJob(job: NewJob): JobRecord {
     error: null,
     output_node_ids: [...job.output_node_ids],
     cost: job.cost ?? null,
+    metadata: { ...(job.metadata ?? {}) },
   };
 }
 
@@ -63,6 +64,29 @@ export function checkNewJob(job: NewJob): void {
   if (typeof job.workflow !== "object" || job.workflow === null || Array.isArray(job.workflow)) {
     throw new TypeError("workflow must be a JSON object");
   }
+  if (job.metadata !== undefined) checkLabels(job.metadata, "metadata");
+}
+
+/** TypeError unless `labels` is a plain map of strings to strings ({} allowed). */
+export function checkLabels(labels: unknown, what: string): void {
+  if (typeof labels !== "object" || labels === null || Array.isArray(labels)) throw new TypeError(`${what} must be an object`);
+  for (const [k, v] of Object.entries(labels)) {
+    if (k === "" || typeof v !== "string") throw new TypeError(`${what} must map non-empty keys to strings`);
+  }
+}
+
+/** Whether a job has at least one label. */
+export function hasLabels(labels: Record<string, string> | undefined): labels is Record<string, string> {
+  return labels !== undefined && Object.keys(labels).length > 0;
+}
+
+/** The label filters of a listing, checked: null when there are none. */
+export function labelFilters(filters: Record<string, string> | undefined, max: number): Array<[string, string]> | null {
+  if (filters === undefined) return null;
+  checkLabels(filters, "metadata filter");
+  const pairs = Object.entries(filters);
+  if (pairs.length > max) throw new RangeError(`at most ${max} label filters`);
+  return pairs.length === 0 ? null : pairs;
 }
 
 /** TypeError for a malformed asset input. */

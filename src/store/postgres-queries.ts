@@ -4,7 +4,7 @@
 // transaction is re-checked against the outer WHERE only, never against a subquery.
 
 export const JOB_COLUMNS =
-  "seq, id, owner, deployment_id, status, created_at, started_at, completed_at, expires_at, progress, error, output_node_ids, cost";
+  "seq, id, owner, deployment_id, status, created_at, started_at, completed_at, expires_at, progress, error, output_node_ids, cost, metadata";
 const ASSET_COLUMNS =
   "id, owner, job_id, node_id, name, type, content_type, size_bytes, hash, blob_key, folder, file_path, tags, created_at, expires_at";
 const CLAIM_COLUMNS = "owner, key, job_id, claimed_at, expires_at";
@@ -93,6 +93,10 @@ export const PG_SQL = {
   purgeableJobs: `SELECT id FROM jobs WHERE expires_at <= $1 AND status IN ${TERMINAL} ORDER BY expires_at, seq LIMIT $2`,
   deleteJobsAssets: "DELETE FROM assets WHERE job_id = ANY($1::text[]) RETURNING id, blob_key, job_id, seq",
   deleteJobs: "DELETE FROM jobs WHERE id = ANY($1::text[])",
+  // $1 owner, $2 ids (null: every finished job of the owner).
+  hideHistory: `UPDATE jobs SET history_hidden = true
+    WHERE owner = $1 AND status IN ${TERMINAL} AND NOT history_hidden AND ($2::text[] IS NULL OR id = ANY($2::text[]))`,
+  historyHidden: "SELECT history_hidden FROM jobs WHERE id = $1",
   deleteExpiredUploads: `WITH picked AS MATERIALIZED (
       SELECT id FROM assets WHERE job_id IS NULL AND expires_at <= $1 ORDER BY expires_at LIMIT $2 FOR UPDATE)
     DELETE FROM assets USING picked WHERE assets.id = picked.id AND job_id IS NULL AND expires_at <= $1
@@ -103,11 +107,31 @@ export const PG_SQL = {
 } as const;
 
 /** An owner's jobs newest first below a seq; $1 owner, $2 before, $3 limit, then the status set and the deployment when used. */
-export function pgListJobsSql(byStatus: boolean, byDeployment: boolean): string {
+export function pgListJobsSql(byStatus: boolean, byDeployment: boolean, inHistory = false): string {
   return `SELECT ${JOB_COLUMNS} FROM jobs WHERE owner = $1 AND seq < $2
+    ${inHistory ? "AND NOT history_hidden" : ""}
     ${byStatus ? "AND status = ANY($4::text[])" : ""}
     ${byDeployment ? `AND deployment_id = $${byStatus ? 5 : 4}` : ""}
     ORDER BY seq DESC LIMIT $3`;
+}
+
+/**
+ * An owner's jobs carrying every label of `labelCount` filters, newest first below a seq: the first
+ * filter's (owner, key, value, seq) primary-key range drives backwards from the cursor, each other
+ * one is a primary-key probe. $1 owner, $2 before, $3 limit, $4 keys[], $5 values[], then the
+ * status set and the deployment when used.
+ */
+export function pgListLabeledJobsSql(labelCount: number, byStatus: boolean, byDeployment: boolean, inHistory = false): string {
+  const others = Array.from({ length: labelCount - 1 }, (_, i) => i + 2)
+    .map((i) => `AND EXISTS (SELECT 1 FROM job_labels l${i} WHERE l${i}.owner = $1 AND l${i}.key = ($4::text[])[${i}] AND l${i}.value = ($5::text[])[${i}] AND l${i}.seq = l1.seq)`)
+    .join("\n    ");
+  return `SELECT ${JOB_COLUMNS.replace(/\b(\w+)\b/g, "j.$1")} FROM job_labels l1 JOIN jobs j ON j.seq = l1.seq
+    WHERE l1.owner = $1 AND l1.key = ($4::text[])[1] AND l1.value = ($5::text[])[1] AND l1.seq < $2
+    ${others}
+    ${byStatus ? "AND j.status = ANY($6::text[])" : ""}
+    ${byDeployment ? `AND j.deployment_id = $${byStatus ? 7 : 6}` : ""}
+    ${inHistory ? "AND NOT j.history_hidden" : ""}
+    ORDER BY l1.seq DESC LIMIT $3`;
 }
 
 /**
@@ -117,24 +141,30 @@ export function pgListJobsSql(byStatus: boolean, byDeployment: boolean): string 
  * claimed in key order, so that batches racing on the same keys lock them in the same order. One
  * array per column, one element per job: $1 ids, $2 owners, $3 deployment_ids, $4 created_ats,
  * $5 expires_ats, $6 output_node_ids (JSON text), $7 costs, $8 workflows (JSON text), $9
- * secrets_given, $10 keys (null: none), $11 claim times (now), $12 claim expiries.
+ * secrets_given, $10 keys (null: none), $11 claim times (now), $12 claim expiries, $13 metadata
+ * (JSON text, null: none). The labels of the jobs inserted go into job_labels in the same statement.
  */
 export const PG_INSERT_JOBS = `WITH batch AS MATERIALIZED (
     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::float8[], $8::text[],
-        $9::boolean[], $10::text[], $11::bigint[], $12::bigint[])
+        $9::boolean[], $10::text[], $11::bigint[], $12::bigint[], $13::text[])
       WITH ORDINALITY AS b(id, owner, deployment_id, created_at, expires_at, output_node_ids, cost, workflow, secrets_given,
-        key, claimed_at, claim_expires_at, ord)),
+        key, claimed_at, claim_expires_at, metadata, ord)),
   claimed AS (
     INSERT INTO idempotency_keys (owner, key, job_id, claimed_at, expires_at)
     SELECT owner, key, id, claimed_at, claim_expires_at FROM batch WHERE key IS NOT NULL ORDER BY owner, key
     ON CONFLICT (owner, key) DO UPDATE
       SET job_id = excluded.job_id, claimed_at = excluded.claimed_at, expires_at = excluded.expires_at
       WHERE idempotency_keys.expires_at <= excluded.claimed_at
-    RETURNING job_id)
-  INSERT INTO jobs (id, owner, deployment_id, status, created_at, expires_at, output_node_ids, cost, workflow, secrets_given)
-  SELECT id, owner, deployment_id, 'queued', created_at, expires_at, output_node_ids::json, cost, workflow::json, secrets_given
-    FROM batch WHERE key IS NULL OR id IN (SELECT job_id FROM claimed) ORDER BY ord
-  RETURNING id, seq`;
+    RETURNING job_id),
+  inserted AS (
+    INSERT INTO jobs (id, owner, deployment_id, status, created_at, expires_at, output_node_ids, cost, workflow, secrets_given, metadata)
+    SELECT id, owner, deployment_id, 'queued', created_at, expires_at, output_node_ids::json, cost, workflow::json, secrets_given, metadata::json
+      FROM batch WHERE key IS NULL OR id IN (SELECT job_id FROM claimed) ORDER BY ord
+    RETURNING id, seq, owner, metadata),
+  labeled AS (
+    INSERT INTO job_labels (owner, key, value, seq)
+    SELECT i.owner, l.key, l.value, i.seq FROM inserted i, json_each_text(i.metadata) l WHERE i.metadata IS NOT NULL)
+  SELECT id, seq FROM inserted`;
 
 /** The database's clock in epoch ms: every process compares leases on this one clock. */
 const DB_NOW_MS = "(extract(epoch from clock_timestamp()) * 1000)::bigint";

@@ -239,6 +239,35 @@ CREATE UNLOGGED TABLE queue_snapshot (
 ALTER TABLE jobs ADD COLUMN lease_epoch BIGINT NOT NULL DEFAULT 0;
 `,
   },
+  {
+    version: 10,
+    description: "job labels (metadata) and their side table for filtered listings; jobs taken out of the hosted history",
+    sql: `
+-- As SQLite's migration 5: NULL when the job has none.
+ALTER TABLE jobs ADD COLUMN metadata JSON;
+-- Taken out of the hosted history (ComfyUI's POST /history); the job itself stays until it expires.
+ALTER TABLE jobs ADD COLUMN history_hidden BOOLEAN NOT NULL DEFAULT false;
+-- One row per label: a filtered page walks (owner, key, value) newest first from the cursor, as
+-- an unfiltered one walks the owner's seq index.
+CREATE TABLE job_labels (
+  owner TEXT NOT NULL,
+  key TEXT NOT NULL,
+  value TEXT NOT NULL,
+  seq BIGINT NOT NULL,
+  PRIMARY KEY (owner, key, value, seq)
+);
+-- A job's labels go with it (retention, history deletes), by their primary key.
+CREATE FUNCTION flowgate_drop_job_labels() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+  DELETE FROM job_labels l USING json_each_text(OLD.metadata) j
+    WHERE l.owner = OLD.owner AND l.key = j.key AND l.value = j.value AND l.seq = OLD.seq;
+  RETURN NULL;
+END
+$fn$;
+CREATE TRIGGER jobs_labels_follow AFTER DELETE ON jobs
+  FOR EACH ROW WHEN (OLD.metadata IS NOT NULL) EXECUTE FUNCTION flowgate_drop_job_labels();
+`,
+  },
 ];
 
 /** The schema version this code writes. */

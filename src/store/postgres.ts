@@ -7,12 +7,12 @@
 import type pg from "pg";
 import { decodeCursor, encodeCursor } from "./cursor.ts";
 import { IdempotencyKeyReused, LeaseLostError, QueueFullError, TerminalStatusError, UnknownJobError } from "./errors.ts";
-import { checkClaimInput, checkCount, checkNewAsset, checkNewJob, checkPendingBlob, checkStatus, distinctStatuses, insertedJob } from "./input-checks.ts";
+import { checkClaimInput, checkCount, checkNewAsset, checkNewJob, checkPendingBlob, checkStatus, distinctStatuses, hasLabels, insertedJob, labelFilters } from "./input-checks.ts";
 import { inTransaction, openPostgresPool, type PostgresOptions } from "./postgres-pool.ts";
-import { PG_INSERT_JOBS, PG_SQL, pgListJobsSql } from "./postgres-queries.ts";
+import { PG_INSERT_JOBS, PG_SQL, pgListJobsSql, pgListLabeledJobsSql } from "./postgres-queries.ts";
 import { PG_TERMINAL_SQLSTATE } from "./postgres-schema.ts";
 import { toClaim } from "./sqlite-rows.ts"; // plain columns, the same on both stores
-import { DEFAULT_PENDING_READ, IDEMPOTENCY_TTL_MS } from "./types.ts";
+import { DEFAULT_PENDING_READ, IDEMPOTENCY_TTL_MS, MAX_LABEL_FILTERS } from "./types.ts";
 import type {
   AssetDeletion,
   CreateJobOptions,
@@ -133,11 +133,23 @@ export class PostgresStore implements Store {
     if (statuses !== null && statuses.length === 0) return { jobs: [], next_cursor: null };
     const before = options.cursor == null ? Number.MAX_SAFE_INTEGER : decodeCursor(options.cursor);
     const params: unknown[] = [owner, before, limit + 1];
+    const labels = labelFilters(options.metadata, MAX_LABEL_FILTERS);
+    if (labels !== null) params.push(labels.map(([k]) => k), labels.map(([, v]) => v));
     if (statuses !== null) params.push(statuses);
     if (options.deployment_id !== undefined) params.push(options.deployment_id);
-    const { rows } = await this.#query(pgListJobsSql(statuses !== null, options.deployment_id !== undefined), params);
+    const byDeployment = options.deployment_id !== undefined;
+    const sql = labels === null ? pgListJobsSql(statuses !== null, byDeployment, options.in_history === true) : pgListLabeledJobsSql(labels.length, statuses !== null, byDeployment, options.in_history === true);
+    const { rows } = await this.#query(sql, params);
     const jobs = rows.slice(0, limit).map(toJob);
     return { jobs, next_cursor: rows.length > limit ? encodeCursor(jobs[jobs.length - 1]!.seq) : null };
+  }
+
+  async hideFromHistory(owner: string, ids: readonly string[] | null): Promise<number> {
+    return (await this.#query(PG_SQL.hideHistory, [owner, ids === null ? null : [...new Set(ids)]])).rowCount ?? 0;
+  }
+
+  async hiddenFromHistory(id: string): Promise<boolean> {
+    return (await this.#one(PG_SQL.historyHidden, [id]))?.history_hidden === true;
   }
 
   async transitionJob(id: string, from: readonly JobStatus[], to: JobStatus, patch: JobPatch = {}, options: TransitionOptions = {}): Promise<JobRecord | null> {
@@ -514,6 +526,7 @@ async function insertJobs(client: pg.PoolClient, admitted: PendingInsert[], clai
         const claim = claimOf(p);
         return claim === undefined ? null : claim.now + (claim.ttlMs ?? IDEMPOTENCY_TTL_MS);
       }),
+      column((p) => (hasLabels(p.job.metadata) ? JSON.stringify(p.job.metadata) : null)),
     ],
   });
   const seqs = new Map(rows.map((row) => [row.id as string, row.seq as number]));
@@ -622,6 +635,7 @@ export function toJob(row: Row): JobRecord {
     error: row.error as JobFailure | null,
     output_node_ids: row.output_node_ids as string[],
     cost: row.cost as number | null,
+    metadata: (row.metadata as Record<string, string> | null) ?? {},
   };
 }
 

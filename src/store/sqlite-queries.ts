@@ -2,7 +2,7 @@
 // plans of the hot and reaper paths. Named parameters (:name) bind from plain objects.
 
 const JOB_COLUMNS =
-  "seq, id, owner, deployment_id, status, created_at, started_at, completed_at, expires_at, progress, error, output_node_ids, cost";
+  "seq, id, owner, deployment_id, status, created_at, started_at, completed_at, expires_at, progress, error, output_node_ids, cost, metadata";
 const ASSET_COLUMNS =
   "id, owner, job_id, node_id, name, type, content_type, size_bytes, hash, blob_key, folder, file_path, tags, created_at, expires_at";
 const CLAIM_COLUMNS = "owner, key, job_id, claimed_at, expires_at";
@@ -19,8 +19,10 @@ export function inList(prefix: string, count: number): string {
 export const SQL = {
   // The two statements of every submission bind by position and return nothing: the store
   // knows every value it wrote, and RETURNING plus named binding cost a third of their time.
-  insertJob: `INSERT INTO jobs (id, owner, deployment_id, status, created_at, expires_at, output_node_ids, cost, workflow, secrets_given)
-    VALUES (?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?)`,
+  insertJob: `INSERT INTO jobs (id, owner, deployment_id, status, created_at, expires_at, output_node_ids, cost, workflow, secrets_given, metadata)
+    VALUES (?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?)`,
+  // Binds owner, key, value, seq.
+  insertLabel: "INSERT INTO job_labels (owner, key, value, seq) VALUES (?, ?, ?, ?)",
   queuedWithSecrets: "SELECT id FROM jobs WHERE status = 'queued' AND secrets_given = 1 ORDER BY seq",
   // One statement takes a free key or replaces a dead claim, atomically; no change = live claim.
   // Binds owner, key, job_id, now, expires_at.
@@ -75,6 +77,9 @@ export const SQL = {
     ORDER BY expires_at LIMIT :limit`,
   deleteJobAssets: "DELETE FROM assets WHERE job_id = :job_id RETURNING id, blob_key",
   deleteJob: "DELETE FROM jobs WHERE id = :id",
+  hideHistory: `UPDATE jobs SET history_hidden = 1 WHERE owner = :owner AND status IN ${TERMINAL} AND history_hidden = 0`,
+  hideHistoryItem: `UPDATE jobs SET history_hidden = 1 WHERE id = :id AND owner = :owner AND status IN ${TERMINAL} AND history_hidden = 0`,
+  historyHidden: "SELECT history_hidden FROM jobs WHERE id = :id",
   deleteExpiredUploads: `DELETE FROM assets WHERE id IN (
       SELECT id FROM assets INDEXED BY assets_upload_expires_at
       WHERE job_id IS NULL AND expires_at <= :cutoff ORDER BY expires_at LIMIT :limit)
@@ -84,11 +89,31 @@ export const SQL = {
 } as const;
 
 /** An owner's jobs newest first, below a seq, with an optional status set and deployment. */
-export function listJobsSql(statusCount: number, byDeployment: boolean): string {
+export function listJobsSql(statusCount: number, byDeployment: boolean, inHistory = false): string {
   return `SELECT ${JOB_COLUMNS} FROM jobs WHERE owner = :owner AND seq < :before
     ${statusCount > 0 ? `AND status IN (${inList("s", statusCount)})` : ""}
+    ${inHistory ? "AND history_hidden = 0" : ""}
     ${byDeployment ? "AND deployment_id = :deployment_id" : ""}
     ORDER BY seq DESC LIMIT :limit`;
+}
+
+/**
+ * An owner's jobs carrying every label of `labelCount` filters, newest first below a seq: the
+ * first filter's (owner, key, value, seq) range drives (read backwards from :before), each other
+ * one is a primary-key probe, and the job row is read only for a match.
+ */
+export function listLabeledJobsSql(labelCount: number, statusCount: number, byDeployment: boolean, inHistory = false): string {
+  const others = Array.from({ length: labelCount - 1 }, (_, i) => i + 1)
+    .map((i) => `AND EXISTS (SELECT 1 FROM job_labels l${i} WHERE l${i}.owner = :owner AND l${i}.key = :k${i} AND l${i}.value = :v${i} AND l${i}.seq = l0.seq)`)
+    .join("\n    ");
+  return `SELECT ${JOB_COLUMNS.split(", ").map((c) => `jobs.${c}`).join(", ")}
+    FROM job_labels l0 CROSS JOIN jobs ON jobs.seq = l0.seq
+    WHERE l0.owner = :owner AND l0.key = :k0 AND l0.value = :v0 AND l0.seq < :before
+    ${others}
+    ${statusCount > 0 ? `AND jobs.status IN (${inList("s", statusCount)})` : ""}
+    ${byDeployment ? "AND jobs.deployment_id = :deployment_id" : ""}
+    ${inHistory ? "AND jobs.history_hidden = 0" : ""}
+    ORDER BY l0.seq DESC LIMIT :limit`;
 }
 
 /** Guarded transition: changes status (and the flagged patch fields) only from the listed statuses. */

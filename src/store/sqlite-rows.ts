@@ -19,6 +19,7 @@ export function toJob(row: Row): JobRecord {
     error: parseNullable(row.error) as JobFailure | null,
     output_node_ids: JSON.parse(row.output_node_ids as string) as string[],
     cost: row.cost as number | null,
+    metadata: row.metadata == null ? {} : (JSON.parse(row.metadata as string) as Record<string, string>),
   };
 }
 

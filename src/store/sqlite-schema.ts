@@ -161,6 +161,34 @@ CREATE TABLE pending_blobs (
 );
 `,
   },
+  {
+    version: 5,
+    description: "job labels (metadata) and their side table for filtered listings; jobs taken out of the hosted history",
+    sql: `
+-- NULL when the job has none (most jobs): a NULL after the workflow is read from the record's
+-- header alone, so reads of unlabeled jobs never touch the workflow's overflow pages.
+ALTER TABLE jobs ADD COLUMN metadata TEXT;
+-- Taken out of the hosted history (ComfyUI's POST /history); the job itself stays until it expires.
+ALTER TABLE jobs ADD COLUMN history_hidden INTEGER NOT NULL DEFAULT 0 CHECK (history_hidden IN (0, 1));
+-- One row per label: a filtered page walks (owner, key, value) newest first from the cursor, as
+-- an unfiltered one walks jobs_owner_seq.
+CREATE TABLE job_labels (
+  owner TEXT NOT NULL,
+  key TEXT NOT NULL,
+  value TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  PRIMARY KEY (owner, key, value, seq)
+) WITHOUT ROWID;
+-- A job's labels go with it (retention, history deletes), by their primary key.
+CREATE TRIGGER jobs_labels_follow
+AFTER DELETE ON jobs
+FOR EACH ROW
+WHEN OLD.metadata IS NOT NULL
+BEGIN
+  DELETE FROM job_labels WHERE (owner, key, value, seq) IN (SELECT OLD.owner, j.key, j.value, OLD.seq FROM json_each(OLD.metadata) j);
+END;
+`,
+  },
 ];
 
 /** The schema version this code writes. */

@@ -16,13 +16,13 @@ import { DatabaseSync } from "node:sqlite";
 import type { SQLInputValue, SQLOutputValue, StatementSync } from "node:sqlite";
 import { decodeCursor, encodeCursor } from "./cursor.ts";
 import { IdempotencyKeyReused, LeaseLostError, TerminalStatusError, UnknownJobError } from "./errors.ts";
-import { SQL, jobsInStatusSql, listJobsSql, transitionSql } from "./sqlite-queries.ts";
+import { SQL, jobsInStatusSql, listJobsSql, listLabeledJobsSql, transitionSql } from "./sqlite-queries.ts";
 import { Checkpointer } from "./checkpointer.ts";
 import { FileSync } from "./file-sync.ts";
 import { jsonOrNull, toAsset, toClaim, toJob, toLogs } from "./sqlite-rows.ts";
-import { checkClaimInput, checkCount, checkNewAsset, checkNewJob, checkPendingBlob, checkStatus, distinctStatuses, insertedJob } from "./input-checks.ts";
+import { checkClaimInput, checkCount, checkNewAsset, checkNewJob, checkPendingBlob, checkStatus, distinctStatuses, hasLabels, insertedJob, labelFilters } from "./input-checks.ts";
 import { TERMINAL_TRIGGER_MESSAGE, migrate } from "./sqlite-schema.ts";
-import { DEFAULT_PENDING_READ, IDEMPOTENCY_TTL_MS } from "./types.ts";
+import { DEFAULT_PENDING_READ, IDEMPOTENCY_TTL_MS, MAX_LABEL_FILTERS } from "./types.ts";
 import type {
   AssetDeletion,
   CreateJobOptions,
@@ -162,6 +162,7 @@ export class SqliteStore implements Store {
       job.cost ?? null,
       JSON.stringify(job.workflow),
       job.secrets_given === true ? 1 : 0,
+      hasLabels(job.metadata) ? JSON.stringify(job.metadata) : null,
     ];
     const inserted = new Promise<JobRecord>((resolve, reject) => {
       const pending = { record: insertedJob(job), values, owner: job.owner, idempotency: options.idempotency, resolve, reject };
@@ -207,13 +208,33 @@ export class SqliteStore implements Store {
     const before = options.cursor == null ? Number.MAX_SAFE_INTEGER : decodeCursor(options.cursor);
     const byDeployment = options.deployment_id !== undefined;
     const statusCount = statuses?.length ?? 0;
-    const statement = this.#variant(`list:${statusCount}:${byDeployment}`, () => listJobsSql(statusCount, byDeployment));
+    const labels = labelFilters(options.metadata, MAX_LABEL_FILTERS);
+    const statement =
+      labels === null
+        ? this.#variant(`list:${statusCount}:${byDeployment}:${options.in_history === true}`, () => listJobsSql(statusCount, byDeployment, options.in_history === true))
+        : this.#variant(`labeled:${labels.length}:${statusCount}:${byDeployment}:${options.in_history === true}`, () =>
+            listLabeledJobsSql(labels.length, statusCount, byDeployment, options.in_history === true),
+          );
     const params: Params = { owner, before, limit: limit + 1, ...bindList("s", statuses ?? []) };
+    labels?.forEach(([key, value], i) => {
+      params[`k${i}`] = key;
+      params[`v${i}`] = value;
+    });
     if (byDeployment) params.deployment_id = options.deployment_id!;
     const rows = statement.all(params);
     const jobs = rows.slice(0, limit).map(toJob);
     const next_cursor = rows.length > limit ? encodeCursor(jobs[jobs.length - 1]!.seq) : null;
     return { jobs, next_cursor };
+  }
+
+  async hideFromHistory(owner: string, ids: readonly string[] | null): Promise<number> {
+    if (ids === null) return this.#durable(Number(this.#sql.hideHistory.run({ owner }).changes));
+    const changed = this.#transaction(() => [...new Set(ids)].reduce((n, id) => n + Number(this.#sql.hideHistoryItem.run({ id, owner }).changes), 0));
+    return this.#durable(changed);
+  }
+
+  async hiddenFromHistory(id: string): Promise<boolean> {
+    return this.#sql.historyHidden.get({ id })?.history_hidden === 1;
   }
 
   async transitionJob(id: string, from: readonly JobStatus[], to: JobStatus, patch: JobPatch = {}, options: TransitionOptions = {}): Promise<JobRecord | null> {
@@ -491,7 +512,9 @@ export class SqliteStore implements Store {
       }
     }
     const { lastInsertRowid } = this.#sql.insertJob.run(...values);
-    return { status: "fulfilled", value: { ...record, seq: Number(lastInsertRowid) } };
+    const seq = Number(lastInsertRowid);
+    for (const [key, value] of Object.entries(record.metadata)) this.#sql.insertLabel.run(owner, key, value, seq);
+    return { status: "fulfilled", value: { ...record, seq } };
   }
 
   /** Takes or binds an idempotency claim inside the caller's transaction. */

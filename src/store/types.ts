@@ -66,7 +66,12 @@ export interface JobRecord {
   output_node_ids: string[];
   /** Credits charged, for the cloud surface; null when not charged. */
   cost: number | null;
+  /** The labels it was submitted with ({} when none); fixed at creation. */
+  metadata: JobLabels;
 }
+
+/** A job's labels: key to value, both strings (bounds are the contract's, checked above the store). */
+export type JobLabels = Record<string, string>;
 
 /** What createJob needs; status defaults to "queued", the other nullable fields to null. */
 export interface NewJob {
@@ -81,6 +86,8 @@ export interface NewJob {
   output_node_ids: string[];
   /** The submission carried secrets (extra_data), which are never stored; only this flag is. */
   secrets_given?: boolean;
+  /** Labels stored with the job and usable as listing filters; none when absent. */
+  metadata?: JobLabels;
   progress?: JobProgress | null;
   error?: JobFailure | null;
   cost?: number | null;
@@ -176,7 +183,14 @@ export interface ListJobsOptions {
   limit: number;
   /** next_cursor of the previous page. */
   cursor?: string | null;
+  /** Only jobs still in the hosted history (not taken out by hideFromHistory). */
+  in_history?: boolean;
+  /** Only jobs carrying every one of these labels (at most MAX_LABEL_FILTERS). */
+  metadata?: JobLabels;
 }
+
+/** How many label filters one listing may combine. */
+export const MAX_LABEL_FILTERS = 3;
 
 /** One page of listJobs, newest first; next_cursor is null on the last page. */
 export interface JobPage {
@@ -290,6 +304,14 @@ export interface Store {
   getJobLogs(id: string): Promise<JobLogs | null>;
   /** An owner's jobs, newest first, paged by an opaque cursor (InvalidCursorError when malformed). */
   listJobs(owner: string, options: ListJobsOptions): Promise<JobPage>;
+  /**
+   * Takes an owner's finished jobs out of the hosted interface's history (ComfyUI's POST /history):
+   * the named ones, or all of them when `ids` is null. Live jobs and other owners' are left alone;
+   * the jobs themselves stay readable until their expiry. Returns how many left history.
+   */
+  hideFromHistory(owner: string, ids: readonly string[] | null): Promise<number>;
+  /** Whether a job was taken out of history (false for an unknown job). */
+  hiddenFromHistory(id: string): Promise<boolean>;
 
   /**
    * Moves a job to `to` only if its status is one of `from`, applying `patch` in the same

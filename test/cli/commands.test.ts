@@ -84,6 +84,33 @@ describe("status, cancel, list", () => {
     expect((await runCli(["list", "--limit", "0"], env)).code).toBe(2);
   });
 
+  it("run --label stores labels; list --label filters by them (the v2 client carries both)", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "flowgate-labels-"));
+    try {
+      const graph = join(dir, "graph.json");
+      await writeFile(graph, JSON.stringify(imageGraph("labels")));
+      const tag = `t${Date.now()}`;
+      const r = await runCli(["run", graph, "--label", `batch=${tag}`, "--label", "kind=a=b", "--no-download", "--json"], env);
+      expect(r.code, r.stderr).toBe(0);
+      const viaClient = await client.submit(imageGraph(), { metadata: { batch: tag } });
+      expect(viaClient.metadata).toEqual({ batch: tag });
+      const listed = JSON.parse((await runCli(["list", "--label", `batch=${tag}`, "--label", "kind=a=b", "--json"], env)).stdout) as { jobs: Job[] };
+      expect(listed.jobs).toHaveLength(1);
+      expect(listed.jobs[0]!.metadata).toEqual({ batch: tag, kind: "a=b" });
+      const text = await runCli(["list", "--label", `batch=${tag}`], env);
+      expect(text.stdout).toContain(viaClient.id);
+      expect(text.stdout).toContain(`batch=${tag}`);
+      expect((await client.list({ metadata: { batch: tag } })).jobs.map((j) => j.id)).toContain(viaClient.id);
+      expect((await client.list({ metadata: { batch: tag, kind: "a=b" } })).jobs).toHaveLength(1);
+      expect((await runCli(["list", "--label", "novalue"], env)).code).toBe(2);
+      const bad = await runCli(["list", "--label", "bad key=x"], env);
+      expect(bad.code).toBe(1);
+      expect(bad.stderr).toContain("invalid_metadata_filter");
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it("takes the token from --token or FLOWGATE_TOKEN, and says unauthorized without it", async () => {
     const none = await runCli(["list"], { FLOWGATE_BASE_URL: server.url });
     expect(none.code).toBe(1);

@@ -10,7 +10,7 @@ const LINKS = "|http://127.0.0.1:8189";
 function job(status: JobStatus, over: Partial<JobRecord> = {}): JobRecord {
   return {
     seq: 1, id: "j1", owner: "alice", deployment_id: null, status, created_at: T, started_at: T, completed_at: T,
-    expires_at: T + 3_600_000, progress: null, error: null, output_node_ids: ["9"], cost: null, ...over,
+    expires_at: T + 3_600_000, progress: null, error: null, output_node_ids: ["9"], cost: null, metadata: {}, ...over,
   };
 }
 

@@ -29,6 +29,7 @@ describe("createJob and reads", () => {
       error: null,
       output_node_ids: ["2"],
       cost: 2.5,
+      metadata: {},
     });
     const second = await t.store.createJob(newJob());
     expect(second.seq).toBeGreaterThan(first.seq);

@@ -4,7 +4,7 @@ import type { HostedHandlers, OperationInput, OperationResult } from "../../../g
 import type { components } from "../../../generated/openapi-types.ts";
 import { ServiceError } from "../../domain/errors.ts";
 import { VERSION } from "../../domain/version.ts";
-import { isTerminalStatus, type AssetRecord, type JobRecord } from "../../store/index.ts";
+import type { AssetRecord, JobRecord } from "../../store/index.ts";
 import type { HandlerContext } from "../handler-context.ts";
 import type { Runtime } from "../../runtime/runtime.ts";
 import { signedContentUrl } from "../views.ts";
@@ -155,7 +155,14 @@ export const hostedHandlers: HostedHandlers<HandlerContext> = {
 
   async hostedGetHistoryEntry(input: OperationInput<"hostedGetHistoryEntry">, ctx): Promise<OperationResult<"hostedGetHistoryEntry">> {
     const job = await findJob(ctx, input.params.prompt_id);
-    return { status: 200, body: job && isTerminalStatus(job.status) ? await history(ctx, [job]) : {} };
+    return { status: 200, body: job && (await ctx.runtime.jobs.inHistory(job)) ? await history(ctx, [job]) : {} };
+  },
+
+  async hostedManageHistory(input: OperationInput<"hostedManageHistory">, ctx): Promise<OperationResult<"hostedManageHistory">> {
+    // ComfyUI clears first, then deletes; a live prompt is not in history, so it stays.
+    if (input.body.clear === true) await ctx.runtime.jobs.leaveHistory(ctx.caller, null);
+    if (input.body.delete !== undefined) await ctx.runtime.jobs.leaveHistory(ctx.caller, input.body.delete);
+    return { status: 200 };
   },
 
   async hostedGetSystemStats(): Promise<OperationResult<"hostedGetSystemStats">> {

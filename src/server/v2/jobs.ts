@@ -9,6 +9,7 @@ export async function createJob(input: OperationInput<"createJob">, ctx: Handler
   const snapshot = await ctx.runtime.jobs.submit(ctx.caller, {
     workflow: input.body.workflow as Record<string, unknown>,
     extra_data: input.body.extra_data,
+    ...(input.body.metadata === undefined ? {} : { metadata: input.body.metadata }),
     idempotency_key: input.headers["idempotency-key"],
   });
   return { status: 201, body: jobView(snapshot, ctx.links()) };
@@ -20,6 +21,7 @@ export async function listJobs(input: OperationInput<"listJobs">, ctx: HandlerCo
     limit: input.query?.limit ?? 20,
     status: input.query?.status as JobStatus | undefined,
     cursor: input.query?.cursor,
+    ...(input.query?.metadata === undefined ? {} : { metadata: input.query.metadata as Record<string, string> }),
   });
   const links = ctx.links();
   return { status: 200, body: { jobs: page.jobs.map((s) => jobView(s, links)), next_cursor: page.next_cursor } };
