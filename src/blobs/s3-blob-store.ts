@@ -26,6 +26,7 @@ import { checkExpectedHash, checkMaxBytes, checkRange, chunksOf } from "./blob-i
 import { assertBlobKey } from "./blob-key.ts";
 import type { BlobSource, BlobStat, BlobStore, ByteRange, DownloadLink, PutOptions, PutResult, StagedPut } from "./blob-store.ts";
 import { BlobNotFoundError, HashMismatchError, PayloadTooLargeError } from "./errors.ts";
+import { hostAndPort, networkReason } from "../domain/network-errors.ts";
 import { s3Url, type S3Location } from "./s3-location.ts";
 
 /** Options of S3BlobStore.open. */
@@ -68,8 +69,12 @@ export class S3BlobStore implements BlobStore {
   readonly #partBytes: number;
   readonly #now: () => number;
 
-  private constructor(location: S3Location, client: S3Client, partBytes: number, now: () => number) {
+  /** The endpoint given (null: AWS's own, by region), for messages. */
+  readonly #endpoint: string | null;
+
+  private constructor(location: S3Location, client: S3Client, partBytes: number, now: () => number, endpoint: string | null) {
     this.location = location;
+    this.#endpoint = endpoint;
     this.client = client;
     this.#partBytes = partBytes;
     this.#now = now;
@@ -90,7 +95,7 @@ export class S3BlobStore implements BlobStore {
         // A bucket that stops answering fails requests (500 upstream_error, readiness 503) instead of holding them.
         requestHandler: { connectionTimeout: 5_000, requestTimeout: 60_000 },
       });
-    const store = new S3BlobStore(options.location, client, partBytes, options.now ?? Date.now);
+    const store = new S3BlobStore(options.location, client, partBytes, options.now ?? Date.now, endpoint);
     store.removeStaleTemps().catch(() => undefined); // housekeeping only: a bucket down now is seen by readiness
     return store;
   }
@@ -275,8 +280,16 @@ export class S3BlobStore implements BlobStore {
   }
 
   /** Rejects while the bucket cannot be reached or read with these credentials. */
+  /** Rejects, saying where and why, while the bucket cannot be reached. */
   async check(): Promise<void> {
-    await this.client.send(new HeadBucketCommand({ Bucket: this.location.bucket }));
+    try {
+      await this.client.send(new HeadBucketCommand({ Bucket: this.location.bucket }));
+    } catch (err) {
+      const where = this.#endpoint === null ? "AWS S3" : hostAndPort(this.#endpoint, this.#endpoint.startsWith("https:") ? 443 : 80);
+      const status = (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+      const why = networkReason(err) ?? (status === 404 ? "no such bucket" : status === 403 ? "access denied: check the credentials" : (err as Error).message);
+      throw new Error(`cannot reach object storage at ${where} (bucket ${this.location.bucket}: ${why}); check --blob-store and --s3-endpoint`, { cause: err });
+    }
   }
 
   /**

@@ -1,7 +1,7 @@
 // The client a command talks through, from --base-url/--token or FLOWGATE_BASE_URL/FLOWGATE_TOKEN.
 import { DEFAULT_BASE_URL, FlowgateClient } from "../client/v2-client.ts";
 import { FlowgateApiError } from "../client/errors.ts";
-import { networkReason } from "../store/connect-errors.ts";
+import { networkReason } from "../domain/network-errors.ts";
 import { stringFlag, UsageError, type ParsedCommand } from "./command.ts";
 
 /** A v2 client configured from the parsed flags. */

@@ -3,7 +3,7 @@
 // that may be lost: a newer preview replaces it. Pub/sub fits that: fire and forget, nothing
 // kept, no image bytes in the database's notification queue or its WAL.
 import { createClient } from "@redis/client";
-import { hostAndPort, networkReason } from "../store/connect-errors.ts";
+import { hostAndPort, networkReason } from "../domain/network-errors.ts";
 import type { RunEvent } from "./event-relay.ts";
 
 type Preview = Extract<RunEvent, { type: "preview" }>;

@@ -103,6 +103,9 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
   const database = config.databaseUrl === null ? null : ({ kind: "postgres", url: config.databaseUrl, applicationName: `flowgate ${tag}` } as const);
   const store = watchFailures(metrics.instrumentStore(await openStore(database ?? { dataDir: config.dataDir })), noteFailure);
   const blobs = watchFailures(await openBlobStore(config), noteFailure);
+  const log = options.log ?? ((line: string) => void process.stderr.write(`flowgate: ${line}\n`));
+  // A bucket down at start is a readiness failure, not a crash: the operator is told once, in words.
+  if (config.blobStore !== null) void blobs.check().catch((err: unknown) => log(`${(err as Error).message}; not ready until it answers`));
   const signer = new UrlSigner(config.signingKey ?? (await loadOrCreateSigningKey(config.dataDir)));
   const events = new EventBus();
   const directory = config.surface === "self-hosted" ? null : await openDirectory(database ?? config.dataDir);
@@ -134,7 +137,7 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     endWithOutputs: database === null,
     mayStart: () => !space.short,
     ...(lease ? { lease } : {}),
-    log: options.log ?? ((line) => process.stderr.write(`flowgate: ${line}\n`)),
+    log,
   });
   const jobs = new JobService({ store, engine: options.engine, assets, dispatcher, events, now, retentionMs: config.retentionMs, queueLimit: config.queueLimit, beforeSubmit: async (caller) => {
     space.assertRoom(); // no new job while the disk is full: it could not save its outputs

@@ -8,7 +8,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { adminQuery, dropTestSchema, postgresUnavailable, schemaUrl, testSchemaName } from "../postgres/pg.ts";
-import { BIN, ROOT, runCli } from "./cli.ts";
+import { spawnCli } from "../server/helpers.ts";
+import { BIN, eventually, ROOT, runCli } from "./cli.ts";
 
 /** A port nothing listens on: one the OS just gave out and took back. */
 async function closedPort(): Promise<number> {
@@ -115,6 +116,26 @@ describe("a server, database or Redis that does not answer", () => {
     for (const r of [refused, unknownHost]) {
       expect(r.stderr + r.stdout).not.toContain("hunter2");
       expect(r.stderr).not.toMatch(/ECONNREFUSED|ENOTFOUND/);
+    }
+  });
+
+  it("a bucket that does not answer is named with its endpoint and why; the server starts, not ready", async () => {
+    const port = await closedPort();
+    const server = await spawnCli(["--port", "0", "--data-dir", join(dir, "d3"), "--blob-store", "s3://flowgate-test/p", "--s3-endpoint", `http://127.0.0.1:${port}`], {
+      AWS_ACCESS_KEY_ID: "AKIDEXAMPLE",
+      AWS_SECRET_ACCESS_KEY: "hunter2hunter2",
+      AWS_REGION: "us-east-1",
+    });
+    try {
+      await eventually(() => (server.output().includes("cannot reach object storage") ? true : undefined), "the bucket's message");
+      expect(server.output()).toContain(`cannot reach object storage at 127.0.0.1:${port} (bucket flowgate-test: connection refused`);
+      expect(server.output()).not.toContain("hunter2");
+      const ready = await fetch(`${server.url}/readyz`);
+      expect(ready.status).toBe(503);
+      expect(((await ready.json()) as { checks: Record<string, boolean> }).checks.blobs).toBe(false);
+    } finally {
+      server.child.kill("SIGKILL");
+      await server.exited;
     }
   });
 
