@@ -279,7 +279,6 @@ export class S3BlobStore implements BlobStore {
     }
   }
 
-  /** Rejects while the bucket cannot be reached or read with these credentials. */
   /** Rejects, saying where and why, while the bucket cannot be reached. */
   async check(): Promise<void> {
     try {
