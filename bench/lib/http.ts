@@ -1,6 +1,7 @@
 // HTTP from the bench process: the load generator (autocannon) and small JSON requests for setup.
 import autocannon from "autocannon";
 import type { BenchContext } from "./context.ts";
+import { threeNodeBodyTemplate } from "./graphs.ts";
 import { sleep } from "./stats.ts";
 
 /** One load run against one endpoint. */
@@ -129,4 +130,17 @@ export async function pairedRounds<M extends string>(
     ctx.log(`${name}: round ${round}/${s.httpRounds}: ${order.map((m) => `${m}=${Math.round(results[m].at(-1)!.rate)}/s`).join(" ")}`);
   }
   return results;
+}
+
+/** Durable submissions of the three-node graph to `url`, each with an Idempotency-Key of its own. */
+export function submitLoad(url: string, connections: number): Omit<LoadSpec, "durationS"> {
+  return {
+    url,
+    path: "/api/v2/jobs",
+    method: "POST",
+    body: threeNodeBodyTemplate(),
+    headers: { "idempotency-key": "bench-[<id>]" },
+    idReplacement: true,
+    connections,
+  };
 }

@@ -10,8 +10,8 @@ import { mkdtemp } from "node:fs/promises";
 import { join } from "node:path";
 import { spawnServer, type ServerChild } from "../lib/child.ts";
 import type { BenchContext } from "../lib/context.ts";
-import { blockingGraph, fourOutputGraph, threeNodeBodyTemplate, threeNodeGraph } from "../lib/graphs.ts";
-import { pairedRounds, request, submit, waitJob, type LoadSpec } from "../lib/http.ts";
+import { blockingGraph, fourOutputGraph, threeNodeGraph } from "../lib/graphs.ts";
+import { pairedRounds, request, submit, submitLoad, waitJob, type LoadSpec } from "../lib/http.ts";
 import { judge, type Figure } from "../lib/report.ts";
 import { seedSqliteQueue } from "../lib/seed.ts";
 import { median, medianRatio, sleep } from "../lib/stats.ts";
@@ -67,15 +67,7 @@ export async function httpScenarios(ctx: BenchContext): Promise<Figure[]> {
 
     // --- the measurements -------------------------------------------------------------------
     const C = s.connections;
-    const post = (url: string): Omit<LoadSpec, "durationS"> => ({
-      url,
-      path: "/api/v2/jobs",
-      method: "POST",
-      body: threeNodeBodyTemplate(),
-      headers: { "idempotency-key": "bench-[<id>]" },
-      idReplacement: true,
-      connections: C,
-    });
+    const post = (url: string) => submitLoad(url, C);
     const specs: Record<Measure, Omit<LoadSpec, "durationS">> = {
       bare: { url: bare.url, path: finPath, connections: C },
       getFinished: { url: empty.url, path: finPath, connections: C },

@@ -37,9 +37,9 @@ import pg from "pg";
 import { startWorker, type WorkerProcess } from "../lib/cli-worker.ts";
 import { spawnServer, type ServerChild } from "../lib/child.ts";
 import type { BenchContext } from "../lib/context.ts";
-import { blockingGraph, fourOutputGraph, threeNodeBodyTemplate, threeNodeGraph } from "../lib/graphs.ts";
+import { blockingGraph, fourOutputGraph, threeNodeGraph } from "../lib/graphs.ts";
 import { graphileUtils, startGraphileRunner, type GraphileRunner } from "../lib/graphile.ts";
-import { pairedRounds, request, submit, waitJob, type LoadSpec } from "../lib/http.ts";
+import { pairedRounds, request, submit, submitLoad, waitJob, type LoadSpec } from "../lib/http.ts";
 import { JobSocket } from "../lib/job-socket.ts";
 import { createBenchSchema, dropBenchSchema, postgresUnavailable, schemaUrl } from "../lib/postgres.ts";
 import { judge, type Figure } from "../lib/report.ts";
@@ -167,15 +167,7 @@ async function throughput(ctx: BenchContext, schema: string, deepSchema: string)
     const servers: Record<Store, Prepared> = { sqlite: await prepare(sqliteServer), pg: await prepare(pgServer) };
 
     const C = s.connections;
-    const postTo = (url: string): Omit<LoadSpec, "durationS"> => ({
-      url,
-      path: "/api/v2/jobs",
-      method: "POST",
-      body: threeNodeBodyTemplate(),
-      headers: { "idempotency-key": "bench-[<id>]" },
-      idReplacement: true,
-      connections: C,
-    });
+    const postTo = (url: string) => submitLoad(url, C);
     const spec = (m: Measure): Omit<LoadSpec, "durationS"> => {
       if (m === "getQueuedDeep-pg") return { url: pgDeep.url, path: `/api/v2/jobs/${pgSeed.probeId}`, connections: C };
       if (m === "getQueuedDeep-sqlite") return { url: sqliteDeep.url, path: `/api/v2/jobs/${sqliteSeed.probeId}`, connections: C };
