@@ -86,18 +86,11 @@ export async function runJob(
   const progressFence = fence.workerId === null ? undefined : fence;
   /** The end is being written: a snapshot still waiting then finds the job ended, as it should. */
   let ending = false;
-  // A snapshot's event goes out once it is stored: GET, the authoritative view, never shows less
-  // progress than a stream already did (on PostgreSQL the write lands a moment after the run
-  // reports it). One replaced before its write is never told; once the end is being written,
-  // the end tells the rest.
   const progressWrites = latestWins((progress: Progress) =>
-    store.updateProgress(job.id, progress, progressFence).then(
-      (stored) => void (stored && !ending && events.publish({ type: "progress", ...base, progress })),
-      (err: unknown) => {
-        if (ending && err instanceof LeaseLostError) return;
-        if (!refused(err)) throw err;
-      },
-    ),
+    store.updateProgress(job.id, progress, progressFence).catch((err: unknown) => {
+      if (ending && err instanceof LeaseLostError) return;
+      if (!refused(err)) throw err;
+    }),
   );
   const commits = new Set<Promise<unknown>>();
   /** The output that could not be stored for lack of space, if any: the job fails with `insufficient_storage`. */
@@ -113,8 +106,9 @@ export async function runJob(
 
   const report = (progress: Progress) => {
     // Snapshots land in order, and one arriving while a write is under way replaces any older
-    // one still waiting: the stored progress catches up at once.
+    // one still waiting: the stored progress catches up at once. The event goes out at once.
     progressWrites.write(progress);
+    events.publish({ type: "progress", ...base, progress });
   };
 
   let started = job.status !== "queued";
