@@ -42,7 +42,7 @@ function cutAfterFirstChunk(response: Response): Response {
 describe("stream", () => {
   it("yields status, progress, preview and output events, and ends with the terminal status read by GET", async () => {
     const client = new FlowgateClient({ baseUrl: server.url });
-    const job = await client.submit(samplerGraph(12));
+    const job = await client.submit(samplerGraph(400)); // long enough (about a second) for step snapshots to pass the stream's 4-a-second progress bound
     const events = await collect(client.stream(job));
     const names = new Set(events.map((e) => e.event));
     expect(names).toEqual(new Set(["status", "progress", "preview", "output"]));
