@@ -100,6 +100,9 @@ describe("the generated SDK against a running server", () => {
     const file = Object.values(entry.data![promptId]!.outputs)[0]!.images![0]!;
     const history = await call("hostedGetHistory", () => sdk.hostedGetHistory({ client, query: { max_items: 10 } }));
     expect(Object.keys(history.data ?? {})).toContain(promptId);
+    // Deleting it from history hides it there, as ComfyUI does; the job itself stays readable.
+    expect((await call("hostedManageHistory", () => sdk.hostedManageHistory({ client, body: { delete: [promptId] } }))).response?.status).toBe(200);
+    expect(Object.keys((await sdk.hostedGetHistory({ client, query: { max_items: 10 } })).data ?? {})).not.toContain(promptId);
     const view = await call("hostedView", () => sdk.hostedView({ client, query: { filename: file.filename, type: file.type, subfolder: "" }, parseAs: "arrayBuffer" }));
     expect(view.response?.status).toBe(200);
     expect(new Uint8Array(view.data as ArrayBuffer).subarray(0, 4)).toEqual(new Uint8Array([0x89, 0x50, 0x4e, 0x47]));

@@ -199,7 +199,9 @@ describe.skipIf(unavailable !== null)("processes on PostgreSQL", () => {
       expect(types.indexOf("executed")).toBeLessThan(types.indexOf("execution_success"));
       expect(mine().find((m) => m.type === "executed")!.data.output.images[0].type).toBe("output");
       expect(binary).toBeGreaterThan(0); // previews, through Redis
-      await waitFor(() => messages, (m) => m.at(-1)?.type === "status" && m.at(-1)!.data.status.exec_info.queue_remaining === 0, "queue_remaining 0", 5_000);
+      // As ComfyUI: the outcome, then the queue's status, then the closing executing.
+      const after = (m: typeof messages) => m.slice(m.findIndex((x) => x.type === "execution_success" && x.data?.prompt_id === id));
+      await waitFor(() => messages, (m) => after(m).some((x) => x.type === "status" && x.data.status.exec_info.queue_remaining === 0), "queue_remaining 0", 5_000);
     } finally {
       ws.terminate();
     }
