@@ -2,12 +2,10 @@
 // node events (one event-loop turn) are stored by one write, and the stored progress catches up
 // with the last snapshot published; a start and an end reported in one turn (a ComfyUI's short
 // prompt) are made durable by one fsync.
-import { mkdtemp, open, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { open } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { AssetService } from "../../src/assets/asset-service.ts";
-import { FileBlobStore } from "../../src/blobs/index.ts";
 import type { EnginePort, RunEnd, RunOptions } from "../../src/jobs/engine-port.ts";
 import { EventBus, type JobEvent } from "../../src/jobs/event-bus.ts";
 import { runJob } from "../../src/jobs/job-run.ts";
@@ -15,34 +13,32 @@ import { OutputNamer } from "../../src/jobs/output-names.ts";
 import type { Progress } from "../../src/jobs/progress.ts";
 import { FileSync } from "../../src/store/file-sync.ts";
 import { SqliteStore } from "../../src/store/sqlite.ts";
-import { openStore, type JobRecord, type JsonObject, type Store } from "../../src/store/index.ts";
+import type { JobRecord, JsonObject, Store } from "../../src/store/index.ts";
+import { openJobStore, runningJob, type JobStore } from "../fixtures/job-store.ts";
+import { ScriptedEngine } from "../fixtures/scripted-engine.ts";
 
+let data: JobStore;
 let dir: string;
 let store: Store;
 let job: JobRecord;
 
 beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), "flowgate-job-run-"));
-  store = await openStore({ dataDir: dir });
-  const now = Date.now();
-  job = await store.createJob({ id: "job-1", owner: "alice", created_at: now, expires_at: now + 3_600_000, workflow: {}, output_node_ids: ["3"] });
-  job = (await store.transitionJob(job.id, ["queued"], "running", { started_at: now }))!;
+  data = await openJobStore("job-run");
+  ({ dir, store } = data);
+  job = await runningJob(store, "job-1", "alice", ["3"]);
 });
-afterEach(async () => {
-  await store.close();
-  await rm(dir, { recursive: true, force: true });
-});
+afterEach(() => data.close());
 
 /** An engine that runs `script` as its run. */
 function scriptedEngine(script: (o: RunOptions) => Promise<RunEnd>): EnginePort {
-  return { isUiFormat: () => false, assetReferences: () => [], validate: async () => ({ ok: true, output_node_ids: [] }), queuesWork: false, run: (_g: Record<string, unknown>, o: RunOptions) => script(o), nodeDefinitions: async () => ({}), ready: async () => true } as unknown as EnginePort;
+  return new ScriptedEngine({ script: (run) => script(run.callbacks) });
 }
 
 const turn = () => new Promise<void>((r) => setImmediate(r));
 
 /** What runJob needs, over `on` (a store) and the data dir's blob store. */
-async function runDeps(on: Store, engine: EnginePort, events: EventBus) {
-  const assets = new AssetService({ store: on, blobs: await FileBlobStore.open(dir), now: Date.now, retentionMs: 3_600_000, maxUploadBytes: 1 << 20 });
+function runDeps(on: Store, engine: EnginePort, events: EventBus) {
+  const assets = on === store ? data.assets : new AssetService({ store: on, blobs: data.blobs, now: Date.now, retentionMs: 3_600_000, maxUploadBytes: 1 << 20 });
   return { store: on, assets, engine, events, now: Date.now, captureLogs: false, logLimitBytes: 1 << 16, names: new OutputNamer(on) };
 }
 
@@ -70,7 +66,7 @@ describe("runJob: progress writes", () => {
       stored = (await store.getJob(job.id))!.progress;
       return { kind: "succeeded" };
     });
-    const deps = await runDeps(store, engine, events);
+    const deps = runDeps(store, engine, events);
     const ended = await runJob(deps, job, {}, new AbortController().signal);
     expect(ended?.status).toBe("succeeded");
     // Six snapshots in one turn (the plan, two starts, two ends, a start): one write of the last.
@@ -100,7 +96,7 @@ describe("runJob: a cancel that arrives after the last node", () => {
       await store.transitionJob(job.id, ["running"], "canceling");
       return { kind: "succeeded" };
     });
-    const ended = await runJob(await runDeps(store, engine, events), job, {}, new AbortController().signal);
+    const ended = await runJob(runDeps(store, engine, events), job, {}, new AbortController().signal);
     expect(ended?.status).toBe("canceled");
     // Every node ran: the end carries the final snapshot, as a success's does, so no progress the
     // stream published before the end is ahead of the canceled job a client reads.
@@ -133,7 +129,7 @@ describe("runJob: a start and an end in one turn", () => {
         o.onNodeDone("1", "PrimitiveString", null);
         return { kind: "succeeded" };
       });
-      const deps = await runDeps(counted, engine, events);
+      const deps = runDeps(counted, engine, events);
       const before = fsyncs;
       let running = 0;
       const ended = await runJob(deps, queued, {}, new AbortController().signal, { onQueued: () => undefined, onRunning: () => void running++ });
