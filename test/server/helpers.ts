@@ -15,6 +15,7 @@ import { EmbeddedEngine, type EmbeddedEngineOptions } from "../../src/engine/emb
 import { engineAdapter } from "../../src/jobs/engine-adapter.ts";
 import { startServer, type RunningServer } from "../../src/server/start.ts";
 import { createTestSchema, dropTestSchema, schemaUrl } from "../postgres/pg.ts";
+import { delayGraph as delayGraphOf } from "../fixtures/graphs.ts";
 
 export { v };
 
@@ -242,11 +243,7 @@ export function imageGraph(prefix = "flowgate", color = Math.floor(Math.random()
 
 /** PrimitiveString -> FlowgateDelay -> PreviewAny: runs `seconds`, cancellable. */
 export function delayGraph(seconds: number): Record<string, unknown> {
-  return {
-    "1": { class_type: "PrimitiveString", inputs: { value: unique("delay") } },
-    "2": { class_type: "FlowgateDelay", inputs: { value: ["1", 0], seconds } },
-    "3": { class_type: "PreviewAny", inputs: { source: ["2", 0] } },
-  };
+  return delayGraphOf(seconds, unique("delay"));
 }
 
 /** An image saved at once, and a delay that keeps the job running for `seconds`. */

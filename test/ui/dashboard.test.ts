@@ -7,6 +7,7 @@ import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ROOT, startTestServer, unique, type TestServer } from "../server/helpers.ts";
 import { DOC_SHOTS, hasChromium, LAUNCH, prepareUi, SHOTS } from "./browser.ts";
+import { delayGraph as delayGraphOf } from "../fixtures/graphs.ts";
 
 /** A sampler whose image waits `seconds` before it is saved: previews arrive, then the job holds still. */
 function samplerGraph(steps: number, seconds: number): Record<string, unknown> {
@@ -18,11 +19,7 @@ function samplerGraph(steps: number, seconds: number): Record<string, unknown> {
 }
 
 function delayGraph(seconds: number): Record<string, unknown> {
-  return {
-    "1": { class_type: "PrimitiveString", inputs: { value: unique("ui") } },
-    "2": { class_type: "FlowgateDelay", inputs: { value: ["1", 0], seconds } },
-    "3": { class_type: "PreviewAny", inputs: { source: ["2", 0] } },
-  };
+  return delayGraphOf(seconds, unique("ui"));
 }
 
 describe.skipIf(!hasChromium)("dashboard in Chromium", { timeout: 90_000 }, () => {
