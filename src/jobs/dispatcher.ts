@@ -213,7 +213,8 @@ export class Dispatcher {
     }
     this.abortingRuns = true;
     clearTimeout(this.fillRetry);
-    // Runs stopped before their end, and queued jobs whose secrets die with this process.
+    // Runs stopped before their end, and queued jobs whose secrets die with this process: the
+    // source gives them up (with leases, so that they end now rather than a lease later).
     const unfinished = [...new Set([...this.running.keys(), ...this.extras.keys()])];
     for (const c of this.running.values()) c.abort();
     for (const wake of [...this.wakers]) wake();
@@ -307,6 +308,7 @@ export class Dispatcher {
     });
   }
 
+  /** Starts jobs from the source while a slot is free and starts are allowed. */
   private async fill(): Promise<void> {
     const launch = (start: RunStart): void => this.launch(start);
     while (!this.stopped && this.running.size < this.o.concurrency && (this.o.mayStart?.() ?? true)) {
