@@ -1,7 +1,7 @@
 // One run of one job: engine callbacks become progress, outputs, previews, logs and events.
 import type { AssetService, StoredOutput } from "../assets/asset-service.ts";
 import { LeaseLostError, TerminalStatusError, type AssetRecord, type JobPatch, type JobRecord, type JobStatus, type RunFence, type Store } from "../store/index.ts";
-import { UPSTREAM_FAILURE } from "../domain/failures.ts";
+import { UPSTREAM_FAILURE, WORKFLOW_FAILED } from "../domain/failures.ts";
 import { isOutOfSpace } from "../datadir/space.ts";
 import type { EnginePort, RunEnd, RunFailure } from "./engine-port.ts";
 import type { EventBus } from "./event-bus.ts";
@@ -230,7 +230,7 @@ export async function runJob(
   } catch (err) {
     // The port promises not to throw, but the graph read can fail (retried until a stop): the job still ends.
     infraFailure ??= err;
-    end = { kind: "failed", error: { code: "node_execution_error", message: "The workflow failed." } };
+    end = { kind: "failed", error: { ...WORKFLOW_FAILED } };
   }
   // An end the engine reached without reporting a start (a prompt it refused, a missed message)
   // still passes through `running`: a job only leaves `queued` by running or by a cancel.
