@@ -2,15 +2,19 @@
 // extra_info}, node_errors?}`, with the statuses of the seed's hosted table (the spec's
 // `x-hosted-error-types`).
 import { HOSTED_ERROR_TYPE_STATUS } from "../../../generated/enums.ts";
+import type { components } from "../../../generated/openapi-types.ts";
 import { ServiceError } from "../../domain/errors.ts";
 import { isOutOfSpace } from "../../datadir/space.ts";
 import { insufficientStorage, UPSTREAM_MESSAGE } from "../error-envelope.ts";
+
+/** The hosted error body (the spec's HostedError), with the fields flowgate always sends. */
+export type HostedErrorBody = components["schemas"]["HostedError"] & { error: { details: string; extra_info: Record<string, unknown> } };
 
 /** A hosted error response. */
 export interface HostedErrorResponse {
   status: number;
   headers: Record<string, string>;
-  body: { error: { type: string; message: string; details: string; extra_info: Record<string, unknown> }; node_errors?: unknown };
+  body: HostedErrorBody;
 }
 
 /**
@@ -39,7 +43,7 @@ export function toHostedError(err: unknown): HostedErrorResponse {
     return r;
   }
   const status = STATUS[err.code]!;
-  const comfy = err.details?.comfy as { error?: Record<string, unknown>; node_errors?: unknown } | undefined;
+  const comfy = err.details?.comfy as { error?: Record<string, unknown>; node_errors?: Record<string, unknown> } | undefined;
   if (comfy?.error) {
     return {
       status,
@@ -61,5 +65,10 @@ export function toHostedError(err: unknown): HostedErrorResponse {
 }
 
 function plain(status: number, type: string, message: string, details = ""): HostedErrorResponse {
-  return { status, headers: {}, body: { error: { type, message, details, extra_info: {} } } };
+  return { status, headers: {}, body: hostedErrorBody(type, message, details) };
+}
+
+/** A hosted error body with no structured detail. */
+export function hostedErrorBody(type: string, message: string, details = ""): HostedErrorBody {
+  return { error: { type, message, details, extra_info: {} } };
 }

@@ -1,5 +1,6 @@
 // v2 job status -> the hosted interface's job status (docs/decisions.md, "Hosted statuses"); the
 // mapping and the non-retryable codes are the spec's (`x-from-job-status`, `x-non-retryable`).
+import type { HostedExceptionType } from "../../../generated/asyncapi-types.ts";
 import { HOSTED_JOB_STATUS_BY_JOB_STATUS, type HOSTED_JOB_STATUSES } from "../../../generated/enums.ts";
 import { isNonRetryable } from "../../domain/failures.ts";
 import type { JobRecord } from "../../store/index.ts";
@@ -14,7 +15,7 @@ export function hostedStatus(job: Pick<JobRecord, "status" | "error">): HostedSt
 }
 
 /** ComfyUI's execution_error exception_type for a job error code (the seed's six values). */
-export function exceptionType(code: string | undefined): string {
+export function exceptionType(code: string | undefined): HostedExceptionType {
   switch (code) {
     case "missing_model":
       return "ModelDownloadError";
