@@ -752,8 +752,8 @@ export interface components {
          *     `partner_node_error`, `worker_lost`, `timeout`, `partner_key_lost` (the job was submitted with
          *     `extra_data`, which is kept in memory only, and the server restarted before it ran: submit it
          *     again), `insufficient_storage` (an output could not be stored: the server's storage is full;
-         *     `node_id` names the node); more may be added. `traceback` never carries server paths or
-         *     secrets.
+         *     `node_id` names the node), `upstream_error` (a backing service failed under the run); more
+         *     may be added. `traceback` never carries server paths or secrets.
          * @example {
          *       "code": "node_execution_error",
          *       "message": "Image dimensions must be positive",
@@ -763,7 +763,11 @@ export interface components {
          *     }
          */
         JobError: {
-            /** @description Machine-readable failure code. */
+            /**
+             * @description Machine-readable failure code. The field stays open (more codes may be added);
+             *     `x-known-values` lists the codes of this version, and `x-non-retryable` those for which
+             *     running the same graph again cannot help (the hosted status `non_retryable_error`).
+             */
             code: string;
             /** @description Human-readable failure message. */
             message: string;
@@ -1588,7 +1592,9 @@ export interface components {
             /**
              * @description Terminal: `success`, `error`, `non_retryable_error`, `lost`, `cancelled`. In flight
              *     (do not match on these): `submitted`, `queued_waiting`, `preparing`, `executing`,
-             *     `cancel_requested`, and any other value.
+             *     `cancel_requested`, and any other value. `x-from-job-status` is the status flowgate
+             *     gives each v2 status; a failed job whose error code is non-retryable (JobError's
+             *     `x-non-retryable`) is `non_retryable_error`.
              * @example executing
              * @example success
              */

@@ -1,7 +1,7 @@
 // One run of one job: engine callbacks become progress, outputs, previews, logs and events.
 import type { AssetService, StoredOutput } from "../assets/asset-service.ts";
 import { LeaseLostError, TerminalStatusError, type AssetRecord, type JobPatch, type JobRecord, type JobStatus, type RunFence, type Store } from "../store/index.ts";
-import { UPSTREAM_FAILURE } from "../domain/failures.ts";
+import { UPSTREAM_FAILURE, WORKFLOW_FAILED } from "../domain/failures.ts";
 import { isOutOfSpace } from "../datadir/space.ts";
 import type { EnginePort, RunEnd, RunFailure, RunOptions, RunOutput } from "./engine-port.ts";
 import type { EventBus } from "./event-bus.ts";
@@ -210,7 +210,7 @@ class JobRun {
     } catch (err) {
       // The port promises not to throw, but the graph read can fail (retried until a stop): the job still ends.
       this.infraFailure ??= err;
-      return { kind: "failed", error: { code: "node_execution_error", message: "The workflow failed." } };
+      return { kind: "failed", error: { ...WORKFLOW_FAILED } };
     }
   }
 
