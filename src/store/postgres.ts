@@ -11,7 +11,7 @@ import { checkClaimInput, checkCount, checkNewAsset, checkNewJob, checkPendingBl
 import { inTransaction, openPostgresPool, type PostgresOptions } from "./postgres-pool.ts";
 import { PG_INSERT_JOBS, PG_SQL, pgListJobsSql, pgListLabeledJobsSql } from "./postgres-queries.ts";
 import { PG_TERMINAL_SQLSTATE } from "./postgres-schema.ts";
-import { toClaim } from "./sqlite-rows.ts"; // plain columns, the same on both stores
+import { PG_ROWS, toPendingBlob, toWorkflow, type Row } from "./rows.ts";
 import { DEFAULT_PENDING_READ, IDEMPOTENCY_TTL_MS, MAX_LABEL_FILTERS } from "./types.ts";
 import type {
   AssetDeletion,
@@ -20,7 +20,6 @@ import type {
   AssetRecord,
   IdempotencyClaim,
   IdempotencyOptions,
-  JobFailure,
   JobLogs,
   JobPage,
   JobPatch,
@@ -38,9 +37,10 @@ import type {
   Store,
   TransitionOptions,
 } from "./types.ts";
-import { parseJson } from "../domain/exact-json.ts";
 
-type Row = Record<string, unknown>;
+const { toAsset, toClaim, toLogs } = PG_ROWS;
+/** A job row as a record (the leases' claims read theirs with it). */
+export const toJob = PG_ROWS.toJob;
 
 /**
  * The store's fixed statements by text, each with a name: a named statement is parsed and
@@ -118,13 +118,12 @@ export class PostgresStore implements Store {
 
   async getJobWorkflow(id: string): Promise<JsonObject | null> {
     const row = await this.#one(PG_SQL.getWorkflow, [id]);
-    return row === undefined ? null : (parseJson(row.workflow as string) as JsonObject);
+    return row === undefined ? null : toWorkflow(row);
   }
 
   async getJobLogs(id: string): Promise<JobLogs | null> {
     const row = await this.#one(PG_SQL.getLogs, [id]);
-    if (row === undefined || row.logs_captured_at === null) return null;
-    return { text: row.logs_text as string, truncated: row.logs_truncated === true, captured_at: row.logs_captured_at as number };
+    return row === undefined ? null : toLogs(row);
   }
 
   async listJobs(owner: string, options: ListJobsOptions): Promise<JobPage> {
@@ -333,7 +332,7 @@ export class PostgresStore implements Store {
   async pendingBlobs(afterKey = "", limit = DEFAULT_PENDING_READ): Promise<PendingBlob[]> {
     const count = checkCount(limit, MAX_QUEUE_READ, "limit");
     const { rows } = await this.#query(PG_SQL.pendingBlobs, [afterKey, count]);
-    return rows.map((row) => ({ key: String(row.blob_key), bytes: row.bytes as Buffer }));
+    return rows.map(toPendingBlob);
   }
 
   async dropPendingBlobs(keys: readonly string[]): Promise<void> {
@@ -617,44 +616,4 @@ function portable(error: unknown): unknown {
 
 function sqlState(error: unknown): string | undefined {
   return (error as { code?: string } | null)?.code;
-}
-
-/** A job row (JOB_COLUMNS) as a record. */
-export function toJob(row: Row): JobRecord {
-  return {
-    id: row.id as string,
-    owner: row.owner as string,
-    deployment_id: row.deployment_id as string | null,
-    status: row.status as JobStatus,
-    seq: row.seq as number,
-    created_at: row.created_at as number,
-    started_at: row.started_at as number | null,
-    completed_at: row.completed_at as number | null,
-    expires_at: row.expires_at as number,
-    progress: row.progress as JobProgress | null,
-    error: row.error as JobFailure | null,
-    output_node_ids: row.output_node_ids as string[],
-    cost: row.cost as number | null,
-    metadata: (row.metadata as Record<string, string> | null) ?? {},
-  };
-}
-
-function toAsset(row: Row): AssetRecord {
-  return {
-    id: row.id as string,
-    owner: row.owner as string,
-    job_id: row.job_id as string | null,
-    node_id: row.node_id as string | null,
-    name: row.name as string,
-    type: row.type as AssetRecord["type"],
-    content_type: row.content_type as string,
-    size_bytes: row.size_bytes as number,
-    hash: row.hash as string | null,
-    blob_key: row.blob_key as string,
-    folder: row.folder as AssetFolder,
-    file_path: row.file_path as string | null,
-    tags: row.tags as string[],
-    created_at: row.created_at as number,
-    expires_at: row.expires_at as number | null,
-  };
 }

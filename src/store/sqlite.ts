@@ -19,7 +19,7 @@ import { IdempotencyKeyReused, LeaseLostError, TerminalStatusError, UnknownJobEr
 import { SQL, jobsInStatusSql, listJobsSql, listLabeledJobsSql, transitionSql } from "./sqlite-queries.ts";
 import { Checkpointer } from "./checkpointer.ts";
 import { FileSync } from "./file-sync.ts";
-import { jsonOrNull, toAsset, toClaim, toJob, toLogs } from "./sqlite-rows.ts";
+import { SQLITE_ROWS, jsonOrNull, toPendingBlob, toWorkflow } from "./rows.ts";
 import { checkClaimInput, checkCount, checkNewAsset, checkNewJob, checkPendingBlob, checkStatus, distinctStatuses, hasLabels, insertedJob, labelFilters } from "./input-checks.ts";
 import { TERMINAL_TRIGGER_MESSAGE, migrate } from "./sqlite-schema.ts";
 import { DEFAULT_PENDING_READ, IDEMPOTENCY_TTL_MS, MAX_LABEL_FILTERS } from "./types.ts";
@@ -46,7 +46,6 @@ import type {
   Store,
   TransitionOptions,
 } from "./types.ts";
-import { parseJson } from "../domain/exact-json.ts";
 
 /** Options of the SQLite store. */
 export interface SqliteStoreOptions {
@@ -84,6 +83,8 @@ interface PendingInsert {
   resolve: (job: JobRecord) => void;
   reject: (error: unknown) => void;
 }
+
+const { toAsset, toClaim, toJob, toLogs } = SQLITE_ROWS;
 
 const MAX_PAGE = 1000;
 /** WAL pages at which the event loop checkpoints by itself, should the checkpoint worker fall behind. */
@@ -193,7 +194,7 @@ export class SqliteStore implements Store {
 
   async getJobWorkflow(id: string): Promise<JsonObject | null> {
     const row = this.#sql.getWorkflow.get({ id });
-    return row === undefined ? null : (parseJson(row.workflow as string) as JsonObject);
+    return row === undefined ? null : toWorkflow(row);
   }
 
   async getJobLogs(id: string): Promise<JobLogs | null> {
@@ -411,7 +412,7 @@ export class SqliteStore implements Store {
 
   async pendingBlobs(afterKey = "", limit = DEFAULT_PENDING_READ): Promise<PendingBlob[]> {
     const count = checkCount(limit, MAX_QUEUE_READ, "limit");
-    return this.#sql.pendingBlobs.all({ after: afterKey, limit: count }).map((row) => ({ key: String(row.blob_key), bytes: row.bytes as Uint8Array }));
+    return this.#sql.pendingBlobs.all({ after: afterKey, limit: count }).map(toPendingBlob);
   }
 
   async dropPendingBlobs(keys: readonly string[]): Promise<void> {
