@@ -8,6 +8,7 @@ import type pg from "pg";
 import { decodeCursor, encodeCursor } from "./cursor.ts";
 import { IdempotencyKeyReused, LeaseLostError, QueueFullError, TerminalStatusError, UnknownJobError } from "./errors.ts";
 import { checkClaimInput, checkCount, checkNewAsset, checkNewJob, checkPendingBlob, checkStatus, distinctStatuses, hasLabels, insertedJob, labelFilters } from "./input-checks.ts";
+import { GroupCommit } from "./group-commit.ts";
 import { inTransaction, openPostgresPool, type PostgresOptions } from "./postgres-pool.ts";
 import { PG_INSERT_JOBS, PG_SQL, pgListJobsSql, pgListLabeledJobsSql } from "./postgres-queries.ts";
 import { PG_TERMINAL_SQLSTATE } from "./postgres-schema.ts";
@@ -54,8 +55,6 @@ interface PendingInsert {
   job: NewJob;
   idempotency: IdempotencyOptions | undefined;
   queueLimit: number | undefined;
-  resolve: (job: JobRecord) => void;
-  reject: (error: unknown) => void;
 }
 
 const MAX_PAGE = 1000;
@@ -69,8 +68,8 @@ const PG_CHECK_VIOLATION = "23514";
 /** Store over a PostgreSQL database (one schema), through a node-postgres pool. */
 export class PostgresStore implements Store {
   readonly #pool: pg.Pool;
-  #pendingInserts: PendingInsert[] = [];
-  #flushing: Promise<void> = Promise.resolve();
+  /** Submissions, batched: each batch commits once the previous one did, with whatever arrived meanwhile. */
+  readonly #inserts = new GroupCommit<PendingInsert, JobRecord>((batch, batched) => insertBatchOnce(this.#pool, batch, batched));
   #closed = false;
 
   private constructor(pool: pg.Pool) {
@@ -86,11 +85,7 @@ export class PostgresStore implements Store {
     checkNewJob(job);
     if (options.idempotency !== undefined) checkIdempotency(job.owner, options.idempotency);
     if (options.queueLimit !== undefined) checkCount(options.queueLimit, Number.MAX_SAFE_INTEGER, "queueLimit");
-    const inserted = await new Promise<JobRecord>((resolve, reject) => {
-      if (this.#pendingInserts.push({ job, idempotency: options.idempotency, queueLimit: options.queueLimit, resolve, reject }) === 1) {
-        setImmediate(() => void this.#flush());
-      }
-    });
+    const inserted = await this.#inserts.submit({ job, idempotency: options.idempotency, queueLimit: options.queueLimit });
     // A commit here is durable (synchronous_commit): committed and durable are one moment.
     options.onCommitted?.(inserted);
     return inserted;
@@ -380,7 +375,7 @@ export class PostgresStore implements Store {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    await this.#flush(); // a batch still waiting for its turn commits before the pool goes
+    await this.#inserts.flush(); // a batch still waiting for its turn commits before the pool goes
     await this.#pool.end();
   }
 
@@ -399,46 +394,6 @@ export class PostgresStore implements Store {
     }
     const name = STATEMENT_NAMES.get(text);
     return on.query(name === undefined ? { text, values: params } : { name, text, values: params });
-  }
-
-  /**
-   * Commits the waiting submissions; batches commit one after another, in submission order. A
-   * batch is taken when its turn comes, not when it is queued: whatever arrived while the previous
-   * one committed joins it (group commit), instead of waiting in a row of one-job transactions.
-   */
-  #flush(): Promise<void> {
-    this.#flushing = this.#flushing.then(() => {
-      const batch = this.#pendingInserts;
-      this.#pendingInserts = [];
-      return batch.length === 0 ? undefined : this.#insertBatch(batch);
-    });
-    return this.#flushing;
-  }
-
-  /**
-   * Inserts a batch in one transaction. A reused key writes nothing and fails only its own
-   * submission; any other failure rolls the batch back and inserts its jobs one transaction each,
-   * so that one bad job never fails the others.
-   */
-  async #insertBatch(batch: PendingInsert[]): Promise<void> {
-    let outcomes: Array<PromiseSettledResult<JobRecord>>;
-    try {
-      outcomes = await insertBatchOnce(this.#pool, batch, true);
-    } catch {
-      outcomes = [];
-      for (const pending of batch) {
-        try {
-          outcomes.push(...(await insertBatchOnce(this.#pool, [pending], false)));
-        } catch (reason) {
-          outcomes.push({ status: "rejected", reason });
-        }
-      }
-    }
-    batch.forEach((pending, i) => {
-      const outcome = outcomes[i]!;
-      if (outcome.status === "fulfilled") pending.resolve(outcome.value);
-      else pending.reject(outcome.reason);
-    });
   }
 }
 

@@ -19,6 +19,7 @@ import { IdempotencyKeyReused, LeaseLostError, TerminalStatusError, UnknownJobEr
 import { SQL, jobsInStatusSql, listJobsSql, listLabeledJobsSql, transitionSql } from "./sqlite-queries.ts";
 import { Checkpointer } from "./checkpointer.ts";
 import { FileSync } from "./file-sync.ts";
+import { GroupCommit } from "./group-commit.ts";
 import { SQLITE_ROWS, jsonOrNull, toPendingBlob, toWorkflow } from "./rows.ts";
 import { checkClaimInput, checkCount, checkNewAsset, checkNewJob, checkPendingBlob, checkStatus, distinctStatuses, hasLabels, insertedJob, labelFilters } from "./input-checks.ts";
 import { TERMINAL_TRIGGER_MESSAGE, migrate } from "./sqlite-schema.ts";
@@ -80,8 +81,6 @@ interface PendingInsert {
   values: SQLInputValue[];
   owner: string;
   idempotency: IdempotencyOptions | undefined;
-  resolve: (job: JobRecord) => void;
-  reject: (error: unknown) => void;
 }
 
 const { toAsset, toClaim, toJob, toLogs } = SQLITE_ROWS;
@@ -101,7 +100,11 @@ export class SqliteStore implements Store {
   readonly #walSync: FileSync | null;
   /** Checkpoints the WAL off the event loop; null in memory. */
   readonly #checkpointer: Checkpointer | null;
-  #pendingInserts: PendingInsert[] = [];
+  /**
+   * Job inserts, batched: a reused idempotency key writes nothing and fails only its own
+   * submission; any other failure rolls the batch back and retries its jobs one transaction each.
+   */
+  readonly #inserts = new GroupCommit<PendingInsert, JobRecord>((batch, batched) => this.#transaction(() => batch.map((pending) => this.#insertOne(pending, batched))));
 
   private constructor(db: DatabaseSync, walSync: FileSync | null, checkpointer: Checkpointer | null) {
     this.#db = db;
@@ -165,11 +168,7 @@ export class SqliteStore implements Store {
       job.secrets_given === true ? 1 : 0,
       hasLabels(job.metadata) ? JSON.stringify(job.metadata) : null,
     ];
-    const inserted = new Promise<JobRecord>((resolve, reject) => {
-      const pending = { record: insertedJob(job), values, owner: job.owner, idempotency: options.idempotency, resolve, reject };
-      if (this.#pendingInserts.push(pending) === 1) setImmediate(() => this.#insertPending());
-    });
-    const committed = await inserted;
+    const committed = await this.#inserts.submit({ record: insertedJob(job), values, owner: job.owner, idempotency: options.idempotency });
     options.onCommitted?.(committed);
     return this.#durable(committed);
   }
@@ -460,7 +459,7 @@ export class SqliteStore implements Store {
 
   async close(): Promise<void> {
     if (!this.#db.isOpen) return;
-    this.#insertPending(); // a batch still waiting for its turn commits before the connection goes
+    await this.#inserts.flush(); // a batch still waiting for its turn commits before the connection goes
     await new Promise((resolve) => setImmediate(resolve)); // its callers ask for their fsync first
     await this.#walSync?.close();
     await this.#checkpointer?.stop();
@@ -472,34 +471,6 @@ export class SqliteStore implements Store {
   async #durable<T>(value: T): Promise<T> {
     await this.#walSync?.sync();
     return value;
-  }
-
-  /**
-   * Inserts the waiting jobs in one transaction. A reused idempotency key writes nothing and
-   * fails only its own submission; any other failure rolls the batch back and inserts its jobs
-   * one transaction each, so that one bad job never fails the others.
-   */
-  #insertPending(): void {
-    const batch = this.#pendingInserts;
-    if (batch.length === 0) return;
-    this.#pendingInserts = [];
-    let outcomes: Array<PromiseSettledResult<JobRecord>>;
-    try {
-      outcomes = this.#transaction(() => batch.map((pending) => this.#insertOne(pending, true)));
-    } catch {
-      outcomes = batch.map((pending) => {
-        try {
-          return this.#transaction(() => this.#insertOne(pending, false));
-        } catch (reason) {
-          return { status: "rejected", reason };
-        }
-      });
-    }
-    batch.forEach((pending, i) => {
-      const outcome = outcomes[i]!;
-      if (outcome.status === "fulfilled") pending.resolve(outcome.value);
-      else pending.reject(outcome.reason);
-    });
   }
 
   /** Claims the key (a refused claim writes nothing) and inserts the job, inside the caller's transaction. */
