@@ -122,16 +122,16 @@ async function createJob(s: State, req: Req, account: string, noCredits: boolean
   const keyHeader = req.headers["idempotency-key"];
   const key = typeof keyHeader === "string" ? `${account}:${keyHeader}` : undefined;
   if (key) {
+    // A key's first use: its workflow and its labels (every reuse is refused; the breakages compare them).
     const claimed = s.keys.get(key);
-    // The labels take part in the comparison like the rest of the body (but for idemIgnoresLabels).
-    const compared = JSON.stringify(s.broken("idemIgnoresLabels") ? workflow : { workflow, metadata });
-    const same = claimed === compared;
-    // idemIgnoresLabels: the same workflow with other labels than the key's first use is taken for a new request.
-    const labelsOnly = s.broken("idemIgnoresLabels") && same && s.keys.get(`${key}:labels`) !== JSON.stringify(metadata);
-    if (claimed !== undefined && !(s.broken("idemAcceptsDifferentBody") && !same) && !s.broken("idemNewJobOnReuse") && !labelsOnly) return fail(req.res, 422, "idempotency_key_reuse", "This Idempotency-Key has already been used.");
+    const [workflowText, labelsText] = [JSON.stringify(workflow), JSON.stringify(metadata)];
+    const sameWorkflow = claimed !== undefined && JSON.parse(claimed)[0] === workflowText;
+    const sameLabels = claimed !== undefined && JSON.parse(claimed)[1] === labelsText;
+    const acceptedAnyway =
+      (s.broken("idemAcceptsDifferentBody") && !sameWorkflow) || s.broken("idemNewJobOnReuse") || (s.broken("idemIgnoresLabels") && sameWorkflow && !sameLabels);
+    if (claimed !== undefined && !acceptedAnyway) return fail(req.res, 422, "idempotency_key_reuse", "This Idempotency-Key has already been used.");
     if (s.broken("idemRace")) await new Promise((r) => setTimeout(r, 20));
-    s.keys.set(key, compared);
-    s.keys.set(`${key}:labels`, JSON.stringify(metadata));
+    s.keys.set(key, JSON.stringify([workflowText, labelsText]));
     if (s.o.upstreamErrorOnKeyed && !s.failedKeyed) {
       s.failedKeyed = true;
       if (s.broken("idemReleasedOn5xx")) s.keys.delete(key);
