@@ -26,9 +26,10 @@ import err from "./checks/requests/err.ts";
 import host from "./checks/hosted/host.ts";
 import ws from "./checks/hosted/ws.ts";
 import ver from "./checks/contract/ver.ts";
+import lbl from "./checks/jobs/lbl.ts";
 
 /** Every check of the suite, in rule-group order. */
-export const ALL_CHECKS: readonly Check[] = [gen, job, log, prg, out, jerr, url, st, sub, idem, get, can, sse, ast, auth, err, host, ws, ver].flat();
+export const ALL_CHECKS: readonly Check[] = [gen, job, log, prg, out, jerr, url, st, sub, idem, get, can, sse, ast, auth, err, host, ws, ver, lbl].flat();
 
 /** Options with their defaults. */
 export function resolveOptions(o: ConformanceOptions): ResolvedOptions {

@@ -13,7 +13,8 @@ export interface paths {
          *     `metadata[key]=value` filters by label (deepObject style, up to 3 filters, all must match,
          *     combined with `status` and the cursor); a malformed filter (an empty or invalid key, more
          *     than 3 filters, a repeated key, a value longer than 256 characters) is 400
-         *     `invalid_metadata_filter`.
+         *     `invalid_metadata_filter`; a surface that declines labels answers a filtered listing with
+         *     422 `metadata_not_supported`.
          */
         get: operations["listJobs"];
         put?: never;
@@ -1977,6 +1978,23 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
+        /** @description `metadata_not_supported`: this surface declines labels, so it filters no listing by them. */
+        LabelsDeclined: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": "metadata_not_supported",
+                 *         "message": "This surface does not accept metadata."
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
         /** @description `unauthorized`: missing or invalid credentials. */
         Unauthorized: {
             headers: {
@@ -2511,6 +2529,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["DeploymentNotFound"];
+            422: components["responses"]["LabelsDeclined"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["UpstreamError"];
         };

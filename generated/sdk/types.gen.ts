@@ -1179,6 +1179,10 @@ export type ListJobsErrors = {
      */
     404: ErrorEnvelope;
     /**
+     * `metadata_not_supported`: this surface declines labels, so it filters no listing by them.
+     */
+    422: ErrorEnvelope;
+    /**
      * `rate_limited`: a configured request rate was exceeded; carries `Retry-After`.
      */
     429: ErrorEnvelope;

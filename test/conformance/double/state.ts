@@ -51,7 +51,19 @@ export type Breakage =
   | "contentTypeNotBytes" // OUT-5: a PNG output declared (and served) as image/webp
   | "keyInLocation" // HOST-6: /api/view's redirect Location carries the API key
   | "extraDataInHeader" // SUB-11: the 201 of a submission echoes extra_data in a header
-  | "idemReleasedOn5xx"; // IDEM-5: a keyed submission that answered 500 released its key (with upstreamErrorOnKeyed)
+  | "idemReleasedOn5xx" // IDEM-5: a keyed submission that answered 500 released its key (with upstreamErrorOnKeyed)
+  // Breakages of the labels (contract 2.1, the LBL extension group):
+  | "labelBoundTooTight" // LBL-1: 16 labels are refused as metadata_invalid (the double's bound is 15)
+  | "metadataInvalidAs400" // LBL-2: a map outside the bounds answers 400 invalid_request
+  | "metadataInvalidNoKey" // LBL-2: metadata_invalid without details.key
+  | "labelsDroppedOnCancel" // LBL-3: the cancel answer carries metadata {}
+  | "labelsMissingOnSse" // LBL-3: SSE status events carry no metadata
+  | "filterIgnored" // LBL-4: the listing ignores label filters
+  | "filterAnyOf" // LBL-4: a job matching any one of the filters is listed
+  | "filterDropsStatus" // LBL-4: a listing filtered by label ignores status
+  | "filterMalformedAccepted" // LBL-5: more than 3 filters are accepted
+  | "declinedFilterIgnored" // LBL-6 (with labels: false): a filtered listing answers 200 with every job
+  | "idemIgnoresLabels"; // LBL-7: a reused key with the same workflow and other labels makes a new job
 
 export interface DoubleOptions {
   surface?: "self-hosted" | "cloud" | "serverless";
@@ -80,6 +92,8 @@ export interface DoubleOptions {
   missingNodes?: string[];
   /** The first keyed submission answers 500 after claiming its key (an unknown outcome, IDEM-5). */
   upstreamErrorOnKeyed?: boolean;
+  /** Accepts labels (default); false declines them with 422 metadata_not_supported (LBL-6). */
+  labels?: boolean;
   breaks?: Breakage[];
 }
 
@@ -112,6 +126,8 @@ export interface JobRec {
   outputs: Asset[];
   error: { code: string; message: string; node_id: string | null; class_type: string | null; traceback: null } | null;
   workflow: Record<string, unknown>;
+  /** Labels (`metadata`), {} when the submission had none. */
+  metadata: Record<string, string>;
   leakedExtra?: unknown;
   log: string;
   logAt: Date | null;
@@ -158,6 +174,7 @@ export class State {
       hosted: o.hosted ?? surface !== "serverless",
       missingNodes: o.missingNodes ?? [],
       upstreamErrorOnKeyed: o.upstreamErrorOnKeyed ?? false,
+      labels: o.labels ?? true,
       breaks: new Set(o.breaks ?? []),
     };
     this.bus.setMaxListeners(0);
@@ -194,7 +211,7 @@ export class State {
   }
 
   /** Records a new queued job and starts what can start. */
-  createJob(account: string, workflow: Record<string, unknown>, extra?: unknown): JobRec {
+  createJob(account: string, workflow: Record<string, unknown>, extra?: unknown, metadata: Record<string, string> = {}): JobRec {
     const now = new Date();
     const job: JobRec = {
       id: randomUUID(),
@@ -209,6 +226,7 @@ export class State {
       outputs: [],
       error: null,
       workflow,
+      metadata,
       leakedExtra: this.broken("leakExtraData") ? extra : undefined,
       log: "",
       logAt: null,

@@ -70,7 +70,7 @@ export function progressView(s: State, job: JobRec): Record<string, unknown> | n
 }
 
 /** A job as an answer shows it; `on` says which answer (logs appear only on GET). */
-export function jobView(s: State, job: JobRec, origin: string, on: "post" | "get" | "list" | "terminal-event" | "other"): Record<string, unknown> {
+export function jobView(s: State, job: JobRec, origin: string, on: "post" | "get" | "list" | "cancel" | "event" | "terminal-event" | "other"): Record<string, unknown> {
   const prefix = s.broken("unprefixedLinks") || (on === "list" && s.broken("listUnprefixed")) ? "" : s.o.prefix;
   const get = on === "get";
   const ended = TERMINAL.has(job.status);
@@ -99,7 +99,10 @@ export function jobView(s: State, job: JobRec, origin: string, on: "post" | "get
       queue_ms: job.startedAt ? job.startedAt.getTime() - job.createdAt.getTime() : null,
       execution_ms: job.startedAt && job.completedAt ? (get && s.broken("terminalMetricsDrift") ? Date.now() : job.completedAt.getTime()) - job.startedAt.getTime() : null,
     },
+    metadata: { ...job.metadata },
   };
+  if (on === "cancel" && s.broken("labelsDroppedOnCancel")) view.metadata = {};
+  else if ((on === "event" || on === "terminal-event") && s.broken("labelsMissingOnSse")) delete view.metadata;
   const logs = { text: job.log, truncated: false, captured_at: iso(job.logAt ?? new Date()) };
   if (on === "get" && s.o.surface === "serverless" && !s.o.demo && TERMINAL.has(job.status)) view.logs = logs;
   else if (on === "get" && s.broken("nullLogs")) view.logs = null;
