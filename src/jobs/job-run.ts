@@ -86,11 +86,18 @@ export async function runJob(
   const progressFence = fence.workerId === null ? undefined : fence;
   /** The end is being written: a snapshot still waiting then finds the job ended, as it should. */
   let ending = false;
+  // A snapshot's event goes out once its write is stored: a read right after the event (GET, the
+  // authoritative view) never shows less (PostgreSQL stores it a round trip after the run reports
+  // it). One replaced before its write is never told; one stored once the end is being written
+  // is left to the end, which tells the rest.
   const progressWrites = latestWins((progress: Progress) =>
-    store.updateProgress(job.id, progress, progressFence).catch((err: unknown) => {
-      if (ending && err instanceof LeaseLostError) return;
-      if (!refused(err)) throw err;
-    }),
+    store.updateProgress(job.id, progress, progressFence).then(
+      (stored) => void (stored && !ending && events.publish({ type: "progress", ...base, progress })),
+      (err: unknown) => {
+        if (ending && err instanceof LeaseLostError) return;
+        if (!refused(err)) throw err;
+      },
+    ),
   );
   const commits = new Set<Promise<unknown>>();
   /** The output that could not be stored for lack of space, if any: the job fails with `insufficient_storage`. */
@@ -106,9 +113,8 @@ export async function runJob(
 
   const report = (progress: Progress) => {
     // Snapshots land in order, and one arriving while a write is under way replaces any older
-    // one still waiting: the stored progress catches up at once. The event goes out at once.
+    // one still waiting: the stored progress catches up at once. Its event follows its write.
     progressWrites.write(progress);
-    events.publish({ type: "progress", ...base, progress });
   };
 
   let started = job.status !== "queued";
@@ -259,9 +265,12 @@ export async function runJob(
     await rows.idle();
     await startCommit;
     await progressWrites.idle();
+  } else {
+    // A success writes its last records and its final progress with its end, in one commit: a
+    // snapshot still waiting is dropped (a later one finds the job no longer running and changes
+    // nothing), and one being written lands first, its event before the end's.
+    await progressWrites.settle();
   }
-  // A success writes its last records and its final progress with its end, in one commit (a
-  // progress write still waiting then finds the job no longer running and changes nothing).
   const held = rows.takeForEnd();
 
   // Other processes hear the run's events before its end (notifications go in commit order).
@@ -382,15 +391,18 @@ function track(pending: Set<Promise<unknown>>, work: () => Promise<void>): Promi
  * Serializes writes of a value so that only the newest waiting value is written next. A write
  * starts once the event loop's turn is over: a turn's snapshots (a burst of node events) make one.
  */
-function latestWins<T>(write: (value: T) => Promise<unknown>): { write(value: T): void; idle(): Promise<void> } {
+function latestWins<T>(write: (value: T) => Promise<unknown>): { write(value: T): void; idle(): Promise<void>; settle(): Promise<void> } {
   let waiting: { value: T } | null = null;
   let running: Promise<void> | null = null;
+  let writing: Promise<unknown> | null = null;
   const drain = async () => {
     await new Promise<void>((resolve) => setImmediate(resolve));
     while (waiting !== null) {
       const { value } = waiting;
       waiting = null;
-      await write(value).catch(() => undefined);
+      writing = write(value).catch(() => undefined);
+      await writing;
+      writing = null;
     }
     running = null;
   };
@@ -399,8 +411,14 @@ function latestWins<T>(write: (value: T) => Promise<unknown>): { write(value: T)
       waiting = { value };
       running ??= drain();
     },
+    /** Resolves once every value written so far has landed. */
     idle: async () => {
       await running;
+    },
+    /** Drops the value waiting to be written, and resolves once the write under way has landed. */
+    settle: async () => {
+      waiting = null;
+      await writing;
     },
   };
 }
