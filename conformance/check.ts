@@ -17,7 +17,7 @@ export interface Capabilities {
 
 /** Options with defaults filled in. */
 export type ResolvedOptions = ConformanceOptions &
-  Required<Pick<ConformanceOptions, "surface" | "slowSeconds" | "fillQueue" | "oversizeMb" | "requestTimeoutMs" | "checkTimeoutMs" | "jobTimeoutMs">>;
+  Required<Pick<ConformanceOptions, "surface" | "slowSeconds" | "fillQueue" | "oversizeMb" | "requestTimeoutMs" | "checkTimeoutMs" | "jobTimeoutMs" | "rereadAfterSeconds">>;
 
 /** What every check of one run shares. */
 export interface RunContext {

@@ -30,6 +30,8 @@ const CASES: Array<{ breakage: Breakage; rules: string[]; only: string[]; double
   { breakage: "keyInLocation", rules: ["HOST-6"], only: ["HOST"], double: { tokens: ["tok-a"] }, run: { token: "tok-a" } },
   { breakage: "extraDataInHeader", rules: ["SUB-11"], only: ["SUB", "IDEM"] },
   { breakage: "idemReleasedOn5xx", rules: ["IDEM-5"], only: ["IDEM"], double: { upstreamErrorOnKeyed: true } },
+  // Only the end-of-run re-read, at least 3 s after the first end, sees the change.
+  { breakage: "expiredSoonAfterEnd", rules: ["ST-4"], only: ["ST"], run: { rereadAfterSeconds: 3 } },
 ];
 
 describe.concurrent("each comparison invariant fails its rule, and only it, when the double breaks it", () => {

@@ -51,7 +51,9 @@ export type Breakage =
   | "contentTypeNotBytes" // OUT-5: a PNG output declared (and served) as image/webp
   | "keyInLocation" // HOST-6: /api/view's redirect Location carries the API key
   | "extraDataInHeader" // SUB-11: the 201 of a submission echoes extra_data in a header
-  | "idemReleasedOn5xx"; // IDEM-5: a keyed submission that answered 500 released its key (with upstreamErrorOnKeyed)
+  | "idemReleasedOn5xx" // IDEM-5: a keyed submission that answered 500 released its key (with upstreamErrorOnKeyed)
+  | "logHeadKept" // LOG-7: a log over the capture bound keeps its head, not its tail
+  | "expiredSoonAfterEnd"; // ST-4: from 2 s after its end, a finished job reads expired (a reaper that does not wait for expires_at)
 
 export interface DoubleOptions {
   surface?: "self-hosted" | "cloud" | "serverless";
@@ -114,6 +116,8 @@ export interface JobRec {
   workflow: Record<string, unknown>;
   leakedExtra?: unknown;
   log: string;
+  /** Output was shed from the log (LOG_LIMIT_BYTES). */
+  logTruncated: boolean;
   logAt: Date | null;
   abort: AbortController;
   hostedOutputs: Record<string, { images?: unknown[]; text?: string[] }>;
@@ -125,6 +129,8 @@ export interface JobRec {
 }
 
 const RETENTION_MS = 7 * 24 * 3600 * 1000;
+/** The log capture's bound (the run's output beyond it is shed from the head). */
+const LOG_LIMIT_BYTES = 64 * 1024;
 
 /** Everything the double holds. */
 export class State {
@@ -165,6 +171,14 @@ export class State {
 
   broken(b: Breakage): boolean {
     return this.o.breaks.has(b);
+  }
+
+  /** Appends a run's standard output to its log, keeping the last LOG_LIMIT_BYTES (the first, when logHeadKept). */
+  capture(job: JobRec, text: string): void {
+    const all = Buffer.from(job.log + text);
+    if (all.byteLength <= LOG_LIMIT_BYTES) return void (job.log = all.toString());
+    job.logTruncated = true;
+    job.log = (this.broken("logHeadKept") ? all.subarray(0, LOG_LIMIT_BYTES) : all.subarray(all.byteLength - LOG_LIMIT_BYTES)).toString();
   }
 
   /** The account of a token ("anon" when anonymous callers are accepted), or 401/403. */
@@ -211,6 +225,7 @@ export class State {
       workflow,
       leakedExtra: this.broken("leakExtraData") ? extra : undefined,
       log: "",
+      logTruncated: false,
       logAt: null,
       abort: new AbortController(),
       hostedOutputs: {},
@@ -286,7 +301,7 @@ export class State {
           job.events.emit("preview", current, jpeg);
           this.bus.emit("wsPreview", job, current, jpeg);
         },
-        log: (text) => (job.log += text),
+        log: (text) => this.capture(job, text),
         asset: (id) => this.assets.get(id)?.bytes,
       }, {
         nodeStart: (id, classType) => {
