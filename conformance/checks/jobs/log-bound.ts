@@ -1,15 +1,15 @@
 // LOG-7: a log larger than the capture keeps its tail and says so. The bound is not part of the
-// contract, so the job prints more than any reasonable bound (about 1 MiB, built on the server
+// contract, so the job prints more than any reasonable bound (about 1.5 MiB, built on the server
 // from a short seed, so the submission stays small) and the check holds the log against what it
 // printed: a suffix of it, the last line included, with `truncated` true.
 import { check, type T } from "../../check.ts";
 import { runOk } from "../support/jobs.ts";
 import { nonce, type Graph } from "../support/workflows.ts";
 
-/** Times the seed line is doubled: 2^14 copies of about 70 bytes. */
+/** Times the seed line is doubled: 2^14 copies of about 97 bytes. */
 const DOUBLINGS = 14;
 
-/** A graph that prints a first line, then about 1 MiB and a last line; and the exact text it prints. */
+/** A graph that prints a first line, then about 1.5 MiB and a last line; and the exact text it prints. */
 function floodGraph(marker: string): { graph: Graph; printed: string } {
   const first = `${marker} first`;
   const seed = `${marker} 0123456789abcdefghijklmnopqrstuvwxyz\n`;
