@@ -143,7 +143,8 @@ export async function main(argv: string[], out: (s: string) => void = (s) => pro
     out(USAGE);
     return 0;
   }
-  const onResult = parsed.quiet ? undefined : (r: Parameters<NonNullable<ConformanceOptions["onResult"]>>[0]) => out(`${formatProgress(r)}\n`);
+  const said = new Map<string, string>();
+  const onResult = parsed.quiet ? undefined : (r: Parameters<NonNullable<ConformanceOptions["onResult"]>>[0]) => out(`${formatProgress(r, said)}\n`);
   let report;
   try {
     report = await runConformance({ ...parsed.options, onResult });

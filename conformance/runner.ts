@@ -56,7 +56,9 @@ export function selected(c: Check, o: Pick<ConformanceOptions, "only" | "static"
 /** What the surface offers, learned from its public interface before the checks. */
 async function probe(http: Http): Promise<Capabilities> {
   const ex = await http.request("GET", http.url("/api/object_info"));
-  if (ex.status !== 200 || !ex.json || typeof ex.json !== "object" || Array.isArray(ex.json)) return { hosted: false };
+  if (ex.status !== 200 || !ex.json || typeof ex.json !== "object" || Array.isArray(ex.json)) {
+    return { hosted: false, hostedProbe: ex.status === 200 ? `GET /api/object_info answered 200 without an object of node definitions (${ex.text.slice(0, 60)})` : `GET /api/object_info answered ${ex.status}` };
+  }
   return { hosted: true, classes: new Set(Object.keys(ex.json)) };
 }
 

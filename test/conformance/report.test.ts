@@ -4,7 +4,7 @@ import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { formatConsole, main, parseCli, toJson, toJUnit, USAGE, type CheckResult } from "../../conformance/index.ts";
+import { formatConsole, formatProgress, main, parseCli, toJson, toJUnit, USAGE, type CheckResult } from "../../conformance/index.ts";
 import { buildReport, resolveOptions } from "../../conformance/runner.ts";
 import { startDouble } from "./double/server.ts";
 
@@ -38,6 +38,16 @@ describe("report forms", () => {
     expect(text).toContain("response: 429 (application/json) Retry-After: 1.5");
     expect(text).toContain("GET-2 another caller: no second caller given");
     expect(text).toContain("FAIL: 1 failed (ERR-3)");
+  });
+
+  it("a skip reason several checks share is said once, in the summary and in the progress lines", () => {
+    const why = "no second caller given (pass --other-token)";
+    const skips = ["GET-2 another caller's job is 404", "SUB-7 another caller's asset"].map((title) => result({ rule: title.split(" ")[0], group: title.split("-")[0], title, status: "skipped", reason: why }));
+    const text = formatConsole(buildReport(resolveOptions({ baseUrl: "http://host" }), false, Date.now(), [...skips]));
+    expect(text.split(why)).toHaveLength(2);
+    expect(text).toContain(`  - ${why}; 2 checks:\n      SUB-7 another caller's asset\n      GET-2 another caller's job is 404`);
+    const said = new Map<string, string>();
+    expect(skips.map((s) => formatProgress(s, said))).toEqual([`- GET-2 another caller's job is 404 (skipped: ${why})`, "- SUB-7 another caller's asset (skipped: as GET-2 above)"]);
   });
 
   it("JSON round-trips", () => {

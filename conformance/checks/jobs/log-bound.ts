@@ -35,7 +35,7 @@ function floodGraph(marker: string): { graph: Graph; printed: string } {
 export default [
   check(
     "LOG-7 a log larger than the capture keeps its tail, with truncated true",
-    { surfaces: ["serverless"], when: (r) => (r.options.demo ? "the demo deployment withholds logs (LOG-4)" : undefined) },
+    { surfaces: ["serverless"], when: (r) => (r.options.demo ? "--demo was given: the demo deployment withholds logs (LOG-4 checks that)" : undefined) },
     async (t: T) => {
       const { graph, printed } = floodGraph(`conformance-flood-${nonce()}`);
       t.requireClasses(graph, "print");
