@@ -262,7 +262,7 @@ export async function queuedJob(t: T, max = 8): Promise<{ target: JobRef; blocke
     }
     blockers.push(now);
   }
-  t.skip(`no job stayed queued behind ${max} slow jobs: each read as ${JSON.stringify(blockers.map((b) => b.job.status))} right after its submission (more slots than that; --slow-workflow with a slower graph or fewer slots make this apply)`);
+  t.skip(`no job stayed queued behind another: ${max} slow jobs read as ${JSON.stringify(blockers.map((b) => b.job.status))} right after their submissions (a --slow-workflow with a slower graph makes this apply)`);
 }
 
 export type Output = components["schemas"]["Output"];
