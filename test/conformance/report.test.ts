@@ -82,8 +82,8 @@ describe("the CLI", () => {
   });
 
   it("parses every option", () => {
-    const { options, reportJson, junit } = parseCli(["--base-url", "http://h/deployment/d", "--token", "t", "--surface", "serverless", "--only", "SUB, IDEM-2", "--fill-queue", "5", "--report-json", "r.json", "--junit", "r.xml", "--demo"]);
-    expect(options).toMatchObject({ baseUrl: "http://h/deployment/d", token: "t", surface: "serverless", only: ["SUB", "IDEM-2"], fillQueue: 5, demo: true });
+    const { options, reportJson, junit } = parseCli(["--base-url", "http://h/deployment/d", "--token", "t", "--surface", "serverless", "--only", "SUB, IDEM-2", "--fill-queue", "5", "--report-json", "r.json", "--junit", "r.xml", "--demo", "--reread-after-seconds", "2.5"]);
+    expect(options).toMatchObject({ baseUrl: "http://h/deployment/d", token: "t", surface: "serverless", only: ["SUB", "IDEM-2"], fillQueue: 5, demo: true, rereadAfterSeconds: 2.5 });
     expect([reportJson, junit]).toEqual(["r.json", "r.xml"]);
   });
 
