@@ -155,9 +155,9 @@ async function rereadJobs(run: RunContext): Promise<void> {
   const one = async (r: (typeof queue)[number]) => {
     const auth = r.auth ?? "auto";
     const id = encodeURIComponent(r.id);
-    await http.request("GET", http.url(`/api/v2/jobs/${id}`), { auth }).catch(() => undefined);
+    await http.request("GET", http.url(`/api/v2/jobs/${id}`), { auth, note: "end-of-run re-read" }).catch(() => undefined);
     const apiKey = typeof auth === "object" ? ("bearer" in auth ? auth.bearer : auth.apiKey) : undefined;
-    if (caps.hosted && r.terminal && r.v2) await http.request("GET", http.url(`/api/job/${id}/status`), { auth: apiKey ? { apiKey } : auth }).catch(() => undefined);
+    if (caps.hosted && r.terminal && r.v2) await http.request("GET", http.url(`/api/job/${id}/status`), { auth: apiKey ? { apiKey } : auth, note: "end-of-run re-read" }).catch(() => undefined);
   };
   const workers = Array.from({ length: 4 }, async () => {
     for (let r = queue.shift(); r; r = queue.shift()) await one(r);
