@@ -173,9 +173,13 @@ export class Timeline {
     }
   }
 
-  /** Job ids worth a final re-read, with how to read them. */
-  rereads(): Array<{ id: string; auth?: ViewAuth; v2: boolean; hosted: boolean; terminal: boolean }> {
-    return [...this.jobs].map(([id, l]) => ({ id, auth: l.auth, v2: l.v2, hosted: l.hosted, terminal: l.cum.some((s) => !!s.terminal || !!s.outcomeTerminal) }));
+  /** Job ids worth a final re-read, with how to read them and when a view first showed them finished. */
+  rereads(): Array<{ id: string; auth?: ViewAuth; v2: boolean; hosted: boolean; terminal: boolean; endedAt?: number }> {
+    return [...this.jobs].map(([id, l]) => {
+      const last = l.cum.at(-1);
+      const end = last?.terminal ?? last?.outcomeTerminal;
+      return { id, auth: l.auth, v2: l.v2, hosted: l.hosted, terminal: end !== undefined, endedAt: end?.at };
+    });
   }
 
   private find(f: Omit<Finding, "key"> & { key?: string }): void {

@@ -92,7 +92,7 @@ class JobRun {
   private infraFailure: unknown = null;
   /** The end is being written: a snapshot still waiting then finds the job ended, as it should. */
   private ending = false;
-  private readonly progressWrites: { write(value: Progress): void; idle(): Promise<void> };
+  private readonly progressWrites: { write(value: Progress): void; idle(): Promise<void>; settle(): Promise<void> };
   private readonly commits = new Set<Promise<unknown>>();
   /** The output that could not be stored for lack of space, if any: the job fails with `insufficient_storage`. */
   private spaceFailure: OutputNode | null = null;
@@ -127,11 +127,18 @@ class JobRun {
     this.signal = AbortSignal.any([outerSignal, this.fenced.signal]);
     // Progress is fenced with leases only: without, a snapshot may race the move to running (an engine with a queue).
     const progressFence = fence.workerId === null ? undefined : fence;
+    // A snapshot's event goes out once its write is stored: a read right after the event (GET, the
+    // authoritative view) never shows less (PostgreSQL stores it a round trip after the run reports
+    // it). One replaced before its write is never told; one stored once the end is being written
+    // is left to the end, which tells the rest.
     this.progressWrites = latestWins((progress: Progress) =>
-      deps.store.updateProgress(job.id, progress, progressFence).catch((err: unknown) => {
-        if (this.ending && err instanceof LeaseLostError) return;
-        if (!this.refused(err)) throw err;
-      }),
+      deps.store.updateProgress(job.id, progress, progressFence).then(
+        (stored) => void (stored && !this.ending && deps.events.publish({ type: "progress", ...this.base, progress })),
+        (err: unknown) => {
+          if (this.ending && err instanceof LeaseLostError) return;
+          if (!this.refused(err)) throw err;
+        },
+      ),
     );
     this.rows = new OutputRows(deps.assets, undefined, { fence, persist: this.persist });
     this.outputNodesLeft = new Set(job.output_node_ids);
@@ -155,12 +162,11 @@ class JobRun {
     return true;
   }
 
-  /** Stores a snapshot and publishes it. */
+  /** Stores a snapshot; its event goes out once it is stored. */
   private report(progress: Progress): void {
     // Snapshots land in order, and one arriving while a write is under way replaces any older
-    // one still waiting: the stored progress catches up at once. The event goes out at once.
+    // one still waiting: the stored progress catches up at once. Its event follows its write.
     this.progressWrites.write(progress);
-    this.deps.events.publish({ type: "progress", ...this.base, progress });
   }
 
   /** What the run reports next waits for `step`. */
@@ -336,6 +342,11 @@ class JobRun {
       await this.rows.idle();
       await this.startCommit;
       await this.progressWrites.idle();
+    } else {
+      // A success writes its last records and its final progress with its end, in one commit: a
+      // snapshot still waiting is dropped (a later one finds the job no longer running and changes
+      // nothing), and one being written lands first, its event before the end's.
+      await this.progressWrites.settle();
     }
     return end;
   }
@@ -349,8 +360,6 @@ class JobRun {
     const { deps, job, fence } = this;
     const { store } = deps;
     let end = decided;
-    // A success writes its last records and its final progress with its end, in one commit (a
-    // progress write still waiting then finds the job no longer running and changes nothing).
     const held = this.rows.takeForEnd();
 
     // Other processes hear the run's events before its end (notifications go in commit order).
@@ -477,15 +486,18 @@ function track(pending: Set<Promise<unknown>>, work: () => Promise<void>): Promi
  * Serializes writes of a value so that only the newest waiting value is written next. A write
  * starts once the event loop's turn is over: a turn's snapshots (a burst of node events) make one.
  */
-function latestWins<T>(write: (value: T) => Promise<unknown>): { write(value: T): void; idle(): Promise<void> } {
+function latestWins<T>(write: (value: T) => Promise<unknown>): { write(value: T): void; idle(): Promise<void>; settle(): Promise<void> } {
   let waiting: { value: T } | null = null;
   let running: Promise<void> | null = null;
+  let writing: Promise<unknown> | null = null;
   const drain = async () => {
     await new Promise<void>((resolve) => setImmediate(resolve));
     while (waiting !== null) {
       const { value } = waiting;
       waiting = null;
-      await write(value).catch(() => undefined);
+      writing = write(value).catch(() => undefined);
+      await writing;
+      writing = null;
     }
     running = null;
   };
@@ -494,8 +506,14 @@ function latestWins<T>(write: (value: T) => Promise<unknown>): { write(value: T)
       waiting = { value };
       running ??= drain();
     },
+    /** Resolves once every value written so far has landed. */
     idle: async () => {
       await running;
+    },
+    /** Drops the value waiting to be written, and resolves once the write under way has landed. */
+    settle: async () => {
+      waiting = null;
+      await writing;
     },
   };
 }

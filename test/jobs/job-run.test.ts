@@ -1,7 +1,7 @@
 // runJob over a real SQLite store with a scripted engine: the progress snapshots of a burst of
-// node events (one event-loop turn) are stored by one write, and the stored progress catches up
-// with the last snapshot published; a start and an end reported in one turn (a ComfyUI's short
-// prompt) are made durable by one fsync.
+// node events (one event-loop turn) are stored by one write, a snapshot's event goes out once it
+// is stored (a read never shows less than an event told) and the end waits for the writes under
+// way; a start and an end reported in one turn (a ComfyUI's short prompt) are made durable by one fsync.
 import { open } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -36,6 +36,11 @@ function scriptedEngine(script: (o: RunOptions) => Promise<RunEnd>): EnginePort 
 
 const turn = () => new Promise<void>((r) => setImmediate(r));
 
+/** Resolves once `ready()` holds, looking once per event-loop turn. */
+async function until(ready: () => boolean): Promise<void> {
+  while (!ready()) await turn();
+}
+
 /** What runJob needs, over `on` (a store) and the data dir's blob store. */
 function runDeps(on: Store, engine: EnginePort, events: EventBus) {
   const assets = on === store ? data.assets : new AssetService({ store: on, blobs: data.blobs, now: Date.now, retentionMs: 3_600_000, maxUploadBytes: 1 << 20 });
@@ -69,13 +74,96 @@ describe("runJob: progress writes", () => {
     const deps = runDeps(store, engine, events);
     const ended = await runJob(deps, job, {}, new AbortController().signal);
     expect(ended?.status).toBe("succeeded");
-    // Six snapshots in one turn (the plan, two starts, two ends, a start): one write of the last.
-    expect(published.length).toBeGreaterThanOrEqual(6);
+    // Six snapshots in one turn (the plan, two starts, two ends, a start): one write of the last,
+    // told once it is stored, then the end's.
     expect(writes).toHaveLength(1);
-    expect(stored).toEqual(published[5]);
+    expect(published).toHaveLength(2);
+    expect(stored).toEqual(published[0]);
+    expect(published[1]).toMatchObject({ value: 1, nodes_done: 3 });
     expect(stored).toMatchObject({ nodes_done: 2, nodes_total: 3, current_node: "3", current_node_class: "SaveImage" });
     // The end carries the final snapshot.
     expect(ended?.progress).toMatchObject({ value: 1, nodes_done: 3 });
+  });
+});
+
+describe("runJob: progress events follow their writes", () => {
+  /** Holds every progress write until the test lets it through, as a slow store would (PostgreSQL). */
+  function holdWrites(): Array<() => void> {
+    const held: Array<() => void> = [];
+    const updateProgress = store.updateProgress.bind(store);
+    store.updateProgress = (id, progress, fence) => new Promise<boolean>((resolve, reject) => held.push(() => updateProgress(id, progress, fence).then(resolve, reject)));
+    return held;
+  }
+
+  /** What the bus told, in order, and for each progress event the value a read right after it showed. */
+  function listen(events: EventBus) {
+    const told: string[] = [];
+    const reads: Array<Promise<[number, number]>> = [];
+    events.subscribeAll((e: JobEvent) => {
+      if (e.type === "status") told.push(e.job.status);
+      if (e.type !== "progress") return;
+      told.push(`progress ${e.progress.nodes_done}/${e.progress.nodes_total} ${e.progress.current_node}`);
+      reads.push(store.getJob(job.id).then((j) => [e.progress.value, (j!.progress as Progress | null)?.value ?? -1]));
+    });
+    return { told, reads };
+  }
+
+  /** An engine that starts node 1, waits until its snapshot is being written, starts node 2 and ends with `end`. */
+  function twoNodes(held: Array<() => void>, end: RunEnd) {
+    const state = { done: false };
+    const engine = scriptedEngine(async (o) => {
+      o.onStart(["1", "2"]);
+      o.onNodeStart("1", "EmptyImage");
+      await until(() => held.length === 1);
+      o.onNodeDone("1", "EmptyImage", null);
+      o.onNodeStart("2", "SaveImage");
+      state.done = true;
+      return end;
+    });
+    return { engine, state };
+  }
+
+  it("tells a snapshot once a read shows it; a success waits for the write under way, then ends with the final snapshot", async () => {
+    const held = holdWrites();
+    const events = new EventBus();
+    const { told, reads } = listen(events);
+    const { engine, state } = twoNodes(held, { kind: "succeeded" });
+    const run = runJob(runDeps(store, engine, events), job, {}, new AbortController().signal);
+    await until(() => state.done);
+    for (let i = 0; i < 5; i++) await turn();
+    // The first write is held: nothing told yet, and the end waits for it.
+    expect(told).toEqual([]);
+    expect((await store.getJob(job.id))?.status).toBe("running");
+    held.shift()!();
+    const ended = await run;
+    expect(ended?.status).toBe("succeeded");
+    // The stored snapshot, then the final one, then the terminal status; the snapshot still
+    // waiting (node 2 started) is written by the end, as the final one.
+    expect(told).toEqual(["progress 0/2 1", "progress 2/2 null", "succeeded"]);
+    expect(held).toHaveLength(0);
+    for (const [value, read] of await Promise.all(reads)) expect(read).toBeGreaterThanOrEqual(value);
+  });
+
+  it("another end waits for every snapshot reported, each told once stored, before its status", async () => {
+    const held = holdWrites();
+    const events = new EventBus();
+    const { told, reads } = listen(events);
+    const { engine, state } = twoNodes(held, { kind: "failed", error: { code: "node_execution_error", message: "boom" } });
+    const run = runJob(runDeps(store, engine, events), job, {}, new AbortController().signal);
+    await until(() => state.done);
+    for (let i = 0; i < 5; i++) await turn();
+    expect(told).toEqual([]);
+    held.shift()!();
+    // The newest snapshot (node 2 started) is written next, and the end waits for it too.
+    await until(() => held.length === 1);
+    expect(told).toEqual(["progress 0/2 1"]);
+    expect((await store.getJob(job.id))?.status).toBe("running");
+    held.shift()!();
+    const ended = await run;
+    expect(ended?.status).toBe("failed");
+    expect(told).toEqual(["progress 0/2 1", "progress 1/2 2", "failed"]);
+    for (const [value, read] of await Promise.all(reads)) expect(read).toBeGreaterThanOrEqual(value);
+    expect((ended?.progress as Progress | null)?.current_node).toBe("2");
   });
 });
 

@@ -63,7 +63,9 @@ export type Breakage =
   | "filterDropsStatus" // LBL-4: a listing filtered by label ignores status
   | "filterMalformedAccepted" // LBL-5: more than 3 filters are accepted
   | "declinedFilterIgnored" // LBL-6 (with labels: false): a filtered listing answers 200 with every job
-  | "idemIgnoresLabels"; // LBL-7: a reused key with the same workflow and other labels makes a new job
+  | "idemIgnoresLabels" // LBL-7: a reused key with the same workflow and other labels makes a new job
+  | "logHeadKept" // LOG-7: a log over the capture bound keeps its head, not its tail
+  | "expiredSoonAfterEnd"; // ST-4: from 2 s after its end, a finished job reads expired (a reaper that does not wait for expires_at)
 
 export interface DoubleOptions {
   surface?: "self-hosted" | "cloud" | "serverless";
@@ -130,6 +132,8 @@ export interface JobRec {
   metadata: Record<string, string>;
   leakedExtra?: unknown;
   log: string;
+  /** Output was shed from the log (LOG_LIMIT_BYTES). */
+  logTruncated: boolean;
   logAt: Date | null;
   abort: AbortController;
   hostedOutputs: Record<string, { images?: unknown[]; text?: string[] }>;
@@ -141,6 +145,8 @@ export interface JobRec {
 }
 
 const RETENTION_MS = 7 * 24 * 3600 * 1000;
+/** The log capture's bound (the run's output beyond it is shed from the head). */
+const LOG_LIMIT_BYTES = 64 * 1024;
 
 /** Everything the double holds. */
 export class State {
@@ -182,6 +188,14 @@ export class State {
 
   broken(b: Breakage): boolean {
     return this.o.breaks.has(b);
+  }
+
+  /** Appends a run's standard output to its log, keeping the last LOG_LIMIT_BYTES (the first, when logHeadKept). */
+  capture(job: JobRec, text: string): void {
+    const all = Buffer.from(job.log + text);
+    if (all.byteLength <= LOG_LIMIT_BYTES) return void (job.log = all.toString());
+    job.logTruncated = true;
+    job.log = (this.broken("logHeadKept") ? all.subarray(0, LOG_LIMIT_BYTES) : all.subarray(all.byteLength - LOG_LIMIT_BYTES)).toString();
   }
 
   /** The account of a token ("anon" when anonymous callers are accepted), or 401/403. */
@@ -229,6 +243,7 @@ export class State {
       metadata,
       leakedExtra: this.broken("leakExtraData") ? extra : undefined,
       log: "",
+      logTruncated: false,
       logAt: null,
       abort: new AbortController(),
       hostedOutputs: {},
@@ -304,7 +319,7 @@ export class State {
           job.events.emit("preview", current, jpeg);
           this.bus.emit("wsPreview", job, current, jpeg);
         },
-        log: (text) => (job.log += text),
+        log: (text) => this.capture(job, text),
         asset: (id) => this.assets.get(id)?.bytes,
       }, {
         nodeStart: (id, classType) => {
