@@ -258,7 +258,9 @@ export class Http {
     return async (req: Request) => {
       const text = req.body ? await req.text() : undefined;
       const headers: Record<string, string> = {};
-      req.headers.forEach((v, k) => (headers[k] = v));
+      req.headers.forEach((v, k) => {
+        headers[k] = v;
+      });
       const ex = await this.request(req.method, req.url, { headers, body: text, auth, timeoutMs });
       const nullBody = ex.status === 204 || ex.status === 304 || req.method === "HEAD";
       const res = new Response(nullBody ? null : ex.bytes, { status: ex.status, headers: ex.headers });

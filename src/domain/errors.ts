@@ -1,7 +1,7 @@
 // Failures the lifecycle reports to callers, by contract error code. The HTTP layer maps each
 // code to its one status (src/server/error-envelope.ts); nothing here knows about HTTP.
 
-import { ERROR_CODES } from "../../generated/enums.ts";
+import type { ERROR_CODES } from "../../generated/enums.ts";
 import type { components } from "../../generated/openapi-types.ts";
 
 /** Every error code of the v2 contract (spec/openapi.yaml ErrorCode). */

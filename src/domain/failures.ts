@@ -1,5 +1,5 @@
 // Failures that infrastructure, not the workflow, gives a job: they read the same in every layer.
-import { JOB_ERROR_CODES, NON_RETRYABLE_JOB_ERROR_CODES } from "../../generated/enums.ts";
+import { type JOB_ERROR_CODES, NON_RETRYABLE_JOB_ERROR_CODES } from "../../generated/enums.ts";
 
 /** A known JobError.code (the spec's `x-known-values`; the field stays open on the wire). */
 export type JobErrorCode = (typeof JOB_ERROR_CODES)[number];

@@ -49,7 +49,7 @@ describe("ComfyUI's example scripts against an open server", () => {
   // script_examples/basic_api_example.py and the HTTP half of websockets_api_example.py, in the
   // same calls: urllib.request.Request(url + "/prompt", data=...) (urllib sends
   // application/x-www-form-urlencoded), /history/{id}, then /view (a 302 urllib follows).
-  const PYTHON = String.raw`
+  const PYTHON = `
 import json, sys, time, urllib.request, urllib.parse
 server = sys.argv[1]
 prompt = json.loads(sys.argv[2])

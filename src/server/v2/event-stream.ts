@@ -181,7 +181,7 @@ export class EventStreams {
     stream.progress.drop();
     stream.preview.drop();
     const js = this.jobs.get(jobId);
-    if (!js || !js.streams.delete(stream)) return;
+    if (!js?.streams.delete(stream)) return;
     const left = (this.perCaller.get(stream.counted) ?? 1) - 1;
     if (left <= 0) this.perCaller.delete(stream.counted);
     else this.perCaller.set(stream.counted, left);
