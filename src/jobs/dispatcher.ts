@@ -206,12 +206,13 @@ export class Dispatcher {
   /**
    * How many jobs, or other work of the engine, are ahead of a queued job (0: next to start);
    * null when it is not queued. Jobs waiting in flowgate's queue come after everything waiting
-   * in the engine's queue. With leases, counted in the database across every process.
+   * in the engine's queue. With leases, counted in the database across every process (`read`:
+   * the job's record as the store just read it, which may spare that a round trip).
    */
-  async position(jobId: string): Promise<number | null> {
+  async position(jobId: string, read?: JobRecord): Promise<number | null> {
     if (this.o.lease) {
       // A row read as queued just before a worker claimed it was at the front.
-      return (await this.o.lease.leases.position(jobId)) ?? 0;
+      return (await this.o.lease.leases.position(jobId, read)) ?? 0;
     }
     const inEngine = this.waitingInEngine.get(jobId);
     if (inEngine !== undefined) return inEngine;
@@ -448,24 +449,27 @@ export class Dispatcher {
   }
 
   /**
-   * Claims the next job of the shared queue and runs it (running from its claim, whatever the
-   * engine: a ComfyUI queue position is not kept across processes). False when none is claimable.
+   * Claims the next jobs of the shared queue, one per free slot in one claim, and runs them
+   * (running from their claim, whatever the engine: a ComfyUI queue position is not kept across
+   * processes). False when none is claimable.
    */
   private async claim(lease: LeaseOptions): Promise<boolean> {
     if (this.claimUncertain) await this.readBack(lease);
     let claimed;
     try {
-      claimed = await lease.leases.claim(lease.workerId, lease.leaseMs, this.o.now(), this.o.slotsFor, [...this.extras.keys()], !lease.dispatch);
+      const free = Math.max(1, this.o.concurrency - this.running.size);
+      claimed = await lease.leases.claimMany(lease.workerId, lease.leaseMs, this.o.now(), this.o.slotsFor, [...this.extras.keys()], !lease.dispatch, free);
     } catch (err) {
       // The answer may be what was lost, not the claim: it may have committed.
       this.claimUncertain = true;
       throw err;
     }
-    if (!claimed) return false;
-    this.queue.remove(claimed.job.id);
-    this.events.publish({ type: "status", job: claimed.job });
-    this.launch(claimed.job, undefined, false, { workerId: lease.workerId, epoch: claimed.epoch });
-    return true;
+    for (const { job, epoch } of claimed) {
+      this.queue.remove(job.id);
+      this.events.publish({ type: "status", job });
+      this.launch(job, undefined, false, { workerId: lease.workerId, epoch });
+    }
+    return claimed.length > 0;
   }
 
   /**

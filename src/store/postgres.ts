@@ -10,6 +10,7 @@ import { IdempotencyKeyReused, LeaseLostError, QueueFullError, TerminalStatusErr
 import { checkClaimInput, checkCount, checkNewAsset, checkNewJob, checkPendingBlob, checkStatus, distinctStatuses, hasLabels, insertedJob, labelFilters } from "./input-checks.ts";
 import { inTransaction, openPostgresPool, type PostgresOptions } from "./postgres-pool.ts";
 import { PG_INSERT_JOBS, PG_SQL, pgListJobsSql, pgListLabeledJobsSql } from "./postgres-queries.ts";
+import { stampSnapshot } from "./postgres-positions.ts";
 import { PG_TERMINAL_SQLSTATE } from "./postgres-schema.ts";
 import { toClaim } from "./sqlite-rows.ts"; // plain columns, the same on both stores
 import { DEFAULT_PENDING_READ, IDEMPOTENCY_TTL_MS, MAX_LABEL_FILTERS } from "./types.ts";
@@ -113,7 +114,8 @@ export class PostgresStore implements Store {
 
   async getJob(id: string): Promise<JobRecord | null> {
     const row = await this.#one(PG_SQL.getJob, [id]);
-    return row === undefined ? null : toJob(row);
+    // A queued job's record carries the position snapshot's stamp read with it (one round trip a poll).
+    return row === undefined ? null : stampSnapshot(toJob(row), row);
   }
 
   async getJobWorkflow(id: string): Promise<JsonObject | null> {

@@ -38,6 +38,40 @@ describe.skipIf(unavailable !== null)("PostgresLeases", () => {
     expect(claims.every((j) => j === null || j.job.status === "running" && j.epoch === 1)).toBe(true);
   });
 
+  it("a claim of several takes the next ones in the fair order at once; concurrent claims take each job once, none left behind", async () => {
+    const local = new FairQueue();
+    const owners = ["a", "a", "a", "b", "a", "c", "b", "b", "a", "c", ...Array.from({ length: 30 }, (_, i) => `o${i % 4}`)];
+    const ids: string[] = [];
+    for (const owner of owners) {
+      const job = await store.createJob(newJob({ owner }));
+      ids.push(job.id);
+      local.push(job.id, owner);
+    }
+    // What four claims one after another would take: the head of the fair order each time.
+    const serial: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      const next = ids.find((id) => local.position(id) === 0)!;
+      serial.push(next);
+      local.remove(next);
+      local.started(owners[ids.indexOf(next)]!);
+    }
+    const batch = await a.claimMany("w", 30_000, T0, undefined, [], false, 4);
+    expect(batch.map((c) => c.job.id)).toEqual(serial);
+    expect(batch.every((c) => c.job.status === "running" && c.epoch === 1)).toBe(true);
+    // Two processes claiming at once, in batches, until nothing is left.
+    const taken: string[] = [];
+    const drain = async (leases: PostgresLeases, worker: string) => {
+      for (;;) {
+        const claimed = await leases.claimMany(worker, 30_000, T0, undefined, [], false, 3);
+        if (claimed.length === 0) return;
+        taken.push(...claimed.map((c) => c.job.id));
+      }
+    };
+    await Promise.all([drain(a, "wa"), drain(b, "wb"), drain(a, "wa2"), drain(b, "wb2")]);
+    expect(taken.length).toBe(ids.length - 4);
+    expect(new Set([...serial, ...taken])).toEqual(new Set(ids));
+  });
+
   it("an owner with nothing running goes first; an owner at its limit is skipped", async () => {
     const first = await store.createJob(newJob({ owner: "busy" }));
     const second = await store.createJob(newJob({ owner: "busy" }));
