@@ -8,6 +8,7 @@ import { createHash } from "node:crypto";
 import pg from "pg";
 import { openPostgresPool, PG_TYPES, type PostgresOptions } from "../store/postgres-pool.ts";
 import { PG_STATUS_CHANNEL } from "../store/postgres-schema.ts";
+import { toJob } from "../store/postgres.ts";
 import type { JobStatus } from "../store/index.ts";
 import type { EventRelay, RemoteNotice, RunEvent } from "./event-relay.ts";
 import { RedisPreviews } from "./redis-previews.ts";
@@ -25,7 +26,10 @@ export interface PostgresRelayOptions extends PostgresOptions {
   redisUrl: string | null;
 }
 
-/** A channel of a schema, `flowgate_<kind>_<schema>` (a PostgreSQL identifier: 63 bytes at most). */
+/**
+ * A channel of a schema, `flowgate_<kind>_<schema>` (a PostgreSQL identifier: 63 bytes at most).
+ * The insert trigger of migration 11 (src/store/postgres-schema.ts) names the wake channel alike.
+ */
 function schemaChannel(kind: "events" | "wake", schema: string): string {
   const name = `flowgate_${kind}_${schema}`;
   return name.length <= 63 ? name : `flowgate_${kind}_${createHash("sha256").update(schema).digest("hex").slice(0, 32)}`;
@@ -41,7 +45,6 @@ export class PostgresRelay implements EventRelay {
   #pending: RunEvent[] = [];
   #draining: Promise<void> | null = null;
   #batch = 0;
-  #wake = false;
 
   private constructor(pool: pg.Pool, options: PostgresRelayOptions, schema: string, redis: RedisPreviews | null) {
     this.#pool = pool;
@@ -75,11 +78,6 @@ export class PostgresRelay implements EventRelay {
     this.#schedule();
   }
 
-  wake(): void {
-    this.#wake = true;
-    this.#schedule();
-  }
-
   /** Everything said in this turn goes out in one batch; what comes while a batch is sent goes in the next. */
   #schedule(): void {
     this.#draining ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.#drain());
@@ -90,13 +88,7 @@ export class PostgresRelay implements EventRelay {
   }
 
   async #drain(): Promise<void> {
-    while (this.#pending.length > 0 || this.#wake) {
-      if (this.#wake) {
-        // One wake per turn however many jobs were queued in it: idle workers look for work now.
-        this.#wake = false;
-        await this.#pool.query("SELECT pg_notify($1, $2)", [this.#wakeChannel, this.#options.tag]).catch(() => undefined);
-        continue;
-      }
+    while (this.#pending.length > 0) {
       const events = this.#pending;
       this.#pending = [];
       const parts = encodeBatch(this.#options.tag, this.#batch++, events);
@@ -116,10 +108,13 @@ export class PostgresRelay implements EventRelay {
     const joiner = new BatchJoiner();
     const onStatus = (payload: string): void => {
       try {
-        const n = JSON.parse(payload) as { schema?: unknown; id?: unknown; owner?: unknown; status?: unknown; by?: unknown };
+        const n = JSON.parse(payload) as { schema?: unknown; id?: unknown; owner?: unknown; status?: unknown; by?: unknown; job?: unknown };
         if (n.schema !== this.#schema || typeof n.id !== "string" || typeof n.owner !== "string" || typeof n.status !== "string") return;
         if (typeof n.by === "string" && n.by.endsWith(` ${tag}`)) return; // this process made it and published it
-        onNotice({ kind: "status", id: n.id, owner: n.owner, status: n.status as JobStatus });
+        const notice: RemoteNotice = { kind: "status", id: n.id, owner: n.owner, status: n.status as JobStatus };
+        // The row as the change wrote it (migration 11), when it fit: no read back.
+        if (typeof n.job === "object" && n.job !== null && (n.job as { id?: unknown }).id === n.id) notice.job = toJob(n.job as Record<string, unknown>);
+        onNotice(notice);
       } catch {
         // not ours
       }
@@ -148,7 +143,9 @@ export class PostgresRelay implements EventRelay {
       c.on("end", again);
       c.on("notification", (n) => {
         if (n.channel === PG_STATUS_CHANNEL) onStatus(n.payload ?? "");
-        else if (n.channel === this.#wakeChannel) n.payload !== tag && onNotice({ kind: "wake" });
+        // A wake is sent by an insert of jobs as it commits (migration 11), named by its connection's
+        // application_name, which ends with the process's tag: its own submissions wake it locally.
+        else if (n.channel === this.#wakeChannel) !n.payload?.endsWith(` ${tag}`) && onNotice({ kind: "wake" });
         else onEvents(n.payload ?? "");
       });
       await c.connect();

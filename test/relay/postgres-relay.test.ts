@@ -124,16 +124,22 @@ describe.skipIf(unavailable !== null)("PostgresRelay", () => {
     expect((heard[0] as Extract<RunEvent, { type: "preview" }>).data.equals(data)).toBe(true);
   });
 
-  it("a wake reaches the other processes once per turn, not the waking one", async () => {
-    const api = await relay("api1");
-    const onApi = await hear(api);
+  it("a submission's insert wakes the other processes as it commits, not the submitting one", async () => {
+    const onApi = await hear(await relay("api1"));
     const onWorker = await hear(await relay("worker1"));
-    for (let i = 0; i < 5; i++) api.wake(); // one burst of submissions
-    await api.flushed();
-    await until(() => onWorker, (n) => n.length >= 1, "the wake");
-    await new Promise((r) => setTimeout(r, 100));
-    expect(onWorker).toEqual([{ kind: "wake" }]);
-    expect(onApi).toEqual([]);
+    const store: Store = await openStore({ kind: "postgres", url: TEST_DATABASE_URL, schema, applicationName: "flowgate api1" });
+    open.push(store);
+    await Promise.all(Array.from({ length: 5 }, () => store.createJob(newJob()))); // one burst of submissions
+    const woken = await until(() => onWorker, (n) => n.length >= 1, "the wake");
+    expect(woken.every((n) => n.kind === "wake")).toBe(true);
+    expect(woken.length).toBeLessThanOrEqual(5); // one per insert statement at most (a batch is one)
+    // A third process's submission, after: the submitting one hears that wake only (a connection
+    // hears notifications in commit order, so its own would have come first).
+    const other: Store = await openStore({ kind: "postgres", url: TEST_DATABASE_URL, schema, applicationName: "flowgate other" });
+    open.push(other);
+    await other.createJob(newJob());
+    await until(() => onApi, (n) => n.length >= 1, "the other's wake");
+    expect(onApi).toEqual([{ kind: "wake" }]);
   });
 
   it("hears status changes of other processes with their owner, and not the changes it made", async () => {
@@ -148,8 +154,20 @@ describe.skipIf(unavailable !== null)("PostgresRelay", () => {
     await theirs.transitionJob(b.id, ["queued"], "running", { started_at: T0 });
     const heard = await until(() => onApi, (n) => n.length >= 1, "the status");
     await new Promise((r) => setTimeout(r, 100)); // nothing else comes
-    expect(onApi).toEqual([{ kind: "status", id: b.id, owner: "bob", status: "running" }]);
+    // The row comes with the notice, as a read would give it.
+    expect(onApi).toEqual([{ kind: "status", id: b.id, owner: "bob", status: "running", job: await theirs.getJob(b.id) }]);
     expect(heard).toHaveLength(1);
+  });
+
+  it("a status change whose row passes a notification's size is still heard, without the row (read back instead)", async () => {
+    const onApi = await hear(await relay("api1"));
+    const theirs: Store = await openStore({ kind: "postgres", url: TEST_DATABASE_URL, schema, applicationName: "flowgate worker1" });
+    open.push(theirs);
+    const job = await theirs.createJob(newJob({ owner: "bob" }));
+    const progress = { value: 0.5, nodes_done: 1, nodes_total: 2, message: "x".repeat(9_000) };
+    await theirs.transitionJob(job.id, ["queued"], "running", { started_at: T0, progress });
+    await until(() => onApi.filter((n) => n.kind === "status"), (n) => n.length >= 1, "the status");
+    expect(onApi.filter((n) => n.kind === "status")).toEqual([{ kind: "status", id: job.id, owner: "bob", status: "running" }]);
   });
 });
 
