@@ -23,11 +23,15 @@ const MAX_CLAIM_ROUNDS = 8;
 /** JobLeases over its own small pool (claims never wait behind the store's queries). */
 export class PostgresLeases implements JobLeases {
   readonly #pool: pg.Pool;
+  readonly #renewPool: pg.Pool;
   readonly #positionsPool: pg.Pool;
   readonly #positions: QueuePositions;
 
   private constructor(pool: pg.Pool, options: PostgresOptions) {
     this.#pool = pool;
+    // Renewals on a connection of their own: a lease is never lost because its renewal waited
+    // behind claims, expiry sweeps or queue reads of this process (opened when first renewing).
+    this.#renewPool = postgresPool({ ...options, maxConnections: 1, applicationName: options.applicationName ?? "flowgate-leases" });
     // Positions are read on every poll of a queued job: on connections of their own (opened when
     // first asked, so a worker opens none), claims never wait behind them.
     this.#positionsPool = postgresPool({ ...options, maxConnections: 4, applicationName: `${options.applicationName ?? "flowgate"} positions` });
@@ -100,7 +104,7 @@ export class PostgresLeases implements JobLeases {
 
   async renew(workerId: string, ids: readonly string[], leaseMs: number): Promise<Map<string, JobStatus>> {
     if (ids.length === 0) return new Map();
-    const { rows } = await this.#pool.query<{ id: string; status: JobStatus }>(PG_LEASE_SQL.renew, [workerId, ids, leaseMs]);
+    const { rows } = await this.#renewPool.query<{ id: string; status: JobStatus }>(PG_LEASE_SQL.renew, [workerId, ids, leaseMs]);
     return new Map(rows.map((r) => [r.id, r.status]));
   }
 
@@ -122,6 +126,6 @@ export class PostgresLeases implements JobLeases {
   }
 
   async close(): Promise<void> {
-    await Promise.all([this.#pool.end(), this.#positionsPool.end()]);
+    await Promise.all([this.#pool.end(), this.#renewPool.end(), this.#positionsPool.end()]);
   }
 }

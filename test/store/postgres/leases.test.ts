@@ -1,5 +1,6 @@
 // Leased dispatch on PostgreSQL (src/store/postgres-leases.ts): claims race-free across
 // connections, fair share and tier limits read under the claim lock, renewals, expiry.
+import pg from "pg";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { LeaseLostError, openStore, type Store } from "../../../src/store/index.ts";
 import { FairQueue } from "../../../src/jobs/fair-queue.ts";
@@ -70,6 +71,32 @@ describe.skipIf(unavailable !== null)("PostgresLeases", () => {
     await Promise.all([drain(a, "wa"), drain(b, "wb"), drain(a, "wa2"), drain(b, "wb2")]);
     expect(taken.length).toBe(ids.length - 4);
     expect(new Set([...serial, ...taken])).toEqual(new Set(ids));
+  });
+
+  it("a renewal never waits behind the process's claims: renewed while its tier-limited claims queue on the claim lock", async () => {
+    const app = `flowgate renewals-${schema}`;
+    // One connection for its queries, as busy as it gets with one claim waiting.
+    const leases = await PostgresLeases.open({ url: TEST_DATABASE_URL, schema, applicationName: app, maxConnections: 1 });
+    const blocker = new pg.Client({ connectionString: TEST_DATABASE_URL });
+    await blocker.connect();
+    try {
+      await store.createJob(newJob({ owner: "o1" }));
+      const held = (await leases.claim("w", 30_000, T0, undefined, []))!;
+      await store.createJob(newJob({ owner: "o2" }));
+      // Another process's tier-limited claim holds the claim lock: this one's claim waits on it, holding its pool's connection.
+      await blocker.query("BEGIN");
+      await blocker.query("SELECT pg_advisory_xact_lock($1)", [0x636c6169]);
+      const claim = leases.claim("w", 30_000, T0, async () => 5, []);
+      const waiting = async () =>
+        Number((await blocker.query("SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'", [app])).rows[0].n);
+      while ((await waiting()) < 1) await new Promise((r) => setImmediate(r));
+      expect([...(await leases.renew("w", [held.job.id], 30_000))]).toEqual([[held.job.id, "running"]]);
+      await blocker.query("COMMIT");
+      expect((await claim)!.job.owner).toBe("o2");
+    } finally {
+      await blocker.end();
+      await leases.close();
+    }
   });
 
   it("an owner with nothing running goes first; an owner at its limit is skipped", async () => {
