@@ -12,13 +12,15 @@ export type RemoteNotice =
   | { kind: "status"; id: string; owner: string; status: JobStatus; job?: JobRecord }
   /** Events of runs another process runs. */
   | { kind: "events"; events: RunEvent[] }
-  /** Another process queued jobs (its insert notified as it committed): look for work now rather than at the next heartbeat. */
+  /** Another process queued jobs: look for work now rather than at the next heartbeat. */
   | { kind: "wake" };
 
 /** The transport between the processes of one deployment. */
 export interface EventRelay {
   /** Sends an event of a run of this process to the others (lossy: the job record is the truth). */
   send(event: RunEvent): void;
+  /** Tells the other processes that jobs were queued (one notice per turn of the event loop). */
+  wake(): void;
   /** Resolves once everything sent so far has left (or was given up). */
   flushed(): Promise<void>;
   /** Calls `onNotice` for what other processes report, in the order they committed it; returns the stop. */

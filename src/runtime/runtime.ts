@@ -157,10 +157,10 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     // Live events of runs reach the other processes through the relay.
     relay = database === null ? null : await PostgresRelay.open({ ...database, tag, redisUrl: config.redisUrl });
     if (relay && config.dispatch) events.relayTo(relay);
-    // A submission wakes the idle workers at once, not at their next heartbeat: its insert notifies
-    // them as it commits (PostgreSQL migration 11). Any other status change here moves the queue
-    // the positions of new jobs are counted in.
-    if (relay) events.subscribeAll((e) => e.type === "status" && e.job.status !== "queued" && dispatcher.queueChanged());
+    // A submission wakes the idle workers at once, not at their next heartbeat.
+    // Any other status change here moves the queue the positions of new jobs are counted in.
+    const waker = relay;
+    if (waker) events.subscribeAll((e) => e.type === "status" && (e.job.status === "queued" ? waker.wake() : dispatcher.queueChanged()));
     // Outputs a power loss caught between their end's commit and their files' fsync: before any read.
     // On a full blob filesystem the server starts not ready, and writes them back once they fit.
     await assets.restorePendingWhenRoom(1_000, options.onBackgroundError);

@@ -13,10 +13,11 @@ import type { JobRecord, JobStatus } from "./types.ts";
 /** Key of the advisory lock that serializes claims with tier limits across processes ("clai"): the limits stay exact. */
 const CLAIM_LOCK = 0x636c6169;
 /**
- * Candidates a claim reads per owner for each job it may claim: concurrent claims skip the jobs
- * the others hold, so each reads past them (enough for this many claims at once before a retry).
+ * Candidates a claim reads per owner beyond the jobs it may claim: concurrent claims skip the jobs
+ * the others hold, so each reads past some of them before it has to claim again. Kept small: a
+ * claim reads this many more rows for every owner with jobs queued.
  */
-const CANDIDATES_PER_CLAIMED = 8;
+const CANDIDATES_BEYOND = 4;
 /** Statements a claim runs at most when every candidate it found was held by another. */
 const MAX_CLAIM_ROUNDS = 8;
 
@@ -53,7 +54,7 @@ export class PostgresLeases implements JobLeases {
       on.query({
         name: `fg_lease_claim${onlyHeld ? "_held" : ""}${wait ? "_waiting" : ""}`,
         text: onlyHeld ? (wait ? PG_LEASE_SQL.claimHeldWaiting : PG_LEASE_SQL.claimHeld) : wait ? PG_LEASE_SQL.claimWaiting : PG_LEASE_SQL.claim,
-        values: [workerId, startedAt, leaseMs, full, heldSecrets, count, count * CANDIDATES_PER_CLAIMED],
+        values: [workerId, startedAt, leaseMs, full, heldSecrets, count, count + CANDIDATES_BEYOND],
       });
     /**
      * Claims on `on`. A claim that found candidates but claimed none found them all held (other

@@ -272,22 +272,8 @@ CREATE TRIGGER jobs_labels_follow AFTER DELETE ON jobs
   },
   {
     version: 11,
-    description: "a submission wakes the workers from its own commit; a status notification carries the job's row when it fits",
+    description: "a status notification carries the job's row when it fits",
     sql: `
--- Workers listen on the wake channel of their schema (src/relay/postgres-relay.ts names it the
--- same way): a statement that queues jobs notifies it, delivered at its commit, so an idle worker
--- claims without waiting for the submitting process to send a wake of its own after the commit.
-CREATE FUNCTION jobs_notify_queued() RETURNS trigger LANGUAGE plpgsql AS $$
-DECLARE
-  channel TEXT := 'flowgate_wake_' || current_schema();
-BEGIN
-  IF length(channel) > 63 THEN
-    channel := 'flowgate_wake_' || left(encode(sha256(convert_to(current_schema(), 'UTF8')), 'hex'), 32);
-  END IF;
-  PERFORM pg_notify(channel, current_setting('application_name'));
-  RETURN NULL;
-END $$;
-CREATE TRIGGER jobs_notify_queued AFTER INSERT ON jobs FOR EACH STATEMENT EXECUTE FUNCTION jobs_notify_queued();
 -- The job's columns as the store reads them (JOB_COLUMNS), so that a listener need not read the
 -- row back; left out when the payload would pass PostgreSQL's 8,000 bytes (a large progress).
 CREATE OR REPLACE FUNCTION jobs_notify_status() RETURNS trigger LANGUAGE plpgsql AS $$
