@@ -7,9 +7,10 @@
 // What a reader may see: the place as of a snapshot at most `maxStaleMs` old (one older than
 // `maxAgeMs` still answers while a newer one is taken), never a place from an older snapshot than
 // the newest one a previous read saw (each read checks the row's version first, so polls that
-// alternate between API nodes never step back in time: a GET reads it in the same statement as the
-// job's row, the store's stamp below, so a poll costs one round trip while the snapshot is fresh); near the front of the queue (positions
-// below `exactBelow`), the exact count, which is cheap there; a job submitted after the snapshot
+// alternate between API nodes never step back in time; a GET reads it in the same statement as
+// the job's row, the store's stamp below, so a poll costs one round trip while the snapshot is
+// fresh); near the front of the queue (positions below `exactBelow`), the exact count, which is
+// cheap there; a job submitted after the snapshot
 // is placed behind everything it holds (and the jobs submitted since before it). When a snapshot takes long (a very deep queue on a busy database), the next ones are
 // spaced by a multiple of that time, so the database spends a bounded share of its time on them.
 import type pg from "pg";
