@@ -18,7 +18,7 @@
 // streams on a job that a real `flowgate worker` process runs; a second API node cancels it. The
 // time runs from the client sending that cancel to each stream reading the `canceling` frame: the
 // second node's handling (its read of the job, the UPDATE and COMMIT), the commit's notification
-// (LISTEN/NOTIFY), the first node's read of the job, its fan-out. The client's clock is the origin
+// (LISTEN/NOTIFY, carrying the job's row), the first node's fan-out. The client's clock is the origin
 // because it always precedes the commit: the committing node's own clock (its event bus publishing
 // the change, sent over IPC; CLOCK_MONOTONIC is shared by the processes of one host) marks when
 // that node heard its COMMIT return, which on a busy host came after the other node's streams had
@@ -389,7 +389,7 @@ async function fanOut(ctx: BenchContext, schema: string): Promise<Figure[]> {
         ratio: medianRatio(col(cross, "p99"), col(base, "p99")),
         target: { on: "value", op: "<=", bound: 250 },
         rounds: col(cross, "p99"),
-        note: `from the client sending the cancel to a second API node to each stream reading \`canceling\` (that node's UPDATE, LISTEN/NOTIFY, a read, the fan-out); p50 ${median(col(cross, "p50")).toFixed(1)} ms; from the canceling node publishing the change p99 ${median(col(cross, "p99FromPublish")).toFixed(1)} ms (one process ${median(col(base, "p99FromPublish")).toFixed(1)} ms)`,
+        note: `from the client sending the cancel to a second API node to each stream reading \`canceling\` (that node's UPDATE, LISTEN/NOTIFY with the job's row, the fan-out); p50 ${median(col(cross, "p50")).toFixed(1)} ms; from the canceling node publishing the change p99 ${median(col(cross, "p99FromPublish")).toFixed(1)} ms (one process ${median(col(base, "p99FromPublish")).toFixed(1)} ms)`,
       },
       {
         scenario: label,
@@ -617,7 +617,7 @@ async function dispatch(ctx: BenchContext, schema: string, graphileSchema: strin
         ratio: medianRatio(p(fgLat, 50), p(gwLat, 50)),
         target: { on: "ratio", op: "<=", bound: 3 },
         rounds: p(fgLat, 50),
-        note: `flowgate: POST /api/v2/jobs to an API node until its hosted socket's first word of the job, \`execution_start\` (or \`execution_success\` when the node read the job after the run ended): the worker's commit, LISTEN/NOTIFY, the node's read and fan-out; one worker process each of concurrency ${DISPATCH_CONCURRENCY}; one job at a time, ${s.dispatchJobs} a round`,
+        note: `flowgate: POST /api/v2/jobs to an API node until its hosted socket's first word of the job, \`execution_start\` (or \`execution_success\` when the node read the job after the run ended): the insert's commit, the wake NOTIFY, the worker's claim (one statement) and its NOTIFY with the job's row, the node's fan-out; one worker process each of concurrency ${DISPATCH_CONCURRENCY}; one job at a time, ${s.dispatchJobs} a round`,
       },
       {
         scenario: label,

@@ -70,6 +70,7 @@ export class Dispatcher {
       secrets: this.extras,
       runningIds: () => [...this.running.keys()],
       runs: (jobId: string) => this.running.has(jobId),
+      freeSlots: () => this.o.concurrency - this.running.size,
       abortRun: (jobId: string) => this.running.get(jobId)?.abort(),
       pump: () => this.pump(),
     };
@@ -123,8 +124,8 @@ export class Dispatcher {
    * null when it is not queued. Jobs waiting in flowgate's queue come after everything waiting
    * in the engine's queue. With leases, counted in the database across every process.
    */
-  position(jobId: string): Promise<number | null> {
-    return this.source.position(jobId);
+  position(jobId: string, read?: JobRecord): Promise<number | null> {
+    return this.source.position(jobId, read);
   }
 
   /**

@@ -179,7 +179,7 @@ export class JobService {
     ]);
     // A row read as queued is always given a place (JOB-6): one the dispatcher does not hold yet
     // (its submission is still between commit and enqueue) comes after every job it holds.
-    const queuePosition = job.status === "queued" ? ((await this.o.dispatcher.position(job.id)) ?? this.o.dispatcher.queue.size) : null;
+    const queuePosition = job.status === "queued" ? ((await this.o.dispatcher.position(job.id, job)) ?? this.o.dispatcher.queue.size) : null;
     return { job, outputs, queue_position: queuePosition, logs };
   }
 

@@ -35,6 +35,8 @@ export interface SourceHost {
   secrets: Map<string, JobSecrets>;
   /** Ids of the jobs this process runs now. */
   runningIds(): string[];
+  /** Slots free for another run now. */
+  freeSlots(): number;
   /** Whether this process runs the job now. */
   runs(jobId: string): boolean;
   /** Stops a run of this process, if it has one for the job. */
@@ -68,8 +70,11 @@ export interface JobSource {
   runEnded(jobId: string): void;
   /** The queue moved (here or in another process). */
   changed(): void;
-  /** Jobs or engine work ahead of a queued job (0: next to start); null when it is not queued. */
-  position(jobId: string): Promise<number | null>;
+  /**
+   * Jobs or engine work ahead of a queued job (0: next to start); null when it is not queued
+   * (`read`: the job's record as the store just read it, which may spare a round trip).
+   */
+  position(jobId: string, read?: JobRecord): Promise<number | null>;
   /** The position of a job this process has just queued. */
   positionOfNew(job: JobRecord): Promise<number | null>;
   /** An owner's jobs waiting or running. */

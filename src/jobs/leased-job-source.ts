@@ -93,25 +93,28 @@ export class LeasedJobSource implements JobSource {
   }
 
   /**
-   * Claims the next job of the shared queue and runs it (running from its claim, whatever the
-   * engine: a ComfyUI queue position is not kept across processes). False when none is claimable.
+   * Claims the next jobs of the shared queue, one per free slot in one claim, and runs them
+   * (running from their claim, whatever the engine: a ComfyUI queue position is not kept across
+   * processes). False when none is claimable.
    */
   async startNext(launch: (start: RunStart) => void): Promise<boolean> {
     const { leases, workerId, leaseMs, dispatch } = this.lease;
     if (this.claimUncertain) await this.readBack(launch);
     let claimed;
     try {
-      claimed = await leases.claim(workerId, leaseMs, this.host.now(), this.host.slotsFor, [...this.host.secrets.keys()], !dispatch);
+      const free = Math.max(1, this.host.freeSlots());
+      claimed = await leases.claimMany(workerId, leaseMs, this.host.now(), this.host.slotsFor, [...this.host.secrets.keys()], !dispatch, free);
     } catch (err) {
       // The answer may be what was lost, not the claim: it may have committed.
       this.claimUncertain = true;
       throw err;
     }
-    if (!claimed) return false;
-    this.host.queue.remove(claimed.job.id);
-    this.host.events.publish({ type: "status", job: claimed.job });
-    launch({ job: claimed.job, fence: { workerId, epoch: claimed.epoch } });
-    return true;
+    for (const { job, epoch } of claimed) {
+      this.host.queue.remove(job.id);
+      this.host.events.publish({ type: "status", job });
+      launch({ job, fence: { workerId, epoch } });
+    }
+    return claimed.length > 0;
   }
 
   /**
@@ -147,9 +150,9 @@ export class LeasedJobSource implements JobSource {
   }
 
   /** Counted in the database across every process. */
-  async position(jobId: string): Promise<number | null> {
+  async position(jobId: string, read?: JobRecord): Promise<number | null> {
     // A row read as queued just before a worker claimed it was at the front.
-    return (await this.lease.leases.position(jobId)) ?? 0;
+    return (await this.lease.leases.position(jobId, read)) ?? 0;
   }
 
   /**

@@ -8,8 +8,8 @@ export type RunEvent = Exclude<JobEvent, { type: "status" }>;
 
 /** What one process hears of the others. */
 export type RemoteNotice =
-  /** A job's status changed (the row is the truth: the listener reads it). */
-  | { kind: "status"; id: string; owner: string; status: JobStatus }
+  /** A job's status changed (the row is the truth: the listener reads it, unless `job` carries it as the change wrote it). */
+  | { kind: "status"; id: string; owner: string; status: JobStatus; job?: JobRecord }
   /** Events of runs another process runs. */
   | { kind: "events"; events: RunEvent[] }
   /** Another process queued jobs: look for work now rather than at the next heartbeat. */
@@ -52,7 +52,7 @@ export function followRemote(
       if (runsHere(notice.id) || !events.wantsRemote(notice.id, notice.owner)) return;
       chain = chain
         .then(async () => {
-          const job = await store.getJob(notice.id);
+          const job = notice.job ?? (await store.getJob(notice.id));
           const heard = job && asHeard(job, notice.status);
           if (heard) events.publishRemote({ type: "status", job: heard });
         })

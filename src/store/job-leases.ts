@@ -27,12 +27,21 @@ export interface JobLeases {
    */
   claim(workerId: string, leaseMs: number, startedAt: number, slots: ((owner: string) => Promise<number>) | undefined, heldSecrets: readonly string[], onlyHeld?: boolean): Promise<ClaimedJob | null>;
   /**
+   * As `claim`, up to `limit` jobs at once, the next ones in that order (without tier limits:
+   * with `slots`, one); [] when none is claimable. Claims of several processes do not wait for
+   * each other: they take what claims one after another would.
+   */
+  claimMany(workerId: string, leaseMs: number, startedAt: number, slots: ((owner: string) => Promise<number>) | undefined, heldSecrets: readonly string[], onlyHeld: boolean, limit: number): Promise<ClaimedJob[]>;
+  /**
    * The live jobs carrying this worker's id, with their claims' epochs: after a claim whose answer
    * was lost (the connection dropped at its commit), the jobs it may have claimed after all.
    */
   heldBy(workerId: string): Promise<ClaimedJob[]>;
-  /** Queued jobs that start before this one in that order, across every process; null when it is not queued. */
-  position(jobId: string): Promise<number | null>;
+  /**
+   * Queued jobs that start before this one in that order, across every process; null when it is
+   * not queued. `read`: its record as the store just read it (it may carry what placing it needs).
+   */
+  position(jobId: string, read?: JobRecord): Promise<number | null>;
   /** Every owner's queued and running jobs, across every process. */
   queueCounts(): Promise<OwnerCounts[]>;
   /** An owner's queued and running jobs, across every process. */

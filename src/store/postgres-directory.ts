@@ -26,6 +26,18 @@ const toKey = (r: Row): ApiKeyRecord => ({
 });
 const toDeployment = (r: Row): DeploymentRecord => ({ id: r.id as string, state: r.state as DeploymentState, demo: r.demo as boolean, created_at: r.created_at as number });
 
+/**
+ * Each statement's name, given at its first use: a named statement is parsed and planned once per
+ * connection, not on every call (an API key is looked up on every request of the cloud surfaces).
+ * The texts are the fixed ones of this file, so the names are few.
+ */
+const STATEMENT_NAMES = new Map<string, string>();
+function statementName(text: string): string {
+  let name = STATEMENT_NAMES.get(text);
+  if (name === undefined) STATEMENT_NAMES.set(text, (name = `fg_directory_${STATEMENT_NAMES.size + 1}`));
+  return name;
+}
+
 /** Directory on PostgreSQL. */
 export class PostgresDirectory implements Directory {
   readonly #pool: pg.Pool;
@@ -42,7 +54,7 @@ export class PostgresDirectory implements Directory {
   async #rows(text: string, params: unknown[] = []): Promise<Row[]> {
     // PostgreSQL text cannot hold U+0000: no stored name or id has one (a lookup by one finds nothing).
     if (params.some((p) => typeof p === "string" && p.includes("\0")) && !/^\s*INSERT/i.test(text)) return [];
-    return (await this.#pool.query(text, params)).rows as Row[];
+    return (await this.#pool.query({ name: statementName(text), text, values: params })).rows as Row[];
   }
 
   async ensureAccount(name: string, d: { tier: string; credits: number; now: number }): Promise<AccountRecord> {

@@ -10,17 +10,29 @@ import { PG_LEASE_SQL } from "./postgres-queries.ts";
 import { toJob } from "./postgres.ts";
 import type { JobRecord, JobStatus } from "./types.ts";
 
-/** Key of the advisory lock that serializes claims across processes ("clai"): tier limits stay exact. */
+/** Key of the advisory lock that serializes claims with tier limits across processes ("clai"): the limits stay exact. */
 const CLAIM_LOCK = 0x636c6169;
+/**
+ * Candidates a claim reads per owner beyond the jobs it may claim: concurrent claims skip the jobs
+ * the others hold, so each reads past some of them before it has to claim again. Kept small: a
+ * claim reads this many more rows for every owner with jobs queued.
+ */
+const CANDIDATES_BEYOND = 4;
+/** Statements a claim runs at most when every candidate it found was held by another. */
+const MAX_CLAIM_ROUNDS = 8;
 
 /** JobLeases over its own small pool (claims never wait behind the store's queries). */
 export class PostgresLeases implements JobLeases {
   readonly #pool: pg.Pool;
+  readonly #renewPool: pg.Pool;
   readonly #positionsPool: pg.Pool;
   readonly #positions: QueuePositions;
 
   private constructor(pool: pg.Pool, options: PostgresOptions) {
     this.#pool = pool;
+    // Renewals on a connection of their own: a lease is never lost because its renewal waited
+    // behind claims, expiry sweeps or queue reads of this process (opened when first renewing).
+    this.#renewPool = postgresPool({ ...options, maxConnections: 1, applicationName: options.applicationName ?? "flowgate-leases" });
     // Positions are read on every poll of a queued job: on connections of their own (opened when
     // first asked, so a worker opens none), claims never wait behind them.
     this.#positionsPool = postgresPool({ ...options, maxConnections: 4, applicationName: `${options.applicationName ?? "flowgate"} positions` });
@@ -33,27 +45,46 @@ export class PostgresLeases implements JobLeases {
   }
 
   async claim(workerId: string, leaseMs: number, startedAt: number, slots: ((owner: string) => Promise<number>) | undefined, heldSecrets: readonly string[], onlyHeld = false): Promise<ClaimedJob | null> {
+    return (await this.claimMany(workerId, leaseMs, startedAt, slots, heldSecrets, onlyHeld, 1))[0] ?? null;
+  }
+
+  async claimMany(workerId: string, leaseMs: number, startedAt: number, slots: ((owner: string) => Promise<number>) | undefined, heldSecrets: readonly string[], onlyHeld: boolean, limit: number): Promise<ClaimedJob[]> {
+    if (!Number.isSafeInteger(limit) || limit < 1) throw new RangeError("limit must be a positive integer");
+    const claim = (on: pg.Pool | pg.PoolClient, full: string[], wait: boolean, count: number) =>
+      on.query({
+        name: `fg_lease_claim${onlyHeld ? "_held" : ""}${wait ? "_waiting" : ""}`,
+        text: onlyHeld ? (wait ? PG_LEASE_SQL.claimHeldWaiting : PG_LEASE_SQL.claimHeld) : wait ? PG_LEASE_SQL.claimWaiting : PG_LEASE_SQL.claim,
+        values: [workerId, startedAt, leaseMs, full, heldSecrets, count, count + CANDIDATES_BEYOND],
+      });
+    /**
+     * Claims on `on`. A claim that found candidates but claimed none found them all held (other
+     * claims, a cancel): it claims again waiting for the first one held (one job, so that it
+     * holds no row while it waits), until it claims or there is nothing left to claim.
+     */
+    const attempt = async (on: pg.Pool | pg.PoolClient, full: string[], count: number): Promise<ClaimedJob[]> => {
+      for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
+        const { rows } = await claim(on, full, round > 0, round > 0 ? 1 : count);
+        const claimed = rows.filter((row) => row.id !== null).map((row) => ({ job: toJob(row), epoch: Number(row.lease_epoch) }));
+        if (claimed.length > 0 || Number(rows[0]?.candidates ?? 0) === 0) return claimed;
+      }
+      return [];
+    };
+    // Without tier limits, claims of several processes run at once, one statement each.
+    if (!slots) return attempt(this.#pool, [], limit);
     return inTransaction(this.#pool, async (client) => {
-      // One claim at a time across processes: the running counts read here stay true until it commits.
+      // Tier limits: one claim at a time across processes, so that the running counts read here
+      // stay true until it commits; one job, as an owner's limit is known only for those counted.
       await client.query("SELECT pg_advisory_xact_lock($1)", [CLAIM_LOCK]);
       const full: string[] = [];
-      if (slots) {
-        const { rows } = await client.query<{ owner: string; n: number }>(PG_LEASE_SQL.runningByOwner);
-        for (const r of rows) if (r.n >= (await slots(r.owner))) full.push(r.owner);
-      }
-      // A second look when the first found nothing: the job it picked may have been canceled meanwhile.
-      for (let attempt = 0; attempt < 2; attempt++) {
-        const claimed = await client.query(onlyHeld ? PG_LEASE_SQL.claimHeld : PG_LEASE_SQL.claim, [workerId, startedAt, leaseMs, full, heldSecrets]);
-        const row = claimed.rows[0];
-        if (row !== undefined) return { job: toJob(row), epoch: Number(row.lease_epoch) };
-      }
-      return null;
+      const { rows } = await client.query<{ owner: string; n: number }>(PG_LEASE_SQL.runningByOwner);
+      for (const r of rows) if (r.n >= (await slots(r.owner))) full.push(r.owner);
+      return attempt(client, full, 1);
     });
   }
 
   // Asked on every read of a queued job: from the shared snapshot (src/store/postgres-positions.ts).
-  position(jobId: string): Promise<number | null> {
-    return this.#positions.position(jobId);
+  position(jobId: string, read?: JobRecord): Promise<number | null> {
+    return this.#positions.position(jobId, read);
   }
 
   async queueCounts(): Promise<OwnerCounts[]> {
@@ -74,7 +105,7 @@ export class PostgresLeases implements JobLeases {
 
   async renew(workerId: string, ids: readonly string[], leaseMs: number): Promise<Map<string, JobStatus>> {
     if (ids.length === 0) return new Map();
-    const { rows } = await this.#pool.query<{ id: string; status: JobStatus }>(PG_LEASE_SQL.renew, [workerId, ids, leaseMs]);
+    const { rows } = await this.#renewPool.query<{ id: string; status: JobStatus }>(PG_LEASE_SQL.renew, [workerId, ids, leaseMs]);
     return new Map(rows.map((r) => [r.id, r.status]));
   }
 
@@ -96,6 +127,6 @@ export class PostgresLeases implements JobLeases {
   }
 
   async close(): Promise<void> {
-    await Promise.all([this.#pool.end(), this.#positionsPool.end()]);
+    await Promise.all([this.#pool.end(), this.#renewPool.end(), this.#positionsPool.end()]);
   }
 }

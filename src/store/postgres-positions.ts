@@ -7,13 +7,37 @@
 // What a reader may see: the place as of a snapshot at most `maxStaleMs` old (one older than
 // `maxAgeMs` still answers while a newer one is taken), never a place from an older snapshot than
 // the newest one a previous read saw (each read checks the row's version first, so polls that
-// alternate between API nodes never step back in time); near the front of the queue (positions
-// below `exactBelow`), the exact count, which is cheap there; a job submitted after the snapshot
+// alternate between API nodes never step back in time; a GET reads it in the same statement as
+// the job's row, the store's stamp below, so a poll costs one round trip while the snapshot is
+// fresh); near the front of the queue (positions below `exactBelow`), the exact count, which is
+// cheap there; a job submitted after the snapshot
 // is placed behind everything it holds (and the jobs submitted since before it). When a snapshot takes long (a very deep queue on a busy database), the next ones are
 // spaced by a multiple of that time, so the database spends a bounded share of its time on them.
 import type pg from "pg";
 import { inTransaction } from "./postgres-pool.ts";
 import { PG_LEASE_SQL, PG_POSITION_SQL } from "./postgres-queries.ts";
+import type { JobRecord } from "./types.ts";
+
+/** The snapshot's version, age and cost as read in the statement that read a job row (null version: none yet). */
+interface SnapshotStamp {
+  version: number | null;
+  ageMs: number;
+  tookMs: number;
+}
+
+/** Records read with a stamp (the store's getJob of a queued job): held by the record, gone with it. */
+const STAMPS = new WeakMap<JobRecord, SnapshotStamp>();
+
+/**
+ * Keeps the stamp of the position snapshot read beside a queued job's row (PG_SQL.getJob's
+ * `snapshot_*` columns), so that placing the job needs no read of its own. Returns the record.
+ */
+export function stampSnapshot(job: JobRecord, row: Record<string, unknown>): JobRecord {
+  if (job.status !== "queued" || !("snapshot_version" in row)) return job;
+  const version = row.snapshot_version;
+  STAMPS.set(job, { version: version === null ? null : Number(version), ageMs: Number(row.snapshot_age_ms ?? 0), tookMs: Number(row.snapshot_took_ms ?? 0) });
+  return job;
+}
 
 /** Key of the advisory lock that lets one process at a time take a snapshot ("poss"). */
 const SNAPSHOT_LOCK = 0x706f7373;
@@ -74,18 +98,31 @@ export class QueuePositions {
     this.#costFactor = options.costFactor ?? 2;
   }
 
-  /** Queued jobs that start before this one (0: next); null when it is not queued. */
-  async position(jobId: string): Promise<number | null> {
-    const { rows } = await this.#pool.query<{ seq: number | null; owner: string | null; version: number | null; age_ms: number | null; took_ms: number | null }>({
-      name: "fg_position_probe",
-      text: PG_POSITION_SQL.probe,
-      values: [jobId],
-    });
-    const probe = rows[0];
-    if (!probe || probe.seq === null || probe.owner === null) return null;
-    const seq = Number(probe.seq);
-    const snap = await this.#current(probe.version === null ? null : Number(probe.version), Number(probe.age_ms ?? 0), Number(probe.took_ms ?? 0));
-    const place = seq > snap.maxSeq ? await this.#placeOfNewer(snap, probe.owner, seq) : placeOf(snap, probe.owner, seq);
+  /**
+   * Queued jobs that start before this one (0: next); null when it is not queued. `read`: the
+   * job's record as the store just read it; when that read carried the snapshot's stamp, the job
+   * is placed from it (no round trip while this process holds that snapshot), else probed.
+   */
+  async position(jobId: string, read?: JobRecord): Promise<number | null> {
+    const stamp = read === undefined || read.id !== jobId ? undefined : STAMPS.get(read);
+    let job: { seq: number; owner: string };
+    let snapshot: SnapshotStamp;
+    if (stamp !== undefined) {
+      job = read!;
+      snapshot = stamp;
+    } else {
+      const { rows } = await this.#pool.query<{ seq: number | null; owner: string | null; version: number | null; age_ms: number | null; took_ms: number | null }>({
+        name: "fg_position_probe",
+        text: PG_POSITION_SQL.probe,
+        values: [jobId],
+      });
+      const probe = rows[0];
+      if (!probe || probe.seq === null || probe.owner === null) return null;
+      job = { seq: Number(probe.seq), owner: probe.owner };
+      snapshot = { version: probe.version === null ? null : Number(probe.version), ageMs: Number(probe.age_ms ?? 0), tookMs: Number(probe.took_ms ?? 0) };
+    }
+    const snap = await this.#current(snapshot.version, snapshot.ageMs, snapshot.tookMs);
+    const place = job.seq > snap.maxSeq ? await this.#placeOfNewer(snap, job.owner, job.seq) : placeOf(snap, job.owner, job.seq);
     // Near the front, or committed after a snapshot that saw later seqs (commits race): count it.
     if (place === null || place < this.#exactBelow) return this.#exact(jobId);
     return place;
@@ -140,7 +177,7 @@ export class QueuePositions {
   #take(): Promise<Snapshot> {
     this.#taking ??= inTransaction(this.#pool, async (client) => {
       await client.query("SELECT pg_advisory_xact_lock($1)", [SNAPSHOT_LOCK]);
-      const { rows } = await client.query<{ version: number; max_seq: number; took_ms: number; age_ms: number }>({ name: "fg_position_age", text: PG_POSITION_SQL.age });
+      const { rows } = await client.query<{ version: number; took_ms: number; age_ms: number }>({ name: "fg_position_age", text: PG_POSITION_SQL.age });
       const other = rows[0];
       // Another process took one while this one waited: it is as good as a new one.
       if (other && Number(other.version) > (this.#snapshot?.version ?? 0) && Number(other.age_ms) <= this.#oldAfter(Number(other.took_ms))) {

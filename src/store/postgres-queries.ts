@@ -10,6 +10,13 @@ function fence(worker: number, epoch: number): string {
   return `($${worker}::text IS NULL OR (worker_id = $${worker}::text AND lease_epoch = $${epoch}::bigint))`;
 }
 
+/**
+ * The position snapshot's stamp as read beside a job row `s` (null columns: no snapshot, or the
+ * job is not queued): its version, its age and how long taking it took, by the database's clock.
+ */
+const SNAPSHOT_STAMP =
+  "s.version AS snapshot_version, (extract(epoch from clock_timestamp()) * 1000)::bigint - s.taken_at AS snapshot_age_ms, s.took_ms AS snapshot_took_ms";
+
 export const PG_SQL = {
   // A free key or a dead claim is taken in one statement; a live one yields no row. Two
   // transactions racing on one key serialize on its unique index: the second sees the first's row.
@@ -25,7 +32,10 @@ export const PG_SQL = {
   getClaim: `SELECT ${CLAIM_COLUMNS} FROM idempotency_keys WHERE owner = $1 AND key = $2 AND expires_at > $3`,
   releaseKey: "DELETE FROM idempotency_keys WHERE owner = $1 AND key = $2 AND job_id IS NULL",
 
-  getJob: `SELECT ${JOB_COLUMNS} FROM jobs WHERE id = $1`,
+  // With a queued job, the stamp of the queue's position snapshot (its version, age and cost) in
+  // the same read: a GET places the job without a second round trip (src/store/postgres-positions.ts).
+  getJob: `SELECT ${JOB_COLUMNS.replace(/\b(\w+)\b/g, "j.$1")}, ${SNAPSHOT_STAMP}
+    FROM jobs j LEFT JOIN queue_snapshot s ON s.id = 1 AND j.status = 'queued' WHERE j.id = $1`,
   getWorkflow: "SELECT workflow::text AS workflow FROM jobs WHERE id = $1",
   getLogs: "SELECT logs_text, logs_truncated, logs_captured_at FROM jobs WHERE id = $1",
   updateProgress: `UPDATE jobs SET progress = $2::json WHERE id = $1 AND status IN ${RUN_SQL}`,
@@ -184,37 +194,54 @@ const RUNNING_BY_OWNER = "SELECT owner, count(*)::int AS n FROM jobs WHERE statu
 /**
  * The fair order, the same as one process's queue (src/jobs/fair-queue.ts): a queued job's level
  * is its owner's running jobs plus the owner's jobs queued before it, and jobs start by level,
- * ties by submission. A claim takes the head of lowest level; that leaves every other level as it
- * was, so the order (and a position counted in it) holds until a run ends or a job arrives.
+ * ties by submission. A claim takes the lowest (level, seq); that leaves every other level as it
+ * was (its owner runs one more and has one fewer queued before the rest), so the order (and a
+ * position counted in it) holds until a run ends or a job arrives, and a claim of k jobs takes the
+ * k lowest at once.
  *
- * The claim: among the heads of the owners not skipped ($4), each owner's first job this worker
- * may run (others' secret jobs excepted, $5), the lowest (level, seq) moves to running under the
- * worker's lease. Claims are serialized by an advisory lock; a cancel holding the row is waited
- * for, and the status is checked again. A job committed while the claim waited may be younger
- * than $2: it never starts before its creation.
+ * The claim, one statement: among each owner's first $7 jobs this worker may run (others' secret
+ * jobs excepted, $5; owners skipped, $4), up to $6 of the lowest (level, seq) move to running under
+ * the worker's lease. Claims of several workers do not wait for each other: a job another claim
+ * (or a cancel) holds is skipped (SKIP LOCKED), and its level still counts, as it is still queued
+ * or already running, which is the same level for the jobs behind it. So concurrent claims take
+ * what serial ones would. `wait`: a job held is waited for instead, then checked again (the retry
+ * of a claim that found every candidate held). A job committed while the claim waited may be
+ * younger than $2: it never starts before its creation. The last column counts the candidates
+ * (a row of nulls when none was claimed), so that a claim that found only held jobs retries.
  */
-function claimSql(where: string): string {
+function claimSql(where: string, wait: boolean): string {
   return `WITH RECURSIVE ${QUEUED_OWNERS}, running AS (${RUNNING_BY_OWNER}),
-    heads AS (
-      SELECT o.owner, h.id, h.seq FROM owners o CROSS JOIN LATERAL (
-        SELECT id, seq FROM jobs j WHERE j.status = 'queued' AND j.owner = o.owner
-          AND (NOT j.secrets_given OR j.id = ANY($5::text[])) ${where} ORDER BY j.seq LIMIT 1) h
+    candidates AS MATERIALIZED (
+      SELECT c.seq, coalesce(r.n, 0) + c.rank AS level FROM owners o
+        LEFT JOIN running r ON r.owner = o.owner
+        CROSS JOIN LATERAL (
+          SELECT q.seq, row_number() OVER (ORDER BY q.seq) - 1 AS rank FROM (
+            SELECT j.seq FROM jobs j WHERE j.status = 'queued' AND j.owner = o.owner
+              AND (NOT j.secrets_given OR j.id = ANY($5::text[])) ${where} ORDER BY j.seq LIMIT $7) q) c
       WHERE o.owner IS NOT NULL AND o.owner <> ALL($4::text[])),
-    picked AS (SELECT heads.id FROM heads LEFT JOIN running USING (owner) ORDER BY coalesce(running.n, 0), heads.seq LIMIT 1)
-  UPDATE jobs SET status = 'running', started_at = GREATEST($2::bigint, created_at), worker_id = $1,
-      lease_until = ${DB_NOW_MS} + $3, lease_epoch = jobs.lease_epoch + 1
-    FROM picked WHERE jobs.id = picked.id AND jobs.status = 'queued'
-    RETURNING ${JOB_COLUMNS.replace(/\b(\w+)\b/g, "jobs.$1")}, jobs.lease_epoch`;
+    picked AS (
+      SELECT j.seq, c.level FROM candidates c JOIN jobs j ON j.seq = c.seq WHERE j.status = 'queued'
+      ORDER BY c.level, c.seq LIMIT $6 FOR UPDATE OF j${wait ? "" : " SKIP LOCKED"}),
+    claimed AS (
+      UPDATE jobs SET status = 'running', started_at = GREATEST($2::bigint, created_at), worker_id = $1,
+          lease_until = ${DB_NOW_MS} + $3, lease_epoch = jobs.lease_epoch + 1
+        FROM picked WHERE jobs.seq = picked.seq AND jobs.status = 'queued'
+        RETURNING ${JOB_COLUMNS.replace(/\b(\w+)\b/g, "jobs.$1")}, jobs.lease_epoch, picked.level)
+  SELECT claimed.*, (SELECT count(*) FROM candidates)::int AS candidates
+    FROM (SELECT 1) one LEFT JOIN claimed ON true ORDER BY claimed.level, claimed.seq`;
 }
 
 /** Statements of leased dispatch (src/store/postgres-leases.ts). */
 export const PG_LEASE_SQL = {
   /** Processes holding a live lease on a running job (a metric: workers alive and busy). */
   busyWorkers: `SELECT count(DISTINCT worker_id)::int AS n FROM jobs WHERE status IN ('running', 'canceling') AND lease_until > ${DB_NOW_MS}`,
-  // $1 worker, $2 started_at, $3 lease ms, $4 owners to skip, $5 secret-holding jobs of this process.
-  claim: claimSql(""),
+  // $1 worker, $2 started_at, $3 lease ms, $4 owners to skip, $5 secret-holding jobs of this
+  // process, $6 jobs to claim at most, $7 candidates per owner.
+  claim: claimSql("", false),
+  claimWaiting: claimSql("", true),
   // The same among this process's secret jobs only (an API node runs those: only it holds the secrets).
-  claimHeld: claimSql("AND j.id = ANY($5::text[])"),
+  claimHeld: claimSql("AND j.id = ANY($5::text[])", false),
+  claimHeldWaiting: claimSql("AND j.id = ANY($5::text[])", true),
   runningByOwner: RUNNING_BY_OWNER,
   // $1 job: the queued jobs before it in the fair order (no row when it is not queued). Per owner,
   // only the jobs of a level up to the job's own are read, in index order.
@@ -266,7 +293,7 @@ export const PG_POSITION_SQL = {
   // $1 the snapshot's max_seq, $2 a job's seq: each owner's queued jobs submitted between them
   // (a range of jobs_status_seq no longer than the submissions since the snapshot).
   newer: `SELECT owner, count(*)::int AS n FROM jobs WHERE status = 'queued' AND seq > $1 AND seq < $2 GROUP BY owner`,
-  age: `SELECT version, max_seq, took_ms, ${DB_NOW_MS} - taken_at AS age_ms FROM queue_snapshot WHERE id = 1`,
+  age: `SELECT version, took_ms, ${DB_NOW_MS} - taken_at AS age_ms FROM queue_snapshot WHERE id = 1`,
   // One statement, so the seqs, the running counts and max_seq see the same committed state.
   take: `WITH running AS (${RUNNING_BY_OWNER}),
     per AS (SELECT owner, count(*)::int AS n, string_agg(int8send(seq), ''::bytea ORDER BY seq) AS seqs

@@ -14,6 +14,8 @@ export const PG_TERMINAL_SQLSTATE = "FG001";
 
 /** Channel of the job status notifications (migration 5). */
 export const PG_STATUS_CHANNEL = "flowgate_job_status";
+/** The largest payload PostgreSQL's NOTIFY takes (8,000 bytes, less one for its terminator). */
+const PG_NOTIFY_MAX_BYTES = 7999;
 
 /** Key of the advisory lock held while migrating (any constant shared by every flowgate). */
 const MIGRATION_LOCK = 0x666c6f77; // "flow"
@@ -265,6 +267,29 @@ END
 $fn$;
 CREATE TRIGGER jobs_labels_follow AFTER DELETE ON jobs
   FOR EACH ROW WHEN (OLD.metadata IS NOT NULL) EXECUTE FUNCTION flowgate_drop_job_labels();
+`,
+  },
+  {
+    version: 11,
+    description: "a status notification carries the job's row when it fits",
+    sql: `
+-- The job's columns as the store reads them (JOB_COLUMNS), so that a listener need not read the
+-- row back; left out when the payload would pass PostgreSQL's 8,000 bytes (a large progress).
+CREATE OR REPLACE FUNCTION jobs_notify_status() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  payload TEXT := json_build_object('schema', current_schema(), 'id', NEW.id, 'status', NEW.status, 'owner', NEW.owner,
+    'by', current_setting('application_name'), 'job', json_build_object('seq', NEW.seq, 'id', NEW.id, 'owner', NEW.owner,
+      'deployment_id', NEW.deployment_id, 'status', NEW.status, 'created_at', NEW.created_at, 'started_at', NEW.started_at,
+      'completed_at', NEW.completed_at, 'expires_at', NEW.expires_at, 'progress', NEW.progress, 'error', NEW.error,
+      'output_node_ids', NEW.output_node_ids, 'cost', NEW.cost, 'metadata', NEW.metadata))::text;
+BEGIN
+  IF octet_length(payload) > ${PG_NOTIFY_MAX_BYTES} THEN
+    payload := json_build_object('schema', current_schema(), 'id', NEW.id, 'status', NEW.status, 'owner', NEW.owner,
+      'by', current_setting('application_name'))::text;
+  END IF;
+  PERFORM pg_notify('${PG_STATUS_CHANNEL}', payload);
+  RETURN NULL;
+END $$;
 `,
   },
 ];

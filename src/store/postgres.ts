@@ -11,6 +11,7 @@ import { hasLabels, insertedJob } from "./input-checks.ts";
 import { GroupCommit } from "./group-commit.ts";
 import { inTransaction, openPostgresPool, type PostgresOptions } from "./postgres-pool.ts";
 import { PG_INSERT_JOBS, PG_SQL, pgListJobsSql, pgListLabeledJobsSql } from "./postgres-queries.ts";
+import { stampSnapshot } from "./postgres-positions.ts";
 import { PG_TERMINAL_SQLSTATE } from "./postgres-schema.ts";
 import { PG_ROWS, toPendingBlob, toWorkflow, type Row } from "./rows.ts";
 import type { JobQuery, StoreDialect } from "./store-dialect.ts";
@@ -99,7 +100,8 @@ export class PostgresStore implements StoreDialect {
 
   async getJob(id: string): Promise<JobRecord | null> {
     const row = await this.#one(PG_SQL.getJob, [id]);
-    return row === undefined ? null : toJob(row);
+    // A queued job's record carries the position snapshot's stamp read with it (one round trip a poll).
+    return row === undefined ? null : stampSnapshot(toJob(row), row);
   }
 
   async getJobWorkflow(id: string): Promise<JsonObject | null> {

@@ -1,4 +1,4 @@
-// A claim whose answer was lost: the worker's connection drops just as its claim's COMMIT is sent,
+// A claim whose answer was lost: the worker's connection drops as its claim's answer comes back,
 // so the job is running under its id while it never heard so. Reconnected, the worker reads back
 // the jobs carrying its id and runs them: the job succeeds rather than failing worker_lost one
 // lease later with both processes alive.
@@ -23,8 +23,8 @@ describe.skipIf(unavailable !== null)("a claim whose answer was lost", () => {
     const { api } = await d.apiNode({ leaseMs: LEASE_MS });
     const { proxy, url } = await d.proxied();
     const w = await d.worker({ leaseMs: LEASE_MS, url });
-    // The claim that took a job (answered UPDATE 1) loses the answer to its COMMIT.
-    const cut = proxy.cutAfter(/UPDATE jobs SET status = 'running'/, /UPDATE 1\0/, /COMMIT/);
+    // The claim (one statement, named) that took a job (its row reads running) commits, and its answer is lost.
+    const cut = proxy.loseAnswer(/fg_lease_claim/, /running/);
     const job = await api.submit(imageGraph("claimed"));
     await cut;
     const claimed = await d.waitForJob(job.id, (r) => r.status !== "queued", "the claim committed");

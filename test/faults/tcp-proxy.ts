@@ -12,15 +12,14 @@ interface Link {
   toClient: Buffer[];
   /** Held by `stallMatching`: nothing passes either way until `heal`. */
   held: boolean;
-  /** Where this connection is in an armed cut: 0 nothing yet, 1 `first` sent, 2 `answer` received. */
-  stage: 0 | 1 | 2;
+  /** Where this connection is in an armed cut: 1 once it sent `sent`, until the next answer. */
+  stage: 0 | 1;
 }
 
-/** A cut armed by `cutAfter`: once a connection sent `first`, was answered `answer` and sends `then`, its answer is lost. */
+/** A cut armed by `loseAnswer`: once a connection sent `sent` and its answer matches `answer`, that answer is lost. */
 interface ArmedCut {
-  first: RegExp;
+  sent: RegExp;
   answer: RegExp;
-  then: RegExp;
   fired: () => void;
 }
 
@@ -88,13 +87,13 @@ export class TcpProxy {
   }
 
   /**
-   * Arms a one-shot cut: the first connection that sends something matching `first`, is answered
-   * something matching `answer`, then sends something matching `then`, has that last message
-   * delivered and is ended (its answer never comes back) with every other connection; new ones
-   * are refused until `heal`. Resolves once it fired. (A claim that took a job, cut at its COMMIT.)
+   * Arms a one-shot cut: the first connection that sends something matching `sent` and is
+   * answered (before it sends anything else) something matching `answer` never hears that answer:
+   * it is ended with every other connection, and new ones are refused until `heal`. Resolves once
+   * it fired. (A claim that took a job and committed, its answer lost.)
    */
-  cutAfter(first: RegExp, answer: RegExp, then: RegExp): Promise<void> {
-    return new Promise((fired) => (this.#armed = { first, answer, then, fired }));
+  loseAnswer(sent: RegExp, answer: RegExp): Promise<void> {
+    return new Promise((fired) => (this.#armed = { sent, answer, fired }));
   }
 
   async close(): Promise<void> {
@@ -118,7 +117,16 @@ export class TcpProxy {
     }
     client.on("data", (chunk: Buffer) => this.#fromClient(link, chunk));
     upstream.on("data", (chunk: Buffer) => {
-      if (link.stage === 1 && this.#armed?.answer.test(chunk.toString("latin1"))) link.stage = 2;
+      const armed = this.#armed;
+      if (armed && link.stage === 1 && armed.answer.test(chunk.toString("latin1"))) {
+        // The server did the work and answered; the client never hears it.
+        this.#armed = null;
+        this.#mode = "cut";
+        for (const any of [...this.#links]) this.#drop(any);
+        armed.fired();
+        return;
+      }
+      link.stage = 0;
       if (this.#mode === "stalled" || link.held) link.toClient.push(chunk);
       else client.write(chunk);
     });
@@ -130,25 +138,7 @@ export class TcpProxy {
       link.toUpstream.push(chunk);
       return;
     }
-    const armed = this.#armed;
-    if (armed) {
-      const text = chunk.toString("latin1");
-      if (armed.first.test(text)) link.stage = 1;
-      else if (armed.then.test(text)) {
-        if (link.stage === 2) {
-          // The message reaches the server whole (end: data first, then FIN); the answer never comes back.
-          this.#armed = null;
-          this.#mode = "cut";
-          this.#links.delete(link);
-          link.upstream.end(chunk);
-          link.client.destroy();
-          for (const other of [...this.#links]) this.#drop(other);
-          armed.fired();
-          return;
-        }
-        link.stage = 0;
-      }
-    }
+    if (this.#armed?.sent.test(chunk.toString("latin1"))) link.stage = 1; // its answer is the next thing the server sends
     link.upstream.write(chunk);
   }
 

@@ -43,6 +43,17 @@ class ScriptedLeases implements JobLeases {
     return { job, epoch: claimed.epoch };
   }
 
+  /** Claims one job after another, up to `limit`; a lost answer loses the whole batch's. */
+  async claimMany(workerId: string, leaseMs: number, startedAt: number, _slots: unknown, _heldSecrets: readonly string[], _onlyHeld: boolean, limit: number): Promise<ClaimedJob[]> {
+    const claimed: ClaimedJob[] = [];
+    while (claimed.length < limit) {
+      const next = await this.claim(workerId, leaseMs, startedAt);
+      if (!next) break;
+      claimed.push(next);
+    }
+    return claimed;
+  }
+
   async heldBy(workerId: string): Promise<ClaimedJob[]> {
     const held: ClaimedJob[] = [];
     for (const [id, c] of this.claims) {

@@ -148,8 +148,20 @@ describe.skipIf(unavailable !== null)("PostgresRelay", () => {
     await theirs.transitionJob(b.id, ["queued"], "running", { started_at: T0 });
     const heard = await until(() => onApi, (n) => n.length >= 1, "the status");
     await new Promise((r) => setTimeout(r, 100)); // nothing else comes
-    expect(onApi).toEqual([{ kind: "status", id: b.id, owner: "bob", status: "running" }]);
+    // The row comes with the notice, as a read would give it.
+    expect(onApi).toEqual([{ kind: "status", id: b.id, owner: "bob", status: "running", job: await theirs.getJob(b.id) }]);
     expect(heard).toHaveLength(1);
+  });
+
+  it("a status change whose row passes a notification's size is still heard, without the row (read back instead)", async () => {
+    const onApi = await hear(await relay("api1"));
+    const theirs: Store = await openStore({ kind: "postgres", url: TEST_DATABASE_URL, schema, applicationName: "flowgate worker1" });
+    open.push(theirs);
+    const job = await theirs.createJob(newJob({ owner: "bob" }));
+    const progress = { value: 0.5, nodes_done: 1, nodes_total: 2, message: "x".repeat(9_000) };
+    await theirs.transitionJob(job.id, ["queued"], "running", { started_at: T0, progress });
+    await until(() => onApi.filter((n) => n.kind === "status"), (n) => n.length >= 1, "the status");
+    expect(onApi.filter((n) => n.kind === "status")).toEqual([{ kind: "status", id: job.id, owner: "bob", status: "running" }]);
   });
 });
 

@@ -1,5 +1,6 @@
 // Leased dispatch on PostgreSQL (src/store/postgres-leases.ts): claims race-free across
 // connections, fair share and tier limits read under the claim lock, renewals, expiry.
+import pg from "pg";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { LeaseLostError, openStore, type Store } from "../../../src/store/index.ts";
 import { FairQueue } from "../../../src/jobs/fair-queue.ts";
@@ -36,6 +37,66 @@ describe.skipIf(unavailable !== null)("PostgresLeases", () => {
     expect(taken.length).toBe(12);
     expect(new Set(taken)).toEqual(ids);
     expect(claims.every((j) => j === null || j.job.status === "running" && j.epoch === 1)).toBe(true);
+  });
+
+  it("a claim of several takes the next ones in the fair order at once; concurrent claims take each job once, none left behind", async () => {
+    const local = new FairQueue();
+    const owners = ["a", "a", "a", "b", "a", "c", "b", "b", "a", "c", ...Array.from({ length: 30 }, (_, i) => `o${i % 4}`)];
+    const ids: string[] = [];
+    for (const owner of owners) {
+      const job = await store.createJob(newJob({ owner }));
+      ids.push(job.id);
+      local.push(job.id, owner);
+    }
+    // What four claims one after another would take: the head of the fair order each time.
+    const serial: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      const next = ids.find((id) => local.position(id) === 0)!;
+      serial.push(next);
+      local.remove(next);
+      local.started(owners[ids.indexOf(next)]!);
+    }
+    const batch = await a.claimMany("w", 30_000, T0, undefined, [], false, 4);
+    expect(batch.map((c) => c.job.id)).toEqual(serial);
+    expect(batch.every((c) => c.job.status === "running" && c.epoch === 1)).toBe(true);
+    // Two processes claiming at once, in batches, until nothing is left.
+    const taken: string[] = [];
+    const drain = async (leases: PostgresLeases, worker: string) => {
+      for (;;) {
+        const claimed = await leases.claimMany(worker, 30_000, T0, undefined, [], false, 3);
+        if (claimed.length === 0) return;
+        taken.push(...claimed.map((c) => c.job.id));
+      }
+    };
+    await Promise.all([drain(a, "wa"), drain(b, "wb"), drain(a, "wa2"), drain(b, "wb2")]);
+    expect(taken.length).toBe(ids.length - 4);
+    expect(new Set([...serial, ...taken])).toEqual(new Set(ids));
+  });
+
+  it("a renewal never waits behind the process's claims: renewed while its tier-limited claims queue on the claim lock", async () => {
+    const app = `flowgate renewals-${schema}`;
+    // One connection for its queries, as busy as it gets with one claim waiting.
+    const leases = await PostgresLeases.open({ url: TEST_DATABASE_URL, schema, applicationName: app, maxConnections: 1 });
+    const blocker = new pg.Client({ connectionString: TEST_DATABASE_URL });
+    await blocker.connect();
+    try {
+      await store.createJob(newJob({ owner: "o1" }));
+      const held = (await leases.claim("w", 30_000, T0, undefined, []))!;
+      await store.createJob(newJob({ owner: "o2" }));
+      // Another process's tier-limited claim holds the claim lock: this one's claim waits on it, holding its pool's connection.
+      await blocker.query("BEGIN");
+      await blocker.query("SELECT pg_advisory_xact_lock($1)", [0x636c6169]);
+      const claim = leases.claim("w", 30_000, T0, async () => 5, []);
+      const waiting = async () =>
+        Number((await blocker.query("SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'", [app])).rows[0].n);
+      while ((await waiting()) < 1) await new Promise((r) => setImmediate(r));
+      expect([...(await leases.renew("w", [held.job.id], 30_000))]).toEqual([[held.job.id, "running"]]);
+      await blocker.query("COMMIT");
+      expect((await claim)!.job.owner).toBe("o2");
+    } finally {
+      await blocker.end();
+      await leases.close();
+    }
   });
 
   it("an owner with nothing running goes first; an owner at its limit is skipped", async () => {

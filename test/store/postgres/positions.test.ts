@@ -120,6 +120,36 @@ describe.skipIf(unavailable !== null)("QueuePositions", () => {
     expect(await lazy.position(probe)).toBe(after);
   });
 
+  it("a job read by the store is placed from the snapshot's stamp its read carried: no read of its own, never an older snapshot", async () => {
+    const local = new FairQueue();
+    const ids = await queue(Array.from({ length: 30 }, (_, i) => (i % 3 === 0 ? "x" : "y")), local);
+    const probe = ids[29]!;
+    const lazy = node({ maxAgeMs: FOREVER, maxStaleMs: FOREVER, exactBelow: 0 });
+    const eager = node({ maxAgeMs: 0, maxStaleMs: 0, costFactor: 0, exactBelow: 0 });
+    const before = await lazy.position(probe, (await store.getJob(probe))!); // no snapshot yet: takes one
+    expect(before).toBe(local.position(probe));
+    const lazyPool = pools[0]!;
+    const query = lazyPool.query.bind(lazyPool);
+    let reads = 0;
+    lazyPool.query = ((...args: Parameters<typeof query>) => {
+      reads++;
+      return query(...args);
+    }) as typeof lazyPool.query;
+    expect(await lazy.position(probe, (await store.getJob(probe))!)).toBe(before);
+    expect(reads).toBe(0); // the stamp names the snapshot it holds: placed without a round trip
+    for (let i = 0; i < 6; i++) await claimNext(local);
+    const after = await eager.position(probe); // another process takes a new snapshot
+    expect(after).toBe(local.position(probe));
+    expect(after!).toBeLessThan(before!);
+    // The next read of the row carries the newer version: read once, never answered from the old copy.
+    expect(await lazy.position(probe, (await store.getJob(probe))!)).toBe(after);
+    expect(reads).toBe(1);
+    // A record read by other means (a listing) carries no stamp: probed as before.
+    const [listed] = (await store.listJobs("y", { limit: 1 })).jobs;
+    expect(await lazy.position(listed!.id, listed)).toBe(local.position(listed!.id));
+    expect(reads).toBe(2);
+  });
+
   it("a job submitted after the snapshot is placed at once", async () => {
     const local = new FairQueue();
     await queue(["p", "p", "q", "p"], local);
