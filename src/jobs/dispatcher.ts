@@ -107,7 +107,9 @@ export class Dispatcher {
 
   /**
    * Recovers after a restart and starts dispatching: jobs left running or canceling by a dead
-   * process end `failed` with `worker_lost` (never `running` forever); queued jobs run in order,
+   * process end `failed` with `worker_lost` (never `running` forever), except running jobs of an
+   * engine whose runs go on without us (ComfyUI's prompts): those are followed to their real end;
+   * queued jobs run in order,
    * except those submitted with secrets (a partner key), which lived in the dead process's memory
    * only: they end `failed` with `partner_key_lost` rather than run without them.
    */
@@ -115,7 +117,12 @@ export class Dispatcher {
     await this.load();
     if (this.o.lease) return this.startLeased(this.o.lease);
     const now = this.o.now();
+    const resumed: JobRecord[] = [];
     for (const job of await this.o.store.jobsInStatus(["running", "canceling"])) {
+      if (job.status === "running" && this.o.engine.resumesRuns) {
+        resumed.push(job);
+        continue;
+      }
       const to = job.status === "canceling" ? "canceled" : "failed";
       const patch =
         to === "failed"
@@ -135,6 +142,7 @@ export class Dispatcher {
       if (job) this.events.publish({ type: "status", job });
     }
     this.started = true;
+    for (const job of resumed) this.launch(job, undefined, false, undefined, true);
     this.pump();
   }
 
@@ -513,8 +521,11 @@ export class Dispatcher {
     });
   }
 
-  /** Runs a job; `aborted`: a cancel came while its start was being committed; `fence`: the claim it runs under (leases). */
-  private launch(job: JobRecord, hooks?: QueuedRunHooks, aborted = false, fence: RunFence = { workerId: null, epoch: 0 }): void {
+  /**
+   * Runs a job; `aborted`: a cancel came while its start was being committed; `fence`: the claim it
+   * runs under (leases); `resume`: a run an earlier process started, followed in the engine.
+   */
+  private launch(job: JobRecord, hooks?: QueuedRunHooks, aborted = false, fence: RunFence = { workerId: null, epoch: 0 }, resume = false): void {
     const controller = new AbortController();
     // A fill that was committing this start when the stop came launches it late: stop it too.
     if (this.abortingRuns || aborted) controller.abort();
@@ -522,7 +533,7 @@ export class Dispatcher {
     this.queue.started(job.owner);
     const extra = this.extras.get(job.id) ?? {};
     const deps = { ...this.o, persistEnd: <T>(write: () => Promise<T>, giveUp?: (err: unknown) => boolean) => this.persistEnd(job.id, write, giveUp) };
-    const p = runJob(deps, job, extra, controller.signal, hooks, fence)
+    const p = runJob(deps, job, extra, controller.signal, hooks, fence, resume)
       .catch(() => null)
       .finally(() => {
         this.failingWrites.delete(job.id);

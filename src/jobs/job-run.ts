@@ -52,6 +52,8 @@ export interface QueuedRunHooks {
 /**
  * Runs a job to its terminal state. A `running` job runs from now on; a `queued` one (an engine
  * with a queue of its own) moves to `running` when the engine reports that its graph started.
+ * `resume`: the job was running when an earlier process died, and the engine follows that run
+ * (EnginePort.resumesRuns); outputs it recorded then are not recorded twice.
  */
 export async function runJob(
   deps: JobRunDeps,
@@ -60,6 +62,7 @@ export async function runJob(
   outerSignal: AbortSignal,
   hooks?: QueuedRunHooks,
   fence: RunFence = { workerId: null, epoch: 0 },
+  resume = false,
 ): Promise<JobRecord | null> {
   const { store, events, assets } = deps;
   const base = { job_id: job.id, owner: job.owner };
@@ -150,11 +153,15 @@ export async function runJob(
     waitFor(runningCommit);
   };
 
+  /** A resumed run's outputs recorded before the restart, by node and content hash: their names. */
+  let recordedBefore: Map<string, string> | null = null;
   let end: RunEnd;
   try {
     const graph = (await persist(() => store.getJobWorkflow(job.id))) ?? {};
+    if (resume) recordedBefore = new Map((await persist(() => store.listJobOutputs(job.id))).map((a) => [`${a.node_id}\u0000${a.hash}`, a.name]));
     end = await deps.engine.run(graph, {
       jobId: job.id,
+      ...(resume ? { resume: true } : {}),
       signal,
       extra,
       resolveAsset: (ref) => assets.readOwned(job.owner, ref.id),
@@ -210,6 +217,13 @@ export async function runJob(
             const stage = last && stagedBytes + output.data.byteLength <= STAGED_BYTES_PER_RUN;
             if (stage) stagedBytes += output.data.byteLength;
             const stored = await assets.storeOutput(job, { ...output, name }, { stage });
+            // Recorded by the process that died: the engine delivers it again, the job keeps the one record.
+            const before = recordedBefore?.get(`${output.node_id}\u0000${stored.record.hash}`);
+            if (before !== undefined) {
+              renamed.set(`${output.folder}/${output.name}`, before);
+              void assets.discardOutputs([stored]);
+              return;
+            }
             // The record of an output of the last output node waits for the run's end (written
             // in its commit); any other is written now, before the run goes on.
             asset = last ? rows.hold(stored, node) : Promise.resolve(await assets.recordOutput(stored, { fence, persist }));

@@ -32,6 +32,8 @@ export interface FakeOptions {
   worker?: boolean;
   /** Drops the connection of a POST /prompt without an answer, before or after queueing the prompt (its fate unknown to the client). */
   dropPrompt?: (body: any) => "before" | "after" | undefined;
+  /** With `worker`: the prompt fails at this node with ComfyUI's execution_error (exception type and message), instead of succeeding. */
+  fail?: (promptId: string) => { node: string; exception_type: string; exception_message: string } | undefined;
 }
 
 /** One scripted ComfyUI. */
@@ -52,6 +54,11 @@ export class FakeComfyUI {
   readonly executions = new Map<string, number>();
   /** With `worker`: takes no prompt from the queue while set (see `resume`). */
   paused = false;
+  /** With `worker`: a prompt that starts while set stops at its first node until `release` (a long node). */
+  holding = false;
+  /** The prompt held at its first node now (see `holding`), if any. */
+  held: string | null = null;
+  private releaseHeld: (() => void) | null = null;
   url = "";
   private working = false;
   private readonly bodies = new Map<string, any>();
@@ -208,6 +215,14 @@ export class FakeComfyUI {
     void this.work();
   }
 
+  /** Lets the prompt held at its first node go on (and the ones after it run through). */
+  release(): void {
+    this.holding = false;
+    const go = this.releaseHeld;
+    this.releaseHeld = null;
+    go?.();
+  }
+
   /** Runs the next pending prompt now, paused or not (a ComfyUI working while flowgate is down). */
   async runNext(): Promise<void> {
     const id = this.queue.pending[0];
@@ -238,9 +253,22 @@ export class FakeComfyUI {
     recorded("execution_start", { prompt_id: id, timestamp: Date.now() });
     recorded("execution_cached", { nodes: [], prompt_id: id, timestamp: Date.now() });
     const outputs: Record<string, unknown> = {};
-    for (const [node, n] of Object.entries(prompt)) {
+    const failure = this.o.fail?.(id);
+    for (const [index, [node, n]] of Object.entries(prompt).entries()) {
       this.send("executing", { node, display_node: node, prompt_id: id });
       await tick();
+      if (this.holding && index === 0) {
+        this.held = id;
+        await new Promise<void>((r) => (this.releaseHeld = r));
+        this.held = null;
+      }
+      if (failure?.node === node) {
+        const error = { prompt_id: id, node_id: node, node_type: n.class_type, executed: Object.keys(outputs), exception_message: failure.exception_message, exception_type: failure.exception_type, traceback: [`${failure.exception_type}: ${failure.exception_message}\n`], current_inputs: {}, current_outputs: {}, timestamp: Date.now() };
+        recorded("execution_error", error);
+        this.finish(id, { prompt: [this.counter, id, prompt, {}, []], outputs, status: { status_str: "error", completed: false, messages }, meta: {} });
+        await tick();
+        return;
+      }
       const def = this.o.objectInfo[n.class_type] as { output_node?: boolean } | undefined;
       if (def?.output_node) {
         const ui = { text: [`${id}:${node}`] };

@@ -78,6 +78,73 @@ describe("flowgate restarted in front of ComfyUI", () => {
   });
 });
 
+describe("flowgate killed while ComfyUI runs a prompt", () => {
+  /** A ComfyUI whose prompts stop at their first node while `holding`, and flowgate in front of it with a job running there. */
+  async function runningWhenKilled(fail?: { node: string; exception_type: string; exception_message: string }) {
+    const fake = await new FakeComfyUI({ objectInfo: OBJECT_INFO, worker: true, fail: () => fail }).start();
+    cleanup.push(() => fake.stop());
+    fake.holding = true;
+    const dataDir = await mkdtemp(join(tmpdir(), "flowgate-restart-running-"));
+    cleanup.push(() => rm(dataDir, { recursive: true, force: true }));
+    const first = await serve(dataDir, fake.url);
+    const res = await call("POST", `${first.url}/api/v2/jobs`, { workflow: graph("long") });
+    expect(res.status).toBe(201);
+    const id: string = res.body.id;
+    await until(() => (fake.held === id ? true : undefined), "the prompt running in ComfyUI");
+    await until(async () => ((await call("GET", `${first.url}/api/v2/jobs/${id}`)).body.status === "running" ? true : undefined), "the job running");
+    await first.kill();
+    return { fake, dataDir, id };
+  }
+
+  const ended = (base: string, id: string) =>
+    until(async () => {
+      const { body } = await call("GET", `${base}/api/v2/jobs/${id}`);
+      return TERMINAL.includes(body.status) ? body : undefined;
+    }, `job ${id} to end`);
+
+  it("collects a prompt that finished while flowgate was down: its outputs, not worker_lost", { timeout: 60_000 }, async () => {
+    const { fake, dataDir, id } = await runningWhenKilled();
+    fake.release();
+    await until(() => (fake.history.has(id) ? true : undefined), "ComfyUI to finish the prompt");
+
+    const second = await serve(dataDir, fake.url);
+    const job = await ended(second.url, id);
+    expect(job.status, JSON.stringify(job.error)).toBe("succeeded");
+    expect(job.outputs.map((o: any) => o.node_id)).toEqual(["2"]);
+    const text = await fetch(job.outputs[0].url).then((r) => r.text());
+    expect(text).toBe(`${id}:2`);
+    expect(fake.executions.get(id)).toBe(1);
+    expect(fake.calls("POST", "/prompt")).toHaveLength(1);
+  });
+
+  it("follows a prompt still running after the restart to its real end (ComfyUI's error)", { timeout: 60_000 }, async () => {
+    const { fake, dataDir, id } = await runningWhenKilled({ node: "2", exception_type: "RuntimeError", exception_message: "boom at node 2" });
+    const queueReads = fake.calls("GET", "/queue").length;
+    const second = await serve(dataDir, fake.url);
+    // The restarted flowgate found the prompt running there (it read the queue) before it goes on.
+    await until(() => (fake.calls("GET", "/queue").length > queueReads && fake.socketCount === 1 ? true : undefined), "the restarted flowgate to look for the prompt");
+    expect((await call("GET", `${second.url}/api/v2/jobs/${id}`)).body.status).toBe("running");
+    fake.release();
+    const job = await ended(second.url, id);
+    expect(job.status).toBe("failed");
+    expect(job.error).toMatchObject({ code: "node_execution_error", node_id: "2", class_type: "PreviewAny" });
+    expect(job.error.message).toContain("boom at node 2");
+    expect(fake.executions.get(id)).toBe(1);
+    expect(fake.calls("POST", "/prompt")).toHaveLength(1);
+  });
+
+  it("fails worker_lost, without running it again, when ComfyUI no longer holds it (ComfyUI restarted too)", { timeout: 60_000 }, async () => {
+    const { fake, dataDir, id } = await runningWhenKilled();
+    fake.forget(id);
+    const second = await serve(dataDir, fake.url);
+    const job = await ended(second.url, id);
+    expect(job.status).toBe("failed");
+    expect(job.error.code).toBe("worker_lost");
+    expect(fake.calls("POST", "/prompt")).toHaveLength(1);
+    fake.release();
+  });
+});
+
 describe("a POST /prompt whose answer was lost", () => {
   async function setup(drop: "before" | "after") {
     let dropped = false;
