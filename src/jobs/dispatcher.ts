@@ -6,7 +6,8 @@
 //
 // With leases (PostgreSQL, several processes), jobs are claimed from the database instead: the
 // next queued job of any node, under a lease this process renews on a heartbeat; the in-memory
-// queue then only answers positions of the jobs this node knows (see LeaseOptions).
+// queue then only answers positions of the jobs this node knows (see LeaseOptions). With an engine
+// that has a queue of its own, a claimed job stays `queued` under the lease until it starts there.
 import { LeaseLostError, TerminalStatusError, type JobRecord, type RunFence } from "../store/index.ts";
 import { DrainRate } from "./drain-rate.ts";
 import type { EventBus } from "./event-bus.ts";
@@ -171,7 +172,8 @@ export class Dispatcher {
       const mine = [...this.running.keys()];
       // The queued jobs whose secrets this process holds are leased too: if it dies, they fail.
       const held = await lease.leases.renew(lease.workerId, [...new Set([...mine, ...this.extras.keys()])], lease.leaseMs);
-      for (const id of mine) if (held.get(id) !== "running") this.running.get(id)?.abort();
+      // Still queued: claimed while queued, waiting in the engine's queue (claimQueued).
+      for (const id of mine) if (held.get(id) !== "running" && held.get(id) !== "queued") this.running.get(id)?.abort();
       await this.failExpired(lease);
       const front: string[] = [];
       for (const id of this.queue.entries()) if (front.push(id) >= PRUNE_BATCH) break;
@@ -456,14 +458,16 @@ export class Dispatcher {
   }
 
   /**
-   * Claims the next job of the shared queue and runs it (running from its claim, whatever the
-   * engine: a ComfyUI queue position is not kept across processes). False when none is claimable.
+   * Claims the next job of the shared queue and runs it: running from its claim, or, with an engine
+   * that has a queue of its own, claimed while queued until the engine starts it. False when none is claimable.
    */
   private async claim(lease: LeaseOptions): Promise<boolean> {
     if (this.claimUncertain) await this.readBack(lease);
     let claimed;
     try {
-      claimed = await lease.leases.claim(lease.workerId, lease.leaseMs, this.o.now(), this.o.slotsFor, [...this.extras.keys()], !lease.dispatch);
+      claimed = this.o.engine.queuesWork
+        ? await lease.leases.claimQueued(lease.workerId, lease.leaseMs, this.o.slotsFor, [...this.extras.keys()], !lease.dispatch)
+        : await lease.leases.claim(lease.workerId, lease.leaseMs, this.o.now(), this.o.slotsFor, [...this.extras.keys()], !lease.dispatch);
     } catch (err) {
       // The answer may be what was lost, not the claim: it may have committed.
       this.claimUncertain = true;
@@ -471,9 +475,18 @@ export class Dispatcher {
     }
     if (!claimed) return false;
     this.queue.remove(claimed.job.id);
-    this.events.publish({ type: "status", job: claimed.job });
-    this.launch(claimed.job, undefined, false, { workerId: lease.workerId, epoch: claimed.epoch });
+    this.launchClaimed(claimed.job, false, { workerId: lease.workerId, epoch: claimed.epoch });
     return true;
+  }
+
+  /** Runs a claimed job: one still queued (claimQueued) waits in the engine until it reports the run started. */
+  private launchClaimed(job: JobRecord, aborted: boolean, fence: RunFence): void {
+    if (job.status !== "queued") {
+      this.events.publish({ type: "status", job });
+      return this.launch(job, undefined, aborted, fence);
+    }
+    this.waitingInEngine.set(job.id, 0);
+    this.launch(job, this.engineHooks(job.id), aborted, fence);
   }
 
   /**
@@ -485,8 +498,7 @@ export class Dispatcher {
       if (this.running.has(job.id)) continue;
       this.o.log?.(`job ${job.id}: claimed by this worker in a claim whose answer was lost; running it now`);
       this.queue.remove(job.id);
-      this.events.publish({ type: "status", job });
-      this.launch(job, undefined, job.status === "canceling", { workerId: lease.workerId, epoch });
+      this.launchClaimed(job, job.status === "canceling", { workerId: lease.workerId, epoch });
     }
     this.claimUncertain = false;
   }
@@ -513,12 +525,17 @@ export class Dispatcher {
       return;
     }
     this.waitingInEngine.set(id, 0);
-    this.launch(job, {
+    this.launch(job, this.engineHooks(id));
+  }
+
+  /** What a run waiting in the engine's queue reports: the work ahead of it there, then its start. */
+  private engineHooks(id: string): QueuedRunHooks {
+    return {
       onQueued: (ahead) => {
         if (this.waitingInEngine.has(id)) this.waitingInEngine.set(id, ahead);
       },
       onRunning: () => this.waitingInEngine.delete(id),
-    });
+    };
   }
 
   /**

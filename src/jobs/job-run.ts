@@ -141,8 +141,9 @@ export async function runJob(
     let committed!: () => void;
     runningCommitted = new Promise<void>((resolve) => (committed = resolve));
     runningCommit = store
-      .transitionJob(job.id, ["queued"], "running", { started_at: deps.now() }, { onCommitted: () => committed() })
-      .catch(ignoreTerminal)
+      // With leases the job was claimed while queued: it moves only while this run's claim holds.
+      .transitionJob(job.id, ["queued"], "running", { started_at: deps.now() }, { onCommitted: () => committed(), ...(progressFence ? { fence: progressFence } : {}) })
+      .catch((err: unknown) => (refused(err) ? null : ignoreTerminal(err)))
       .then((moved) => {
         hooks?.onRunning();
         if (!moved) return; // canceled or expired meanwhile: the run is being stopped
@@ -307,7 +308,8 @@ export async function runJob(
     throw err;
   });
   // Nothing moved: the job ended elsewhere (or, with leases, is held by no claim of this run).
-  if (ended === null && !leaseLost && fence.workerId !== null) deps.log?.(`job ${job.id}: its end was not written: the run no longer holds its lease (the job ended elsewhere)`);
+  // (A job canceled while it was queued, claimed while queued, ended canceled without its run.)
+  if (ended === null && !leaseLost && fence.workerId !== null && started) deps.log?.(`job ${job.id}: its end was not written: the run no longer holds its lease (the job ended elsewhere)`);
   const finished = ended?.job ?? null;
   if (held.stored.length > 0) await held.done(ended?.assets ?? null);
   // Written with their bytes kept: the store forgets those once the files are durable, off the path.

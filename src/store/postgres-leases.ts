@@ -51,6 +51,24 @@ export class PostgresLeases implements JobLeases {
     });
   }
 
+  async claimQueued(workerId: string, leaseMs: number, slots: ((owner: string) => Promise<number>) | undefined, heldSecrets: readonly string[], onlyHeld = false): Promise<ClaimedJob | null> {
+    return inTransaction(this.#pool, async (client) => {
+      await client.query("SELECT pg_advisory_xact_lock($1)", [CLAIM_LOCK]);
+      // Jobs claimed while queued take their owners' slots as running ones do.
+      const full: string[] = [];
+      if (slots) {
+        const { rows } = await client.query<{ owner: string; n: number }>(PG_LEASE_SQL.slotsTakenByOwner);
+        for (const r of rows) if (r.n >= (await slots(r.owner))) full.push(r.owner);
+      }
+      for (let attempt = 0; attempt < 2; attempt++) {
+        const claimed = await client.query(onlyHeld ? PG_LEASE_SQL.claimQueuedHeld : PG_LEASE_SQL.claimQueued, [workerId, null, leaseMs, full, heldSecrets]);
+        const row = claimed.rows[0];
+        if (row !== undefined) return { job: toJob(row), epoch: Number(row.lease_epoch) };
+      }
+      return null;
+    });
+  }
+
   // Asked on every read of a queued job: from the shared snapshot (src/store/postgres-positions.ts).
   position(jobId: string): Promise<number | null> {
     return this.#positions.position(jobId);
