@@ -54,8 +54,10 @@ export class FakeComfyUI {
   readonly executions = new Map<string, number>();
   /** With `worker`: takes no prompt from the queue while set (see `resume`). */
   paused = false;
-  /** With `worker`: a prompt that starts while set stops at its first node until `release` (a long node). */
+  /** With `worker`: a prompt that starts while set stops at its first node (or at `holdAt`) until `release` (a long node). */
   holding = false;
+  /** The node a held prompt stops at (default: its first). */
+  holdAt: string | null = null;
   /** The prompt held at its first node now (see `holding`), if any. */
   held: string | null = null;
   private releaseHeld: (() => void) | null = null;
@@ -257,7 +259,7 @@ export class FakeComfyUI {
     for (const [index, [node, n]] of Object.entries(prompt).entries()) {
       this.send("executing", { node, display_node: node, prompt_id: id });
       await tick();
-      if (this.holding && index === 0) {
+      if (this.holding && (this.holdAt === null ? index === 0 : node === this.holdAt)) {
         this.held = id;
         await new Promise<void>((r) => (this.releaseHeld = r));
         this.held = null;

@@ -133,6 +133,29 @@ describe("flowgate killed while ComfyUI runs a prompt", () => {
     expect(fake.calls("POST", "/prompt")).toHaveLength(1);
   });
 
+  it("records each output once: those recorded before the kill are not recorded again when the rest is collected", { timeout: 60_000 }, async () => {
+    const fake = await new FakeComfyUI({ objectInfo: OBJECT_INFO, worker: true }).start();
+    cleanup.push(() => fake.stop());
+    fake.holding = true;
+    fake.holdAt = "3";
+    const dataDir = await mkdtemp(join(tmpdir(), "flowgate-restart-outputs-"));
+    cleanup.push(() => rm(dataDir, { recursive: true, force: true }));
+    const first = await serve(dataDir, fake.url);
+    const twoOutputs = { ...graph("first"), "3": { class_type: "PrimitiveString", inputs: { value: "second" } }, "4": { class_type: "PreviewAny", inputs: { source: ["3", 0] } } };
+    const id: string = (await call("POST", `${first.url}/api/v2/jobs`, { workflow: twoOutputs })).body.id;
+    await until(async () => ((await call("GET", `${first.url}/api/v2/jobs/${id}`)).body.outputs?.length === 1 ? true : undefined), "the first output recorded");
+    expect(fake.held).toBe(id);
+    await first.kill();
+    fake.release();
+    await until(() => (fake.history.has(id) ? true : undefined), "ComfyUI to finish the prompt");
+
+    const second = await serve(dataDir, fake.url);
+    const job = await ended(second.url, id);
+    expect(job.status, JSON.stringify(job.error)).toBe("succeeded");
+    expect(job.outputs.map((o: any) => o.node_id).sort()).toEqual(["2", "4"]);
+    expect(fake.executions.get(id)).toBe(1);
+  });
+
   it("fails worker_lost, without running it again, when ComfyUI no longer holds it (ComfyUI restarted too)", { timeout: 60_000 }, async () => {
     const { fake, dataDir, id } = await runningWhenKilled();
     fake.forget(id);
