@@ -108,9 +108,9 @@ export class Dispatcher {
 
   /**
    * Recovers after a restart and starts dispatching: jobs left running or canceling by a dead
-   * process end `failed` with `worker_lost` (never `running` forever), except running jobs of an
-   * engine whose runs go on without us (ComfyUI's prompts): those are followed to their real end;
-   * queued jobs run in order,
+   * process end `failed` with `worker_lost` (never `running` forever), except with an engine whose
+   * runs go on without us (ComfyUI's prompts): a running job is followed to its real end, a
+   * canceling one is stopped there and ends canceled; queued jobs run in order,
    * except those submitted with secrets (a partner key), which lived in the dead process's memory
    * only: they end `failed` with `partner_key_lost` rather than run without them.
    */
@@ -120,7 +120,7 @@ export class Dispatcher {
     const now = this.o.now();
     const resumed: JobRecord[] = [];
     for (const job of await this.o.store.jobsInStatus(["running", "canceling"])) {
-      if (job.status === "running" && this.o.engine.resumesRuns) {
+      if (this.o.engine.resumesRuns) {
         resumed.push(job);
         continue;
       }
@@ -143,7 +143,7 @@ export class Dispatcher {
       if (job) this.events.publish({ type: "status", job });
     }
     this.started = true;
-    for (const job of resumed) this.launch(job, undefined, false, undefined, true);
+    for (const job of resumed) this.launch(job, undefined, job.status === "canceling", undefined, true);
     this.pump();
   }
 

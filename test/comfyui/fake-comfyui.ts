@@ -52,6 +52,8 @@ export class FakeComfyUI {
   closeIdleSockets = false;
   /** Executions per prompt id: like ComfyUI, the double runs a prompt id queued twice twice. */
   readonly executions = new Map<string, number>();
+  /** Status of POST /interrupt (from FakeOptions.interruptStatus; a test may change it). */
+  interruptStatus: number;
   /** With `worker`: takes no prompt from the queue while set (see `resume`). */
   paused = false;
   /** With `worker`: a prompt that starts while set stops at its first node (or at `holdAt`) until `release` (a long node). */
@@ -61,6 +63,8 @@ export class FakeComfyUI {
   /** The prompt held at its first node now (see `holding`), if any. */
   held: string | null = null;
   private releaseHeld: (() => void) | null = null;
+  /** An interrupt came for the held prompt: it ends interrupted when released. */
+  private interrupting = false;
   url = "";
   private working = false;
   private readonly bodies = new Map<string, any>();
@@ -75,6 +79,7 @@ export class FakeComfyUI {
 
   constructor(o: FakeOptions) {
     this.o = o;
+    this.interruptStatus = o.interruptStatus ?? 200;
     this.server = http.createServer((req, res) => void this.handle(req, res));
     this.server.on("upgrade", (req, socket, head) => {
       this.connections.push(req.url ?? "");
@@ -191,7 +196,15 @@ export class FakeComfyUI {
       this.broadcastStatus();
       return void res.writeHead(200).end();
     }
-    if (req.method === "POST" && p === "/interrupt") return void res.writeHead(this.o.interruptStatus ?? 200).end();
+    if (req.method === "POST" && p === "/interrupt") {
+      // The held prompt (with `worker`), when it is the one named, ends interrupted, as ComfyUI's worker does.
+      const status = this.interruptStatus;
+      if (status === 200 && this.held !== null && (rec.json?.prompt_id ?? this.held) === this.held) {
+        this.interrupting = true;
+        this.release();
+      }
+      return void res.writeHead(status).end();
+    }
     if (req.method === "GET" && p === "/history") return json(200, Object.fromEntries(this.history));
     if (req.method === "GET" && p.startsWith("/history/")) {
       const id = decodeURIComponent(p.slice("/history/".length));
@@ -263,6 +276,13 @@ export class FakeComfyUI {
         this.held = id;
         await new Promise<void>((r) => (this.releaseHeld = r));
         this.held = null;
+        if (this.interrupting) {
+          this.interrupting = false;
+          recorded("execution_interrupted", { prompt_id: id, node_id: node, node_type: n.class_type, executed: Object.keys(outputs), timestamp: Date.now() });
+          this.finish(id, { prompt: [this.counter, id, prompt, {}, []], outputs, status: { status_str: "error", completed: false, messages }, meta: {} });
+          await tick();
+          return;
+        }
       }
       if (failure?.node === node) {
         const error = { prompt_id: id, node_id: node, node_type: n.class_type, executed: Object.keys(outputs), exception_message: failure.exception_message, exception_type: failure.exception_type, traceback: [`${failure.exception_type}: ${failure.exception_message}\n`], current_inputs: {}, current_outputs: {}, timestamp: Date.now() };

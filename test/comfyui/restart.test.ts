@@ -156,6 +156,32 @@ describe("flowgate killed while ComfyUI runs a prompt", () => {
     expect(fake.executions.get(id)).toBe(1);
   });
 
+  it("stops a prompt whose job was canceling when flowgate died: interrupted there, the job canceled", { timeout: 60_000 }, async () => {
+    const fake = await new FakeComfyUI({ objectInfo: OBJECT_INFO, worker: true, interruptStatus: 500 }).start();
+    cleanup.push(() => fake.stop());
+    fake.holding = true;
+    const dataDir = await mkdtemp(join(tmpdir(), "flowgate-restart-canceling-"));
+    cleanup.push(() => rm(dataDir, { recursive: true, force: true }));
+    const first = await serve(dataDir, fake.url);
+    const id: string = (await call("POST", `${first.url}/api/v2/jobs`, { workflow: graph("long") })).body.id;
+    await until(() => (fake.held === id ? true : undefined), "the prompt running in ComfyUI");
+    await until(async () => ((await call("GET", `${first.url}/api/v2/jobs/${id}`)).body.status === "running" ? true : undefined), "the job running");
+    // ComfyUI fails the interrupt this time: the job stays canceling while flowgate waits for the prompt to stop.
+    expect((await call("POST", `${first.url}/api/v2/jobs/${id}/cancel`)).body.status).toBe("canceling");
+    await until(() => (fake.calls("POST", "/interrupt").length > 0 ? true : undefined), "the interrupt asked");
+    await first.kill();
+
+    fake.interruptStatus = 200;
+    const interrupts = fake.calls("POST", "/interrupt").length;
+    const second = await serve(dataDir, fake.url);
+    const job = await ended(second.url, id);
+    expect(job.status).toBe("canceled");
+    expect(fake.calls("POST", "/interrupt").length).toBeGreaterThan(interrupts);
+    expect(fake.held).toBeNull();
+    expect(fake.executions.get(id)).toBe(1);
+    expect(fake.calls("POST", "/prompt")).toHaveLength(1);
+  });
+
   it("fails worker_lost, without running it again, when ComfyUI no longer holds it (ComfyUI restarted too)", { timeout: 60_000 }, async () => {
     const { fake, dataDir, id } = await runningWhenKilled();
     fake.forget(id);

@@ -169,7 +169,8 @@ export class ComfyUIEngine implements Engine {
   /** Runs a graph on the least busy instance; see Engine.execute. */
   async execute(graph: unknown, options: ExecuteOptions = {}): Promise<ExecuteResult> {
     const { signal } = options;
-    if (signal?.aborted) throw new ExecutionCancelledError();
+    // A resumed run canceled before the restart still stops its prompt where ComfyUI runs it.
+    if (signal?.aborted && !options.resumeOnly) throw new ExecutionCancelledError();
     const registry = await this.registry(false);
     const analysis = analyzeGraph(graph, registry);
     if (analysis.issues.length > 0) throw new EngineValidationError(await this.validate(graph));
