@@ -11,13 +11,15 @@ import type { Graph } from "./checks/support/workflows.ts";
 export interface Capabilities {
   /** The surface serves the hosted interface (GET /api/object_info answered 200). */
   hosted: boolean;
+  /** What GET /api/object_info answered, in words, for the skips of the hosted checks. */
+  hostedProbe?: string;
   /** Node classes of /api/object_info, when known. */
   classes?: Set<string>;
 }
 
 /** Options with defaults filled in. */
 export type ResolvedOptions = ConformanceOptions &
-  Required<Pick<ConformanceOptions, "surface" | "slowSeconds" | "fillQueue" | "oversizeMb" | "requestTimeoutMs" | "checkTimeoutMs" | "jobTimeoutMs">>;
+  Required<Pick<ConformanceOptions, "surface" | "slowSeconds" | "fillQueue" | "oversizeMb" | "requestTimeoutMs" | "checkTimeoutMs" | "jobTimeoutMs" | "rereadAfterSeconds">>;
 
 /** What every check of one run shares. */
 export interface RunContext {
@@ -149,7 +151,10 @@ export class T {
     const known = this.run.caps.classes;
     if (!known) return;
     const missing = [...new Set(Object.values(graph).map((n) => n.class_type))].filter((c) => !known.has(c));
-    if (missing.length) this.skip(`the surface lacks ${missing.join(", ")} (needed for the ${what} graph; see --${what}-workflow)`);
+    if (missing.length) {
+      const option = ["slow", "steps", "failing"].includes(what) ? `; --${what}-workflow with a graph of the nodes it has makes this apply` : "";
+      this.skip(`GET /api/object_info lists no ${missing.join(", ")}, which the ${what} graph needs${option}`);
+    }
   }
 
   /** Why waiting is pointless (a job in a status outside the enum may never end); set by the job reads. */

@@ -39,6 +39,9 @@ Exits 0 when every applicable check passes, 1 when any fails, 2 on a usage or co
   --timeout-ms N          per-request timeout (default 15000)
   --check-timeout-ms N    per-check timeout (default 120000)
   --job-timeout-ms N      how long to wait for a job to reach a state (default 60000)
+  --reread-after-seconds N
+                          re-read every job at the end at least N s after the first end the run saw
+                          (default 3: a finished job must not change later; only a shorter run waits)
   --quiet                 no line per check while running
   --help                  this text
 `;
@@ -55,6 +58,7 @@ const OPTIONS = {
   "steps-workflow": { type: "string" },
   "failing-workflow": { type: "string" },
   "slow-seconds": { type: "string" },
+  "reread-after-seconds": { type: "string" },
   "other-token": { type: "string" },
   "forbidden-token": { type: "string" },
   "no-credits-token": { type: "string" },
@@ -121,6 +125,7 @@ export function parseCli(argv: string[]): { options: ConformanceOptions; reportJ
     requestTimeoutMs: num(s("timeout-ms"), "timeout-ms"),
     checkTimeoutMs: num(s("check-timeout-ms"), "check-timeout-ms"),
     jobTimeoutMs: num(s("job-timeout-ms"), "job-timeout-ms"),
+    rereadAfterSeconds: num(s("reread-after-seconds"), "reread-after-seconds"),
   };
   return { options, reportJson: s("report-json"), junit: s("junit"), quiet: !!values.quiet, help: false };
 }
@@ -138,7 +143,8 @@ export async function main(argv: string[], out: (s: string) => void = (s) => pro
     out(USAGE);
     return 0;
   }
-  const onResult = parsed.quiet ? undefined : (r: Parameters<NonNullable<ConformanceOptions["onResult"]>>[0]) => out(`${formatProgress(r)}\n`);
+  const said = new Map<string, string>();
+  const onResult = parsed.quiet ? undefined : (r: Parameters<NonNullable<ConformanceOptions["onResult"]>>[0]) => out(`${formatProgress(r, said)}\n`);
   let report;
   try {
     report = await runConformance({ ...parsed.options, onResult });

@@ -1,5 +1,7 @@
-// The contract's rule IDs as data, written by hand from CONTRACT-RULES.md (the shared contract
-// notes); test/conformance/rules.test.ts fails when the two drift apart.
+// The contract's rule IDs as data: the shared groups written by hand from CONTRACT-RULES.md (the
+// shared contract notes; test/conformance/rules.test.ts fails when the two drift apart), then the
+// project's own extension groups (rules of the contract's later minor versions that
+// CONTRACT-RULES.md does not hold), kept apart so that the mirror stays a mirror.
 
 /** One testable rule of the contract. */
 export interface Rule {
@@ -9,7 +11,7 @@ export interface Rule {
 }
 
 /** Rule groups in the order of CONTRACT-RULES.md, with their titles. */
-export const GROUPS: Readonly<Record<string, string>> = {
+export const SHARED_GROUPS: Readonly<Record<string, string>> = {
   GEN: "General",
   JOB: "Job",
   LOG: "Logs",
@@ -32,7 +34,7 @@ export const GROUPS: Readonly<Record<string, string>> = {
 };
 
 /** Every rule of CONTRACT-RULES.md. */
-export const RULES: readonly Rule[] = [
+export const SHARED_RULES: readonly Rule[] = [
   { id: "GEN-1", group: "GEN", text: "A workflow is an API-format graph: a JSON object keyed by node id, each node `{class_type, inputs}`; an input is a literal or a link `[source_node_id, output_index]`." },
   { id: "GEN-2", group: "GEN", text: "A UI export (an object with `nodes` and `links` arrays) is rejected with 422 `workflow_format_ui`." },
   { id: "GEN-3", group: "GEN", text: "Polling first: every v2 capability is reachable with plain GET; the SSE stream is never the only way to learn anything." },
@@ -136,6 +138,28 @@ export const RULES: readonly Rule[] = [
   { id: "VER-1", group: "VER", text: "The v2 contract is version 2.0.0; changes within v2 are additive only." },
   { id: "VER-2", group: "VER", text: "The hosted interface is experimental and carries no compatibility guarantee." },
 ];
+
+/** The project's extension groups: rules of the v2 contract's minor versions after 2.0.0 (spec/openapi.yaml). */
+export const EXTENSION_GROUPS: Readonly<Record<string, string>> = {
+  LBL: "Labels (contract 2.1)",
+};
+
+/** Rules of the extension groups, from spec/openapi.yaml (2.1.0: job labels, issue #37). */
+export const EXTENSION_RULES: readonly Rule[] = [
+  { id: "LBL-1", group: "LBL", text: "`POST /api/v2/jobs` takes an optional `metadata`: at most 16 pairs, keys of 1 to 40 characters from `A-Z a-z 0-9 _ - .`, values strings of at most 256 characters; a map within these bounds (at them included) is accepted (201)." },
+  { id: "LBL-2", group: "LBL", text: "A `metadata` map outside its bounds (more than 16 pairs, an empty, too long or ill-formed key, a value too long or not a string) is 422 `metadata_invalid`, with the offending key in `details.key` (null when the map as a whole is wrong)." },
+  { id: "LBL-3", group: "LBL", text: "Labels are returned as submitted on every view of the job: the POST answer, GET, cancel, the list entries and the SSE `status` event; `{}` when the submission had none." },
+  { id: "LBL-4", group: "LBL", text: "`GET /api/v2/jobs?metadata[key]=value` lists only the caller's jobs carrying every given label (up to 3 filters, all must match), combined with `status` and cursor paging, newest first." },
+  { id: "LBL-5", group: "LBL", text: "A malformed label filter (an empty or ill-formed key, more than 3 filters, a repeated key, a value longer than 256 characters) is 400 `invalid_metadata_filter`." },
+  { id: "LBL-6", group: "LBL", text: "A surface may decline labels: it then answers a submission carrying a non-empty `metadata`, and a listing filtered by label, with 422 `metadata_not_supported`, and still accepts submissions without labels." },
+  { id: "LBL-7", group: "LBL", text: "Labels take part in the idempotency comparison like the rest of the body: a reused key with other labels is refused with 422 `idempotency_key_reuse` and creates no job." },
+];
+
+/** Every group, shared then extension, with its title. */
+export const GROUPS: Readonly<Record<string, string>> = { ...SHARED_GROUPS, ...EXTENSION_GROUPS };
+
+/** Every rule the suite checks: the shared rules, then the extension rules. */
+export const RULES: readonly Rule[] = [...SHARED_RULES, ...EXTENSION_RULES];
 
 const byId = new Map(RULES.map((r) => [r.id, r]));
 

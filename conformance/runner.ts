@@ -10,6 +10,7 @@ import type { CheckResult, ConformanceOptions, Report } from "./types.ts";
 import gen from "./checks/contract/gen.ts";
 import job from "./checks/jobs/job.ts";
 import log from "./checks/jobs/log.ts";
+import logBound from "./checks/jobs/log-bound.ts";
 import prg from "./checks/jobs/prg.ts";
 import out from "./checks/outputs/out.ts";
 import jerr from "./checks/jobs/jerr.ts";
@@ -26,9 +27,10 @@ import err from "./checks/requests/err.ts";
 import host from "./checks/hosted/host.ts";
 import ws from "./checks/hosted/ws.ts";
 import ver from "./checks/contract/ver.ts";
+import lbl from "./checks/jobs/lbl.ts";
 
 /** Every check of the suite, in rule-group order. */
-export const ALL_CHECKS: readonly Check[] = [gen, job, log, prg, out, jerr, url, st, sub, idem, get, can, sse, ast, auth, err, host, ws, ver].flat();
+export const ALL_CHECKS: readonly Check[] = [gen, job, log, logBound, prg, out, jerr, url, st, sub, idem, get, can, sse, ast, auth, err, host, ws, ver, lbl].flat();
 
 /** Options with their defaults. */
 export function resolveOptions(o: ConformanceOptions): ResolvedOptions {
@@ -41,6 +43,7 @@ export function resolveOptions(o: ConformanceOptions): ResolvedOptions {
     requestTimeoutMs: o.requestTimeoutMs ?? 15_000,
     checkTimeoutMs: o.checkTimeoutMs ?? 120_000,
     jobTimeoutMs: o.jobTimeoutMs ?? 60_000,
+    rereadAfterSeconds: o.rereadAfterSeconds ?? 3,
   };
 }
 
@@ -54,7 +57,9 @@ export function selected(c: Check, o: Pick<ConformanceOptions, "only" | "static"
 /** What the surface offers, learned from its public interface before the checks. */
 async function probe(http: Http): Promise<Capabilities> {
   const ex = await http.request("GET", http.url("/api/object_info"));
-  if (ex.status !== 200 || !ex.json || typeof ex.json !== "object" || Array.isArray(ex.json)) return { hosted: false };
+  if (ex.status !== 200 || !ex.json || typeof ex.json !== "object" || Array.isArray(ex.json)) {
+    return { hosted: false, hostedProbe: ex.status === 200 ? `GET /api/object_info answered 200 without an object of node definitions (${ex.text.slice(0, 60)})` : `GET /api/object_info answered ${ex.status}` };
+  }
   return { hosted: true, classes: new Set(Object.keys(ex.json)) };
 }
 
@@ -138,17 +143,22 @@ export function buildReport(o: ResolvedOptions, hosted: boolean, startedAt: numb
 /**
  * Reads every job of the run once more at the end, through v2 and, for finished jobs, the hosted
  * status: the timeline then holds a late view of each (a finished job must not have changed) and
- * both interfaces' views of the same job.
+ * both interfaces' views of the same job. The re-read comes at least --reread-after-seconds after
+ * the first end the run saw, so that a job read a few seconds after its end is among them; only a
+ * run shorter than that waits.
  */
 async function rereadJobs(run: RunContext): Promise<void> {
   const { http, caps } = run;
   const queue = http.timeline.rereads();
+  const firstEnd = Math.min(...queue.flatMap((r) => (r.endedAt === undefined ? [] : [r.endedAt])));
+  const wait = firstEnd + run.options.rereadAfterSeconds * 1000 - http.timeline.now();
+  if (Number.isFinite(wait) && wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
   const one = async (r: (typeof queue)[number]) => {
     const auth = r.auth ?? "auto";
     const id = encodeURIComponent(r.id);
-    await http.request("GET", http.url(`/api/v2/jobs/${id}`), { auth }).catch(() => undefined);
+    await http.request("GET", http.url(`/api/v2/jobs/${id}`), { auth, note: "end-of-run re-read" }).catch(() => undefined);
     const apiKey = typeof auth === "object" ? ("bearer" in auth ? auth.bearer : auth.apiKey) : undefined;
-    if (caps.hosted && r.terminal && r.v2) await http.request("GET", http.url(`/api/job/${id}/status`), { auth: apiKey ? { apiKey } : auth }).catch(() => undefined);
+    if (caps.hosted && r.terminal && r.v2) await http.request("GET", http.url(`/api/job/${id}/status`), { auth: apiKey ? { apiKey } : auth, note: "end-of-run re-read" }).catch(() => undefined);
   };
   const workers = Array.from({ length: 4 }, async () => {
     for (let r = queue.shift(); r; r = queue.shift()) await one(r);

@@ -47,6 +47,11 @@ export interface ConformanceOptions {
   checkTimeoutMs?: number;
   /** How long to wait for a job to reach a state, in milliseconds. */
   jobTimeoutMs?: number;
+  /**
+   * The end-of-run re-read of every job comes at least this many seconds after the first job the
+   * run saw finish (a finished job must not change later); a run shorter than that waits for it.
+   */
+  rereadAfterSeconds?: number;
   /** Called after each check with its result (progress output of the CLI). */
   onResult?: (result: CheckResult) => void;
 }

@@ -9,11 +9,31 @@ export const TERMINAL_JOB_STATUSES = ["succeeded", "canceled", "failed", "expire
 /** Every value of OutputType, in the spec's order. */
 export const OUTPUT_TYPES = ["image", "video", "audio", "text", "file", "latent"] as const;
 
+/** The known values of JobErrorCode (`x-known-values`); the field stays open, more may come. */
+export const JOB_ERROR_CODES = ["node_execution_error", "invalid_input", "missing_model", "out_of_memory", "partner_node_error", "worker_lost", "timeout", "partner_key_lost", "insufficient_storage", "upstream_error"] as const;
+
+/** The values of JobErrorCode for which running the same graph again cannot help (`x-non-retryable`). */
+export const NON_RETRYABLE_JOB_ERROR_CODES = ["invalid_input", "missing_model"] as const;
+
 /** Every value of ErrorCode, in the spec's order. */
 export const ERROR_CODES = ["invalid_request", "unauthorized", "insufficient_credits", "forbidden", "not_found", "blob_not_found", "hash_mismatch", "payload_too_large", "range_not_satisfiable", "invalid_workflow", "workflow_format_ui", "missing_asset", "idempotency_key_reuse", "deployment_stopped", "metadata_invalid", "metadata_not_supported", "invalid_metadata_filter", "queue_full", "deployment_not_ready", "too_many_streams", "rate_limited", "upstream_error", "insufficient_storage"] as const;
 
 /** Every value of HostedFileType, in the spec's order. */
 export const HOSTED_FILE_TYPES = ["output", "temp", "input"] as const;
+
+/** The known values of HostedJobStatus (`x-known-values`); the field stays open, more may come. */
+export const HOSTED_JOB_STATUSES = ["submitted", "queued_waiting", "preparing", "executing", "cancel_requested", "success", "error", "non_retryable_error", "lost", "cancelled"] as const;
+
+/** The HostedJobStatus of each JobStatus (`x-from-job-status`). */
+export const HOSTED_JOB_STATUS_BY_JOB_STATUS = {
+  queued: "queued_waiting",
+  running: "executing",
+  canceling: "cancel_requested",
+  succeeded: "success",
+  failed: "error",
+  canceled: "cancelled",
+  expired: "lost",
+} as const;
 
 /** The terminal values of HostedJobStatus (`x-terminal`): a status that never changes. */
 export const TERMINAL_HOSTED_JOB_STATUSES = ["success", "error", "non_retryable_error", "lost", "cancelled"] as const;
@@ -42,5 +62,24 @@ export const ERROR_CODE_STATUS = {
   too_many_streams: 429,
   rate_limited: 429,
   upstream_error: 500,
+  insufficient_storage: 507,
+} as const;
+
+/** Each error type of the hosted interface with its only HTTP status, from the `x-hosted-error-types` of the responses that carry it. */
+export const HOSTED_ERROR_TYPE_STATUS = {
+  invalid_request: 400,
+  invalid_workflow: 400,
+  workflow_format_ui: 400,
+  missing_asset: 400,
+  idempotency_key_reuse: 400,
+  unauthorized: 401,
+  insufficient_credits: 402,
+  forbidden: 403,
+  not_found: 404,
+  blob_not_found: 404,
+  payload_too_large: 413,
+  inactive_subscription: 429,
+  internal_error: 500,
+  queue_full: 503,
   insufficient_storage: 507,
 } as const;

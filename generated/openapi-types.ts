@@ -13,7 +13,8 @@ export interface paths {
          *     `metadata[key]=value` filters by label (deepObject style, up to 3 filters, all must match,
          *     combined with `status` and the cursor); a malformed filter (an empty or invalid key, more
          *     than 3 filters, a repeated key, a value longer than 256 characters) is 400
-         *     `invalid_metadata_filter`.
+         *     `invalid_metadata_filter`; a surface that declines labels answers a filtered listing with
+         *     422 `metadata_not_supported`.
          */
         get: operations["listJobs"];
         put?: never;
@@ -752,8 +753,8 @@ export interface components {
          *     `partner_node_error`, `worker_lost`, `timeout`, `partner_key_lost` (the job was submitted with
          *     `extra_data`, which is kept in memory only, and the server restarted before it ran: submit it
          *     again), `insufficient_storage` (an output could not be stored: the server's storage is full;
-         *     `node_id` names the node); more may be added. `traceback` never carries server paths or
-         *     secrets.
+         *     `node_id` names the node), `upstream_error` (a backing service failed under the run); more
+         *     may be added. `traceback` never carries server paths or secrets.
          * @example {
          *       "code": "node_execution_error",
          *       "message": "Image dimensions must be positive",
@@ -763,7 +764,11 @@ export interface components {
          *     }
          */
         JobError: {
-            /** @description Machine-readable failure code. */
+            /**
+             * @description Machine-readable failure code. The field stays open (more codes may be added);
+             *     `x-known-values` lists the codes of this version, and `x-non-retryable` those for which
+             *     running the same graph again cannot help (the hosted status `non_retryable_error`).
+             */
             code: string;
             /** @description Human-readable failure message. */
             message: string;
@@ -1588,7 +1593,9 @@ export interface components {
             /**
              * @description Terminal: `success`, `error`, `non_retryable_error`, `lost`, `cancelled`. In flight
              *     (do not match on these): `submitted`, `queued_waiting`, `preparing`, `executing`,
-             *     `cancel_requested`, and any other value.
+             *     `cancel_requested`, and any other value. `x-from-job-status` is the status flowgate
+             *     gives each v2 status; a failed job whose error code is non-retryable (JobError's
+             *     `x-non-retryable`) is `non_retryable_error`.
              * @example executing
              * @example success
              */
@@ -1968,6 +1975,23 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
+        /** @description `metadata_not_supported`: this surface declines labels, so it filters no listing by them. */
+        LabelsDeclined: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": "metadata_not_supported",
+                 *         "message": "This surface does not accept metadata."
+                 *       }
+                 *     }
+                 */
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
@@ -2505,6 +2529,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["DeploymentNotFound"];
+            422: components["responses"]["LabelsDeclined"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["UpstreamError"];
         };

@@ -127,6 +127,14 @@ export const routes: readonly RouteSpec[] = [
         ],
         "retryAfter": false
       },
+      "422": {
+        "contentType": "application/json",
+        "validator": "response_listJobs_422",
+        "errorCodes": [
+          "metadata_not_supported"
+        ],
+        "retryAfter": false
+      },
       "429": {
         "contentType": "application/json",
         "validator": "response_listJobs_429",

@@ -59,6 +59,7 @@ export declare const response_listJobs_400: ValidateFunction;
 export declare const response_listJobs_401: ValidateFunction;
 export declare const response_listJobs_403: ValidateFunction;
 export declare const response_listJobs_404: ValidateFunction;
+export declare const response_listJobs_422: ValidateFunction;
 export declare const response_listJobs_429: ValidateFunction;
 export declare const response_listJobs_500: ValidateFunction;
 export declare const request_createJob: ValidateFunction;

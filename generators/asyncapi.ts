@@ -368,7 +368,7 @@ export async function generateAsyncApiTypes(specPath: string = ASYNCAPI_PATH): P
     if (Array.isArray(names) && Array.isArray(values) && names.length === values.length) {
       out.push(docComment(schema["description"], "").trimEnd());
       out.push(`export const ${name} = {`);
-      names.forEach((n, i) => out.push(`  ${String(n)}: ${JSON.stringify(values[i])},`));
+      for (const [i, n] of names.entries()) out.push(`  ${String(n)}: ${JSON.stringify(values[i])},`);
       out.push("} as const;");
       out.push(`export type ${name} = (typeof ${name})[keyof typeof ${name}];`);
       out.push("");

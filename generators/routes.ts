@@ -93,7 +93,7 @@ export const routes: readonly RouteSpec[] = ${JSON.stringify(routes, null, 2)};
 `;
 }
 
-/** Source of generated/handlers.ts: the typed interfaces the server must implement. */
+/** Source of generated/handlers.ts: the typed interfaces the server must implement (their type helpers are generators/runtime/operation-types.ts). */
 export function handlersSource(doc: JsonObject): string {
   const ops = operations(doc).map(({ op, path }) => ({ id: op.operationId as string, family: family(path) }));
   const iface = (name: string, doc: string, fam: string) => `/** ${doc} */
@@ -105,50 +105,9 @@ ${ops
 }
 `;
   return `${BANNER}
-import type { operations } from "./openapi-types.ts";
-import type { OperationId } from "./routes.ts";
+import type { OperationHandler } from "../generators/runtime/operation-types.ts";
 
-type Get<T, K extends string> = T extends { [P in K]?: infer V } ? V : never;
-type JsonBody<Op> = Get<Get<Op, "requestBody">, "content"> extends infer C
-  ? C extends { "application/json": infer B }
-    ? B
-    : unknown
-  : unknown;
-
-/** What a handler receives for an operation, already validated against the spec. */
-export interface OperationInput<K extends OperationId> {
-  params: Get<Get<operations[K], "parameters">, "path">;
-  query: Get<Get<operations[K], "parameters">, "query">;
-  headers: Record<string, string | undefined>;
-  body: JsonBody<operations[K]>;
-}
-
-type Responses<Op> = Op extends { responses: infer R } ? R : never;
-type ContentOf<R> = R extends { content: infer C } ? C : never;
-
-/** JSON bytes rendered from a value of type \`T\` (a cached answer, sent as it is). */
-export type RenderedJson<T> = Uint8Array & { readonly renderedFrom: T };
-/** A body that is not JSON: bytes, text or a stream. */
-export type RawBody = Uint8Array | string | NodeJS.ReadableStream;
-
-/** What a handler answers with one declared status \`S\` whose response is \`R\`. */
-type ResultFor<R, S> = [ContentOf<R>] extends [never]
-  ? { status: S; body?: undefined; headers?: Record<string, string> }
-  : ContentOf<R> extends { "application/json": infer J }
-    ? { status: S; body: J | RenderedJson<J>; headers?: Record<string, string> }
-    : { status: S; body?: RawBody; headers?: Record<string, string> };
-
-/**
- * What a handler of operation \`K\` returns: one of its declared statuses with that status's
- * body type, so a view that drops or misnames a field fails typecheck; \`undefined\` when the
- * handler wrote the reply itself (event streams, the WebSocket).
- */
-export type OperationResult<K extends OperationId> =
-  | { [S in keyof Responses<operations[K]>]: ResultFor<Responses<operations[K]>[S], S> }[keyof Responses<operations[K]>]
-  | undefined;
-
-/** One operation's handler; \`Ctx\` carries the transport (request, reply, caller). */
-export type OperationHandler<K extends OperationId, Ctx> = (input: OperationInput<K>, ctx: Ctx) => OperationResult<K> | Promise<OperationResult<K>>;
+export type { OperationHandler, OperationInput, OperationResult, RawBody, RenderedJson } from "../generators/runtime/operation-types.ts";
 
 ${iface("V2Handlers", "The v2 job interface: one method per operationId, so an added operation fails typecheck until handled.", "v2")}
 ${iface("HostedHandlers", "The hosted compatibility interface: one method per operationId.", "hosted")}

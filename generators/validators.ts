@@ -28,7 +28,7 @@ export function createAjv(options: { coerceTypes?: boolean } = {}): Ajv2020 {
   });
   addFormats(ajv);
   // OpenAPI keywords and the document wrapper are annotations for validation purposes.
-  for (const k of ["components", "example", "discriminator", "xml", "externalDocs", "x-terminal"]) ajv.addKeyword(k);
+  for (const k of ["components", "example", "discriminator", "xml", "externalDocs", "x-terminal", "x-known-values", "x-non-retryable", "x-from-job-status"]) ajv.addKeyword(k);
   for (const f of ["int32", "int64", "float", "double"]) ajv.addFormat(f, { type: "number", validate: () => true });
   return ajv;
 }

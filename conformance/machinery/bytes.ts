@@ -141,7 +141,10 @@ export class ByteChecks {
     const size = k.full?.byteLength;
     if (status === 206) {
       const cr = /^bytes (\d+)-(\d+)\/(\d+|\*)$/.exec(headers.get("content-range") ?? "");
-      if (!cr) return (add("AST-4", `a 206 without a valid Content-Range (${JSON.stringify(headers.get("content-range"))})`), found);
+      if (!cr) {
+        add("AST-4", `a 206 without a valid Content-Range (${JSON.stringify(headers.get("content-range"))})`);
+        return found;
+      }
       const [a, b, total] = [Number(cr[1]), Number(cr[2]), cr[3] === "*" ? undefined : Number(cr[3])];
       if (size !== undefined && total !== size) add("AST-4", `Content-Range ${cr[0]} gives the total ${cr[3]}, the content is ${size} bytes`);
       if (b - a + 1 !== body.byteLength) add("AST-4", `Content-Range ${cr[0]} announces ${b - a + 1} bytes, the 206 carries ${body.byteLength}`);

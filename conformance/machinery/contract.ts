@@ -175,6 +175,8 @@ function jobRule(path: string, e: ErrorObject, value: unknown): string {
       return "URL-1";
     case "metrics":
       return "JOB-5";
+    case "metadata":
+      return "LBL-3";
     case "logs":
       return path === "/logs" && value === null ? "LOG-3" : "LOG-6";
     default:

@@ -27,6 +27,8 @@ export interface Exchange {
   at?: number;
   /** How it authenticated (the timeline re-reads a job the same way). */
   auth?: Auth;
+  /** Why the suite sent it, when the timeline's reports should say (the end-of-run re-read). */
+  note?: string;
 }
 
 /** How a request authenticates: the surface's usual way, not at all, or explicitly. */
@@ -45,6 +47,8 @@ export interface RequestOptions {
   raw?: boolean;
   /** This request is the suite's own retry of a keyed submission that answered 5xx (IDEM-5). */
   idemRetry?: boolean;
+  /** Why the suite sends it, named beside its views in the timeline's reports. */
+  note?: string;
 }
 
 /** What the run keeps of every answer, for the checks that look back over the whole run. */
@@ -195,7 +199,7 @@ export class Http {
       throw new Error(`${method} ${url} failed: ${(err as Error).message}${(err as Error).cause ? ` (${String((err as { cause: unknown }).cause)})` : ""}`);
     }
     const text = new TextDecoder().decode(bytes);
-    const ex: Exchange = { method, url, operationId: route?.operationId, requestBody, status: res.status, headers: res.headers, bytes, text, json: parseJson(text), sent, at: this.timeline.now(), auth: opts.auth ?? "auto" };
+    const ex: Exchange = { method, url, operationId: route?.operationId, requestBody, status: res.status, headers: res.headers, bytes, text, json: parseJson(text), sent, at: this.timeline.now(), auth: opts.auth ?? "auto", note: opts.note };
     this.scanHeaders(ex, route);
     if (!opts.raw) this.checkExchange(ex, route, u.pathname);
     await this.checkBytes(ex, headers.range ?? headers.Range, opts);
@@ -254,7 +258,9 @@ export class Http {
     return async (req: Request) => {
       const text = req.body ? await req.text() : undefined;
       const headers: Record<string, string> = {};
-      req.headers.forEach((v, k) => (headers[k] = v));
+      req.headers.forEach((v, k) => {
+        headers[k] = v;
+      });
       const ex = await this.request(req.method, req.url, { headers, body: text, auth, timeoutMs });
       const nullBody = ex.status === 204 || ex.status === 304 || req.method === "HEAD";
       const res = new Response(nullBody ? null : ex.bytes, { status: ex.status, headers: ex.headers });
@@ -334,6 +340,7 @@ export class Http {
     const base = { sent: ex.sent ?? ex.at ?? 0, at: ex.at, request: describeRequest(ex), auth: ex.auth };
     const job = (j: unknown, source: string) => {
       if (!j || typeof j !== "object" || typeof (j as { id?: unknown }).id !== "string") return;
+      if (ex.note) source = `${source} (${ex.note})`;
       const o = j as Record<string, unknown>;
       for (const out of Array.isArray(o.outputs) ? o.outputs : []) if (out && typeof out === "object") this.byteChecks.declare(out as Record<string, unknown>);
       this.timeline.add({ ...base, job: o.id as string, source, kind: "job", status: typeof o.status === "string" ? o.status : undefined, body: o });
@@ -357,7 +364,7 @@ export class Http {
         return;
       case "hostedGetJobStatus": {
         const status = body?.status;
-        if (typeof status === "string") this.timeline.add({ ...base, job: pathId(), source: `GET /api/job/{id}/status (${status})`, kind: "outcome", family: "hosted", outcome: HOSTED_OUTCOMES[status] });
+        if (typeof status === "string") this.timeline.add({ ...base, job: pathId(), source: `GET /api/job/{id}/status (${status})${ex.note ? ` (${ex.note})` : ""}`, kind: "outcome", family: "hosted", outcome: HOSTED_OUTCOMES[status] });
         return;
       }
       case "hostedGetHistory":

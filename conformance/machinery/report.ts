@@ -27,17 +27,32 @@ export function formatConsole(r: Report): string {
   }
   const skipped = r.results.filter((x) => x.status === "skipped");
   if (skipped.length) {
+    // A reason shared by several checks (an option not given, an interface not served) is said once.
     lines.push("", "Skipped:");
-    for (const x of skipped) lines.push(`  - ${x.title}: ${x.reason}`);
+    const byReason = new Map<string, CheckResult[]>();
+    for (const x of skipped) byReason.set(x.reason ?? "", [...(byReason.get(x.reason ?? "") ?? []), x]);
+    for (const [reason, xs] of byReason) {
+      if (xs.length === 1) lines.push(`  - ${xs[0]!.title}: ${reason}`);
+      else lines.push(`  - ${reason}; ${xs.length} checks:`, ...xs.map((x) => `      ${x.title}`));
+    }
   }
   lines.push("", r.ok ? `PASS: ${r.totals.passed} passed, ${r.totals.skipped} skipped` : `FAIL: ${r.totals.failed} failed (${r.failedRules.join(", ")}), ${r.totals.passed} passed, ${r.totals.skipped} skipped`);
   return lines.join("\n");
 }
 
-/** One line per finished check, for progress output. */
-export function formatProgress(x: CheckResult): string {
+/**
+ * One line per finished check, for progress output. With `said` (each skip reason shown so far,
+ * with the rule of the check that showed it), a reason already shown is not repeated.
+ */
+export function formatProgress(x: CheckResult, said?: Map<string, string>): string {
   const mark = x.status === "passed" ? "✓" : x.status === "failed" ? "✗" : "-";
-  return `${mark} ${x.title}${x.status === "skipped" ? ` (skipped: ${x.reason})` : ""}${x.status === "failed" ? ` — ${x.failures[0]?.message ?? ""}` : ""}`;
+  let skip = "";
+  if (x.status === "skipped") {
+    const first = said?.get(x.reason ?? "");
+    skip = first ? ` (skipped: as ${first} above)` : ` (skipped: ${x.reason})`;
+    if (!first) said?.set(x.reason ?? "", x.rule);
+  }
+  return `${mark} ${x.title}${skip}${x.status === "failed" ? ` — ${x.failures[0]?.message ?? ""}` : ""}`;
 }
 
 /** The report as JSON. */

@@ -133,7 +133,10 @@ export class HostedSocket {
     const opened = http.timeline.now();
     return new Promise((resolve, reject) => {
       const ws = new WebSocket(url, { handshakeTimeout: ms });
-      const timer = setTimeout(() => (ws.terminate(), reject(new Error(`no WebSocket upgrade at ${url} within ${ms} ms`))), ms);
+      const timer = setTimeout(() => {
+        ws.terminate();
+        reject(new Error(`no WebSocket upgrade at ${url} within ${ms} ms`));
+      }, ms);
       ws.once("unexpected-response", (_req, res) => {
         clearTimeout(timer);
         res.resume();

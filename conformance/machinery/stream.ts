@@ -177,7 +177,10 @@ export class EventStream {
     if (this.ended) return Promise.resolve(true);
     return new Promise((resolve) => {
       const t = setTimeout(() => resolve(false), timeoutMs);
-      this.endWaiters.push(() => (clearTimeout(t), resolve(true)));
+      this.endWaiters.push(() => {
+        clearTimeout(t);
+        resolve(true);
+      });
     });
   }
 

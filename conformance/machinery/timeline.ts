@@ -55,13 +55,15 @@ interface Summary {
   outputs: Map<string, { view: View; out: Obj }>;
   terminalEvent?: View;
   canceling?: View;
+  /** The first v2 job view that carried labels (`metadata`). */
+  labels?: View;
 }
 
 const EMPTY: Summary = { stamps: {}, steps: new Map(), outputs: new Map() };
 const RANK: Record<string, number> = { queued: 0, running: 1, canceling: 2, succeeded: 3, canceled: 3, failed: 3, expired: 3 };
 const STAMPS = ["created_at", "started_at", "completed_at"] as const;
 /** Fields of a terminal job compared under ST-4; the rest have rules of their own or may vary per view. */
-const VOLATILE = new Set(["logs", "urls", "outputs", "progress", "created_at", "started_at", "completed_at"]);
+const VOLATILE = new Set(["logs", "urls", "outputs", "progress", "created_at", "started_at", "completed_at", "metadata"]);
 
 const isObj = (v: unknown): v is Obj => !!v && typeof v === "object" && !Array.isArray(v);
 const num = (v: unknown) => (typeof v === "number" ? v : undefined);
@@ -171,9 +173,13 @@ export class Timeline {
     }
   }
 
-  /** Job ids worth a final re-read, with how to read them. */
-  rereads(): Array<{ id: string; auth?: ViewAuth; v2: boolean; hosted: boolean; terminal: boolean }> {
-    return [...this.jobs].map(([id, l]) => ({ id, auth: l.auth, v2: l.v2, hosted: l.hosted, terminal: l.cum.some((s) => !!s.terminal || !!s.outcomeTerminal) }));
+  /** Job ids worth a final re-read, with how to read them and when a view first showed them finished. */
+  rereads(): Array<{ id: string; auth?: ViewAuth; v2: boolean; hosted: boolean; terminal: boolean; endedAt?: number }> {
+    return [...this.jobs].map(([id, l]) => {
+      const last = l.cum.at(-1);
+      const end = last?.terminal ?? last?.outcomeTerminal;
+      return { id, auth: l.auth, v2: l.v2, hosted: l.hosted, terminal: end !== undefined, endedAt: end?.at };
+    });
   }
 
   private find(f: Omit<Finding, "key"> & { key?: string }): void {
@@ -204,6 +210,7 @@ export class Timeline {
     if (y.kind === "job") {
       this.compareTerminal(y, before);
       this.compareStamps(y, before);
+      this.compareLabels(y, all);
       this.links(y);
       this.againstOutcomes(y, before, all);
     }
@@ -263,6 +270,19 @@ export class Timeline {
       }
     }
     this.evaluated("JOB-7");
+  }
+
+  /** A job's labels never change: every v2 view carries the same `metadata` (any earlier view counts). */
+  private compareLabels(y: View, all: Summary): void {
+    const x = all.labels;
+    if (!x || !y.body) return;
+    const [a, b] = [x.body!.metadata, y.body.metadata];
+    if (!Object.hasOwn(y.body, "metadata") || !same(a, b)) {
+      const shown = Object.hasOwn(y.body, "metadata") ? JSON.stringify(b) : "no metadata";
+      this.find({ rule: "LBL-3", message: `job ${y.job}: ${x.source} showed labels ${JSON.stringify(a)}, then ${y.source} showed ${shown}`, earlier: x, later: y, key: `LBL-3 ${y.source}` });
+      return;
+    }
+    this.evaluated("LBL-3");
   }
 
   /** Every view's host-relative links carry the mount prefix (the list's and the events' too). */
@@ -400,6 +420,7 @@ function fold(s: Summary, v: View): Summary {
   }
   if (v.kind === "outcome" && v.outcome) out.outcomeTerminal ??= v;
   if (v.kind === "job" && v.body) for (const k of STAMPS) if (v.body[k] != null) out.stamps[k] ??= v;
+  if (v.kind === "job" && isObj(v.body?.metadata)) out.labels ??= v;
   const p = progressOf(v);
   if (p) {
     if (num(p.value) !== undefined && (!out.value || num(p.value)! > num(progressOf(out.value)!.value)!)) out.value = v;

@@ -25,7 +25,8 @@ export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends 
  * `metadata[key]=value` filters by label (deepObject style, up to 3 filters, all must match,
  * combined with `status` and the cursor); a malformed filter (an empty or invalid key, more
  * than 3 filters, a repeated key, a value longer than 256 characters) is 400
- * `invalid_metadata_filter`.
+ * `invalid_metadata_filter`; a surface that declines labels answers a filtered listing with
+ * 422 `metadata_not_supported`.
  *
  */
 export const listJobs = <ThrowOnError extends boolean = false>(options?: Options<ListJobsData, ThrowOnError>): RequestResult<ListJobsResponses, ListJobsErrors, ThrowOnError> => (options?.client ?? client).get<ListJobsResponses, ListJobsErrors, ThrowOnError>({

@@ -112,13 +112,16 @@ export type Output = {
  * `partner_node_error`, `worker_lost`, `timeout`, `partner_key_lost` (the job was submitted with
  * `extra_data`, which is kept in memory only, and the server restarted before it ran: submit it
  * again), `insufficient_storage` (an output could not be stored: the server's storage is full;
- * `node_id` names the node); more may be added. `traceback` never carries server paths or
- * secrets.
+ * `node_id` names the node), `upstream_error` (a backing service failed under the run); more
+ * may be added. `traceback` never carries server paths or secrets.
  *
  */
 export type JobError = {
     /**
-     * Machine-readable failure code.
+     * Machine-readable failure code. The field stays open (more codes may be added);
+     * `x-known-values` lists the codes of this version, and `x-non-retryable` those for which
+     * running the same graph again cannot help (the hosted status `non_retryable_error`).
+     *
      */
     code: string;
     /**
@@ -781,7 +784,9 @@ export type HostedJobStatus = {
     /**
      * Terminal: `success`, `error`, `non_retryable_error`, `lost`, `cancelled`. In flight
      * (do not match on these): `submitted`, `queued_waiting`, `preparing`, `executing`,
-     * `cancel_requested`, and any other value.
+     * `cancel_requested`, and any other value. `x-from-job-status` is the status flowgate
+     * gives each v2 status; a failed job whose error code is non-retryable (JobError's
+     * `x-non-retryable`) is `non_retryable_error`.
      *
      */
     status: string;
@@ -1173,6 +1178,10 @@ export type ListJobsErrors = {
      * `not_found`: serverless surfaces: no such deployment.
      */
     404: ErrorEnvelope;
+    /**
+     * `metadata_not_supported`: this surface declines labels, so it filters no listing by them.
+     */
+    422: ErrorEnvelope;
     /**
      * `rate_limited`: a configured request rate was exceeded; carries `Retry-After`.
      */

@@ -18,7 +18,7 @@ export function jobSummary(job: Job): string {
   for (const o of job.outputs) lines.push(`  output     ${o.name} (${o.type}, ${o.content_type}, ${o.size_bytes} bytes) ${o.url}`);
   if (job.error) lines.push(...`  error      ${jobErrorText(job.error)}`.split("\n"));
   if (job.logs) lines.push(`  logs${job.logs.truncated ? " (truncated)" : ""}:`, ...job.logs.text.split("\n").map((l) => `    ${l}`));
-  return lines.join("\n") + "\n";
+  return `${lines.join("\n")}\n`;
 }
 
 /** One line of the list table. */

@@ -56,7 +56,7 @@ export function renderBar(s: ProgressSnapshot, columns = 80): string {
   const width = Math.max(10, Math.min(30, columns - 1 - fixed - rest.length));
   const filled = Math.round((percent / 100) * width);
   const line = `${head} [${"#".repeat(filled)}${".".repeat(width - filled)}]  ${rest}`;
-  return line.length > columns - 1 ? line.slice(0, Math.max(0, columns - 2)) + "…" : line;
+  return line.length > columns - 1 ? `${line.slice(0, Math.max(0, columns - 2))}…` : line;
 }
 
 /** One plain line: `[0:03] running 50% node 1 FlowgateSampler step 10/20, ~0:03 left`. */

@@ -6,6 +6,7 @@ import type { SseLog, SsePreview } from "../../generated/asyncapi-types.ts";
 import { FlowgateApiError } from "./errors.ts";
 import { jobFingerprint, progressFingerprint } from "./job-changes.ts";
 import { withResolvedLinks, withResolvedOutput } from "./links.ts";
+import { ssePayload } from "./responses.ts";
 import { backoffDelay, isNetworkError, type Sleep } from "./retry.ts";
 import { readSse } from "./sse.ts";
 import { isTerminalStatus, type Job, type Output, type Progress } from "./types.ts";
@@ -146,23 +147,27 @@ async function readJob(deps: StreamDeps, signal: AbortSignal | undefined, mustRe
 
 /** Parses one SSE message; unknown event names are skipped (v2 may add events). */
 function parseEvent(name: string, data: string, responseUrl: string): JobEvent | null {
-  let payload: unknown;
-  try {
-    payload = JSON.parse(data);
-  } catch {
-    return null;
-  }
   switch (name) {
-    case "status":
-      return { event: "status", data: withResolvedLinks(payload as Job, responseUrl), source: "stream" };
-    case "progress":
-      return { event: "progress", data: payload as Progress, source: "stream" };
-    case "preview":
-      return { event: "preview", data: payload as SsePreview, source: "stream" };
-    case "output":
-      return { event: "output", data: withResolvedOutput(payload as Output, responseUrl), source: "stream" };
-    case "log":
-      return { event: "log", data: payload as SseLog, source: "stream" };
+    case "status": {
+      const job = ssePayload("status", data);
+      return job === null ? null : { event: "status", data: withResolvedLinks(job, responseUrl), source: "stream" };
+    }
+    case "progress": {
+      const progress = ssePayload("progress", data);
+      return progress === null ? null : { event: "progress", data: progress, source: "stream" };
+    }
+    case "preview": {
+      const preview = ssePayload("preview", data);
+      return preview === null ? null : { event: "preview", data: preview, source: "stream" };
+    }
+    case "output": {
+      const output = ssePayload("output", data);
+      return output === null ? null : { event: "output", data: withResolvedOutput(output, responseUrl), source: "stream" };
+    }
+    case "log": {
+      const log = ssePayload("log", data);
+      return log === null ? null : { event: "log", data: log, source: "stream" };
+    }
     default:
       return null;
   }

@@ -9,6 +9,7 @@ import { BlobNotFoundError, errorFromBody, errorFromResponse, FlowgateApiError, 
 import { streamJob, type JobEvent, type StreamOptions } from "./job-stream.ts";
 import { waitForJob, type WaitOptions } from "./job-wait.ts";
 import { withResolvedLinks, withResolvedOutput } from "./links.ts";
+import { successBody } from "./responses.ts";
 import { blobOf, hashSource, nameOf, type UploadSource } from "./local-files.ts";
 import { Transport, type RetryOptions, type RetryPolicy } from "./transport.ts";
 import type { Sleep } from "./retry.ts";
@@ -72,6 +73,12 @@ export interface UploadResult {
 
 const MAX_REMEMBERED_LINKS = 1000;
 
+/**
+ * What a generated-client (openapi-fetch) call resolves to: `data`, typed by the operation's
+ * declared 2xx responses, on a 2xx answer with a body; `error` on any other answer.
+ */
+type CallResult<T> = { data?: T; error?: unknown; response: Response };
+
 /** A client of the v2 job interface. */
 export class FlowgateClient {
   readonly baseUrl: string;
@@ -99,7 +106,7 @@ export class FlowgateClient {
         fetch,
       }),
     );
-    return this.remember(withResolvedLinks(data as Job, url));
+    return this.remember(withResolvedLinks(data, url));
   }
 
   /** Reads a job: the authoritative view (status, progress, outputs so far, `logs` where allowed). */
@@ -108,15 +115,14 @@ export class FlowgateClient {
     if (link) return this.followJobLink("GET", link, options.signal);
     const id = typeof ref === "string" ? ref : ref.id;
     const { data, url } = await this.call("idempotent", (fetch) => this.api.GET("/api/v2/jobs/{id}", { params: { path: { id } }, signal: options.signal, fetch }));
-    return this.remember(withResolvedLinks(data as Job, url));
+    return this.remember(withResolvedLinks(data, url));
   }
 
   /** One page of the caller's jobs, newest first. */
   async list(options: ListOptions = {}): Promise<JobPage> {
     const query = { status: options.status, limit: options.limit, cursor: options.cursor, ...(options.metadata ? { metadata: options.metadata } : {}) };
     const { data, url } = await this.call("idempotent", (fetch) => this.api.GET("/api/v2/jobs", { params: { query }, signal: options.signal, fetch }));
-    const page = data as JobPage;
-    return { jobs: page.jobs.map((j) => this.remember(withResolvedLinks(j, url))), next_cursor: page.next_cursor };
+    return { jobs: data.jobs.map((j) => this.remember(withResolvedLinks(j, url))), next_cursor: data.next_cursor };
   }
 
   /** Every job of the caller, page after page. */
@@ -135,7 +141,7 @@ export class FlowgateClient {
     if (link) return this.followJobLink("POST", link, options.signal);
     const id = typeof ref === "string" ? ref : ref.id;
     const { data, url } = await this.call("idempotent", (fetch) => this.api.POST("/api/v2/jobs/{id}/cancel", { params: { path: { id } }, body: {}, signal: options.signal, fetch }));
-    return this.remember(withResolvedLinks(data as Job, url));
+    return this.remember(withResolvedLinks(data, url));
   }
 
   /** Polls until the job is terminal and returns it; `onProgress` sees every change. */
@@ -170,17 +176,17 @@ export class FlowgateClient {
       });
     }
     const filePath = options.filePath ?? nameOf(source);
-    const head = await this.call(
+    const known = await this.status(
       "idempotent",
       (fetch) => this.api.HEAD("/api/v2/assets/by-hash/{hash}", { params: { path: { hash } }, signal: options.signal, fetch }),
       [404],
     );
-    if (head.status === 200) {
+    if (known === 200) {
       try {
         const { data, url } = await this.call("idempotent", (fetch) =>
           this.api.POST("/api/v2/assets/from-hash", { body: { hash, file_path: filePath, tags: options.tags }, signal: options.signal, fetch }),
         );
-        return { asset: withResolvedOutput(data as Asset, url), reused: true };
+        return { asset: withResolvedOutput(data, url), reused: true };
       } catch (err) {
         if (!(err instanceof BlobNotFoundError)) throw err; // gone since the HEAD: send the bytes
       }
@@ -199,13 +205,13 @@ export class FlowgateClient {
       return new Request(target, { method: "POST", body: form, signal: options.signal });
     }, "rate-limit-only");
     if (!res.ok) throw await errorFromResponse(res, res.url || target);
-    return { asset: withResolvedOutput((await res.json()) as Asset, res.url || target), reused: false };
+    return { asset: withResolvedOutput(await successBody(res, "uploadAsset"), res.url || target), reused: false };
   }
 
   /** Reads an asset record (with a freshly signed `url`). */
   async getAsset(id: string, options: { signal?: AbortSignal } = {}): Promise<Asset> {
     const { data, url } = await this.call("idempotent", (fetch) => this.api.GET("/api/v2/assets/{id}", { params: { path: { id } }, signal: options.signal, fetch }));
-    return withResolvedOutput(data as Asset, url);
+    return withResolvedOutput(data, url);
   }
 
   /**
@@ -223,21 +229,34 @@ export class FlowgateClient {
     return saveVerified(res, path, item, async () => (await this.getAsset(item.id, options).catch(() => null))?.hash ?? null);
   }
 
-  /** Runs a generated-client call through the transport; a non-2xx answer (other than `allow`) throws its typed error. */
-  private async call<T>(
-    policy: RetryPolicy,
-    run: (fetch: (request: Request) => Promise<Response>) => Promise<{ data?: T; error?: unknown; response: Response }>,
-    allow: number[] = [],
-  ): Promise<{ data: T; url: string; status: number }> {
+  /**
+   * Runs a generated-client call through the transport and returns the body of its 2xx answer,
+   * typed by the operation's declared responses; any other answer throws its typed error.
+   */
+  private async call<T>(policy: RetryPolicy, run: (fetch: (request: Request) => Promise<Response>) => Promise<CallResult<T>>): Promise<{ data: T; url: string }> {
+    const { result, url } = await this.exchange(policy, run);
+    const { data, error, response } = result;
+    // Every operation called here answers a JSON body; a 2xx without one is no answer either.
+    if (!response.ok || data === undefined) throw errorFromBody(response, error, url);
+    return { data, url };
+  }
+
+  /** Runs a generated-client call whose answer has no body (HEAD) and returns its status; a non-2xx answer other than `allow` throws. */
+  private async status(policy: RetryPolicy, run: (fetch: (request: Request) => Promise<Response>) => Promise<CallResult<unknown>>, allow: number[]): Promise<number> {
+    const { result, url } = await this.exchange(policy, run);
+    if (!result.response.ok && !allow.includes(result.response.status)) throw errorFromBody(result.response, result.error, url);
+    return result.response.status;
+  }
+
+  /** One generated-client call through the transport, with the URL its answer came from. */
+  private async exchange<T>(policy: RetryPolicy, run: (fetch: (request: Request) => Promise<Response>) => Promise<CallResult<T>>): Promise<{ result: CallResult<T>; url: string }> {
     let requestUrl = this.baseUrl;
     const result = await run((request) => {
       requestUrl = request.url;
       return this.transport.send(() => request.clone(), policy);
     });
     // A response's own URL is where it came from after redirects; a synthetic one has none.
-    const url = result.response.url || requestUrl;
-    if (!result.response.ok && !allow.includes(result.response.status)) throw errorFromBody(result.response, result.error, url);
-    return { data: result.data as T, url, status: result.response.status };
+    return { result, url: result.response.url || requestUrl };
   }
 
   /** GET or POST a job link, returning the job it answers. */
@@ -253,7 +272,7 @@ export class FlowgateClient {
       "idempotent",
     );
     if (!res.ok) throw await errorFromResponse(res, res.url || url);
-    return this.remember(withResolvedLinks((await res.json()) as Job, res.url || url));
+    return this.remember(withResolvedLinks(await successBody(res, method === "GET" ? "getJob" : "cancelJob"), res.url || url));
   }
 
   /** Opens an events link; anything but a 200 event stream is an error. */

@@ -63,6 +63,8 @@ export interface Config {
   maxStreamsPerCaller: number;
   /** Previews a second at most on each v2 event stream (latest wins). */
   streamPreviewRate: number;
+  /** Job labels (`metadata`) are taken; false declines them with 422 metadata_not_supported (`--labels off`). */
+  labels: boolean;
   /** Interval of the SSE keep-alive comment, in ms. */
   sseKeepAliveMs: number;
   /** Interval of WebSocket pings; a socket that misses one is closed, in ms. */
@@ -121,6 +123,7 @@ export const SERVE_FLAGS = {
     help: "open v2 event streams per caller before 429 too_many_streams; callers of an open server (no --token) count per client address (default 100)",
   },
   "stream-preview-rate": { env: "FLOWGATE_STREAM_PREVIEW_RATE", help: "live previews a second at most on each v2 event stream, the latest winning (default 4; the hosted WebSocket sends every one)" },
+  labels: { env: "FLOWGATE_LABELS", help: "on (default) or off: off declines job labels, answering a submission with metadata and a listing filtered by label with 422 metadata_not_supported" },
   "metrics-token": { env: "FLOWGATE_METRICS_TOKEN", help: "operator bearer token of GET /metrics (default: open on self-hosted, not served on cloud and serverless)" },
 } as const;
 
@@ -219,6 +222,8 @@ export function loadConfig(argv: string[] = [], env: NodeJS.ProcessEnv = process
   const redisUrl = get("redis-url") || null;
   if (redisUrl !== null && !/^rediss?:\/\/[^/]+/.test(redisUrl)) throw new Error("--redis-url must be a redis:// URL");
   if (redisUrl !== null && databaseUrl === null) throw new Error("--redis-url needs --database-url: it carries previews between the processes of a PostgreSQL deployment");
+  const labels = get("labels") ?? "on";
+  if (labels !== "on" && labels !== "off") throw new Error(`--labels must be on or off, got "${labels}"`);
   const noDispatch = values["no-dispatch"] === true || /^(1|true|yes)$/i.test(env.FLOWGATE_NO_DISPATCH ?? "");
   if (noDispatch && databaseUrl === null) throw new Error("--no-dispatch needs --database-url: API nodes and workers share jobs through PostgreSQL");
   return {
@@ -254,6 +259,7 @@ export function loadConfig(argv: string[] = [], env: NodeJS.ProcessEnv = process
     urlTtlMs: 60 * 60 * 1000,
     maxStreamsPerCaller: positiveInt("max-streams-per-caller", get("max-streams-per-caller") ?? "100"),
     streamPreviewRate: positiveNumber("stream-preview-rate", get("stream-preview-rate") ?? "4"),
+    labels: labels === "on",
     sseKeepAliveMs: 15_000,
     wsPingIntervalMs: 30_000,
     logLimitBytes: 64 * 1024,
@@ -285,6 +291,7 @@ export function describeConfig(c: Config): Record<string, unknown> {
     concurrency: c.concurrency,
     maxUploadSize: `${Math.round(c.maxUploadBytes / 1024 / 1024)}MB`,
     maxStreamsPerCaller: c.maxStreamsPerCaller,
+    ...(c.labels ? {} : { labels: "off" }),
     retention: `${c.retentionMs / 3_600_000}h`,
     signingKey: c.signingKey ? "(set)" : "(per data dir)",
     partnerUrl: c.partnerUrl ?? "(none)",

@@ -1,13 +1,31 @@
 // Failures that infrastructure, not the workflow, gives a job: they read the same in every layer.
+import { type JOB_ERROR_CODES, NON_RETRYABLE_JOB_ERROR_CODES } from "../../generated/enums.ts";
+
+/** A known JobError.code (the spec's `x-known-values`; the field stays open on the wire). */
+export type JobErrorCode = (typeof JOB_ERROR_CODES)[number];
+
+/** A job error's code and message, the part every failure has. */
+interface FailureText {
+  readonly code: JobErrorCode;
+  readonly message: string;
+}
+
+/** True when running the same graph again cannot help (the spec's `x-non-retryable`). */
+export function isNonRetryable(code: unknown): boolean {
+  return (NON_RETRYABLE_JOB_ERROR_CODES as readonly unknown[]).includes(code);
+}
+
+/** The error of a run that failed without saying how (an engine's unexpected throw, a lost error). */
+export const WORKFLOW_FAILED = { code: "node_execution_error", message: "The workflow failed." } as const satisfies FailureText;
 
 /** The error of a job whose worker stopped renewing its lease. */
-export const WORKER_LOST = { code: "worker_lost", message: "The worker running this job stopped before it finished." } as const;
+export const WORKER_LOST = { code: "worker_lost", message: "The worker running this job stopped before it finished." } as const satisfies FailureText;
 
 /** The error of a job ended because a backing service (the database) failed under its run. */
-export const UPSTREAM_FAILURE = { code: "upstream_error", message: "A backing service failed while the job ran; it was stopped. Please try again." } as const;
+export const UPSTREAM_FAILURE = { code: "upstream_error", message: "A backing service failed while the job ran; it was stopped. Please try again." } as const satisfies FailureText;
 
 /** The error of a job whose secrets (`extra_data`, memory only) were lost with the process holding them. */
 export const PARTNER_KEY_LOST = {
   code: "partner_key_lost",
   message: "The partner key given with this job is kept in memory only and did not survive a server restart; submit the job again.",
-} as const;
+} as const satisfies FailureText;

@@ -1,15 +1,9 @@
 // Errors the engine raises, and the mapping of any failure to a JobError that is safe to show.
+import { WORKFLOW_FAILED, type JobErrorCode } from "../domain/failures.ts";
 import { OutOfMemoryError } from "./run-scope.ts";
 
-/** JobError.code values the engine raises (docs/decisions.md, "Job error codes"). */
-export type JobErrorCode =
-  | "node_execution_error"
-  | "invalid_input"
-  | "missing_model"
-  | "out_of_memory"
-  | "partner_node_error"
-  | "worker_lost"
-  | "timeout";
+/** JobError.code values (the spec's known values; docs/decisions.md, "Job error codes"). */
+export type { JobErrorCode };
 
 /** The execution failure carried in job.error. */
 export interface JobError {
@@ -116,7 +110,7 @@ function codeFor(e: Error): JobErrorCode {
   if (e instanceof RangeError && /allocation failed|invalid typed array length|array buffer|out of memory/i.test(e.message)) {
     return "out_of_memory";
   }
-  return "node_execution_error";
+  return WORKFLOW_FAILED.code;
 }
 
 /**

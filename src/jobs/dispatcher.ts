@@ -1,21 +1,16 @@
-// Starts queued jobs when a slot is free, sharing the slots fairly between the owners with jobs
-// waiting, and keeps the in-memory queue that answers queue positions. The store is the truth;
-// the queue is rebuilt from it at start. With an engine that has a queue of its own (ComfyUI), a
-// started run's job stays `queued` until the engine reports its graph running, and its position is
-// what the engine reports ahead of it.
-//
-// With leases (PostgreSQL, several processes), jobs are claimed from the database instead: the
-// next queued job of any node, under a lease this process renews on a heartbeat; the in-memory
-// queue then only answers positions of the jobs this node knows (see LeaseOptions). With an engine
-// that has a queue of its own, a claimed job stays `queued` under the lease until it starts there.
-import { LeaseLostError, TerminalStatusError, type JobRecord, type RunFence } from "../store/index.ts";
+// Starts queued jobs when a slot is free and stops the runs: the slots, the launch of each run,
+// the retries of a run's end, and a stop that drains. Which job starts next comes from a job
+// source (src/jobs/job-source.ts): this process's own queue, rebuilt from the store at start
+// (LocalJobSource), or, with leases (PostgreSQL, several processes), the shared database
+// (LeasedJobSource). The in-memory queue answers positions of the jobs this node knows.
+import { LeaseLostError, type JobRecord } from "../store/index.ts";
 import { DrainRate } from "./drain-rate.ts";
-import type { EventBus } from "./event-bus.ts";
 import { FairQueue } from "./fair-queue.ts";
-import { PARTNER_KEY_LOST, WORKER_LOST } from "../domain/failures.ts";
 import type { LeaseOptions } from "./job-leases.ts";
-import { runJob, type JobRunDeps, type QueuedRunHooks } from "./job-run.ts";
-import { SharedQueueCounts } from "./queue-counts.ts";
+import { runJob, type JobRunDeps } from "./job-run.ts";
+import type { JobSecrets, JobSource, RunStart } from "./job-source.ts";
+import { LeasedJobSource } from "./leased-job-source.ts";
+import { LocalJobSource } from "./local-job-source.ts";
 
 export interface DispatcherOptions extends JobRunDeps {
   /** Jobs that run at once. */
@@ -28,9 +23,6 @@ export interface DispatcherOptions extends JobRunDeps {
   lease?: LeaseOptions;
 }
 
-/** Local queue entries checked against the database per heartbeat (the front, where jobs leave). */
-const PRUNE_BATCH = 1000;
-
 /** Backoff of retried store writes: the first wait, doubling up to the last. */
 const RETRY_FIRST_MS = 100;
 const RETRY_MAX_MS = 5_000;
@@ -41,17 +33,11 @@ export class Dispatcher {
   readonly queue = new FairQueue();
   readonly drain = new DrainRate();
   private readonly o: DispatcherOptions;
+  /** Where the jobs to start come from. */
+  private readonly source: JobSource;
   private readonly running = new Map<string, AbortController>();
-  /**
-   * Jobs whose move to `running` is being committed, not launched yet, and whether a cancel
-   * asked to stop them meanwhile: a read shows the job running once the move commits, before
-   * it is durable and launched, and a cancel in that window must still stop the run.
-   */
-  private readonly starting = new Map<string, boolean>();
-  /** Runs handed to an engine with its own queue and not started there yet: work ahead of each. */
-  private readonly waitingInEngine = new Map<string, number>();
   /** Secrets of queued and running jobs, in memory only, dropped when the run ends. */
-  private readonly extras = new Map<string, { api_key_vendor_org?: string }>();
+  private readonly extras = new Map<string, JobSecrets>();
   private readonly inflight = new Set<Promise<unknown>>();
   /** The queue was read from the store (`load`). */
   private loaded = false;
@@ -71,23 +57,23 @@ export class Dispatcher {
   private fillRetry: NodeJS.Timeout | undefined;
   /** Wakes the retries that wait, so that a stop does not wait for their backoff. */
   private readonly wakers = new Set<() => void>();
-  /** A claim failed without an answer: it may have committed; the next fill reads back what this worker holds. */
-  private claimUncertain = false;
-  /** The heartbeat of leased dispatch, and whether one is under way. */
-  private heartbeat: NodeJS.Timeout | undefined;
-  private beating = false;
-
-  /** The deployment's queue counts, for the positions of new jobs (leases only). */
-  private readonly sharedCounts: SharedQueueCounts | null;
 
   constructor(options: DispatcherOptions) {
     this.o = options;
-    const leases = options.lease?.leases;
-    this.sharedCounts = leases ? new SharedQueueCounts(() => leases.queueCounts()) : null;
-  }
-
-  private get events(): EventBus {
-    return this.o.events;
+    const host = {
+      store: options.store,
+      events: options.events,
+      now: options.now,
+      log: options.log,
+      slotsFor: options.slotsFor,
+      queue: this.queue,
+      secrets: this.extras,
+      runningIds: () => [...this.running.keys()],
+      runs: (jobId: string) => this.running.has(jobId),
+      abortRun: (jobId: string) => this.running.get(jobId)?.abort(),
+      pump: () => this.pump(),
+    };
+    this.source = options.lease ? new LeasedJobSource(host, options.lease, options.engine.queuesWork) : new LocalJobSource(host, options.engine.queuesWork, options.engine.resumesRuns);
   }
 
   /**
@@ -107,96 +93,15 @@ export class Dispatcher {
   }
 
   /**
-   * Recovers after a restart and starts dispatching: jobs left running or canceling by a dead
-   * process end `failed` with `worker_lost` (never `running` forever), except with an engine whose
-   * runs go on without us (ComfyUI's prompts): a running job is followed to its real end, a
-   * canceling one is stopped there and ends canceled; queued jobs run in order,
-   * except those submitted with secrets (a partner key), which lived in the dead process's memory
-   * only: they end `failed` with `partner_key_lost` rather than run without them.
+   * Starts dispatching once the source has begun: recovery after a restart (jobs a dead process
+   * left running end `worker_lost`, queued jobs whose secrets it alone held `partner_key_lost`),
+   * or, with leases, the heartbeat that renews this process's claims.
    */
   async start(): Promise<void> {
     await this.load();
-    if (this.o.lease) return this.startLeased(this.o.lease);
-    const now = this.o.now();
-    const resumed: JobRecord[] = [];
-    for (const job of await this.o.store.jobsInStatus(["running", "canceling"])) {
-      if (this.o.engine.resumesRuns) {
-        resumed.push(job);
-        continue;
-      }
-      const to = job.status === "canceling" ? "canceled" : "failed";
-      const patch =
-        to === "failed"
-          ? { completed_at: now, error: { ...WORKER_LOST } }
-          : { completed_at: now };
-      await this.o.store.transitionJob(job.id, [job.status], to, patch).catch(ignoreTerminal);
-    }
-    for (const id of await this.o.store.queuedJobsWithSecrets()) {
-      // A job submitted to this process since it started listening still has its key here.
-      if (this.extras.has(id)) continue;
-      const error = { ...PARTNER_KEY_LOST };
-      // Through `running`, as every failure (the state machine has no queued -> failed).
-      const started = await this.o.store.transitionJob(id, ["queued"], "running", { started_at: now }).catch(ignoreTerminal);
-      this.queue.remove(id);
-      if (!started) continue;
-      const job = await this.o.store.transitionJob(id, ["running"], "failed", { completed_at: now, error }).catch(ignoreTerminal);
-      if (job) this.events.publish({ type: "status", job });
-    }
+    await this.source.start();
     this.started = true;
-    for (const job of resumed) this.launch(job, undefined, job.status === "canceling", undefined, true);
     this.pump();
-  }
-
-  /**
-   * Leased start: nothing is recovered wholesale (other processes may be running the jobs); a job
-   * whose worker died ends when its lease passes, found by the heartbeat of any process.
-   */
-  private async startLeased(lease: LeaseOptions): Promise<void> {
-    this.started = true;
-    // Often enough to renew a lease three times before it passes, and to pick up new jobs soon.
-    const every = Math.max(50, Math.min(1000, Math.floor(lease.leaseMs / 3)));
-    this.heartbeat = setInterval(() => void this.beat(lease), every);
-    this.heartbeat.unref();
-    await this.beat(lease);
-  }
-
-  /**
-   * One heartbeat: renews this worker's leases and aborts the runs it no longer holds or that a
-   * cancel on any node moved to `canceling`; fails the jobs whose lease passed; drops from the
-   * local queue the jobs gone from the database's; then looks for work (other nodes' submissions).
-   */
-  private async beat(lease: LeaseOptions): Promise<void> {
-    if (this.beating) return;
-    this.beating = true;
-    try {
-      const mine = [...this.running.keys()];
-      // The queued jobs whose secrets this process holds are leased too: if it dies, they fail.
-      const held = await lease.leases.renew(lease.workerId, [...new Set([...mine, ...this.extras.keys()])], lease.leaseMs);
-      // Still queued: claimed while queued, waiting in the engine's queue (claimQueued).
-      for (const id of mine) if (held.get(id) !== "running" && held.get(id) !== "queued") this.running.get(id)?.abort();
-      await this.failExpired(lease);
-      const front: string[] = [];
-      for (const id of this.queue.entries()) if (front.push(id) >= PRUNE_BATCH) break;
-      for (const id of await lease.leases.notQueued(front)) {
-        this.queue.remove(id);
-        this.extras.delete(id);
-      }
-      this.failingWrites.delete("lease");
-    } catch {
-      this.failingWrites.add("lease"); // readiness reports it; the next beat tries again
-    } finally {
-      this.beating = false;
-    }
-    this.pump();
-  }
-
-  /** Ends the jobs whose lease passed (`worker_lost`; `canceled` if a cancel was under way). */
-  private async failExpired(lease: LeaseOptions): Promise<void> {
-    for (const job of await lease.leases.failExpired(this.o.now())) {
-      this.o.log?.(`job ${job.id}: ended ${job.status}${job.error ? ` ${String(job.error.code)}` : ""}: the lease of the process holding it passed without a renewal`);
-      this.running.get(job.id)?.abort();
-      this.events.publish({ type: "status", job });
-    }
   }
 
   /** A job just committed as queued. */
@@ -210,7 +115,7 @@ export class Dispatcher {
   dequeue(jobId: string): void {
     this.queue.remove(jobId);
     this.extras.delete(jobId);
-    if (this.waitingInEngine.has(jobId)) this.running.get(jobId)?.abort();
+    if (this.source.dequeued(jobId)) this.running.get(jobId)?.abort();
   }
 
   /**
@@ -218,21 +123,8 @@ export class Dispatcher {
    * null when it is not queued. Jobs waiting in flowgate's queue come after everything waiting
    * in the engine's queue. With leases, counted in the database across every process.
    */
-  async position(jobId: string): Promise<number | null> {
-    if (this.o.lease) {
-      // A row read as queued just before a worker claimed it was at the front.
-      return (await this.o.lease.leases.position(jobId)) ?? 0;
-    }
-    const inEngine = this.waitingInEngine.get(jobId);
-    if (inEngine !== undefined) return inEngine;
-    // Asked about a row read as queued just before its start committed (an asynchronous store):
-    // it was at the front.
-    if (this.running.has(jobId)) return 0;
-    const mine = this.queue.position(jobId);
-    if (mine === null) return null;
-    let engineAhead = 0;
-    for (const ahead of this.waitingInEngine.values()) engineAhead = Math.max(engineAhead, ahead + 1);
-    return mine + engineAhead;
+  position(jobId: string): Promise<number | null> {
+    return this.source.position(jobId);
   }
 
   /**
@@ -241,9 +133,8 @@ export class Dispatcher {
    * process's submissions since: an exact count per submission would read the whole queue each
    * time. A GET (`position`) counts exactly.
    */
-  async positionOfNew(job: JobRecord): Promise<number | null> {
-    if (!this.sharedCounts) return this.position(job.id);
-    return this.sharedCounts.positionOfNew(job.owner);
+  positionOfNew(job: JobRecord): Promise<number | null> {
+    return this.source.positionOfNew(job);
   }
 
   /**
@@ -252,34 +143,31 @@ export class Dispatcher {
    * node's queue that another process took or ended leaves it at once, not at the next heartbeat.
    */
   queueChanged(jobId?: string, status?: string): void {
-    this.sharedCounts?.changed();
+    this.source.changed();
     if (jobId === undefined || status === "queued" || !this.queue.remove(jobId)) return;
     if (!this.running.has(jobId)) this.extras.delete(jobId);
   }
 
   /** Whether the queue is shared by several processes (PostgreSQL leases): this node's queue is then only what it knows of it. */
   get sharesQueue(): boolean {
-    return this.o.lease !== undefined;
+    return this.source.shared;
   }
 
   /** An owner's jobs waiting or running (canceling ones included until their run ends); with leases, across every process. */
-  async liveCount(owner: string): Promise<number> {
-    if (this.o.lease) return this.o.lease.leases.liveCount(owner);
-    return this.queue.waiting(owner) + this.queue.running(owner);
+  liveCount(owner: string): Promise<number> {
+    return this.source.liveCount(owner);
   }
 
   /** Jobs waiting; with leases, in the database across every process. */
-  async queueDepth(): Promise<number> {
-    return this.o.lease ? this.o.store.countQueued() : this.queue.size;
+  queueDepth(): Promise<number> {
+    return this.source.queueDepth();
   }
 
   /** Asks a running job to stop at its next node or step boundary. */
   abort(jobId: string): boolean {
     const controller = this.running.get(jobId);
-    if (controller === undefined && this.starting.has(jobId)) {
-      this.starting.set(jobId, true); // its launch aborts it
-      return true;
-    }
+    // A job whose start is being committed: its launch aborts it.
+    if (controller === undefined && this.source.abortStarting(jobId)) return true;
     controller?.abort();
     return controller !== undefined;
   }
@@ -296,7 +184,7 @@ export class Dispatcher {
 
   /** Whether a store write of the dispatcher is failing (and being retried): readiness reports it. */
   get failing(): boolean {
-    return this.failingWrites.size > 0;
+    return this.failingWrites.size > 0 || this.source.failing;
   }
 
   /** Whether the dispatcher has stopped starting jobs (a stop or a drain is under way or done). */
@@ -325,20 +213,14 @@ export class Dispatcher {
     }
     this.abortingRuns = true;
     clearTimeout(this.fillRetry);
-    // Runs stopped before their end, and queued jobs whose secrets die with this process.
-    const unfinished = [...new Set([...this.running.keys(), ...(this.o.lease ? this.extras.keys() : [])])];
+    // Runs stopped before their end, and queued jobs whose secrets die with this process: the
+    // source gives them up (with leases, so that they end now rather than a lease later).
+    const unfinished = [...new Set([...this.running.keys(), ...this.extras.keys()])];
     for (const c of this.running.values()) c.abort();
     for (const wake of [...this.wakers]) wake();
     await this.settled();
-    clearInterval(this.heartbeat);
-    const lease = this.o.lease;
-    if (lease && !again && unfinished.length > 0) {
-      // Give their leases up so they end (worker_lost, partner_key_lost) now, not a lease later.
-      await lease.leases
-        .renew(lease.workerId, unfinished, -1)
-        .then(() => this.failExpired(lease))
-        .catch(() => undefined);
-    }
+    this.source.stop();
+    if (!again) await this.source.release(unfinished);
   }
 
   /** Resolves once no fill and no run is in flight (a fill under way may still launch one run). */
@@ -356,7 +238,7 @@ export class Dispatcher {
     // Every slot is taken (the usual case while a queue waits): the end of a run pumps again.
     if (this.running.size >= this.o.concurrency) return;
     // An API node: workers run the jobs, but for those whose secrets only this node holds.
-    if (this.o.lease && !this.o.lease.dispatch && this.extras.size === 0) return;
+    if (!this.source.wantsWork()) return;
     this.pumping = true;
     const p = this.fill()
       .then(() => {
@@ -426,123 +308,16 @@ export class Dispatcher {
     });
   }
 
+  /** Starts jobs from the source while a slot is free and starts are allowed. */
   private async fill(): Promise<void> {
+    const launch = (start: RunStart): void => this.launch(start);
     while (!this.stopped && this.running.size < this.o.concurrency && (this.o.mayStart?.() ?? true)) {
-      if (this.o.lease) {
-        if (!(await this.claim(this.o.lease))) return;
-        continue;
-      }
-      const id = await this.nextStartable();
-      if (id === undefined) return;
-      if (this.o.engine.queuesWork) {
-        await this.handToEngine(id);
-        continue;
-      }
-      const now = this.o.now();
-      // The job keeps its place (position 0) until it is durably running.
-      this.starting.set(id, false);
-      const job = await this.o.store.transitionJob(id, ["queued"], "running", { started_at: now }).catch((err: unknown) => {
-        this.starting.delete(id);
-        return ignoreTerminal(err);
-      });
-      const abortAsked = this.starting.get(id) === true;
-      this.starting.delete(id);
-      this.queue.remove(id);
-      if (!job) {
-        this.extras.delete(id); // canceled or expired meanwhile
-        continue;
-      }
-      this.events.publish({ type: "status", job });
-      this.launch(job, undefined, abortAsked);
+      if (!(await this.source.startNext(launch))) return;
     }
   }
 
-  /**
-   * Claims the next job of the shared queue and runs it: running from its claim, or, with an engine
-   * that has a queue of its own, claimed while queued until the engine starts it. False when none is claimable.
-   */
-  private async claim(lease: LeaseOptions): Promise<boolean> {
-    if (this.claimUncertain) await this.readBack(lease);
-    let claimed;
-    try {
-      claimed = this.o.engine.queuesWork
-        ? await lease.leases.claimQueued(lease.workerId, lease.leaseMs, this.o.slotsFor, [...this.extras.keys()], !lease.dispatch)
-        : await lease.leases.claim(lease.workerId, lease.leaseMs, this.o.now(), this.o.slotsFor, [...this.extras.keys()], !lease.dispatch);
-    } catch (err) {
-      // The answer may be what was lost, not the claim: it may have committed.
-      this.claimUncertain = true;
-      throw err;
-    }
-    if (!claimed) return false;
-    this.queue.remove(claimed.job.id);
-    this.launchClaimed(claimed.job, false, { workerId: lease.workerId, epoch: claimed.epoch });
-    return true;
-  }
-
-  /** Runs a claimed job: one still queued (claimQueued) waits in the engine until it reports the run started. */
-  private launchClaimed(job: JobRecord, aborted: boolean, fence: RunFence): void {
-    if (job.status !== "queued") {
-      this.events.publish({ type: "status", job });
-      return this.launch(job, undefined, aborted, fence);
-    }
-    this.waitingInEngine.set(job.id, 0);
-    this.launch(job, this.engineHooks(job.id), aborted, fence);
-  }
-
-  /**
-   * After a claim that failed without an answer: the live jobs carrying this worker's id that it
-   * does not run are claims that committed after all; it runs them (a canceling one ends canceled).
-   */
-  private async readBack(lease: LeaseOptions): Promise<void> {
-    for (const { job, epoch } of await lease.leases.heldBy(lease.workerId)) {
-      if (this.running.has(job.id)) continue;
-      this.o.log?.(`job ${job.id}: claimed by this worker in a claim whose answer was lost; running it now`);
-      this.queue.remove(job.id);
-      this.launchClaimed(job, job.status === "canceling", { workerId: lease.workerId, epoch });
-    }
-    this.claimUncertain = false;
-  }
-
-  /**
-   * The next job in fair order whose owner has a free slot (cloud tiers): the first job of the
-   * owner with the fewest jobs running, ties by submission order. However many jobs a busy owner
-   * has waiting, another owner's job never waits behind them for more than one run.
-   */
-  private async nextStartable(): Promise<string | undefined> {
-    for (const { id, owner } of this.queue.heads()) {
-      if (!this.o.slotsFor || this.queue.running(owner) < (await this.o.slotsFor(owner))) return id;
-    }
-    return undefined;
-  }
-
-  /** Starts the run of a job that stays `queued` until the engine reports it running. */
-  private async handToEngine(id: string): Promise<void> {
-    const job = await this.o.store.getJob(id);
-    // A cancel or an expiry that came during the read has taken it out of the queue already.
-    if (!this.queue.remove(id)) return;
-    if (!job || job.status !== "queued") {
-      this.extras.delete(id);
-      return;
-    }
-    this.waitingInEngine.set(id, 0);
-    this.launch(job, this.engineHooks(id));
-  }
-
-  /** What a run waiting in the engine's queue reports: the work ahead of it there, then its start. */
-  private engineHooks(id: string): QueuedRunHooks {
-    return {
-      onQueued: (ahead) => {
-        if (this.waitingInEngine.has(id)) this.waitingInEngine.set(id, ahead);
-      },
-      onRunning: () => this.waitingInEngine.delete(id),
-    };
-  }
-
-  /**
-   * Runs a job; `aborted`: a cancel came while its start was being committed; `fence`: the claim it
-   * runs under (leases); `resume`: a run an earlier process started, followed in the engine.
-   */
-  private launch(job: JobRecord, hooks?: QueuedRunHooks, aborted = false, fence: RunFence = { workerId: null, epoch: 0 }, resume = false): void {
+  /** Runs a job the source started (see RunStart). */
+  private launch({ job, hooks, aborted = false, fence = { workerId: null, epoch: 0 }, resume = false }: RunStart): void {
     const controller = new AbortController();
     // A fill that was committing this start when the stop came launches it late: stop it too.
     if (this.abortingRuns || aborted) controller.abort();
@@ -555,7 +330,7 @@ export class Dispatcher {
       .finally(() => {
         this.failingWrites.delete(job.id);
         this.running.delete(job.id);
-        this.waitingInEngine.delete(job.id);
+        this.source.runEnded(job.id);
         this.extras.delete(job.id);
         this.queue.ended(job.owner);
         this.inflight.delete(p);
@@ -564,9 +339,4 @@ export class Dispatcher {
       });
     this.inflight.add(p);
   }
-}
-
-function ignoreTerminal(err: unknown): null {
-  if (err instanceof TerminalStatusError) return null;
-  throw err;
 }

@@ -5,6 +5,7 @@ import { EngineError, ExecutionCancelledError, isAbortError } from "../engine/er
 import { isUiFormat } from "../engine/graph.ts";
 import type { EnginePort, GraphValidation, RunEnd, RunOptions } from "./engine-port.ts";
 import { ServiceError } from "../domain/errors.ts";
+import { WORKFLOW_FAILED } from "../domain/failures.ts";
 
 /** The port over an Engine. */
 export function engineAdapter(engine: Engine): EnginePort {
@@ -68,6 +69,6 @@ async function run(engine: Engine, graph: Record<string, unknown>, o: RunOptions
     if (err instanceof ExecutionCancelledError || (o.signal.aborted && isAbortError(err))) return { kind: "canceled" };
     if (err instanceof EngineError) return { kind: "failed", error: { ...err.jobError } };
     if (o.signal.aborted) return { kind: "canceled" };
-    return { kind: "failed", error: { code: "node_execution_error", message: "The workflow failed.", node_id: null, class_type: null, traceback: null } };
+    return { kind: "failed", error: { ...WORKFLOW_FAILED, node_id: null, class_type: null, traceback: null } };
   }
 }

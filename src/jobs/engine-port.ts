@@ -3,20 +3,10 @@
 import type { components } from "../../generated/openapi-types.ts";
 import type { AssetType, AssetFolder } from "../store/index.ts";
 
-/** One problem of one node: the `{field, reason}` of `invalid_workflow`. */
-export interface FieldProblem {
-  field: string;
-  reason: string;
-  message?: string;
-}
-
-/** Node id ("" for the graph as a whole) to its problems. */
-export type NodeErrors = Record<string, FieldProblem[]>;
-
-/** Outcome of validating a graph. */
+/** Outcome of validating a graph; `node_errors` is the spec's NodeErrors of `invalid_workflow`. */
 export type GraphValidation =
   | { ok: true; output_node_ids: string[] }
-  | { ok: false; node_errors: NodeErrors; comfy?: unknown };
+  | { ok: false; node_errors: components["schemas"]["NodeErrors"]; comfy?: unknown };
 
 /** A `core/ASSET` reference found in a graph. */
 export interface GraphAssetReference {

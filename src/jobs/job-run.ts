@@ -1,9 +1,9 @@
 // One run of one job: engine callbacks become progress, outputs, previews, logs and events.
 import type { AssetService, StoredOutput } from "../assets/asset-service.ts";
 import { LeaseLostError, TerminalStatusError, type AssetRecord, type JobPatch, type JobRecord, type JobStatus, type RunFence, type Store } from "../store/index.ts";
-import { UPSTREAM_FAILURE } from "../domain/failures.ts";
+import { UPSTREAM_FAILURE, WORKFLOW_FAILED } from "../domain/failures.ts";
 import { isOutOfSpace } from "../datadir/space.ts";
-import type { EnginePort, RunEnd, RunFailure } from "./engine-port.ts";
+import type { EnginePort, RunEnd, RunFailure, RunOptions, RunOutput } from "./engine-port.ts";
 import type { EventBus } from "./event-bus.ts";
 import { LogCapture } from "./log-capture.ts";
 import type { OutputNamer } from "./output-names.ts";
@@ -64,262 +64,369 @@ export async function runJob(
   fence: RunFence = { workerId: null, epoch: 0 },
   resume = false,
 ): Promise<JobRecord | null> {
-  const { store, events, assets } = deps;
-  const base = { job_id: job.id, owner: job.owner };
-  const tracker = new ProgressTracker();
-  const log = new LogCapture(deps.logLimitBytes);
-  const persist = deps.persistEnd ?? ((write) => write());
+  // Within the async function: a failure to set the run up rejects, as a failed run does.
+  return new JobRun(deps, job, extra, outerSignal, hooks, fence, resume).run();
+}
+
+/** A job's node and class, where an output failed. */
+type OutputNode = { node_id: string; class_type: string };
+
+/**
+ * One run, phase by phase: the engine runs while its callbacks become events, progress and
+ * committed outputs (`runEngine`); the end is decided from what failed underneath (`decideEnd`),
+ * written with the last outputs (`commitEnd`) and published after everything the run reported
+ * (`publishEnd`).
+ */
+class JobRun {
+  private readonly deps: JobRunDeps;
+  private readonly job: JobRecord;
+  private readonly extra: { api_key_vendor_org?: string };
+  private readonly hooks: QueuedRunHooks | undefined;
+  private readonly fence: RunFence;
+  private readonly base: { job_id: string; owner: string };
+  private readonly tracker = new ProgressTracker();
+  private readonly log: LogCapture;
+  private readonly persist: <T>(write: () => Promise<T>, giveUp?: (err: unknown) => boolean) => Promise<T>;
   /** Aborts the run once one of its writes is refused: it no longer holds its job. */
-  const fenced = new AbortController();
-  const signal = AbortSignal.any([outerSignal, fenced.signal]);
-  let leaseLost = false;
-  /** True (and the run stopped) when `err` says the run no longer holds its job. */
-  const refused = (err: unknown): boolean => {
-    if (!(err instanceof LeaseLostError)) return false;
-    if (!leaseLost) {
-      leaseLost = true;
-      deps.log?.(`job ${job.id}: a write of its run was refused: the run no longer holds its lease (the job ended elsewhere); the run stops and writes nothing more`);
-      fenced.abort();
-    }
-    return true;
-  };
+  private readonly fenced = new AbortController();
+  private readonly signal: AbortSignal;
+  private leaseLost = false;
   /** Infrastructure that failed under the run (not the workflow): the job ends upstream_error. */
-  let infraFailure: unknown = null;
-  // Progress is fenced with leases only: without, a snapshot may race the move to running (an engine with a queue).
-  const progressFence = fence.workerId === null ? undefined : fence;
+  private infraFailure: unknown = null;
   /** The end is being written: a snapshot still waiting then finds the job ended, as it should. */
-  let ending = false;
-  const progressWrites = latestWins((progress: Progress) =>
-    store.updateProgress(job.id, progress, progressFence).catch((err: unknown) => {
-      if (ending && err instanceof LeaseLostError) return;
-      if (!refused(err)) throw err;
-    }),
-  );
-  const commits = new Set<Promise<unknown>>();
+  private ending = false;
+  private readonly progressWrites: { write(value: Progress): void; idle(): Promise<void>; settle(): Promise<void> };
+  private readonly commits = new Set<Promise<unknown>>();
   /** The output that could not be stored for lack of space, if any: the job fails with `insufficient_storage`. */
-  let spaceFailure: { node_id: string; class_type: string } | null = null;
+  private spaceFailure: OutputNode | null = null;
   /** Engine file name -> the unique name it was committed under, by folder. */
-  const renamed = new Map<string, string>();
+  private readonly renamed = new Map<string, string>();
   /** Records of the last output node's outputs, held to be written with the run's end. */
-  const rows = new OutputRows(assets, undefined, { fence, persist });
+  private readonly rows: OutputRows;
   /** Output nodes not done yet: once only one is left, its outputs are the run's last. */
-  const outputNodesLeft = new Set(job.output_node_ids);
+  private readonly outputNodesLeft: Set<string>;
   /** Bytes of the last outputs staged so far (see STAGED_BYTES_PER_RUN). */
-  let stagedBytes = 0;
-
-  const report = (progress: Progress) => {
-    // Snapshots land in order, and one arriving while a write is under way replaces any older
-    // one still waiting: the stored progress catches up at once. The event goes out at once.
-    progressWrites.write(progress);
-    events.publish({ type: "progress", ...base, progress });
-  };
-
-  let started = job.status !== "queued";
+  private stagedBytes = 0;
+  private started: boolean;
   /** The plan, kept back while the job is queued: progress belongs to running jobs. */
-  let planned: Progress | null = null;
+  private planned: Progress | null = null;
   /**
    * While the move to `running` or an output's record commits, what the run reports waits behind
    * it, in order, so the `running` status and the output go out first; the engine goes on meanwhile.
    */
-  let startCommit: Promise<void> | null = null;
-  /** The move to `running`, once asked for, until it is durable and published. */
-  let runningCommit: Promise<void> | null = null;
-  /** Settles once that move has committed (or failed): the end commits after it, not after its fsync. */
-  let runningCommitted: Promise<void> | null = null;
-  const waitFor = (step: Promise<void>): void => {
-    startCommit = step;
+  private startCommit: Promise<void> | null = null;
+  /** Settles once the move to `running` has committed (or failed): the end commits after it, not after its fsync. */
+  private runningCommitted: Promise<void> | null = null;
+
+  /** A resumed run (see runJob): its outputs recorded before the restart, by node and content hash, with their names. */
+  private readonly resume: boolean;
+  private recordedBefore: Map<string, string> | null = null;
+
+  constructor(deps: JobRunDeps, job: JobRecord, extra: { api_key_vendor_org?: string }, outerSignal: AbortSignal, hooks: QueuedRunHooks | undefined, fence: RunFence, resume = false) {
+    this.resume = resume;
+    this.deps = deps;
+    this.job = job;
+    this.extra = extra;
+    this.hooks = hooks;
+    this.fence = fence;
+    this.base = { job_id: job.id, owner: job.owner };
+    this.log = new LogCapture(deps.logLimitBytes);
+    this.persist = deps.persistEnd ?? ((write) => write());
+    this.signal = AbortSignal.any([outerSignal, this.fenced.signal]);
+    // Progress is fenced with leases only: without, a snapshot may race the move to running (an engine with a queue).
+    const progressFence = fence.workerId === null ? undefined : fence;
+    // A snapshot's event goes out once its write is stored: a read right after the event (GET, the
+    // authoritative view) never shows less (PostgreSQL stores it a round trip after the run reports
+    // it). One replaced before its write is never told; one stored once the end is being written
+    // is left to the end, which tells the rest.
+    this.progressWrites = latestWins((progress: Progress) =>
+      deps.store.updateProgress(job.id, progress, progressFence).then(
+        (stored) => void (stored && !this.ending && deps.events.publish({ type: "progress", ...this.base, progress })),
+        (err: unknown) => {
+          if (this.ending && err instanceof LeaseLostError) return;
+          if (!this.refused(err)) throw err;
+        },
+      ),
+    );
+    this.rows = new OutputRows(deps.assets, undefined, { fence, persist: this.persist });
+    this.outputNodesLeft = new Set(job.output_node_ids);
+    this.started = job.status !== "queued";
+  }
+
+  /** The run from start to end: the job it ended, or null when its end was not written. */
+  async run(): Promise<JobRecord | null> {
+    const end = await this.decideEnd(await this.runEngine());
+    return this.publishEnd(await this.commitEnd(end));
+  }
+
+  /** True (and the run stopped) when `err` says the run no longer holds its job. */
+  private refused(err: unknown): boolean {
+    if (!(err instanceof LeaseLostError)) return false;
+    if (!this.leaseLost) {
+      this.leaseLost = true;
+      this.deps.log?.(`job ${this.job.id}: a write of its run was refused: the run no longer holds its lease (the job ended elsewhere); the run stops and writes nothing more`);
+      this.fenced.abort();
+    }
+    return true;
+  }
+
+  /** Stores a snapshot; its event goes out once it is stored. */
+  private report(progress: Progress): void {
+    // Snapshots land in order, and one arriving while a write is under way replaces any older
+    // one still waiting: the stored progress catches up at once. Its event follows its write.
+    this.progressWrites.write(progress);
+  }
+
+  /** What the run reports next waits for `step`. */
+  private waitFor(step: Promise<void>): void {
+    this.startCommit = step;
     void step.then(() => {
-      if (startCommit === step) startCommit = null;
+      if (this.startCommit === step) this.startCommit = null;
     });
-  };
-  const inOrder = (publish: () => void): void => (startCommit ? waitFor(startCommit.then(publish)) : publish());
+  }
+
+  /** Publishes after what waits already, in order. */
+  private inOrder(publish: () => void): void {
+    if (this.startCommit) this.waitFor(this.startCommit.then(publish));
+    else publish();
+  }
+
   /** Publishes once `gate` resolves (it never rejects), keeping its place in the order. */
-  const inOrderAfter = <T>(gate: Promise<T>, publish: (value: T) => void): void => waitFor((startCommit ?? Promise.resolve()).then(() => gate).then(publish));
-  const markRunning = (): void => {
-    if (started) return;
-    started = true;
+  private inOrderAfter<T>(gate: Promise<T>, publish: (value: T) => void): void {
+    this.waitFor((this.startCommit ?? Promise.resolve()).then(() => gate).then(publish));
+  }
+
+  /** Moves a queued job to `running` (once), publishing it before what the run reports after. */
+  private markRunning(): void {
+    if (this.started) return;
+    this.started = true;
+    const { store, events } = this.deps;
     let committed!: () => void;
-    runningCommitted = new Promise<void>((resolve) => (committed = resolve));
-    runningCommit = store
+    this.runningCommitted = new Promise<void>((resolve) => (committed = resolve));
+    const runningCommit = store
       // With leases the job was claimed while queued: it moves only while this run's claim holds.
-      .transitionJob(job.id, ["queued"], "running", { started_at: deps.now() }, { onCommitted: () => committed(), ...(progressFence ? { fence: progressFence } : {}) })
-      .catch((err: unknown) => (refused(err) ? null : ignoreTerminal(err)))
+      .transitionJob(this.job.id, ["queued"], "running", { started_at: this.deps.now() }, { onCommitted: () => committed(), ...(this.fence.workerId !== null ? { fence: this.fence } : {}) })
+      .catch((err: unknown) => (this.refused(err) ? null : ignoreTerminal(err)))
       .then((moved) => {
-        hooks?.onRunning();
+        this.hooks?.onRunning();
         if (!moved) return; // canceled or expired meanwhile: the run is being stopped
         events.publish({ type: "status", job: moved });
-        if (planned) report(planned);
+        if (this.planned) this.report(this.planned);
       });
     runningCommit.then(committed, committed);
-    waitFor(runningCommit);
-  };
+    this.waitFor(runningCommit);
+  }
 
-  /** A resumed run's outputs recorded before the restart, by node and content hash: their names. */
-  let recordedBefore: Map<string, string> | null = null;
-  let end: RunEnd;
-  try {
-    const graph = (await persist(() => store.getJobWorkflow(job.id))) ?? {};
-    if (resume) recordedBefore = new Map((await persist(() => store.listJobOutputs(job.id))).map((a) => [`${a.node_id}\u0000${a.hash}`, a.name]));
-    end = await deps.engine.run(graph, {
+  /** Runs the graph on the engine; how it ended (a failed graph read ends it failed). */
+  private async runEngine(): Promise<RunEnd> {
+    try {
+      const graph = (await this.persist(() => this.deps.store.getJobWorkflow(this.job.id))) ?? {};
+      if (this.resume) this.recordedBefore = new Map((await this.persist(() => this.deps.store.listJobOutputs(this.job.id))).map((a) => [`${a.node_id}\u0000${a.hash}`, a.name]));
+      return await this.deps.engine.run(graph, this.engineCallbacks());
+    } catch (err) {
+      // The port promises not to throw, but the graph read can fail (retried until a stop): the job still ends.
+      this.infraFailure ??= err;
+      return { kind: "failed", error: { ...WORKFLOW_FAILED } };
+    }
+  }
+
+  /** The engine's callbacks: events, progress, outputs and logs of this run. */
+  private engineCallbacks(): RunOptions {
+    const { events, assets } = this.deps;
+    const { job, base, tracker, rows } = this;
+    return {
       jobId: job.id,
-      ...(resume ? { resume: true } : {}),
-      signal,
-      extra,
+      ...(this.resume ? { resume: true } : {}),
+      signal: this.signal,
+      extra: this.extra,
       resolveAsset: (ref) => assets.readOwned(job.owner, ref.id),
       resolveUpload: (name) => assets.readUploadByName(job.owner, name),
       onStart: (nodes) => {
         const plan = tracker.plan(nodes);
-        if (started) report(plan);
-        else planned = plan;
+        if (this.started) this.report(plan);
+        else this.planned = plan;
       },
-      onQueued: (ahead) => hooks?.onQueued(ahead),
-      onRunning: markRunning,
+      onQueued: (ahead) => this.hooks?.onQueued(ahead),
+      onRunning: () => this.markRunning(),
       onCached: (ids) => {
-        for (const id of ids) outputNodesLeft.delete(id);
+        for (const id of ids) this.outputNodesLeft.delete(id);
         rows.flush(); // the run goes on: records held so far are written now
-        inOrder(() => {
+        this.inOrder(() => {
           events.publish({ type: "cached", ...base, node_ids: ids });
-          report(tracker.cached(ids));
+          this.report(tracker.cached(ids));
         });
       },
       onNodeStart: (node_id, class_type) => {
         rows.flush();
-        inOrder(() => {
+        this.inOrder(() => {
           events.publish({ type: "node_start", ...base, node_id, class_type });
-          report(tracker.nodeStart(node_id, class_type));
+          this.report(tracker.nodeStart(node_id, class_type));
         });
       },
       onNodeDone: (node_id, class_type, ui) => {
-        outputNodesLeft.delete(node_id);
-        const renamedUi = renameInUi(ui, renamed);
-        inOrder(() => {
+        this.outputNodesLeft.delete(node_id);
+        const renamedUi = renameInUi(ui, this.renamed);
+        this.inOrder(() => {
           events.publish({ type: "node_done", ...base, node_id, class_type, ui: renamedUi });
-          report(tracker.nodeDone(node_id));
+          this.report(tracker.nodeDone(node_id));
         });
       },
       onProgress: (node_id, value, max) => {
         rows.flush();
-        inOrder(() => {
+        this.inOrder(() => {
           events.publish({ type: "step", ...base, node_id, value, max });
-          report(tracker.step(node_id, value, max));
+          this.report(tracker.step(node_id, value, max));
         });
       },
-      onPreview: (node_id, content_type, data) => inOrder(() => events.publish({ type: "preview", ...base, node_id, content_type, data })),
-      onOutput: (output) =>
-        track(commits, async () => {
-          const name = await persist(() => deps.names.reserve(job.owner, output.folder, output.name));
-          renamed.set(`${output.folder}/${output.name}`, name);
-          const node = { node_id: output.node_id, class_type: output.class_type };
-          const last = deps.endWithOutputs === true && [...outputNodesLeft].every((id) => id === output.node_id);
-          let asset: Promise<AssetRecord | null>;
-          try {
-            // An output of the last output node is staged (its bytes kept by the end's commit
-            // until its file is durable: one fsync for all); any other is durable before its record.
-            const stage = last && stagedBytes + output.data.byteLength <= STAGED_BYTES_PER_RUN;
-            if (stage) stagedBytes += output.data.byteLength;
-            const stored = await assets.storeOutput(job, { ...output, name }, { stage });
-            // Recorded by the process that died: the engine delivers it again, the job keeps the one record.
-            const before = recordedBefore?.get(`${output.node_id}\u0000${stored.record.hash}`);
-            if (before !== undefined) {
-              renamed.set(`${output.folder}/${output.name}`, before);
-              void assets.discardOutputs([stored]);
-              return;
-            }
-            // The record of an output of the last output node waits for the run's end (written
-            // in its commit); any other is written now, before the run goes on.
-            asset = last ? rows.hold(stored, node) : Promise.resolve(await assets.recordOutput(stored, { fence, persist }));
-          } catch (err) {
-            if (isOutOfSpace(err)) spaceFailure ??= node;
-            else if (!refused(err)) infraFailure ??= err;
-            throw err;
-          }
-          inOrderAfter(asset, (written) => {
-            if (written) events.publish({ type: "output", ...base, asset: written });
-          });
-        }),
+      onPreview: (node_id, content_type, data) => this.inOrder(() => events.publish({ type: "preview", ...base, node_id, content_type, data })),
+      onOutput: (output) => track(this.commits, () => this.commitOutput(output)),
       onLog: (text) => {
-        log.write(text);
-        inOrder(() => events.publish({ type: "log", ...base, text }));
+        this.log.write(text);
+        this.inOrder(() => events.publish({ type: "log", ...base, text }));
       },
-    });
-  } catch (err) {
-    // The port promises not to throw, but the graph read can fail (retried until a stop): the job still ends.
-    infraFailure ??= err;
-    end = { kind: "failed", error: { code: "node_execution_error", message: "The workflow failed." } };
+    };
   }
-  // An end the engine reached without reporting a start (a prompt it refused, a missed message)
-  // still passes through `running`: a job only leaves `queued` by running or by a cancel.
-  if (end.kind !== "canceled") markRunning();
-  // The end needs the job moved, not that move durable: when both come in one turn (a ComfyUI
-  // that reports a short prompt's start with its end), one fsync makes both durable. Its events
-  // still go out after the move's (startCommit).
-  await runningCommitted;
-  // A canceled run can end while an output is still being stored: it lands before the end state.
-  await Promise.allSettled(commits);
-  await rows.idle();
-  // A held record a flush could not write: the run cannot succeed without it.
-  if (rows.failure !== null && !refused(rows.failure.error)) {
-    if (isOutOfSpace(rows.failure.error)) end = { kind: "failed", error: outOfSpace(rows.failure.node) };
-    else infraFailure ??= rows.failure.error;
-  }
-  if (end.kind === "failed" && spaceFailure !== null) end = { kind: "failed", error: outOfSpace(spaceFailure) };
-  // What infrastructure ended is never the workflow's failure, and says why where an operator looks.
-  else if (infraFailure !== null && end.kind !== "canceled") {
-    end = { kind: "failed", error: { ...UPSTREAM_FAILURE } };
-    deps.log?.(`job ${job.id}: ends failed upstream_error: ${describe(infraFailure)}`);
-  }
-  if (end.kind !== "succeeded") {
-    // Other ends keep the last snapshot, so it lands first, after what the held records hold back.
-    rows.flush();
-    await rows.idle();
-    await startCommit;
-    await progressWrites.idle();
-  }
-  // A success writes its last records and its final progress with its end, in one commit (a
-  // progress write still waiting then finds the job no longer running and changes nothing).
-  const held = rows.takeForEnd();
 
-  // Other processes hear the run's events before its end (notifications go in commit order).
-  await events.relayed();
-
-  ending = true;
-  const ended = leaseLost ? null : await persist(async () => {
-    if (deps.captureLogs) {
-      const { text, truncated } = log.result();
-      await store.setLogs(job.id, { text, truncated, captured_at: deps.now() }, fence);
-    }
-    const now = deps.now();
-    if (end.kind === "succeeded") {
-      const progress = tracker.finish();
-      try {
-        return await settle(store, job.id, "succeeded", { completed_at: now, progress }, held.stored, fence);
-      } catch (err) {
-        if (!isOutOfSpace(err) || held.stored.length === 0) throw err;
-        // The records do not fit: the job fails as when an output's bytes do not.
-        end = { kind: "failed", error: outOfSpace(held.nodes[0]!) };
-        await held.done(null);
-        held.stored.length = 0;
+  /**
+   * Stores an output under a unique name while the run goes on. An output of the last output node
+   * is staged, its record held for the end's commit (with endWithOutputs); any other is durable
+   * with its record before the run goes on.
+   */
+  private async commitOutput(output: RunOutput): Promise<void> {
+    const { deps, job } = this;
+    const name = await this.persist(() => deps.names.reserve(job.owner, output.folder, output.name));
+    this.renamed.set(`${output.folder}/${output.name}`, name);
+    const node = { node_id: output.node_id, class_type: output.class_type };
+    const last = deps.endWithOutputs === true && [...this.outputNodesLeft].every((id) => id === output.node_id);
+    let asset: Promise<AssetRecord | null>;
+    try {
+      // An output of the last output node is staged (its bytes kept by the end's commit
+      // until its file is durable: one fsync for all); any other is durable before its record.
+      const stage = last && this.stagedBytes + output.data.byteLength <= STAGED_BYTES_PER_RUN;
+      if (stage) this.stagedBytes += output.data.byteLength;
+      const stored = await deps.assets.storeOutput(job, { ...output, name }, { stage });
+      // Recorded by the process that died: the engine delivers it again, the job keeps the one record.
+      const before = this.recordedBefore?.get(`${output.node_id}\u0000${stored.record.hash}`);
+      if (before !== undefined) {
+        this.renamed.set(`${output.folder}/${output.name}`, before);
+        void deps.assets.discardOutputs([stored]);
+        return;
       }
+      // The record of an output of the last output node waits for the run's end (written
+      // in its commit); any other is written now, before the run goes on.
+      asset = last ? this.rows.hold(stored, node) : Promise.resolve(await deps.assets.recordOutput(stored, { fence: this.fence, persist: this.persist }));
+    } catch (err) {
+      if (isOutOfSpace(err)) this.spaceFailure ??= node;
+      else if (!this.refused(err)) this.infraFailure ??= err;
+      throw err;
     }
-    if (end.kind === "failed") return settle(store, job.id, "failed", { completed_at: now, error: { ...end.error } }, [], fence);
-    return settle(store, job.id, "canceled", { completed_at: now }, [], fence);
-  }).catch((err: unknown) => {
-    if (refused(err)) return null;
-    throw err;
-  });
-  // Nothing moved: the job ended elsewhere (or, with leases, is held by no claim of this run).
-  // (A job canceled while it was queued, claimed while queued, ended canceled without its run.)
-  if (ended === null && !leaseLost && fence.workerId !== null && started) deps.log?.(`job ${job.id}: its end was not written: the run no longer holds its lease (the job ended elsewhere)`);
-  const finished = ended?.job ?? null;
-  if (held.stored.length > 0) await held.done(ended?.assets ?? null);
-  // Written with their bytes kept: the store forgets those once the files are durable, off the path.
-  if (ended?.assets.length) void assets.settlePending(held.stored).catch(() => undefined);
-  // What the run reported before its end goes out before it.
-  await startCommit;
-  // The final snapshot (value 1) goes out as progress too, so streams end on job.progress.
-  if (finished?.status === "succeeded") events.publish({ type: "progress", ...base, progress: tracker.finish() });
-  if (finished) events.publish({ type: "status", job: finished });
-  return finished;
+    this.inOrderAfter(asset, (written) => {
+      if (written) deps.events.publish({ type: "output", ...this.base, asset: written });
+    });
+  }
+
+  /**
+   * Once the engine is done: waits for the move to running and the outputs under way, then turns
+   * what failed underneath into the end (no space: insufficient_storage; other infrastructure:
+   * upstream_error), never the workflow's failure.
+   */
+  private async decideEnd(engineEnd: RunEnd): Promise<RunEnd> {
+    let end = engineEnd;
+    // An end the engine reached without reporting a start (a prompt it refused, a missed message)
+    // still passes through `running`: a job only leaves `queued` by running or by a cancel.
+    if (end.kind !== "canceled") this.markRunning();
+    // The end needs the job moved, not that move durable: when both come in one turn (a ComfyUI
+    // that reports a short prompt's start with its end), one fsync makes both durable. Its events
+    // still go out after the move's (startCommit).
+    await this.runningCommitted;
+    // A canceled run can end while an output is still being stored: it lands before the end state.
+    await Promise.allSettled(this.commits);
+    await this.rows.idle();
+    // A held record a flush could not write: the run cannot succeed without it.
+    const rowFailure = this.rows.failure;
+    if (rowFailure !== null && !this.refused(rowFailure.error)) {
+      if (isOutOfSpace(rowFailure.error)) end = { kind: "failed", error: outOfSpace(rowFailure.node) };
+      else this.infraFailure ??= rowFailure.error;
+    }
+    if (end.kind === "failed" && this.spaceFailure !== null) end = { kind: "failed", error: outOfSpace(this.spaceFailure) };
+    // What infrastructure ended is never the workflow's failure, and says why where an operator looks.
+    else if (this.infraFailure !== null && end.kind !== "canceled") {
+      end = { kind: "failed", error: { ...UPSTREAM_FAILURE } };
+      this.deps.log?.(`job ${this.job.id}: ends failed upstream_error: ${describe(this.infraFailure)}`);
+    }
+    if (end.kind !== "succeeded") {
+      // Other ends keep the last snapshot, so it lands first, after what the held records hold back.
+      this.rows.flush();
+      await this.rows.idle();
+      await this.startCommit;
+      await this.progressWrites.idle();
+    } else {
+      // A success writes its last records and its final progress with its end, in one commit: a
+      // snapshot still waiting is dropped (a later one finds the job no longer running and changes
+      // nothing), and one being written lands first, its event before the end's.
+      await this.progressWrites.settle();
+    }
+    return end;
+  }
+
+  /**
+   * Writes the end (and the logs) with the last outputs' records, retried until it lands; a
+   * success whose records do not fit fails as when an output's bytes do not. Null when nothing
+   * moved: the job ended elsewhere.
+   */
+  private async commitEnd(decided: RunEnd): Promise<{ job: JobRecord; assets: AssetRecord[] } | null> {
+    const { deps, job, fence } = this;
+    const { store } = deps;
+    let end = decided;
+    const held = this.rows.takeForEnd();
+
+    // Other processes hear the run's events before its end (notifications go in commit order).
+    await deps.events.relayed();
+
+    this.ending = true;
+    const ended = this.leaseLost ? null : await this.persist(async () => {
+      if (deps.captureLogs) {
+        const { text, truncated } = this.log.result();
+        await store.setLogs(job.id, { text, truncated, captured_at: deps.now() }, fence);
+      }
+      const now = deps.now();
+      if (end.kind === "succeeded") {
+        const progress = this.tracker.finish();
+        try {
+          return await settle(store, job.id, "succeeded", { completed_at: now, progress }, held.stored, fence);
+        } catch (err) {
+          if (!isOutOfSpace(err) || held.stored.length === 0) throw err;
+          // The records do not fit: the job fails as when an output's bytes do not.
+          end = { kind: "failed", error: outOfSpace(held.nodes[0]!) };
+          await held.done(null);
+          held.stored.length = 0;
+        }
+      }
+      if (end.kind === "failed") return settle(store, job.id, "failed", { completed_at: now, error: { ...end.error } }, [], fence);
+      return settle(store, job.id, "canceled", { completed_at: now }, [], fence);
+    }).catch((err: unknown) => {
+      if (this.refused(err)) return null;
+      throw err;
+    });
+    // Nothing moved: the job ended elsewhere (or, with leases, is held by no claim of this run).
+    // (A job canceled while it was queued, claimed while queued, ended canceled without its run.)
+    if (ended === null && !this.leaseLost && fence.workerId !== null && this.started) deps.log?.(`job ${job.id}: its end was not written: the run no longer holds its lease (the job ended elsewhere)`);
+    if (held.stored.length > 0) await held.done(ended?.assets ?? null);
+    // Written with their bytes kept: the store forgets those once the files are durable, off the path.
+    if (ended?.assets.length) void deps.assets.settlePending(held.stored).catch(() => undefined);
+    return ended;
+  }
+
+  /** Publishes the end after everything the run reported before it. */
+  private async publishEnd(ended: { job: JobRecord } | null): Promise<JobRecord | null> {
+    const finished = ended?.job ?? null;
+    // What the run reported before its end goes out before it.
+    await this.startCommit;
+    // The final snapshot (value 1) goes out as progress too, so streams end on job.progress.
+    if (finished?.status === "succeeded") this.deps.events.publish({ type: "progress", ...this.base, progress: this.tracker.finish() });
+    if (finished) this.deps.events.publish({ type: "status", job: finished });
+    return finished;
+  }
 }
 
 /**
@@ -398,15 +505,18 @@ function track(pending: Set<Promise<unknown>>, work: () => Promise<void>): Promi
  * Serializes writes of a value so that only the newest waiting value is written next. A write
  * starts once the event loop's turn is over: a turn's snapshots (a burst of node events) make one.
  */
-function latestWins<T>(write: (value: T) => Promise<unknown>): { write(value: T): void; idle(): Promise<void> } {
+function latestWins<T>(write: (value: T) => Promise<unknown>): { write(value: T): void; idle(): Promise<void>; settle(): Promise<void> } {
   let waiting: { value: T } | null = null;
   let running: Promise<void> | null = null;
+  let writing: Promise<unknown> | null = null;
   const drain = async () => {
     await new Promise<void>((resolve) => setImmediate(resolve));
     while (waiting !== null) {
       const { value } = waiting;
       waiting = null;
-      await write(value).catch(() => undefined);
+      writing = write(value).catch(() => undefined);
+      await writing;
+      writing = null;
     }
     running = null;
   };
@@ -415,8 +525,14 @@ function latestWins<T>(write: (value: T) => Promise<unknown>): { write(value: T)
       waiting = { value };
       running ??= drain();
     },
+    /** Resolves once every value written so far has landed. */
     idle: async () => {
       await running;
+    },
+    /** Drops the value waiting to be written, and resolves once the write under way has landed. */
+    settle: async () => {
+      waiting = null;
+      await writing;
     },
   };
 }

@@ -4,6 +4,7 @@
 // error, instead of Fastify's own body.
 import { STATUS_CODES } from "node:http";
 import type { Socket } from "node:net";
+import type { components } from "../../generated/openapi-types.ts";
 
 /** How long a refused connection may keep sending before it is cut. */
 const DRAIN_MS = 5_000;
@@ -24,7 +25,8 @@ export function answerClientError(err: NodeJS.ErrnoException, socket: Socket): v
       : err.code === "ERR_HTTP_REQUEST_TIMEOUT"
         ? [408, "request_timeout", "The request did not arrive in time."]
         : [400, "malformed_request", "The request is malformed."];
-  const body = JSON.stringify({ error: { code: "invalid_request", message, details: { fields: [{ field: "", reason }] } } });
+  const envelope: components["schemas"]["ErrorEnvelope"] = { error: { code: "invalid_request", message, details: { fields: [{ field: "", reason }] } } };
+  const body = JSON.stringify(envelope);
   // Read on what the client still sends, so that closing does not reset the connection before
   // it has read the answer; cut it if it keeps sending.
   socket.on("data", () => undefined);

@@ -83,6 +83,6 @@ export async function sendCompressed(request: FastifyRequest, reply: FastifyRepl
   reply.header("vary", "accept-encoding").header("etag", etag).header("cache-control", cacheControl).type(type);
   if (encoding !== "identity") reply.header("content-encoding", encoding);
   const match = request.headers["if-none-match"];
-  if (match !== undefined && match.split(",").some((t) => t.trim().replace(/^W\//, "") === etag)) return reply.code(304).send();
+  if (match?.split(",").some((t) => t.trim().replace(/^W\//, "") === etag)) return reply.code(304).send();
   return reply.send(await body); // HEAD: Fastify sends the headers only
 }

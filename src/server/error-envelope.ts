@@ -4,6 +4,7 @@ import { isOutOfSpace } from "../datadir/space.ts";
 import type { ErrorCode } from "../domain/errors.ts";
 import { ServiceError } from "../domain/errors.ts";
 import { ERROR_CODE_STATUS } from "../../generated/enums.ts";
+import type { components } from "../../generated/openapi-types.ts";
 
 /** Each code's only HTTP status (the contract's table, read from the spec). */
 export const STATUS_OF: Readonly<Record<ErrorCode, number>> = ERROR_CODE_STATUS;
@@ -15,7 +16,7 @@ export const UPSTREAM_MESSAGE = "Something went wrong on our side. Please try ag
 export interface EnvelopeResponse {
   status: number;
   headers: Record<string, string>;
-  body: { error: { code: ErrorCode; message: string; details?: Record<string, unknown> | null } };
+  body: components["schemas"]["ErrorEnvelope"];
 }
 
 /** Maps any thrown value to the envelope; unknown failures become a generic `upstream_error`. */
@@ -64,7 +65,7 @@ function asServiceError(err: unknown): ServiceError {
 }
 
 /** `invalid_request` listing the offending fields. */
-export function invalidRequest(fields: Array<{ field: string; reason: string; message?: string }>): ServiceError {
+export function invalidRequest(fields: Array<components["schemas"]["FieldError"]>): ServiceError {
   return new ServiceError("invalid_request", "The request is invalid.", { fields });
 }
 

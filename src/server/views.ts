@@ -4,6 +4,7 @@ import type { components } from "../../generated/openapi-types.ts";
 import type { UrlSigner } from "../blobs/index.ts";
 import type { JobSnapshot } from "../jobs/job-service.ts";
 import type { AssetRecord, JobRecord } from "../store/index.ts";
+import { WORKFLOW_FAILED } from "../domain/failures.ts";
 
 type Schemas = components["schemas"];
 
@@ -117,7 +118,7 @@ export function jobWithLogsView(s: JobSnapshot, ctx: LinkContext): Schemas["Job"
 
 /** A failed job's error as the contract's JobError: ComfyUI's own fields (`comfy`) are the hosted interface's only. */
 function contractError(error: JobRecord["error"]): NonNullable<JobRecord["error"]> {
-  if (!error) return { code: "node_execution_error", message: "The workflow failed." };
+  if (!error) return { ...WORKFLOW_FAILED };
   if (!("comfy" in error)) return error;
   const { comfy: _comfy, ...rest } = error as typeof error & { comfy?: unknown };
   return rest;

@@ -1,4 +1,4 @@
-// Argument checks shared by every Store implementation: a bad argument is a TypeError or
+// The argument checks CheckedStore applies in front of either database: a bad argument is a TypeError or
 // RangeError before any SQL runs, whatever the database.
 import { JOB_STATUSES } from "./types.ts";
 import type { JobRecord, JobStatus, NewAsset, NewJob, PendingBlob } from "./types.ts";

@@ -3,13 +3,7 @@
 // repeats its condition on the outer row: under READ COMMITTED a row changed meanwhile by another
 // transaction is re-checked against the outer WHERE only, never against a subquery.
 
-export const JOB_COLUMNS =
-  "seq, id, owner, deployment_id, status, created_at, started_at, completed_at, expires_at, progress, error, output_node_ids, cost, metadata";
-const ASSET_COLUMNS =
-  "id, owner, job_id, node_id, name, type, content_type, size_bytes, hash, blob_key, folder, file_path, tags, created_at, expires_at";
-const CLAIM_COLUMNS = "owner, key, job_id, claimed_at, expires_at";
-const TERMINAL = "('succeeded', 'canceled', 'failed', 'expired')";
-const LIVE = "('queued', 'running', 'canceling')";
+import { ASSET_COLUMNS, CLAIM_COLUMNS, JOB_COLUMNS, LIVE_SQL as LIVE, RUN_SQL, TERMINAL_SQL as TERMINAL, qualifiedJobColumns } from "./sql-fragments.ts";
 
 /** A run's fence on a job row: with leases ($worker not null), its worker and claim epoch. */
 function fence(worker: number, epoch: number): string {
@@ -34,15 +28,15 @@ export const PG_SQL = {
   getJob: `SELECT ${JOB_COLUMNS} FROM jobs WHERE id = $1`,
   getWorkflow: "SELECT workflow::text AS workflow FROM jobs WHERE id = $1",
   getLogs: "SELECT logs_text, logs_truncated, logs_captured_at FROM jobs WHERE id = $1",
-  updateProgress: "UPDATE jobs SET progress = $2::json WHERE id = $1 AND status IN ('running', 'canceling')",
+  updateProgress: `UPDATE jobs SET progress = $2::json WHERE id = $1 AND status IN ${RUN_SQL}`,
   // $3 worker (null: no leases), $4 epoch: the run's fence (RunFence).
-  updateProgressFenced: `UPDATE jobs SET progress = $2::json WHERE id = $1 AND status IN ('running', 'canceling') AND ${fence(3, 4)}`,
+  updateProgressFenced: `UPDATE jobs SET progress = $2::json WHERE id = $1 AND status IN ${RUN_SQL} AND ${fence(3, 4)}`,
   setLogs: "UPDATE jobs SET logs_text = $2, logs_truncated = $3, logs_captured_at = $4 WHERE id = $1",
   setLogsFenced: `UPDATE jobs SET logs_text = $2, logs_truncated = $3, logs_captured_at = $4
-    WHERE id = $1 AND status IN ('running', 'canceling') AND ${fence(5, 6)}`,
+    WHERE id = $1 AND status IN ${RUN_SQL} AND ${fence(5, 6)}`,
   // A fenced output record first share-locks its job while the fence holds: an end or a lease
   // failure that commits meanwhile waits for the record, or the record sees the job gone.
-  lockFence: `SELECT 1 AS held FROM jobs WHERE id = $1 AND status IN ('running', 'canceling') AND ${fence(2, 3)} FOR SHARE`,
+  lockFence: `SELECT 1 AS held FROM jobs WHERE id = $1 AND status IN ${RUN_SQL} AND ${fence(2, 3)} FOR SHARE`,
   // $1 id, $2 to, $3 from[], then (flag, value) per patch field: the column keeps its value when the flag is false.
   transition: `UPDATE jobs SET status = $2,
       started_at = CASE WHEN $4::boolean THEN $5::bigint ELSE started_at END,
@@ -89,7 +83,7 @@ export const PG_SQL = {
       SELECT id FROM jobs WHERE status IN ${LIVE} AND expires_at <= $1 ORDER BY expires_at LIMIT $2 FOR UPDATE)
     UPDATE jobs SET status = 'expired', completed_at = $1 FROM picked
     WHERE jobs.id = picked.id AND status IN ${LIVE} AND expires_at <= $1
-    RETURNING ${JOB_COLUMNS.replace(/\b(\w+)\b/g, "jobs.$1")}`,
+    RETURNING ${qualifiedJobColumns("jobs")}`,
   purgeableJobs: `SELECT id FROM jobs WHERE expires_at <= $1 AND status IN ${TERMINAL} ORDER BY expires_at, seq LIMIT $2`,
   deleteJobsAssets: "DELETE FROM assets WHERE job_id = ANY($1::text[]) RETURNING id, blob_key, job_id, seq",
   deleteJobs: "DELETE FROM jobs WHERE id = ANY($1::text[])",
@@ -125,7 +119,7 @@ export function pgListLabeledJobsSql(labelCount: number, byStatus: boolean, byDe
   const others = Array.from({ length: labelCount - 1 }, (_, i) => i + 2)
     .map((i) => `AND EXISTS (SELECT 1 FROM job_labels l${i} WHERE l${i}.owner = $1 AND l${i}.key = ($4::text[])[${i}] AND l${i}.value = ($5::text[])[${i}] AND l${i}.seq = l1.seq)`)
     .join("\n    ");
-  return `SELECT ${JOB_COLUMNS.replace(/\b(\w+)\b/g, "j.$1")} FROM job_labels l1 JOIN jobs j ON j.seq = l1.seq
+  return `SELECT ${qualifiedJobColumns("j")} FROM job_labels l1 JOIN jobs j ON j.seq = l1.seq
     WHERE l1.owner = $1 AND l1.key = ($4::text[])[1] AND l1.value = ($5::text[])[1] AND l1.seq < $2
     ${others}
     ${byStatus ? "AND j.status = ANY($6::text[])" : ""}

@@ -9,9 +9,8 @@ export const PG_TERMINAL_MESSAGE = "flowgate: a terminal job status is final";
 /** SQLSTATE raised by that trigger (class FG is ours; PostgreSQL defines none in it). */
 export const PG_TERMINAL_SQLSTATE = "FG001";
 
-const TERMINAL = "('succeeded', 'canceled', 'failed', 'expired')";
-const LIVE = "('queued', 'running', 'canceling')";
-const ALL = "('queued', 'running', 'canceling', 'succeeded', 'canceled', 'failed', 'expired')";
+// As in sqlite-schema.ts, a migration's status lists are written out, never built from the enums;
+// test/store/schema-enums.test.ts holds the migrated schema equal to them.
 
 /** Channel of the job status notifications (migration 5). */
 export const PG_STATUS_CHANNEL = "flowgate_job_status";
@@ -39,7 +38,7 @@ CREATE TABLE jobs (
   id TEXT NOT NULL UNIQUE,
   owner TEXT NOT NULL,
   deployment_id TEXT,
-  status TEXT NOT NULL CHECK (status IN ${ALL}),
+  status TEXT NOT NULL CHECK (status IN ('queued', 'running', 'canceling', 'succeeded', 'canceled', 'failed', 'expired')),
   created_at BIGINT NOT NULL,
   started_at BIGINT,
   completed_at BIGINT,
@@ -53,20 +52,20 @@ CREATE TABLE jobs (
   logs_truncated BOOLEAN,
   logs_captured_at BIGINT,
   workflow JSON NOT NULL,
-  CHECK (status NOT IN ${TERMINAL} OR completed_at IS NOT NULL),
+  CHECK (status NOT IN ('succeeded', 'canceled', 'failed', 'expired') OR completed_at IS NOT NULL),
   CHECK (status <> 'running' OR started_at IS NOT NULL),
   CHECK ((logs_text IS NULL) = (logs_captured_at IS NULL))
 );
 CREATE INDEX jobs_status_seq ON jobs (status, seq);
 CREATE INDEX jobs_owner_seq ON jobs (owner, seq);
 CREATE INDEX jobs_owner_status_seq ON jobs (owner, status, seq);
-CREATE INDEX jobs_live_expires_at ON jobs (expires_at) WHERE status IN ${LIVE};
-CREATE INDEX jobs_done_expires_at ON jobs (expires_at) WHERE status IN ${TERMINAL};
+CREATE INDEX jobs_live_expires_at ON jobs (expires_at) WHERE status IN ('queued', 'running', 'canceling');
+CREATE INDEX jobs_done_expires_at ON jobs (expires_at) WHERE status IN ('succeeded', 'canceled', 'failed', 'expired');
 
 -- The end state is written once, whatever the code path or the process: the database refuses.
 CREATE FUNCTION jobs_guard() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  IF OLD.status IN ${TERMINAL} AND (NEW.status IS DISTINCT FROM OLD.status
+  IF OLD.status IN ('succeeded', 'canceled', 'failed', 'expired') AND (NEW.status IS DISTINCT FROM OLD.status
       OR NEW.started_at IS DISTINCT FROM OLD.started_at
       OR NEW.completed_at IS DISTINCT FROM OLD.completed_at
       OR NEW.error::text IS DISTINCT FROM OLD.error::text) THEN

@@ -5,14 +5,16 @@
 // row. A commit returns once PostgreSQL made it durable (synchronous_commit), so nothing is
 // acknowledged before it is. Submissions are inserted in batches (group commit), like SQLite's.
 import type pg from "pg";
-import { decodeCursor, encodeCursor } from "./cursor.ts";
+import { CheckedStore } from "./checked-store.ts";
 import { IdempotencyKeyReused, LeaseLostError, QueueFullError, TerminalStatusError, UnknownJobError } from "./errors.ts";
-import { checkClaimInput, checkCount, checkNewAsset, checkNewJob, checkPendingBlob, checkStatus, distinctStatuses, hasLabels, insertedJob, labelFilters } from "./input-checks.ts";
+import { hasLabels, insertedJob } from "./input-checks.ts";
+import { GroupCommit } from "./group-commit.ts";
 import { inTransaction, openPostgresPool, type PostgresOptions } from "./postgres-pool.ts";
 import { PG_INSERT_JOBS, PG_SQL, pgListJobsSql, pgListLabeledJobsSql } from "./postgres-queries.ts";
 import { PG_TERMINAL_SQLSTATE } from "./postgres-schema.ts";
-import { toClaim } from "./sqlite-rows.ts"; // plain columns, the same on both stores
-import { DEFAULT_PENDING_READ, IDEMPOTENCY_TTL_MS, MAX_LABEL_FILTERS } from "./types.ts";
+import { PG_ROWS, toPendingBlob, toWorkflow, type Row } from "./rows.ts";
+import type { JobQuery, StoreDialect } from "./store-dialect.ts";
+import { IDEMPOTENCY_TTL_MS } from "./types.ts";
 import type {
   AssetDeletion,
   CreateJobOptions,
@@ -20,27 +22,24 @@ import type {
   AssetRecord,
   IdempotencyClaim,
   IdempotencyOptions,
-  JobFailure,
   JobLogs,
-  JobPage,
   JobPatch,
   JobProgress,
   JobRecord,
   JobStatus,
   JsonObject,
-  ListJobsOptions,
   NewAsset,
   NewJob,
   PendingBlob,
-  PurgeOptions,
   PurgeResult,
   RunFence,
   Store,
   TransitionOptions,
 } from "./types.ts";
-import { parseJson } from "../domain/exact-json.ts";
 
-type Row = Record<string, unknown>;
+const { toAsset, toClaim, toLogs } = PG_ROWS;
+/** A job row as a record (the leases' claims read theirs with it). */
+export const toJob = PG_ROWS.toJob;
 
 /**
  * The store's fixed statements by text, each with a name: a named statement is parsed and
@@ -54,43 +53,31 @@ interface PendingInsert {
   job: NewJob;
   idempotency: IdempotencyOptions | undefined;
   queueLimit: number | undefined;
-  resolve: (job: JobRecord) => void;
-  reject: (error: unknown) => void;
 }
 
-const MAX_PAGE = 1000;
-const MAX_QUEUE_READ = 100_000;
-const DEFAULT_PURGE_LIMIT = 500;
 const PG_FOREIGN_KEY_VIOLATION = "23503";
 /** Advisory lock key that serializes bounded submissions across processes ("queu"). */
 const QUEUE_LOCK = 0x71756575;
 const PG_CHECK_VIOLATION = "23514";
 
-/** Store over a PostgreSQL database (one schema), through a node-postgres pool. */
-export class PostgresStore implements Store {
+/** The dialect over a PostgreSQL database (one schema), through a node-postgres pool (its arguments checked by CheckedStore). */
+export class PostgresStore implements StoreDialect {
   readonly #pool: pg.Pool;
-  #pendingInserts: PendingInsert[] = [];
-  #flushing: Promise<void> = Promise.resolve();
+  /** Submissions, batched: each batch commits once the previous one did, with whatever arrived meanwhile. */
+  readonly #inserts = new GroupCommit<PendingInsert, JobRecord>((batch, batched) => insertBatchOnce(this.#pool, batch, batched));
   #closed = false;
 
   private constructor(pool: pg.Pool) {
     this.#pool = pool;
   }
 
-  /** Connects, creates the schema when asked, and runs the migrations not yet applied. */
-  static async open(options: PostgresOptions): Promise<PostgresStore> {
-    return new PostgresStore(await openPostgresPool(options));
+  /** Connects, creates the schema when asked, and runs the migrations not yet applied; a checked Store. */
+  static async open(options: PostgresOptions): Promise<Store> {
+    return new CheckedStore(new PostgresStore(await openPostgresPool(options)));
   }
 
   async createJob(job: NewJob, options: CreateJobOptions = {}): Promise<JobRecord> {
-    checkNewJob(job);
-    if (options.idempotency !== undefined) checkIdempotency(job.owner, options.idempotency);
-    if (options.queueLimit !== undefined) checkCount(options.queueLimit, Number.MAX_SAFE_INTEGER, "queueLimit");
-    const inserted = await new Promise<JobRecord>((resolve, reject) => {
-      if (this.#pendingInserts.push({ job, idempotency: options.idempotency, queueLimit: options.queueLimit, resolve, reject }) === 1) {
-        setImmediate(() => void this.#flush());
-      }
-    });
+    const inserted = await this.#inserts.submit({ job, idempotency: options.idempotency, queueLimit: options.queueLimit });
     // A commit here is durable (synchronous_commit): committed and durable are one moment.
     options.onCommitted?.(inserted);
     return inserted;
@@ -98,7 +85,6 @@ export class PostgresStore implements Store {
 
   async claimIdempotencyKey(owner: string, key: string, now: number, ttlMs?: number): Promise<IdempotencyClaim> {
     const options = ttlMs === undefined ? { key, now } : { key, now, ttlMs };
-    checkIdempotency(owner, options);
     return inTransaction(this.#pool, (client) => claim(client, owner, options, null));
   }
 
@@ -118,34 +104,27 @@ export class PostgresStore implements Store {
 
   async getJobWorkflow(id: string): Promise<JsonObject | null> {
     const row = await this.#one(PG_SQL.getWorkflow, [id]);
-    return row === undefined ? null : (parseJson(row.workflow as string) as JsonObject);
+    return row === undefined ? null : toWorkflow(row);
   }
 
   async getJobLogs(id: string): Promise<JobLogs | null> {
     const row = await this.#one(PG_SQL.getLogs, [id]);
-    if (row === undefined || row.logs_captured_at === null) return null;
-    return { text: row.logs_text as string, truncated: row.logs_truncated === true, captured_at: row.logs_captured_at as number };
+    return row === undefined ? null : toLogs(row);
   }
 
-  async listJobs(owner: string, options: ListJobsOptions): Promise<JobPage> {
-    const limit = checkCount(options.limit, MAX_PAGE, "limit");
-    const statuses = options.status === undefined ? null : distinctStatuses(typeof options.status === "string" ? [options.status] : options.status);
-    if (statuses !== null && statuses.length === 0) return { jobs: [], next_cursor: null };
-    const before = options.cursor == null ? Number.MAX_SAFE_INTEGER : decodeCursor(options.cursor);
-    const params: unknown[] = [owner, before, limit + 1];
-    const labels = labelFilters(options.metadata, MAX_LABEL_FILTERS);
+  async listJobs(owner: string, query: JobQuery): Promise<JobRecord[]> {
+    const { statuses, labels } = query;
+    const params: unknown[] = [owner, query.before, query.fetch];
     if (labels !== null) params.push(labels.map(([k]) => k), labels.map(([, v]) => v));
     if (statuses !== null) params.push(statuses);
-    if (options.deployment_id !== undefined) params.push(options.deployment_id);
-    const byDeployment = options.deployment_id !== undefined;
-    const sql = labels === null ? pgListJobsSql(statuses !== null, byDeployment, options.in_history === true) : pgListLabeledJobsSql(labels.length, statuses !== null, byDeployment, options.in_history === true);
-    const { rows } = await this.#query(sql, params);
-    const jobs = rows.slice(0, limit).map(toJob);
-    return { jobs, next_cursor: rows.length > limit ? encodeCursor(jobs[jobs.length - 1]!.seq) : null };
+    if (query.deployment_id !== undefined) params.push(query.deployment_id);
+    const byDeployment = query.deployment_id !== undefined;
+    const sql = labels === null ? pgListJobsSql(statuses !== null, byDeployment, query.in_history) : pgListLabeledJobsSql(labels.length, statuses !== null, byDeployment, query.in_history);
+    return (await this.#query(sql, params)).rows.map(toJob);
   }
 
   async hideFromHistory(owner: string, ids: readonly string[] | null): Promise<number> {
-    return (await this.#query(PG_SQL.hideHistory, [owner, ids === null ? null : [...new Set(ids)]])).rowCount ?? 0;
+    return (await this.#query(PG_SQL.hideHistory, [owner, ids])).rowCount ?? 0;
   }
 
   async hiddenFromHistory(id: string): Promise<boolean> {
@@ -153,10 +132,7 @@ export class PostgresStore implements Store {
   }
 
   async transitionJob(id: string, from: readonly JobStatus[], to: JobStatus, patch: JobPatch = {}, options: TransitionOptions = {}): Promise<JobRecord | null> {
-    const fromStatuses = distinctStatuses(from);
-    checkStatus(to);
-    if (fromStatuses.length === 0) return null;
-    const job = await this.#transition(id, fromStatuses, to, patch, this.#pool, options.fence);
+    const job = await this.#transition(id, from, to, patch, this.#pool, options.fence);
     options.onCommitted?.(job); // a commit here is durable already
     return job;
   }
@@ -170,13 +146,8 @@ export class PostgresStore implements Store {
     pending: readonly PendingBlob[] = [],
     fence?: RunFence,
   ): Promise<{ job: JobRecord; assets: AssetRecord[] } | null> {
-    const fromStatuses = distinctStatuses(from);
-    checkStatus(to);
-    assets.forEach(checkNewAsset);
-    pending.forEach(checkPendingBlob);
-    if (fromStatuses.length === 0) return null;
     return inTransaction(this.#pool, async (client) => {
-      const job = await this.#transition(id, fromStatuses, to, patch, client, fence);
+      const job = await this.#transition(id, from, to, patch, client, fence);
       if (job === null) return null;
       for (const blob of pending) await client.query(PG_SQL.keepBlob, [blob.key, Buffer.from(blob.bytes.buffer, blob.bytes.byteOffset, blob.bytes.byteLength)]);
       const added: AssetRecord[] = [];
@@ -226,12 +197,11 @@ export class PostgresStore implements Store {
     return true;
   }
 
-  async queuedJobs(limit = 1000, afterSeq = 0, owner?: string): Promise<JobRecord[]> {
-    const count = checkCount(limit, MAX_QUEUE_READ, "limit");
+  async queuedJobs(limit: number, afterSeq: number, owner: string | undefined): Promise<JobRecord[]> {
     const { rows } =
       owner === undefined
-        ? await this.#query(PG_SQL.queuedJobs, [afterSeq, count])
-        : await this.#query(PG_SQL.ownerQueuedJobs, [afterSeq, count, owner]);
+        ? await this.#query(PG_SQL.queuedJobs, [afterSeq, limit])
+        : await this.#query(PG_SQL.ownerQueuedJobs, [afterSeq, limit, owner]);
     return rows.map(toJob);
   }
 
@@ -245,13 +215,10 @@ export class PostgresStore implements Store {
   }
 
   async jobsInStatus(statuses: readonly JobStatus[]): Promise<JobRecord[]> {
-    const distinct = distinctStatuses(statuses);
-    if (distinct.length === 0) return [];
-    return (await this.#query(PG_SQL.jobsInStatus, [distinct])).rows.map(toJob);
+    return (await this.#query(PG_SQL.jobsInStatus, [statuses])).rows.map(toJob);
   }
 
   async addAsset(asset: NewAsset, fence?: RunFence): Promise<AssetRecord> {
-    checkNewAsset(asset);
     const jobId = asset.job_id ?? null;
     if (fence === undefined || jobId === null) return this.#insertAsset(asset, this.#pool);
     return inTransaction(this.#pool, async (client) => {
@@ -330,27 +297,21 @@ export class PostgresStore implements Store {
     return (await this.#one(PG_SQL.blobReferenced, [blobKey])) !== undefined;
   }
 
-  async pendingBlobs(afterKey = "", limit = DEFAULT_PENDING_READ): Promise<PendingBlob[]> {
-    const count = checkCount(limit, MAX_QUEUE_READ, "limit");
-    const { rows } = await this.#query(PG_SQL.pendingBlobs, [afterKey, count]);
-    return rows.map((row) => ({ key: String(row.blob_key), bytes: row.bytes as Buffer }));
+  async pendingBlobs(afterKey: string, limit: number): Promise<PendingBlob[]> {
+    const { rows } = await this.#query(PG_SQL.pendingBlobs, [afterKey, limit]);
+    return rows.map(toPendingBlob);
   }
 
   async dropPendingBlobs(keys: readonly string[]): Promise<void> {
     if (keys.length > 0) await this.#query(PG_SQL.dropBlobs, [[...keys]]);
   }
 
-  async expireJobs(now: number, limit = DEFAULT_PURGE_LIMIT): Promise<JobRecord[]> {
-    const count = checkCount(limit, MAX_QUEUE_READ, "limit");
-    const { rows } = await this.#query(PG_SQL.expireJobs, [now, count]);
+  async expireJobs(now: number, limit: number): Promise<JobRecord[]> {
+    const { rows } = await this.#query(PG_SQL.expireJobs, [now, limit]);
     return rows.map(toJob).sort((a, b) => a.seq - b.seq);
   }
 
-  async purgeExpired(now: number, options: PurgeOptions = {}): Promise<PurgeResult> {
-    const graceMs = options.graceMs ?? 0;
-    if (!Number.isSafeInteger(graceMs) || graceMs < 0) throw new RangeError("graceMs must be a non-negative integer");
-    const limit = checkCount(options.limit ?? DEFAULT_PURGE_LIMIT, MAX_QUEUE_READ, "limit");
-    const cutoff = now - graceMs;
+  async purgeExpired(now: number, cutoff: number, limit: number): Promise<PurgeResult> {
     return inTransaction(this.#pool, async (client) => {
       const job_ids = (await client.query(PG_SQL.purgeableJobs, [cutoff, limit])).rows.map((row) => row.id as string);
       const order = new Map(job_ids.map((id, i) => [id, i]));
@@ -381,7 +342,7 @@ export class PostgresStore implements Store {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    await this.#flush(); // a batch still waiting for its turn commits before the pool goes
+    await this.#inserts.flush(); // a batch still waiting for its turn commits before the pool goes
     await this.#pool.end();
   }
 
@@ -400,46 +361,6 @@ export class PostgresStore implements Store {
     }
     const name = STATEMENT_NAMES.get(text);
     return on.query(name === undefined ? { text, values: params } : { name, text, values: params });
-  }
-
-  /**
-   * Commits the waiting submissions; batches commit one after another, in submission order. A
-   * batch is taken when its turn comes, not when it is queued: whatever arrived while the previous
-   * one committed joins it (group commit), instead of waiting in a row of one-job transactions.
-   */
-  #flush(): Promise<void> {
-    this.#flushing = this.#flushing.then(() => {
-      const batch = this.#pendingInserts;
-      this.#pendingInserts = [];
-      return batch.length === 0 ? undefined : this.#insertBatch(batch);
-    });
-    return this.#flushing;
-  }
-
-  /**
-   * Inserts a batch in one transaction. A reused key writes nothing and fails only its own
-   * submission; any other failure rolls the batch back and inserts its jobs one transaction each,
-   * so that one bad job never fails the others.
-   */
-  async #insertBatch(batch: PendingInsert[]): Promise<void> {
-    let outcomes: Array<PromiseSettledResult<JobRecord>>;
-    try {
-      outcomes = await insertBatchOnce(this.#pool, batch, true);
-    } catch {
-      outcomes = [];
-      for (const pending of batch) {
-        try {
-          outcomes.push(...(await insertBatchOnce(this.#pool, [pending], false)));
-        } catch (reason) {
-          outcomes.push({ status: "rejected", reason });
-        }
-      }
-    }
-    batch.forEach((pending, i) => {
-      const outcome = outcomes[i]!;
-      if (outcome.status === "fulfilled") pending.resolve(outcome.value);
-      else pending.reject(outcome.reason);
-    });
   }
 }
 
@@ -588,7 +509,7 @@ async function claimOneByOne(client: pg.PoolClient, batch: PendingInsert[], batc
   return outcomes;
 }
 
-/** Takes or binds an idempotency claim inside the caller's transaction (input already checked). */
+/** Takes or binds an idempotency claim inside the caller's transaction (input checked by CheckedStore). */
 async function claim(client: pg.PoolClient, owner: string, options: IdempotencyOptions, jobId: string | null): Promise<IdempotencyClaim> {
   const { key, now } = options;
   if (options.held === true && jobId !== null) {
@@ -603,12 +524,6 @@ async function claim(client: pg.PoolClient, owner: string, options: IdempotencyO
   throw new IdempotencyKeyReused(owner, key, (existing?.job_id as string | null | undefined) ?? null);
 }
 
-function checkIdempotency(owner: string, options: IdempotencyOptions): void {
-  checkClaimInput(owner, options.key, options.now);
-  const ttlMs = options.ttlMs ?? IDEMPOTENCY_TTL_MS;
-  if (!Number.isSafeInteger(ttlMs) || ttlMs <= 0) throw new RangeError("ttlMs must be a positive integer");
-}
-
 /** A refused CHECK reads as on SQLite ("CHECK constraint failed: <name>"), whichever store refused it. */
 function portable(error: unknown): unknown {
   if (sqlState(error) !== PG_CHECK_VIOLATION) return error;
@@ -617,44 +532,4 @@ function portable(error: unknown): unknown {
 
 function sqlState(error: unknown): string | undefined {
   return (error as { code?: string } | null)?.code;
-}
-
-/** A job row (JOB_COLUMNS) as a record. */
-export function toJob(row: Row): JobRecord {
-  return {
-    id: row.id as string,
-    owner: row.owner as string,
-    deployment_id: row.deployment_id as string | null,
-    status: row.status as JobStatus,
-    seq: row.seq as number,
-    created_at: row.created_at as number,
-    started_at: row.started_at as number | null,
-    completed_at: row.completed_at as number | null,
-    expires_at: row.expires_at as number,
-    progress: row.progress as JobProgress | null,
-    error: row.error as JobFailure | null,
-    output_node_ids: row.output_node_ids as string[],
-    cost: row.cost as number | null,
-    metadata: (row.metadata as Record<string, string> | null) ?? {},
-  };
-}
-
-function toAsset(row: Row): AssetRecord {
-  return {
-    id: row.id as string,
-    owner: row.owner as string,
-    job_id: row.job_id as string | null,
-    node_id: row.node_id as string | null,
-    name: row.name as string,
-    type: row.type as AssetRecord["type"],
-    content_type: row.content_type as string,
-    size_bytes: row.size_bytes as number,
-    hash: row.hash as string | null,
-    blob_key: row.blob_key as string,
-    folder: row.folder as AssetFolder,
-    file_path: row.file_path as string | null,
-    tags: row.tags as string[],
-    created_at: row.created_at as number,
-    expires_at: row.expires_at as number | null,
-  };
 }

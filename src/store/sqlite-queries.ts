@@ -1,13 +1,7 @@
 // Every SQL statement of the SQLite store, in one place so that the tests can check the query
 // plans of the hot and reaper paths. Named parameters (:name) bind from plain objects.
 
-const JOB_COLUMNS =
-  "seq, id, owner, deployment_id, status, created_at, started_at, completed_at, expires_at, progress, error, output_node_ids, cost, metadata";
-const ASSET_COLUMNS =
-  "id, owner, job_id, node_id, name, type, content_type, size_bytes, hash, blob_key, folder, file_path, tags, created_at, expires_at";
-const CLAIM_COLUMNS = "owner, key, job_id, claimed_at, expires_at";
-const TERMINAL = "('succeeded', 'canceled', 'failed', 'expired')";
-const LIVE = "('queued', 'running', 'canceling')";
+import { ASSET_COLUMNS, CLAIM_COLUMNS, JOB_COLUMNS, LIVE_SQL as LIVE, RUN_SQL, TERMINAL_SQL as TERMINAL, qualifiedJobColumns } from "./sql-fragments.ts";
 
 /** `:prefix0, :prefix1, ...` for an IN list of `count` bound values. */
 export function inList(prefix: string, count: number): string {
@@ -40,7 +34,7 @@ export const SQL = {
   getJob: `SELECT ${JOB_COLUMNS} FROM jobs WHERE id = :id`,
   getWorkflow: "SELECT workflow FROM jobs WHERE id = :id",
   getLogs: "SELECT logs_text, logs_truncated, logs_captured_at FROM jobs WHERE id = :id",
-  updateProgress: `UPDATE jobs SET progress = :progress WHERE id = :id AND status IN ('running', 'canceling')`,
+  updateProgress: `UPDATE jobs SET progress = :progress WHERE id = :id AND status IN ${RUN_SQL}`,
   setLogs: `UPDATE jobs SET logs_text = :text, logs_truncated = :truncated, logs_captured_at = :captured_at
     WHERE id = :id`,
 
@@ -106,7 +100,7 @@ export function listLabeledJobsSql(labelCount: number, statusCount: number, byDe
   const others = Array.from({ length: labelCount - 1 }, (_, i) => i + 1)
     .map((i) => `AND EXISTS (SELECT 1 FROM job_labels l${i} WHERE l${i}.owner = :owner AND l${i}.key = :k${i} AND l${i}.value = :v${i} AND l${i}.seq = l0.seq)`)
     .join("\n    ");
-  return `SELECT ${JOB_COLUMNS.split(", ").map((c) => `jobs.${c}`).join(", ")}
+  return `SELECT ${qualifiedJobColumns("jobs")}
     FROM job_labels l0 CROSS JOIN jobs ON jobs.seq = l0.seq
     WHERE l0.owner = :owner AND l0.key = :k0 AND l0.value = :v0 AND l0.seq < :before
     ${others}

@@ -6,9 +6,9 @@ import type { DatabaseSync } from "node:sqlite";
 /** Message of the trigger that guards terminal jobs; the store maps it to TerminalStatusError. */
 export const TERMINAL_TRIGGER_MESSAGE = "flowgate: a terminal job status is final";
 
-const TERMINAL = "('succeeded', 'canceled', 'failed', 'expired')";
-const LIVE = "('queued', 'running', 'canceling')";
-const ALL = "('queued', 'running', 'canceling', 'succeeded', 'canceled', 'failed', 'expired')";
+// A migration's text is the history of what it applied: status and column lists are written out,
+// never built from the enums (src/store/sql-fragments.ts), which a later version may change.
+// test/store/schema-enums.test.ts holds the migrated schema equal to them.
 
 /** One schema step; versions are applied in order, each once. */
 export interface Migration {
@@ -29,7 +29,7 @@ CREATE TABLE jobs (
   id TEXT NOT NULL UNIQUE,
   owner TEXT NOT NULL,
   deployment_id TEXT,
-  status TEXT NOT NULL CHECK (status IN ${ALL}),
+  status TEXT NOT NULL CHECK (status IN ('queued', 'running', 'canceling', 'succeeded', 'canceled', 'failed', 'expired')),
   created_at INTEGER NOT NULL,
   started_at INTEGER,
   completed_at INTEGER,
@@ -43,7 +43,7 @@ CREATE TABLE jobs (
   logs_captured_at INTEGER,
   -- Last, so reads that skip it never touch its overflow pages.
   workflow TEXT NOT NULL,
-  CHECK (status NOT IN ${TERMINAL} OR completed_at IS NOT NULL),
+  CHECK (status NOT IN ('succeeded', 'canceled', 'failed', 'expired') OR completed_at IS NOT NULL),
   CHECK (status <> 'running' OR started_at IS NOT NULL),
   CHECK ((logs_text IS NULL) = (logs_captured_at IS NULL))
 );
@@ -52,14 +52,14 @@ CREATE INDEX jobs_owner_seq ON jobs (owner, seq);
 CREATE INDEX jobs_owner_status_seq ON jobs (owner, status, seq);
 -- Expiry, split by phase: the reaper expires live jobs and purges finished ones, and each
 -- pass reads only its own part however long the queue is.
-CREATE INDEX jobs_live_expires_at ON jobs (expires_at) WHERE status IN ${LIVE};
-CREATE INDEX jobs_done_expires_at ON jobs (expires_at) WHERE status IN ${TERMINAL};
+CREATE INDEX jobs_live_expires_at ON jobs (expires_at) WHERE status IN ('queued', 'running', 'canceling');
+CREATE INDEX jobs_done_expires_at ON jobs (expires_at) WHERE status IN ('succeeded', 'canceled', 'failed', 'expired');
 
 -- The end state is written once: no code path may alter a terminal job's outcome.
 CREATE TRIGGER jobs_terminal_is_final
 BEFORE UPDATE OF status, started_at, completed_at, error ON jobs
 FOR EACH ROW
-WHEN OLD.status IN ${TERMINAL}
+WHEN OLD.status IN ('succeeded', 'canceled', 'failed', 'expired')
   AND (NEW.status IS NOT OLD.status
     OR NEW.started_at IS NOT OLD.started_at
     OR NEW.completed_at IS NOT OLD.completed_at

@@ -14,15 +14,17 @@ import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import type { SQLInputValue, SQLOutputValue, StatementSync } from "node:sqlite";
-import { decodeCursor, encodeCursor } from "./cursor.ts";
+import { CheckedStore } from "./checked-store.ts";
 import { IdempotencyKeyReused, LeaseLostError, TerminalStatusError, UnknownJobError } from "./errors.ts";
 import { SQL, jobsInStatusSql, listJobsSql, listLabeledJobsSql, transitionSql } from "./sqlite-queries.ts";
 import { Checkpointer } from "./checkpointer.ts";
 import { FileSync } from "./file-sync.ts";
-import { jsonOrNull, toAsset, toClaim, toJob, toLogs } from "./sqlite-rows.ts";
-import { checkClaimInput, checkCount, checkNewAsset, checkNewJob, checkPendingBlob, checkStatus, distinctStatuses, hasLabels, insertedJob, labelFilters } from "./input-checks.ts";
+import { GroupCommit } from "./group-commit.ts";
+import { SQLITE_ROWS, jsonOrNull, toPendingBlob, toWorkflow } from "./rows.ts";
+import { hasLabels, insertedJob } from "./input-checks.ts";
 import { TERMINAL_TRIGGER_MESSAGE, migrate } from "./sqlite-schema.ts";
-import { DEFAULT_PENDING_READ, IDEMPOTENCY_TTL_MS, MAX_LABEL_FILTERS } from "./types.ts";
+import type { JobQuery, StoreDialect } from "./store-dialect.ts";
+import { IDEMPOTENCY_TTL_MS } from "./types.ts";
 import type {
   AssetDeletion,
   CreateJobOptions,
@@ -31,22 +33,18 @@ import type {
   IdempotencyClaim,
   IdempotencyOptions,
   JobLogs,
-  JobPage,
   JobPatch,
   JobRecord,
   JobStatus,
   JsonObject,
-  ListJobsOptions,
   NewAsset,
   NewJob,
   PendingBlob,
-  PurgeOptions,
   PurgeResult,
   RunFence,
   Store,
   TransitionOptions,
 } from "./types.ts";
-import { parseJson } from "../domain/exact-json.ts";
 
 /** Options of the SQLite store. */
 export interface SqliteStoreOptions {
@@ -81,18 +79,15 @@ interface PendingInsert {
   values: SQLInputValue[];
   owner: string;
   idempotency: IdempotencyOptions | undefined;
-  resolve: (job: JobRecord) => void;
-  reject: (error: unknown) => void;
 }
 
-const MAX_PAGE = 1000;
+const { toAsset, toClaim, toJob, toLogs } = SQLITE_ROWS;
+
 /** WAL pages at which the event loop checkpoints by itself, should the checkpoint worker fall behind. */
 const BACKSTOP_CHECKPOINT_PAGES = 16_000;
-const MAX_QUEUE_READ = 100_000;
-const DEFAULT_PURGE_LIMIT = 500;
 
-/** Store over a single SQLite database file in WAL mode. */
-export class SqliteStore implements Store {
+/** The dialect over a single SQLite database file in WAL mode (its arguments checked by CheckedStore). */
+export class SqliteStore implements StoreDialect {
   readonly #db: DatabaseSync;
   readonly #sql: Statements;
   readonly #variants = new Map<string, StatementSync>();
@@ -100,7 +95,11 @@ export class SqliteStore implements Store {
   readonly #walSync: FileSync | null;
   /** Checkpoints the WAL off the event loop; null in memory. */
   readonly #checkpointer: Checkpointer | null;
-  #pendingInserts: PendingInsert[] = [];
+  /**
+   * Job inserts, batched: a reused idempotency key writes nothing and fails only its own
+   * submission; any other failure rolls the batch back and retries its jobs one transaction each.
+   */
+  readonly #inserts = new GroupCommit<PendingInsert, JobRecord>((batch, batched) => this.#transaction(() => batch.map((pending) => this.#insertOne(pending, batched))));
 
   private constructor(db: DatabaseSync, walSync: FileSync | null, checkpointer: Checkpointer | null) {
     this.#db = db;
@@ -111,8 +110,8 @@ export class SqliteStore implements Store {
     ) as Statements;
   }
 
-  /** Opens (creating and migrating as needed) the database under options.dataDir. */
-  static async open(options: SqliteStoreOptions): Promise<SqliteStore> {
+  /** Opens (creating and migrating as needed) the database under options.dataDir, as a checked Store. */
+  static async open(options: SqliteStoreOptions): Promise<Store> {
     const fileName = options.fileName ?? SQLITE_FILE_NAME;
     const inMemory = fileName === ":memory:";
     if (!inMemory) await mkdir(options.dataDir, { recursive: true });
@@ -142,7 +141,7 @@ export class SqliteStore implements Store {
           },
         });
       }
-      return new SqliteStore(db, walSync, checkpointer);
+      return new CheckedStore(new SqliteStore(db, walSync, checkpointer));
     } catch (error) {
       await walSync?.close().catch(() => undefined);
       db.close();
@@ -151,7 +150,6 @@ export class SqliteStore implements Store {
   }
 
   async createJob(job: NewJob, options: CreateJobOptions = {}): Promise<JobRecord> {
-    checkNewJob(job);
     const values: SQLInputValue[] = [
       job.id,
       job.owner,
@@ -164,11 +162,7 @@ export class SqliteStore implements Store {
       job.secrets_given === true ? 1 : 0,
       hasLabels(job.metadata) ? JSON.stringify(job.metadata) : null,
     ];
-    const inserted = new Promise<JobRecord>((resolve, reject) => {
-      const pending = { record: insertedJob(job), values, owner: job.owner, idempotency: options.idempotency, resolve, reject };
-      if (this.#pendingInserts.push(pending) === 1) setImmediate(() => this.#insertPending());
-    });
-    const committed = await inserted;
+    const committed = await this.#inserts.submit({ record: insertedJob(job), values, owner: job.owner, idempotency: options.idempotency });
     options.onCommitted?.(committed);
     return this.#durable(committed);
   }
@@ -193,7 +187,7 @@ export class SqliteStore implements Store {
 
   async getJobWorkflow(id: string): Promise<JsonObject | null> {
     const row = this.#sql.getWorkflow.get({ id });
-    return row === undefined ? null : (parseJson(row.workflow as string) as JsonObject);
+    return row === undefined ? null : toWorkflow(row);
   }
 
   async getJobLogs(id: string): Promise<JobLogs | null> {
@@ -201,35 +195,26 @@ export class SqliteStore implements Store {
     return row === undefined ? null : toLogs(row);
   }
 
-  async listJobs(owner: string, options: ListJobsOptions): Promise<JobPage> {
-    const limit = checkCount(options.limit, MAX_PAGE, "limit");
-    const statuses = options.status === undefined ? null : distinctStatuses(typeof options.status === "string" ? [options.status] : options.status);
-    if (statuses !== null && statuses.length === 0) return { jobs: [], next_cursor: null };
-    const before = options.cursor == null ? Number.MAX_SAFE_INTEGER : decodeCursor(options.cursor);
-    const byDeployment = options.deployment_id !== undefined;
+  async listJobs(owner: string, query: JobQuery): Promise<JobRecord[]> {
+    const { statuses, labels, in_history: inHistory } = query;
+    const byDeployment = query.deployment_id !== undefined;
     const statusCount = statuses?.length ?? 0;
-    const labels = labelFilters(options.metadata, MAX_LABEL_FILTERS);
     const statement =
       labels === null
-        ? this.#variant(`list:${statusCount}:${byDeployment}:${options.in_history === true}`, () => listJobsSql(statusCount, byDeployment, options.in_history === true))
-        : this.#variant(`labeled:${labels.length}:${statusCount}:${byDeployment}:${options.in_history === true}`, () =>
-            listLabeledJobsSql(labels.length, statusCount, byDeployment, options.in_history === true),
-          );
-    const params: Params = { owner, before, limit: limit + 1, ...bindList("s", statuses ?? []) };
+        ? this.#variant(`list:${statusCount}:${byDeployment}:${inHistory}`, () => listJobsSql(statusCount, byDeployment, inHistory))
+        : this.#variant(`labeled:${labels.length}:${statusCount}:${byDeployment}:${inHistory}`, () => listLabeledJobsSql(labels.length, statusCount, byDeployment, inHistory));
+    const params: Params = { owner, before: query.before, limit: query.fetch, ...bindList("s", statuses ?? []) };
     labels?.forEach(([key, value], i) => {
       params[`k${i}`] = key;
       params[`v${i}`] = value;
     });
-    if (byDeployment) params.deployment_id = options.deployment_id!;
-    const rows = statement.all(params);
-    const jobs = rows.slice(0, limit).map(toJob);
-    const next_cursor = rows.length > limit ? encodeCursor(jobs[jobs.length - 1]!.seq) : null;
-    return { jobs, next_cursor };
+    if (byDeployment) params.deployment_id = query.deployment_id!;
+    return statement.all(params).map(toJob);
   }
 
   async hideFromHistory(owner: string, ids: readonly string[] | null): Promise<number> {
     if (ids === null) return this.#durable(Number(this.#sql.hideHistory.run({ owner }).changes));
-    const changed = this.#transaction(() => [...new Set(ids)].reduce((n, id) => n + Number(this.#sql.hideHistoryItem.run({ id, owner }).changes), 0));
+    const changed = this.#transaction(() => ids.reduce((n, id) => n + Number(this.#sql.hideHistoryItem.run({ id, owner }).changes), 0));
     return this.#durable(changed);
   }
 
@@ -238,10 +223,7 @@ export class SqliteStore implements Store {
   }
 
   async transitionJob(id: string, from: readonly JobStatus[], to: JobStatus, patch: JobPatch = {}, options: TransitionOptions = {}): Promise<JobRecord | null> {
-    const fromStatuses = distinctStatuses(from);
-    checkStatus(to);
-    if (fromStatuses.length === 0) return null;
-    const row = this.#transition(id, fromStatuses, to, patch);
+    const row = this.#transition(id, from, to, patch);
     const job = row === undefined ? null : toJob(row);
     options.onCommitted?.(job);
     return job === null ? null : this.#durable(job);
@@ -255,13 +237,8 @@ export class SqliteStore implements Store {
     assets: readonly NewAsset[],
     pending: readonly PendingBlob[] = [],
   ): Promise<{ job: JobRecord; assets: AssetRecord[] } | null> {
-    const fromStatuses = distinctStatuses(from);
-    checkStatus(to);
-    assets.forEach(checkNewAsset);
-    pending.forEach(checkPendingBlob);
-    if (fromStatuses.length === 0) return null;
     const done = this.#transaction(() => {
-      const row = this.#transition(id, fromStatuses, to, patch);
+      const row = this.#transition(id, from, to, patch);
       if (row === undefined) return null;
       for (const blob of pending) this.#sql.keepBlob.run({ blob_key: blob.key, bytes: blob.bytes });
       return { job: toJob(row), assets: assets.map((asset) => this.#insertAsset(asset)) };
@@ -312,9 +289,8 @@ export class SqliteStore implements Store {
     if (status !== "running" && status !== "canceling") throw new LeaseLostError(id);
   }
 
-  async queuedJobs(limit = 1000, afterSeq = 0, owner?: string): Promise<JobRecord[]> {
-    const count = checkCount(limit, MAX_QUEUE_READ, "limit");
-    const rows = owner === undefined ? this.#sql.queuedJobs.all({ after: afterSeq, limit: count }) : this.#sql.ownerQueuedJobs.all({ owner, after: afterSeq, limit: count });
+  async queuedJobs(limit: number, afterSeq: number, owner: string | undefined): Promise<JobRecord[]> {
+    const rows = owner === undefined ? this.#sql.queuedJobs.all({ after: afterSeq, limit }) : this.#sql.ownerQueuedJobs.all({ owner, after: afterSeq, limit });
     return rows.map(toJob);
   }
 
@@ -327,14 +303,11 @@ export class SqliteStore implements Store {
   }
 
   async jobsInStatus(statuses: readonly JobStatus[]): Promise<JobRecord[]> {
-    const distinct = distinctStatuses(statuses);
-    if (distinct.length === 0) return [];
-    const statement = this.#variant(`in-status:${distinct.length}`, () => jobsInStatusSql(distinct.length));
-    return statement.all(bindList("s", distinct)).map(toJob);
+    const statement = this.#variant(`in-status:${statuses.length}`, () => jobsInStatusSql(statuses.length));
+    return statement.all(bindList("s", statuses)).map(toJob);
   }
 
   async addAsset(asset: NewAsset, fence?: RunFence): Promise<AssetRecord> {
-    checkNewAsset(asset);
     if (fence !== undefined && asset.job_id != null) this.#assertLive(asset.job_id);
     return this.#durable(this.#insertAsset(asset));
   }
@@ -409,9 +382,8 @@ export class SqliteStore implements Store {
     return this.#referenced(blobKey);
   }
 
-  async pendingBlobs(afterKey = "", limit = DEFAULT_PENDING_READ): Promise<PendingBlob[]> {
-    const count = checkCount(limit, MAX_QUEUE_READ, "limit");
-    return this.#sql.pendingBlobs.all({ after: afterKey, limit: count }).map((row) => ({ key: String(row.blob_key), bytes: row.bytes as Uint8Array }));
+  async pendingBlobs(afterKey: string, limit: number): Promise<PendingBlob[]> {
+    return this.#sql.pendingBlobs.all({ after: afterKey, limit }).map(toPendingBlob);
   }
 
   async dropPendingBlobs(keys: readonly string[]): Promise<void> {
@@ -419,16 +391,11 @@ export class SqliteStore implements Store {
     if (keys.length > 0) this.#transaction(() => keys.forEach((key) => this.#sql.dropBlob.run({ blob_key: key })));
   }
 
-  async expireJobs(now: number, limit = DEFAULT_PURGE_LIMIT): Promise<JobRecord[]> {
-    const count = checkCount(limit, MAX_QUEUE_READ, "limit");
-    return this.#durable(this.#sql.expireJobs.all({ now, limit: count }).map(toJob).sort((a, b) => a.seq - b.seq));
+  async expireJobs(now: number, limit: number): Promise<JobRecord[]> {
+    return this.#durable(this.#sql.expireJobs.all({ now, limit }).map(toJob).sort((a, b) => a.seq - b.seq));
   }
 
-  async purgeExpired(now: number, options: PurgeOptions = {}): Promise<PurgeResult> {
-    const graceMs = options.graceMs ?? 0;
-    if (!Number.isSafeInteger(graceMs) || graceMs < 0) throw new RangeError("graceMs must be a non-negative integer");
-    const limit = checkCount(options.limit ?? DEFAULT_PURGE_LIMIT, MAX_QUEUE_READ, "limit");
-    const cutoff = now - graceMs;
+  async purgeExpired(now: number, cutoff: number, limit: number): Promise<PurgeResult> {
     const result = this.#transaction(() => {
       const job_ids = this.#sql.purgeableJobs.all({ cutoff, limit }).map((row) => row.id as string);
       const asset_ids: string[] = [];
@@ -459,7 +426,7 @@ export class SqliteStore implements Store {
 
   async close(): Promise<void> {
     if (!this.#db.isOpen) return;
-    this.#insertPending(); // a batch still waiting for its turn commits before the connection goes
+    await this.#inserts.flush(); // a batch still waiting for its turn commits before the connection goes
     await new Promise((resolve) => setImmediate(resolve)); // its callers ask for their fsync first
     await this.#walSync?.close();
     await this.#checkpointer?.stop();
@@ -471,34 +438,6 @@ export class SqliteStore implements Store {
   async #durable<T>(value: T): Promise<T> {
     await this.#walSync?.sync();
     return value;
-  }
-
-  /**
-   * Inserts the waiting jobs in one transaction. A reused idempotency key writes nothing and
-   * fails only its own submission; any other failure rolls the batch back and inserts its jobs
-   * one transaction each, so that one bad job never fails the others.
-   */
-  #insertPending(): void {
-    const batch = this.#pendingInserts;
-    if (batch.length === 0) return;
-    this.#pendingInserts = [];
-    let outcomes: Array<PromiseSettledResult<JobRecord>>;
-    try {
-      outcomes = this.#transaction(() => batch.map((pending) => this.#insertOne(pending, true)));
-    } catch {
-      outcomes = batch.map((pending) => {
-        try {
-          return this.#transaction(() => this.#insertOne(pending, false));
-        } catch (reason) {
-          return { status: "rejected", reason };
-        }
-      });
-    }
-    batch.forEach((pending, i) => {
-      const outcome = outcomes[i]!;
-      if (outcome.status === "fulfilled") pending.resolve(outcome.value);
-      else pending.reject(outcome.reason);
-    });
   }
 
   /** Claims the key (a refused claim writes nothing) and inserts the job, inside the caller's transaction. */
@@ -520,9 +459,7 @@ export class SqliteStore implements Store {
   /** Takes or binds an idempotency claim inside the caller's transaction. */
   #claim(owner: string, options: IdempotencyOptions, jobId: string | null): IdempotencyClaim {
     const { key, now } = options;
-    checkClaimInput(owner, key, now);
     const ttlMs = options.ttlMs ?? IDEMPOTENCY_TTL_MS;
-    if (!Number.isSafeInteger(ttlMs) || ttlMs <= 0) throw new RangeError("ttlMs must be a positive integer");
     if (options.held === true && jobId !== null) {
       const bound = this.#sql.bindHeldKey.get({ owner, key, job_id: jobId, now });
       if (bound !== undefined) return toClaim(bound);

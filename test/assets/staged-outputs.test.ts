@@ -55,7 +55,10 @@ describe("staged outputs", () => {
     const assets = service(blobs);
     const stored = await assets.storeOutput(job, output("alone"), { stage: true });
     let written = false;
-    const record = assets.recordOutput(stored).then((r) => ((written = true), r));
+    const record = assets.recordOutput(stored).then((r) => {
+      written = true;
+      return r;
+    });
     await new Promise((r) => setTimeout(r, 30));
     expect(written).toBe(false);
     expect(await store.listJobOutputs(job.id)).toEqual([]);

@@ -116,7 +116,7 @@ describe("FileBlobStore.put", () => {
       pulled = true;
       yield bytes("x");
     }
-    for (const expectedHash of ["blake3:abc", "sha256:" + "0".repeat(64), "0".repeat(64)]) {
+    for (const expectedHash of ["blake3:abc", `sha256:${"0".repeat(64)}`, "0".repeat(64)]) {
       await expect(blobs.put(source(), { expectedHash })).rejects.toBeInstanceOf(InvalidBlobKeyError);
     }
     expect(pulled).toBe(false);

@@ -25,7 +25,7 @@ describe("rendering", () => {
 
   it("the bar shows status, fill, percent, node, step, elapsed and remaining", () => {
     const line = renderBar(snap({ progress: progress(0.5), elapsedMs: 3000, remainingMs: 3000 }), 120);
-    expect(line).toMatch(/^running \[#+\.+\]   50%  node 1 FlowgateSampler  step 10\/20  0:03 elapsed  ~0:03 left$/);
+    expect(line).toMatch(/^running \[#+\.+\] {3}50% {2}node 1 FlowgateSampler {2}step 10\/20 {2}0:03 elapsed {2}~0:03 left$/);
     const bar = /\[(#*)(\.*)\]/.exec(line)!;
     expect(bar[1]!.length).toBe(bar[2]!.length);
   });
@@ -42,7 +42,7 @@ describe("rendering", () => {
   });
 
   it("a queued job shows its position", () => {
-    expect(renderBar(snap({ status: "queued", queuePosition: 2 }))).toMatch(/^queued #2 \[\.+\]    0%  0:00 elapsed$/);
+    expect(renderBar(snap({ status: "queued", queuePosition: 2 }))).toMatch(/^queued #2 \[\.+\] {4}0% {2}0:00 elapsed$/);
     expect(plainLine(snap({ status: "queued", queuePosition: 0 }))).toBe("[0:00] queued #0 0%");
   });
 

@@ -31,7 +31,7 @@ describe.skipIf(!HAS_SCRIPT)("flowgate run on a terminal", () => {
     expect(frames.length, r.stdout).toBeGreaterThan(2);
     const mid = frames.find((f) => /step \d+\/600/.test(f));
     expect(mid, frames.join("\n")).toBeDefined();
-    expect(mid).toMatch(/^running \[#*\.*\] +\d+%  node 1( FlowgateSampler)?  step \d+\/600  \d+:\d\d elapsed/);
+    expect(mid).toMatch(/^running \[#*\.*\] +\d+% {2}node 1( FlowgateSampler)? {2}step \d+\/600 {2}\d+:\d\d elapsed/);
     // The remaining-time estimate needs a second of running, which a loaded machine may not give
     // this job; when it is drawn it has its place at the end (progress-view.test.ts covers it).
     for (const f of frames) if (f.includes("left")) expect(f).toMatch(/ ~\d+:\d\d left$/);

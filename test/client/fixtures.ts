@@ -164,6 +164,8 @@ export function route(method: string, path: RegExp): (request: Request) => boole
 
 function headersOf(request: Request): Record<string, string> {
   const headers: Record<string, string> = {};
-  request.headers.forEach((value, name) => (headers[name] = value));
+  request.headers.forEach((value, name) => {
+    headers[name] = value;
+  });
   return headers;
 }

@@ -4,13 +4,12 @@ import { afterEach, describe, expect, it } from "vitest";
 import { EmbeddedEngine } from "../../src/engine/embedded-engine.ts";
 import { FakeComfyUI } from "./fake-comfyui.ts";
 import { call, startFront, TERMINAL, until, type Front } from "./helpers.ts";
+import { exactSeedGraph } from "../fixtures/graphs.ts";
 
 const OBJECT_INFO = new EmbeddedEngine().nodeDefinitionsSync() as unknown as Record<string, unknown>;
 const MAX_SEED = "18446744073709551615";
 
-const samplerGraph = (seed: string) =>
-  `{"1":{"class_type":"FlowgateSampler","inputs":{"seed":${seed},"steps":1,"width":16,"height":16}},` +
-  `"2":{"class_type":"PreviewImage","inputs":{"images":["1",0]}}}`;
+const samplerGraph = exactSeedGraph;
 
 let fake: FakeComfyUI | undefined;
 let front: Front | undefined;

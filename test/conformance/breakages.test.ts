@@ -30,6 +30,7 @@ const CASES: Array<{ breakage: Breakage; rules: string[]; double?: DoubleOptions
   { breakage: "wsLittleEndian", rules: ["WS-5"] },
   { breakage: "sseSkipsRunning", rules: ["SSE-2"] },
   { breakage: "noUrlExpiresAt", rules: ["OUT-1"] },
+  { breakage: "logHeadKept", rules: ["LOG-7"], double: serverless, run: { surface: "serverless", only: ["LOG"] } },
 ];
 
 describe("the suite's verdicts are precise", () => {

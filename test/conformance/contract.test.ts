@@ -88,7 +88,10 @@ describe("job invariants", () => {
 describe("binary frames", () => {
   const frame = (words: number[], rest: Uint8Array, le = false) => {
     const head = Buffer.alloc(words.length * 4);
-    words.forEach((w, i) => (le ? head.writeUInt32LE(w, i * 4) : head.writeUInt32BE(w, i * 4)));
+    for (const [i, w] of words.entries()) {
+      if (le) head.writeUInt32LE(w, i * 4);
+      else head.writeUInt32BE(w, i * 4);
+    }
     return new Uint8Array(Buffer.concat([head, Buffer.from(rest)]));
   };
   it("decodes the seed's layouts", () => {

@@ -70,4 +70,13 @@ describe("the reference server keeps the contract", () => {
     const report = await runConformance({ ...FAST, oversizeMb: 12, baseUrl: `${server!.url}/deployment/demo`, surface: "serverless", demo: true });
     expect(report.ok, failureLines(report)).toBe(true);
   }, 300_000);
+
+  it("self-hosted declining labels (--labels off): the labels checks skip, saying why, and LBL-6 passes", async () => {
+    await start(["--surface", "self-hosted", "--labels", "off"]);
+    const report = await runConformance({ ...FAST, baseUrl: server!.url, surface: "self-hosted", only: ["LBL"] });
+    expect(report.ok, failureLines(report)).toBe(true);
+    const lbl = report.results.filter((r) => r.kind === "check");
+    expect(lbl.find((r) => r.rule === "LBL-6")?.status).toBe("passed");
+    for (const rule of ["LBL-1", "LBL-3", "LBL-4", "LBL-7"]) expect(lbl.find((r) => r.rule === rule)?.reason, rule).toMatch(/declines labels/);
+  }, 300_000);
 });

@@ -4,7 +4,7 @@ import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { formatConsole, main, parseCli, toJson, toJUnit, USAGE, type CheckResult } from "../../conformance/index.ts";
+import { formatConsole, formatProgress, main, parseCli, toJson, toJUnit, USAGE, type CheckResult } from "../../conformance/index.ts";
 import { buildReport, resolveOptions } from "../../conformance/runner.ts";
 import { startDouble } from "./double/server.ts";
 
@@ -40,6 +40,16 @@ describe("report forms", () => {
     expect(text).toContain("FAIL: 1 failed (ERR-3)");
   });
 
+  it("a skip reason several checks share is said once, in the summary and in the progress lines", () => {
+    const why = "no second caller given (pass --other-token)";
+    const skips = ["GET-2 another caller's job is 404", "SUB-7 another caller's asset"].map((title) => result({ rule: title.split(" ")[0], group: title.split("-")[0], title, status: "skipped", reason: why }));
+    const text = formatConsole(buildReport(resolveOptions({ baseUrl: "http://host" }), false, Date.now(), [...skips]));
+    expect(text.split(why)).toHaveLength(2);
+    expect(text).toContain(`  - ${why}; 2 checks:\n      SUB-7 another caller's asset\n      GET-2 another caller's job is 404`);
+    const said = new Map<string, string>();
+    expect(skips.map((s) => formatProgress(s, said))).toEqual([`- GET-2 another caller's job is 404 (skipped: ${why})`, "- SUB-7 another caller's asset (skipped: as GET-2 above)"]);
+  });
+
   it("JSON round-trips", () => {
     expect(JSON.parse(toJson(report))).toEqual(JSON.parse(JSON.stringify(report)));
   });
@@ -72,8 +82,8 @@ describe("the CLI", () => {
   });
 
   it("parses every option", () => {
-    const { options, reportJson, junit } = parseCli(["--base-url", "http://h/deployment/d", "--token", "t", "--surface", "serverless", "--only", "SUB, IDEM-2", "--fill-queue", "5", "--report-json", "r.json", "--junit", "r.xml", "--demo"]);
-    expect(options).toMatchObject({ baseUrl: "http://h/deployment/d", token: "t", surface: "serverless", only: ["SUB", "IDEM-2"], fillQueue: 5, demo: true });
+    const { options, reportJson, junit } = parseCli(["--base-url", "http://h/deployment/d", "--token", "t", "--surface", "serverless", "--only", "SUB, IDEM-2", "--fill-queue", "5", "--report-json", "r.json", "--junit", "r.xml", "--demo", "--reread-after-seconds", "2.5"]);
+    expect(options).toMatchObject({ baseUrl: "http://h/deployment/d", token: "t", surface: "serverless", only: ["SUB", "IDEM-2"], fillQueue: 5, demo: true, rereadAfterSeconds: 2.5 });
     expect([reportJson, junit]).toEqual(["r.json", "r.xml"]);
   });
 

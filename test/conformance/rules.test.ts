@@ -1,12 +1,13 @@
-// Coverage of the contract's rules: conformance/rules.ts is CONTRACT-RULES.md as data (compared
-// with ../shared/CONTRACT-RULES.md where it exists), and every rule ID is checked by a
-// conformance check or listed in conformance/UNTESTABLE.md with a reason.
+// Coverage of the contract's rules: conformance/rules.ts's shared groups are CONTRACT-RULES.md as
+// data (compared with ../shared/CONTRACT-RULES.md where it exists), its extension groups (the
+// contract's later minor versions) stay apart from them, and every rule ID is checked by a
+// conformance check or, for a shared rule, listed in conformance/UNTESTABLE.md with a reason.
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { ROOT } from "../../generators/spec-files.ts";
 import { ALL_CHECKS, RULES } from "../../conformance/index.ts";
-import { groupOf, GROUPS, ruleIdOf } from "../../conformance/rules.ts";
+import { EXTENSION_GROUPS, EXTENSION_RULES, groupOf, GROUPS, ruleIdOf, SHARED_GROUPS, SHARED_RULES } from "../../conformance/rules.ts";
 import { readShared, WITHOUT_SHARED } from "../shared-contract.ts";
 
 const contractRules = readShared("CONTRACT-RULES.md");
@@ -18,10 +19,19 @@ function untestable(): Map<string, string> {
 }
 
 describe("the rule list", () => {
-  it.skipIf(contractRules === null)(`rules.ts holds every rule of CONTRACT-RULES.md, with the same text${WITHOUT_SHARED}`, () => {
+  it.skipIf(contractRules === null)(`rules.ts's shared groups hold every rule of CONTRACT-RULES.md, with the same text${WITHOUT_SHARED}`, () => {
     const fromDoc = [...contractRules!.matchAll(/^- ([A-Z]+-\d+) (.*)$/gm)].map((m) => ({ id: m[1]!, text: m[2]! }));
     expect(fromDoc.length).toBeGreaterThan(90);
-    expect(RULES.map((r) => ({ id: r.id, text: r.text }))).toEqual(fromDoc);
+    expect(SHARED_RULES.map((r) => ({ id: r.id, text: r.text }))).toEqual(fromDoc);
+  });
+
+  it("the extension groups are the project's own: apart from the shared groups, their rules in them only", () => {
+    expect(EXTENSION_RULES.length).toBeGreaterThan(0);
+    for (const g of Object.keys(EXTENSION_GROUPS)) expect(SHARED_GROUPS[g], g).toBeUndefined();
+    for (const r of SHARED_RULES) expect(SHARED_GROUPS[r.group], r.id).toBeDefined();
+    for (const r of EXTENSION_RULES) expect(EXTENSION_GROUPS[r.group], r.id).toBeDefined();
+    expect(RULES.map((r) => r.id)).toEqual([...SHARED_RULES, ...EXTENSION_RULES].map((r) => r.id));
+    expect(new Set(RULES.map((r) => r.id)).size).toBe(RULES.length);
   });
 
   it("every rule's group is a known group", () => {
@@ -39,6 +49,12 @@ describe("coverage", () => {
   it("every rule ID is checked or listed in UNTESTABLE.md", () => {
     const neither = RULES.map((r) => r.id).filter((id) => !checked.has(id) && !listed.has(id));
     expect(neither, `neither checked nor listed: ${neither.join(", ")}`).toEqual([]);
+  });
+
+  it("every extension rule is checked (none is left to UNTESTABLE.md)", () => {
+    const unchecked = EXTENSION_RULES.map((r) => r.id).filter((id) => !checked.has(id));
+    expect(unchecked, `extension rules without a check: ${unchecked.join(", ")}`).toEqual([]);
+    expect(EXTENSION_RULES.filter((r) => listed.has(r.id)).map((r) => r.id)).toEqual([]);
   });
 
   it("no rule is both checked and listed as untestable", () => {

@@ -30,6 +30,8 @@ const CASES: Array<{ breakage: Breakage; rules: string[]; only: string[]; double
   { breakage: "keyInLocation", rules: ["HOST-6"], only: ["HOST"], double: { tokens: ["tok-a"] }, run: { token: "tok-a" } },
   { breakage: "extraDataInHeader", rules: ["SUB-11"], only: ["SUB", "IDEM"] },
   { breakage: "idemReleasedOn5xx", rules: ["IDEM-5"], only: ["IDEM"], double: { upstreamErrorOnKeyed: true } },
+  // Only the end-of-run re-read, at least 3 s after the first end, sees the change.
+  { breakage: "expiredSoonAfterEnd", rules: ["ST-4"], only: ["ST"], run: { rereadAfterSeconds: 3 } },
 ];
 
 describe.concurrent("each comparison invariant fails its rule, and only it, when the double breaks it", () => {
@@ -39,6 +41,8 @@ describe.concurrent("each comparison invariant fails its rule, and only it, when
       expect(report.failedRules, failureLines(report)).toEqual(c.rules);
       // Both observations are quoted.
       const failure = report.results.find((r) => r.status === "failed" && r.kind === "auto")?.failures[0];
+      // The late change is seen by the end-of-run re-read, named as such.
+      if (c.breakage === "expiredSoonAfterEnd") expect(report.results.flatMap((r) => r.failures).some((f) => /\(end-of-run re-read\) showed expired/.test(f.message))).toBe(true);
       if (failure && !["IDEM-5", "SUB-11", "HOST-6", "URL-2", "PRG-1", "AST-4", "OUT-5"].includes(failure.rule)) expect(failure.excerpt).toMatch(/earlier: [\s\S]*later: /);
     });
   }

@@ -101,7 +101,7 @@ export function imageOf(rows: [number, number, number][][]): ImageTensor {
   const h = rows.length;
   const w = rows[0]!.length;
   const data = new Float32Array(h * w * 3);
-  rows.forEach((row, y) => row.forEach((px, x) => data.set(px, (y * w + x) * 3)));
+  for (const [y, row] of rows.entries()) for (const [x, px] of row.entries()) data.set(px, (y * w + x) * 3);
   return makeImage(1, h, w, data);
 }
 

@@ -19,6 +19,7 @@ describe("FlowgateSampler", () => {
   });
 
   it("handles seeds up to 2^64 - 1", async () => {
+    // biome-ignore lint/correctness/noPrecisionLoss: the seed a client sends, as a JSON number would carry it.
     const { image } = await sample(0xffffffffffffffff, 1, 16, 16);
     expect(image.data.every((v) => v >= 0 && v <= 1)).toBe(true);
   });

@@ -61,7 +61,7 @@ describe("node ids named like Object.prototype members", () => {
 });
 
 describe("values nested without bound", () => {
-  const deep = (n: number) => "[".repeat(n) + "1" + "]".repeat(n);
+  const deep = (n: number) => `${"[".repeat(n)}1${"]".repeat(n)}`;
   const graph = (node1: string) => `{"1":${node1},"2":{"class_type":"PreviewAny","inputs":{"source":["1",0]}}}`;
   const inMeta = graph(`{"class_type":"PrimitiveString","inputs":{"value":"a"},"_meta":{"title":"t","x":${deep(4500)}}}`);
   const inUnknownInput = graph(`{"class_type":"PrimitiveString","inputs":{"value":"a","extra":${deep(4500)}}}`);

@@ -7,17 +7,9 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { postgresUnavailable } from "../postgres/pg.ts";
 import { waitFor } from "../server/helpers.ts";
 import { FaultDeployment } from "./deployment.ts";
+import { delayedImageGraph } from "../fixtures/graphs.ts";
 
 const unavailable = await postgresUnavailable();
-
-/** An image that waits `seconds` before it is saved. */
-function delayedImageGraph(seconds: number): Record<string, unknown> {
-  return {
-    "1": { class_type: "EmptyImage", inputs: { width: 8, height: 8, batch_size: 1, color: Math.floor(Math.random() * 0xffffff) } },
-    "2": { class_type: "FlowgateDelay", inputs: { value: ["1", 0], seconds } },
-    "3": { class_type: "SaveImage", inputs: { images: ["2", 0], filename_prefix: "outage" } },
-  };
-}
 
 let d: FaultDeployment;
 beforeEach(async () => {
@@ -34,7 +26,7 @@ describe.skipIf(unavailable !== null)("a worker's database outage", () => {
     const { proxy, url } = await d.proxied();
     await d.worker({ leaseMs: LEASE_MS, url });
     const DELAY_S = 3;
-    const job = await api.submit(delayedImageGraph(DELAY_S));
+    const job = await api.submit(delayedImageGraph(DELAY_S, "outage"));
     const running = await d.waitForJob(job.id, (r) => r.status === "running", "the job running");
     proxy.cut();
     expect(await d.outputs(job.id), "the output came before the outage: too slow a host for this test").toEqual([]);
@@ -56,7 +48,7 @@ describe.skipIf(unavailable !== null)("a worker's database outage", () => {
     const { api, server } = await d.apiNode({ leaseMs: LEASE_MS });
     const { proxy, url } = await d.proxied();
     const w = await d.worker({ leaseMs: LEASE_MS, url });
-    const job = await api.submit(delayedImageGraph(1));
+    const job = await api.submit(delayedImageGraph(1, "outage"));
     await d.waitForJob(job.id, (r) => r.status === "running", "the job running");
     proxy.cut();
     const failed = await d.waitForJob(job.id, (r) => r.status === "failed", "the job failed");

@@ -7,19 +7,12 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { postgresUnavailable } from "../postgres/pg.ts";
 import { waitFor } from "../server/helpers.ts";
 import { FaultDeployment } from "./deployment.ts";
+import { delayedImageGraph } from "../fixtures/graphs.ts";
 
 const unavailable = await postgresUnavailable();
 const LEASE_MS = 1000;
 
 /** An image that waits `seconds` before it is saved. */
-function delayedImageGraph(seconds: number): Record<string, unknown> {
-  return {
-    "1": { class_type: "EmptyImage", inputs: { width: 8, height: 8, batch_size: 1, color: Math.floor(Math.random() * 0xffffff) } },
-    "2": { class_type: "FlowgateDelay", inputs: { value: ["1", 0], seconds } },
-    "3": { class_type: "SaveImage", inputs: { images: ["2", 0], filename_prefix: "fenced" } },
-  };
-}
-
 let d: FaultDeployment;
 beforeEach(async () => {
   if (unavailable === null) d = await FaultDeployment.open();
@@ -34,7 +27,7 @@ describe.skipIf(unavailable !== null)("a worker fenced by its lease", () => {
     const { proxy, url } = await d.proxied();
     const w = await d.worker({ leaseMs: LEASE_MS, url });
     const DELAY_S = 2;
-    const job = await api.submit(delayedImageGraph(DELAY_S));
+    const job = await api.submit(delayedImageGraph(DELAY_S, "fenced"));
     const running = await d.waitForJob(job.id, (r) => r.status === "running", "the job running");
     proxy.stallMatching(/UPDATE jobs SET worker_id = \$1, lease_until/);
     w.child.kill("SIGSTOP");

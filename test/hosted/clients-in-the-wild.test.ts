@@ -9,17 +9,14 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import * as v from "../../generated/validators.js";
 import { startTestServer, until, type TestServer } from "./hosted-server.ts";
+import { delayGraph } from "../fixtures/graphs.ts";
 
 const KEY = "wild-key-0123456789";
 const graph = (text: string) => ({
   "1": { class_type: "EmptyImage", inputs: { width: 8, height: 8, batch_size: 1, color: text.length * 4099 } },
   "2": { class_type: "SaveImage", inputs: { images: ["1", 0], filename_prefix: text } },
 });
-const slow = (text: string) => ({
-  "1": { class_type: "PrimitiveString", inputs: { value: text } },
-  "2": { class_type: "FlowgateDelay", inputs: { value: ["1", 0], seconds: 30 } },
-  "3": { class_type: "PreviewAny", inputs: { source: ["2", 0] } },
-});
+const slow = (text: string) => delayGraph(30, text);
 
 /** A POST with exactly the headers given (fetch would add a Content-Type for a string body). */
 function rawPost(url: string, body: string, headers: Record<string, string>): Promise<{ status: number; json: any }> {
@@ -52,7 +49,7 @@ describe("ComfyUI's example scripts against an open server", () => {
   // script_examples/basic_api_example.py and the HTTP half of websockets_api_example.py, in the
   // same calls: urllib.request.Request(url + "/prompt", data=...) (urllib sends
   // application/x-www-form-urlencoded), /history/{id}, then /view (a 302 urllib follows).
-  const PYTHON = String.raw`
+  const PYTHON = `
 import json, sys, time, urllib.request, urllib.parse
 server = sys.argv[1]
 prompt = json.loads(sys.argv[2])

@@ -1,13 +1,11 @@
 // runJob over a real SQLite store with a scripted engine: the progress snapshots of a burst of
-// node events (one event-loop turn) are stored by one write, and the stored progress catches up
-// with the last snapshot published; a start and an end reported in one turn (a ComfyUI's short
-// prompt) are made durable by one fsync.
-import { mkdtemp, open, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+// node events (one event-loop turn) are stored by one write, a snapshot's event goes out once it
+// is stored (a read never shows less than an event told) and the end waits for the writes under
+// way; a start and an end reported in one turn (a ComfyUI's short prompt) are made durable by one fsync.
+import { open } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { AssetService } from "../../src/assets/asset-service.ts";
-import { FileBlobStore } from "../../src/blobs/index.ts";
 import type { EnginePort, RunEnd, RunOptions } from "../../src/jobs/engine-port.ts";
 import { EventBus, type JobEvent } from "../../src/jobs/event-bus.ts";
 import { runJob } from "../../src/jobs/job-run.ts";
@@ -15,34 +13,37 @@ import { OutputNamer } from "../../src/jobs/output-names.ts";
 import type { Progress } from "../../src/jobs/progress.ts";
 import { FileSync } from "../../src/store/file-sync.ts";
 import { SqliteStore } from "../../src/store/sqlite.ts";
-import { openStore, type JobRecord, type JsonObject, type Store } from "../../src/store/index.ts";
+import type { JobRecord, JsonObject, Store } from "../../src/store/index.ts";
+import { openJobStore, runningJob, type JobStore } from "../fixtures/job-store.ts";
+import { ScriptedEngine } from "../fixtures/scripted-engine.ts";
 
+let data: JobStore;
 let dir: string;
 let store: Store;
 let job: JobRecord;
 
 beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), "flowgate-job-run-"));
-  store = await openStore({ dataDir: dir });
-  const now = Date.now();
-  job = await store.createJob({ id: "job-1", owner: "alice", created_at: now, expires_at: now + 3_600_000, workflow: {}, output_node_ids: ["3"] });
-  job = (await store.transitionJob(job.id, ["queued"], "running", { started_at: now }))!;
+  data = await openJobStore("job-run");
+  ({ dir, store } = data);
+  job = await runningJob(store, "job-1", "alice", ["3"]);
 });
-afterEach(async () => {
-  await store.close();
-  await rm(dir, { recursive: true, force: true });
-});
+afterEach(() => data.close());
 
 /** An engine that runs `script` as its run. */
 function scriptedEngine(script: (o: RunOptions) => Promise<RunEnd>): EnginePort {
-  return { isUiFormat: () => false, assetReferences: () => [], validate: async () => ({ ok: true, output_node_ids: [] }), queuesWork: false, run: (_g: Record<string, unknown>, o: RunOptions) => script(o), nodeDefinitions: async () => ({}), ready: async () => true } as unknown as EnginePort;
+  return new ScriptedEngine({ script: (run) => script(run.callbacks) });
 }
 
 const turn = () => new Promise<void>((r) => setImmediate(r));
 
+/** Resolves once `ready()` holds, looking once per event-loop turn. */
+async function until(ready: () => boolean): Promise<void> {
+  while (!ready()) await turn();
+}
+
 /** What runJob needs, over `on` (a store) and the data dir's blob store. */
-async function runDeps(on: Store, engine: EnginePort, events: EventBus) {
-  const assets = new AssetService({ store: on, blobs: await FileBlobStore.open(dir), now: Date.now, retentionMs: 3_600_000, maxUploadBytes: 1 << 20 });
+function runDeps(on: Store, engine: EnginePort, events: EventBus) {
+  const assets = on === store ? data.assets : new AssetService({ store: on, blobs: data.blobs, now: Date.now, retentionMs: 3_600_000, maxUploadBytes: 1 << 20 });
   return { store: on, assets, engine, events, now: Date.now, captureLogs: false, logLimitBytes: 1 << 16, names: new OutputNamer(on) };
 }
 
@@ -70,16 +71,99 @@ describe("runJob: progress writes", () => {
       stored = (await store.getJob(job.id))!.progress;
       return { kind: "succeeded" };
     });
-    const deps = await runDeps(store, engine, events);
+    const deps = runDeps(store, engine, events);
     const ended = await runJob(deps, job, {}, new AbortController().signal);
     expect(ended?.status).toBe("succeeded");
-    // Six snapshots in one turn (the plan, two starts, two ends, a start): one write of the last.
-    expect(published.length).toBeGreaterThanOrEqual(6);
+    // Six snapshots in one turn (the plan, two starts, two ends, a start): one write of the last,
+    // told once it is stored, then the end's.
     expect(writes).toHaveLength(1);
-    expect(stored).toEqual(published[5]);
+    expect(published).toHaveLength(2);
+    expect(stored).toEqual(published[0]);
+    expect(published[1]).toMatchObject({ value: 1, nodes_done: 3 });
     expect(stored).toMatchObject({ nodes_done: 2, nodes_total: 3, current_node: "3", current_node_class: "SaveImage" });
     // The end carries the final snapshot.
     expect(ended?.progress).toMatchObject({ value: 1, nodes_done: 3 });
+  });
+});
+
+describe("runJob: progress events follow their writes", () => {
+  /** Holds every progress write until the test lets it through, as a slow store would (PostgreSQL). */
+  function holdWrites(): Array<() => void> {
+    const held: Array<() => void> = [];
+    const updateProgress = store.updateProgress.bind(store);
+    store.updateProgress = (id, progress, fence) => new Promise<boolean>((resolve, reject) => held.push(() => updateProgress(id, progress, fence).then(resolve, reject)));
+    return held;
+  }
+
+  /** What the bus told, in order, and for each progress event the value a read right after it showed. */
+  function listen(events: EventBus) {
+    const told: string[] = [];
+    const reads: Array<Promise<[number, number]>> = [];
+    events.subscribeAll((e: JobEvent) => {
+      if (e.type === "status") told.push(e.job.status);
+      if (e.type !== "progress") return;
+      told.push(`progress ${e.progress.nodes_done}/${e.progress.nodes_total} ${e.progress.current_node}`);
+      reads.push(store.getJob(job.id).then((j) => [e.progress.value, (j!.progress as Progress | null)?.value ?? -1]));
+    });
+    return { told, reads };
+  }
+
+  /** An engine that starts node 1, waits until its snapshot is being written, starts node 2 and ends with `end`. */
+  function twoNodes(held: Array<() => void>, end: RunEnd) {
+    const state = { done: false };
+    const engine = scriptedEngine(async (o) => {
+      o.onStart(["1", "2"]);
+      o.onNodeStart("1", "EmptyImage");
+      await until(() => held.length === 1);
+      o.onNodeDone("1", "EmptyImage", null);
+      o.onNodeStart("2", "SaveImage");
+      state.done = true;
+      return end;
+    });
+    return { engine, state };
+  }
+
+  it("tells a snapshot once a read shows it; a success waits for the write under way, then ends with the final snapshot", async () => {
+    const held = holdWrites();
+    const events = new EventBus();
+    const { told, reads } = listen(events);
+    const { engine, state } = twoNodes(held, { kind: "succeeded" });
+    const run = runJob(runDeps(store, engine, events), job, {}, new AbortController().signal);
+    await until(() => state.done);
+    for (let i = 0; i < 5; i++) await turn();
+    // The first write is held: nothing told yet, and the end waits for it.
+    expect(told).toEqual([]);
+    expect((await store.getJob(job.id))?.status).toBe("running");
+    held.shift()!();
+    const ended = await run;
+    expect(ended?.status).toBe("succeeded");
+    // The stored snapshot, then the final one, then the terminal status; the snapshot still
+    // waiting (node 2 started) is written by the end, as the final one.
+    expect(told).toEqual(["progress 0/2 1", "progress 2/2 null", "succeeded"]);
+    expect(held).toHaveLength(0);
+    for (const [value, read] of await Promise.all(reads)) expect(read).toBeGreaterThanOrEqual(value);
+  });
+
+  it("another end waits for every snapshot reported, each told once stored, before its status", async () => {
+    const held = holdWrites();
+    const events = new EventBus();
+    const { told, reads } = listen(events);
+    const { engine, state } = twoNodes(held, { kind: "failed", error: { code: "node_execution_error", message: "boom" } });
+    const run = runJob(runDeps(store, engine, events), job, {}, new AbortController().signal);
+    await until(() => state.done);
+    for (let i = 0; i < 5; i++) await turn();
+    expect(told).toEqual([]);
+    held.shift()!();
+    // The newest snapshot (node 2 started) is written next, and the end waits for it too.
+    await until(() => held.length === 1);
+    expect(told).toEqual(["progress 0/2 1"]);
+    expect((await store.getJob(job.id))?.status).toBe("running");
+    held.shift()!();
+    const ended = await run;
+    expect(ended?.status).toBe("failed");
+    expect(told).toEqual(["progress 0/2 1", "progress 1/2 2", "failed"]);
+    for (const [value, read] of await Promise.all(reads)) expect(read).toBeGreaterThanOrEqual(value);
+    expect((ended?.progress as Progress | null)?.current_node).toBe("2");
   });
 });
 
@@ -100,7 +184,7 @@ describe("runJob: a cancel that arrives after the last node", () => {
       await store.transitionJob(job.id, ["running"], "canceling");
       return { kind: "succeeded" };
     });
-    const ended = await runJob(await runDeps(store, engine, events), job, {}, new AbortController().signal);
+    const ended = await runJob(runDeps(store, engine, events), job, {}, new AbortController().signal);
     expect(ended?.status).toBe("canceled");
     // Every node ran: the end carries the final snapshot, as a success's does, so no progress the
     // stream published before the end is ahead of the canceled job a client reads.
@@ -133,7 +217,7 @@ describe("runJob: a start and an end in one turn", () => {
         o.onNodeDone("1", "PrimitiveString", null);
         return { kind: "succeeded" };
       });
-      const deps = await runDeps(counted, engine, events);
+      const deps = runDeps(counted, engine, events);
       const before = fsyncs;
       let running = 0;
       const ended = await runJob(deps, queued, {}, new AbortController().signal, { onQueued: () => undefined, onRunning: () => void running++ });

@@ -1,34 +1,25 @@
 // Held output records over a real store and blob store: written when the run goes on (flush) or
 // after their wait, each once; handed to the end, written there or dropped with the blobs that
 // only they used; a record a flush cannot write is kept as the run's failure.
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { AssetService } from "../../src/assets/asset-service.ts";
-import { FileBlobStore } from "../../src/blobs/index.ts";
+import type { AssetService } from "../../src/assets/asset-service.ts";
+import type { FileBlobStore } from "../../src/blobs/index.ts";
 import { OutputRows } from "../../src/jobs/output-rows.ts";
-import { openStore, type JobRecord, type Store } from "../../src/store/index.ts";
+import type { JobRecord, Store } from "../../src/store/index.ts";
+import { openJobStore, runningJob, type JobStore } from "../fixtures/job-store.ts";
 
-let dir: string;
+let data: JobStore;
 let store: Store;
 let blobs: FileBlobStore;
 let assets: AssetService;
 let job: JobRecord;
 
 beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), "flowgate-rows-"));
-  store = await openStore({ dataDir: dir });
-  blobs = await FileBlobStore.open(dir);
-  assets = new AssetService({ store, blobs, now: Date.now, retentionMs: 3_600_000, maxUploadBytes: 1 << 20 });
-  const now = Date.now();
-  job = await store.createJob({ id: "job-1", owner: "alice", created_at: now, expires_at: now + 3_600_000, workflow: {}, output_node_ids: ["9"] });
-  job = (await store.transitionJob(job.id, ["queued"], "running", { started_at: now }))!;
+  data = await openJobStore("rows");
+  ({ store, blobs, assets } = data);
+  job = await runningJob(store, "job-1", "alice", ["9"]);
 });
-afterEach(async () => {
-  await store.close();
-  await rm(dir, { recursive: true, force: true });
-});
+afterEach(() => data.close());
 
 const node = { node_id: "9", class_type: "SaveImage" };
 const stored = (text: string) => assets.storeOutput(job, { node_id: "9", name: `${text}.png`, type: "image", content_type: "image/png", data: Buffer.from(text), folder: "output" });

@@ -3,24 +3,16 @@
 // orphaned, on its port.
 import { spawn } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
-import { createServer, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eventually, ROOT } from "../cli/cli.ts";
+import { freePort } from "../fixtures/net.ts";
 
 /** PATH with this test's Node first, as npm puts node_modules/.bin first for its scripts. */
 const PATH = `${join(ROOT, "node_modules", ".bin")}:${process.env.PATH ?? ""}`;
 /** A user's shell: none of the npm_* or FLOWGATE_* settings of the `npm test` that runs this file. */
 const ENV = { ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("npm_") && !k.startsWith("FLOWGATE_"))), PATH };
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /** Whether something answers HTTP at `url`. */
 const answers = (url: string) => fetch(url).then(() => true, () => false);

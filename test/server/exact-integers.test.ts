@@ -3,13 +3,12 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { bigIntOf, cloneJson, isBigInteger, parseJson } from "../../src/domain/exact-json.ts";
 import { startTestServer, type TestServer } from "./helpers.ts";
+import { exactSeedGraph } from "../fixtures/graphs.ts";
 
 const MAX_SEED = "18446744073709551615"; // 2^64 - 1, ComfyUI's largest seed
 
 /** A sampler graph as JSON text, the seed written as given (JSON.stringify could not write it). */
-const samplerGraph = (seed: string) =>
-  `{"1":{"class_type":"FlowgateSampler","inputs":{"seed":${seed},"steps":1,"width":16,"height":16}},` +
-  `"2":{"class_type":"PreviewImage","inputs":{"images":["1",0]}}}`;
+const samplerGraph = exactSeedGraph;
 
 let server: TestServer | undefined;
 afterEach(async () => {

@@ -15,6 +15,7 @@ import { EmbeddedEngine, type EmbeddedEngineOptions } from "../../src/engine/emb
 import { engineAdapter } from "../../src/jobs/engine-adapter.ts";
 import { startServer, type RunningServer } from "../../src/server/start.ts";
 import { createTestSchema, dropTestSchema, schemaUrl } from "../postgres/pg.ts";
+import { delayGraph as delayGraphOf } from "../fixtures/graphs.ts";
 
 export { v };
 
@@ -127,7 +128,7 @@ export class Api {
     const res = await fetch(url, { method, headers, body, redirect: "manual" });
     const text = await res.text();
     this.seen.push(text);
-    let parsed: unknown = undefined;
+    let parsed: unknown ;
     if ((res.headers.get("content-type") ?? "").includes("json") && text !== "") parsed = JSON.parse(text);
     const answer = { status: res.status, headers: res.headers, text, body: parsed as T };
     checkAgainstSpec(method, url, answer);
@@ -242,11 +243,7 @@ export function imageGraph(prefix = "flowgate", color = Math.floor(Math.random()
 
 /** PrimitiveString -> FlowgateDelay -> PreviewAny: runs `seconds`, cancellable. */
 export function delayGraph(seconds: number): Record<string, unknown> {
-  return {
-    "1": { class_type: "PrimitiveString", inputs: { value: unique("delay") } },
-    "2": { class_type: "FlowgateDelay", inputs: { value: ["1", 0], seconds } },
-    "3": { class_type: "PreviewAny", inputs: { source: ["2", 0] } },
-  };
+  return delayGraphOf(seconds, unique("delay"));
 }
 
 /** An image saved at once, and a delay that keeps the job running for `seconds`. */
@@ -320,7 +317,7 @@ export class SseClient {
     }
     if (data.length === 0) return;
     const text = data.join("\n");
-    let json: unknown = undefined;
+    let json: unknown ;
     try {
       json = JSON.parse(text);
     } catch {
@@ -339,7 +336,7 @@ export class SseClient {
   async waitUntil(until: (c: SseClient) => boolean, what: string, timeoutMs = 15_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while (!until(this)) {
-      if (this.ended && !until(this)) throw new Error(`stream ended before ${what}; events: ${this.events.map((e) => e.event + ":" + (e.json?.status ?? "")).join(",")}`);
+      if (this.ended && !until(this)) throw new Error(`stream ended before ${what}; events: ${this.events.map((e) => `${e.event}:${e.json?.status ?? ""}`).join(",")}`);
       const left = deadline - Date.now();
       if (left <= 0) throw new Error(`timed out waiting for ${what}; events: ${this.events.map((e) => e.event).join(",")}`);
       await new Promise<void>((r) => {

@@ -2,6 +2,7 @@
 // the listing filter and its code, and labels under the idempotency rule.
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { loadConfig } from "../../src/config/config.ts";
 import { delayGraph, expectError, expectValid, imageGraph, SseClient, startTestServer, unique, v, waitFor, type TestServer } from "./helpers.ts";
 
 let s: TestServer;
@@ -117,5 +118,35 @@ describe("listing by label", () => {
     }
     expect((await s.api.get("/api/v2/jobs?metadata[a]=1&metadata[b]=2&metadata[c]=3")).status).toBe(200);
     expectError(await s.api.get("/api/v2/jobs?limit=0&metadata[a]=1"), 400, "invalid_request");
+  });
+});
+
+describe("a server that declines labels (--labels off)", () => {
+  let off: TestServer;
+  beforeAll(async () => {
+    off = await startTestServer({ flags: ["--labels", "off"] });
+  });
+  afterAll(async () => {
+    await off?.stop();
+  });
+
+  it("answers labels and a label filter with 422 metadata_not_supported, and takes jobs without them", async () => {
+    const labeled = await off.api.post("/api/v2/jobs", { workflow: imageGraph(), metadata: { project: "x" } });
+    expectError(labeled, 422, "metadata_not_supported", v.response_createJob_422);
+    const filtered = await off.api.get("/api/v2/jobs?metadata[project]=x");
+    expectError(filtered, 422, "metadata_not_supported", v.response_listJobs_422);
+    for (const body of [{ workflow: imageGraph() }, { workflow: imageGraph(), metadata: {} }]) {
+      const res = await off.api.post("/api/v2/jobs", body);
+      expect(res.status).toBe(201);
+      expect(res.body.metadata).toEqual({});
+    }
+    expect((await off.api.get("/api/v2/jobs")).status).toBe(200);
+    // The bounds still hold first: a bad map or filter keeps its own code.
+    expectError(await off.api.post("/api/v2/jobs", { workflow: imageGraph(), metadata: { "bad key": "x" } }), 422, "metadata_invalid");
+    expectError(await off.api.get("/api/v2/jobs?metadata[]=x"), 400, "invalid_metadata_filter");
+  });
+
+  it("rejects a --labels value other than on or off", () => {
+    expect(() => loadConfig(["--labels", "maybe"], {})).toThrow(/--labels must be on or off/);
   });
 });

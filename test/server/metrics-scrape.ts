@@ -16,7 +16,7 @@ export async function scrape(server: TestServer, token?: string): Promise<Map<st
   const histograms = [...families.values()].filter((f) => f.type === "HISTOGRAM").map((f) => f.name);
   const untyped = res.text.replace(/^# TYPE (\S+) histogram$/gm, "# TYPE $1 untyped");
   for (const f of parsePrometheusTextFormat(untyped)) {
-    if (!histograms.some((h) => f.name.startsWith(h + "_"))) continue;
+    if (!histograms.some((h) => f.name.startsWith(`${h}_`))) continue;
     // Series of one labelled histogram interleave (buckets, sum, count per label set).
     const seen = families.get(f.name);
     if (seen) seen.metrics.push(...f.metrics);

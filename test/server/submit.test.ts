@@ -52,7 +52,10 @@ describe("a valid submission", () => {
     const stop = s.runtime.events.subscribeAll((e) => void (e.type === "status" && e.job.id === submitted && started.push(e.job.status)));
     try {
       let answered = false;
-      const answer = s.api.post("/api/v2/jobs", { workflow: imageGraph("early") }).then((res) => ((answered = true), res));
+      const answer = s.api.post("/api/v2/jobs", { workflow: imageGraph("early") }).then((res) => {
+        answered = true;
+        return res;
+      });
       await waitFor(() => started, (list) => list.includes("running"), "the job's start");
       expect(answered).toBe(false);
       release();

@@ -91,7 +91,7 @@ function expectedKeys(): Map<string, Obj> {
 }
 
 function collectKeys(node: unknown, found: Set<string>): Set<string> {
-  if (Array.isArray(node)) node.forEach((n) => collectKeys(n, found));
+  if (Array.isArray(node)) for (const n of node) collectKeys(n, found);
   else if (isObj(node)) {
     for (const [k, v] of Object.entries(node)) {
       if (k.startsWith("x-")) found.add(k);

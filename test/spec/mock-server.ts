@@ -1,19 +1,8 @@
 // Starts `npm run mock` (Prism over the spec) on a free port for a test, and stops it.
 import { spawn } from "node:child_process";
-import { createServer } from "node:net";
 import path from "node:path";
 import { ROOT } from "../../generators/spec-files.ts";
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
+import { freePort } from "../fixtures/net.ts";
 
 /** A running mock: its base URL and how to stop it. */
 export interface Mock {

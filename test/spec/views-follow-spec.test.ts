@@ -13,7 +13,7 @@ let dir: string;
 
 beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), "flowgate-views-"));
-  for (const part of ["src", "generated", "spec"]) await cp(path.join(ROOT, part), path.join(dir, part), { recursive: true });
+  for (const part of ["src", "generated", "generators", "spec"]) await cp(path.join(ROOT, part), path.join(dir, part), { recursive: true });
   await symlink(path.join(ROOT, "node_modules"), path.join(dir, "node_modules"), "dir");
   await writeFile(path.join(dir, "package.json"), JSON.stringify({ type: "module" }));
   const base = JSON.parse(await readFile(path.join(ROOT, "tsconfig.json"), "utf8")) as { compilerOptions: object };

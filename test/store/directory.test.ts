@@ -49,7 +49,7 @@ describe("directory", () => {
     expect(key).toMatch(/^fg_[A-Za-z0-9_-]{43}$/);
     await d.addApiKey({ key_hash: hashApiKey(key), account: "acme", prefix: keyPrefix(key), created_at: 1, revoked_at: null });
     expect((await d.findApiKey(hashApiKey(key)))?.account).toBe("acme");
-    expect(await d.findApiKey(hashApiKey(key + "x"))).toBeNull();
+    expect(await d.findApiKey(hashApiKey(`${key}x`))).toBeNull();
     await d.close();
     for (const bytes of await storedBytes()) expect(bytes.includes(Buffer.from(key))).toBe(false);
     d = await openDirectory(location);

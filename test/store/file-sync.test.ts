@@ -174,13 +174,13 @@ describe("the store's writes wait for the WAL fsync", () => {
     const store = await SqliteStore.open({ dataDir: storeDir, openWalSync: async () => new FileSync(gate.file) });
     try {
       const job = await ready(store.createJob(newJob()), gate, 0);
-      expect(await store.updateProgress(job.id, { value: 0.5 })).toBe(false); // queued: nothing to write
+      expect(await store.updateProgress(job.id, { value: 0.5, nodes_done: 0, nodes_total: 1 })).toBe(false); // queued: nothing to write
       expect(gate.began).toHaveLength(1);
       await ready(store.transitionJob(job.id, ["queued"], "running", { started_at: job.created_at + 1 }), gate, 1);
       // Resolved while no fsync is under way: a reader never sees a snapshot an fsync behind.
-      expect(await store.updateProgress(job.id, { value: 0.25 })).toBe(true);
-      expect(await store.updateProgress(job.id, { value: 0.75 })).toBe(true);
-      expect((await store.getJob(job.id))?.progress).toEqual({ value: 0.75 });
+      expect(await store.updateProgress(job.id, { value: 0.25, nodes_done: 0, nodes_total: 1 })).toBe(true);
+      expect(await store.updateProgress(job.id, { value: 0.75, nodes_done: 0, nodes_total: 1 })).toBe(true);
+      expect((await store.getJob(job.id))?.progress).toEqual({ value: 0.75, nodes_done: 0, nodes_total: 1 });
       expect(gate.began).toHaveLength(2);
     } finally {
       for (let i = 0; i < gate.began.length; i++) gate.finish(i);

@@ -66,7 +66,9 @@ async function openSqliteTestStore(): Promise<TestStore> {
     },
     async sql(text, ...params) {
       const statement = ctx.raw().prepare(text);
-      return statement.columns().length > 0 ? statement.all(...(params as never[])) : (statement.run(...(params as never[])), []);
+      if (statement.columns().length > 0) return statement.all(...(params as never[]));
+      statement.run(...(params as never[]));
+      return [];
     },
     raw() {
       const db = new DatabaseSync(join(dataDir, SQLITE_FILE_NAME), { timeout: 5000 });

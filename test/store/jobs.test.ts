@@ -48,7 +48,10 @@ describe("createJob and reads", () => {
           read = t.store.getJob(committed.id); // asked at once: the row is there from this moment
         },
       })
-      .then((created) => (order.push("resolved"), created));
+      .then((created) => {
+        order.push("resolved");
+        return created;
+      });
     expect(order).toEqual(["committed", "resolved"]);
     expect(seen).toEqual(job);
     expect(await read).toEqual(job);

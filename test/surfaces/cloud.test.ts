@@ -9,6 +9,7 @@ import { openDirectory, type Directory } from "../../src/store/index.ts";
 import { ROOT } from "../../generators/spec-files.ts";
 import { ComfyClient } from "../hosted/comfy-client.ts";
 import { startTestServer, until, type TestServer } from "../hosted/hosted-server.ts";
+import { delayGraph } from "../fixtures/graphs.ts";
 
 const run = promisify(execFile);
 let server: TestServer;
@@ -16,11 +17,7 @@ let dir: Directory;
 let keyA: string;
 let keyB: string;
 
-const slow = (seconds: number) => ({
-  "1": { class_type: "PrimitiveString", inputs: { value: "x" } },
-  "2": { class_type: "FlowgateDelay", inputs: { value: ["1", 0], seconds } },
-  "3": { class_type: "PreviewAny", inputs: { source: ["2", 0] } },
-});
+const slow = (seconds: number) => delayGraph(seconds, "x");
 
 /** `flowgate keys create` as a user runs it: the key alone on standard output. */
 async function createKey(account: string, credits: string): Promise<string> {

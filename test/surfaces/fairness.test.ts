@@ -4,15 +4,12 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { generateApiKey, hashApiKey, keyPrefix } from "../../src/surfaces/api-keys.ts";
 import { startTestServer, until, type TestServer } from "../hosted/hosted-server.ts";
+import { delayGraph } from "../fixtures/graphs.ts";
 
 let server: TestServer;
 const keys: Record<string, string> = {};
 
-const slow = (tag: string) => ({
-  "1": { class_type: "PrimitiveString", inputs: { value: tag } },
-  "2": { class_type: "FlowgateDelay", inputs: { value: ["1", 0], seconds: 120 } },
-  "3": { class_type: "PreviewAny", inputs: { source: ["2", 0] } },
-});
+const slow = (tag: string) => delayGraph(120, tag);
 
 async function call(account: string, method: string, path: string, body?: unknown): Promise<any> {
   const res = await fetch(`${server.url}${path}`, {

@@ -115,7 +115,7 @@ describe("serverless surface", () => {
   });
 
   it("LOG-7: a long log keeps its tail and says it was truncated", async () => {
-    const long = "x".repeat(server.runtime.config.logLimitBytes) + "THE-END";
+    const long = `${"x".repeat(server.runtime.config.logLimitBytes)}THE-END`;
     const created = await request("POST", `${server.url}/deployment/app/api/v2/jobs`, { key, body: { workflow: printing(long) } });
     const done = await finished(`${server.url}/deployment/app`, created.body.id, { key });
     expect(done.body.logs.truncated).toBe(true);

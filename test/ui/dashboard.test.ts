@@ -7,6 +7,7 @@ import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ROOT, startTestServer, unique, type TestServer } from "../server/helpers.ts";
 import { DOC_SHOTS, hasChromium, LAUNCH, prepareUi, SHOTS } from "./browser.ts";
+import { delayGraph as delayGraphOf } from "../fixtures/graphs.ts";
 
 /** A sampler whose image waits `seconds` before it is saved: previews arrive, then the job holds still. */
 function samplerGraph(steps: number, seconds: number): Record<string, unknown> {
@@ -18,11 +19,7 @@ function samplerGraph(steps: number, seconds: number): Record<string, unknown> {
 }
 
 function delayGraph(seconds: number): Record<string, unknown> {
-  return {
-    "1": { class_type: "PrimitiveString", inputs: { value: unique("ui") } },
-    "2": { class_type: "FlowgateDelay", inputs: { value: ["1", 0], seconds } },
-    "3": { class_type: "PreviewAny", inputs: { source: ["2", 0] } },
-  };
+  return delayGraphOf(seconds, unique("ui"));
 }
 
 describe.skipIf(!hasChromium)("dashboard in Chromium", { timeout: 90_000 }, () => {
@@ -249,7 +246,7 @@ describe.skipIf(!hasChromium).each(VIEWPORTS)("what a user meets at $width x $he
     expect(await row.evaluate((tr) => getComputedStyle(tr).display)).toBe(viewport.name === "phone" ? "grid" : "table-row");
     const head = (await page.locator("table.jobs thead").boundingBox())!;
     expect(head.height > 1).toBe(viewport.name === "desk"); // on a phone, there for screen readers only
-    for (const selector of ['nav a[href="/metrics"]', "#token-button", "#status-filter", 'a.button[href="#/submit"]']) expect(await withinWidth(page, selector), selector).toBe(true);
+    for (const selector of ['nav a[href="/metrics"]', "#token-button", "#status-filter", "#label-filter", 'a.button[href="#/submit"]']) expect(await withinWidth(page, selector), selector).toBe(true);
     expect(await sidewaysOverflow(page)).toBeLessThanOrEqual(0);
     await shot("jobs", true);
   });
@@ -349,6 +346,65 @@ describe.skipIf(!hasChromium).each(VIEWPORTS)("what a user meets at $width x $he
 });
 
 describe.skipIf(!hasChromium)("the jobs list's filter and pages", { timeout: 120_000 }, () => {
+  it("shows each job's labels and filters the list by key=value, from the box and from a label", async () => {
+    await prepareUi();
+    const server = await startTestServer();
+    const browser = await chromium.launch(LAUNCH);
+    try {
+      const submit = async (metadata?: Record<string, string>) => {
+        const res = await server.api.post("/api/v2/jobs", { workflow: delayGraph(0.01), ...(metadata ? { metadata } : {}) });
+        expect(res.status, res.text).toBe(201);
+        await server.api.waitTerminal(res.body.id);
+        return res.body.id as string;
+      };
+      const a = await submit({ project: "cats", run: "1" });
+      const b = await submit({ project: "cats", run: "2" });
+      const c = await submit({ project: "dogs" });
+      const d = await submit();
+      const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+      await page.goto(`${server.url}/`);
+      const rows = page.locator("table.jobs tbody tr");
+      const listed = () => rows.evaluateAll((trs) => trs.map((tr) => tr.getAttribute("data-job-id")));
+      await expect.poll(listed).toEqual([d, c, b, a]);
+      const chips = (id: string) => page.locator(`tr[data-job-id="${id}"] .label-chip`).allTextContents();
+      await expect.poll(() => chips(a)).toEqual(["project=cats", "run=1"]);
+      expect(await chips(d)).toEqual([]);
+      await page.screenshot({ path: join(SHOTS, "20-jobs-labels.png") });
+
+      const box = page.locator("#label-filter");
+      await box.fill("project=cats");
+      await box.press("Enter");
+      await expect.poll(() => page.url()).toContain("label=project%3Dcats");
+      await expect.poll(listed).toEqual([b, a]);
+      await page.locator("#label-filter").fill("project=cats run=2");
+      await page.locator("#label-filter").press("Enter");
+      await expect.poll(listed).toEqual([b]);
+      await page.screenshot({ path: join(SHOTS, "21-jobs-label-filter.png") });
+      // What the box cannot take is said beside it, and the list stays as it was.
+      await page.locator("#label-filter").fill("team name");
+      await page.locator("#label-filter").press("Enter");
+      await expect.poll(() => page.locator("#label-filter-error").textContent()).toMatch(/not key=value/);
+      expect(await page.locator("#label-filter-error").isVisible()).toBe(true);
+      expect(await listed()).toEqual([b]);
+      // An empty box shows every job again; a job's label is a link to the jobs carrying it.
+      await page.locator("#label-filter").fill("");
+      await page.locator("#label-filter").press("Enter");
+      await expect.poll(listed).toEqual([d, c, b, a]);
+      await page.locator(`tr[data-job-id="${c}"] .label-chip`, { hasText: "project=dogs" }).click();
+      await expect.poll(listed).toEqual([c]);
+      expect(await page.locator("#label-filter").inputValue()).toBe("project=dogs");
+
+      await page.goto(`${server.url}/#/jobs/${a}`);
+      await expect.poll(() => page.locator("#job-labels .label-chip").allTextContents()).toEqual(["project=cats", "run=1"]);
+      await page.goto(`${server.url}/#/jobs/${d}`);
+      await expect.poll(() => page.locator("#job-status").textContent()).toBe("succeeded");
+      expect(await page.locator("#job-labels").count()).toBe(0);
+    } finally {
+      await browser.close();
+      await server.stop();
+    }
+  });
+
   it("filters by status and pages on with the cursor", async () => {
     await prepareUi();
     const server = await startTestServer();

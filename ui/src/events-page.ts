@@ -4,7 +4,9 @@ import "./style.css";
 import { parse } from "yaml";
 import { h, replace } from "./dom.ts";
 
-type Doc = Record<string, any>;
+// biome-ignore lint/suspicious/noExplicitAny: parsed AsyncAPI YAML, walked by its shape as the spec defines it.
+type Yaml = any;
+type Doc = Record<string, Yaml>;
 
 const main = document.getElementById("main")!;
 
@@ -20,7 +22,7 @@ function markdown(text: string | undefined): HTMLElement[] {
         const items: string[] = [];
         for (const l of lines) {
           if (/^\s*[*-] /.test(l)) items.push(l.replace(/^\s*[*-] /, ""));
-          else items[items.length - 1] += " " + l.trim();
+          else items[items.length - 1] += ` ${l.trim()}`;
         }
         return h("ul", {}, ...items.map((i) => h("li", {}, ...inline(i))));
       }
@@ -37,12 +39,12 @@ function inline(text: string): (Node | string)[] {
 }
 
 /** Follows a local `#/...` reference. */
-function deref(doc: Doc, node: any): any {
+function deref(doc: Doc, node: Yaml): Yaml {
   if (node && typeof node.$ref === "string" && node.$ref.startsWith("#/")) {
     return node.$ref
       .slice(2)
       .split("/")
-      .reduce((at: any, key: string) => at?.[key.replace(/~1/g, "/").replace(/~0/g, "~")], doc);
+      .reduce((at: Yaml, key: string) => at?.[key.replace(/~1/g, "/").replace(/~0/g, "~")], doc);
   }
   return node;
 }
@@ -53,11 +55,11 @@ function schemaName(ref: string): HTMLElement {
   return ref.startsWith("./openapi.yaml") ? h("a", { href: `/docs#model/${name.toLowerCase()}` }, name) : h("code", {}, name);
 }
 
-function payload(doc: Doc, raw: any): HTMLElement | null {
+function payload(doc: Doc, raw: Yaml): HTMLElement | null {
   if (!raw) return null;
   if (typeof raw.$ref === "string" && !raw.$ref.startsWith("#/")) return h("p", {}, "Payload: ", schemaName(raw.$ref));
   const schema = deref(doc, raw);
-  const props = schema?.properties as Record<string, any> | undefined;
+  const props = schema?.properties as Record<string, Yaml> | undefined;
   const head = h("p", {}, "Payload", typeof raw.$ref === "string" ? h("span", {}, ": ", schemaName(raw.$ref)) : null, schema?.type ? h("span", { className: "muted" }, ` (${[schema.type].flat().join(" | ")})`) : null);
   if (!props) return h("div", {}, head, ...markdown(schema?.description));
   const required = new Set<string>(schema.required ?? []);

@@ -1,11 +1,11 @@
-// One job: status, progress and step, the latest preview, outputs by type as they arrive, the
+// One job: status, progress and step, its labels, the latest preview, outputs by type as they arrive, the
 // error with its node (marked in the workflow), the captured log where the surface has one, and
 // cancel. Events only update the state; the page is drawn at most once per animation frame, so
 // a stream of previews never shows more than one image a frame.
 import { api, ApiError, followJob, resolveLink, TERMINAL, type Job, type Output } from "./api.ts";
 import { formatBytes, formatDuration, h, replace } from "./dom.ts";
 import type { Graph } from "./graph.ts";
-import { progressBar, statusBadge, stepText } from "./widgets.ts";
+import { labelChips, progressBar, statusBadge, stepText } from "./widgets.ts";
 
 /** Renders job `id` into `root`; returns the function that closes its stream. */
 export function jobView(root: HTMLElement, id: string, onError: (err: unknown) => void): () => void {
@@ -64,6 +64,7 @@ export function jobView(root: HTMLElement, id: string, onError: (err: unknown) =
       h("div", { className: "status-line" }, h("span", { id: "job-status" }, statusBadge(job.status)), progressBar(job, "Job progress")),
       h("p", { className: "muted", id: "job-step" }, job.status === "running" ? stepText(job.progress) || "Starting…" : (job.progress?.message ?? "")),
       h("dl", { className: "facts" }, ...times.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])),
+      labelChips(job.metadata, "job-labels"),
     );
     if (job.error) {
       errorBox.hidden = false;

@@ -89,7 +89,7 @@ export default [
     const id = await queuePromptOk(t, simpleGraph());
     const ms = await untilEnd(t, s, id);
     const infos = ms.filter((m) => m.type === "executed").flatMap((m) => ((m.data.output as { images?: unknown[] })?.images ?? []) as Array<Record<string, unknown>>);
-    t.need(infos.length > 0, "no file info in executed messages (WS-3)");
+    t.need(infos.length > 0, `the simple prompt's messages carried no file info in an executed message (got ${ms.map((m) => m.type).join(", ")}; reported under WS-3)`);
     for (const info of infos) {
       t.expect(typeof info.filename === "string" && typeof info.subfolder === "string" && ["output", "temp", "input"].includes(String(info.type)), `file info ${JSON.stringify(info)}`);
       const { redirect, file } = await view(t, info as { filename: string; subfolder: string; type: string });

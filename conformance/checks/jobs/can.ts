@@ -18,7 +18,7 @@ export default [
     // A stream followed through the cancel: the timeline holds it to the transitions GET shows (SSE-2).
     await openEvents(t, ref).catch(() => undefined);
     const running = await pollJob(t, ref, "the job starting", (j) => started(j));
-    t.need(!TERMINAL.has(running.job.status), `the slow job ended (${running.job.status}) before it could be canceled`);
+    t.need(!TERMINAL.has(running.job.status), `the first GET that showed the slow job past queued showed it ${running.job.status}: it ended before it could be canceled (a longer --slow-seconds or --slow-workflow gives more time)`);
     const { ex, ref: after } = await cancelJob(t, running);
     if (!after) t.fail(`cancel answered ${ex.status}`, ex);
     t.expect(after.job.status === "canceling", `cancel of a running job answered ${after.job.status}, not canceling`, ex);

@@ -1,7 +1,7 @@
 // GET: reading a job: the full job by id, 404 for an unknown one, nothing of another caller's.
 import { check, type T } from "../../check.ts";
 import { EventStream } from "../../machinery/stream.ts";
-import { readJob, readJobOk, submitOk, waitTerminal } from "../support/jobs.ts";
+import { endOf, readJob, readJobOk, submitOk, waitTerminal } from "../support/jobs.ts";
 import { codeOf } from "../support/support.ts";
 import { simpleGraph } from "../support/workflows.ts";
 
@@ -11,7 +11,7 @@ export default [
     const read = await readJobOk(t, created);
     t.expect(read.job.id === created.job.id, `GET returned job ${read.job.id} for ${created.job.id}`);
     const end = await waitTerminal(t, created);
-    t.need(end.job.status === "succeeded", `the job ended ${end.job.status}`);
+    t.need(end.job.status === "succeeded", `the simple graph's job ${endOf(end.job)}, not succeeded`);
     t.expect(end.job.outputs.length > 0, "the succeeded job lists no output");
   }),
 

@@ -2,7 +2,7 @@
 // position, started_at and completed_at.
 import { check, type T } from "../../check.ts";
 import { TERMINAL } from "../../machinery/contract.ts";
-import { pollJob, readJobOk, slowGraph, started, submitOk, waitTerminal, type Job } from "../support/jobs.ts";
+import { endOf, pollJob, readJobOk, slowGraph, started, submitOk, waitTerminal, type Job } from "../support/jobs.ts";
 import { RFC3339 } from "../support/support.ts";
 import { defaultSlowGraph, prefixIds, simpleGraph } from "../support/workflows.ts";
 
@@ -51,7 +51,7 @@ export default [
       if (!TERMINAL.has(j.status) && (j.outputs?.length ?? 0) > 0) seenEarly = true;
       return TERMINAL.has(j.status);
     });
-    t.need(end.job.status === "succeeded", `the job ended ${end.job.status}`);
+    t.need(end.job.status === "succeeded", `the two-branch job ${endOf(end.job)}, not succeeded`);
     t.need(end.job.outputs.length >= 2, `the two-branch graph produced ${end.job.outputs.length} output(s)`);
     t.expect(seenEarly, "no output was visible on GET until the job ended");
   }),
@@ -60,7 +60,7 @@ export default [
     const created = await submitOk(t, slowGraph(t));
     const end = await waitTerminal(t, created);
     const views: Array<[string, Job]> = [["POST", created.job], ["GET", end.job]];
-    t.need(views.some(([, j]) => j.metrics !== undefined), "the surface sends no metrics (optional)");
+    t.need(views.some(([, j]) => j.metrics !== undefined), "neither POST nor GET of the job carried metrics (optional in the contract): nothing to check");
     for (const [where, j] of views) {
       if (j.metrics === undefined) continue;
       for (const k of ["queue_ms", "execution_ms"]) t.expect(Object.hasOwn(j.metrics, k), `${where}: metrics omits ${k}`);

@@ -1,11 +1,11 @@
 // LOG: a job's captured standard output: only on serverless, only on GET, absent (never null)
 // when there is none, withheld by the demo deployment.
 import { check, type Applicability, type T } from "../../check.ts";
-import { cancelJob, failingGraph, openEvents, pollJob, readJobOk, runOk, runToEnd, slowGraph, started, submitOk, waitTerminal, type Job } from "../support/jobs.ts";
+import { cancelJob, endOf, failingGraph, openEvents, pollJob, readJobOk, runOk, runToEnd, slowGraph, started, submitOk, waitTerminal, type Job } from "../support/jobs.ts";
 import { RFC3339 } from "../support/support.ts";
 import { nonce, printGraph, simpleGraph, type Graph } from "../support/workflows.ts";
 
-const notDemo: Applicability = (r) => (r.options.demo ? "the demo deployment withholds logs" : undefined);
+const notDemo: Applicability = (r) => (r.options.demo ? "--demo was given: the demo deployment withholds logs (LOG-4 checks that)" : undefined);
 
 /** The print graph with a unique first line; skips where FlowgatePrint is missing. */
 function printing(t: T): { graph: Graph; first: string } {
@@ -34,7 +34,7 @@ export default [
     const ok = await runOk(t, graph);
     t.expect(!!ok.job.logs, "a succeeded job has no logs");
     const failed = await runToEnd(t, failingGraph(t));
-    t.need(failed.job.status === "failed", `the failing graph ended ${failed.job.status}`);
+    t.need(failed.job.status === "failed", `the failing graph ${endOf(failed.job)}, not failed (--failing-workflow with a graph that fails makes this apply)`);
     t.expect(!!failed.job.logs, "a failed job has no logs");
   }),
 
@@ -74,7 +74,7 @@ export default [
     const { graph, first } = printing(t);
     const end = await runOk(t, graph);
     const logs = end.job.logs;
-    t.need(logs, "the job has no logs (reported under LOG-1)");
+    t.need(logs, "GET of the finished job showed no logs (reported under LOG-1)");
     t.expect(typeof logs.text === "string" && typeof logs.truncated === "boolean" && RFC3339.test(String(logs.captured_at)), `logs is ${JSON.stringify(logs).slice(0, 200)}`);
     if (!logs.truncated) {
       const a = logs.text.indexOf(first);

@@ -3,7 +3,7 @@
 // that they never depend on timing.
 import { check, type T } from "../../check.ts";
 import { TERMINAL } from "../../machinery/contract.ts";
-import { openEvents, readJobOk, slowGraph, stepsGraph, submitOk, type Job, type JobRef } from "../support/jobs.ts";
+import { endOf, openEvents, readJobOk, slowGraph, stepsGraph, submitOk, type Job, type JobRef } from "../support/jobs.ts";
 import { deepEqual } from "../support/support.ts";
 
 type Progress = NonNullable<Job["progress"]>;
@@ -44,7 +44,7 @@ async function steadyJob(t: T): Promise<JobRef> {
 export default [
   check("PRG-1 progress snapshots have value within 0..1 and integer node counts", async (t: T) => {
     const { end, snapshots } = await collect(t, await submitOk(t, stepsGraph(t)));
-    t.need(snapshots.length > 0, `no progress snapshot was seen (the job ended ${end.job.status})`);
+    t.need(snapshots.length > 0, `GET showed no progress snapshot before the job ${endOf(end.job)} (polled every 30 ms; a --steps-workflow with more steps gives more time)`);
     for (const p of snapshots) {
       t.expect(typeof p.value === "number" && p.value >= 0 && p.value <= 1, `value ${p.value} is outside 0..1`);
       t.expect(Number.isInteger(p.nodes_done) && Number.isInteger(p.nodes_total) && p.nodes_done <= p.nodes_total, `nodes_done ${p.nodes_done} / nodes_total ${p.nodes_total}`);
@@ -57,7 +57,7 @@ export default [
     const { stream } = await openEvents(t, ref);
     const { end, snapshots } = await collect(t, ref, 15);
     const all = [...snapshots, ...(stream?.events.filter((e) => e.event === "progress").map((e) => e.json as Progress) ?? [])];
-    t.need(end.job.status === "succeeded", `the job ended ${end.job.status}`);
+    t.need(end.job.status === "succeeded", `the stepped job ${endOf(end.job)}, not succeeded`);
     const stepped = all.filter((p) => p && p.step != null && p.steps != null && p.current_node != null);
     const byNode = new Map<string, Progress[]>();
     for (const p of stepped) byNode.set(p.current_node!, [...(byNode.get(p.current_node!) ?? []), p]);
@@ -79,7 +79,7 @@ export default [
     const after = await readJobOk(t, ref);
     t.need(status, "no status event on connect (reported under SSE-2)");
     const p = (status.json as Job).progress;
-    t.need(!TERMINAL.has(after.job.status), "the job ended while the stream opened");
+    t.need(!TERMINAL.has(after.job.status), `GET showed the job ${after.job.status} once the stream's first status event came: it ended while the stream opened (a longer --slow-seconds or --slow-workflow gives more time)`);
     t.expect(p != null, "the status event on connect carries no progress while GET has one");
     t.expect(deepEqual(p, before.job.progress) || deepEqual(p, after.job.progress), `the status event's progress ${JSON.stringify(p)} is not the job's ${JSON.stringify(after.job.progress)}`);
   }),

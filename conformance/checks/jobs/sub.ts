@@ -2,7 +2,7 @@
 // deployment states, credits, and extra_data that never comes back.
 import { check, type T } from "../../check.ts";
 import type { Exchange } from "../../machinery/http.ts";
-import { openEvents, readJobOk, slowGraph, submit, submitOk, waitTerminal } from "../support/jobs.ts";
+import { endOf, openEvents, readJobOk, slowGraph, submit, submitOk, waitTerminal } from "../support/jobs.ts";
 import { codeOf, deepEqual } from "../support/support.ts";
 import { assetGraph, danglingLinkGraph, missingInputGraph, simpleGraph, unknownClassGraph } from "../support/workflows.ts";
 
@@ -18,7 +18,7 @@ export async function fillQueue(t: T): Promise<Exchange> {
     if (ex.status === 429) return ex;
     if (ex.status !== 201) t.fail(`filling the queue: submission ${i + 1} answered ${ex.status}`, ex);
   }
-  t.skip(`the queue took ${t.options.fillQueue} slow jobs without a 429 (raise --fill-queue)`);
+  t.skip(`all ${t.options.fillQueue} slow jobs --fill-queue allows were accepted (201), none refused with 429: the queue bound is above that (a larger --fill-queue reaches it)`);
 }
 
 /** Applies when --fill-queue allows filling the queue. */
@@ -90,7 +90,7 @@ export default [
     const auth = { bearer: other };
     const theirs = await waitTerminal(t, await submitOk(t, simpleGraph(), { auth }), { auth });
     const asset = theirs.job.outputs[0]?.id;
-    t.need(asset, "the other caller's job produced no output");
+    t.need(asset, `the other caller's job ${endOf(theirs.job)} with no output`);
     const r = await submit(t, assetGraph(asset), { valid: false });
     t.expect(r.ex.status === 422 && codeOf(r.ex.json) === "missing_asset", `another caller's asset: expected 422 missing_asset, got ${r.ex.status}`, r.ex);
   }),
@@ -103,7 +103,7 @@ export default [
 
   check("SUB-9 a provisioning deployment answers 429 deployment_not_ready, a stopped one 422 deployment_stopped", {
     surfaces: ["serverless"],
-    when: (r) => (r.options.notReadyUrl || r.options.stoppedUrl ? undefined : "no deployment in those states given (pass --not-ready-url / --stopped-url)"),
+    when: (r) => (r.options.notReadyUrl || r.options.stoppedUrl ? undefined : "no deployment in those states given (pass --not-ready-url and/or --stopped-url)"),
   }, async (t: T) => {
     const cases: Array<[string | undefined, number, string]> = [
       [t.options.notReadyUrl, 429, "deployment_not_ready"],

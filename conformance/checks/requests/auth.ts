@@ -2,16 +2,18 @@
 // hosted interface's X-API-Key and WebSocket token, and the key forwarded to partner nodes.
 import { check, type RunContext, type T } from "../../check.ts";
 import { HostedSocket } from "../../machinery/socket.ts";
+import { notHosted } from "../support/hosted-client.ts";
 import { readJobOk, submit, submitOk } from "../support/jobs.ts";
 import { codeOf } from "../support/support.ts";
 import { simpleGraph } from "../support/workflows.ts";
 
 const bogus = () => `conformance-invalid-${crypto.randomUUID()}`;
 /** Credentials are required: a token was given and the target is not the demo deployment. */
-const authRequired = (r: RunContext) => (r.options.token && !r.options.demo ? undefined : "no --token given, or the demo deployment (anonymous callers allowed)");
+const authRequired = (r: RunContext) =>
+  r.options.demo ? "--demo was given: the demo deployment takes anonymous callers" : r.options.token ? undefined : "no --token given: the run takes the surface as open to anonymous callers (pass its API key as --token)";
 
 export default [
-  check("AUTH-1 v2 takes the key as Authorization: Bearer <key>", { when: (r) => (r.options.token ? undefined : "no --token given") }, async (t: T) => {
+  check("AUTH-1 v2 takes the key as Authorization: Bearer <key>", { when: (r) => (r.options.token ? undefined : "no --token given (pass the surface's API key as --token)") }, async (t: T) => {
     const token = t.options.token!;
     const ref = await submitOk(t, simpleGraph(), { auth: { bearer: token } });
     await readJobOk(t, ref, { bearer: token });
@@ -32,7 +34,7 @@ export default [
   }),
 
   check("AUTH-3 operations work without credentials where the surface takes anonymous callers", {
-    when: (r) => (r.options.demo || (r.options.surface === "self-hosted" && !r.options.token) ? undefined : "the surface requires credentials"),
+    when: (r) => (r.options.demo || (r.options.surface === "self-hosted" && !r.options.token) ? undefined : r.options.token ? "a --token was given: the run takes the surface as closed to anonymous callers (AUTH-4 checks their 401)" : `the ${r.options.surface} surface is not open to anonymous callers (only self-hosted without a token, or --demo, is)`),
   }, async (t: T) => {
     const ref = await submitOk(t, simpleGraph(), { auth: "none" });
     await readJobOk(t, ref, "none");
@@ -58,7 +60,7 @@ export default [
   }),
 
   check("AUTH-5 the hosted interface takes X-API-Key on REST and the token query parameter on /ws", {
-    when: (r) => (!r.caps.hosted ? "the surface does not serve the hosted interface (GET /api/object_info)" : authRequired(r)),
+    when: (r) => (!r.caps.hosted ? notHosted(r.caps.hostedProbe) : authRequired(r)),
   }, async (t: T) => {
     const token = t.options.token!;
     const ok = await t.http.request("GET", t.http.url("/api/object_info"), { auth: { apiKey: token } });

@@ -5,7 +5,12 @@ import type { Exchange } from "../../machinery/http.ts";
 import { multipart, type Part } from "./support.ts";
 
 /** Hosted checks run only where GET /api/object_info answered. */
-export const hostedOnly: Applicability = (r) => (r.caps.hosted ? undefined : "the surface does not serve the hosted interface (GET /api/object_info did not answer 200)");
+export const hostedOnly: Applicability = (r) => (r.caps.hosted ? undefined : notHosted(r.caps.hostedProbe));
+
+/** Why the hosted checks do not apply: what the probe saw (the hosted interface is under <base>/api). */
+export function notHosted(probe = "GET /api/object_info did not answer 200"): string {
+  return `${probe}, so the hosted interface is not served under this base URL`;
+}
 
 /** The hosted terminal statuses (HOST-5); every other value is in flight. */
 export const HOSTED_TERMINAL: ReadonlySet<string> = new Set(TERMINAL_HOSTED_JOB_STATUSES);

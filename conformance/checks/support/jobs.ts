@@ -58,7 +58,9 @@ export async function submitOk(t: T, workflow: unknown, o: SubmitOptions = {}): 
 function skipOnUnknownClass(t: T, ex: Exchange): void {
   const nodeErrors = (ex.json as { error?: { details?: { node_errors?: Record<string, Array<{ field?: string; reason?: string }>> } } })?.error?.details?.node_errors;
   const unknown = Object.entries(nodeErrors ?? {}).filter(([, errs]) => Array.isArray(errs) && errs.some((e) => e?.reason === "unknown_class"));
-  if (unknown.length) t.skip(`the surface lacks a node class the graph needs: 422 unknown_class for node${unknown.length > 1 ? "s" : ""} ${unknown.map(([id]) => id).join(", ")} (see --slow-workflow, --steps-workflow, --failing-workflow)`);
+  const graph = (JSON.parse(ex.requestBody ?? "{}") as { workflow?: Record<string, { class_type?: unknown }> })?.workflow ?? {};
+  const named = unknown.map(([id]) => `${id} (${String(graph[id]?.class_type ?? "?")})`);
+  if (unknown.length) t.skip(`the submission answered 422 unknown_class for node${unknown.length > 1 ? "s" : ""} ${named.join(", ")}; --slow-workflow, --steps-workflow or --failing-workflow with the nodes this surface has makes this apply`);
 }
 
 /** Whether a value looks enough like a job to follow (the schema checks the rest). */
@@ -209,6 +211,12 @@ export function waitTerminal(t: T, ref: JobRef, o: PollOptions = {}): Promise<Jo
   return pollJob(t, ref, `job ${ref.job.id} reaching a terminal status`, (j) => TERMINAL.has(j.status), o);
 }
 
+/** How a finished job ended, in words, for a skip: its status, and its error where it failed. */
+export function endOf(j: Job): string {
+  const e = j.error;
+  return `ended ${j.status}${e ? ` (${e.code}: ${JSON.stringify(String(e.message).slice(0, 100))}${e.node_id ? ` at node ${e.node_id}${e.class_type ? ` ${e.class_type}` : ""}` : ""})` : ""}`;
+}
+
 /** Whether a job has started running (or gone further). */
 export function started(j: Job): boolean {
   return j.status !== "queued" || j.started_at != null;
@@ -254,7 +262,7 @@ export async function queuedJob(t: T, max = 8): Promise<{ target: JobRef; blocke
     }
     blockers.push(now);
   }
-  t.skip(`no job stayed queued behind ${max} slow jobs: each read as ${JSON.stringify(blockers.map((b) => b.job.status))} right after its submission (more slots than that; --slow-workflow with a slower graph or fewer slots make this apply)`);
+  t.skip(`no job stayed queued behind another: ${max} slow jobs read as ${JSON.stringify(blockers.map((b) => b.job.status))} right after their submissions (a --slow-workflow with a slower graph makes this apply)`);
 }
 
 export type Output = components["schemas"]["Output"];

@@ -76,7 +76,7 @@ export async function sharpen(
     if ((i & 0xfffff) === 0) await checkpoint();
     // Σ K = 1 gives (1 + a)·I − a·(G * I).
     const v = (1 + a) * image.data[i]! - a * blurred.data[i]!;
-    out[i] = v < 0 ? 0 : v > 1 ? 1 : v;
+    out[i] = v < 0 ? 0 : Math.min(v , 1);
   }
   return makeImage(image.batch, image.height, image.width, out);
 }

@@ -168,7 +168,7 @@ async function lanczos(src: Planes, width: number, height: number): Promise<Plan
     for (let i = 0; i < frameIn; i++) {
       if ((i & 0xfffff) === 0) await cooperate();
       const v = Math.round(255 * (src.data[b * frameIn + i] ?? 0));
-      bytes[i] = v < 0 ? 0 : v > 255 ? 255 : v;
+      bytes[i] = v < 0 ? 0 : Math.min(v , 255);
     }
     const resized = await sharp(bytes, { raw: { width: src.width, height: src.height, channels: c as 1 | 2 | 3 | 4 } })
       .resize(width, height, { fit: "fill", kernel: "lanczos3" })

@@ -62,7 +62,7 @@ function pictureOf(seed: number | bigint): (u: number, v: number, out: Float32Ar
     for (let c = 0; c < 3; c++) {
       let value = 0.5;
       for (const w of waves) value += w.amp[c]! * Math.sin(2 * Math.PI * (w.fx * u + w.fy * v) + w.phase[c]!);
-      out[at + c] = value < 0 ? 0 : value > 1 ? 1 : value;
+      out[at + c] = value < 0 ? 0 : Math.min(value , 1);
     }
   };
 }

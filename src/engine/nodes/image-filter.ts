@@ -127,7 +127,7 @@ export const ImageBlend: NodeDefinition = {
         if ((i & 0xfffff) === 0) await ctx.checkpoint();
         const x = a.data[ao + i]!;
         const v = x * (1 - factor) + blendValue(mode, x, b.data[bo + i]!) * factor;
-        out[n * frame + i] = v < 0 ? 0 : v > 1 ? 1 : v;
+        out[n * frame + i] = v < 0 ? 0 : Math.min(v , 1);
       }
     }
     return { result: [makeImage(batch, a.height, a.width, out)] };

@@ -2,6 +2,7 @@
 import { booleanInput, floatInput, intInput, stringInput, type NodeDefinition } from "../node-spec.ts";
 
 // sys.maxsize, as ComfyUI declares the bounds (JSON numbers lose the last digits, as in any JS client).
+// biome-ignore lint/correctness/noPrecisionLoss: the literal is ComfyUI's, kept as it declares it.
 const MAXSIZE = 9223372036854775807;
 
 function primitive(name: string, displayName: string, type: string, spec: NodeDefinition["input"]["required"][string]): NodeDefinition {

@@ -1,4 +1,5 @@
 // ComfyUI's shapes of queue entries, file infos and history entries, built from jobs and assets.
+import type { WsExecutionErrorData } from "../../../generated/asyncapi-types.ts";
 import type { components } from "../../../generated/openapi-types.ts";
 import type { AssetRecord, JobRecord } from "../../store/index.ts";
 import { exceptionType } from "./status-map.ts";
@@ -63,8 +64,8 @@ function metaOf(outputs: Record<string, unknown>): Record<string, { node_id: str
 /** Fields of ComfyUI's execution_error kept with a failed job (by the comfyui backend: ComfyUI's own). */
 interface ComfyErrorFields {
   traceback?: string[];
-  current_inputs?: unknown;
-  current_outputs?: unknown;
+  current_inputs?: Record<string, unknown>;
+  current_outputs?: string[];
   executed?: string[];
 }
 
@@ -73,7 +74,7 @@ interface ComfyErrorFields {
  * ComfyUI sent them (but exception_type, which the contract bounds); otherwise built from the job's error. `executed`: the nodes seen executing
  * (null: none known, then ComfyUI's or empty).
  */
-export function executionError(job: JobRecord, executed: string[] | null): Record<string, unknown> {
+export function executionError(job: JobRecord, executed: string[] | null): Omit<WsExecutionErrorData, "timestamp"> {
   const err = (job.error ?? {}) as { code?: string; message?: string; node_id?: string | null; class_type?: string | null; traceback?: string | null; comfy?: ComfyErrorFields };
   const comfy = err.comfy;
   return {

@@ -1,32 +1,27 @@
 // Errors of the hosted interface, in ComfyUI's shape `{error: {type, message, details,
-// extra_info}, node_errors?}`, with the statuses of the seed's hosted table.
+// extra_info}, node_errors?}`, with the statuses of the seed's hosted table (the spec's
+// `x-hosted-error-types`).
+import { HOSTED_ERROR_TYPE_STATUS } from "../../../generated/enums.ts";
+import type { components } from "../../../generated/openapi-types.ts";
 import { ServiceError } from "../../domain/errors.ts";
 import { isOutOfSpace } from "../../datadir/space.ts";
 import { insufficientStorage, UPSTREAM_MESSAGE } from "../error-envelope.ts";
+
+/** The hosted error body (the spec's HostedError), with the fields flowgate always sends. */
+export type HostedErrorBody = components["schemas"]["HostedError"] & { error: { details: string; extra_info: Record<string, unknown> } };
 
 /** A hosted error response. */
 export interface HostedErrorResponse {
   status: number;
   headers: Record<string, string>;
-  body: { error: { type: string; message: string; details: string; extra_info: Record<string, unknown> }; node_errors?: unknown };
+  body: HostedErrorBody;
 }
 
-const STATUS: Partial<Record<string, number>> = {
-  invalid_request: 400,
-  invalid_workflow: 400,
-  workflow_format_ui: 400,
-  missing_asset: 400,
-  idempotency_key_reuse: 400,
-  unauthorized: 401,
-  insufficient_credits: 402,
-  forbidden: 403,
-  not_found: 404,
-  blob_not_found: 404,
-  payload_too_large: 413,
-  // On this interface a 429 means an inactive subscription; a full queue is a 503.
-  queue_full: 503,
-  insufficient_storage: 507,
-};
+/**
+ * The hosted status of each error type; a v2 code missing here is a generic 500. On this
+ * interface a 429 means an inactive subscription, and a full queue is a 503.
+ */
+const STATUS: Partial<Record<string, number>> = HOSTED_ERROR_TYPE_STATUS;
 
 /** When a caller with an inactive subscription may check again (the contract's 429 carries Retry-After). */
 const INACTIVE_RETRY_AFTER_SECONDS = 60;
@@ -48,7 +43,7 @@ export function toHostedError(err: unknown): HostedErrorResponse {
     return r;
   }
   const status = STATUS[err.code]!;
-  const comfy = err.details?.comfy as { error?: Record<string, unknown>; node_errors?: unknown } | undefined;
+  const comfy = err.details?.comfy as { error?: Record<string, unknown>; node_errors?: Record<string, unknown> } | undefined;
   if (comfy?.error) {
     return {
       status,
@@ -70,5 +65,10 @@ export function toHostedError(err: unknown): HostedErrorResponse {
 }
 
 function plain(status: number, type: string, message: string, details = ""): HostedErrorResponse {
-  return { status, headers: {}, body: { error: { type, message, details, extra_info: {} } } };
+  return { status, headers: {}, body: hostedErrorBody(type, message, details) };
+}
+
+/** A hosted error body with no structured detail. */
+export function hostedErrorBody(type: string, message: string, details = ""): HostedErrorBody {
+  return { error: { type, message, details, extra_info: {} } };
 }

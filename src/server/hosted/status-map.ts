@@ -1,31 +1,21 @@
-// v2 job status -> the hosted interface's job status (docs/decisions.md, "Hosted statuses").
+// v2 job status -> the hosted interface's job status (docs/decisions.md, "Hosted statuses"); the
+// mapping and the non-retryable codes are the spec's (`x-from-job-status`, `x-non-retryable`).
+import type { HostedExceptionType } from "../../../generated/asyncapi-types.ts";
+import { HOSTED_JOB_STATUS_BY_JOB_STATUS, type HOSTED_JOB_STATUSES } from "../../../generated/enums.ts";
+import { isNonRetryable } from "../../domain/failures.ts";
 import type { JobRecord } from "../../store/index.ts";
 
-/** Codes for which retrying the same graph cannot help. */
-const NON_RETRYABLE = new Set(["invalid_input", "missing_model"]);
+/** A known hosted job status. */
+export type HostedStatus = (typeof HOSTED_JOB_STATUSES)[number];
 
 /** The hosted status of a job. */
-export function hostedStatus(job: Pick<JobRecord, "status" | "error">): string {
-  switch (job.status) {
-    case "queued":
-      return "queued_waiting";
-    case "running":
-      return "executing";
-    case "canceling":
-      return "cancel_requested";
-    case "succeeded":
-      return "success";
-    case "failed":
-      return NON_RETRYABLE.has(String((job.error as { code?: unknown } | null)?.code)) ? "non_retryable_error" : "error";
-    case "canceled":
-      return "cancelled";
-    case "expired":
-      return "lost";
-  }
+export function hostedStatus(job: Pick<JobRecord, "status" | "error">): HostedStatus {
+  if (job.status === "failed" && isNonRetryable((job.error as { code?: unknown } | null)?.code)) return "non_retryable_error";
+  return HOSTED_JOB_STATUS_BY_JOB_STATUS[job.status];
 }
 
 /** ComfyUI's execution_error exception_type for a job error code (the seed's six values). */
-export function exceptionType(code: string | undefined): string {
+export function exceptionType(code: string | undefined): HostedExceptionType {
   switch (code) {
     case "missing_model":
       return "ModelDownloadError";

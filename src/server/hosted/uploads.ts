@@ -118,7 +118,7 @@ export async function uploadMask(ctx: HandlerContext) {
   }
   const stored = await ctx.runtime.assets.storeUpload(composed, "mask.png");
   try {
-    return await recordInput(ctx, stored, ref.filename.replace(/\.[^.]*$/, "") + ".png", folder);
+    return await recordInput(ctx, stored, `${ref.filename.replace(/\.[^.]*$/, "")}.png`, folder);
   } catch (err) {
     await ctx.runtime.assets.discardUpload(stored);
     throw err;

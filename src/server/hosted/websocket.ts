@@ -1,15 +1,21 @@
 // The hosted WebSocket (/ws): ComfyUI's JSON messages and binary preview frames, fanned out to
 // every connection of the job's owner (clientId is ignored). Dead sockets are found by ping;
 // a slow reader loses previews first and is dropped before it can grow our memory.
-import type { IncomingMessage, Server } from "node:http";
+import { STATUS_CODES, type IncomingMessage, type Server } from "node:http";
 import type { Duplex } from "node:stream";
 import { WebSocketServer, type WebSocket } from "ws";
+import type { NodeProgressState, WsClientFeatureFlags, WsExecutedData, WsMessage } from "../../../generated/asyncapi-types.ts";
+import { HOSTED_ERROR_TYPE_STATUS } from "../../../generated/enums.ts";
 import { ServiceError } from "../../domain/errors.ts";
 import type { JobEvent } from "../../jobs/event-bus.ts";
 import { isTerminalStatus, type JobRecord } from "../../store/index.ts";
 import type { Runtime } from "../../runtime/runtime.ts";
 import { previewImageFrame, previewWithMetadataFrame, textFrame } from "../../wire/binary-frames.ts";
 import { executionError } from "./comfy-shapes.ts";
+import { hostedErrorBody } from "./hosted-errors.ts";
+
+/** What the server sends as JSON: the spec's messages, and its answer to a client's `feature_flags` (the same message, with the server's flags). */
+type ServerMessage = WsMessage | WsClientFeatureFlags;
 
 /** Above this much unsent data a socket gets no previews. */
 export const PREVIEW_BACKLOG_BYTES = 2 * 1024 * 1024;
@@ -66,12 +72,12 @@ export class HostedSockets {
       const key = url.searchParams.get("token") ?? (typeof header === "string" ? header : null);
       this.runtime.surface.hostedCaller(key).then(
         (caller) => {
-          if (!caller.subscription_active) return refuse(socket, "429 Too Many Requests", "inactive_subscription", "Your subscription is not active.");
+          if (!caller.subscription_active) return refuse(socket, "inactive_subscription", "Your subscription is not active.");
           this.wss.handleUpgrade(req, socket, head, (ws) => this.connect(ws, socket, caller.owner, url.searchParams.get("clientId") ?? ""));
         },
         (err) => {
-          if (err instanceof ServiceError && err.code === "unauthorized") refuse(socket, "401 Unauthorized", "unauthorized", "Invalid or missing API key.");
-          else refuse(socket, "500 Internal Server Error", "internal_error", "Something went wrong on our side. Please try again.");
+          if (err instanceof ServiceError && err.code === "unauthorized") refuse(socket, "unauthorized", "Invalid or missing API key.");
+          else refuse(socket, "internal_error", "Something went wrong on our side. Please try again.");
         },
       );
     });
@@ -146,7 +152,7 @@ export class HostedSockets {
     }
   }
 
-  private send(c: Client, message: unknown): void {
+  private send(c: Client, message: ServerMessage): void {
     this.sendText(c, JSON.stringify(message));
   }
 
@@ -173,7 +179,7 @@ export class HostedSockets {
     c.ws.send(frame);
   }
 
-  private broadcast(owner: string, message: unknown): void {
+  private broadcast(owner: string, message: ServerMessage): void {
     const set = this.byOwner.get(owner);
     if (!set) return;
     const text = JSON.stringify(message); // once for all of the owner's sockets
@@ -214,7 +220,7 @@ export class HostedSockets {
     if (!nodes) this.progress.set(jobId, (nodes = new Map()));
     nodes.set(nodeId, change);
     // Keyed by client node ids, which may be any string: no prototype.
-    const data: Record<string, unknown> = Object.create(null);
+    const data: Record<string, NodeProgressState> = Object.create(null);
     for (const [id, s] of nodes) {
       data[id] = { value: s.value, max: s.max, state: s.state, node_id: id, prompt_id: jobId, display_node_id: id, parent_node_id: null, real_node_id: id };
     }
@@ -243,7 +249,8 @@ export class HostedSockets {
         this.progressState(owner, e.job_id, e.node_id, { value: e.value, max: e.max, state: "running" });
         return this.broadcast(owner, { type: "progress", data: { value: e.value, max: e.max, prompt_id: e.job_id, node: e.node_id } });
       case "node_done": {
-        if (e.ui) this.broadcast(owner, { type: "executed", data: { node: e.node_id, display_node: e.node_id, output: e.ui, prompt_id: e.job_id } });
+        // The engine's ui object is ComfyUI's node output, passed on as the engine gave it.
+        if (e.ui) this.broadcast(owner, { type: "executed", data: { node: e.node_id, display_node: e.node_id, output: e.ui as WsExecutedData["output"], prompt_id: e.job_id } });
         const prior = this.progress.get(e.job_id)?.get(e.node_id);
         // A node that started executed; one only reported done was served from cache.
         if (prior?.state === "running") {
@@ -322,8 +329,9 @@ export class HostedSockets {
   }
 }
 
-/** Answers an upgrade request with a plain HTTP error in the hosted shape. */
-function refuse(socket: Duplex, status: string, type: string, message: string): void {
-  const body = JSON.stringify({ error: { type, message, details: "", extra_info: {} } });
-  socket.end(`HTTP/1.1 ${status}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+/** Answers an upgrade request with a plain HTTP error in the hosted shape, with its type's status. */
+function refuse(socket: Duplex, type: keyof typeof HOSTED_ERROR_TYPE_STATUS, message: string): void {
+  const status = HOSTED_ERROR_TYPE_STATUS[type];
+  const body = JSON.stringify(hostedErrorBody(type, message));
+  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
 }

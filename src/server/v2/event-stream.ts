@@ -4,6 +4,7 @@
 // previews are latest-wins per stream (a fast sampler reports every step; a page needs a few a
 // second); status events are never throttled, and the last progress goes out before the end.
 import type { ServerResponse } from "node:http";
+import type { SseEvent } from "../../../generated/asyncapi-types.ts";
 import type { JobEvent } from "../../jobs/event-bus.ts";
 import { ServiceError } from "../../domain/errors.ts";
 import { isTerminalStatus, statusRank, type JobRecord } from "../../store/index.ts";
@@ -21,7 +22,7 @@ interface Stream {
   counted: string;
   links: LinkContext;
   linkKey: string;
-  /** Progress snapshots, at most four a second. */
+  /** Progress frames, at most four a second. */
   progress: LatestWins<string>;
   /** Previews, at most `streamPreviewRate` a second. */
   preview: LatestWins<LatestPreview>;
@@ -47,8 +48,9 @@ interface JobStreams {
   chain: Promise<void>;
 }
 
-function frame(event: string, data: string): string {
-  return `event: ${event}\ndata: ${data}\n\n`;
+/** One SSE frame of an event of the spec (spec/asyncapi.yaml): its name and its JSON data, no `id:`. */
+function frame(e: SseEvent): string {
+  return `event: ${e.event}\ndata: ${JSON.stringify(e.data)}\n\n`;
 }
 
 /** Open event streams of this server. */
@@ -99,7 +101,7 @@ export class EventStreams {
       counted,
       links,
       linkKey: `${links.mount}|${links.origin}`,
-      progress: new LatestWins(PROGRESS_INTERVAL_MS, (data) => write(frame("progress", data))),
+      progress: new LatestWins(PROGRESS_INTERVAL_MS, write),
       preview: new LatestWins(1000 / this.runtime.config.streamPreviewRate, (p: LatestPreview) => write(previewFrame(p))),
       ready: false,
       rank: -1,
@@ -135,13 +137,13 @@ export class EventStreams {
     const { res, links } = stream;
     const current = (await this.runtime.store.getJob(job.id)) ?? job;
     const snapshot = await this.runtime.jobs.snapshot(current);
-    res.write(frame("status", JSON.stringify(jobView(snapshot, links))));
+    res.write(frame({ event: "status", data: jobView(snapshot, links) }));
     stream.rank = statusRank(current.status);
     stream.progressValue = progressValueOf(current.progress);
     stream.ready = true;
     if (isTerminalStatus(current.status)) return void res.end();
     if (current.progress) {
-      res.write(frame("progress", JSON.stringify(current.progress)));
+      res.write(frame({ event: "progress", data: current.progress }));
       stream.progress.sent();
     }
     const preview = this.latestPreview.get(job.id);
@@ -179,7 +181,7 @@ export class EventStreams {
     stream.progress.drop();
     stream.preview.drop();
     const js = this.jobs.get(jobId);
-    if (!js || !js.streams.delete(stream)) return;
+    if (!js?.streams.delete(stream)) return;
     const left = (this.perCaller.get(stream.counted) ?? 1) - 1;
     if (left <= 0) this.perCaller.delete(stream.counted);
     else this.perCaller.set(stream.counted, left);
@@ -211,7 +213,7 @@ export class EventStreams {
           s.rank = rank;
           s.progressValue = Math.max(s.progressValue, value);
           let p = payloads.get(s.linkKey);
-          if (p === undefined) payloads.set(s.linkKey, (p = Buffer.from(frame("status", JSON.stringify(jobView(snapshot, s.links))))));
+          if (p === undefined) payloads.set(s.linkKey, (p = Buffer.from(frame({ event: "status", data: jobView(snapshot, s.links) }))));
           if (s.res.writableEnded) continue;
           if (terminal) {
             // The last progress is never dropped; a waiting preview is (the outputs follow).
@@ -226,11 +228,11 @@ export class EventStreams {
       }
       case "progress": {
         const value = progressValueOf(e.progress);
-        const data = JSON.stringify(e.progress);
+        const encoded = frame({ event: "progress", data: e.progress });
         for (const s of streams) {
           if (value < s.progressValue) continue; // never a step back
           s.progressValue = value;
-          s.progress.offer(data);
+          s.progress.offer(encoded);
         }
         return;
       }
@@ -244,7 +246,7 @@ export class EventStreams {
         const payloads = new Map<string, string>();
         for (const s of streams) {
           let p = payloads.get(s.linkKey);
-          if (p === undefined) payloads.set(s.linkKey, (p = frame("output", JSON.stringify(outputView(e.asset, s.links)))));
+          if (p === undefined) payloads.set(s.linkKey, (p = frame({ event: "output", data: outputView(e.asset, s.links) })));
           s.res.write(p);
         }
         return;
@@ -269,5 +271,5 @@ interface LatestPreview {
 
 function previewFrame(p: LatestPreview): string {
   const e = p.event;
-  return (p.frame ??= frame("preview", JSON.stringify({ node_id: e.node_id, content_type: e.content_type, data_base64: e.data.toString("base64") })));
+  return (p.frame ??= frame({ event: "preview", data: { node_id: e.node_id, content_type: e.content_type, data_base64: e.data.toString("base64") } }));
 }

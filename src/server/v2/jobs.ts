@@ -3,9 +3,18 @@ import type { OperationInput, OperationResult } from "../../../generated/handler
 import type { HandlerContext } from "../handler-context.ts";
 import { jobView, jobWithLogsView } from "../views.ts";
 import type { JobStatus } from "../../store/index.ts";
+import { ServiceError } from "../../domain/errors.ts";
+
+/** Refuses labels where the server declines them (`--labels off`): a non-empty map or filter is 422 metadata_not_supported. */
+function declineLabels(ctx: HandlerContext, labels: object | undefined): void {
+  if (!ctx.runtime.config.labels && labels !== undefined && Object.keys(labels).length > 0) {
+    throw new ServiceError("metadata_not_supported", "This surface does not accept metadata.");
+  }
+}
 
 /** POST /api/v2/jobs */
 export async function createJob(input: OperationInput<"createJob">, ctx: HandlerContext): Promise<OperationResult<"createJob">> {
+  declineLabels(ctx, input.body.metadata);
   const snapshot = await ctx.runtime.jobs.submit(ctx.caller, {
     workflow: input.body.workflow as Record<string, unknown>,
     extra_data: input.body.extra_data,
@@ -17,6 +26,7 @@ export async function createJob(input: OperationInput<"createJob">, ctx: Handler
 
 /** GET /api/v2/jobs */
 export async function listJobs(input: OperationInput<"listJobs">, ctx: HandlerContext): Promise<OperationResult<"listJobs">> {
+  declineLabels(ctx, input.query?.metadata);
   const page = await ctx.runtime.jobs.list(ctx.caller, {
     limit: input.query?.limit ?? 20,
     status: input.query?.status as JobStatus | undefined,

@@ -51,7 +51,21 @@ export type Breakage =
   | "contentTypeNotBytes" // OUT-5: a PNG output declared (and served) as image/webp
   | "keyInLocation" // HOST-6: /api/view's redirect Location carries the API key
   | "extraDataInHeader" // SUB-11: the 201 of a submission echoes extra_data in a header
-  | "idemReleasedOn5xx"; // IDEM-5: a keyed submission that answered 500 released its key (with upstreamErrorOnKeyed)
+  | "idemReleasedOn5xx" // IDEM-5: a keyed submission that answered 500 released its key (with upstreamErrorOnKeyed)
+  // Breakages of the labels (contract 2.1, the LBL extension group):
+  | "labelBoundTooTight" // LBL-1: 16 labels are refused as metadata_invalid (the double's bound is 15)
+  | "metadataInvalidAs400" // LBL-2: a map outside the bounds answers 400 invalid_request
+  | "metadataInvalidNoKey" // LBL-2: metadata_invalid without details.key
+  | "labelsDroppedOnCancel" // LBL-3: the cancel answer carries metadata {}
+  | "labelsMissingOnSse" // LBL-3: SSE status events carry no metadata
+  | "filterIgnored" // LBL-4: the listing ignores label filters
+  | "filterAnyOf" // LBL-4: a job matching any one of the filters is listed
+  | "filterDropsStatus" // LBL-4: a listing filtered by label ignores status
+  | "filterMalformedAccepted" // LBL-5: more than 3 filters are accepted
+  | "declinedFilterIgnored" // LBL-6 (with labels: false): a filtered listing answers 200 with every job
+  | "idemIgnoresLabels" // LBL-7: a reused key with the same workflow and other labels makes a new job
+  | "logHeadKept" // LOG-7: a log over the capture bound keeps its head, not its tail
+  | "expiredSoonAfterEnd"; // ST-4: from 2 s after its end, a finished job reads expired (a reaper that does not wait for expires_at)
 
 export interface DoubleOptions {
   surface?: "self-hosted" | "cloud" | "serverless";
@@ -80,6 +94,8 @@ export interface DoubleOptions {
   missingNodes?: string[];
   /** The first keyed submission answers 500 after claiming its key (an unknown outcome, IDEM-5). */
   upstreamErrorOnKeyed?: boolean;
+  /** Accepts labels (default); false declines them with 422 metadata_not_supported (LBL-6). */
+  labels?: boolean;
   breaks?: Breakage[];
 }
 
@@ -112,8 +128,12 @@ export interface JobRec {
   outputs: Asset[];
   error: { code: string; message: string; node_id: string | null; class_type: string | null; traceback: null } | null;
   workflow: Record<string, unknown>;
+  /** Labels (`metadata`), {} when the submission had none. */
+  metadata: Record<string, string>;
   leakedExtra?: unknown;
   log: string;
+  /** Output was shed from the log (LOG_LIMIT_BYTES). */
+  logTruncated: boolean;
   logAt: Date | null;
   abort: AbortController;
   hostedOutputs: Record<string, { images?: unknown[]; text?: string[] }>;
@@ -125,6 +145,8 @@ export interface JobRec {
 }
 
 const RETENTION_MS = 7 * 24 * 3600 * 1000;
+/** The log capture's bound (the run's output beyond it is shed from the head). */
+const LOG_LIMIT_BYTES = 64 * 1024;
 
 /** Everything the double holds. */
 export class State {
@@ -158,6 +180,7 @@ export class State {
       hosted: o.hosted ?? surface !== "serverless",
       missingNodes: o.missingNodes ?? [],
       upstreamErrorOnKeyed: o.upstreamErrorOnKeyed ?? false,
+      labels: o.labels ?? true,
       breaks: new Set(o.breaks ?? []),
     };
     this.bus.setMaxListeners(0);
@@ -165,6 +188,14 @@ export class State {
 
   broken(b: Breakage): boolean {
     return this.o.breaks.has(b);
+  }
+
+  /** Appends a run's standard output to its log, keeping the last LOG_LIMIT_BYTES (the first, when logHeadKept). */
+  capture(job: JobRec, text: string): void {
+    const all = Buffer.from(job.log + text);
+    if (all.byteLength <= LOG_LIMIT_BYTES) return void (job.log = all.toString());
+    job.logTruncated = true;
+    job.log = (this.broken("logHeadKept") ? all.subarray(0, LOG_LIMIT_BYTES) : all.subarray(all.byteLength - LOG_LIMIT_BYTES)).toString();
   }
 
   /** The account of a token ("anon" when anonymous callers are accepted), or 401/403. */
@@ -194,7 +225,7 @@ export class State {
   }
 
   /** Records a new queued job and starts what can start. */
-  createJob(account: string, workflow: Record<string, unknown>, extra?: unknown): JobRec {
+  createJob(account: string, workflow: Record<string, unknown>, extra?: unknown, metadata: Record<string, string> = {}): JobRec {
     const now = new Date();
     const job: JobRec = {
       id: randomUUID(),
@@ -209,8 +240,10 @@ export class State {
       outputs: [],
       error: null,
       workflow,
+      metadata,
       leakedExtra: this.broken("leakExtraData") ? extra : undefined,
       log: "",
+      logTruncated: false,
       logAt: null,
       abort: new AbortController(),
       hostedOutputs: {},
@@ -286,7 +319,7 @@ export class State {
           job.events.emit("preview", current, jpeg);
           this.bus.emit("wsPreview", job, current, jpeg);
         },
-        log: (text) => (job.log += text),
+        log: (text) => this.capture(job, text),
         asset: (id) => this.assets.get(id)?.bytes,
       }, {
         nodeStart: (id, classType) => {

@@ -44,6 +44,61 @@ export function checkGraph(s: State, account: string, workflow: Record<string, u
   return undefined;
 }
 
+const LABEL_KEY = /^[A-Za-z0-9_.-]{1,40}$/;
+
+/** The label key a failure of the submission's validation is about (null: the map as a whole), or undefined when a failure lies outside `metadata`. */
+function metadataFailure(errors: Array<{ instancePath: string; keyword: string; params: Record<string, unknown>; propertyName?: string }>): { key: string | null } | undefined {
+  if (!errors.length || !errors.every((e) => e.instancePath === "/metadata" || e.instancePath.startsWith("/metadata/"))) return undefined;
+  const e = errors.find((x) => x.keyword !== "propertyNames") ?? errors[0]!;
+  const named = e.propertyName ?? e.params.propertyName;
+  if (typeof named === "string") return { key: named };
+  const parts = e.instancePath.split("/");
+  return { key: parts.length >= 3 ? parts[2]!.replace(/~1/g, "/").replace(/~0/g, "~") : null };
+}
+
+/** The metadata[key]=value filters of a listing, or the reason they are malformed. */
+function labelFilters(s: State, query: URLSearchParams): { filters: Array<[string, string]> } | { bad: string; key: string | null } {
+  const filters: Array<[string, string]> = [];
+  for (const [name, value] of query) {
+    const m = /^metadata\[(.*)\]$/s.exec(name);
+    if (!m) {
+      if (name.startsWith("metadata")) return { bad: "invalid_format", key: null };
+      continue;
+    }
+    const key = m[1]!;
+    if (!LABEL_KEY.test(key)) return { bad: "invalid_format", key };
+    if (filters.some(([k]) => k === key)) return { bad: "repeated", key };
+    if (value.length > 256) return { bad: "too_long", key };
+    filters.push([key, value]);
+  }
+  if (filters.length > 3 && !s.broken("filterMalformedAccepted")) return { bad: "too_many", key: null };
+  return { filters };
+}
+
+/** The caller's jobs for GET /api/v2/jobs: status and label filters, newest first, pages by cursor (a job number). */
+function listJobs(s: State, req: Req, account: string): void {
+  const res = req.res;
+  const limit = req.query.get("limit") ?? "20";
+  const status = req.query.get("status");
+  const cursor = req.query.get("cursor");
+  if (!/^\d+$/.test(limit) || Number(limit) < 1 || Number(limit) > 100 || (status !== null && !["queued", "running", "succeeded", "canceling", "canceled", "failed", "expired"].includes(status)) || (cursor !== null && !/^\d{1,15}$/.test(cursor))) {
+    return fail(res, 400, "invalid_request", "The query is invalid.", { fields: [{ field: "limit", reason: "invalid" }] });
+  }
+  const parsed = labelFilters(s, req.query);
+  if ("bad" in parsed) return fail(res, 400, "invalid_metadata_filter", "The metadata filter is invalid.", { key: parsed.key, fields: [{ field: parsed.key === null ? "metadata" : `metadata.${parsed.key}`, reason: parsed.bad }] });
+  const filters = parsed.filters;
+  if (filters.length && !s.o.labels && !s.broken("declinedFilterIgnored")) return fail(res, 422, "metadata_not_supported", "This surface does not accept metadata.");
+  const labeled = filters.length > 0 && s.o.labels && !s.broken("filterIgnored");
+  const carries = (j: JobRec) => (s.broken("filterAnyOf") ? filters.some(([k, v]) => j.metadata[k] === v) : filters.every(([k, v]) => j.metadata[k] === v));
+  const byStatus = status !== null && !(filters.length > 0 && s.broken("filterDropsStatus"));
+  const all = [...s.jobs.values()]
+    .filter((j) => j.account === account && (!byStatus || j.status === status) && (!labeled || carries(j)) && (cursor === null || j.number < Number(cursor)))
+    .reverse();
+  const page = all.slice(0, Number(limit));
+  const next = all.length > page.length ? String(page[page.length - 1]!.number) : null;
+  send(res, 200, { jobs: page.map((j) => jobView(s, j, req.origin, "list")), next_cursor: next });
+}
+
 async function createJob(s: State, req: Req, account: string, noCredits: boolean): Promise<void> {
   const parsed = parseJson(req, s);
   if (!parsed.ok) return;
@@ -51,17 +106,32 @@ async function createJob(s: State, req: Req, account: string, noCredits: boolean
   if (s.broken("serverErrorOnWrongType") && body && typeof body === "object" && "workflow" in body && (typeof body.workflow !== "object" || body.workflow === null)) {
     return fail(req.res, 500, "upstream_error", "Something went wrong on our side. Please try again.");
   }
-  if (!validators.request_createJob(body)) return fail(req.res, 400, "invalid_request", "The request is invalid.", { fields: fieldsOf(validators.request_createJob.errors as never) });
+  if (!validators.request_createJob(body)) {
+    const labels = metadataFailure((validators.request_createJob.errors ?? []) as never);
+    if (labels && !s.broken("metadataInvalidAs400")) {
+      const details = { ...(s.broken("metadataInvalidNoKey") ? {} : { key: labels.key }), fields: [{ field: labels.key === null ? "metadata" : `metadata.${labels.key}`, reason: "invalid" }] };
+      return fail(req.res, 422, "metadata_invalid", "The metadata is invalid.", details);
+    }
+    return fail(req.res, 400, "invalid_request", "The request is invalid.", { fields: fieldsOf(validators.request_createJob.errors as never) });
+  }
+  const metadata = (body.metadata ?? {}) as Record<string, string>;
+  if (s.broken("labelBoundTooTight") && Object.keys(metadata).length > 15) return fail(req.res, 422, "metadata_invalid", "The metadata is invalid.", { key: null, fields: [{ field: "metadata", reason: "too_many" }] });
+  if (!s.o.labels && Object.keys(metadata).length > 0) return fail(req.res, 422, "metadata_not_supported", "This surface does not accept metadata.");
   if (noCredits) return fail(req.res, 402, "insufficient_credits", "Your account has no credits left.");
   const workflow = body.workflow as Record<string, unknown>;
   const keyHeader = req.headers["idempotency-key"];
   const key = typeof keyHeader === "string" ? `${account}:${keyHeader}` : undefined;
   if (key) {
+    // A key's first use: its workflow and its labels (every reuse is refused; the breakages compare them).
     const claimed = s.keys.get(key);
-    const same = claimed === JSON.stringify(workflow);
-    if (claimed !== undefined && !(s.broken("idemAcceptsDifferentBody") && !same) && !s.broken("idemNewJobOnReuse")) return fail(req.res, 422, "idempotency_key_reuse", "This Idempotency-Key has already been used.");
+    const [workflowText, labelsText] = [JSON.stringify(workflow), JSON.stringify(metadata)];
+    const sameWorkflow = claimed !== undefined && JSON.parse(claimed)[0] === workflowText;
+    const sameLabels = claimed !== undefined && JSON.parse(claimed)[1] === labelsText;
+    const acceptedAnyway =
+      (s.broken("idemAcceptsDifferentBody") && !sameWorkflow) || s.broken("idemNewJobOnReuse") || (s.broken("idemIgnoresLabels") && sameWorkflow && !sameLabels);
+    if (claimed !== undefined && !acceptedAnyway) return fail(req.res, 422, "idempotency_key_reuse", "This Idempotency-Key has already been used.");
     if (s.broken("idemRace")) await new Promise((r) => setTimeout(r, 20));
-    s.keys.set(key, JSON.stringify(workflow));
+    s.keys.set(key, JSON.stringify([workflowText, labelsText]));
     if (s.o.upstreamErrorOnKeyed && !s.failedKeyed) {
       s.failedKeyed = true;
       if (s.broken("idemReleasedOn5xx")) s.keys.delete(key);
@@ -79,7 +149,7 @@ async function createJob(s: State, req: Req, account: string, noCredits: boolean
     release();
     return fail(req.res, 429, "queue_full", "The queue is full; retry later.", undefined, { "retry-after": s.broken("retryAfterNotInteger") ? "1.5" : "1" });
   }
-  const job = s.createJob(account, workflow, body.extra_data);
+  const job = s.createJob(account, workflow, body.extra_data, metadata);
   const partner = (body.extra_data as { api_key_vendor_org?: unknown } | undefined)?.api_key_vendor_org;
   send(req.res, 201, jobView(s, job, req.origin, "post"), s.broken("extraDataInHeader") && typeof partner === "string" ? { "x-partner-key": partner } : {});
 }
@@ -92,7 +162,7 @@ function stream(s: State, req: Req, job: JobRec): void {
   const onStatus = () => {
     if (s.broken("sseSkipsRunning") && job.status === "running") return;
     if (s.broken("sseSkipsCanceling") && job.status === "canceling") return;
-    write("status", jobView(s, job, req.origin, TERMINAL.has(job.status) ? "terminal-event" : "other"));
+    write("status", jobView(s, job, req.origin, TERMINAL.has(job.status) ? "terminal-event" : "event"));
     if (s.broken("sseAfterTerminal") && TERMINAL.has(job.status)) write("progress", progressView(s, job));
     if (TERMINAL.has(job.status)) done();
   };
@@ -114,7 +184,7 @@ function stream(s: State, req: Req, job: JobRec): void {
     res.end();
   };
   req.raw.on("close", done);
-  write("status", jobView(s, job, req.origin, TERMINAL.has(job.status) ? "terminal-event" : "other"));
+  write("status", jobView(s, job, req.origin, TERMINAL.has(job.status) ? "terminal-event" : "event"));
   if (TERMINAL.has(job.status)) return done();
   if (job.progress) onProgress();
   job.events.on("status", onStatus).on("progress", onProgress).on("preview", onPreview).on("output", onOutput);
@@ -180,16 +250,7 @@ export async function handleV2(s: State, req: Req, auth: ReturnType<State["accou
     return j;
   };
   if (path === "/api/v2/jobs" && method === "POST") return needAuth() ? createJob(s, req, authed!.account, authed!.noCredits) : undefined;
-  if (path === "/api/v2/jobs" && method === "GET") {
-    if (!needAuth()) return;
-    const limit = req.query.get("limit") ?? "20";
-    const status = req.query.get("status");
-    if (!/^\d+$/.test(limit) || Number(limit) < 1 || Number(limit) > 100 || (status !== null && !["queued", "running", "succeeded", "canceling", "canceled", "failed", "expired"].includes(status))) {
-      return fail(res, 400, "invalid_request", "The query is invalid.", { fields: [{ field: "limit", reason: "invalid" }] });
-    }
-    const jobs = [...s.jobs.values()].filter((j) => j.account === authed!.account && (!status || j.status === status)).reverse().slice(0, Number(limit));
-    return send(res, 200, { jobs: jobs.map((j) => jobView(s, j, req.origin, "list")), next_cursor: null });
-  }
+  if (path === "/api/v2/jobs" && method === "GET") return needAuth() ? listJobs(s, req, authed!.account) : undefined;
   if ((match = m(/^\/api\/v2\/jobs\/([^/]+)$/)) && method === "GET") {
     if (!needAuth()) return;
     const j = job(decodeURIComponent(match[1]!));
@@ -205,7 +266,7 @@ export async function handleV2(s: State, req: Req, auth: ReturnType<State["accou
     const j = job(decodeURIComponent(match[1]!));
     if (!j) return;
     s.cancel(j);
-    return send(res, 200, jobView(s, j, req.origin, "other"));
+    return send(res, 200, jobView(s, j, req.origin, "cancel"));
   }
   if ((match = m(/^\/api\/v2\/jobs\/([^/]+)\/events$/)) && method === "GET") {
     if (!needAuth()) return;

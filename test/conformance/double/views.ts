@@ -34,6 +34,8 @@ export function hostedFail(res: ServerResponse, status: number, type: string, me
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 const TERMINAL = new Set(["succeeded", "canceled", "failed", "expired"]);
+/** How long after its end a finished job reads expired under expiredSoonAfterEnd. */
+const LATE_CHANGE_MS = 2000;
 
 /** The signed, absolute link to an asset's bytes. */
 export function assetUrl(s: State, a: Asset, origin: string): { url: string; url_expires_at: string } {
@@ -70,7 +72,7 @@ export function progressView(s: State, job: JobRec): Record<string, unknown> | n
 }
 
 /** A job as an answer shows it; `on` says which answer (logs appear only on GET). */
-export function jobView(s: State, job: JobRec, origin: string, on: "post" | "get" | "list" | "terminal-event" | "other"): Record<string, unknown> {
+export function jobView(s: State, job: JobRec, origin: string, on: "post" | "get" | "list" | "cancel" | "event" | "terminal-event" | "other"): Record<string, unknown> {
   const prefix = s.broken("unprefixedLinks") || (on === "list" && s.broken("listUnprefixed")) ? "" : s.o.prefix;
   const get = on === "get";
   const ended = TERMINAL.has(job.status);
@@ -82,6 +84,7 @@ export function jobView(s: State, job: JobRec, origin: string, on: "post" | "get
     s.broken("statusOutsideEnum") && job.status === "running" ? "processing"
     : s.broken("terminalOutsideEnum") && job.status === "succeeded" ? "completed"
     : get && s.broken("cancelingReadsRunning") && job.status === "canceling" ? "running"
+    : s.broken("expiredSoonAfterEnd") && job.completedAt && Date.now() - job.completedAt.getTime() >= LATE_CHANGE_MS ? "expired"
     : job.status;
   const view: Record<string, unknown> = {
     id: job.id,
@@ -99,8 +102,11 @@ export function jobView(s: State, job: JobRec, origin: string, on: "post" | "get
       queue_ms: job.startedAt ? job.startedAt.getTime() - job.createdAt.getTime() : null,
       execution_ms: job.startedAt && job.completedAt ? (get && s.broken("terminalMetricsDrift") ? Date.now() : job.completedAt.getTime()) - job.startedAt.getTime() : null,
     },
+    metadata: { ...job.metadata },
   };
-  const logs = { text: job.log, truncated: false, captured_at: iso(job.logAt ?? new Date()) };
+  if (on === "cancel" && s.broken("labelsDroppedOnCancel")) view.metadata = {};
+  else if ((on === "event" || on === "terminal-event") && s.broken("labelsMissingOnSse")) delete view.metadata;
+  const logs = { text: job.log, truncated: job.logTruncated, captured_at: iso(job.logAt ?? new Date()) };
   if (on === "get" && s.o.surface === "serverless" && !s.o.demo && TERMINAL.has(job.status)) view.logs = logs;
   else if (on === "get" && s.broken("nullLogs")) view.logs = null;
   if (on === "post" && s.broken("logsOnPost")) view.logs = logs;

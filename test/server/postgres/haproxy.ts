@@ -2,9 +2,9 @@
 // installed once, then run as a child process of the test with a generated config on a free port.
 import { spawn, type ChildProcess } from "node:child_process";
 import { access, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { freePort } from "../../fixtures/net.ts";
 
 const BINARY = "/usr/sbin/haproxy";
 
@@ -52,17 +52,6 @@ export function haproxyUnavailable(): Promise<string | null> {
   return found;
 }
 
-/** A port that was free a moment ago (the caller retries when another process takes it first). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /** A running HAProxy: its base URL, the process, and what it printed. */
 export interface LoadBalancer {

@@ -9,6 +9,7 @@ import { redisUnavailable, TEST_REDIS_URL } from "../../postgres/redis.ts";
 import { delayGraph, expectError, imageGraph, SseClient, TERMINAL, waitFor } from "../helpers.ts";
 import { startDeployment, type Deployment, type DeploymentOptions } from "./deployment.ts";
 import { haproxyUnavailable, serverName } from "./haproxy.ts";
+import { samplerGraph } from "../../fixtures/graphs.ts";
 
 const unavailable = (await postgresUnavailable()) ?? (await redisUnavailable()) ?? (await haproxyUnavailable());
 /** Short, so that a dead worker is noticed fast; the heartbeat is a third of it. */
@@ -27,13 +28,6 @@ async function deploy(options: DeploymentOptions = {}): Promise<Deployment> {
 }
 
 /** A sampler that reports progress and a JPEG preview per step, then saves its image. */
-function samplerGraph(steps: number): Record<string, unknown> {
-  return {
-    "1": { class_type: "FlowgateSampler", inputs: { seed: Math.floor(Math.random() * 1e9), steps, width: 64, height: 64 } },
-    "2": { class_type: "SaveImage", inputs: { images: ["1", 0], filename_prefix: "lb" } },
-  };
-}
-
 /** Rows of the given jobs: id, status, worker_id. */
 async function rows(d: Deployment, ids: string[]): Promise<Array<Record<string, unknown>>> {
   return adminQuery(`SELECT id, status, worker_id FROM ${d.schema}.jobs WHERE id = ANY($1)`, [ids]);
@@ -144,7 +138,7 @@ describe.skipIf(unavailable !== null)("two API nodes behind HAProxy and two work
   it("a stream opened on node A, and one through HAProxy, follow a job submitted on node B and run by a worker: status, progress, previews, outputs, to the end", async () => {
     const d = await deploy({ workers: 0 }); // the worker comes once the streams are open
     const [a, b] = d.nodes as [Deployment["nodes"][0], Deployment["nodes"][0]];
-    const job = await b.api.submit(samplerGraph(6));
+    const job = await b.api.submit(samplerGraph(6, "lb"));
     const streams = [new SseClient(`${a.api.base}/api/v2/jobs/${job.id}/events`), new SseClient(`${d.lb.url}/api/v2/jobs/${job.id}/events`)];
     try {
       for (const s of streams) await s.waitUntil((c) => c.of("status").length >= 1, "the greeting");

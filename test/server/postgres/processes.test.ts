@@ -9,6 +9,7 @@ import { runCli, startCli, type CliProcess } from "../../cli/cli.ts";
 import { adminQuery, createTestSchema, dropTestSchema, postgresUnavailable, schemaUrl } from "../../postgres/pg.ts";
 import { redisUnavailable, TEST_REDIS_URL } from "../../postgres/redis.ts";
 import { Api, delayGraph, imageGraph, spawnCli, SseClient, waitFor, type CliServer } from "../helpers.ts";
+import { samplerGraph } from "../../fixtures/graphs.ts";
 
 const unavailable = (await postgresUnavailable()) ?? (await redisUnavailable());
 /** Short, so that a dead worker is noticed fast; the heartbeat is a third of it. */
@@ -63,14 +64,6 @@ async function worker(...flags: string[]): Promise<CliProcess> {
   await waitFor(() => w.stdout() + w.stderr(), (out) => out.includes("worker claiming jobs") || w.child.exitCode !== null, "worker start", 30_000);
   expect(w.stdout(), w.stderr()).toContain("worker claiming jobs");
   return w;
-}
-
-/** A sampler that reports progress and a JPEG preview per step, then saves its image. */
-function samplerGraph(steps: number): Record<string, unknown> {
-  return {
-    "1": { class_type: "FlowgateSampler", inputs: { seed: Math.floor(Math.random() * 1e9), steps, width: 64, height: 64 } },
-    "2": { class_type: "SaveImage", inputs: { images: ["1", 0], filename_prefix: "relay" } },
-  };
 }
 
 async function row(id: string): Promise<Record<string, unknown>> {
@@ -151,7 +144,7 @@ describe.skipIf(unavailable !== null)("processes on PostgreSQL", () => {
 
   it("a stream opened on the API node follows a job a worker runs: status, progress, previews and outputs, in order", async () => {
     const { api } = await apiNode("--no-dispatch");
-    const job = await api.submit(samplerGraph(6));
+    const job = await api.submit(samplerGraph(6, "relay"));
     const stream = new SseClient(`${api.base}/api/v2/jobs/${job.id}/events`);
     try {
       await stream.waitUntil((c) => c.of("status").length >= 1, "the first status");
@@ -187,7 +180,7 @@ describe.skipIf(unavailable !== null)("processes on PostgreSQL", () => {
     await new Promise((resolve, reject) => ws.once("open", resolve).once("error", reject));
     try {
       await waitFor(() => messages, (m) => m.some((x) => x.type === "status"), "the greeting");
-      const res = await api.post("/api/prompt", { prompt: samplerGraph(4), client_id: "c1" });
+      const res = await api.post("/api/prompt", { prompt: samplerGraph(4, "relay"), client_id: "c1" });
       expect(res.status).toBe(200);
       const id = res.body.prompt_id as string;
       const mine = () => messages.filter((m) => m.data?.prompt_id === id);

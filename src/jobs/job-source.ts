@@ -1,0 +1,85 @@
+// Where the dispatcher's jobs come from: this process's own queue (LocalJobSource) or the
+// shared database under leases (LeasedJobSource). The dispatcher keeps the slots, launches the
+// runs and stops them; a source decides which job starts next, moves it out of `queued`, answers
+// queue positions, and recovers or releases what a process held.
+import type { JobRecord, RunFence, Store } from "../store/index.ts";
+import type { EventBus } from "./event-bus.ts";
+import type { FairQueue } from "./fair-queue.ts";
+import type { QueuedRunHooks } from "./job-run.ts";
+
+/** Per-submission secrets (`extra_data`), held in memory only. */
+export type JobSecrets = { api_key_vendor_org?: string };
+
+/** A job a source hands to the dispatcher to run. */
+export interface RunStart {
+  job: JobRecord;
+  /** The claim the run writes under (leases); absent: no fence. */
+  fence?: RunFence;
+  /** Set for a job that stays `queued` until the engine reports it running (an engine with its own queue). */
+  hooks?: QueuedRunHooks;
+  /** A cancel came while its start was being committed: the run starts aborted. */
+  aborted?: boolean;
+  /** A run an earlier process started, which the engine follows to its end (EnginePort.resumesRuns). */
+  resume?: boolean;
+}
+
+/** What a source sees of its dispatcher. */
+export interface SourceHost {
+  store: Store;
+  events: EventBus;
+  now: () => number;
+  log?: ((line: string) => void) | undefined;
+  /** Jobs of one owner that may run at once (cloud tiers); unlimited when absent. */
+  slotsFor?: ((owner: string) => Promise<number>) | undefined;
+  /** The jobs waiting in this process, in start order (with leases: those this node knows). */
+  queue: FairQueue;
+  /** Secrets of the queued and running jobs submitted to this process. */
+  secrets: Map<string, JobSecrets>;
+  /** Ids of the jobs this process runs now. */
+  runningIds(): string[];
+  /** Whether this process runs the job now. */
+  runs(jobId: string): boolean;
+  /** Stops a run of this process, if it has one for the job. */
+  abortRun(jobId: string): void;
+  /** Asks for a fill of the free slots. */
+  pump(): void;
+}
+
+/** The queue the dispatcher starts jobs from. */
+export interface JobSource {
+  /** Whether several processes share the queue (this node's queue is then only what it knows). */
+  readonly shared: boolean;
+  /** Whether a store write of the source is failing (and being retried): readiness reports it. */
+  readonly failing: boolean;
+  /** Begins: recovers what a dead process left, or joins the shared queue. */
+  start(): Promise<void>;
+  /** Whether a fill should look for work now. */
+  wantsWork(): boolean;
+  /**
+   * Takes the next job, moves it out of `queued` as its run needs, and hands it to `launch` in the
+   * same turn (a cancel must find it starting or running, never between); true when the fill
+   * should look again (a job started, or left meanwhile), false when none can start now. Rejects
+   * when the store refused the start: the job keeps its place.
+   */
+  startNext(launch: (start: RunStart) => void): Promise<boolean>;
+  /** Asks a job whose start is being committed to start aborted; false when none is. */
+  abortStarting(jobId: string): boolean;
+  /** A queued job left the queue (cancel, expiry): whether its run waits in the engine's queue and must be stopped. */
+  dequeued(jobId: string): boolean;
+  /** A run of this process ended. */
+  runEnded(jobId: string): void;
+  /** The queue moved (here or in another process). */
+  changed(): void;
+  /** Jobs or engine work ahead of a queued job (0: next to start); null when it is not queued. */
+  position(jobId: string): Promise<number | null>;
+  /** The position of a job this process has just queued. */
+  positionOfNew(job: JobRecord): Promise<number | null>;
+  /** An owner's jobs waiting or running. */
+  liveCount(owner: string): Promise<number>;
+  /** Jobs waiting. */
+  queueDepth(): Promise<number>;
+  /** Stops the source's own timers (the runs have settled). */
+  stop(): void;
+  /** Gives up, at a stop, the jobs this process held (`ids`: its unfinished runs and secret jobs). */
+  release(ids: readonly string[]): Promise<void>;
+}

@@ -1,0 +1,214 @@
+// The Store both databases are used through: every argument is checked here, once, before the
+// dialect (SQLite or PostgreSQL) runs any SQL; a bad one rejects with a TypeError or RangeError
+// (InvalidCursorError for a malformed cursor), whichever database is behind.
+import { decodeCursor, encodeCursor } from "./cursor.ts";
+import { checkClaimInput, checkCount, checkNewAsset, checkNewJob, checkPendingBlob, checkStatus, distinctStatuses, labelFilters } from "./input-checks.ts";
+import type { StoreDialect } from "./store-dialect.ts";
+import { DEFAULT_PENDING_READ, IDEMPOTENCY_TTL_MS, MAX_LABEL_FILTERS } from "./types.ts";
+import type {
+  AssetDeletion,
+  AssetFolder,
+  AssetRecord,
+  CreateJobOptions,
+  IdempotencyClaim,
+  IdempotencyOptions,
+  JobLogs,
+  JobPage,
+  JobPatch,
+  JobProgress,
+  JobRecord,
+  JobStatus,
+  JsonObject,
+  ListJobsOptions,
+  NewAsset,
+  NewJob,
+  PendingBlob,
+  PurgeOptions,
+  PurgeResult,
+  RunFence,
+  Store,
+  TransitionOptions,
+} from "./types.ts";
+
+/** Page size of listJobs at most. */
+const MAX_PAGE = 1000;
+/** Rows of one queue, pending-blob or reaper read at most. */
+const MAX_READ = 100_000;
+const DEFAULT_QUEUE_READ = 1000;
+const DEFAULT_PURGE_LIMIT = 500;
+
+/** A Store that checks its arguments and hands them, normalized, to a dialect. */
+export class CheckedStore implements Store {
+  readonly #dialect: StoreDialect;
+
+  constructor(dialect: StoreDialect) {
+    this.#dialect = dialect;
+  }
+
+  async createJob(job: NewJob, options: CreateJobOptions = {}): Promise<JobRecord> {
+    checkNewJob(job);
+    if (options.idempotency !== undefined) checkIdempotency(job.owner, options.idempotency);
+    if (options.queueLimit !== undefined) checkCount(options.queueLimit, Number.MAX_SAFE_INTEGER, "queueLimit");
+    return this.#dialect.createJob(job, options);
+  }
+
+  async claimIdempotencyKey(owner: string, key: string, now: number, ttlMs?: number): Promise<IdempotencyClaim> {
+    checkIdempotency(owner, ttlMs === undefined ? { key, now } : { key, now, ttlMs });
+    return this.#dialect.claimIdempotencyKey(owner, key, now, ttlMs);
+  }
+
+  releaseIdempotencyKey(owner: string, key: string): Promise<boolean> {
+    return this.#dialect.releaseIdempotencyKey(owner, key);
+  }
+
+  getIdempotencyClaim(owner: string, key: string, now: number): Promise<IdempotencyClaim | null> {
+    return this.#dialect.getIdempotencyClaim(owner, key, now);
+  }
+
+  getJob(id: string): Promise<JobRecord | null> {
+    return this.#dialect.getJob(id);
+  }
+
+  getJobWorkflow(id: string): Promise<JsonObject | null> {
+    return this.#dialect.getJobWorkflow(id);
+  }
+
+  getJobLogs(id: string): Promise<JobLogs | null> {
+    return this.#dialect.getJobLogs(id);
+  }
+
+  async listJobs(owner: string, options: ListJobsOptions): Promise<JobPage> {
+    const limit = checkCount(options.limit, MAX_PAGE, "limit");
+    const statuses = options.status === undefined ? null : distinctStatuses(typeof options.status === "string" ? [options.status] : options.status);
+    if (statuses !== null && statuses.length === 0) return { jobs: [], next_cursor: null };
+    const before = options.cursor == null ? Number.MAX_SAFE_INTEGER : decodeCursor(options.cursor);
+    const labels = labelFilters(options.metadata, MAX_LABEL_FILTERS);
+    const rows = await this.#dialect.listJobs(owner, { fetch: limit + 1, before, statuses, labels, deployment_id: options.deployment_id, in_history: options.in_history === true });
+    const jobs = rows.slice(0, limit);
+    return { jobs, next_cursor: rows.length > limit ? encodeCursor(jobs[jobs.length - 1]!.seq) : null };
+  }
+
+  async hideFromHistory(owner: string, ids: readonly string[] | null): Promise<number> {
+    return this.#dialect.hideFromHistory(owner, ids === null ? null : [...new Set(ids)]);
+  }
+
+  hiddenFromHistory(id: string): Promise<boolean> {
+    return this.#dialect.hiddenFromHistory(id);
+  }
+
+  async transitionJob(id: string, from: readonly JobStatus[], to: JobStatus, patch: JobPatch = {}, options: TransitionOptions = {}): Promise<JobRecord | null> {
+    const fromStatuses = distinctStatuses(from);
+    checkStatus(to);
+    if (fromStatuses.length === 0) return null;
+    return this.#dialect.transitionJob(id, fromStatuses, to, patch, options);
+  }
+
+  async transitionJobWithAssets(
+    id: string,
+    from: readonly JobStatus[],
+    to: JobStatus,
+    patch: JobPatch,
+    assets: readonly NewAsset[],
+    pending: readonly PendingBlob[] = [],
+    fence?: RunFence,
+  ): Promise<{ job: JobRecord; assets: AssetRecord[] } | null> {
+    const fromStatuses = distinctStatuses(from);
+    checkStatus(to);
+    assets.forEach(checkNewAsset);
+    pending.forEach(checkPendingBlob);
+    if (fromStatuses.length === 0) return null;
+    return this.#dialect.transitionJobWithAssets(id, fromStatuses, to, patch, assets, pending, fence);
+  }
+
+  async pendingBlobs(afterKey = "", limit = DEFAULT_PENDING_READ): Promise<PendingBlob[]> {
+    return this.#dialect.pendingBlobs(afterKey, checkCount(limit, MAX_READ, "limit"));
+  }
+
+  dropPendingBlobs(keys: readonly string[]): Promise<void> {
+    return this.#dialect.dropPendingBlobs(keys);
+  }
+
+  updateProgress(id: string, progress: JobProgress | null, fence?: RunFence): Promise<boolean> {
+    return this.#dialect.updateProgress(id, progress, fence);
+  }
+
+  setLogs(id: string, logs: JobLogs | null, fence?: RunFence): Promise<boolean> {
+    return this.#dialect.setLogs(id, logs, fence);
+  }
+
+  async queuedJobs(limit = DEFAULT_QUEUE_READ, afterSeq = 0, owner?: string): Promise<JobRecord[]> {
+    return this.#dialect.queuedJobs(checkCount(limit, MAX_READ, "limit"), afterSeq, owner);
+  }
+
+  queuedJobsWithSecrets(): Promise<string[]> {
+    return this.#dialect.queuedJobsWithSecrets();
+  }
+
+  countQueued(owner?: string): Promise<number> {
+    return this.#dialect.countQueued(owner);
+  }
+
+  async jobsInStatus(statuses: readonly JobStatus[]): Promise<JobRecord[]> {
+    const distinct = distinctStatuses(statuses);
+    return distinct.length === 0 ? [] : this.#dialect.jobsInStatus(distinct);
+  }
+
+  async addAsset(asset: NewAsset, fence?: RunFence): Promise<AssetRecord> {
+    checkNewAsset(asset);
+    return this.#dialect.addAsset(asset, fence);
+  }
+
+  getAsset(id: string): Promise<AssetRecord | null> {
+    return this.#dialect.getAsset(id);
+  }
+
+  listJobOutputs(jobId: string): Promise<AssetRecord[]> {
+    return this.#dialect.listJobOutputs(jobId);
+  }
+
+  deleteAsset(id: string): Promise<AssetDeletion | null> {
+    return this.#dialect.deleteAsset(id);
+  }
+
+  findAssetByBlob(owner: string, blobKey: string): Promise<AssetRecord | null> {
+    return this.#dialect.findAssetByBlob(owner, blobKey);
+  }
+
+  findAssetByName(owner: string, name: string, folder?: AssetFolder): Promise<AssetRecord | null> {
+    return this.#dialect.findAssetByName(owner, name, folder);
+  }
+
+  blobReferenced(blobKey: string): Promise<boolean> {
+    return this.#dialect.blobReferenced(blobKey);
+  }
+
+  blobsInUse(keys: readonly string[]): Promise<Set<string>> {
+    return this.#dialect.blobsInUse(keys);
+  }
+
+  async expireJobs(now: number, limit = DEFAULT_PURGE_LIMIT): Promise<JobRecord[]> {
+    return this.#dialect.expireJobs(now, checkCount(limit, MAX_READ, "limit"));
+  }
+
+  async purgeExpired(now: number, options: PurgeOptions = {}): Promise<PurgeResult> {
+    const graceMs = options.graceMs ?? 0;
+    if (!Number.isSafeInteger(graceMs) || graceMs < 0) throw new RangeError("graceMs must be a non-negative integer");
+    const limit = checkCount(options.limit ?? DEFAULT_PURGE_LIMIT, MAX_READ, "limit");
+    return this.#dialect.purgeExpired(now, now - graceMs, limit);
+  }
+
+  check(): Promise<void> {
+    return this.#dialect.check();
+  }
+
+  close(): Promise<void> {
+    return this.#dialect.close();
+  }
+}
+
+/** TypeError or RangeError for a malformed idempotency claim of `owner`. */
+function checkIdempotency(owner: string, options: IdempotencyOptions): void {
+  checkClaimInput(owner, options.key, options.now);
+  const ttlMs = options.ttlMs ?? IDEMPOTENCY_TTL_MS;
+  if (!Number.isSafeInteger(ttlMs) || ttlMs <= 0) throw new RangeError("ttlMs must be a positive integer");
+}
