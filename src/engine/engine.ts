@@ -93,6 +93,11 @@ export interface ExecuteOptions {
   timeoutMs?: number;
   /** The job's id, when the caller has one: the ComfyUI backend submits it as the prompt_id. */
   runId?: string;
+  /**
+   * The run started in an earlier process (Engine.resumesRuns): follow or collect what the backend
+   * holds under `runId`, and never start it again; the run fails `worker_lost` when it holds nothing.
+   */
+  resumeOnly?: boolean;
   onStart?(event: StartEvent): MaybePromise;
   /** While the graph waits in a queue of the backend's own (Engine.queuesWork): how much work is ahead of it. */
   onQueued?(ahead: number): MaybePromise;
@@ -131,6 +136,11 @@ export interface Engine {
    * onQueued while waiting and onRunning once the graph starts. Absent: running from the call on.
    */
   readonly queuesWork?: boolean;
+  /**
+   * True when a run outlives the process that started it (ComfyUI keeps executing its prompt):
+   * after a restart, execute() with `resumeOnly` follows it to its real end. Absent: it cannot.
+   */
+  readonly resumesRuns?: boolean;
   /** ComfyUI's object_info. */
   nodeDefinitions(): Promise<ObjectInfo>;
   /** Every validation error at once, in flowgate's and ComfyUI's shapes. */

@@ -74,7 +74,7 @@ export class Dispatcher {
       abortRun: (jobId: string) => this.running.get(jobId)?.abort(),
       pump: () => this.pump(),
     };
-    this.source = options.lease ? new LeasedJobSource(host, options.lease) : new LocalJobSource(host, options.engine.queuesWork);
+    this.source = options.lease ? new LeasedJobSource(host, options.lease, options.engine.queuesWork) : new LocalJobSource(host, options.engine.queuesWork, options.engine.resumesRuns);
   }
 
   /**
@@ -318,7 +318,7 @@ export class Dispatcher {
   }
 
   /** Runs a job the source started (see RunStart). */
-  private launch({ job, hooks, aborted = false, fence = { workerId: null, epoch: 0 } }: RunStart): void {
+  private launch({ job, hooks, aborted = false, fence = { workerId: null, epoch: 0 }, resume = false }: RunStart): void {
     const controller = new AbortController();
     // A fill that was committing this start when the stop came launches it late: stop it too.
     if (this.abortingRuns || aborted) controller.abort();
@@ -326,7 +326,7 @@ export class Dispatcher {
     this.queue.started(job.owner);
     const extra = this.extras.get(job.id) ?? {};
     const deps = { ...this.o, persistEnd: <T>(write: () => Promise<T>, giveUp?: (err: unknown) => boolean) => this.persistEnd(job.id, write, giveUp) };
-    const p = runJob(deps, job, extra, controller.signal, hooks, fence)
+    const p = runJob(deps, job, extra, controller.signal, hooks, fence, resume)
       .catch(() => null)
       .finally(() => {
         this.failingWrites.delete(job.id);

@@ -12,6 +12,7 @@ export function engineAdapter(engine: Engine): EnginePort {
   return {
     isUiFormat,
     queuesWork: engine.queuesWork === true,
+    resumesRuns: engine.resumesRuns === true,
     assetReferences: (graph) => findAssetReferences(graph).map((r) => ({ node_id: r.node_id, input: r.input, id: r.ref?.id ?? null })),
     async validate(graph): Promise<GraphValidation> {
       const v = await engine.validate(graph);
@@ -40,6 +41,7 @@ async function run(engine: Engine, graph: Record<string, unknown>, o: RunOptions
   try {
     await engine.execute(graph, {
       runId: o.jobId,
+      ...(o.resume ? { resumeOnly: true } : {}),
       signal: o.signal,
       extra: o.extra,
       async resolveAsset(ref) {

@@ -40,6 +40,8 @@ export interface RunOutput {
 export interface RunOptions {
   /** The job's id: a backend that forwards work (ComfyUI) uses it as the upstream prompt id. */
   jobId: string;
+  /** The job was running when an earlier process died (EnginePort.resumesRuns): follow its run to its end, never start it again. */
+  resume?: boolean;
   signal: AbortSignal;
   /** Per-submission secrets (`extra_data`), in memory only. */
   extra: { api_key_vendor_org?: string };
@@ -78,6 +80,8 @@ export interface EnginePort {
    * engine reports onRunning. False: the job is `running` from the start of the run.
    */
   readonly queuesWork: boolean;
+  /** True when a run goes on in the engine after this process dies, and a restarted process can follow it to its end (RunOptions.resume). */
+  readonly resumesRuns: boolean;
   /** Runs a validated graph; never rejects: the end is reported as a RunEnd. */
   run(graph: Record<string, unknown>, options: RunOptions): Promise<RunEnd>;
   /** Node definitions in ComfyUI's object_info shape. */

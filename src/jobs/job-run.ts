@@ -52,6 +52,8 @@ export interface QueuedRunHooks {
 /**
  * Runs a job to its terminal state. A `running` job runs from now on; a `queued` one (an engine
  * with a queue of its own) moves to `running` when the engine reports that its graph started.
+ * `resume`: the job was running when an earlier process died, and the engine follows that run
+ * (EnginePort.resumesRuns); outputs it recorded then are not recorded twice.
  */
 export async function runJob(
   deps: JobRunDeps,
@@ -60,9 +62,10 @@ export async function runJob(
   outerSignal: AbortSignal,
   hooks?: QueuedRunHooks,
   fence: RunFence = { workerId: null, epoch: 0 },
+  resume = false,
 ): Promise<JobRecord | null> {
   // Within the async function: a failure to set the run up rejects, as a failed run does.
-  return new JobRun(deps, job, extra, outerSignal, hooks, fence).run();
+  return new JobRun(deps, job, extra, outerSignal, hooks, fence, resume).run();
 }
 
 /** A job's node and class, where an output failed. */
@@ -115,7 +118,12 @@ class JobRun {
   /** Settles once the move to `running` has committed (or failed): the end commits after it, not after its fsync. */
   private runningCommitted: Promise<void> | null = null;
 
-  constructor(deps: JobRunDeps, job: JobRecord, extra: { api_key_vendor_org?: string }, outerSignal: AbortSignal, hooks: QueuedRunHooks | undefined, fence: RunFence) {
+  /** A resumed run (see runJob): its outputs recorded before the restart, by node and content hash, with their names. */
+  private readonly resume: boolean;
+  private recordedBefore: Map<string, string> | null = null;
+
+  constructor(deps: JobRunDeps, job: JobRecord, extra: { api_key_vendor_org?: string }, outerSignal: AbortSignal, hooks: QueuedRunHooks | undefined, fence: RunFence, resume = false) {
+    this.resume = resume;
     this.deps = deps;
     this.job = job;
     this.extra = extra;
@@ -196,8 +204,9 @@ class JobRun {
     let committed!: () => void;
     this.runningCommitted = new Promise<void>((resolve) => (committed = resolve));
     const runningCommit = store
-      .transitionJob(this.job.id, ["queued"], "running", { started_at: this.deps.now() }, { onCommitted: () => committed() })
-      .catch(ignoreTerminal)
+      // With leases the job was claimed while queued: it moves only while this run's claim holds.
+      .transitionJob(this.job.id, ["queued"], "running", { started_at: this.deps.now() }, { onCommitted: () => committed(), ...(this.fence.workerId !== null ? { fence: this.fence } : {}) })
+      .catch((err: unknown) => (this.refused(err) ? null : ignoreTerminal(err)))
       .then((moved) => {
         this.hooks?.onRunning();
         if (!moved) return; // canceled or expired meanwhile: the run is being stopped
@@ -212,6 +221,7 @@ class JobRun {
   private async runEngine(): Promise<RunEnd> {
     try {
       const graph = (await this.persist(() => this.deps.store.getJobWorkflow(this.job.id))) ?? {};
+      if (this.resume) this.recordedBefore = new Map((await this.persist(() => this.deps.store.listJobOutputs(this.job.id))).map((a) => [`${a.node_id}\u0000${a.hash}`, a.name]));
       return await this.deps.engine.run(graph, this.engineCallbacks());
     } catch (err) {
       // The port promises not to throw, but the graph read can fail (retried until a stop): the job still ends.
@@ -226,6 +236,7 @@ class JobRun {
     const { job, base, tracker, rows } = this;
     return {
       jobId: job.id,
+      ...(this.resume ? { resume: true } : {}),
       signal: this.signal,
       extra: this.extra,
       resolveAsset: (ref) => assets.readOwned(job.owner, ref.id),
@@ -294,6 +305,13 @@ class JobRun {
       const stage = last && this.stagedBytes + output.data.byteLength <= STAGED_BYTES_PER_RUN;
       if (stage) this.stagedBytes += output.data.byteLength;
       const stored = await deps.assets.storeOutput(job, { ...output, name }, { stage });
+      // Recorded by the process that died: the engine delivers it again, the job keeps the one record.
+      const before = this.recordedBefore?.get(`${output.node_id}\u0000${stored.record.hash}`);
+      if (before !== undefined) {
+        this.renamed.set(`${output.folder}/${output.name}`, before);
+        void deps.assets.discardOutputs([stored]);
+        return;
+      }
       // The record of an output of the last output node waits for the run's end (written
       // in its commit); any other is written now, before the run goes on.
       asset = last ? this.rows.hold(stored, node) : Promise.resolve(await deps.assets.recordOutput(stored, { fence: this.fence, persist: this.persist }));
@@ -391,7 +409,8 @@ class JobRun {
       throw err;
     });
     // Nothing moved: the job ended elsewhere (or, with leases, is held by no claim of this run).
-    if (ended === null && !this.leaseLost && fence.workerId !== null) deps.log?.(`job ${job.id}: its end was not written: the run no longer holds its lease (the job ended elsewhere)`);
+    // (A job canceled while it was queued, claimed while queued, ended canceled without its run.)
+    if (ended === null && !this.leaseLost && fence.workerId !== null && this.started) deps.log?.(`job ${job.id}: its end was not written: the run no longer holds its lease (the job ended elsewhere)`);
     if (held.stored.length > 0) await held.done(ended?.assets ?? null);
     // Written with their bytes kept: the store forgets those once the files are durable, off the path.
     if (ended?.assets.length) void deps.assets.settlePending(held.stored).catch(() => undefined);

@@ -19,6 +19,8 @@ export interface RunStart {
   hooks?: QueuedRunHooks;
   /** A cancel came while its start was being committed: the run starts aborted. */
   aborted?: boolean;
+  /** A run an earlier process started, which the engine follows to its end (EnginePort.resumesRuns). */
+  resume?: boolean;
 }
 
 /** What a source sees of its dispatcher. */

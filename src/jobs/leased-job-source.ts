@@ -2,7 +2,7 @@
 // the store's JobLeases port. Jobs are claimed from the database, the next queued job of any
 // node, under a lease this process renews on a heartbeat; the in-memory queue then only answers
 // for the jobs this node knows, and positions and counts are read across every process.
-import type { JobRecord } from "../store/index.ts";
+import type { JobRecord, RunFence } from "../store/index.ts";
 import type { LeaseOptions } from "./job-leases.ts";
 import type { JobSource, RunStart, SourceHost } from "./job-source.ts";
 import { SharedQueueCounts } from "./queue-counts.ts";
@@ -24,10 +24,15 @@ export class LeasedJobSource implements JobSource {
   private beating = false;
   /** The last heartbeat's store calls failed (the next one tries again). */
   private beatFailed = false;
+  /** Whether a run first waits in the engine's own queue (ComfyUI): its job is claimed while queued (claimQueued). */
+  private readonly engineQueues: boolean;
+  /** Runs of jobs claimed while queued, not started in the engine yet. */
+  private readonly waitingInEngine = new Set<string>();
 
-  constructor(host: SourceHost, lease: LeaseOptions) {
+  constructor(host: SourceHost, lease: LeaseOptions, engineQueues = false) {
     this.host = host;
     this.lease = lease;
+    this.engineQueues = engineQueues;
     this.counts = new SharedQueueCounts(() => lease.leases.queueCounts());
   }
 
@@ -61,7 +66,8 @@ export class LeasedJobSource implements JobSource {
       const mine = this.host.runningIds();
       // The queued jobs whose secrets this process holds are leased too: if it dies, they fail.
       const held = await leases.renew(workerId, [...new Set([...mine, ...secrets.keys()])], leaseMs);
-      for (const id of mine) if (held.get(id) !== "running") this.host.abortRun(id);
+      // Still queued: claimed while queued, waiting in the engine's queue (claimQueued).
+      for (const id of mine) if (held.get(id) !== "running" && held.get(id) !== "queued") this.host.abortRun(id);
       await this.failExpired();
       const front: string[] = [];
       for (const id of queue.entries()) if (front.push(id) >= PRUNE_BATCH) break;
@@ -93,9 +99,9 @@ export class LeasedJobSource implements JobSource {
   }
 
   /**
-   * Claims the next jobs of the shared queue, one per free slot in one claim, and runs them
-   * (running from their claim, whatever the engine: a ComfyUI queue position is not kept across
-   * processes). False when none is claimable.
+   * Claims the next jobs of the shared queue, one per free slot in one claim, and runs them:
+   * running from their claim, or, with an engine that has a queue of its own, claimed while queued
+   * (one at a time) until the engine starts it. False when none is claimable.
    */
   async startNext(launch: (start: RunStart) => void): Promise<boolean> {
     const { leases, workerId, leaseMs, dispatch } = this.lease;
@@ -103,7 +109,9 @@ export class LeasedJobSource implements JobSource {
     let claimed;
     try {
       const free = Math.max(1, this.host.freeSlots());
-      claimed = await leases.claimMany(workerId, leaseMs, this.host.now(), this.host.slotsFor, [...this.host.secrets.keys()], !dispatch, free);
+      claimed = this.engineQueues
+        ? [await leases.claimQueued(workerId, leaseMs, this.host.slotsFor, [...this.host.secrets.keys()], !dispatch)].filter((c) => c !== null)
+        : await leases.claimMany(workerId, leaseMs, this.host.now(), this.host.slotsFor, [...this.host.secrets.keys()], !dispatch, free);
     } catch (err) {
       // The answer may be what was lost, not the claim: it may have committed.
       this.claimUncertain = true;
@@ -111,10 +119,19 @@ export class LeasedJobSource implements JobSource {
     }
     for (const { job, epoch } of claimed) {
       this.host.queue.remove(job.id);
-      this.host.events.publish({ type: "status", job });
-      launch({ job, fence: { workerId, epoch } });
+      this.launchClaimed(launch, job, false, { workerId, epoch });
     }
     return claimed.length > 0;
+  }
+
+  /** Runs a claimed job: one still queued (claimQueued) waits in the engine until it reports the run started. */
+  private launchClaimed(launch: (start: RunStart) => void, job: JobRecord, aborted: boolean, fence: RunFence): void {
+    if (job.status !== "queued") {
+      this.host.events.publish({ type: "status", job });
+      return launch({ job, aborted, fence });
+    }
+    this.waitingInEngine.add(job.id);
+    launch({ job, aborted, fence, hooks: { onQueued: () => undefined, onRunning: () => void this.waitingInEngine.delete(job.id) } });
   }
 
   /**
@@ -127,15 +144,14 @@ export class LeasedJobSource implements JobSource {
       if (this.host.runs(job.id)) continue;
       this.host.log?.(`job ${job.id}: claimed by this worker in a claim whose answer was lost; running it now`);
       this.host.queue.remove(job.id);
-      this.host.events.publish({ type: "status", job });
-      launch({ job, aborted: job.status === "canceling", fence: { workerId, epoch } });
+      this.launchClaimed(launch, job, job.status === "canceling", { workerId, epoch });
     }
     this.claimUncertain = false;
   }
 
-  /** Leased runs never wait in an engine's queue: a dequeued job has no run here. */
-  dequeued(): boolean {
-    return false;
+  /** A job claimed while queued has its run waiting in the engine's queue here: it must be stopped. */
+  dequeued(jobId: string): boolean {
+    return this.waitingInEngine.has(jobId);
   }
 
   /** A claim commits the move to `running` with the claim: there is no window to abort in. */
@@ -143,7 +159,9 @@ export class LeasedJobSource implements JobSource {
     return false;
   }
 
-  runEnded(): void {}
+  runEnded(jobId: string): void {
+    this.waitingInEngine.delete(jobId);
+  }
 
   changed(): void {
     this.counts.changed();

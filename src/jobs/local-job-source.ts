@@ -2,7 +2,7 @@
 // order of the in-memory queue, which was rebuilt from the store at start. With an engine that has
 // a queue of its own (ComfyUI), a started run's job stays `queued` until the engine reports its
 // graph running, and its position is what the engine reports ahead of it.
-import { TerminalStatusError } from "../store/index.ts";
+import { TerminalStatusError, type JobRecord } from "../store/index.ts";
 import { PARTNER_KEY_LOST, WORKER_LOST } from "../domain/failures.ts";
 import type { JobSource, RunStart, SourceHost } from "./job-source.ts";
 
@@ -21,15 +21,22 @@ export class LocalJobSource implements JobSource {
   private readonly starting = new Map<string, boolean>();
   /** Runs handed to an engine with its own queue and not started there yet: work ahead of each. */
   private readonly waitingInEngine = new Map<string, number>();
+  /** Whether a run goes on in the engine when this process dies (ComfyUI's prompts): a restart follows it. */
+  private readonly engineResumes: boolean;
+  /** Jobs a dead process left running or canceling, to be followed in the engine (engineResumes): launched first. */
+  private readonly resumed: JobRecord[] = [];
 
-  constructor(host: SourceHost, engineQueues: boolean) {
+  constructor(host: SourceHost, engineQueues: boolean, engineResumes = false) {
     this.host = host;
     this.engineQueues = engineQueues;
+    this.engineResumes = engineResumes;
   }
 
   /**
    * Recovers after a restart: jobs left running or canceling by a dead process end `failed` with
-   * `worker_lost` (never `running` forever); queued jobs submitted with secrets (a partner key),
+   * `worker_lost` (never `running` forever), except with an engine whose runs go on without us
+   * (ComfyUI's prompts): a running job is followed to its real end, a canceling one is stopped
+   * there and ends canceled (both launched first); queued jobs submitted with secrets (a partner key),
    * which lived in the dead process's memory only, end `failed` with `partner_key_lost` rather
    * than run without them.
    */
@@ -37,6 +44,10 @@ export class LocalJobSource implements JobSource {
     const { store, events, queue, secrets } = this.host;
     const now = this.host.now();
     for (const job of await store.jobsInStatus(["running", "canceling"])) {
+      if (this.engineResumes) {
+        this.resumed.push(job);
+        continue;
+      }
       const to = job.status === "canceling" ? "canceled" : "failed";
       const patch =
         to === "failed"
@@ -62,6 +73,11 @@ export class LocalJobSource implements JobSource {
   }
 
   async startNext(launch: (start: RunStart) => void): Promise<boolean> {
+    const again = this.resumed.shift();
+    if (again) {
+      launch({ job: again, aborted: again.status === "canceling", resume: true });
+      return true;
+    }
     const id = await this.nextStartable();
     if (id === undefined) return false;
     if (this.engineQueues) {

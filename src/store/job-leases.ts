@@ -33,6 +33,13 @@ export interface JobLeases {
    */
   claimMany(workerId: string, leaseMs: number, startedAt: number, slots: ((owner: string) => Promise<number>) | undefined, heldSecrets: readonly string[], onlyHeld: boolean, limit: number): Promise<ClaimedJob[]>;
   /**
+   * As claim, but the job stays `queued` (started_at null) under this worker's lease: an engine
+   * with a queue of its own (ComfyUI) starts it later, and the run then moves it to `running` with
+   * the store's transitionJob fenced by this claim. No worker claims it again; its lease is renewed
+   * and passes as a running job's (`worker_lost`), and it holds a slot of its owner's meanwhile.
+   */
+  claimQueued(workerId: string, leaseMs: number, slots: ((owner: string) => Promise<number>) | undefined, heldSecrets: readonly string[], onlyHeld?: boolean): Promise<ClaimedJob | null>;
+  /**
    * The live jobs carrying this worker's id, with their claims' epochs: after a claim whose answer
    * was lost (the connection dropped at its commit), the jobs it may have claimed after all.
    */
@@ -47,8 +54,9 @@ export interface JobLeases {
   /** An owner's queued and running jobs, across every process. */
   liveCount(owner: string): Promise<number>;
   /**
-   * Extends the leases of this worker's live jobs among `ids`, and takes or extends those of the
-   * queued jobs among them whose secrets it holds; returns the status of each it holds.
+   * Extends the leases of this worker's live jobs among `ids` (those it claimed while queued
+   * included), and takes or extends those of the queued jobs among them whose secrets it holds;
+   * returns the status of each it holds.
    */
   renew(workerId: string, ids: readonly string[], leaseMs: number): Promise<Map<string, JobStatus>>;
   /**

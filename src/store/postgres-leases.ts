@@ -76,9 +76,28 @@ export class PostgresLeases implements JobLeases {
       // stay true until it commits; one job, as an owner's limit is known only for those counted.
       await client.query("SELECT pg_advisory_xact_lock($1)", [CLAIM_LOCK]);
       const full: string[] = [];
-      const { rows } = await client.query<{ owner: string; n: number }>(PG_LEASE_SQL.runningByOwner);
+      // Jobs claimed while queued (waiting in ComfyUI under a worker's lease) hold slots as running ones do.
+      const { rows } = await client.query<{ owner: string; n: number }>(PG_LEASE_SQL.slotsTakenByOwner);
       for (const r of rows) if (r.n >= (await slots(r.owner))) full.push(r.owner);
       return attempt(client, full, 1);
+    });
+  }
+
+  async claimQueued(workerId: string, leaseMs: number, slots: ((owner: string) => Promise<number>) | undefined, heldSecrets: readonly string[], onlyHeld = false): Promise<ClaimedJob | null> {
+    return inTransaction(this.#pool, async (client) => {
+      await client.query("SELECT pg_advisory_xact_lock($1)", [CLAIM_LOCK]);
+      // Jobs claimed while queued take their owners' slots as running ones do.
+      const full: string[] = [];
+      if (slots) {
+        const { rows } = await client.query<{ owner: string; n: number }>(PG_LEASE_SQL.slotsTakenByOwner);
+        for (const r of rows) if (r.n >= (await slots(r.owner))) full.push(r.owner);
+      }
+      for (let attempt = 0; attempt < 2; attempt++) {
+        const { rows } = await client.query(onlyHeld ? PG_LEASE_SQL.claimQueuedHeld : PG_LEASE_SQL.claimQueued, [workerId, null, leaseMs, full, heldSecrets, 1, 1 + CANDIDATES_BEYOND]);
+        const row = rows.find((r) => r.id !== null);
+        if (row !== undefined) return { job: toJob(row), epoch: Number(row.lease_epoch) };
+      }
+      return null;
     });
   }
 

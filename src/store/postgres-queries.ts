@@ -190,6 +190,11 @@ const QUEUED_OWNERS = `owners AS (
       FROM owners o WHERE o.owner IS NOT NULL)`;
 /** Each owner's jobs running (a canceling job still holds its slot). */
 const RUNNING_BY_OWNER = "SELECT owner, count(*)::int AS n FROM jobs WHERE status IN ('running', 'canceling') GROUP BY owner";
+/**
+ * A job claimed while queued (JobLeases.claimQueued): it waits in ComfyUI's queue under a worker's
+ * lease. Only a claim raises lease_epoch, and any other claim moves the job out of `queued`.
+ */
+const CLAIMED_QUEUED = "status = 'queued' AND lease_epoch > 0";
 
 /**
  * The fair order, the same as one process's queue (src/jobs/fair-queue.ts): a queued job's level
@@ -208,24 +213,26 @@ const RUNNING_BY_OWNER = "SELECT owner, count(*)::int AS n FROM jobs WHERE statu
  * of a claim that found every candidate held). A job committed while the claim waited may be
  * younger than $2: it never starts before its creation. The last column counts the candidates
  * (a row of nulls when none was claimed), so that a claim that found only held jobs retries.
+ * `keepQueued` (claimQueued): the job stays queued, its started_at null ($2 is null then); a job
+ * so claimed (lease_epoch raised while queued) is never claimed again.
  */
-function claimSql(where: string, wait: boolean): string {
+function claimSql(where: string, wait: boolean, keepQueued = false): string {
   return `WITH RECURSIVE ${QUEUED_OWNERS}, running AS (${RUNNING_BY_OWNER}),
     candidates AS MATERIALIZED (
       SELECT c.seq, coalesce(r.n, 0) + c.rank AS level FROM owners o
         LEFT JOIN running r ON r.owner = o.owner
         CROSS JOIN LATERAL (
           SELECT q.seq, row_number() OVER (ORDER BY q.seq) - 1 AS rank FROM (
-            SELECT j.seq FROM jobs j WHERE j.status = 'queued' AND j.owner = o.owner
+            SELECT j.seq FROM jobs j WHERE j.status = 'queued' AND j.lease_epoch = 0 AND j.owner = o.owner
               AND (NOT j.secrets_given OR j.id = ANY($5::text[])) ${where} ORDER BY j.seq LIMIT $7) q) c
       WHERE o.owner IS NOT NULL AND o.owner <> ALL($4::text[])),
     picked AS (
-      SELECT j.seq, c.level FROM candidates c JOIN jobs j ON j.seq = c.seq WHERE j.status = 'queued'
+      SELECT j.seq, c.level FROM candidates c JOIN jobs j ON j.seq = c.seq WHERE j.status = 'queued' AND j.lease_epoch = 0
       ORDER BY c.level, c.seq LIMIT $6 FOR UPDATE OF j${wait ? "" : " SKIP LOCKED"}),
     claimed AS (
-      UPDATE jobs SET status = 'running', started_at = GREATEST($2::bigint, created_at), worker_id = $1,
+      UPDATE jobs SET ${keepQueued ? "started_at = $2::bigint" : "status = 'running', started_at = GREATEST($2::bigint, created_at)"}, worker_id = $1,
           lease_until = ${DB_NOW_MS} + $3, lease_epoch = jobs.lease_epoch + 1
-        FROM picked WHERE jobs.seq = picked.seq AND jobs.status = 'queued'
+        FROM picked WHERE jobs.seq = picked.seq AND jobs.status = 'queued' AND jobs.lease_epoch = 0
         RETURNING ${JOB_COLUMNS.replace(/\b(\w+)\b/g, "jobs.$1")}, jobs.lease_epoch, picked.level)
   SELECT claimed.*, (SELECT count(*) FROM candidates)::int AS candidates
     FROM (SELECT 1) one LEFT JOIN claimed ON true ORDER BY claimed.level, claimed.seq`;
@@ -242,7 +249,13 @@ export const PG_LEASE_SQL = {
   // The same among this process's secret jobs only (an API node runs those: only it holds the secrets).
   claimHeld: claimSql("AND j.id = ANY($5::text[])", false),
   claimHeldWaiting: claimSql("AND j.id = ANY($5::text[])", true),
-  runningByOwner: RUNNING_BY_OWNER,
+  // The same, the job left queued ($2 null): claimQueued, under the claim lock (a held job is waited for).
+  claimQueued: claimSql("", true, true),
+  claimQueuedHeld: claimSql("AND j.id = ANY($5::text[])", true, true),
+  // Each owner's jobs running or claimed while queued: both hold a slot of the owner's (claimQueued).
+  slotsTakenByOwner: `SELECT owner, count(*)::int AS n FROM (
+      SELECT owner FROM jobs WHERE status IN ('running', 'canceling') UNION ALL SELECT owner FROM jobs WHERE ${CLAIMED_QUEUED}) t
+    GROUP BY owner`,
   // $1 job: the queued jobs before it in the fair order (no row when it is not queued). Per owner,
   // only the jobs of a level up to the job's own are read, in index order.
   position: `WITH RECURSIVE ${QUEUED_OWNERS}, running AS (${RUNNING_BY_OWNER}),
@@ -263,20 +276,22 @@ export const PG_LEASE_SQL = {
   liveCount: "SELECT count(*)::int AS n FROM jobs WHERE owner = $1 AND status IN ('queued', 'running', 'canceling')",
   // $1 worker, $2 ids, $3 lease ms. The worker's live jobs, and the queued jobs whose secrets it holds.
   renew: `UPDATE jobs SET worker_id = $1, lease_until = ${DB_NOW_MS} + $3
-    WHERE id = ANY($2::text[]) AND ((worker_id = $1 AND status IN ('running', 'canceling'))
+    WHERE id = ANY($2::text[]) AND ((worker_id = $1 AND (status IN ('running', 'canceling') OR (${CLAIMED_QUEUED})))
       OR (status = 'queued' AND secrets_given AND (worker_id IS NULL OR worker_id = $1))) RETURNING id, status`,
-  // A canceling job ends canceled (what was asked), a running one failed ($2), a queued one failed
-  // for its lost secrets ($3, started and ended at once: a job leaves queued by running); $1 completed_at.
+  // A canceling job ends canceled (what was asked), a running one or one claimed while queued
+  // failed ($2), another queued one failed for its lost secrets ($3, started and ended at once: a
+  // job leaves queued by running); $1 completed_at.
   failExpired: `WITH picked AS MATERIALIZED (
       SELECT id FROM jobs WHERE ${LEASE_PASSED} ORDER BY lease_until NULLS FIRST LIMIT 500 FOR UPDATE SKIP LOCKED)
     UPDATE jobs SET status = CASE WHEN status = 'canceling' THEN 'canceled' ELSE 'failed' END, completed_at = $1,
       started_at = CASE WHEN status = 'queued' THEN $1 ELSE started_at END,
-      error = CASE WHEN status = 'canceling' THEN error WHEN status = 'queued' THEN $3::json ELSE $2::json END
+      error = CASE WHEN status = 'canceling' THEN error WHEN status = 'queued' AND lease_epoch = 0 THEN $3::json ELSE $2::json END
     FROM picked WHERE jobs.id = picked.id AND ${LEASE_PASSED.replace(/\b(status|lease_until)\b/g, "jobs.$1")}
     RETURNING ${JOB_COLUMNS.replace(/\b(\w+)\b/g, "jobs.$1")}`,
   stillQueued: "SELECT id FROM jobs WHERE id = ANY($1::text[]) AND status = 'queued'",
-  // $1 worker: its live jobs (few: what one worker runs), by the status index.
-  heldBy: `SELECT ${JOB_COLUMNS}, lease_epoch FROM jobs WHERE status IN ('running', 'canceling') AND worker_id = $1 ORDER BY seq`,
+  // $1 worker: its live jobs (few: what one worker runs), by the status index, and those it claimed while queued.
+  heldBy: `SELECT ${JOB_COLUMNS}, lease_epoch FROM jobs WHERE status IN ('running', 'canceling') AND worker_id = $1
+    UNION ALL SELECT ${JOB_COLUMNS}, lease_epoch FROM jobs WHERE ${CLAIMED_QUEUED} AND worker_id = $1 ORDER BY seq`,
 } as const;
 
 /**

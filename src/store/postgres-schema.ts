@@ -291,6 +291,17 @@ BEGIN
   RETURN NULL;
 END $$;
 `,
+    },
+    {
+    version: 12,
+    description: "jobs claimed while queued (waiting in ComfyUI's queue under a worker's lease)",
+    sql: `
+-- A worker in front of ComfyUI claims a job without starting it (JobLeases.claimQueued): the row
+-- stays queued, carrying the worker and a raised lease_epoch, until ComfyUI starts the prompt. Few
+-- at a time (what the workers hand ComfyUI): the claim's slot counts and a worker's read-back find
+-- them here without reading the whole queue.
+CREATE INDEX jobs_claimed_queued ON jobs (worker_id) WHERE status = 'queued' AND lease_epoch > 0;
+`,
   },
 ];
 

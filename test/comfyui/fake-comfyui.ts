@@ -32,6 +32,8 @@ export interface FakeOptions {
   worker?: boolean;
   /** Drops the connection of a POST /prompt without an answer, before or after queueing the prompt (its fate unknown to the client). */
   dropPrompt?: (body: any) => "before" | "after" | undefined;
+  /** With `worker`: the prompt fails at this node with ComfyUI's execution_error (exception type and message), instead of succeeding. */
+  fail?: (promptId: string) => { node: string; exception_type: string; exception_message: string } | undefined;
 }
 
 /** One scripted ComfyUI. */
@@ -50,8 +52,19 @@ export class FakeComfyUI {
   closeIdleSockets = false;
   /** Executions per prompt id: like ComfyUI, the double runs a prompt id queued twice twice. */
   readonly executions = new Map<string, number>();
+  /** Status of POST /interrupt (from FakeOptions.interruptStatus; a test may change it). */
+  interruptStatus: number;
   /** With `worker`: takes no prompt from the queue while set (see `resume`). */
   paused = false;
+  /** With `worker`: a prompt that starts while set stops at its first node (or at `holdAt`) until `release` (a long node). */
+  holding = false;
+  /** The node a held prompt stops at (default: its first). */
+  holdAt: string | null = null;
+  /** The prompt held at its first node now (see `holding`), if any. */
+  held: string | null = null;
+  private releaseHeld: (() => void) | null = null;
+  /** An interrupt came for the held prompt: it ends interrupted when released. */
+  private interrupting = false;
   url = "";
   private working = false;
   private readonly bodies = new Map<string, any>();
@@ -66,6 +79,7 @@ export class FakeComfyUI {
 
   constructor(o: FakeOptions) {
     this.o = o;
+    this.interruptStatus = o.interruptStatus ?? 200;
     this.server = http.createServer((req, res) => void this.handle(req, res));
     this.server.on("upgrade", (req, socket, head) => {
       this.connections.push(req.url ?? "");
@@ -182,7 +196,15 @@ export class FakeComfyUI {
       this.broadcastStatus();
       return void res.writeHead(200).end();
     }
-    if (req.method === "POST" && p === "/interrupt") return void res.writeHead(this.o.interruptStatus ?? 200).end();
+    if (req.method === "POST" && p === "/interrupt") {
+      // The held prompt (with `worker`), when it is the one named, ends interrupted, as ComfyUI's worker does.
+      const status = this.interruptStatus;
+      if (status === 200 && this.held !== null && (rec.json?.prompt_id ?? this.held) === this.held) {
+        this.interrupting = true;
+        this.release();
+      }
+      return void res.writeHead(status).end();
+    }
     if (req.method === "GET" && p === "/history") return json(200, Object.fromEntries(this.history));
     if (req.method === "GET" && p.startsWith("/history/")) {
       const id = decodeURIComponent(p.slice("/history/".length));
@@ -206,6 +228,14 @@ export class FakeComfyUI {
   resume(): void {
     this.paused = false;
     void this.work();
+  }
+
+  /** Lets the prompt held at its first node go on (and the ones after it run through). */
+  release(): void {
+    this.holding = false;
+    const go = this.releaseHeld;
+    this.releaseHeld = null;
+    go?.();
   }
 
   /** Runs the next pending prompt now, paused or not (a ComfyUI working while flowgate is down). */
@@ -238,9 +268,29 @@ export class FakeComfyUI {
     recorded("execution_start", { prompt_id: id, timestamp: Date.now() });
     recorded("execution_cached", { nodes: [], prompt_id: id, timestamp: Date.now() });
     const outputs: Record<string, unknown> = {};
-    for (const [node, n] of Object.entries(prompt)) {
+    const failure = this.o.fail?.(id);
+    for (const [index, [node, n]] of Object.entries(prompt).entries()) {
       this.send("executing", { node, display_node: node, prompt_id: id });
       await tick();
+      if (this.holding && (this.holdAt === null ? index === 0 : node === this.holdAt)) {
+        this.held = id;
+        await new Promise<void>((r) => (this.releaseHeld = r));
+        this.held = null;
+        if (this.interrupting) {
+          this.interrupting = false;
+          recorded("execution_interrupted", { prompt_id: id, node_id: node, node_type: n.class_type, executed: Object.keys(outputs), timestamp: Date.now() });
+          this.finish(id, { prompt: [this.counter, id, prompt, {}, []], outputs, status: { status_str: "error", completed: false, messages }, meta: {} });
+          await tick();
+          return;
+        }
+      }
+      if (failure?.node === node) {
+        const error = { prompt_id: id, node_id: node, node_type: n.class_type, executed: Object.keys(outputs), exception_message: failure.exception_message, exception_type: failure.exception_type, traceback: [`${failure.exception_type}: ${failure.exception_message}\n`], current_inputs: {}, current_outputs: {}, timestamp: Date.now() };
+        recorded("execution_error", error);
+        this.finish(id, { prompt: [this.counter, id, prompt, {}, []], outputs, status: { status_str: "error", completed: false, messages }, meta: {} });
+        await tick();
+        return;
+      }
       const def = this.o.objectInfo[n.class_type] as { output_node?: boolean } | undefined;
       if (def?.output_node) {
         const ui = { text: [`${id}:${node}`] };

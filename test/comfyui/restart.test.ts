@@ -78,6 +78,122 @@ describe("flowgate restarted in front of ComfyUI", () => {
   });
 });
 
+describe("flowgate killed while ComfyUI runs a prompt", () => {
+  /** A ComfyUI whose prompts stop at their first node while `holding`, and flowgate in front of it with a job running there. */
+  async function runningWhenKilled(fail?: { node: string; exception_type: string; exception_message: string }) {
+    const fake = await new FakeComfyUI({ objectInfo: OBJECT_INFO, worker: true, fail: () => fail }).start();
+    cleanup.push(() => fake.stop());
+    fake.holding = true;
+    const dataDir = await mkdtemp(join(tmpdir(), "flowgate-restart-running-"));
+    cleanup.push(() => rm(dataDir, { recursive: true, force: true }));
+    const first = await serve(dataDir, fake.url);
+    const res = await call("POST", `${first.url}/api/v2/jobs`, { workflow: graph("long") });
+    expect(res.status).toBe(201);
+    const id: string = res.body.id;
+    await until(() => (fake.held === id ? true : undefined), "the prompt running in ComfyUI");
+    await until(async () => ((await call("GET", `${first.url}/api/v2/jobs/${id}`)).body.status === "running" ? true : undefined), "the job running");
+    await first.kill();
+    return { fake, dataDir, id };
+  }
+
+  const ended = (base: string, id: string) =>
+    until(async () => {
+      const { body } = await call("GET", `${base}/api/v2/jobs/${id}`);
+      return TERMINAL.includes(body.status) ? body : undefined;
+    }, `job ${id} to end`);
+
+  it("collects a prompt that finished while flowgate was down: its outputs, not worker_lost", { timeout: 60_000 }, async () => {
+    const { fake, dataDir, id } = await runningWhenKilled();
+    fake.release();
+    await until(() => (fake.history.has(id) ? true : undefined), "ComfyUI to finish the prompt");
+
+    const second = await serve(dataDir, fake.url);
+    const job = await ended(second.url, id);
+    expect(job.status, JSON.stringify(job.error)).toBe("succeeded");
+    expect(job.outputs.map((o: any) => o.node_id)).toEqual(["2"]);
+    const text = await fetch(job.outputs[0].url).then((r) => r.text());
+    expect(text).toBe(`${id}:2`);
+    expect(fake.executions.get(id)).toBe(1);
+    expect(fake.calls("POST", "/prompt")).toHaveLength(1);
+  });
+
+  it("follows a prompt still running after the restart to its real end (ComfyUI's error)", { timeout: 60_000 }, async () => {
+    const { fake, dataDir, id } = await runningWhenKilled({ node: "2", exception_type: "RuntimeError", exception_message: "boom at node 2" });
+    const queueReads = fake.calls("GET", "/queue").length;
+    const second = await serve(dataDir, fake.url);
+    // The restarted flowgate found the prompt running there (it read the queue) before it goes on.
+    await until(() => (fake.calls("GET", "/queue").length > queueReads && fake.socketCount === 1 ? true : undefined), "the restarted flowgate to look for the prompt");
+    expect((await call("GET", `${second.url}/api/v2/jobs/${id}`)).body.status).toBe("running");
+    fake.release();
+    const job = await ended(second.url, id);
+    expect(job.status).toBe("failed");
+    expect(job.error).toMatchObject({ code: "node_execution_error", node_id: "2", class_type: "PreviewAny" });
+    expect(job.error.message).toContain("boom at node 2");
+    expect(fake.executions.get(id)).toBe(1);
+    expect(fake.calls("POST", "/prompt")).toHaveLength(1);
+  });
+
+  it("records each output once: those recorded before the kill are not recorded again when the rest is collected", { timeout: 60_000 }, async () => {
+    const fake = await new FakeComfyUI({ objectInfo: OBJECT_INFO, worker: true }).start();
+    cleanup.push(() => fake.stop());
+    fake.holding = true;
+    fake.holdAt = "3";
+    const dataDir = await mkdtemp(join(tmpdir(), "flowgate-restart-outputs-"));
+    cleanup.push(() => rm(dataDir, { recursive: true, force: true }));
+    const first = await serve(dataDir, fake.url);
+    const twoOutputs = { ...graph("first"), "3": { class_type: "PrimitiveString", inputs: { value: "second" } }, "4": { class_type: "PreviewAny", inputs: { source: ["3", 0] } } };
+    const id: string = (await call("POST", `${first.url}/api/v2/jobs`, { workflow: twoOutputs })).body.id;
+    await until(async () => ((await call("GET", `${first.url}/api/v2/jobs/${id}`)).body.outputs?.length === 1 ? true : undefined), "the first output recorded");
+    expect(fake.held).toBe(id);
+    await first.kill();
+    fake.release();
+    await until(() => (fake.history.has(id) ? true : undefined), "ComfyUI to finish the prompt");
+
+    const second = await serve(dataDir, fake.url);
+    const job = await ended(second.url, id);
+    expect(job.status, JSON.stringify(job.error)).toBe("succeeded");
+    expect(job.outputs.map((o: any) => o.node_id).sort()).toEqual(["2", "4"]);
+    expect(fake.executions.get(id)).toBe(1);
+  });
+
+  it("stops a prompt whose job was canceling when flowgate died: interrupted there, the job canceled", { timeout: 60_000 }, async () => {
+    const fake = await new FakeComfyUI({ objectInfo: OBJECT_INFO, worker: true, interruptStatus: 500 }).start();
+    cleanup.push(() => fake.stop());
+    fake.holding = true;
+    const dataDir = await mkdtemp(join(tmpdir(), "flowgate-restart-canceling-"));
+    cleanup.push(() => rm(dataDir, { recursive: true, force: true }));
+    const first = await serve(dataDir, fake.url);
+    const id: string = (await call("POST", `${first.url}/api/v2/jobs`, { workflow: graph("long") })).body.id;
+    await until(() => (fake.held === id ? true : undefined), "the prompt running in ComfyUI");
+    await until(async () => ((await call("GET", `${first.url}/api/v2/jobs/${id}`)).body.status === "running" ? true : undefined), "the job running");
+    // ComfyUI fails the interrupt this time: the job stays canceling while flowgate waits for the prompt to stop.
+    expect((await call("POST", `${first.url}/api/v2/jobs/${id}/cancel`)).body.status).toBe("canceling");
+    await until(() => (fake.calls("POST", "/interrupt").length > 0 ? true : undefined), "the interrupt asked");
+    await first.kill();
+
+    fake.interruptStatus = 200;
+    const interrupts = fake.calls("POST", "/interrupt").length;
+    const second = await serve(dataDir, fake.url);
+    const job = await ended(second.url, id);
+    expect(job.status).toBe("canceled");
+    expect(fake.calls("POST", "/interrupt").length).toBeGreaterThan(interrupts);
+    expect(fake.held).toBeNull();
+    expect(fake.executions.get(id)).toBe(1);
+    expect(fake.calls("POST", "/prompt")).toHaveLength(1);
+  });
+
+  it("fails worker_lost, without running it again, when ComfyUI no longer holds it (ComfyUI restarted too)", { timeout: 60_000 }, async () => {
+    const { fake, dataDir, id } = await runningWhenKilled();
+    fake.forget(id);
+    const second = await serve(dataDir, fake.url);
+    const job = await ended(second.url, id);
+    expect(job.status).toBe("failed");
+    expect(job.error.code).toBe("worker_lost");
+    expect(fake.calls("POST", "/prompt")).toHaveLength(1);
+    fake.release();
+  });
+});
+
 describe("a POST /prompt whose answer was lost", () => {
   async function setup(drop: "before" | "after") {
     let dropped = false;

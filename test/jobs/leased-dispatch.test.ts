@@ -54,6 +54,15 @@ class ScriptedLeases implements JobLeases {
     return claimed;
   }
 
+  /** The next queued job nobody claimed, left queued under this claim (an engine with a queue of its own). */
+  async claimQueued(workerId: string): Promise<ClaimedJob | null> {
+    const next = (await this.store.queuedJobs(1000)).find((j) => !this.claims.has(j.id));
+    if (!next) return null;
+    const claimed = { workerId, epoch: ++this.epoch };
+    this.claims.set(next.id, claimed);
+    return { job: next, epoch: claimed.epoch };
+  }
+
   async heldBy(workerId: string): Promise<ClaimedJob[]> {
     const held: ClaimedJob[] = [];
     for (const [id, c] of this.claims) {

@@ -76,6 +76,8 @@ export class ComfyUIEngine implements Engine {
   readonly kind = "comfyui";
   /** A prompt waits in ComfyUI's queue first: onQueued while it waits, onRunning at its execution_start. */
   readonly queuesWork = true;
+  /** A prompt runs on in ComfyUI when flowgate dies: a restarted flowgate follows or collects it by its id. */
+  readonly resumesRuns = true;
   private readonly pool: InstancePool;
   private readonly o: Required<Omit<ComfyUIEngineOptions, "maxQueue" | "http" | "socket">> & Pick<ComfyUIEngineOptions, "maxQueue" | "http" | "socket">;
   private merged: { docs: Record<string, unknown>[]; registry: NodeRegistry } | null = null;
@@ -167,7 +169,8 @@ export class ComfyUIEngine implements Engine {
   /** Runs a graph on the least busy instance; see Engine.execute. */
   async execute(graph: unknown, options: ExecuteOptions = {}): Promise<ExecuteResult> {
     const { signal } = options;
-    if (signal?.aborted) throw new ExecutionCancelledError();
+    // A resumed run canceled before the restart still stops its prompt where ComfyUI runs it.
+    if (signal?.aborted && !options.resumeOnly) throw new ExecutionCancelledError();
     const registry = await this.registry(false);
     const analysis = analyzeGraph(graph, registry);
     if (analysis.issues.length > 0) throw new EngineValidationError(await this.validate(graph));
@@ -181,7 +184,7 @@ export class ComfyUIEngine implements Engine {
 
     const s: Submission = { graph: g, registry, options, secrets, key, promptId };
     // A prompt an instance holds already (submitted before flowgate restarted) is followed or collected, never queued twice.
-    let run = (await this.resume(promptId, g, registry, options, secrets)) ?? (await this.submit(s));
+    let run = options.resumeOnly ? await this.resumeStarted(promptId, g, registry, options) : ((await this.resume(promptId, g, registry, options, secrets)) ?? (await this.submit(s)));
     for (;;) {
       const active: PromptRun = run;
       const onAbort = () => void active.stop("cancel");
@@ -254,14 +257,40 @@ export class ComfyUIEngine implements Engine {
     return run;
   }
 
-  /** The run of a prompt some instance holds already (from an earlier flowgate process), or null when none does. */
-  private async resume(promptId: string, graph: Record<string, unknown>, registry: NodeRegistry, options: ExecuteOptions, secrets: string[]): Promise<PromptRun | null> {
+  /**
+   * The run of a prompt some instance holds already (from an earlier flowgate process), or null
+   * when none does; `unread`: whether an instance could not be asked (unreachable).
+   */
+  private async resume(promptId: string, graph: Record<string, unknown>, registry: NodeRegistry, options: ExecuteOptions, secrets: string[], unread?: { any: boolean }): Promise<PromptRun | null> {
     for (const instance of this.pool.instances) {
-      if (!(await instance.mayHold(promptId))) continue;
-      const held = await instance.find(promptId).catch(() => null);
+      const may = await instance.mayHold(promptId);
+      if (may === null && unread) unread.any = true;
+      if (!may) continue;
+      const held = await instance.find(promptId).catch(() => undefined);
+      if (held === undefined && unread) unread.any = true;
       if (held) return this.adopt(instance, held, promptId, graph, registry, options, secrets);
     }
     return null;
+  }
+
+  /**
+   * A prompt started before flowgate restarted: followed where an instance holds it, collected
+   * when it finished there. It is never submitted again (it may have run, partner nodes charged):
+   * when no instance holds it, once each has answered or unreachableGraceMs passed, it is lost.
+   */
+  private async resumeStarted(promptId: string, graph: Record<string, unknown>, registry: NodeRegistry, options: ExecuteOptions): Promise<PromptRun> {
+    const deadline = Date.now() + this.o.unreachableGraceMs;
+    for (let wait = 100; ; wait = Math.min(wait * 2, 2000)) {
+      const unread = { any: false };
+      // The partner key is not held after a restart: nothing is redacted beyond what ComfyUI sends.
+      const run = await this.resume(promptId, graph, registry, options, [], unread);
+      if (run) return run;
+      if (options.signal?.aborted) throw new ExecutionCancelledError();
+      if (!unread.any || Date.now() >= deadline) {
+        throw new EngineError({ code: "worker_lost", message: "The prompt was running on ComfyUI when flowgate stopped, and no ComfyUI instance holds it any more.", node_id: null, class_type: null, traceback: null });
+      }
+      await new Promise((r) => setTimeout(r, wait));
+    }
   }
 
   /**

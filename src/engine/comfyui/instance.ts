@@ -164,14 +164,14 @@ export class Instance {
   /**
    * Whether the instance may hold this prompt already (an earlier flowgate process submitted
    * it): true when its id was in the queue or the history read at first contact or since the
-   * instance came back. An instance that cannot be read holds nothing we could follow.
+   * instance came back; null when it cannot be read now (unreachable): it holds nothing we could follow now.
    */
-  async mayHold(promptId: string): Promise<boolean> {
+  async mayHold(promptId: string): Promise<boolean | null> {
     const reading = (this.heldIds ??= this.readHeld());
     const ids = await reading;
     // Unreadable now (unreachable): read again next time.
     if (ids === null && this.heldIds === reading) this.heldIds = null;
-    return ids?.has(promptId) ?? false;
+    return ids === null ? null : ids.has(promptId);
   }
 
   /** Where the instance holds a prompt now, or null when it never saw it (or forgot it): queue first, then history. */

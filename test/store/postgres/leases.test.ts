@@ -214,6 +214,57 @@ describe.skipIf(unavailable !== null)("PostgresLeases", () => {
     expect(await b.heldBy("wa")).toEqual([{ job: claimed.job, epoch: 1 }]);
     expect(await b.heldBy("wb")).toEqual([]);
   });
+
+  describe("a job claimed while queued (an engine with a queue of its own)", () => {
+    it("stays queued under the claim, is claimed by nobody else, and starts only under that claim", async () => {
+      const job = await store.createJob(newJob({ owner: "o" }));
+      const next = await store.createJob(newJob({ owner: "o" }));
+      const claimed = (await a.claimQueued("wa", 30_000, undefined, []))!;
+      expect(claimed.job).toMatchObject({ id: job.id, status: "queued", started_at: null });
+      expect(claimed.epoch).toBe(1);
+      // Neither kind of claim takes it again: the next job is the next to go.
+      expect((await b.claimQueued("wb", 30_000, undefined, []))!.job.id).toBe(next.id);
+      expect(await b.claim("wb", 30_000, T0, undefined, [])).toBeNull();
+      expect(await a.liveCount("o")).toBe(2);
+      expect(await a.queueCounts()).toEqual([{ owner: "o", queued: 2, running: 0 }]);
+      // Renewed as this worker's, reported queued; nobody else's to renew.
+      expect([...(await a.renew("wa", [job.id], 30_000))]).toEqual([[job.id, "queued"]]);
+      expect((await b.renew("wb", [job.id], 30_000)).size).toBe(0);
+      expect(await b.heldBy("wa")).toEqual([{ job: claimed.job, epoch: 1 }]);
+      // It moves to running only under its claim.
+      expect(await store.transitionJob(job.id, ["queued"], "running", { started_at: T0 + 5 }, { fence: { workerId: "wb", epoch: 1 } })).toBeNull();
+      expect(await store.transitionJob(job.id, ["queued"], "running", { started_at: T0 + 5 }, { fence: { workerId: "wa", epoch: 2 } })).toBeNull();
+      const running = await store.transitionJob(job.id, ["queued"], "running", { started_at: T0 + 5 }, { fence: { workerId: "wa", epoch: 1 } });
+      expect(running).toMatchObject({ status: "running", started_at: T0 + 5 });
+      expect([...(await a.renew("wa", [job.id], 30_000))]).toEqual([[job.id, "running"]]);
+    });
+
+    it("holds a slot of its owner's while it waits", async () => {
+      await store.createJob(newJob({ owner: "busy" }));
+      const second = await store.createJob(newJob({ owner: "busy" }));
+      const other = await store.createJob(newJob({ owner: "quiet" }));
+      await a.claimQueued("wa", 30_000, undefined, []);
+      const slots = async (owner: string) => (owner === "busy" ? 1 : 5);
+      expect((await b.claimQueued("wb", 30_000, slots, []))!.job.id).toBe(other.id);
+      expect(await b.claimQueued("wb", 30_000, slots, [])).toBeNull();
+      expect((await b.claimQueued("wb", 30_000, async () => 2, []))!.job.id).toBe(second.id);
+    });
+
+    it("ends worker_lost when its worker stops renewing (not partner_key_lost), once", async () => {
+      const job = await store.createJob(newJob({ secrets_given: true }));
+      const plain = await store.createJob(newJob());
+      expect((await a.claimQueued("api", 30_000, undefined, [job.id], true))!.job.id).toBe(job.id);
+      expect(await b.claimQueued("wb", 30_000, undefined, [])).not.toBeNull();
+      expect(await b.failExpired(T0)).toEqual([]);
+      await a.renew("api", [job.id], -1);
+      await b.renew("wb", [plain.id], -1);
+      const ended = await b.failExpired(T0 + 7);
+      expect(ended.map((j) => [j.id, j.status, j.error?.code, j.started_at]).sort()).toEqual(
+        [[job.id, "failed", "worker_lost", T0 + 7], [plain.id, "failed", "worker_lost", T0 + 7]].sort(),
+      );
+      expect(await a.failExpired(T0 + 8)).toEqual([]);
+    });
+  });
 });
 
 if (unavailable !== null) it.skip(`skipped: ${unavailable}`, () => undefined);
