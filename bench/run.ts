@@ -109,7 +109,7 @@ async function main(): Promise<number> {
     figures,
   };
   await mkdir(resolve(out, ".."), { recursive: true });
-  await writeFile(out, JSON.stringify(result, null, 2) + "\n");
+  await writeFile(out, `${JSON.stringify(result, null, 2)}\n`);
   console.log(`\nwrote ${out}`);
   return failed.length > 0 ? 1 : 0;
 }

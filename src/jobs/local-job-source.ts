@@ -121,7 +121,7 @@ export class LocalJobSource implements JobSource {
     const job = await this.host.store.getJob(id);
     // A cancel or an expiry that came during the read has taken it out of the queue already.
     if (!this.host.queue.remove(id)) return;
-    if (!job || job.status !== "queued") {
+    if (job?.status !== "queued") {
       this.host.secrets.delete(id);
       return;
     }

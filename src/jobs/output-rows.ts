@@ -84,7 +84,7 @@ export class OutputRows {
       nodes: batch.map((h) => h.node),
       done: async (assets) => {
         if (assets === null) await this.assets.discardOutputs(batch.map((h) => h.stored));
-        batch.forEach((h, i) => h.written(assets?.[i] ?? null));
+        for (const [i, h] of batch.entries()) h.written(assets?.[i] ?? null);
       },
     };
   }

@@ -59,7 +59,7 @@ export class ProgressTracker {
 
   private snapshot(): Progress {
     const total = Math.max(this.total, this.done.size);
-    const within = this.current && this.current.steps ? Math.min(1, (this.current.step ?? 0) / this.current.steps) : 0;
+    const within = this.current?.steps ? Math.min(1, (this.current.step ?? 0) / this.current.steps) : 0;
     const raw = total === 0 ? 0 : (this.done.size + within) / total;
     // Never report going back, and keep 1 for the end of a successful run.
     this.last = Math.max(this.last, Math.min(raw, 0.999999));

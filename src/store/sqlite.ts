@@ -388,7 +388,9 @@ export class SqliteStore implements StoreDialect {
 
   async dropPendingBlobs(keys: readonly string[]): Promise<void> {
     // No fsync to wait for: a row a crash brings back is only written back again.
-    if (keys.length > 0) this.#transaction(() => keys.forEach((key) => this.#sql.dropBlob.run({ blob_key: key })));
+    if (keys.length > 0) this.#transaction(() => {
+        for (const key of keys) this.#sql.dropBlob.run({ blob_key: key });
+      });
   }
 
   async expireJobs(now: number, limit: number): Promise<JobRecord[]> {
@@ -526,6 +528,6 @@ function bindPatchField(name: string, value: SQLInputValue | undefined): Params 
 
 function bindList(prefix: string, values: readonly string[]): Params {
   const params: Params = {};
-  values.forEach((value, i) => (params[`${prefix}${i}`] = value));
+  for (const [i, value] of values.entries()) params[`${prefix}${i}`] = value;
   return params;
 }

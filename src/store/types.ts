@@ -2,7 +2,7 @@
 // asynchronous so that a networked implementation (PostgreSQL) fits behind the same interface.
 // Field names are snake_case like the HTTP contract; every time is integer epoch milliseconds.
 
-import { HOSTED_FILE_TYPES, JOB_STATUSES as CONTRACT_JOB_STATUSES, OUTPUT_TYPES, TERMINAL_JOB_STATUSES } from "../../generated/enums.ts";
+import { type HOSTED_FILE_TYPES, JOB_STATUSES as CONTRACT_JOB_STATUSES, type OUTPUT_TYPES, TERMINAL_JOB_STATUSES } from "../../generated/enums.ts";
 import type { components } from "../../generated/openapi-types.ts";
 
 /** A JSON object as stored (progress snapshots, error details, workflow graphs). */

@@ -200,7 +200,11 @@ describe("a POST /prompt whose answer was lost", () => {
     const fake = await new FakeComfyUI({
       objectInfo: OBJECT_INFO,
       worker: true,
-      dropPrompt: () => (dropped ? undefined : ((dropped = true), drop)),
+      dropPrompt: () => {
+        if (dropped) return undefined;
+        dropped = true;
+        return drop;
+      },
     }).start();
     cleanup.push(() => fake.stop());
     const engine = new ComfyUIEngine({ ...FAST, urls: [fake.url] });

@@ -201,7 +201,10 @@ describe("runJob: a start and an end in one turn", () => {
       dataDir: join(dir, "counted"),
       openWalSync: async (path) => {
         const handle = await open(path, "r+");
-        return new FileSync({ sync: () => (fsyncs++, handle.sync()), close: () => handle.close() });
+        return new FileSync({ sync: () => {
+            fsyncs++;
+            return handle.sync();
+          }, close: () => handle.close() });
       },
     });
     try {

@@ -39,7 +39,10 @@ describe("SharedQueueCounts", () => {
   it("reads the counts again once they are older than the bound, and no more often", async () => {
     let reads = 0;
     let clock = 0;
-    const counts = new SharedQueueCounts(async () => (reads++, [{ owner: "a", queued: 3, running: 1 }]), 200, () => clock);
+    const counts = new SharedQueueCounts(async () => {
+      reads++;
+      return [{ owner: "a", queued: 3, running: 1 }];
+    }, 200, () => clock);
     expect(await counts.positionOfNew("a")).toBe(2); // read after its commit: it is one of the 3
     clock = 100;
     await counts.positionOfNew("a");
@@ -54,7 +57,10 @@ describe("SharedQueueCounts", () => {
   it("reads the counts again before answering once a change was heard (a start, an end, another node's submissions)", async () => {
     const state = { queued: 1, running: 0 };
     let reads = 0;
-    const counts = new SharedQueueCounts(async () => (reads++, [{ owner: "a", ...state }]), 60_000, () => 0);
+    const counts = new SharedQueueCounts(async () => {
+      reads++;
+      return [{ owner: "a", ...state }];
+    }, 60_000, () => 0);
     expect(await counts.positionOfNew("a")).toBe(0);
     state.queued = 2; // a second submission, committed here
     expect(await counts.positionOfNew("a")).toBe(1); // from the old counts and this node's submission

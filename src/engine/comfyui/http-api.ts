@@ -210,7 +210,7 @@ export class ComfyHttp {
     form.append("overwrite", "true");
     let res: Response;
     try {
-      res = await fetch(this.base + "/upload/image", { method: "POST", headers: this.auth ? { authorization: this.auth } : {}, body: form, signal: AbortSignal.timeout(this.timeouts.transfer) });
+      res = await fetch(`${this.base}/upload/image`, { method: "POST", headers: this.auth ? { authorization: this.auth } : {}, body: form, signal: AbortSignal.timeout(this.timeouts.transfer) });
     } catch (err) {
       throw new ComfyUnreachableError(this.base, err);
     }

@@ -270,7 +270,9 @@ export class Instance {
     if (this.abandoned.size > 0) {
       // Back: prompts that went elsewhere meanwhile must not run here too.
       const ids = [...this.abandoned];
-      void this.http.deletePending(ids).then(() => ids.forEach((id) => this.abandoned.delete(id)), () => undefined);
+      void this.http.deletePending(ids).then(() => {
+        for (const id of ids) this.abandoned.delete(id);
+      }, () => undefined);
     }
     if (!reconnected) return;
     this.reconnects++;

@@ -162,11 +162,11 @@ export class PromptRun {
     let interrupted = false;
     for (let wait = 10; !this.settled; wait = Math.min(wait * 2, 500)) {
       const q = await http.queue().catch(() => null); // unreachable: the reconcile's lostAfterMs still applies
-      if (q && q.pending.includes(id)) {
+      if (q?.pending.includes(id)) {
         await http.deletePending([id]).catch(() => undefined);
         continue; // read again: it may have started between the read and the delete
       }
-      if (q && q.running.includes(id)) {
+      if (q?.running.includes(id)) {
         if (!interrupted) {
           interrupted = true;
           await http.interrupt(id).catch(() => undefined);
