@@ -201,7 +201,7 @@ async function main(): Promise<void> {
     const req = raw as ChildRequest;
     handle(req).then(
       (result) => send({ id: req.id, ok: true, result: result ?? null }),
-      (err: unknown) => send({ id: req.id, ok: false, error: err instanceof Error ? err.stack ?? err.message : String(err) }),
+      (err: unknown) => send({ id: req.id, ok: false, error: err instanceof Error ? (err.stack ?? err.message) : String(err) }),
     );
   });
   send({ event: "ready", url, pid: process.pid });

@@ -71,13 +71,21 @@ async function follow(base: string, id: string): Promise<void> {
 
 /** One round of v2 traffic: submit, follow the stream, read the job and one output, upload and delete an asset. */
 async function v2Round(base: string, png: Buffer): Promise<void> {
-  const job = await json(`${base}/api/v2/jobs`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ workflow: fourOutputGraph() }) });
+  const job = await json(`${base}/api/v2/jobs`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ workflow: fourOutputGraph() }),
+  });
   await follow(base, job.id);
   const done = await json(`${base}/api/v2/jobs/${job.id}`);
   const out = done.outputs?.[0];
   if (out?.url) await (await call(out.url.startsWith("http") ? out.url : `${base}${out.url}`)).arrayBuffer();
   await (await call(`${base}/api/v2/jobs?limit=20`)).arrayBuffer();
-  const text = await json(`${base}/api/v2/jobs`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ workflow: threeNodeGraph() }) });
+  const text = await json(`${base}/api/v2/jobs`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ workflow: threeNodeGraph() }),
+  });
   await follow(base, text.id);
   const form = new FormData();
   form.append("file", new Blob([new Uint8Array(png), String(Math.random())], { type: "image/png" }), "soak.png");
@@ -95,13 +103,20 @@ async function hostedRound(base: string, png: Buffer): Promise<void> {
     "2": { class_type: "ImageInvert", inputs: { image: ["1", 0] } },
     "3": { class_type: "SaveImage", inputs: { images: ["2", 0], filename_prefix: `soak${Math.floor(Math.random() * 1e6)}` } },
   };
-  const { prompt_id } = await json(`${base}/api/prompt`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ prompt: graph, client_id: "soak" }) });
+  const { prompt_id } = await json(`${base}/api/prompt`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ prompt: graph, client_id: "soak" }),
+  });
   for (let i = 0; i < 600; i++) {
     const history = await json(`${base}/api/history/${prompt_id}`);
     const entry = history[prompt_id];
     if (entry?.status?.completed || entry?.status?.status_str === "error") {
       const image = entry.outputs?.["3"]?.images?.[0];
-      if (image) await (await call(`${base}/api/view?filename=${encodeURIComponent(image.filename)}&subfolder=${encodeURIComponent(image.subfolder)}&type=${image.type}`)).arrayBuffer();
+      if (image)
+        await (
+          await call(`${base}/api/view?filename=${encodeURIComponent(image.filename)}&subfolder=${encodeURIComponent(image.subfolder)}&type=${image.type}`)
+        ).arrayBuffer();
       break;
     }
     await sleep(25);
@@ -123,7 +138,9 @@ async function sample(server: ServerChild, t0: number): Promise<Sample> {
 async function main(): Promise<void> {
   const dataDir = await mkdtemp(join(tmpdir(), "flowgate-soak-"));
   const server = await spawnServer({ kind: "flowgate", name: "flowgate-soak", dataDir, config: { reaperIntervalMs: 60_000 } });
-  const png = await sharp({ create: { width: 64, height: 64, channels: 3, background: { r: 200, g: 40, b: 90 } } }).png().toBuffer();
+  const png = await sharp({ create: { width: 64, height: 64, channels: 3, background: { r: 200, g: 40, b: 90 } } })
+    .png()
+    .toBuffer();
   const t0 = Date.now();
   const end = t0 + minutes * 60_000;
   const samples: Sample[] = [];

@@ -19,7 +19,12 @@ export interface Capabilities {
 
 /** Options with defaults filled in. */
 export type ResolvedOptions = ConformanceOptions &
-  Required<Pick<ConformanceOptions, "surface" | "slowSeconds" | "fillQueue" | "oversizeMb" | "requestTimeoutMs" | "checkTimeoutMs" | "jobTimeoutMs" | "rereadAfterSeconds">>;
+  Required<
+    Pick<
+      ConformanceOptions,
+      "surface" | "slowSeconds" | "fillQueue" | "oversizeMb" | "requestTimeoutMs" | "checkTimeoutMs" | "jobTimeoutMs" | "rereadAfterSeconds"
+    >
+  >;
 
 /** What every check of one run shares. */
 export interface RunContext {
@@ -63,7 +68,10 @@ export function check(title: string, optsOrRun: CheckOptions | ((t: T) => Promis
   const surfaces = opts.surfaces;
   const when: Applicability | undefined =
     surfaces || opts.when
-      ? (r) => (surfaces && !surfaces.includes(r.options.surface) ? `applies to the ${surfaces.join(" and ")} surface${surfaces.length > 1 ? "s" : ""} only` : opts.when?.(r))
+      ? (r) =>
+          surfaces && !surfaces.includes(r.options.surface)
+            ? `applies to the ${surfaces.join(" and ")} surface${surfaces.length > 1 ? "s" : ""} only`
+            : opts.when?.(r)
       : undefined;
   return { title, rule, static: opts.static ?? false, final: opts.final ?? false, when, timeoutMs: opts.timeoutMs, run };
 }

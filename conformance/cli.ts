@@ -108,7 +108,10 @@ export function parseCli(argv: string[]): { options: ConformanceOptions; reportJ
     baseUrl,
     token: s("token"),
     surface,
-    only: s("only")?.split(",").map((x) => x.trim()).filter(Boolean),
+    only: s("only")
+      ?.split(",")
+      .map((x) => x.trim())
+      .filter(Boolean),
     static: !!values.static,
     slowWorkflow: graph("slow-workflow"),
     stepsWorkflow: graph("steps-workflow"),
@@ -131,7 +134,11 @@ export function parseCli(argv: string[]): { options: ConformanceOptions; reportJ
 }
 
 /** Runs the CLI; resolves to the process exit code. */
-export async function main(argv: string[], out: (s: string) => void = (s) => process.stdout.write(s), err: (s: string) => void = (s) => process.stderr.write(s)): Promise<number> {
+export async function main(
+  argv: string[],
+  out: (s: string) => void = (s) => process.stdout.write(s),
+  err: (s: string) => void = (s) => process.stderr.write(s),
+): Promise<number> {
   let parsed: ReturnType<typeof parseCli>;
   try {
     parsed = parseCli(argv);

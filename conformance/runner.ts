@@ -30,7 +30,29 @@ import ver from "./checks/contract/ver.ts";
 import lbl from "./checks/jobs/lbl.ts";
 
 /** Every check of the suite, in rule-group order. */
-export const ALL_CHECKS: readonly Check[] = [gen, job, log, logBound, prg, out, jerr, url, st, sub, idem, get, can, sse, ast, auth, err, host, ws, ver, lbl].flat();
+export const ALL_CHECKS: readonly Check[] = [
+  gen,
+  job,
+  log,
+  logBound,
+  prg,
+  out,
+  jerr,
+  url,
+  st,
+  sub,
+  idem,
+  get,
+  can,
+  sse,
+  ast,
+  auth,
+  err,
+  host,
+  ws,
+  ver,
+  lbl,
+].flat();
 
 /** Options with their defaults. */
 export function resolveOptions(o: ConformanceOptions): ResolvedOptions {
@@ -58,14 +80,23 @@ export function selected(c: Check, o: Pick<ConformanceOptions, "only" | "static"
 async function probe(http: Http): Promise<Capabilities> {
   const ex = await http.request("GET", http.url("/api/object_info"));
   if (ex.status !== 200 || !ex.json || typeof ex.json !== "object" || Array.isArray(ex.json)) {
-    return { hosted: false, hostedProbe: ex.status === 200 ? `GET /api/object_info answered 200 without an object of node definitions (${ex.text.slice(0, 60)})` : `GET /api/object_info answered ${ex.status}` };
+    return {
+      hosted: false,
+      hostedProbe:
+        ex.status === 200
+          ? `GET /api/object_info answered 200 without an object of node definitions (${ex.text.slice(0, 60)})`
+          : `GET /api/object_info answered ${ex.status}`,
+    };
   }
   return { hosted: true, classes: new Set(Object.keys(ex.json)) };
 }
 
 function within<V>(p: Promise<V>, ms: number): Promise<V> {
   let timer: NodeJS.Timeout;
-  return Promise.race([p, new Promise<V>((_, reject) => (timer = setTimeout(() => reject(new Error(`the check did not finish within ${ms} ms`)), ms)))]).finally(() => clearTimeout(timer));
+  return Promise.race([
+    p,
+    new Promise<V>((_, reject) => (timer = setTimeout(() => reject(new Error(`the check did not finish within ${ms} ms`)), ms))),
+  ]).finally(() => clearTimeout(timer));
 }
 
 /** Runs one check with its timeout and cleanups. */
@@ -158,7 +189,8 @@ async function rereadJobs(run: RunContext): Promise<void> {
     const id = encodeURIComponent(r.id);
     await http.request("GET", http.url(`/api/v2/jobs/${id}`), { auth, note: "end-of-run re-read" }).catch(() => undefined);
     const apiKey = typeof auth === "object" ? ("bearer" in auth ? auth.bearer : auth.apiKey) : undefined;
-    if (caps.hosted && r.terminal && r.v2) await http.request("GET", http.url(`/api/job/${id}/status`), { auth: apiKey ? { apiKey } : auth, note: "end-of-run re-read" }).catch(() => undefined);
+    if (caps.hosted && r.terminal && r.v2)
+      await http.request("GET", http.url(`/api/job/${id}/status`), { auth: apiKey ? { apiKey } : auth, note: "end-of-run re-read" }).catch(() => undefined);
   };
   const workers = Array.from({ length: 4 }, async () => {
     for (let r = queue.shift(); r; r = queue.shift()) await one(r);
@@ -172,7 +204,16 @@ export async function runConformance(options: ConformanceOptions): Promise<Repor
   const startedAt = Date.now();
   const recorder = new Recorder();
   const keys = [o.token, o.otherToken, o.noCreditsToken, o.forbiddenToken].filter((k): k is string => !!k);
-  const http = new Http({ baseUrl: o.baseUrl, token: o.token, timeoutMs: o.requestTimeoutMs, surface: o.surface, demo: !!o.demo, recorder, keys, timeline: !o.static });
+  const http = new Http({
+    baseUrl: o.baseUrl,
+    token: o.token,
+    timeoutMs: o.requestTimeoutMs,
+    surface: o.surface,
+    demo: !!o.demo,
+    recorder,
+    keys,
+    timeline: !o.static,
+  });
   const caps = await probe(http);
   const run: RunContext = { http, options: o, profile: profileOf(o.surface), caps };
   const checks = ALL_CHECKS.filter((c) => selected(c, o));

@@ -142,7 +142,19 @@ async function loadSpec(specPath: string): Promise<LoadedSpec> {
 
 // Keywords whose value is a schema, an array of schemas, or a map of schemas. Everything else is
 // data (enum, const, examples...) and is copied as is, so a "$ref" inside an example stays data.
-const SUBSCHEMA = new Set(["items", "additionalProperties", "not", "contains", "propertyNames", "if", "then", "else", "unevaluatedProperties", "unevaluatedItems", "additionalItems"]);
+const SUBSCHEMA = new Set([
+  "items",
+  "additionalProperties",
+  "not",
+  "contains",
+  "propertyNames",
+  "if",
+  "then",
+  "else",
+  "unevaluatedProperties",
+  "unevaluatedItems",
+  "additionalItems",
+]);
 const SUBSCHEMA_ARRAY = new Set(["allOf", "anyOf", "oneOf", "prefixItems"]);
 const SUBSCHEMA_MAP = new Set(["properties", "patternProperties", "$defs", "definitions", "dependentSchemas"]);
 
@@ -246,7 +258,11 @@ function pascal(key: string): string {
 
 function docComment(text: Json | undefined, indent: string): string {
   if (typeof text !== "string" || text.trim() === "") return "";
-  const lines = text.trim().replace(/\*\//g, "*\\/").split("\n").map((l) => l.trimEnd());
+  const lines = text
+    .trim()
+    .replace(/\*\//g, "*\\/")
+    .split("\n")
+    .map((l) => l.trimEnd());
   if (lines.length === 1) return `${indent}/** ${lines[0]} */\n`;
   return `${indent}/**\n${lines.map((l) => (l === "" ? `${indent} *` : `${indent} * ${l}`)).join("\n")}\n${indent} */\n`;
 }
@@ -304,7 +320,10 @@ function tsType(node: Json, indent: string): string {
     if (Array.isArray(alts)) return union(alts.map((s) => tsType(s, indent)));
   }
   if (Array.isArray(node["allOf"])) {
-    return node["allOf"].map((s) => tsType(s, indent)).map((t) => (needsParens(t) ? `(${t})` : t)).join(" & ");
+    return node["allOf"]
+      .map((s) => tsType(s, indent))
+      .map((t) => (needsParens(t) ? `(${t})` : t))
+      .join(" & ");
   }
   const type = node["type"];
   if (Array.isArray(type)) return union(type.map((t) => tsType({ ...node, type: t }, indent)));

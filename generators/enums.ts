@@ -39,7 +39,8 @@ function errorStatuses(doc: JsonObject, extension: string, codes: readonly strin
   const out: Record<string, number> = {};
   for (const code of codes) {
     const statuses = [...(seen.get(code) ?? [])];
-    if (statuses.length !== 1) throw new Error(`${extension}: ${code} is declared with ${statuses.length} statuses (${statuses.join(", ")}); it needs exactly one`);
+    if (statuses.length !== 1)
+      throw new Error(`${extension}: ${code} is declared with ${statuses.length} statuses (${statuses.join(", ")}); it needs exactly one`);
     out[code] = statuses[0]!;
   }
   return out;
@@ -69,7 +70,9 @@ function openStringParts(name: string, prop: JsonObject, jobStatuses: readonly s
   if (Array.isArray(nonRetryable)) {
     const unknown = nonRetryable.filter((v) => !known?.includes(v));
     if (unknown.length > 0) throw new Error(`x-non-retryable of ${name} names values it does not know: ${unknown.join(", ")}`);
-    parts.push(`/** The values of ${name} for which running the same graph again cannot help (\`x-non-retryable\`). */\nexport const NON_RETRYABLE_${c} = ${list(nonRetryable)};`);
+    parts.push(
+      `/** The values of ${name} for which running the same graph again cannot help (\`x-non-retryable\`). */\nexport const NON_RETRYABLE_${c} = ${list(nonRetryable)};`,
+    );
   }
   const fromJob = prop["x-from-job-status"] as Record<string, string> | undefined;
   if (fromJob && typeof fromJob === "object") {
@@ -103,7 +106,9 @@ export function enumsSource(doc: JsonObject): string {
     }
     parts.push(...openParts);
     for (const [owner, terminal] of terminalOf) {
-      parts.push(`/** The terminal values of ${owner} (\`x-terminal\`): a status that never changes. */\nexport const TERMINAL_${constName(owner)} = ${list(terminal)};`);
+      parts.push(
+        `/** The terminal values of ${owner} (\`x-terminal\`): a status that never changes. */\nexport const TERMINAL_${constName(owner)} = ${list(terminal)};`,
+      );
     }
   }
   const codes = (schemas.ErrorCode?.enum as string[] | undefined) ?? [];

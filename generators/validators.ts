@@ -28,7 +28,8 @@ export function createAjv(options: { coerceTypes?: boolean } = {}): Ajv2020 {
   });
   addFormats(ajv);
   // OpenAPI keywords and the document wrapper are annotations for validation purposes.
-  for (const k of ["components", "example", "discriminator", "xml", "externalDocs", "x-terminal", "x-known-values", "x-non-retryable", "x-from-job-status"]) ajv.addKeyword(k);
+  for (const k of ["components", "example", "discriminator", "xml", "externalDocs", "x-terminal", "x-known-values", "x-non-retryable", "x-from-job-status"])
+    ajv.addKeyword(k);
   for (const f of ["int32", "int64", "float", "double"]) ajv.addFormat(f, { type: "number", validate: () => true });
   return ajv;
 }
@@ -82,9 +83,7 @@ export function planValidators(doc: JsonObject, eventSchemas: Record<string, Jso
     const body = deref<JsonObject | undefined>(doc, op.requestBody as Json);
     const jsonBody = (body?.content as JsonObject | undefined)?.["application/json"] as JsonObject | undefined;
     if (jsonBody?.schema) strict[names.request] = absolutize(jsonBody.schema);
-    const allParams = [...((pathItem.parameters as Json[]) ?? []), ...((op.parameters as Json[]) ?? [])].map((p) =>
-      deref<JsonObject>(doc, p),
-    );
+    const allParams = [...((pathItem.parameters as Json[]) ?? []), ...((op.parameters as Json[]) ?? [])].map((p) => deref<JsonObject>(doc, p));
     for (const location of ["path", "query", "header"] as const) {
       const ps = allParams.filter((p) => p.in === location);
       if (ps.length === 0) continue;
@@ -120,9 +119,7 @@ function compile(doc: JsonObject, schemas: Record<string, Json>, coerceTypes: bo
 }
 
 function declarations(names: string[]): string {
-  return `${BANNER}import type { ValidateFunction } from "ajv";\n\n${names
-    .map((n) => `export declare const ${n}: ValidateFunction;`)
-    .join("\n")}\n`;
+  return `${BANNER}import type { ValidateFunction } from "ajv";\n\n${names.map((n) => `export declare const ${n}: ValidateFunction;`).join("\n")}\n`;
 }
 
 /** Sources of generated/validators.js, validators.d.ts, param-validators.js and param-validators.d.ts. */

@@ -23,7 +23,10 @@ export interface ErrorTable {
 function resolve(spec: JsonObject, node: Json | undefined): JsonObject | undefined {
   let n = node as JsonObject | undefined;
   for (let i = 0; n && typeof n.$ref === "string" && i < 10; i++) {
-    n = (n.$ref as string).replace(/^#\//, "").split("/").reduce<Json | undefined>((at, key) => (at as JsonObject | undefined)?.[key], spec) as JsonObject | undefined;
+    n = (n.$ref as string)
+      .replace(/^#\//, "")
+      .split("/")
+      .reduce<Json | undefined>((at, key) => (at as JsonObject | undefined)?.[key], spec) as JsonObject | undefined;
   }
   return n;
 }
@@ -65,14 +68,27 @@ function fieldOf(v: Violation): string {
 /** The body of a request the spec forbids: 400 `invalid_request` with one field per finding. */
 export function invalidRequestBody(violations: Violation[]): JsonObject {
   const fields = violations.filter((v) => v.location[0] === "request").map((v) => ({ field: fieldOf(v), reason: reasonOfKeyword(String(v.code)) }));
-  return { error: { code: "invalid_request", message: "The request is invalid.", details: { fields: fields.length > 0 ? fields : [{ field: "", reason: "invalid" }] } } };
+  return {
+    error: {
+      code: "invalid_request",
+      message: "The request is invalid.",
+      details: { fields: fields.length > 0 ? fields : [{ field: "", reason: "invalid" }] },
+    },
+  };
 }
 
 /**
  * The status and body to answer in place of an error of Prism's, or null to pass it on as it is:
  * it is already an envelope with a code of its status.
  */
-export function fixError(table: ErrorTable, method: string, path: string, status: number, body: unknown, violations: Violation[]): { status: number; body: JsonObject } | null {
+export function fixError(
+  table: ErrorTable,
+  method: string,
+  path: string,
+  status: number,
+  body: unknown,
+  violations: Violation[],
+): { status: number; body: JsonObject } | null {
   if (violations.some((v) => v.location[0] === "request")) return { status: 400, body: invalidRequestBody(violations) };
   const route = table.routes.find((r) => r.method === method && r.pattern.test(path));
   const declared = route?.byStatus.get(status);

@@ -116,5 +116,7 @@ for (;;) {
   await new Promise((r) => setTimeout(r, 200));
 }
 if (!stopping) {
-  proxy.listen(Number(values.port), values.host, () => process.stdout.write(`flowgate mock: the Prism mock of spec/openapi.yaml on http://${values.host}:${values.port}\n`));
+  proxy.listen(Number(values.port), values.host, () =>
+    process.stdout.write(`flowgate mock: the Prism mock of spec/openapi.yaml on http://${values.host}:${values.port}\n`),
+  );
 }

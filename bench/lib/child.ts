@@ -41,7 +41,17 @@ export async function spawnServer(spec: ChildSpec, timeoutMs = 60_000): Promise<
   // The soft descriptor limit is raised to the hard one for 10,000 streams (no-op when equal).
   const child = spawn(
     "/bin/sh",
-    ["-c", 'ulimit -n "$(ulimit -Hn)" 2>/dev/null; exec "$@"', "sh", process.execPath, "--expose-gc", ...SERVER_NODE_FLAGS, ...childNodeFlags, CHILD, JSON.stringify(spec)],
+    [
+      "-c",
+      'ulimit -n "$(ulimit -Hn)" 2>/dev/null; exec "$@"',
+      "sh",
+      process.execPath,
+      "--expose-gc",
+      ...SERVER_NODE_FLAGS,
+      ...childNodeFlags,
+      CHILD,
+      JSON.stringify(spec),
+    ],
     { cwd: ROOT, stdio: ["ignore", "inherit", "inherit", "ipc"], env: { ...process.env, NODE_ENV: "production" } },
   );
   live.add(child);

@@ -77,7 +77,10 @@ export async function startComfyDouble(outputDir: string): Promise<ComfyDouble> 
       onNodeDone: (node, _classType, ui) => {
         if (!ui) return;
         // The file names this double wrote them under, as ComfyUI's counter makes them unique.
-        const output = JSON.parse(JSON.stringify(ui), (k, v) => (k === "filename" && typeof v === "string" ? (renamed.get(v) ?? v) : v)) as Record<string, unknown>;
+        const output = JSON.parse(JSON.stringify(ui), (k, v) => (k === "filename" && typeof v === "string" ? (renamed.get(v) ?? v) : v)) as Record<
+          string,
+          unknown
+        >;
         outputs[node] = output;
         send(p.clientId, "executed", { node, display_node: node, output, prompt_id: p.id });
       },
@@ -98,7 +101,14 @@ export async function startComfyDouble(outputDir: string): Promise<ComfyDouble> 
     });
     const node = current as { node: string; classType: string } | null;
     if (end.kind === "succeeded") send(p.clientId, "execution_success", { prompt_id: p.id, timestamp: now() });
-    else if (end.kind === "canceled") send(p.clientId, "execution_interrupted", { prompt_id: p.id, node_id: node?.node ?? null, node_type: node?.classType ?? null, executed: [], timestamp: now() });
+    else if (end.kind === "canceled")
+      send(p.clientId, "execution_interrupted", {
+        prompt_id: p.id,
+        node_id: node?.node ?? null,
+        node_type: node?.classType ?? null,
+        executed: [],
+        timestamp: now(),
+      });
     else {
       send(p.clientId, "execution_error", {
         prompt_id: p.id,
@@ -142,15 +152,24 @@ export async function startComfyDouble(outputDir: string): Promise<ComfyDouble> 
     const body = chunks.length > 0 ? (JSON.parse(Buffer.concat(chunks).toString("utf8")) as Record<string, unknown>) : {};
     if (req.method === "GET" && path === "/object_info") return json(res, 200, definitions);
     // As ComfyUI started with --output-directory reports it (a front beside it finds the folder there).
-    if (req.method === "GET" && path === "/system_stats") return json(res, 200, { system: { os: "posix", argv: ["main.py", "--output-directory", resolve(outputDir)] }, devices: [] });
+    if (req.method === "GET" && path === "/system_stats")
+      return json(res, 200, { system: { os: "posix", argv: ["main.py", "--output-directory", resolve(outputDir)] }, devices: [] });
     if (req.method === "GET" && path === "/prompt") return json(res, 200, { exec_info: { queue_remaining: queueRemaining() } });
     if (req.method === "POST" && path === "/prompt") {
       const prompt = body.prompt as Record<string, unknown>;
       const checked = await engine.validate(prompt);
       if (!checked.ok) {
-        return json(res, 400, { error: { type: "prompt_outputs_failed_validation", message: "Prompt outputs failed validation", details: "", extra_info: {} }, node_errors: checked.node_errors });
+        return json(res, 400, {
+          error: { type: "prompt_outputs_failed_validation", message: "Prompt outputs failed validation", details: "", extra_info: {} },
+          node_errors: checked.node_errors,
+        });
       }
-      const entry: QueuedPrompt = { id: typeof body.prompt_id === "string" ? body.prompt_id : randomUUID(), number: number++, prompt, clientId: typeof body.client_id === "string" ? body.client_id : null };
+      const entry: QueuedPrompt = {
+        id: typeof body.prompt_id === "string" ? body.prompt_id : randomUUID(),
+        number: number++,
+        prompt,
+        clientId: typeof body.client_id === "string" ? body.client_id : null,
+      };
       pending.push(entry);
       json(res, 200, { prompt_id: entry.id, number: entry.number, node_errors: {} });
       broadcastStatus();
@@ -179,14 +198,19 @@ export async function startComfyDouble(outputDir: string): Promise<ComfyDouble> 
       const root = resolve(outputDir);
       const file = resolve(join(root, url.searchParams.get("subfolder") ?? "", url.searchParams.get("filename") ?? ""));
       const inside = relative(root, file);
-      if ((url.searchParams.get("type") ?? "output") !== "output" || inside === "" || inside.startsWith(`..${sep}`) || inside === ".." || isAbsolute(inside)) return json(res, 404, {});
+      if ((url.searchParams.get("type") ?? "output") !== "output" || inside === "" || inside.startsWith(`..${sep}`) || inside === ".." || isAbsolute(inside))
+        return json(res, 404, {});
       let bytes: Buffer;
       try {
         bytes = readFileSync(file);
       } catch {
         return json(res, 404, {});
       }
-      res.writeHead(200, { "content-type": file.endsWith(".png") ? "image/png" : "application/octet-stream", "content-length": bytes.length, "content-disposition": `filename="${inside}"` });
+      res.writeHead(200, {
+        "content-type": file.endsWith(".png") ? "image/png" : "application/octet-stream",
+        "content-length": bytes.length,
+        "content-disposition": `filename="${inside}"`,
+      });
       return void res.end(bytes);
     }
     return json(res, 404, {});

@@ -35,7 +35,11 @@ export interface GraphileRunner {
  */
 export async function startGraphileRunner(schema: string, concurrency: number, handlers: GraphileHandlers, timeoutMs = 60_000): Promise<GraphileRunner> {
   const spec: GraphileChildSpec = { connectionString: BENCH_DATABASE_URL, schema, concurrency };
-  const child: ChildProcess = spawn(process.execPath, [CHILD, JSON.stringify(spec)], { cwd: ROOT, stdio: ["ignore", "inherit", "inherit", "ipc"], env: { ...process.env, NODE_ENV: "production" } });
+  const child: ChildProcess = spawn(process.execPath, [CHILD, JSON.stringify(spec)], {
+    cwd: ROOT,
+    stdio: ["ignore", "inherit", "inherit", "ipc"],
+    env: { ...process.env, NODE_ENV: "production" },
+  });
   const kill = () => child.kill("SIGKILL");
   process.on("exit", kill);
   const exited = new Promise<void>((r) =>

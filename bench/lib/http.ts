@@ -74,7 +74,7 @@ export async function request(base: string, method: string, path: string, json?:
   });
   const text = await res.text();
   const contentType = res.headers.get("content-type") ?? "";
-  let body: unknown ;
+  let body: unknown;
   if (contentType.includes("json") && text !== "") body = JSON.parse(text);
   return { status: res.status, body, text, contentType };
 }

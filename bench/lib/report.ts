@@ -51,10 +51,7 @@ function metText(f: Figure): string {
 
 /** The markdown table of every figure. */
 export function markdownTable(figures: readonly Figure[]): string {
-  const rows = [
-    "| scenario | figure | measured (median) | baseline (same run) | ratio | target | result |",
-    "| --- | --- | --- | --- | --- | --- | --- |",
-  ];
+  const rows = ["| scenario | figure | measured (median) | baseline (same run) | ratio | target | result |", "| --- | --- | --- | --- | --- | --- | --- |"];
   for (const f of figures) {
     const base = f.baseline ? `${fmt(f.baseline.value)} ${f.baseline.unit} (${f.baseline.name})` : "";
     const ratio = f.ratio === undefined ? "" : fmt(f.ratio);

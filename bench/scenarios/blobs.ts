@@ -41,7 +41,12 @@ export async function blobScenarios(ctx: BenchContext): Promise<Figure[]> {
   const directory = await mkdtemp(join(ctx.tmpRoot, "s3rver-"));
   const server = new S3rver({ address: "127.0.0.1", port: 0, silent: true, directory, configureBuckets: [{ name: "flowgate-bench" }] });
   const { port } = await server.run();
-  const client = new S3Client({ endpoint: `http://127.0.0.1:${port}`, forcePathStyle: true, region: "us-east-1", credentials: { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" } });
+  const client = new S3Client({
+    endpoint: `http://127.0.0.1:${port}`,
+    forcePathStyle: true,
+    region: "us-east-1",
+    credentials: { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" },
+  });
   try {
     const s3 = await S3BlobStore.open({ location: parseS3Url("s3://flowgate-bench/store/"), client });
     const files = await FileBlobStore.open(await mkdtemp(join(ctx.tmpRoot, "blobs-")));
@@ -53,9 +58,11 @@ export async function blobScenarios(ctx: BenchContext): Promise<Figure[]> {
       return buf;
     };
     const store = async (b: BlobStore, bytes: Buffer) => (await b.put(chunks(bytes))).key;
-    const rawPut = (key: string, bytes: Buffer) => client.send(new PutObjectCommand({ Bucket: "flowgate-bench", Key: `raw/${key}`, Body: bytes, ContentLength: bytes.length }));
+    const rawPut = (key: string, bytes: Buffer) =>
+      client.send(new PutObjectCommand({ Bucket: "flowgate-bench", Key: `raw/${key}`, Body: bytes, ContentLength: bytes.length }));
     // The SDK's own multipart upload (lib-storage), 8 MiB parts as the store's: the protocol's cost without flowgate's.
-    const rawMultipart = (key: string, bytes: Buffer) => new Upload({ client, params: { Bucket: "flowgate-bench", Key: `raw/${key}`, Body: bytes }, partSize: 8 * MiB, queueSize: 2 }).done();
+    const rawMultipart = (key: string, bytes: Buffer) =>
+      new Upload({ client, params: { Bucket: "flowgate-bench", Key: `raw/${key}`, Body: bytes }, partSize: 8 * MiB, queueSize: 2 }).done();
     const rawGet = async (key: string) => drain((await client.send(new GetObjectCommand({ Bucket: "flowgate-bench", Key: `raw/${key}` }))).Body as Readable);
 
     // Warm every path once on a small blob.

@@ -114,18 +114,32 @@ export async function comfyuiScenarios(ctx: BenchContext): Promise<Figure[]> {
     const realUrl = process.env.BENCH_COMFYUI_URL;
     // Judged: the default settings, with which a front beside ComfyUI reads outputs from its
     // folder. Reported: outputs by /view (`off`), the cost where ComfyUI runs on another machine.
-    const viewNote = "reported, not judged: outputs fetched with /view (--comfyui-output-dir off), as from a ComfyUI on another machine; beside it the default reads its folder";
+    const viewNote =
+      "reported, not judged: outputs fetched with /view (--comfyui-output-dir off), as from a ComfyUI on another machine; beside it the default reads its folder";
     if (realUrl) {
       const note = "POST /prompt to execution_success on /ws, same client both ways; a real ComfyUI (BENCH_COMFYUI_URL)";
       setups.push({ upstream: realUrl, outputs: "auto", scenario: `ComfyUI backend: ${job} (a real ComfyUI, default settings)`, note, judged: true });
-      setups.push({ upstream: realUrl, outputs: "off", scenario: `ComfyUI backend: ${job} (a real ComfyUI, outputs by /view)`, note: `${note}; ${viewNote}`, judged: false });
+      setups.push({
+        upstream: realUrl,
+        outputs: "off",
+        scenario: `ComfyUI backend: ${job} (a real ComfyUI, outputs by /view)`,
+        note: `${note}; ${viewNote}`,
+        judged: false,
+      });
     } else {
       const outputDir = await mkdtemp(join(ctx.tmpRoot, "comfyui-out-"));
       const double = await spawnServer({ kind: "comfyui-double", name: "comfyui-double", outputDir });
       children.push(double);
-      const note = "POST /prompt to execution_success on /ws, same client both ways; the upstream is a ComfyUI double (ComfyUI's server behaviour over the embedded engine, bench/lib/comfyui-double.ts)";
+      const note =
+        "POST /prompt to execution_success on /ws, same client both ways; the upstream is a ComfyUI double (ComfyUI's server behaviour over the embedded engine, bench/lib/comfyui-double.ts)";
       setups.push({ upstream: double.url, outputs: "auto", scenario: `ComfyUI backend: ${job} (ComfyUI double, default settings)`, note, judged: true });
-      setups.push({ upstream: double.url, outputs: "off", scenario: `ComfyUI backend: ${job} (ComfyUI double, outputs by /view)`, note: `${note}; ${viewNote}`, judged: false });
+      setups.push({
+        upstream: double.url,
+        outputs: "off",
+        scenario: `ComfyUI backend: ${job} (ComfyUI double, outputs by /view)`,
+        note: `${note}; ${viewNote}`,
+        judged: false,
+      });
       const hosted = await spawnServer({ kind: "flowgate", name: "comfyui-upstream", dataDir: await mkdtemp(join(ctx.tmpRoot, "upstream-")), config: {} });
       children.push(hosted);
       setups.push({
@@ -179,8 +193,11 @@ async function measure(ctx: BenchContext, setup: Setup, frontUrl: string): Promi
     const overhead = median(tThrough) - median(tDirect);
     // Where the front read outputs from, as its metrics say: the default settings find the folder.
     const folder = /^flowgate_comfyui_output_folder\{[^}]*\} 1$/m.test(await (await fetch(`${frontUrl}/metrics`)).text());
-    if (setup.outputs === "auto" && !folder && setup.judged) ctx.warn(`comfyui: the front did not find its upstream's output folder (${setup.upstream}); outputs went by /view`);
-    ctx.log(`comfyui (${setup.scenario.replace(/^.*\(/, "").replace(/\)$/, "")}): direct ${median(tDirect).toFixed(2)} ms, through flowgate ${median(tThrough).toFixed(2)} ms (+${overhead.toFixed(2)} ms)`);
+    if (setup.outputs === "auto" && !folder && setup.judged)
+      ctx.warn(`comfyui: the front did not find its upstream's output folder (${setup.upstream}); outputs went by /view`);
+    ctx.log(
+      `comfyui (${setup.scenario.replace(/^.*\(/, "").replace(/\)$/, "")}): direct ${median(tDirect).toFixed(2)} ms, through flowgate ${median(tThrough).toFixed(2)} ms (+${overhead.toFixed(2)} ms)`,
+    );
     return judge({
       scenario: setup.scenario,
       metric: "overhead p50",

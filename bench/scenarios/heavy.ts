@@ -61,7 +61,8 @@ async function submit(server: ServerChild, side: number): Promise<string> {
 async function finished(server: ServerChild, id: string, deadline: number): Promise<string> {
   for (;;) {
     const job = (await (await fetch(`${server.url}/api/v2/jobs/${id}`)).json()) as { status: string; error?: { code?: string } | null };
-    if (["succeeded", "failed", "canceled", "expired"].includes(job.status)) return job.status === "succeeded" ? job.status : `${job.status} ${job.error?.code ?? ""}`;
+    if (["succeeded", "failed", "canceled", "expired"].includes(job.status))
+      return job.status === "succeeded" ? job.status : `${job.status} ${job.error?.code ?? ""}`;
     if (Date.now() > deadline) throw new Error("heavy: the job did not finish in time");
     await sleep(50);
   }
@@ -95,7 +96,9 @@ export async function heavyScenarios(ctx: BenchContext): Promise<Figure[]> {
       loaded.push(percentile(busy, 99));
       maxima.push(Math.max(...busy));
       samples += busy.length;
-      ctx.log(`heavy: round ${r + 1}: ${side}x${side} job ${jobSeconds.at(-1)!.toFixed(1)} s, /healthz p99 ${loaded.at(-1)!.toFixed(1)} ms (max ${maxima.at(-1)!.toFixed(1)}, ${busy.length} probes) vs ${baseline.at(-1)!.toFixed(1)} ms idle`);
+      ctx.log(
+        `heavy: round ${r + 1}: ${side}x${side} job ${jobSeconds.at(-1)!.toFixed(1)} s, /healthz p99 ${loaded.at(-1)!.toFixed(1)} ms (max ${maxima.at(-1)!.toFixed(1)}, ${busy.length} probes) vs ${baseline.at(-1)!.toFixed(1)} ms idle`,
+      );
     }
   } finally {
     await server.stop();

@@ -33,11 +33,17 @@ export async function httpScenarios(ctx: BenchContext): Promise<Figure[]> {
   try {
     // --- flowgate, empty queue -------------------------------------------------------------
     ctx.log("http: starting flowgate (empty queue)");
-    const empty = await spawnServer({ kind: "flowgate", name: "flowgate-empty", dataDir: await mkdtemp(join(ctx.tmpRoot, "empty-")), config: { concurrency: 1, queueLimit: QUEUE_LIMIT } });
+    const empty = await spawnServer({
+      kind: "flowgate",
+      name: "flowgate-empty",
+      dataDir: await mkdtemp(join(ctx.tmpRoot, "empty-")),
+      config: { concurrency: 1, queueLimit: QUEUE_LIMIT },
+    });
     children.push(empty);
     const fin = await submit(empty.url, fourOutputGraph());
     const finished = await waitJob(empty.url, fin.id, (j) => j.status === "succeeded" || j.status === "failed", "the end");
-    if (finished.status !== "succeeded" || finished.outputs.length !== 4) throw new Error(`the 4-output job ended ${finished.status} with ${finished.outputs.length} outputs`);
+    if (finished.status !== "succeeded" || finished.outputs.length !== 4)
+      throw new Error(`the 4-output job ended ${finished.status} with ${finished.outputs.length} outputs`);
     const block = await submit(empty.url, blockingGraph(3600));
     await waitJob(empty.url, block.id, (j) => j.status === "running", "running");
     const probeEmpty = await submit(empty.url, threeNodeGraph());

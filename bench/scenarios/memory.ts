@@ -82,7 +82,9 @@ export async function memoryScenarios(ctx: BenchContext): Promise<Figure[]> {
       await sleep(500); // trailing progress writes and stream cleanup
       samples.push(await server.memory(true));
       caches.push((await server.counts()).engineCache);
-      ctx.log(`memory: phase ${phase}: ${n} jobs in ${r.seconds.toFixed(1)} s (${(n / r.seconds).toFixed(0)} jobs/s); RSS ${(samples.at(-1)!.rss / MB).toFixed(1)} MB, heap ${(samples.at(-1)!.heapUsed / MB).toFixed(1)} MB`);
+      ctx.log(
+        `memory: phase ${phase}: ${n} jobs in ${r.seconds.toFixed(1)} s (${(n / r.seconds).toFixed(0)} jobs/s); RSS ${(samples.at(-1)!.rss / MB).toFixed(1)} MB, heap ${(samples.at(-1)!.heapUsed / MB).toFixed(1)} MB`,
+      );
     }
   } finally {
     await server.stop();

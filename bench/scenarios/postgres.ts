@@ -101,7 +101,8 @@ interface Prepared {
 async function prepare(server: ServerChild): Promise<Prepared> {
   const fin = await submit(server.url, fourOutputGraph());
   const finished = await waitJob(server.url, fin.id, (j) => j.status === "succeeded" || j.status === "failed", "the end");
-  if (finished.status !== "succeeded" || finished.outputs.length !== 4) throw new Error(`${server.name}: the 4-output job ended ${finished.status} with ${finished.outputs.length} outputs`);
+  if (finished.status !== "succeeded" || finished.outputs.length !== 4)
+    throw new Error(`${server.name}: the 4-output job ended ${finished.status} with ${finished.outputs.length} outputs`);
   const block = await submit(server.url, blockingGraph(3600));
   await waitJob(server.url, block.id, (j) => j.status === "running", "running");
   const probe = await submit(server.url, threeNodeGraph());
@@ -114,12 +115,24 @@ async function prepare(server: ServerChild): Promise<Prepared> {
 }
 
 /** A server started on a seeded deep queue, once its blocker runs and its probe reads its place. */
-async function deepServer(ctx: BenchContext, name: string, dataDir: string, config: Record<string, unknown>, seeded: SeededQueue, depth: number): Promise<ServerChild> {
+async function deepServer(
+  ctx: BenchContext,
+  name: string,
+  dataDir: string,
+  config: Record<string, unknown>,
+  seeded: SeededQueue,
+  depth: number,
+): Promise<ServerChild> {
   const server = await spawnServer({ kind: "flowgate", name, dataDir, config: { concurrency: 1, queueLimit: QUEUE_LIMIT, ...config } });
   try {
     await waitJob(server.url, seeded.blockerId, (j) => j.status === "running", "running");
     // The place is read before any figure is: a wrong one would make the figure meaningless.
-    await waitJob(server.url, seeded.probeId, (j) => j.status === "queued" && j.queue_position === seeded.probeIndex, `the probe queued at ${seeded.probeIndex}`);
+    await waitJob(
+      server.url,
+      seeded.probeId,
+      (j) => j.status === "queued" && j.queue_position === seeded.probeIndex,
+      `the probe queued at ${seeded.probeIndex}`,
+    );
     const counts = await server.counts();
     if (counts.queued < depth) throw new Error(`${name}: the queue holds ${counts.queued} jobs, expected ${depth}`);
     ctx.log(`postgres: ${name} reads the probe at queue_position ${seeded.probeIndex.toLocaleString("en-US")} of ${counts.queued.toLocaleString("en-US")}`);
@@ -155,7 +168,12 @@ async function throughput(ctx: BenchContext, schema: string, deepSchema: string)
 
     ctx.log("postgres: starting flowgate on SQLite and on PostgreSQL");
     const common = { concurrency: 1, queueLimit: QUEUE_LIMIT };
-    const sqliteServer = await spawnServer({ kind: "flowgate", name: "flowgate-sqlite", dataDir: await mkdtemp(join(ctx.tmpRoot, "pg-sqlite-")), config: common });
+    const sqliteServer = await spawnServer({
+      kind: "flowgate",
+      name: "flowgate-sqlite",
+      dataDir: await mkdtemp(join(ctx.tmpRoot, "pg-sqlite-")),
+      config: common,
+    });
     children.push(sqliteServer);
     const pgServer = await spawnServer({
       kind: "flowgate",
@@ -181,15 +199,20 @@ async function throughput(ctx: BenchContext, schema: string, deepSchema: string)
     const emptyTheQueues = async () => {
       const t0 = Date.now();
       const n = await Promise.all((["sqlite", "pg"] as const).map((k) => servers[k].server.call<number>({ op: "cancel-queued", keep: [servers[k].probeId] })));
-      if (n[0]! + n[1]! > 0) ctx.log(`postgres: canceled ${n[0]} queued jobs on SQLite and ${n[1]} on PostgreSQL in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+      if (n[0]! + n[1]! > 0)
+        ctx.log(`postgres: canceled ${n[0]} queued jobs on SQLite and ${n[1]} on PostgreSQL in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
       await sleep(100);
     };
 
     const results = await pairedRounds(ctx, "postgres", GROUPS, spec, emptyTheQueues);
     // The probe kept its place through the rounds (the deep queue only grew behind it).
-    for (const [server, seeded] of [[pgDeep, pgSeed], [sqliteDeep, sqliteSeed]] as const) {
+    for (const [server, seeded] of [
+      [pgDeep, pgSeed],
+      [sqliteDeep, sqliteSeed],
+    ] as const) {
       const after = await request(server.url, "GET", `/api/v2/jobs/${seeded.probeId}`);
-      if (after.body?.queue_position !== seeded.probeIndex) ctx.warn(`postgres ${server.name}: the probe read queue_position ${after.body?.queue_position} after the rounds, expected ${seeded.probeIndex}`);
+      if (after.body?.queue_position !== seeded.probeIndex)
+        ctx.warn(`postgres ${server.name}: the probe read queue_position ${after.body?.queue_position} after the rounds, expected ${seeded.probeIndex}`);
     }
     const pgDeepFinal = await pgDeep.counts();
 
@@ -313,13 +336,22 @@ async function fanOutOnce(streams: ServerChild, canceler: ServerChild, jobId: st
     if (before.body?.status !== "running") throw new Error(`the job is not running before the cancel: ${before.text.slice(0, 300)}`);
     const requested = hrNs();
     const res = await request(canceler.url, "POST", `/api/v2/jobs/${jobId}/cancel`);
-    if (res.status !== 200 || res.body.status !== "canceling") throw new Error(`cancel through ${canceler.name} answered ${res.status}: ${res.text.slice(0, 300)}`);
+    if (res.status !== 200 || res.body.status !== "canceling")
+      throw new Error(`cancel through ${canceler.name} answered ${res.status}: ${res.text.slice(0, 300)}`);
     const { published } = await watch.at;
     const times = await arrivals;
     const lat = times.map((t) => ms(t - requested));
     if (!(await pool.ended())) warn(`postgres ${streams.name}: not every stream ended after the terminal frame`);
     if (pool.error) warn(`postgres ${streams.name}: ${pool.error.message}`);
-    return { p50: percentile(lat, 50), p99: percentile(lat, 99), last: Math.max(...lat), p99FromPublish: percentile(times.map((t) => ms(t - published)), 99) };
+    return {
+      p50: percentile(lat, 50),
+      p99: percentile(lat, 99),
+      last: Math.max(...lat),
+      p99FromPublish: percentile(
+        times.map((t) => ms(t - published)),
+        99,
+      ),
+    };
   } finally {
     await pool.close();
   }
@@ -345,7 +377,18 @@ async function fanOut(ctx: BenchContext, schema: string): Promise<Figure[]> {
     children.push(streams);
     const canceler = await spawnServer({ kind: "flowgate", name: "api-cancel", dataDir: await mkdtemp(join(ctx.tmpRoot, "pg-api2-")), config: apiConfig });
     children.push(canceler);
-    worker = await startWorker(["--database-url", url, "--data-dir", await mkdtemp(join(ctx.tmpRoot, "pg-worker-")), "--blob-dir", blobDir, "--concurrency", "4", "--queue-limit", String(QUEUE_LIMIT)]);
+    worker = await startWorker([
+      "--database-url",
+      url,
+      "--data-dir",
+      await mkdtemp(join(ctx.tmpRoot, "pg-worker-")),
+      "--blob-dir",
+      blobDir,
+      "--concurrency",
+      "4",
+      "--queue-limit",
+      String(QUEUE_LIMIT),
+    ]);
     const single = await spawnServer({
       kind: "flowgate",
       name: "single-sqlite",
@@ -491,7 +534,9 @@ async function dispatch(ctx: BenchContext, schema: string, graphileSchema: strin
   const utils = await graphileUtils(graphileSchema);
   let closeDb = async () => undefined as unknown;
   try {
-    ctx.log(`postgres: dispatch: an API node (--no-dispatch) and flowgate workers; graphile-worker runners in schema ${graphileSchema}; concurrency ${DISPATCH_CONCURRENCY} each`);
+    ctx.log(
+      `postgres: dispatch: an API node (--no-dispatch) and flowgate workers; graphile-worker runners in schema ${graphileSchema}; concurrency ${DISPATCH_CONCURRENCY} each`,
+    );
     const blobDir = await mkdtemp(join(ctx.tmpRoot, "pg-dispatch-blobs-"));
     api = await spawnServer({
       kind: "flowgate",
@@ -505,7 +550,20 @@ async function dispatch(ctx: BenchContext, schema: string, graphileSchema: strin
     const startWorkers = async (k: number) => {
       const dirs = await Promise.all(Array.from({ length: k }, () => mkdtemp(join(ctx.tmpRoot, "pg-dispatch-worker-"))));
       const started = await Promise.all(
-        dirs.map((dir) => startWorker(["--database-url", url, "--data-dir", dir, "--blob-dir", blobDir, "--concurrency", String(DISPATCH_CONCURRENCY), "--queue-limit", String(QUEUE_LIMIT)])),
+        dirs.map((dir) =>
+          startWorker([
+            "--database-url",
+            url,
+            "--data-dir",
+            dir,
+            "--blob-dir",
+            blobDir,
+            "--concurrency",
+            String(DISPATCH_CONCURRENCY),
+            "--queue-limit",
+            String(QUEUE_LIMIT),
+          ]),
+        ),
       );
       workers.push(...started);
     };
@@ -580,7 +638,10 @@ async function dispatch(ctx: BenchContext, schema: string, graphileSchema: strin
       await startWorkers(k);
       await until(() => ids.length === N && ids.every((id) => jobs.ended.has(id)), `${N} flowgate jobs to end`, DISPATCH_DEADLINE_MS + 100 * N);
       await stopWorkers();
-      const { rows } = await db.query<{ status: string; completed_at: number }>("SELECT status, completed_at FROM jobs WHERE id = ANY($1) ORDER BY completed_at", [ids]);
+      const { rows } = await db.query<{ status: string; completed_at: number }>(
+        "SELECT status, completed_at FROM jobs WHERE id = ANY($1) ORDER BY completed_at",
+        [ids],
+      );
       const failed = rows.filter((r) => r.status !== "succeeded").length;
       if (failed > 0 || rows.length !== N) ctx.warn(`postgres dispatch: ${failed} of ${rows.length} flowgate jobs did not succeed (${N} submitted)`);
       return drainRate(rows.filter((r) => r.completed_at !== null).map((r) => BigInt(r.completed_at) * 1_000_000n));
@@ -600,7 +661,9 @@ async function dispatch(ctx: BenchContext, schema: string, graphileSchema: strin
         const gwr = async () => rates[`gw${k}`].push(await graphileDrain(k));
         for (const run of round % 2 === 1 ? [fg, gwr] : [gwr, fg]) await run();
       }
-      ctx.log(`postgres: drain round ${round}: ${N} jobs; flowgate ${Math.round(rates.fg1.at(-1)!)}/s with one worker, ${Math.round(rates.fg2.at(-1)!)}/s with two; graphile-worker ${Math.round(rates.gw1.at(-1)!)}/s, ${Math.round(rates.gw2.at(-1)!)}/s`);
+      ctx.log(
+        `postgres: drain round ${round}: ${N} jobs; flowgate ${Math.round(rates.fg1.at(-1)!)}/s with one worker, ${Math.round(rates.fg2.at(-1)!)}/s with two; graphile-worker ${Math.round(rates.gw1.at(-1)!)}/s, ${Math.round(rates.gw2.at(-1)!)}/s`,
+      );
     }
 
     const p = (rounds: number[][], q: number) => rounds.map((r) => percentile(r, q));
@@ -644,7 +707,9 @@ async function dispatch(ctx: BenchContext, schema: string, graphileSchema: strin
       });
     }
     if (jobs.repeated > 0 || jobs.startSkipped > 0) {
-      ctx.warn(`postgres dispatch: the API node's socket sent ${jobs.startSkipped} jobs' execution_success without their execution_start, and ${jobs.repeated} repeated execution_start or execution_success messages`);
+      ctx.warn(
+        `postgres dispatch: the API node's socket sent ${jobs.startSkipped} jobs' execution_success without their execution_start, and ${jobs.repeated} repeated execution_start or execution_success messages`,
+      );
     }
     return figures;
   } finally {

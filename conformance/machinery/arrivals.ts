@@ -36,10 +36,13 @@ export class Arrivals<T> {
     const found = this.items.find(pred);
     if (found || this.#ended) return Promise.resolve(found);
     return new Promise((resolve) => {
-      const w: Waiter<T> = { pred, resolve: (item) => {
-        clearTimeout(t);
-        resolve(item);
-      } };
+      const w: Waiter<T> = {
+        pred,
+        resolve: (item) => {
+          clearTimeout(t);
+          resolve(item);
+        },
+      };
       const t = setTimeout(() => {
         this.#waiters = this.#waiters.filter((x) => x !== w);
         resolve(undefined);

@@ -120,12 +120,20 @@ export class ByteChecks {
    * Checks one answer for a known asset's bytes; `refetch` reads the whole body when a 206 came
    * before any full read. Returns what is wrong, under its rule.
    */
-  async check(url: string, range: string | undefined, status: number, headers: Headers, body: Uint8Array, refetch: () => Promise<Uint8Array | undefined>): Promise<BytesFinding[]> {
+  async check(
+    url: string,
+    range: string | undefined,
+    status: number,
+    headers: Headers,
+    body: Uint8Array,
+    refetch: () => Promise<Uint8Array | undefined>,
+  ): Promise<BytesFinding[]> {
     const id = this.idOf(url);
     if (!id) return [];
     const k = this.known(id);
     const found: BytesFinding[] = [];
-    const add = (rule: string, message: string, key = `${rule} ${message.replace(/\d+/g, "N")}`) => found.push({ rule, message: `asset ${id}: ${message}`, key });
+    const add = (rule: string, message: string, key = `${rule} ${message.replace(/\d+/g, "N")}`) =>
+      found.push({ rule, message: `asset ${id}: ${message}`, key });
     const m = range ? RANGE.exec(range) : null;
     const wanted = m && (m[1] || m[2]) ? { start: m[1] ? Number(m[1]) : undefined, end: m[2] ? Number(m[2]) : undefined } : undefined;
     if (status === 200) {
@@ -152,19 +160,23 @@ export class ByteChecks {
       if (k.full) {
         const slice = k.full.subarray(a, b + 1);
         const i = slice.findIndex((x, j) => body[j] !== x);
-        if (i >= 0 || slice.byteLength !== body.byteLength) add("AST-4", `the 206 for ${cr[0]} differs from the same range of the full body${i >= 0 ? ` at byte ${a + i}` : ""}`);
+        if (i >= 0 || slice.byteLength !== body.byteLength)
+          add("AST-4", `the 206 for ${cr[0]} differs from the same range of the full body${i >= 0 ? ` at byte ${a + i}` : ""}`);
       }
     } else if (status === 416) {
-      if (wanted?.start !== undefined && size !== undefined && wanted.start < size) add("AST-4", `Range ${range} is satisfiable (${size} bytes), yet answered 416`);
+      if (wanted?.start !== undefined && size !== undefined && wanted.start < size)
+        add("AST-4", `Range ${range} is satisfiable (${size} bytes), yet answered 416`);
       const cr = headers.get("content-range");
       if (cr !== null && size !== undefined && cr !== `bytes */${size}`) add("AST-4", `a 416 with Content-Range ${cr}, not bytes */${size}`);
     }
-    if (status === 206 && wanted?.start !== undefined && size !== undefined && wanted.start >= size) add("AST-4", `Range ${range} is beyond the ${size} bytes, yet answered 206, not 416`);
+    if (status === 206 && wanted?.start !== undefined && size !== undefined && wanted.start >= size)
+      add("AST-4", `Range ${range} is beyond the ${size} bytes, yet answered 206, not 416`);
     return found;
   }
 
   private async full(out: Obj, body: Uint8Array, add: (rule: string, message: string) => void): Promise<void> {
-    if (typeof out.size_bytes === "number" && out.size_bytes !== body.byteLength) add("OUT-5", `size_bytes ${out.size_bytes}, the url served ${body.byteLength} bytes`);
+    if (typeof out.size_bytes === "number" && out.size_bytes !== body.byteLength)
+      add("OUT-5", `size_bytes ${out.size_bytes}, the url served ${body.byteLength} bytes`);
     if (typeof out.hash === "string") {
       const actual = `blake3:${await blake3(body)}`;
       if (actual !== out.hash) add("OUT-4", `hash ${out.hash}, the bytes hash to ${actual}`);

@@ -102,7 +102,8 @@ function parseJson(text: string): unknown {
 }
 
 // Signs that an error message leaks internals: stack frames, file paths, SQL, exception names.
-const LEAK = /(\bat \S+ \(|\n\s+at |\/(home|usr|var|opt|srv|app|tmp)\/|node_modules|[A-Za-z]:\\|\.(ts|js|py):\d+|\bSELECT\b|\bINSERT\b|SQLITE|ECONNREFUSED|Traceback)/;
+const LEAK =
+  /(\bat \S+ \(|\n\s+at |\/(home|usr|var|opt|srv|app|tmp)\/|node_modules|[A-Za-z]:\\|\.(ts|js|py):\d+|\bSELECT\b|\bINSERT\b|SQLITE|ECONNREFUSED|Traceback)/;
 
 /** Whether a message looks like it carries a stack, a path, SQL or upstream text. */
 export function leaksInternals(message: string): boolean {
@@ -143,7 +144,11 @@ export class Http {
     this.options = options;
     this.base = new URL(options.baseUrl);
     this.basePath = this.base.pathname.replace(/\/+$/, "");
-    this.timeline = new Timeline(this.basePath, (f) => this.finding(f), (...rules) => this.recorder.evaluated(...rules));
+    this.timeline = new Timeline(
+      this.basePath,
+      (f) => this.finding(f),
+      (...rules) => this.recorder.evaluated(...rules),
+    );
   }
 
   /** Reports a timeline finding under its rule, with both views quoted. */
@@ -151,7 +156,12 @@ export class Http {
     const t0 = this.timeline.t0;
     const describe = (v: View) => v.request ?? `${v.source}${v.stream ? ` (${v.stream})` : ""}`;
     this.recorder.violate(
-      { rule: f.rule, message: f.message, request: describe(f.later), excerpt: [f.earlier && `earlier: ${quote(f.earlier, t0)}`, `later: ${quote(f.later, t0)}`].filter(Boolean).join("\n") },
+      {
+        rule: f.rule,
+        message: f.message,
+        request: describe(f.later),
+        excerpt: [f.earlier && `earlier: ${quote(f.earlier, t0)}`, `later: ${quote(f.later, t0)}`].filter(Boolean).join("\n"),
+      },
       f.key,
     );
   }
@@ -199,7 +209,21 @@ export class Http {
       throw new Error(`${method} ${url} failed: ${(err as Error).message}${(err as Error).cause ? ` (${String((err as { cause: unknown }).cause)})` : ""}`);
     }
     const text = new TextDecoder().decode(bytes);
-    const ex: Exchange = { method, url, operationId: route?.operationId, requestBody, status: res.status, headers: res.headers, bytes, text, json: parseJson(text), sent, at: this.timeline.now(), auth: opts.auth ?? "auto", note: opts.note };
+    const ex: Exchange = {
+      method,
+      url,
+      operationId: route?.operationId,
+      requestBody,
+      status: res.status,
+      headers: res.headers,
+      bytes,
+      text,
+      json: parseJson(text),
+      sent,
+      at: this.timeline.now(),
+      auth: opts.auth ?? "auto",
+      note: opts.note,
+    };
     this.scanHeaders(ex, route);
     if (!opts.raw) this.checkExchange(ex, route, u.pathname);
     await this.checkBytes(ex, headers.range ?? headers.Range, opts);
@@ -216,7 +240,13 @@ export class Http {
     if (again.status === 422 && code === "idempotency_key_reuse") this.recorder.evaluated("IDEM-5");
     else {
       this.recorder.violate(
-        { rule: "IDEM-5", message: `a keyed submission answered ${ex.status} (an unknown outcome); the retry with the same key answered ${again.status} ${typeof code === "string" ? code : ""}, not 422 idempotency_key_reuse`.trim(), request: describeRequest(again), excerpt: `first: ${excerpt(ex, 300)}\nretry: ${excerpt(again, 300)}` },
+        {
+          rule: "IDEM-5",
+          message:
+            `a keyed submission answered ${ex.status} (an unknown outcome); the retry with the same key answered ${again.status} ${typeof code === "string" ? code : ""}, not 422 idempotency_key_reuse`.trim(),
+          request: describeRequest(again),
+          excerpt: `first: ${excerpt(ex, 300)}\nretry: ${excerpt(again, 300)}`,
+        },
         "IDEM-5 retry",
       );
     }
@@ -228,10 +258,16 @@ export class Http {
     if (keys.length === 0 && this.secrets.size === 0) return;
     const where = `${route?.operationId ?? new URL(ex.url).pathname} ${ex.status}`;
     ex.headers.forEach((value, name) => {
-      for (const s of this.secrets) if (value.includes(s)) this.violate("SUB-11", `${where}: the ${name} header carries an extra_data value`, ex, `SUB-11 header ${name}`);
+      for (const s of this.secrets)
+        if (value.includes(s)) this.violate("SUB-11", `${where}: the ${name} header carries an extra_data value`, ex, `SUB-11 header ${name}`);
       for (const k of keys) {
         if (!value.includes(k)) continue;
-        const rule = name === "location" && route?.operationId === "hostedView" ? "HOST-6" : route?.family === "hosted" || (!route && !isV2Path(new URL(ex.url).pathname)) ? "AUTH-5" : "AUTH-1";
+        const rule =
+          name === "location" && route?.operationId === "hostedView"
+            ? "HOST-6"
+            : route?.family === "hosted" || (!route && !isV2Path(new URL(ex.url).pathname))
+              ? "AUTH-5"
+              : "AUTH-1";
         this.violate(rule, `${where}: the ${name} header carries an API key of the run`, ex, `${rule} header ${name}`);
       }
     });
@@ -360,11 +396,20 @@ export class Http {
         if (body) this.timeline.addAsset(body, "GET /api/v2/assets/{id}");
         return;
       case "hostedQueuePrompt":
-        if (typeof body?.prompt_id === "string") this.timeline.add({ ...base, job: body.prompt_id, source: "POST /api/prompt", kind: "outcome", family: "hosted" });
+        if (typeof body?.prompt_id === "string")
+          this.timeline.add({ ...base, job: body.prompt_id, source: "POST /api/prompt", kind: "outcome", family: "hosted" });
         return;
       case "hostedGetJobStatus": {
         const status = body?.status;
-        if (typeof status === "string") this.timeline.add({ ...base, job: pathId(), source: `GET /api/job/{id}/status (${status})${ex.note ? ` (${ex.note})` : ""}`, kind: "outcome", family: "hosted", outcome: HOSTED_OUTCOMES[status] });
+        if (typeof status === "string")
+          this.timeline.add({
+            ...base,
+            job: pathId(),
+            source: `GET /api/job/{id}/status (${status})${ex.note ? ` (${ex.note})` : ""}`,
+            kind: "outcome",
+            family: "hosted",
+            outcome: HOSTED_OUTCOMES[status],
+          });
         return;
       }
       case "hostedGetHistory":
@@ -373,7 +418,14 @@ export class Http {
           const st = (entry as { status?: { status_str?: unknown; completed?: unknown } } | null)?.status;
           if (!st) continue;
           const ok = st.completed === true || st.status_str === "success";
-          this.timeline.add({ ...base, job: id, source: `GET /api/history (${String(st.status_str)})`, kind: "outcome", family: "hosted", outcome: ok ? ["succeeded"] : ["failed", "canceled", "expired"] });
+          this.timeline.add({
+            ...base,
+            job: id,
+            source: `GET /api/history (${String(st.status_str)})`,
+            kind: "outcome",
+            family: "hosted",
+            outcome: ok ? ["succeeded"] : ["failed", "canceled", "expired"],
+          });
         }
         return;
     }
@@ -384,7 +436,8 @@ export class Http {
     const op = route.operationId;
     if (ex.status >= 300) return;
     const body = ex.json as Record<string, unknown> | undefined;
-    const jobs = op === "listJobs" ? (Array.isArray(body?.jobs) ? (body.jobs as unknown[]) : []) : ["createJob", "getJob", "cancelJob"].includes(op) ? [body] : [];
+    const jobs =
+      op === "listJobs" ? (Array.isArray(body?.jobs) ? (body.jobs as unknown[]) : []) : ["createJob", "getJob", "cancelJob"].includes(op) ? [body] : [];
     for (const j of jobs) this.checkJob(j, op as JobSource, `${op} ${ex.status}`, ex);
   }
 
@@ -408,7 +461,8 @@ export class Http {
     if (expected !== undefined && expected !== ex.status) this.violate("ERR-2", `${where}: code ${code} belongs with ${expected}, not ${ex.status}`, ex);
     this.recorder.evaluated("ERR-2");
     if (ex.status >= 500) {
-      if (ex.status !== 500 || code !== "upstream_error") this.violate("ERR-5", `${where}: a server failure must be 500 upstream_error, got ${ex.status} ${code}`, ex);
+      if (ex.status !== 500 || code !== "upstream_error")
+        this.violate("ERR-5", `${where}: a server failure must be 500 upstream_error, got ${ex.status} ${code}`, ex);
       if (leaksInternals(message)) this.violate("ERR-4", `${where}: the message leaks internals: ${clip(message, 120)}`, ex);
       this.recorder.evaluated("ERR-4", "ERR-5");
     }

@@ -36,7 +36,12 @@ export function formatConsole(r: Report): string {
       else lines.push(`  - ${reason}; ${xs.length} checks:`, ...xs.map((x) => `      ${x.title}`));
     }
   }
-  lines.push("", r.ok ? `PASS: ${r.totals.passed} passed, ${r.totals.skipped} skipped` : `FAIL: ${r.totals.failed} failed (${r.failedRules.join(", ")}), ${r.totals.passed} passed, ${r.totals.skipped} skipped`);
+  lines.push(
+    "",
+    r.ok
+      ? `PASS: ${r.totals.passed} passed, ${r.totals.skipped} skipped`
+      : `FAIL: ${r.totals.failed} failed (${r.failedRules.join(", ")}), ${r.totals.passed} passed, ${r.totals.skipped} skipped`,
+  );
   return lines.join("\n");
 }
 
@@ -73,11 +78,15 @@ function xml(s: string): string {
 /** The report as JUnit XML: one testsuite per rule group, one testcase per check. */
 export function toJUnit(r: Report): string {
   const out = [`<?xml version="1.0" encoding="UTF-8"?>`];
-  out.push(`<testsuites name="flowgate conformance" tests="${r.results.length}" failures="${r.totals.failed}" skipped="${r.totals.skipped}" time="${(r.durationMs / 1000).toFixed(3)}">`);
+  out.push(
+    `<testsuites name="flowgate conformance" tests="${r.results.length}" failures="${r.totals.failed}" skipped="${r.totals.skipped}" time="${(r.durationMs / 1000).toFixed(3)}">`,
+  );
   for (const g of r.groups) {
     const rs = r.results.filter((x) => x.group === g.group);
     const time = rs.reduce((s, x) => s + x.durationMs, 0) / 1000;
-    out.push(`  <testsuite name="${xml(`${g.group} ${g.title}`)}" tests="${rs.length}" failures="${g.failed}" skipped="${g.skipped}" time="${time.toFixed(3)}">`);
+    out.push(
+      `  <testsuite name="${xml(`${g.group} ${g.title}`)}" tests="${rs.length}" failures="${g.failed}" skipped="${g.skipped}" time="${time.toFixed(3)}">`,
+    );
     for (const x of rs) {
       const open = `    <testcase classname="conformance.${xml(g.group)}" name="${xml(x.title)}" time="${(x.durationMs / 1000).toFixed(3)}"`;
       if (x.status === "passed") {
@@ -87,7 +96,9 @@ export function toJUnit(r: Report): string {
       out.push(`${open}>`);
       if (x.status === "skipped") out.push(`      <skipped message="${xml(x.reason ?? "")}"/>`);
       else {
-        const body = x.failures.map((f) => [`[${f.rule}] ${f.message}`, f.request && `request: ${f.request}`, f.excerpt && `response: ${f.excerpt}`].filter(Boolean).join("\n")).join("\n\n");
+        const body = x.failures
+          .map((f) => [`[${f.rule}] ${f.message}`, f.request && `request: ${f.request}`, f.excerpt && `response: ${f.excerpt}`].filter(Boolean).join("\n"))
+          .join("\n\n");
         out.push(`      <failure message="${xml(x.failures[0]?.message ?? "failed")}" type="${xml(x.failures[0]?.rule ?? x.rule)}">${xml(body)}</failure>`);
       }
       out.push("    </testcase>");

@@ -166,7 +166,8 @@ export class HostedSocket {
       else if (frame) {
         msg = frame;
         const fn = validator("event_ws_binary_preview_metadata");
-        if (frame.frameType === 4 && fn) this.http.validateBody(fn, { kind: "rule", rule: "WS-5" }, frame.metadata, "WS type 4 metadata", this.pseudo(JSON.stringify(frame.metadata)));
+        if (frame.frameType === 4 && fn)
+          this.http.validateBody(fn, { kind: "rule", rule: "WS-5" }, frame.metadata, "WS type 4 metadata", this.pseudo(JSON.stringify(frame.metadata)));
       }
     } else {
       const text = new TextDecoder().decode(bytes);
@@ -196,11 +197,29 @@ export class HostedSocket {
   private record(m: JsonMessage): void {
     const id = m.data.prompt_id;
     if (!this.http.recording || typeof id !== "string") return;
-    this.http.timeline.add({ job: id, sent: this.opened, stream: this.name, source: `WS ${m.type}`, kind: "outcome", family: "ws", outcome: WS_OUTCOMES[m.type], request: `GET ${this.url} (WebSocket)` });
+    this.http.timeline.add({
+      job: id,
+      sent: this.opened,
+      stream: this.name,
+      source: `WS ${m.type}`,
+      kind: "outcome",
+      family: "ws",
+      outcome: WS_OUTCOMES[m.type],
+      request: `GET ${this.url} (WebSocket)`,
+    });
   }
 
   private pseudo(text: string): Exchange {
-    return { method: "GET", url: this.url, operationId: "hostedWebSocket", status: 101, headers: new Headers(), bytes: new Uint8Array(), text, json: undefined };
+    return {
+      method: "GET",
+      url: this.url,
+      operationId: "hostedWebSocket",
+      status: 101,
+      headers: new Headers(),
+      bytes: new Uint8Array(),
+      text,
+      json: undefined,
+    };
   }
 
   private violate(rule: string, message: string, text: string): void {

@@ -138,7 +138,8 @@ export class EventStream {
     const body = json && typeof json === "object" && !Array.isArray(json) ? (json as Record<string, unknown>) : undefined;
     const base = { job: this.jobId, sent: this.opened, stream: this.name, request: `GET ${this.url} (event stream)`, auth: this.auth, source: `SSE ${name}` };
     if (name === "status" && body) {
-      for (const out of Array.isArray(body.outputs) ? body.outputs : []) if (out && typeof out === "object") this.http.byteChecks.declare(out as Record<string, unknown>);
+      for (const out of Array.isArray(body.outputs) ? body.outputs : [])
+        if (out && typeof out === "object") this.http.byteChecks.declare(out as Record<string, unknown>);
       this.http.timeline.add({ ...base, kind: "job", status: typeof body.status === "string" ? body.status : undefined, body });
     } else if (name === "progress") this.http.timeline.add({ ...base, kind: "progress", body: body ?? undefined });
     else if (name === "output" && body) {

@@ -67,8 +67,10 @@ const VOLATILE = new Set(["logs", "urls", "outputs", "progress", "created_at", "
 
 const isObj = (v: unknown): v is Obj => !!v && typeof v === "object" && !Array.isArray(v);
 const num = (v: unknown) => (typeof v === "number" ? v : undefined);
-const progressOf = (v: View): Obj | null | undefined => (v.kind === "progress" ? (v.body ?? null) : v.kind === "job" && v.body && Object.hasOwn(v.body, "progress") ? (v.body.progress as Obj | null) : undefined);
-const outputsOf = (v: View): Obj[] | undefined => (v.kind === "job" && Array.isArray(v.body?.outputs) ? (v.body.outputs as Obj[]).filter(isObj) : v.kind === "output" && v.body ? [v.body] : undefined);
+const progressOf = (v: View): Obj | null | undefined =>
+  v.kind === "progress" ? (v.body ?? null) : v.kind === "job" && v.body && Object.hasOwn(v.body, "progress") ? (v.body.progress as Obj | null) : undefined;
+const outputsOf = (v: View): Obj[] | undefined =>
+  v.kind === "job" && Array.isArray(v.body?.outputs) ? (v.body.outputs as Obj[]).filter(isObj) : v.kind === "output" && v.body ? [v.body] : undefined;
 
 /** Structural equality of JSON values (key order ignored). */
 function same(a: unknown, b: unknown): boolean {
@@ -191,7 +193,8 @@ export class Timeline {
     if (y.kind !== "progress" || !y.body) return;
     const p = y.body;
     const [done, total, step, steps] = [num(p.nodes_done), num(p.nodes_total), num(p.step), num(p.steps)];
-    if (done !== undefined && total !== undefined && done > total) this.find({ rule: "PRG-1", message: `nodes_done ${done} exceeds nodes_total ${total}`, later: y });
+    if (done !== undefined && total !== undefined && done > total)
+      this.find({ rule: "PRG-1", message: `nodes_done ${done} exceeds nodes_total ${total}`, later: y });
     if (step !== undefined && steps !== undefined && step > steps) this.find({ rule: "PRG-1", message: `step ${step} exceeds steps ${steps}`, later: y });
     this.evaluated("PRG-1");
   }
@@ -200,7 +203,13 @@ export class Timeline {
     const job = y.job;
     // Nothing on a stream after its terminal status event.
     if (onStream?.terminalEvent) {
-      this.find({ rule: "SSE-2", message: `job ${job}: a ${y.source} event arrived after the terminal status event`, earlier: onStream.terminalEvent, later: y, key: "SSE-2 after terminal" });
+      this.find({
+        rule: "SSE-2",
+        message: `job ${job}: a ${y.source} event arrived after the terminal status event`,
+        earlier: onStream.terminalEvent,
+        later: y,
+        key: "SSE-2 after terminal",
+      });
       return;
     }
     if (y.stream) this.evaluated("SSE-2");
@@ -218,7 +227,13 @@ export class Timeline {
     if (onStream) this.compareProgress(y, onStream);
     this.compareOutputs(y, before);
     if (y.kind === "job" && y.status === "canceled" && onStream && onStream.maxStatus?.status === "running" && !onStream.canceling && all.canceling) {
-      this.find({ rule: "SSE-2", message: `job ${job}: the stream went running -> canceled, but another view showed canceling in between`, earlier: all.canceling, later: y, key: "SSE-2 canceling" });
+      this.find({
+        rule: "SSE-2",
+        message: `job ${job}: the stream went running -> canceled, but another view showed canceling in between`,
+        earlier: all.canceling,
+        later: y,
+        key: "SSE-2 canceling",
+      });
     }
   }
 
@@ -227,12 +242,22 @@ export class Timeline {
     if (y.status === undefined || RANK[y.status] === undefined) return false;
     const job = y.job;
     if (s.terminal && s.terminal.status !== y.status) {
-      this.find({ rule: "ST-4", message: `job ${job} was ${s.terminal.status} (terminal), then ${y.source} showed ${y.status}`, earlier: s.terminal, later: y });
+      this.find({
+        rule: "ST-4",
+        message: `job ${job} was ${s.terminal.status} (terminal), then ${y.source} showed ${y.status}`,
+        earlier: s.terminal,
+        later: y,
+      });
       return true;
     }
     const max = s.maxStatus;
     if (max && RANK[y.status]! < RANK[max.status!]!) {
-      this.find({ rule: "ST-3", message: `job ${job} was ${max.status}, then ${y.source} showed ${y.status}: the status stepped back`, earlier: max, later: y });
+      this.find({
+        rule: "ST-3",
+        message: `job ${job} was ${max.status}, then ${y.source} showed ${y.status}: the status stepped back`,
+        earlier: max,
+        later: y,
+      });
       return true;
     }
     this.evaluated("ST-3", "ST-4");
@@ -246,7 +271,13 @@ export class Timeline {
     for (const k of Object.keys(y.body)) {
       if (VOLATILE.has(k) || !Object.hasOwn(x.body, k)) continue;
       if (!same(x.body[k], y.body[k])) {
-        this.find({ rule: "ST-4", message: `job ${y.job} is ${y.status}, yet its ${k} changed: ${JSON.stringify(x.body[k])} -> ${JSON.stringify(y.body[k])}`, earlier: x, later: y, key: `ST-4 ${k}` });
+        this.find({
+          rule: "ST-4",
+          message: `job ${y.job} is ${y.status}, yet its ${k} changed: ${JSON.stringify(x.body[k])} -> ${JSON.stringify(y.body[k])}`,
+          earlier: x,
+          later: y,
+          key: `ST-4 ${k}`,
+        });
         return;
       }
     }
@@ -254,7 +285,13 @@ export class Timeline {
     const [xo, yo] = [outputsOf(x) ?? [], outputsOf(y) ?? []];
     const sse = x.source.startsWith("SSE") ? x : y.source.startsWith("SSE") ? y : undefined;
     if (sse && xo.length !== yo.length) {
-      this.find({ rule: "SSE-2", message: `job ${y.job}: the terminal status event carries ${(sse === x ? xo : yo).length} outputs, ${(sse === x ? y : x).source} shows ${(sse === x ? yo : xo).length}`, earlier: x, later: y, key: "SSE-2 terminal outputs" });
+      this.find({
+        rule: "SSE-2",
+        message: `job ${y.job}: the terminal status event carries ${(sse === x ? xo : yo).length} outputs, ${(sse === x ? y : x).source} shows ${(sse === x ? yo : xo).length}`,
+        earlier: x,
+        later: y,
+        key: "SSE-2 terminal outputs",
+      });
     }
     this.evaluated("ST-4");
   }
@@ -266,7 +303,13 @@ export class Timeline {
       if (!x || !y.body || !Object.hasOwn(y.body, k)) continue;
       const [a, b] = [x.body![k], y.body[k]];
       if (a !== b && Date.parse(String(a)) !== Date.parse(String(b))) {
-        this.find({ rule: "JOB-7", message: `job ${y.job}: ${k} was ${JSON.stringify(a)}, then ${y.source} showed ${JSON.stringify(b)}`, earlier: x, later: y, key: `JOB-7 ${k}` });
+        this.find({
+          rule: "JOB-7",
+          message: `job ${y.job}: ${k} was ${JSON.stringify(a)}, then ${y.source} showed ${JSON.stringify(b)}`,
+          earlier: x,
+          later: y,
+          key: `JOB-7 ${k}`,
+        });
       }
     }
     this.evaluated("JOB-7");
@@ -279,7 +322,13 @@ export class Timeline {
     const [a, b] = [x.body!.metadata, y.body.metadata];
     if (!Object.hasOwn(y.body, "metadata") || !same(a, b)) {
       const shown = Object.hasOwn(y.body, "metadata") ? JSON.stringify(b) : "no metadata";
-      this.find({ rule: "LBL-3", message: `job ${y.job}: ${x.source} showed labels ${JSON.stringify(a)}, then ${y.source} showed ${shown}`, earlier: x, later: y, key: `LBL-3 ${y.source}` });
+      this.find({
+        rule: "LBL-3",
+        message: `job ${y.job}: ${x.source} showed labels ${JSON.stringify(a)}, then ${y.source} showed ${shown}`,
+        earlier: x,
+        later: y,
+        key: `LBL-3 ${y.source}`,
+      });
       return;
     }
     this.evaluated("LBL-3");
@@ -292,7 +341,12 @@ export class Timeline {
     const expected = `${this.basePath}/api/v2/`;
     for (const [name, link] of Object.entries(urls)) {
       if (typeof link === "string" && link.startsWith("/") && !link.startsWith(expected)) {
-        this.find({ rule: "URL-2", message: `${y.source}: urls.${name} ${link} does not start with the mount prefix ${expected}`, later: y, key: `URL-2 ${name}` });
+        this.find({
+          rule: "URL-2",
+          message: `${y.source}: urls.${name} ${link} does not start with the mount prefix ${expected}`,
+          later: y,
+          key: `URL-2 ${name}`,
+        });
       }
     }
     this.evaluated("URL-2");
@@ -306,12 +360,24 @@ export class Timeline {
       if (y.kind === "job" && y.status === "running" && s.progress && y.source.startsWith("GET")) {
         const q = progressOf(s.progress) as Obj;
         const at = num(q.step) !== undefined ? `step ${q.step}/${q.steps}` : `value ${q.value}`;
-        this.find({ rule: "GEN-3", message: `job ${y.job}: GET showed no progress while the job ran, after ${s.progress.source} reported ${at}`, earlier: s.progress, later: y, key: "GEN-3 progress" });
+        this.find({
+          rule: "GEN-3",
+          message: `job ${y.job}: GET showed no progress while the job ran, after ${s.progress.source} reported ${at}`,
+          earlier: s.progress,
+          later: y,
+          key: "GEN-3 progress",
+        });
       }
       return;
     }
     const back = (what: string, x: View, a: unknown, b: unknown) =>
-      this.find({ rule: "PRG-2", message: `job ${y.job}: progress ${what} went from ${a} to ${b} (${x.source}, then ${y.source})`, earlier: x, later: y, key: `PRG-2 ${what}` });
+      this.find({
+        rule: "PRG-2",
+        message: `job ${y.job}: progress ${what} went from ${a} to ${b} (${x.source}, then ${y.source})`,
+        earlier: x,
+        later: y,
+        key: `PRG-2 ${what}`,
+      });
     const value = num(p.value);
     const xv = s.value ? num(progressOf(s.value)!.value) : undefined;
     if (value !== undefined && xv !== undefined && value < xv - 1e-9) return back("value", s.value!, xv, value);
@@ -337,12 +403,24 @@ export class Timeline {
         // A single output event names one output; a whole job must hold every output seen before.
         if (y.kind !== "job") continue;
         if (x.source.startsWith("SSE") && y.source.startsWith("SSE") && TERMINAL.has(y.status ?? "")) continue; // SSE-2's, above
-        this.find({ rule: "JOB-4", message: `job ${y.job}: output ${id} (seen in ${x.source}) is missing from ${y.source}`, earlier: x, later: y, key: "JOB-4 missing" });
+        this.find({
+          rule: "JOB-4",
+          message: `job ${y.job}: output ${id} (seen in ${x.source}) is missing from ${y.source}`,
+          earlier: x,
+          later: y,
+          key: "JOB-4 missing",
+        });
         return;
       }
       const diff = outputDiff(out, now);
       if (diff) {
-        this.find({ rule: "JOB-4", message: `job ${y.job}: output ${id} changed between ${x.source} and ${y.source}: ${diff}`, earlier: x, later: y, key: `JOB-4 ${diff.split(" ")[0]}` });
+        this.find({
+          rule: "JOB-4",
+          message: `job ${y.job}: output ${id} changed between ${x.source} and ${y.source}: ${diff}`,
+          earlier: x,
+          later: y,
+          key: `JOB-4 ${diff.split(" ")[0]}`,
+        });
         return;
       }
     }
@@ -355,11 +433,25 @@ export class Timeline {
     if (!y.outcome) {
       // In flight after a terminal view that certainly came before.
       const x = before.terminal ?? before.outcomeTerminal;
-      if (x && y.family === "hosted") this.find({ rule, message: `job ${y.job} was terminal (${x.source}), then ${y.source} showed it in flight`, earlier: x, later: y, key: `${rule} in flight after terminal` });
+      if (x && y.family === "hosted")
+        this.find({
+          rule,
+          message: `job ${y.job} was terminal (${x.source}), then ${y.source} showed it in flight`,
+          earlier: x,
+          later: y,
+          key: `${rule} in flight after terminal`,
+        });
       return;
     }
     const x = all.terminal;
-    if (x && !y.outcome.includes(x.status!)) this.find({ rule, message: `job ${y.job}: ${x.source} says ${x.status}, ${y.source} says ${y.outcome.join(" or ")}`, earlier: x, later: y, key: `${rule} outcome` });
+    if (x && !y.outcome.includes(x.status!))
+      this.find({
+        rule,
+        message: `job ${y.job}: ${x.source} says ${x.status}, ${y.source} says ${y.outcome.join(" or ")}`,
+        earlier: x,
+        later: y,
+        key: `${rule} outcome`,
+      });
     else this.evaluated(rule);
   }
 
@@ -369,9 +461,22 @@ export class Timeline {
     if (!o || y.status === undefined) return;
     const rule = o.family === "ws" ? "WS-3" : "HOST-5";
     if (TERMINAL.has(y.status)) {
-      if (!o.outcome!.includes(y.status)) this.find({ rule, message: `job ${y.job}: ${o.source} says ${o.outcome!.join(" or ")}, ${y.source} says ${y.status}`, earlier: o, later: y, key: `${rule} outcome` });
+      if (!o.outcome!.includes(y.status))
+        this.find({
+          rule,
+          message: `job ${y.job}: ${o.source} says ${o.outcome!.join(" or ")}, ${y.source} says ${y.status}`,
+          earlier: o,
+          later: y,
+          key: `${rule} outcome`,
+        });
     } else if (before.outcomeTerminal && o.family === "hosted") {
-      this.find({ rule, message: `job ${y.job}: ${o.source} showed it finished, then ${y.source} showed ${y.status}`, earlier: before.outcomeTerminal, later: y, key: `${rule} in flight after terminal` });
+      this.find({
+        rule,
+        message: `job ${y.job}: ${o.source} showed it finished, then ${y.source} showed ${y.status}`,
+        earlier: before.outcomeTerminal,
+        later: y,
+        key: `${rule} in flight after terminal`,
+      });
     }
   }
 

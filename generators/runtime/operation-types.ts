@@ -5,8 +5,7 @@ import type { operations } from "../../generated/openapi-types.ts";
 import type { OperationId } from "../../generated/routes.ts";
 
 type Get<T, K extends string> = T extends { [P in K]?: infer V } ? V : never;
-type JsonBody<Op> =
-  Get<Get<Op, "requestBody">, "content"> extends infer C ? (C extends { "application/json": infer B } ? B : unknown) : unknown;
+type JsonBody<Op> = Get<Get<Op, "requestBody">, "content"> extends infer C ? (C extends { "application/json": infer B } ? B : unknown) : unknown;
 
 /** What a handler receives for an operation, already validated against the spec. */
 export interface OperationInput<K extends OperationId> {

@@ -184,7 +184,11 @@ export class AssetService {
   }
 
   /** A new record over a blob the caller may already use; 404 `blob_not_found` otherwise. */
-  async fromHash(owner: string, hash: string, meta: { file_path?: string | undefined; tags?: string[] | undefined }): Promise<{ asset: AssetRecord; created: boolean }> {
+  async fromHash(
+    owner: string,
+    hash: string,
+    meta: { file_path?: string | undefined; tags?: string[] | undefined },
+  ): Promise<{ asset: AssetRecord; created: boolean }> {
     const key = parseBlake3Hash(hash);
     const existing = key === null ? null : await this.usableRecord(owner, key);
     if (!existing || key === null || !(await this.o.blobs.has(key))) {

@@ -149,7 +149,11 @@ export class S3BlobStore implements BlobStore {
         part.push(chunk);
         partSize += chunk.byteLength;
         while (partSize >= this.#partBytes) {
-          upload ??= await Multipart.start(this.client, this.location.bucket, expectedHex === null ? `${this.location.prefix}tmp/${randomUUID()}` : this.objectKey(expectedHex));
+          upload ??= await Multipart.start(
+            this.client,
+            this.location.bucket,
+            expectedHex === null ? `${this.location.prefix}tmp/${randomUUID()}` : this.objectKey(expectedHex),
+          );
           const bytes = takePart();
           await upload.add(bytes, () => free.push(bytes));
         }
@@ -176,7 +180,9 @@ export class S3BlobStore implements BlobStore {
       }
       await multipart.complete();
       try {
-        await this.client.send(new CopyObjectCommand({ Bucket: this.location.bucket, Key: this.objectKey(key), CopySource: copySource(this.location.bucket, multipart.key) }));
+        await this.client.send(
+          new CopyObjectCommand({ Bucket: this.location.bucket, Key: this.objectKey(key), CopySource: copySource(this.location.bucket, multipart.key) }),
+        );
       } finally {
         await this.#deleteObject(multipart.key).catch(() => undefined); // else removed at a later open, once stale
       }
@@ -211,7 +217,13 @@ export class S3BlobStore implements BlobStore {
     if (Date.now() - head.mtimeMs > S3_TOUCH_MARGIN_MS / 2) {
       const Key = this.objectKey(key);
       await this.client.send(
-        new CopyObjectCommand({ Bucket: this.location.bucket, Key, CopySource: copySource(this.location.bucket, Key), MetadataDirective: "REPLACE", Metadata: { touched: String(Date.now()) } }),
+        new CopyObjectCommand({
+          Bucket: this.location.bucket,
+          Key,
+          CopySource: copySource(this.location.bucket, Key),
+          MetadataDirective: "REPLACE",
+          Metadata: { touched: String(Date.now()) },
+        }),
       );
     }
     return true;
@@ -324,7 +336,12 @@ export class S3BlobStore implements BlobStore {
     let token: string | undefined;
     do {
       const page = await this.client.send(
-        new ListObjectsV2Command({ Bucket: this.location.bucket, Prefix: prefix, ...(delimiter ? { Delimiter: delimiter } : {}), ...(token ? { ContinuationToken: token } : {}) }),
+        new ListObjectsV2Command({
+          Bucket: this.location.bucket,
+          Prefix: prefix,
+          ...(delimiter ? { Delimiter: delimiter } : {}),
+          ...(token ? { ContinuationToken: token } : {}),
+        }),
       );
       for (const o of page.Contents ?? []) if (o.Key) yield { key: o.Key, mtimeMs: o.LastModified?.getTime() ?? 0 };
       token = page.IsTruncated ? page.NextContinuationToken : undefined;
@@ -396,7 +413,9 @@ class Multipart {
   }
 
   async complete(): Promise<void> {
-    await this.#client.send(new CompleteMultipartUploadCommand({ Bucket: this.#bucket, Key: this.key, UploadId: this.#uploadId, MultipartUpload: { Parts: this.#parts } }));
+    await this.#client.send(
+      new CompleteMultipartUploadCommand({ Bucket: this.#bucket, Key: this.key, UploadId: this.#uploadId, MultipartUpload: { Parts: this.#parts } }),
+    );
   }
 
   /** Drops the upload and its parts: no object is made. */

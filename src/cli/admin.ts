@@ -50,7 +50,11 @@ export async function keys(argv: string[]): Promise<void> {
       const account = stringFlag(p.values, "account");
       if (!account) throw new UsageError("keys create needs --account NAME");
       const now = Date.now();
-      await d.ensureAccount(account, { tier: stringFlag(p.values, "tier") ?? "free", credits: number(stringFlag(p.values, "credits") ?? "0", "--credits"), now });
+      await d.ensureAccount(account, {
+        tier: stringFlag(p.values, "tier") ?? "free",
+        credits: number(stringFlag(p.values, "credits") ?? "0", "--credits"),
+        now,
+      });
       const key = generateApiKey();
       await d.addApiKey({ key_hash: hashApiKey(key), account, prefix: keyPrefix(key), created_at: now, revoked_at: null });
       process.stdout.write(`${key}\n`);
@@ -68,7 +72,12 @@ export const ACCOUNTS: CommandSpec = {
   name: "accounts",
   summary: "Manage accounts: tier (concurrent jobs), credits, subscription.",
   synopsis: "accounts create NAME | set-tier NAME TIER | set-credits NAME N | set-subscription NAME active|inactive | list [flags]",
-  flags: { ...DATA_DIR, tier: { type: "string", arg: "TIER", help: "tier for create (default free)" }, credits: { type: "string", arg: "N", help: "credits for create (default 0)" }, json: { type: "boolean", help: "print JSON" } },
+  flags: {
+    ...DATA_DIR,
+    tier: { type: "string", arg: "TIER", help: "tier for create (default free)" },
+    credits: { type: "string", arg: "N", help: "credits for create (default 0)" },
+    json: { type: "boolean", help: "print JSON" },
+  },
 };
 
 /** `flowgate accounts ...`. */
@@ -81,7 +90,11 @@ export async function accounts(argv: string[]): Promise<void> {
     switch (sub) {
       case "create":
         if (!name) throw new UsageError("accounts create needs NAME");
-        result = await d.ensureAccount(name, { tier: stringFlag(p.values, "tier") ?? "free", credits: number(stringFlag(p.values, "credits") ?? "0", "--credits"), now: Date.now() });
+        result = await d.ensureAccount(name, {
+          tier: stringFlag(p.values, "tier") ?? "free",
+          credits: number(stringFlag(p.values, "credits") ?? "0", "--credits"),
+          now: Date.now(),
+        });
         break;
       case "set-tier":
         if (!name || !value) throw new UsageError("accounts set-tier needs NAME TIER");
@@ -111,7 +124,11 @@ export const DEPLOYMENTS: CommandSpec = {
   name: "deployments",
   summary: "Manage serverless deployments and their states (provisioning, starting, ready, stopped).",
   synopsis: "deployments create ID [--demo] [--state S] | set-state ID STATE | list [flags]",
-  flags: { ...DATA_DIR, demo: { type: "boolean", help: "the public demo deployment: no credential needed, logs withheld" }, state: { type: "string", arg: "S", help: "initial state (default ready)" } },
+  flags: {
+    ...DATA_DIR,
+    demo: { type: "boolean", help: "the public demo deployment: no credential needed, logs withheld" },
+    state: { type: "string", arg: "S", help: "initial state (default ready)" },
+  },
 };
 
 function state(text: string | undefined): DeploymentState {
@@ -126,8 +143,14 @@ export async function deployments(argv: string[]): Promise<void> {
   const [sub, id, value] = p.positionals;
   await withDirectory(p.values, async (d) => {
     if (sub === "create") {
-      if (!id || !/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/.test(id)) throw new UsageError("deployments create needs a DNS-safe ID (lowercase letters, digits, dashes)");
-      const created = await d.createDeployment({ id, state: state(stringFlag(p.values, "state") ?? "ready"), demo: p.values.demo === true, created_at: Date.now() });
+      if (!id || !/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/.test(id))
+        throw new UsageError("deployments create needs a DNS-safe ID (lowercase letters, digits, dashes)");
+      const created = await d.createDeployment({
+        id,
+        state: state(stringFlag(p.values, "state") ?? "ready"),
+        demo: p.values.demo === true,
+        created_at: Date.now(),
+      });
       process.stdout.write(`${JSON.stringify(created)}\n`);
     } else if (sub === "set-state") {
       const updated = await d.setDeploymentState(id ?? "", state(value));

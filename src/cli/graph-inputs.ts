@@ -34,7 +34,9 @@ export function parseInputFlag(text: string): { name: string; path: string } {
 /** Finds a node by id, then by a unique `_meta.title`; null when none matches. */
 function findNode(graph: Graph, name: string): string | null {
   if (Object.hasOwn(graph, name) && isNode(graph[name])) return name;
-  const titled = Object.entries(graph).filter(([, n]) => isNode(n) && n._meta?.title === name).map(([id]) => id);
+  const titled = Object.entries(graph)
+    .filter(([, n]) => isNode(n) && n._meta?.title === name)
+    .map(([id]) => id);
   if (titled.length > 1) throw new Error(`the title "${name}" is shared by nodes ${titled.join(", ")}; use NODE_ID.INPUT`);
   return titled[0] ?? null;
 }
@@ -50,7 +52,9 @@ export function resolveInputTarget(graph: Graph, name: string): InputTarget {
     const inputs = Object.keys((graph[whole] as Node).inputs ?? {});
     const files = inputs.filter((i) => (FILE_INPUT_NAMES as readonly string[]).includes(i));
     if (files.length !== 1) {
-      throw new Error(`node ${whole} has ${files.length === 0 ? "no" : "several"} file input (${FILE_INPUT_NAMES.join(", ")}); name one as ${name}.INPUT (inputs: ${inputs.join(", ")})`);
+      throw new Error(
+        `node ${whole} has ${files.length === 0 ? "no" : "several"} file input (${FILE_INPUT_NAMES.join(", ")}); name one as ${name}.INPUT (inputs: ${inputs.join(", ")})`,
+      );
     }
     return { nodeId: whole, input: files[0]! };
   }

@@ -4,13 +4,18 @@ import { formatDuration } from "./progress-view.ts";
 
 /** A multi-line summary of one job. */
 export function jobSummary(job: Job): string {
-  const lines = [`job ${job.id}`, `  status     ${job.status}${job.status === "queued" && job.queue_position !== null ? ` (position ${job.queue_position})` : ""}`];
+  const lines = [
+    `job ${job.id}`,
+    `  status     ${job.status}${job.status === "queued" && job.queue_position !== null ? ` (position ${job.queue_position})` : ""}`,
+  ];
   lines.push(`  created    ${job.created_at}`);
   if (job.started_at) lines.push(`  started    ${job.started_at}`);
   if (job.completed_at) lines.push(`  completed  ${job.completed_at}`);
   if (job.progress) {
     const p = job.progress;
-    const node = p.current_node ? `, node ${p.current_node}${p.current_node_class ? ` ${p.current_node_class}` : ""}${p.step != null && p.steps ? ` step ${p.step}/${p.steps}` : ""}` : "";
+    const node = p.current_node
+      ? `, node ${p.current_node}${p.current_node_class ? ` ${p.current_node_class}` : ""}${p.step != null && p.steps ? ` step ${p.step}/${p.steps}` : ""}`
+      : "";
     lines.push(`  progress   ${Math.floor(p.value * 100)}% (${p.nodes_done}/${p.nodes_total} nodes${node})`);
   }
   const ms = job.metrics?.execution_ms;

@@ -49,7 +49,9 @@ export function renderBar(s: ProgressSnapshot, columns = 80): string {
   const percent = percentOf(s.progress);
   const head = statusText(s);
   // On a narrow terminal the node's class goes first, then the line is cut.
-  const variants = [nodeText(s.progress), nodeText(s.progress, false)].map((node) => [`${String(percent).padStart(3)}%`, ...(node ? [node] : []), timeText(s)].join("  "));
+  const variants = [nodeText(s.progress), nodeText(s.progress, false)].map((node) =>
+    [`${String(percent).padStart(3)}%`, ...(node ? [node] : []), timeText(s)].join("  "),
+  );
   const fixed = head.length + 5; // " [" + "]  " around the bar
   const rest = variants.find((r) => fixed + 10 + r.length <= columns - 1) ?? variants[variants.length - 1]!;
   // The bar takes what the text leaves, between 10 and 30 cells.

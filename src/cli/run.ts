@@ -90,7 +90,13 @@ async function readGraph(path: string): Promise<Workflow> {
 }
 
 /** Uploads each --input and puts its asset reference in the graph. */
-async function attachInputs(client: FlowgateClient, graph: Workflow, inputs: RunSettings["inputs"], view: ProgressView, signal: AbortSignal): Promise<Workflow> {
+async function attachInputs(
+  client: FlowgateClient,
+  graph: Workflow,
+  inputs: RunSettings["inputs"],
+  view: ProgressView,
+  signal: AbortSignal,
+): Promise<Workflow> {
   for (const { name, path } of inputs) {
     let target;
     try {

@@ -26,7 +26,6 @@ export function configFrom(argv: string[]): Config {
   }
 }
 
-
 /** Runs the server until SIGINT or SIGTERM. */
 export async function serve(argv: string[]): Promise<void> {
   if (argv.includes("--help") || argv.includes("-h")) {

@@ -7,7 +7,20 @@ import { stopWhenOrphaned } from "./parent-watch.ts";
 import { configFrom, flagLines } from "./serve.ts";
 
 /** Flags of serve that mean nothing to a worker (it does not listen, and always runs jobs). */
-const HTTP_ONLY = new Set(["port", "host", "token", "public-url", "metrics-token", "serverless-domain", "no-dispatch", "stream-preview-rate", "max-streams-per-caller", "max-upload-size", "blob-proxy", "labels"]);
+const HTTP_ONLY = new Set([
+  "port",
+  "host",
+  "token",
+  "public-url",
+  "metrics-token",
+  "serverless-domain",
+  "no-dispatch",
+  "stream-preview-rate",
+  "max-streams-per-caller",
+  "max-upload-size",
+  "blob-proxy",
+  "labels",
+]);
 
 /** Usage of `flowgate worker`. */
 export function workerUsage(): string {

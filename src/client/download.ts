@@ -40,11 +40,7 @@ export function safeFileName(name: string | null | undefined, fallback: string):
 }
 
 /** GETs `url` without credentials, following redirects by hand (each hop also without them). */
-export async function fetchWithoutCredentials(
-  fetchImpl: (request: Request) => Promise<Response>,
-  url: string,
-  signal?: AbortSignal,
-): Promise<Response> {
+export async function fetchWithoutCredentials(fetchImpl: (request: Request) => Promise<Response>, url: string, signal?: AbortSignal): Promise<Response> {
   let current = url;
   for (let hop = 0; ; hop++) {
     const res = await fetchImpl(new Request(current, { redirect: "manual", signal }));
@@ -58,7 +54,12 @@ export async function fetchWithoutCredentials(
 
 /** Resolves `dest` to a file path: a folder (existing, or ending in a separator) gets the output's name. */
 export async function targetPath(item: Downloadable, dest: string): Promise<string> {
-  const isFolder = /[\\/]$/.test(dest) || (await stat(dest).then((s) => s.isDirectory(), () => false));
+  const isFolder =
+    /[\\/]$/.test(dest) ||
+    (await stat(dest).then(
+      (s) => s.isDirectory(),
+      () => false,
+    ));
   return isFolder ? join(dest, safeFileName(item.name ?? item.file_path, item.id)) : dest;
 }
 

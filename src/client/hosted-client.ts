@@ -82,7 +82,10 @@ export class HostedClient {
   }
 
   /** Polls the status until a terminal value and returns it; network failures are retried. */
-  async waitForTerminal(promptId: string, options: { signal?: AbortSignal; pollIntervalMs?: number; onStatus?: (status: string) => void } = {}): Promise<HostedTerminalStatus> {
+  async waitForTerminal(
+    promptId: string,
+    options: { signal?: AbortSignal; pollIntervalMs?: number; onStatus?: (status: string) => void } = {},
+  ): Promise<HostedTerminalStatus> {
     let last = "";
     for (;;) {
       options.signal?.throwIfAborted();

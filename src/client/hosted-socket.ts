@@ -162,4 +162,3 @@ function decodeBinary(frame: Buffer): HostedSocketEvent | null {
 function isPng(bytes: Buffer): boolean {
   return bytes.length >= 4 && bytes[0] === 0x89 && bytes[1] === 0x50 && bytes[2] === 0x4e && bytes[3] === 0x47;
 }
-

@@ -38,7 +38,10 @@ export function isTerminalStatus(status: string): boolean {
 }
 
 /** The value a workflow input takes to reference an uploaded asset (`core/ASSET`). */
-export function assetReference(asset: Pick<Asset, "id" | "hash" | "file_path">): { __type: "core/ASSET"; info: { id: string; hash?: string; file_path?: string } } {
+export function assetReference(asset: Pick<Asset, "id" | "hash" | "file_path">): {
+  __type: "core/ASSET";
+  info: { id: string; hash?: string; file_path?: string };
+} {
   const info: { id: string; hash?: string; file_path?: string } = { id: asset.id };
   if (asset.hash) info.hash = asset.hash;
   if (asset.file_path) info.file_path = asset.file_path;

@@ -114,7 +114,9 @@ export class FlowgateClient {
     const link = this.linkOf(ref, "self");
     if (link) return this.followJobLink("GET", link, options.signal);
     const id = typeof ref === "string" ? ref : ref.id;
-    const { data, url } = await this.call("idempotent", (fetch) => this.api.GET("/api/v2/jobs/{id}", { params: { path: { id } }, signal: options.signal, fetch }));
+    const { data, url } = await this.call("idempotent", (fetch) =>
+      this.api.GET("/api/v2/jobs/{id}", { params: { path: { id } }, signal: options.signal, fetch }),
+    );
     return this.remember(withResolvedLinks(data, url));
   }
 
@@ -140,7 +142,9 @@ export class FlowgateClient {
     const link = this.linkOf(ref, "cancel");
     if (link) return this.followJobLink("POST", link, options.signal);
     const id = typeof ref === "string" ? ref : ref.id;
-    const { data, url } = await this.call("idempotent", (fetch) => this.api.POST("/api/v2/jobs/{id}/cancel", { params: { path: { id } }, body: {}, signal: options.signal, fetch }));
+    const { data, url } = await this.call("idempotent", (fetch) =>
+      this.api.POST("/api/v2/jobs/{id}/cancel", { params: { path: { id } }, body: {}, signal: options.signal, fetch }),
+    );
     return this.remember(withResolvedLinks(data, url));
   }
 
@@ -210,7 +214,9 @@ export class FlowgateClient {
 
   /** Reads an asset record (with a freshly signed `url`). */
   async getAsset(id: string, options: { signal?: AbortSignal } = {}): Promise<Asset> {
-    const { data, url } = await this.call("idempotent", (fetch) => this.api.GET("/api/v2/assets/{id}", { params: { path: { id } }, signal: options.signal, fetch }));
+    const { data, url } = await this.call("idempotent", (fetch) =>
+      this.api.GET("/api/v2/assets/{id}", { params: { path: { id } }, signal: options.signal, fetch }),
+    );
     return withResolvedOutput(data, url);
   }
 
@@ -233,7 +239,10 @@ export class FlowgateClient {
    * Runs a generated-client call through the transport and returns the body of its 2xx answer,
    * typed by the operation's declared responses; any other answer throws its typed error.
    */
-  private async call<T>(policy: RetryPolicy, run: (fetch: (request: Request) => Promise<Response>) => Promise<CallResult<T>>): Promise<{ data: T; url: string }> {
+  private async call<T>(
+    policy: RetryPolicy,
+    run: (fetch: (request: Request) => Promise<Response>) => Promise<CallResult<T>>,
+  ): Promise<{ data: T; url: string }> {
     const { result, url } = await this.exchange(policy, run);
     const { data, error, response } = result;
     // Every operation called here answers a JSON body; a 2xx without one is no answer either.
@@ -242,14 +251,21 @@ export class FlowgateClient {
   }
 
   /** Runs a generated-client call whose answer has no body (HEAD) and returns its status; a non-2xx answer other than `allow` throws. */
-  private async status(policy: RetryPolicy, run: (fetch: (request: Request) => Promise<Response>) => Promise<CallResult<unknown>>, allow: number[]): Promise<number> {
+  private async status(
+    policy: RetryPolicy,
+    run: (fetch: (request: Request) => Promise<Response>) => Promise<CallResult<unknown>>,
+    allow: number[],
+  ): Promise<number> {
     const { result, url } = await this.exchange(policy, run);
     if (!result.response.ok && !allow.includes(result.response.status)) throw errorFromBody(result.response, result.error, url);
     return result.response.status;
   }
 
   /** One generated-client call through the transport, with the URL its answer came from. */
-  private async exchange<T>(policy: RetryPolicy, run: (fetch: (request: Request) => Promise<Response>) => Promise<CallResult<T>>): Promise<{ result: CallResult<T>; url: string }> {
+  private async exchange<T>(
+    policy: RetryPolicy,
+    run: (fetch: (request: Request) => Promise<Response>) => Promise<CallResult<T>>,
+  ): Promise<{ result: CallResult<T>; url: string }> {
     let requestUrl = this.baseUrl;
     const result = await run((request) => {
       requestUrl = request.url;

@@ -87,14 +87,37 @@ export const SERVE_FLAGS = {
   port: { env: "FLOWGATE_PORT", help: "port to listen on (default 8189)" },
   host: { env: "FLOWGATE_HOST", help: "interface to bind (default 127.0.0.1)" },
   "data-dir": { env: "FLOWGATE_DATA_DIR", help: "where the database and blobs live (default ./data)" },
-  "database-url": { env: "FLOWGATE_DATABASE_URL", help: "postgres://user@host:port/db: keep jobs, assets and accounts in PostgreSQL instead of the SQLite file (default: none)" },
-  "no-dispatch": { env: "FLOWGATE_NO_DISPATCH", help: "serve the API only and leave running jobs to `flowgate worker` processes (needs --database-url)", boolean: true },
-  lease: { env: "FLOWGATE_LEASE", help: "PostgreSQL: how long a worker's claim on a running job holds without a heartbeat; a dead worker's jobs end worker_lost after it (default 30s)" },
-  "redis-url": { env: "FLOWGATE_REDIS_URL", help: "redis://host:port: PostgreSQL deployments pass live previews between processes through Redis pub/sub (default: none; previews over 48 KiB then stay on the worker)" },
+  "database-url": {
+    env: "FLOWGATE_DATABASE_URL",
+    help: "postgres://user@host:port/db: keep jobs, assets and accounts in PostgreSQL instead of the SQLite file (default: none)",
+  },
+  "no-dispatch": {
+    env: "FLOWGATE_NO_DISPATCH",
+    help: "serve the API only and leave running jobs to `flowgate worker` processes (needs --database-url)",
+    boolean: true,
+  },
+  lease: {
+    env: "FLOWGATE_LEASE",
+    help: "PostgreSQL: how long a worker's claim on a running job holds without a heartbeat; a dead worker's jobs end worker_lost after it (default 30s)",
+  },
+  "redis-url": {
+    env: "FLOWGATE_REDIS_URL",
+    help: "redis://host:port: PostgreSQL deployments pass live previews between processes through Redis pub/sub (default: none; previews over 48 KiB then stay on the worker)",
+  },
   "blob-dir": { env: "FLOWGATE_BLOB_DIR", help: "where blobs live, a directory every node shares when several run (default <data-dir>/blobs)" },
-  "blob-store": { env: "FLOWGATE_BLOB_STORE", help: "s3://bucket/prefix: keep blobs in an S3-compatible bucket (credentials and region the AWS SDK way: AWS_* variables, profiles), so nodes share no directory (default: the filesystem)" },
-  "s3-endpoint": { env: "FLOWGATE_S3_ENDPOINT", help: "endpoint of an S3-compatible service for --blob-store, like http://minio:9000 (path-style addressing then) (default: AWS)" },
-  "blob-proxy": { env: "FLOWGATE_BLOB_PROXY", help: "stream downloads of bucket blobs through this server instead of redirecting to presigned URLs, for buckets clients cannot reach", boolean: true },
+  "blob-store": {
+    env: "FLOWGATE_BLOB_STORE",
+    help: "s3://bucket/prefix: keep blobs in an S3-compatible bucket (credentials and region the AWS SDK way: AWS_* variables, profiles), so nodes share no directory (default: the filesystem)",
+  },
+  "s3-endpoint": {
+    env: "FLOWGATE_S3_ENDPOINT",
+    help: "endpoint of an S3-compatible service for --blob-store, like http://minio:9000 (path-style addressing then) (default: AWS)",
+  },
+  "blob-proxy": {
+    env: "FLOWGATE_BLOB_PROXY",
+    help: "stream downloads of bucket blobs through this server instead of redirecting to presigned URLs, for buckets clients cannot reach",
+    boolean: true,
+  },
   token: { env: "FLOWGATE_TOKEN", help: "static bearer token required on v2 (default: none, open)" },
   "public-url": { env: "FLOWGATE_PUBLIC_URL", help: "origin used in signed links (default: the request's origin)" },
   "queue-limit": { env: "FLOWGATE_QUEUE_LIMIT", help: "queued jobs before queue_full (default 10000)" },
@@ -114,17 +137,35 @@ export const SERVE_FLAGS = {
     env: "FLOWGATE_COMFYUI_OUTPUT_DIR",
     help: "where to read ComfyUI's output files instead of fetching them with /view: its output folder on this machine, auto (default: an instance on this machine is asked for its folder, used once a first file read there equals what /view served) or off; once for all instances or once per --comfyui-url, in order",
   },
-  "shutdown-grace": { env: "FLOWGATE_SHUTDOWN_GRACE", help: "on SIGTERM or SIGINT, how long running jobs may finish, like 25s or 5m; 0 stops them at once (default 25s)" },
+  "shutdown-grace": {
+    env: "FLOWGATE_SHUTDOWN_GRACE",
+    help: "on SIGTERM or SIGINT, how long running jobs may finish, like 25s or 5m; 0 stops them at once (default 25s)",
+  },
   "log-level": { env: "FLOWGATE_LOG_LEVEL", help: "fatal, error, warn, info (default), debug" },
-  "space-reserve": { env: "FLOWGATE_SPACE_RESERVE", help: "disk space held back for recording job ends and deletes when the disk fills, like 8MB; 0 holds none (default 8MB)" },
-  "max-upload-size": { env: "FLOWGATE_MAX_UPLOAD_SIZE", help: "largest file an upload may carry, like 512MB or 2GB; larger ones are 413 payload_too_large on every upload route (default 512MB)" },
+  "space-reserve": {
+    env: "FLOWGATE_SPACE_RESERVE",
+    help: "disk space held back for recording job ends and deletes when the disk fills, like 8MB; 0 holds none (default 8MB)",
+  },
+  "max-upload-size": {
+    env: "FLOWGATE_MAX_UPLOAD_SIZE",
+    help: "largest file an upload may carry, like 512MB or 2GB; larger ones are 413 payload_too_large on every upload route (default 512MB)",
+  },
   "max-streams-per-caller": {
     env: "FLOWGATE_MAX_STREAMS_PER_CALLER",
     help: "open v2 event streams per caller before 429 too_many_streams; callers of an open server (no --token) count per client address (default 100)",
   },
-  "stream-preview-rate": { env: "FLOWGATE_STREAM_PREVIEW_RATE", help: "live previews a second at most on each v2 event stream, the latest winning (default 4; the hosted WebSocket sends every one)" },
-  labels: { env: "FLOWGATE_LABELS", help: "on (default) or off: off declines job labels, answering a submission with metadata and a listing filtered by label with 422 metadata_not_supported" },
-  "metrics-token": { env: "FLOWGATE_METRICS_TOKEN", help: "operator bearer token of GET /metrics (default: open on self-hosted, not served on cloud and serverless)" },
+  "stream-preview-rate": {
+    env: "FLOWGATE_STREAM_PREVIEW_RATE",
+    help: "live previews a second at most on each v2 event stream, the latest winning (default 4; the hosted WebSocket sends every one)",
+  },
+  labels: {
+    env: "FLOWGATE_LABELS",
+    help: "on (default) or off: off declines job labels, answering a submission with metadata and a listing filtered by label with 422 metadata_not_supported",
+  },
+  "metrics-token": {
+    env: "FLOWGATE_METRICS_TOKEN",
+    help: "operator bearer token of GET /metrics (default: open on self-hosted, not served on cloud and serverless)",
+  },
 } as const;
 
 /** Parses a duration like `7d`, `12h`, `30m`, `45s` or `500ms` into milliseconds; `allowZero` also takes `0`. */
@@ -181,7 +222,12 @@ function withoutCredentials(url: string): string {
 export function loadConfig(argv: string[] = [], env: NodeJS.ProcessEnv = process.env): Config {
   const { values } = parseArgs({
     args: argv,
-    options: Object.fromEntries(Object.entries(SERVE_FLAGS).map(([k, f]) => [k, "boolean" in f ? { type: "boolean" as const } : { type: "string" as const, multiple: k === "comfyui-url" || k === "comfyui-output-dir" }])),
+    options: Object.fromEntries(
+      Object.entries(SERVE_FLAGS).map(([k, f]) => [
+        k,
+        "boolean" in f ? { type: "boolean" as const } : { type: "string" as const, multiple: k === "comfyui-url" || k === "comfyui-output-dir" },
+      ]),
+    ),
     strict: true,
     allowPositionals: false,
   });
@@ -192,7 +238,10 @@ export function loadConfig(argv: string[] = [], env: NodeJS.ProcessEnv = process
   }
   const creditRate = Number(get("credit-rate") ?? 1);
   if (!Number.isFinite(creditRate) || creditRate < 0) throw new Error(`--credit-rate must be a number >= 0`);
-  const serverlessDomain = get("serverless-domain")?.toLowerCase().replace(/^\.+|\.+$/g, "") || null;
+  const serverlessDomain =
+    get("serverless-domain")
+      ?.toLowerCase()
+      .replace(/^\.+|\.+$/g, "") || null;
   const port = Number(get("port") ?? 8189);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--port must be 0..65535, got "${get("port")}"`);
   const publicUrl = get("public-url") ?? null;
@@ -206,7 +255,9 @@ export function loadConfig(argv: string[] = [], env: NodeJS.ProcessEnv = process
   const dirs = engine === "comfyui" ? (dirFlags && dirFlags.length > 0 ? dirFlags : (env.FLOWGATE_COMFYUI_OUTPUT_DIR ?? "").split(",")) : [];
   const comfyuiOutputDirs = dirs.map((d) => d.trim()).filter(Boolean);
   if (comfyuiOutputDirs.length > 1 && comfyuiOutputDirs.length !== comfyuiUrls.length) {
-    throw new Error(`--comfyui-output-dir: give one folder for all instances or one per --comfyui-url (${comfyuiUrls.length}), got ${comfyuiOutputDirs.length}`);
+    throw new Error(
+      `--comfyui-output-dir: give one folder for all instances or one per --comfyui-url (${comfyuiUrls.length}), got ${comfyuiOutputDirs.length}`,
+    );
   }
   if (publicUrl !== null && !/^https?:\/\/[^/]+/.test(publicUrl)) throw new Error(`--public-url must be an http(s) URL`);
   const databaseUrl = get("database-url") || null;
@@ -221,7 +272,8 @@ export function loadConfig(argv: string[] = [], env: NodeJS.ProcessEnv = process
   const blobProxy = values["blob-proxy"] === true || /^(1|true|yes)$/i.test(env.FLOWGATE_BLOB_PROXY ?? "");
   const redisUrl = get("redis-url") || null;
   if (redisUrl !== null && !/^rediss?:\/\/[^/]+/.test(redisUrl)) throw new Error("--redis-url must be a redis:// URL");
-  if (redisUrl !== null && databaseUrl === null) throw new Error("--redis-url needs --database-url: it carries previews between the processes of a PostgreSQL deployment");
+  if (redisUrl !== null && databaseUrl === null)
+    throw new Error("--redis-url needs --database-url: it carries previews between the processes of a PostgreSQL deployment");
   const labels = get("labels") ?? "on";
   if (labels !== "on" && labels !== "off") throw new Error(`--labels must be on or off, got "${labels}"`);
   const noDispatch = values["no-dispatch"] === true || /^(1|true|yes)$/i.test(env.FLOWGATE_NO_DISPATCH ?? "");
@@ -281,7 +333,9 @@ export function describeConfig(c: Config): Record<string, unknown> {
     dataDir: c.dataDir,
     database: c.databaseUrl === null ? "sqlite" : withoutCredentials(c.databaseUrl),
     ...(c.blobDir === null ? {} : { blobDir: c.blobDir }),
-    ...(c.blobStore === null ? {} : { blobStore: c.blobStore, s3Endpoint: c.s3Endpoint === null ? "(aws)" : withoutCredentials(c.s3Endpoint), blobProxy: c.blobProxy }),
+    ...(c.blobStore === null
+      ? {}
+      : { blobStore: c.blobStore, s3Endpoint: c.s3Endpoint === null ? "(aws)" : withoutCredentials(c.s3Endpoint), blobProxy: c.blobProxy }),
     ...(c.redisUrl === null ? {} : { redis: withoutCredentials(c.redisUrl) }),
     ...(c.databaseUrl === null ? {} : { dispatch: c.dispatch, lease: `${c.leaseMs / 1000}s` }),
     token: c.token ? "(set)" : "(none: open)",
@@ -297,7 +351,9 @@ export function describeConfig(c: Config): Record<string, unknown> {
     partnerUrl: c.partnerUrl ?? "(none)",
     shutdownGrace: `${c.shutdownGraceMs / 1000}s`,
     spaceReserve: `${Math.round(c.spaceReserveBytes / 1024 / 1024)}MB`,
-    ...(c.engine === "embedded" ? { cacheSize: `${Math.round(c.cacheBytes / 1024 / 1024)}MB`, jobMemory: `${Math.round(c.jobMemoryBytes / 1024 / 1024)}MB` } : {}),
+    ...(c.engine === "embedded"
+      ? { cacheSize: `${Math.round(c.cacheBytes / 1024 / 1024)}MB`, jobMemory: `${Math.round(c.jobMemoryBytes / 1024 / 1024)}MB` }
+      : {}),
     ...(c.engine === "comfyui" ? { comfyuiUrls: c.comfyuiUrls.map(withoutCredentials).join(",") } : {}),
     ...(c.comfyuiOutputDirs.length > 0 ? { comfyuiOutputDirs: c.comfyuiOutputDirs.join(",") } : {}),
   };

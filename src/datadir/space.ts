@@ -151,11 +151,13 @@ export function watchFailures<T extends object>(target: T, onFailure: (err: unkn
   // Proxy trap on every property read (the store sits on every request's path), and a method
   // assigned later (a test's seam) is watched too.
   const table = target as unknown as Record<string, (...args: unknown[]) => unknown>;
-  const watch = (fn: (...args: unknown[]) => unknown) => (...args: unknown[]) => {
-    const result = fn.apply(target, args);
-    if (result instanceof Promise) result.catch(onFailure); // before the caller's own handlers
-    return result;
-  };
+  const watch =
+    (fn: (...args: unknown[]) => unknown) =>
+    (...args: unknown[]) => {
+      const result = fn.apply(target, args);
+      if (result instanceof Promise) result.catch(onFailure); // before the caller's own handlers
+      return result;
+    };
   const seen = new Set<string>();
   for (let proto = Object.getPrototypeOf(target); proto && proto !== Object.prototype; proto = Object.getPrototypeOf(proto)) {
     for (const name of Object.getOwnPropertyNames(proto)) {

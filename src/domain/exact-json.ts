@@ -24,7 +24,8 @@ export function parseJson(text: string): unknown {
 }
 
 function reviveExact(_key: string, value: unknown, context?: { source?: string }): unknown {
-  if (typeof value === "number" && !Number.isSafeInteger(value) && context?.source !== undefined && INTEGER.test(context.source)) return JSON.rawJSON(context.source);
+  if (typeof value === "number" && !Number.isSafeInteger(value) && context?.source !== undefined && INTEGER.test(context.source))
+    return JSON.rawJSON(context.source);
   return value;
 }
 

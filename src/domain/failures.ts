@@ -22,7 +22,10 @@ export const WORKFLOW_FAILED = { code: "node_execution_error", message: "The wor
 export const WORKER_LOST = { code: "worker_lost", message: "The worker running this job stopped before it finished." } as const satisfies FailureText;
 
 /** The error of a job ended because a backing service (the database) failed under its run. */
-export const UPSTREAM_FAILURE = { code: "upstream_error", message: "A backing service failed while the job ran; it was stopped. Please try again." } as const satisfies FailureText;
+export const UPSTREAM_FAILURE = {
+  code: "upstream_error",
+  message: "A backing service failed while the job ran; it was stopped. Please try again.",
+} as const satisfies FailureText;
 
 /** The error of a job whose secrets (`extra_data`, memory only) were lost with the process holding them. */
 export const PARTNER_KEY_LOST = {

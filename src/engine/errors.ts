@@ -80,10 +80,7 @@ export class PartnerNodeError extends Error {
 
 /** True for the errors AbortSignal-aware code throws when aborted. */
 export function isAbortError(err: unknown): boolean {
-  return (
-    err instanceof ExecutionCancelledError ||
-    (err instanceof Error && (err.name === "AbortError" || (err as { code?: unknown }).code === "ABORT_ERR"))
-  );
+  return err instanceof ExecutionCancelledError || (err instanceof Error && (err.name === "AbortError" || (err as { code?: unknown }).code === "ABORT_ERR"));
 }
 
 /** Maps a node's failure to a JobError; strips paths and every given secret. */

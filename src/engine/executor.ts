@@ -2,14 +2,7 @@
 // re-emit cached outputs, then run the rest in dependency order, several nodes at a time so
 // that branches waiting on I/O overlap.
 import type { AssetRef } from "./asset-refs.ts";
-import type {
-  AssetResolver,
-  EngineOutput,
-  ExecuteOptions,
-  ExecuteResult,
-  UiDict,
-  UploadResolver,
-} from "./engine.ts";
+import type { AssetResolver, EngineOutput, ExecuteOptions, ExecuteResult, UiDict, UploadResolver } from "./engine.ts";
 import { EngineError, ExecutionCancelledError, isAbortError, NodeInputError, toJobError } from "./errors.ts";
 import { FileNamer } from "./filenames.ts";
 import type { ByteLruCache } from "./lru-cache.ts";
@@ -434,4 +427,3 @@ class Run {
     };
   }
 }
-

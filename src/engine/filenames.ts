@@ -71,7 +71,9 @@ export class FileNamer {
 
   /** The name for the next file of a node. */
   allocate(file: NodeFile): FileName {
-    const expanded = expandPrefixVariables(file.prefix, file, this.now()).split("%batch_num%").join(String(file.batchIndex ?? 0));
+    const expanded = expandPrefixVariables(file.prefix, file, this.now())
+      .split("%batch_num%")
+      .join(String(file.batchIndex ?? 0));
     const { subfolder, filename } = splitPrefix(expanded);
     const key = `${file.folder}\u0000${subfolder}\u0000${filename}`;
     const counter = (this.counters.get(key) ?? 0) + 1;

@@ -28,7 +28,10 @@ export function nodesOnCycles(nodes: ReadonlyMap<string, PlanNode>): Set<string>
   const stack: string[] = [];
   const result = new Set<string>();
   let counter = 0;
-  const edges = (id: string) => Object.values(nodes.get(id)!.links).map((l) => l.from).filter((f) => nodes.has(f));
+  const edges = (id: string) =>
+    Object.values(nodes.get(id)!.links)
+      .map((l) => l.from)
+      .filter((f) => nodes.has(f));
   for (const root of nodes.keys()) {
     if (index.has(root)) continue;
     const work: { id: string; next: number; targets: string[] }[] = [];

@@ -27,7 +27,6 @@ export const MAX_FILENAME_PREFIX = 255;
 
 const WIDGET_TYPES = new Set(["INT", "FLOAT", "STRING", "BOOLEAN"]);
 
-
 /** ComfyUI's item with flowgate's hint beside its own fields (extra_info varies by type in ComfyUI too). */
 export function withHint(item: ComfyErrorItem, hint: string): ComfyErrorItem {
   return { ...item, extra_info: { ...item.extra_info, hint } };
@@ -38,7 +37,13 @@ const UPLOAD_HINT = "Upload one (POST /api/v2/assets, or POST /api/upload/image 
 
 /** "image" for an image loader's input, "file" otherwise. */
 function fileWord(def: NodeDefinition, name: string): string {
-  return name === "image" || /Image/.test(def.name) ? "image" : name === "audio" || /Audio/.test(def.name) ? "audio file" : name === "video" || /Video/.test(def.name) ? "video" : "file";
+  return name === "image" || /Image/.test(def.name)
+    ? "image"
+    : name === "audio" || /Audio/.test(def.name)
+      ? "audio file"
+      : name === "video" || /Video/.test(def.name)
+        ? "video"
+        : "file";
 }
 
 /** A value as quoted in a message, cut short. */
@@ -64,7 +69,12 @@ export function checkNode(
       if (!required) continue;
       // An input the node does not know whose name is near this one was likely meant for it.
       const given = Object.keys(inputs).find((k) => !declared.includes(k) && closest(k, [name]) === name);
-      const hint = given !== undefined ? `It was given "${given}": did you mean "${name}"?` : def.fileInputs?.includes(name) ? `No ${fileWord(def, name)} was chosen. ${UPLOAD_HINT}` : undefined;
+      const hint =
+        given !== undefined
+          ? `It was given "${given}": did you mean "${name}"?`
+          : def.fileInputs?.includes(name)
+            ? `No ${fileWord(def, name)} was chosen. ${UPLOAD_HINT}`
+            : undefined;
       issue(id, name, "missing_input", comfyError.requiredInputMissing(name), `${def.name} needs the input "${name}".`, hint);
       continue;
     }
@@ -93,12 +103,24 @@ function checkLink(
 ): void {
   const link = readLink(value);
   if (!link) {
-    issue(id, name, "bad_link", comfyError.badLinkedInput(name, spec, value), `Input "${name}" holds a list that is not a link: a link is [node_id, output_index].`);
+    issue(
+      id,
+      name,
+      "bad_link",
+      comfyError.badLinkedInput(name, spec, value),
+      `Input "${name}" holds a list that is not a link: a link is [node_id, output_index].`,
+    );
     return;
   }
   const [from, index] = link;
   if (!Object.hasOwn(graph, from)) {
-    issue(id, name, "bad_link", comfyError.exceptionDuringValidation("KeyError", `'${from}'`), `Input "${name}" links to node ${shown(from)}, which is not in the workflow.`);
+    issue(
+      id,
+      name,
+      "bad_link",
+      comfyError.exceptionDuringValidation("KeyError", `'${from}'`),
+      `Input "${name}" links to node ${shown(from)}, which is not in the workflow.`,
+    );
     return;
   }
   const source = known.get(from);
@@ -106,7 +128,13 @@ function checkLink(
   if (!source) return;
   if (index >= source.def.output.length) {
     const n = source.def.output.length;
-    issue(id, name, "bad_link", comfyError.exceptionDuringValidation("IndexError", "tuple index out of range"), `Input "${name}" links to output ${index} of node ${from} (${source.def.name}), which has ${n} output${n === 1 ? "" : "s"} (0${n > 1 ? `-${n - 1}` : ""}).`);
+    issue(
+      id,
+      name,
+      "bad_link",
+      comfyError.exceptionDuringValidation("IndexError", "tuple index out of range"),
+      `Input "${name}" links to output ${index} of node ${from} (${source.def.name}), which has ${n} output${n === 1 ? "" : "s"} (0${n > 1 ? `-${n - 1}` : ""}).`,
+    );
     return;
   }
   const received = source.def.output[index]!;
@@ -121,32 +149,50 @@ function checkLink(
   prepared.links[name] = { from, index };
 }
 
-function checkLiteral(
-  id: string,
-  def: NodeDefinition,
-  name: string,
-  spec: InputSpec,
-  value: unknown,
-  prepared: PreparedNode,
-  issue: Report,
-): void {
+function checkLiteral(id: string, def: NodeDefinition, name: string, spec: InputSpec, value: unknown, prepared: PreparedNode, issue: Report): void {
   const type = spec[0];
   if (def.fileInputs?.includes(name)) {
     if (isAssetObject(value)) {
       const parsed = parseAssetRef(value);
-      if ("problem" in parsed) issue(id, name, "type_mismatch", comfyError.invalidInputType(name, spec, value, `malformed core/ASSET reference: ${parsed.problem}`), `Input "${name}" holds a malformed core/ASSET reference: ${parsed.problem}.`);
+      if ("problem" in parsed)
+        issue(
+          id,
+          name,
+          "type_mismatch",
+          comfyError.invalidInputType(name, spec, value, `malformed core/ASSET reference: ${parsed.problem}`),
+          `Input "${name}" holds a malformed core/ASSET reference: ${parsed.problem}.`,
+        );
       else prepared.files[name] = { kind: "asset", ref: parsed.ref };
     } else if (typeof value === "string" && value.length > 0) {
       prepared.files[name] = { kind: "upload", name: value };
     } else if (typeof value === "string") {
-      issue(id, name, "not_in_options", comfyError.valueNotInList(name, spec, value, []), `Input "${name}" is empty.`, `No ${fileWord(def, name)} was chosen. ${UPLOAD_HINT}`);
+      issue(
+        id,
+        name,
+        "not_in_options",
+        comfyError.valueNotInList(name, spec, value, []),
+        `Input "${name}" is empty.`,
+        `No ${fileWord(def, name)} was chosen. ${UPLOAD_HINT}`,
+      );
     } else {
-      issue(id, name, "type_mismatch", comfyError.invalidInputType(name, spec, value, "expected an uploaded file name or a core/ASSET reference"), `Input "${name}" takes an uploaded file name or a core/ASSET reference, not ${shown(value)}.`);
+      issue(
+        id,
+        name,
+        "type_mismatch",
+        comfyError.invalidInputType(name, spec, value, "expected an uploaded file name or a core/ASSET reference"),
+        `Input "${name}" takes an uploaded file name or a core/ASSET reference, not ${shown(value)}.`,
+      );
     }
     return;
   }
   if (isAssetObject(value)) {
-    issue(id, name, "type_mismatch", comfyError.invalidInputType(name, spec, value, "a core/ASSET reference is accepted only by file inputs"), `Input "${name}" is not a file input: a core/ASSET reference is accepted only by inputs such as LoadImage's image.`);
+    issue(
+      id,
+      name,
+      "type_mismatch",
+      comfyError.invalidInputType(name, spec, value, "a core/ASSET reference is accepted only by file inputs"),
+      `Input "${name}" is not a file input: a core/ASSET reference is accepted only by inputs such as LoadImage's image.`,
+    );
     return;
   }
   if (type === "*") {
@@ -156,40 +202,82 @@ function checkLiteral(
   const options = comboOptions(spec);
   if (options) {
     if (!options.some((o) => o === value)) {
-      const near = typeof value === "string" ? closest(value, options.filter((o): o is string => typeof o === "string")) : null;
+      const near =
+        typeof value === "string"
+          ? closest(
+              value,
+              options.filter((o): o is string => typeof o === "string"),
+            )
+          : null;
       const list = options.length <= 12 ? `: ${options.map(shown).join(", ")}` : ` (${options.length} of them)`;
-      issue(id, name, "not_in_options", comfyError.valueNotInList(name, spec, value, options), `Input "${name}" is ${shown(value)}, not one of its options${list}.`, near ? `Did you mean "${near}"?` : undefined);
-    }
-    else prepared.literals[name] = value;
+      issue(
+        id,
+        name,
+        "not_in_options",
+        comfyError.valueNotInList(name, spec, value, options),
+        `Input "${name}" is ${shown(value)}, not one of its options${list}.`,
+        near ? `Did you mean "${near}"?` : undefined,
+      );
+    } else prepared.literals[name] = value;
     return;
   }
   if (typeof type !== "string" || !WIDGET_TYPES.has(type)) {
-    issue(id, name, "type_mismatch", comfyError.invalidInputType(name, spec, value, `a ${typeof type === "string" ? type : "COMBO"} input takes a link`), `Input "${name}" takes a link from a node's ${typeof type === "string" ? type : "COMBO"} output, not a value.`);
+    issue(
+      id,
+      name,
+      "type_mismatch",
+      comfyError.invalidInputType(name, spec, value, `a ${typeof type === "string" ? type : "COMBO"} input takes a link`),
+      `Input "${name}" takes a link from a node's ${typeof type === "string" ? type : "COMBO"} output, not a value.`,
+    );
     return;
   }
   let coerced: unknown;
   if (type === "INT" || type === "FLOAT") {
     const c = type === "INT" ? intOf(value) : pyFloat(isBigInteger(value) ? Number(value.rawJSON) : value);
     if (!c.ok) {
-      issue(id, name, "type_mismatch", comfyError.invalidInputType(name, spec, value, c.error), `Input "${name}" takes ${type === "INT" ? "a whole number" : "a number"}, not ${shown(value)}.`);
+      issue(
+        id,
+        name,
+        "type_mismatch",
+        comfyError.invalidInputType(name, spec, value, c.error),
+        `Input "${name}" takes ${type === "INT" ? "a whole number" : "a number"}, not ${shown(value)}.`,
+      );
       return;
     }
     coerced = c.value;
     const opts = spec[1] ?? {};
     const show = (n: unknown) => (type === "FLOAT" && typeof n === "number" ? pyFloatRepr(n) : pyRepr(n));
     if (isBound(opts.min) && compareNumbers(c.value, opts.min) < 0) {
-      issue(id, name, "out_of_range", comfyError.valueSmallerThanMin(name, spec, c.value, opts.min, show), `Input "${name}" is ${show(c.value)}, below its minimum of ${show(opts.min)}.`);
+      issue(
+        id,
+        name,
+        "out_of_range",
+        comfyError.valueSmallerThanMin(name, spec, c.value, opts.min, show),
+        `Input "${name}" is ${show(c.value)}, below its minimum of ${show(opts.min)}.`,
+      );
       return;
     }
     if (isBound(opts.max) && compareNumbers(c.value, opts.max) > 0) {
-      issue(id, name, "out_of_range", comfyError.valueBiggerThanMax(name, spec, c.value, opts.max, show), `Input "${name}" is ${show(c.value)}, above its maximum of ${show(opts.max)}.`);
+      issue(
+        id,
+        name,
+        "out_of_range",
+        comfyError.valueBiggerThanMax(name, spec, c.value, opts.max, show),
+        `Input "${name}" is ${show(c.value)}, above its maximum of ${show(opts.max)}.`,
+      );
       return;
     }
   } else if (type === "STRING") {
     coerced = pyStr(value); // an exact integer's digits, as Python's str()
     // Output names come back in every read of the job: a prefix is bounded like a path.
     if (name === "filename_prefix" && (coerced as string).length > MAX_FILENAME_PREFIX) {
-      issue(id, name, "out_of_range", comfyError.invalidInputType(name, spec, `${(coerced as string).slice(0, 32)}...`, `filename_prefix is longer than ${MAX_FILENAME_PREFIX} characters`), `Input "filename_prefix" is longer than ${MAX_FILENAME_PREFIX} characters.`);
+      issue(
+        id,
+        name,
+        "out_of_range",
+        comfyError.invalidInputType(name, spec, `${(coerced as string).slice(0, 32)}...`, `filename_prefix is longer than ${MAX_FILENAME_PREFIX} characters`),
+        `Input "filename_prefix" is longer than ${MAX_FILENAME_PREFIX} characters.`,
+      );
       return;
     }
     // A prefix that leaves the output folder would fail only when the node saves: refuse it now.

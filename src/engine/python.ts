@@ -29,7 +29,9 @@ export function pyRepr(v: unknown): string {
   if (typeof v === "string") return pyStringRepr(v);
   if (Array.isArray(v)) return `[${v.map(pyRepr).join(", ")}]`;
   if (typeof v === "object") {
-    return `{${Object.entries(v as Record<string, unknown>).map(([k, val]) => `${pyStringRepr(k)}: ${pyRepr(val)}`).join(", ")}}`;
+    return `{${Object.entries(v as Record<string, unknown>)
+      .map(([k, val]) => `${pyStringRepr(k)}: ${pyRepr(val)}`)
+      .join(", ")}}`;
   }
   return String(v);
 }

@@ -32,7 +32,13 @@ export function analyzeGraph(graph: unknown, registry: NodeRegistry, options: An
   const issue: Report = (node_id, field, reason, comfy, message, hint) =>
     analysis.issues.push({ node_id, field, reason, comfy: hint ? withHint(comfy, hint) : comfy, message: hint ? `${message} ${hint}` : message });
   if (!isPlainObject(graph)) {
-    issue("", "", "bad_node", comfyError.invalidPrompt("The workflow must be a JSON object keyed by node id"), "The workflow must be a JSON object keyed by node id.");
+    issue(
+      "",
+      "",
+      "bad_node",
+      comfyError.invalidPrompt("The workflow must be a JSON object keyed by node id"),
+      "The workflow must be a JSON object keyed by node id.",
+    );
     return analysis;
   }
   const known = new Map<string, { def: NodeDefinition; inputs: Record<string, unknown> }>();
@@ -52,13 +58,21 @@ export function analyzeGraph(graph: unknown, registry: NodeRegistry, options: An
         "class_type",
         "unknown_class",
         comfyError.missingNodeType(id, node.class_type, title),
-        near ? `This server has no node class "${node.class_type}".` : `This server has no node class "${node.class_type}"; GET /api/object_info lists the classes it has.`,
+        near
+          ? `This server has no node class "${node.class_type}".`
+          : `This server has no node class "${node.class_type}"; GET /api/object_info lists the classes it has.`,
         near ? `Did you mean "${near}"?` : undefined,
       );
       continue;
     }
     if (node.inputs !== undefined && !isPlainObject(node.inputs)) {
-      issue(id, "", "bad_node", comfyError.exceptionDuringValidation("TypeError", "inputs must be an object of input name to value"), "The node's inputs must be an object of input name to value.");
+      issue(
+        id,
+        "",
+        "bad_node",
+        comfyError.exceptionDuringValidation("TypeError", "inputs must be an object of input name to value"),
+        "The node's inputs must be an object of input name to value.",
+      );
       continue;
     }
     known.set(id, { def, inputs: (node.inputs as Record<string, unknown> | undefined) ?? {} });
@@ -86,11 +100,14 @@ export function analyzeGraph(graph: unknown, registry: NodeRegistry, options: An
   // finding every node on a cycle (the error names them all).
   const order = executionOrder(analysis.outputs, analysis.nodes);
   if (order !== null) analysis.order = order;
-  else for (const id of [...nodesOnCycles(analysis.nodes)].sort(compareNodeIds)) issue(id, "", "cycle", comfyError.dependencyCycle(), `Node ${id} is on a dependency cycle: its inputs lead back to its own output.`);
+  else
+    for (const id of [...nodesOnCycles(analysis.nodes)].sort(compareNodeIds))
+      issue(id, "", "cycle", comfyError.dependencyCycle(), `Node ${id} is on a dependency cycle: its inputs lead back to its own output.`);
   // Sizes are checked once the graph is otherwise sound (they read coerced literals).
-  if (analysis.issues.length === 0) checkSizes(analysis, options, (id, field, message) => {
-    analysis.issues.push({ node_id: id, field, reason: "out_of_range", comfy: comfyError.customValidationFailed(field, message), message });
-  });
+  if (analysis.issues.length === 0)
+    checkSizes(analysis, options, (id, field, message) => {
+      analysis.issues.push({ node_id: id, field, reason: "out_of_range", comfy: comfyError.customValidationFailed(field, message), message });
+    });
 
   // Only error reports read `dependents` (ComfyUI's dependent_outputs), and walking every
   // output's ancestors is quadratic in deep graphs: skip it for a valid graph.

@@ -45,8 +45,8 @@ function comfyShape(analysis: Analysis): ComfyValidationError {
 
 /** A one-line summary of the errors, for logs and error messages. */
 export function describeErrors(result: ValidationResult): string {
-  const parts = Object.entries(result.node_errors).map(([id, errs]) =>
-    `${id === "" ? "graph" : `node ${id}`}: ${errs.map((e) => (e.field ? `${e.field} ${e.reason}` : e.reason)).join(", ")}`,
+  const parts = Object.entries(result.node_errors).map(
+    ([id, errs]) => `${id === "" ? "graph" : `node ${id}`}: ${errs.map((e) => (e.field ? `${e.field} ${e.reason}` : e.reason)).join(", ")}`,
   );
   return parts.length ? `Invalid workflow (${parts.join("; ")})` : "Valid workflow";
 }

@@ -74,7 +74,9 @@ export class Dispatcher {
       abortRun: (jobId: string) => this.running.get(jobId)?.abort(),
       pump: () => this.pump(),
     };
-    this.source = options.lease ? new LeasedJobSource(host, options.lease, options.engine.queuesWork) : new LocalJobSource(host, options.engine.queuesWork, options.engine.resumesRuns);
+    this.source = options.lease
+      ? new LeasedJobSource(host, options.lease, options.engine.queuesWork)
+      : new LocalJobSource(host, options.engine.queuesWork, options.engine.resumesRuns);
   }
 
   /**

@@ -47,7 +47,13 @@ async function run(engine: Engine, graph: Record<string, unknown>, o: RunOptions
       async resolveAsset(ref) {
         const found = await o.resolveAsset(ref);
         if (!found) {
-          throw new EngineError({ code: "invalid_input", message: "A referenced asset is no longer available.", node_id: null, class_type: null, traceback: null });
+          throw new EngineError({
+            code: "invalid_input",
+            message: "A referenced asset is no longer available.",
+            node_id: null,
+            class_type: null,
+            traceback: null,
+          });
         }
         return found;
       },
@@ -61,7 +67,15 @@ async function run(engine: Engine, graph: Record<string, unknown>, o: RunOptions
       onProgress: (e) => o.onProgress(e.node_id, e.value, e.max),
       onPreview: (e) => o.onPreview(e.node_id, e.content_type, e.data),
       onOutput: (out) =>
-        o.onOutput({ node_id: out.node_id, class_type: out.class_type, name: out.name, type: out.type, content_type: out.content_type, data: out.data, folder: out.folder }),
+        o.onOutput({
+          node_id: out.node_id,
+          class_type: out.class_type,
+          name: out.name,
+          type: out.type,
+          content_type: out.content_type,
+          data: out.data,
+          folder: out.folder,
+        }),
       onLog: (text) => o.onLog(text),
     });
     return { kind: "succeeded" };

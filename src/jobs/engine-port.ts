@@ -4,9 +4,7 @@ import type { components } from "../../generated/openapi-types.ts";
 import type { AssetType, AssetFolder } from "../store/index.ts";
 
 /** Outcome of validating a graph; `node_errors` is the spec's NodeErrors of `invalid_workflow`. */
-export type GraphValidation =
-  | { ok: true; output_node_ids: string[] }
-  | { ok: false; node_errors: components["schemas"]["NodeErrors"]; comfy?: unknown };
+export type GraphValidation = { ok: true; output_node_ids: string[] } | { ok: false; node_errors: components["schemas"]["NodeErrors"]; comfy?: unknown };
 
 /** A `core/ASSET` reference found in a graph. */
 export interface GraphAssetReference {

@@ -1,6 +1,15 @@
 // One run of one job: engine callbacks become progress, outputs, previews, logs and events.
 import type { AssetService, StoredOutput } from "../assets/asset-service.ts";
-import { LeaseLostError, TerminalStatusError, type AssetRecord, type JobPatch, type JobRecord, type JobStatus, type RunFence, type Store } from "../store/index.ts";
+import {
+  LeaseLostError,
+  TerminalStatusError,
+  type AssetRecord,
+  type JobPatch,
+  type JobRecord,
+  type JobStatus,
+  type RunFence,
+  type Store,
+} from "../store/index.ts";
 import { UPSTREAM_FAILURE, WORKFLOW_FAILED } from "../domain/failures.ts";
 import { isOutOfSpace } from "../datadir/space.ts";
 import type { EnginePort, RunEnd, RunFailure, RunOptions, RunOutput } from "./engine-port.ts";
@@ -122,7 +131,15 @@ class JobRun {
   private readonly resume: boolean;
   private recordedBefore: Map<string, string> | null = null;
 
-  constructor(deps: JobRunDeps, job: JobRecord, extra: { api_key_vendor_org?: string }, outerSignal: AbortSignal, hooks: QueuedRunHooks | undefined, fence: RunFence, resume = false) {
+  constructor(
+    deps: JobRunDeps,
+    job: JobRecord,
+    extra: { api_key_vendor_org?: string },
+    outerSignal: AbortSignal,
+    hooks: QueuedRunHooks | undefined,
+    fence: RunFence,
+    resume = false,
+  ) {
     this.resume = resume;
     this.deps = deps;
     this.job = job;
@@ -164,7 +181,9 @@ class JobRun {
     if (!(err instanceof LeaseLostError)) return false;
     if (!this.leaseLost) {
       this.leaseLost = true;
-      this.deps.log?.(`job ${this.job.id}: a write of its run was refused: the run no longer holds its lease (the job ended elsewhere); the run stops and writes nothing more`);
+      this.deps.log?.(
+        `job ${this.job.id}: a write of its run was refused: the run no longer holds its lease (the job ended elsewhere); the run stops and writes nothing more`,
+      );
       this.fenced.abort();
     }
     return true;
@@ -205,7 +224,13 @@ class JobRun {
     this.runningCommitted = new Promise<void>((resolve) => (committed = resolve));
     const runningCommit = store
       // With leases the job was claimed while queued: it moves only while this run's claim holds.
-      .transitionJob(this.job.id, ["queued"], "running", { started_at: this.deps.now() }, { onCommitted: () => committed(), ...(this.fence.workerId !== null ? { fence: this.fence } : {}) })
+      .transitionJob(
+        this.job.id,
+        ["queued"],
+        "running",
+        { started_at: this.deps.now() },
+        { onCommitted: () => committed(), ...(this.fence.workerId !== null ? { fence: this.fence } : {}) },
+      )
       .catch((err: unknown) => (this.refused(err) ? null : ignoreTerminal(err)))
       .then((moved) => {
         this.hooks?.onRunning();
@@ -221,7 +246,10 @@ class JobRun {
   private async runEngine(): Promise<RunEnd> {
     try {
       const graph = (await this.persist(() => this.deps.store.getJobWorkflow(this.job.id))) ?? {};
-      if (this.resume) this.recordedBefore = new Map((await this.persist(() => this.deps.store.listJobOutputs(this.job.id))).map((a) => [`${a.node_id}\u0000${a.hash}`, a.name]));
+      if (this.resume)
+        this.recordedBefore = new Map(
+          (await this.persist(() => this.deps.store.listJobOutputs(this.job.id))).map((a) => [`${a.node_id}\u0000${a.hash}`, a.name]),
+        );
       return await this.deps.engine.run(graph, this.engineCallbacks());
     } catch (err) {
       // The port promises not to throw, but the graph read can fail (retried until a stop): the job still ends.
@@ -384,33 +412,36 @@ class JobRun {
     await deps.events.relayed();
 
     this.ending = true;
-    const ended = this.leaseLost ? null : await this.persist(async () => {
-      if (deps.captureLogs) {
-        const { text, truncated } = this.log.result();
-        await store.setLogs(job.id, { text, truncated, captured_at: deps.now() }, fence);
-      }
-      const now = deps.now();
-      if (end.kind === "succeeded") {
-        const progress = this.tracker.finish();
-        try {
-          return await settle(store, job.id, "succeeded", { completed_at: now, progress }, held.stored, fence);
-        } catch (err) {
-          if (!isOutOfSpace(err) || held.stored.length === 0) throw err;
-          // The records do not fit: the job fails as when an output's bytes do not.
-          end = { kind: "failed", error: outOfSpace(held.nodes[0]!) };
-          await held.done(null);
-          held.stored.length = 0;
-        }
-      }
-      if (end.kind === "failed") return settle(store, job.id, "failed", { completed_at: now, error: { ...end.error } }, [], fence);
-      return settle(store, job.id, "canceled", { completed_at: now }, [], fence);
-    }).catch((err: unknown) => {
-      if (this.refused(err)) return null;
-      throw err;
-    });
+    const ended = this.leaseLost
+      ? null
+      : await this.persist(async () => {
+          if (deps.captureLogs) {
+            const { text, truncated } = this.log.result();
+            await store.setLogs(job.id, { text, truncated, captured_at: deps.now() }, fence);
+          }
+          const now = deps.now();
+          if (end.kind === "succeeded") {
+            const progress = this.tracker.finish();
+            try {
+              return await settle(store, job.id, "succeeded", { completed_at: now, progress }, held.stored, fence);
+            } catch (err) {
+              if (!isOutOfSpace(err) || held.stored.length === 0) throw err;
+              // The records do not fit: the job fails as when an output's bytes do not.
+              end = { kind: "failed", error: outOfSpace(held.nodes[0]!) };
+              await held.done(null);
+              held.stored.length = 0;
+            }
+          }
+          if (end.kind === "failed") return settle(store, job.id, "failed", { completed_at: now, error: { ...end.error } }, [], fence);
+          return settle(store, job.id, "canceled", { completed_at: now }, [], fence);
+        }).catch((err: unknown) => {
+          if (this.refused(err)) return null;
+          throw err;
+        });
     // Nothing moved: the job ended elsewhere (or, with leases, is held by no claim of this run).
     // (A job canceled while it was queued, claimed while queued, ended canceled without its run.)
-    if (ended === null && !this.leaseLost && fence.workerId !== null && this.started) deps.log?.(`job ${job.id}: its end was not written: the run no longer holds its lease (the job ended elsewhere)`);
+    if (ended === null && !this.leaseLost && fence.workerId !== null && this.started)
+      deps.log?.(`job ${job.id}: its end was not written: the run no longer holds its lease (the job ended elsewhere)`);
     if (held.stored.length > 0) await held.done(ended?.assets ?? null);
     // Written with their bytes kept: the store forgets those once the files are durable, off the path.
     if (ended?.assets.length) void deps.assets.settlePending(held.stored).catch(() => undefined);
@@ -433,7 +464,14 @@ class JobRun {
  * Writes the end of a run. A job canceled meanwhile ends `canceled` whatever the run did; one
  * expired by the reaper stays expired (the database refuses to rewrite a terminal state).
  */
-async function settle(store: Store, id: string, to: JobStatus, patch: JobPatch, outputs: readonly StoredOutput[], fence: RunFence): Promise<{ job: JobRecord; assets: AssetRecord[] } | null> {
+async function settle(
+  store: Store,
+  id: string,
+  to: JobStatus,
+  patch: JobPatch,
+  outputs: readonly StoredOutput[],
+  fence: RunFence,
+): Promise<{ job: JobRecord; assets: AssetRecord[] } | null> {
   const records = outputs.map((s) => s.record);
   const pending = outputs.flatMap((s) => (s.pending === null ? [] : [s.pending]));
   // Records (and staged bytes) go with whichever move lands, in its transaction; none is written if none does.

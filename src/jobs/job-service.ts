@@ -144,7 +144,14 @@ export class JobService {
    */
   private async keyClaimed(owner: string, key: string): Promise<boolean> {
     const writing = this.writingKeys.get(`${owner}\0${key}`);
-    if (writing && (await writing.then(() => true, () => false))) return true;
+    if (
+      writing &&
+      (await writing.then(
+        () => true,
+        () => false,
+      ))
+    )
+      return true;
     return (await this.o.store.getIdempotencyClaim(owner, key, this.o.now())) !== null;
   }
 
@@ -160,7 +167,8 @@ export class JobService {
     // A fast refusal from this process's queue; a shared one (PostgreSQL) is only partly known
     // here, and the store checks the bound exactly as it commits anyway.
     const queued = this.o.dispatcher.queue.size + this.inserting;
-    if (!this.o.dispatcher.sharesQueue && queued >= this.o.queueLimit) throw queueFull(this.o.dispatcher.drain.retryAfterSeconds(queued - this.o.queueLimit + 1, this.o.now()));
+    if (!this.o.dispatcher.sharesQueue && queued >= this.o.queueLimit)
+      throw queueFull(this.o.dispatcher.drain.retryAfterSeconds(queued - this.o.queueLimit + 1, this.o.now()));
     return validation;
   }
 
@@ -184,7 +192,10 @@ export class JobService {
   }
 
   /** The caller's jobs, newest first. */
-  async list(caller: Caller, options: { status?: JobStatus; limit: number; cursor?: string | undefined; metadata?: JobLabels }): Promise<{ jobs: JobSnapshot[]; next_cursor: string | null }> {
+  async list(
+    caller: Caller,
+    options: { status?: JobStatus; limit: number; cursor?: string | undefined; metadata?: JobLabels },
+  ): Promise<{ jobs: JobSnapshot[]; next_cursor: string | null }> {
     try {
       const page = await this.o.store.listJobs(caller.owner, {
         limit: options.limit,
@@ -310,7 +321,12 @@ export class JobService {
   private async checkAssets(owner: string, workflow: Record<string, unknown>): Promise<void> {
     const missing: Array<{ node_id: string; field: string; asset_id: string | null }> = [];
     for (const ref of this.o.engine.assetReferences(workflow)) {
-      const ok = ref.id !== null && (await this.o.assets.get(owner, ref.id).then(() => true, () => false));
+      const ok =
+        ref.id !== null &&
+        (await this.o.assets.get(owner, ref.id).then(
+          () => true,
+          () => false,
+        ));
       if (!ok) missing.push({ node_id: ref.node_id, field: ref.input, asset_id: ref.id });
     }
     if (missing.length > 0) {

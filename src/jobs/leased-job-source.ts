@@ -87,7 +87,9 @@ export class LeasedJobSource implements JobSource {
   /** Ends the jobs whose lease passed (`worker_lost`; `canceled` if a cancel was under way). */
   private async failExpired(): Promise<void> {
     for (const job of await this.lease.leases.failExpired(this.host.now())) {
-      this.host.log?.(`job ${job.id}: ended ${job.status}${job.error ? ` ${String(job.error.code)}` : ""}: the lease of the process holding it passed without a renewal`);
+      this.host.log?.(
+        `job ${job.id}: ended ${job.status}${job.error ? ` ${String(job.error.code)}` : ""}: the lease of the process holding it passed without a renewal`,
+      );
       this.host.abortRun(job.id);
       this.host.events.publish({ type: "status", job });
     }

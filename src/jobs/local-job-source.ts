@@ -49,10 +49,7 @@ export class LocalJobSource implements JobSource {
         continue;
       }
       const to = job.status === "canceling" ? "canceled" : "failed";
-      const patch =
-        to === "failed"
-          ? { completed_at: now, error: { ...WORKER_LOST } }
-          : { completed_at: now };
+      const patch = to === "failed" ? { completed_at: now, error: { ...WORKER_LOST } } : { completed_at: now };
       await store.transitionJob(job.id, [job.status], to, patch).catch(ignoreTerminal);
     }
     for (const id of await store.queuedJobsWithSecrets()) {

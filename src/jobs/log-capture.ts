@@ -26,7 +26,10 @@ export class LogCapture {
         this.bytes -= firstBytes;
       } else {
         // Cut inside the chunk on a character boundary.
-        const kept = Buffer.from(first).subarray(excess).toString("utf8").replace(/^\uFFFD+/, "");
+        const kept = Buffer.from(first)
+          .subarray(excess)
+          .toString("utf8")
+          .replace(/^\uFFFD+/, "");
         this.chunks[0] = kept;
         this.bytes = this.bytes - firstBytes + Buffer.byteLength(kept);
       }

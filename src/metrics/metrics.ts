@@ -146,7 +146,10 @@ export class FlowgateMetrics {
       registers: r,
       async collect() {
         // A read that fails (the database is away) leaves the last value.
-        await Promise.resolve(sources.queueDepth()).then((n) => this.set(n), () => undefined);
+        await Promise.resolve(sources.queueDepth()).then(
+          (n) => this.set(n),
+          () => undefined,
+        );
       },
     });
     new Gauge({
@@ -154,12 +157,36 @@ export class FlowgateMetrics {
       help: "Seconds the oldest queued job has waited; 0 when the queue is empty.",
       registers: r,
       async collect() {
-        await Promise.resolve(sources.oldestQueuedSeconds?.() ?? 0).then((n) => this.set(n), () => undefined);
+        await Promise.resolve(sources.oldestQueuedSeconds?.() ?? 0).then(
+          (n) => this.set(n),
+          () => undefined,
+        );
       },
     });
-    new Gauge({ name: "flowgate_jobs_running", help: "Jobs running now.", registers: r, collect() { this.set(sources.runningJobs()); } });
-    new Gauge({ name: "flowgate_sse_streams_open", help: "Open v2 event streams.", registers: r, collect() { this.set(sources.openEventStreams?.() ?? 0); } });
-    new Gauge({ name: "flowgate_websockets_open", help: "Open hosted-interface WebSockets.", registers: r, collect() { this.set(sources.openWebSockets?.() ?? 0); } });
+    new Gauge({
+      name: "flowgate_jobs_running",
+      help: "Jobs running now.",
+      registers: r,
+      collect() {
+        this.set(sources.runningJobs());
+      },
+    });
+    new Gauge({
+      name: "flowgate_sse_streams_open",
+      help: "Open v2 event streams.",
+      registers: r,
+      collect() {
+        this.set(sources.openEventStreams?.() ?? 0);
+      },
+    });
+    new Gauge({
+      name: "flowgate_websockets_open",
+      help: "Open hosted-interface WebSockets.",
+      registers: r,
+      collect() {
+        this.set(sources.openWebSockets?.() ?? 0);
+      },
+    });
     // One sample per ComfyUI instance, labelled by its URL, read at scrape time.
     const perUpstream = (name: string, help: string, value: (u: UpstreamHealth) => number) =>
       new Gauge({
@@ -172,7 +199,9 @@ export class FlowgateMetrics {
           for (const u of sources.upstreams?.() ?? []) this.set({ instance: u.url }, value(u));
         },
       });
-    perUpstream("flowgate_comfyui_up", "Whether each ComfyUI instance is reachable (1) or not (0); absent with the embedded engine.", (u) => (u.reachable ? 1 : 0));
+    perUpstream("flowgate_comfyui_up", "Whether each ComfyUI instance is reachable (1) or not (0); absent with the embedded engine.", (u) =>
+      u.reachable ? 1 : 0,
+    );
     perUpstream(
       "flowgate_comfyui_output_folder",
       "Whether each ComfyUI instance's output files are read from its folder on this machine (1) or fetched with /view (0).",
@@ -224,7 +253,11 @@ export class FlowgateMetrics {
       help: "Processes running jobs now: on PostgreSQL the deployment's workers and dispatching API nodes holding a live lease; else this server while it runs one.",
       registers: r,
       async collect() {
-        if (sources.busyWorkers) await sources.busyWorkers().then((n) => this.set(n), () => undefined);
+        if (sources.busyWorkers)
+          await sources.busyWorkers().then(
+            (n) => this.set(n),
+            () => undefined,
+          );
       },
     });
     new Counter({

@@ -60,7 +60,8 @@ export function followRemote(
       return;
     }
     const wanted = notice.events.filter((e) => !runsHere(e.job_id) && events.wantsRemote(e.job_id, e.owner));
-    if (wanted.length > 0) chain = chain.then(() => {
+    if (wanted.length > 0)
+      chain = chain.then(() => {
         for (const e of wanted) events.publishRemote(e);
       });
   };

@@ -169,7 +169,9 @@ export class PostgresRelay implements EventRelay {
       await (client as pg.Client | null)?.end().catch(() => undefined); // set inside connect
       throw err;
     }
-    const stopPreviews = this.#redis ? await this.#redis.subscribe((sender, preview) => sender !== tag && onNotice({ kind: "events", events: [preview] })) : null;
+    const stopPreviews = this.#redis
+      ? await this.#redis.subscribe((sender, preview) => sender !== tag && onNotice({ kind: "events", events: [preview] }))
+      : null;
     return async () => {
       stopped = true;
       clearTimeout(retry);

@@ -22,8 +22,18 @@ function decode(message: Buffer): { sender: string; preview: Preview } | null {
   if (newline < 0) return null;
   try {
     const h = JSON.parse(message.toString("utf8", 0, newline)) as Record<string, unknown>;
-    if (typeof h.sender !== "string" || typeof h.job_id !== "string" || typeof h.owner !== "string" || typeof h.node_id !== "string" || typeof h.content_type !== "string") return null;
-    return { sender: h.sender, preview: { type: "preview", job_id: h.job_id, owner: h.owner, node_id: h.node_id, content_type: h.content_type, data: message.subarray(newline + 1) } };
+    if (
+      typeof h.sender !== "string" ||
+      typeof h.job_id !== "string" ||
+      typeof h.owner !== "string" ||
+      typeof h.node_id !== "string" ||
+      typeof h.content_type !== "string"
+    )
+      return null;
+    return {
+      sender: h.sender,
+      preview: { type: "preview", job_id: h.job_id, owner: h.owner, node_id: h.node_id, content_type: h.content_type, data: message.subarray(newline + 1) },
+    };
   } catch {
     return null;
   }
@@ -44,7 +54,10 @@ export class RedisPreviews {
   static async open(url: string, channel: string): Promise<RedisPreviews> {
     // Named by host only: the URL may hold a password.
     const where = hostAndPort(url, 6379);
-    const publisher = await connect(createClient({ url, socket: { connectTimeout: CONNECT_TIMEOUT_MS, reconnectStrategy: (retries) => Math.min(100 * 2 ** retries, 2_000) } }), where);
+    const publisher = await connect(
+      createClient({ url, socket: { connectTimeout: CONNECT_TIMEOUT_MS, reconnectStrategy: (retries) => Math.min(100 * 2 ** retries, 2_000) } }),
+      where,
+    );
     return new RedisPreviews(publisher, channel);
   }
 

@@ -12,7 +12,11 @@ type WireEvent = Exclude<RunEvent, { type: "preview" }> | (Omit<Extract<RunEvent
 
 /** Encodes a batch into notification payloads: `<sender> <batch> <i>/<n>\n<slice>`. */
 export function encodeBatch(sender: string, batch: number, events: readonly RunEvent[]): string[] {
-  const wire: WireEvent[] = events.map((e) => (e.type === "preview" ? { type: e.type, job_id: e.job_id, owner: e.owner, node_id: e.node_id, content_type: e.content_type, data_base64: e.data.toString("base64") } : e));
+  const wire: WireEvent[] = events.map((e) =>
+    e.type === "preview"
+      ? { type: e.type, job_id: e.job_id, owner: e.owner, node_id: e.node_id, content_type: e.content_type, data_base64: e.data.toString("base64") }
+      : e,
+  );
   const bytes = Buffer.from(JSON.stringify(wire), "utf8");
   const slices: string[] = [];
   for (let at = 0; at < bytes.length; ) {
@@ -53,7 +57,21 @@ export class BatchJoiner {
     try {
       const wire = JSON.parse(entry.parts.join("")) as WireEvent[];
       if (!Array.isArray(wire)) return null;
-      return { sender, events: wire.map((e) => ("data_base64" in e ? { type: "preview", job_id: e.job_id, owner: e.owner, node_id: e.node_id, content_type: e.content_type, data: Buffer.from(e.data_base64, "base64") } : e)) };
+      return {
+        sender,
+        events: wire.map((e) =>
+          "data_base64" in e
+            ? {
+                type: "preview",
+                job_id: e.job_id,
+                owner: e.owner,
+                node_id: e.node_id,
+                content_type: e.content_type,
+                data: Buffer.from(e.data_base64, "base64"),
+              }
+            : e,
+        ),
+      };
     } catch {
       return null;
     }

@@ -121,7 +121,15 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     notReadyRetryAfter: 5,
     metricsToken: config.metricsToken,
   });
-  const assets = new AssetService({ store, blobs, now, retentionMs: config.retentionMs, maxUploadBytes: config.maxUploadBytes, space, proxyDownloads: config.blobProxy });
+  const assets = new AssetService({
+    store,
+    blobs,
+    now,
+    retentionMs: config.retentionMs,
+    maxUploadBytes: config.maxUploadBytes,
+    space,
+    proxyDownloads: config.blobProxy,
+  });
   dispatcher = new Dispatcher({
     store,
     assets,
@@ -139,10 +147,20 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     ...(lease ? { lease } : {}),
     log,
   });
-  const jobs = new JobService({ store, engine: options.engine, assets, dispatcher, events, now, retentionMs: config.retentionMs, queueLimit: config.queueLimit, beforeSubmit: async (caller) => {
-    space.assertRoom(); // no new job while the disk is full: it could not save its outputs
-    await surface.beforeSubmit(caller);
-  } });
+  const jobs = new JobService({
+    store,
+    engine: options.engine,
+    assets,
+    dispatcher,
+    events,
+    now,
+    retentionMs: config.retentionMs,
+    queueLimit: config.queueLimit,
+    beforeSubmit: async (caller) => {
+      space.assertRoom(); // no new job while the disk is full: it could not save its outputs
+      await surface.beforeSubmit(caller);
+    },
+  });
   let relay: EventRelay | null = null;
   /** Closes what was opened, the space watch and the connections, whether the start finished or not. */
   const closeOpened = async (): Promise<void> => {
@@ -203,9 +221,15 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     now,
     async readiness() {
       const [storeOk, engineOk, blobsOk] = await Promise.all([
-        store.check().then(() => true, () => false),
+        store.check().then(
+          () => true,
+          () => false,
+        ),
         options.engine.ready().catch(() => false),
-        blobs.check().then(() => true, () => false),
+        blobs.check().then(
+          () => true,
+          () => false,
+        ),
       ]);
       return {
         store: storeOk,
@@ -218,7 +242,16 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     },
     async start() {
       // What other processes do reaches this process's streams and sockets (PostgreSQL only).
-      if (relay !== null) stopListening = await relay.listen(followRemote(store, events, (id) => dispatcher.runs(id), () => dispatcher.pump(), (id, status) => dispatcher.queueChanged(id, status)));
+      if (relay !== null)
+        stopListening = await relay.listen(
+          followRemote(
+            store,
+            events,
+            (id) => dispatcher.runs(id),
+            () => dispatcher.pump(),
+            (id, status) => dispatcher.queueChanged(id, status),
+          ),
+        );
       await dispatcher.start();
       stopCharging = surface.chargeOnEnd(events, onBackgroundError);
       stopReaper = startReaper({ store, blobs, dispatcher, events, now, sweepOrphans }, config.reaperIntervalMs, onBackgroundError);

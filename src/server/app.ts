@@ -91,7 +91,10 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
       return done(null, undefined);
     }
     if (request.routeOptions.config?.family !== "hosted") return done(unsupportedContentType(), undefined);
-    readText(payload, runtime.config.bodyLimit).then((text) => parseJsonBody(text, done), (err: unknown) => done(err as Error, undefined));
+    readText(payload, runtime.config.bodyLimit).then(
+      (text) => parseJsonBody(text, done),
+      (err: unknown) => done(err as Error, undefined),
+    );
   });
   const observeUnmatched = measureHttp(app, runtime.metrics);
   await app.register(multipart, { limits: { fileSize: runtime.config.maxUploadBytes + 1, files: 1, fields: 64, fieldSize: 64 * 1024 } });
@@ -100,7 +103,8 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
     // Failures before a handler runs (body parsing, limits) answer in the route's own shape.
     const hosted = request.routeOptions.config?.family === "hosted";
     const env = hosted ? toHostedError(err) : toEnvelope(err);
-    if (env.status >= 500) request.log.error({ err: { type: (err as Error)?.name, message: (err as Error)?.message, stack: (err as Error)?.stack } }, "unexpected failure");
+    if (env.status >= 500)
+      request.log.error({ err: { type: (err as Error)?.name, message: (err as Error)?.message, stack: (err as Error)?.stack } }, "unexpected failure");
     reply.code(env.status).headers(env.headers).send(env.body);
   });
   app.setNotFoundHandler((_request, reply) => {

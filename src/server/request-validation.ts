@@ -7,7 +7,10 @@ import type { ErrorCode } from "../domain/errors.ts";
 
 /** Field path of an ajv error: `workflow`, `extra_data.foo`, `limit`... */
 function fieldOf(e: ErrorObject, root: string): string {
-  const parts = e.instancePath.split("/").filter(Boolean).map((p) => p.replace(/~1/g, "/").replace(/~0/g, "~"));
+  const parts = e.instancePath
+    .split("/")
+    .filter(Boolean)
+    .map((p) => p.replace(/~1/g, "/").replace(/~0/g, "~"));
   const params = e.params as Record<string, unknown>;
   if (e.keyword === "required") parts.push(String(params.missingProperty));
   if (e.keyword === "additionalProperties") parts.push(String(params.additionalProperty));

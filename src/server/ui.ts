@@ -11,7 +11,9 @@ import { COMPRESSIBLE, sendCompressed } from "./compressed-files.ts";
 import { toEnvelope } from "./error-envelope.ts";
 
 /** The package root: two levels up in a checkout (src/server), three from the build (dist/src/server). */
-const ROOT = [resolve(import.meta.dirname, "../.."), resolve(import.meta.dirname, "../../..")].find((dir) => existsSync(resolve(dir, "spec/openapi.yaml"))) ?? resolve(import.meta.dirname, "../..");
+const ROOT =
+  [resolve(import.meta.dirname, "../.."), resolve(import.meta.dirname, "../../..")].find((dir) => existsSync(resolve(dir, "spec/openapi.yaml"))) ??
+  resolve(import.meta.dirname, "../..");
 /** Where `npm run build:ui` writes the pages. */
 export const UI_DIST = resolve(ROOT, "ui/dist");
 const SPEC_DIR = resolve(ROOT, "spec");
@@ -49,7 +51,9 @@ export async function mountUi(app: FastifyInstance, dist = UI_DIST): Promise<voi
   app.get("/docs", page("docs.html"));
   app.get("/docs/events", page("events.html"));
   for (const file of ["openapi.yaml", "asyncapi.yaml"]) {
-    app.get(`/docs/${file}`, async (_request, reply) => reply.header("cache-control", "no-cache").type("application/yaml; charset=utf-8").sendFile(file, SPEC_DIR, fresh));
+    app.get(`/docs/${file}`, async (_request, reply) =>
+      reply.header("cache-control", "no-cache").type("application/yaml; charset=utf-8").sendFile(file, SPEC_DIR, fresh),
+    );
   }
 }
 

@@ -83,7 +83,14 @@ export class CheckedStore implements Store {
     if (statuses !== null && statuses.length === 0) return { jobs: [], next_cursor: null };
     const before = options.cursor == null ? Number.MAX_SAFE_INTEGER : decodeCursor(options.cursor);
     const labels = labelFilters(options.metadata, MAX_LABEL_FILTERS);
-    const rows = await this.#dialect.listJobs(owner, { fetch: limit + 1, before, statuses, labels, deployment_id: options.deployment_id, in_history: options.in_history === true });
+    const rows = await this.#dialect.listJobs(owner, {
+      fetch: limit + 1,
+      before,
+      statuses,
+      labels,
+      deployment_id: options.deployment_id,
+      in_history: options.in_history === true,
+    });
     const jobs = rows.slice(0, limit);
     return { jobs, next_cursor: rows.length > limit ? encodeCursor(jobs[jobs.length - 1]!.seq) : null };
   }

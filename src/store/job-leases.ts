@@ -25,20 +25,41 @@ export interface JobLeases {
    * their `slots` skipped, others' secret jobs too) to `running` under this worker's lease,
    * atomically across processes; null when there is none. `onlyHeld`: among `heldSecrets` only.
    */
-  claim(workerId: string, leaseMs: number, startedAt: number, slots: ((owner: string) => Promise<number>) | undefined, heldSecrets: readonly string[], onlyHeld?: boolean): Promise<ClaimedJob | null>;
+  claim(
+    workerId: string,
+    leaseMs: number,
+    startedAt: number,
+    slots: ((owner: string) => Promise<number>) | undefined,
+    heldSecrets: readonly string[],
+    onlyHeld?: boolean,
+  ): Promise<ClaimedJob | null>;
   /**
    * As `claim`, up to `limit` jobs at once, the next ones in that order (without tier limits:
    * with `slots`, one); [] when none is claimable. Claims of several processes do not wait for
    * each other: they take what claims one after another would.
    */
-  claimMany(workerId: string, leaseMs: number, startedAt: number, slots: ((owner: string) => Promise<number>) | undefined, heldSecrets: readonly string[], onlyHeld: boolean, limit: number): Promise<ClaimedJob[]>;
+  claimMany(
+    workerId: string,
+    leaseMs: number,
+    startedAt: number,
+    slots: ((owner: string) => Promise<number>) | undefined,
+    heldSecrets: readonly string[],
+    onlyHeld: boolean,
+    limit: number,
+  ): Promise<ClaimedJob[]>;
   /**
    * As claim, but the job stays `queued` (started_at null) under this worker's lease: an engine
    * with a queue of its own (ComfyUI) starts it later, and the run then moves it to `running` with
    * the store's transitionJob fenced by this claim. No worker claims it again; its lease is renewed
    * and passes as a running job's (`worker_lost`), and it holds a slot of its owner's meanwhile.
    */
-  claimQueued(workerId: string, leaseMs: number, slots: ((owner: string) => Promise<number>) | undefined, heldSecrets: readonly string[], onlyHeld?: boolean): Promise<ClaimedJob | null>;
+  claimQueued(
+    workerId: string,
+    leaseMs: number,
+    slots: ((owner: string) => Promise<number>) | undefined,
+    heldSecrets: readonly string[],
+    onlyHeld?: boolean,
+  ): Promise<ClaimedJob | null>;
   /**
    * The live jobs carrying this worker's id, with their claims' epochs: after a claim whose answer
    * was lost (the connection dropped at its commit), the jobs it may have claimed after all.

@@ -24,7 +24,12 @@ const toKey = (r: Row): ApiKeyRecord => ({
   created_at: r.created_at as number,
   revoked_at: r.revoked_at as number | null,
 });
-const toDeployment = (r: Row): DeploymentRecord => ({ id: r.id as string, state: r.state as DeploymentState, demo: r.demo as boolean, created_at: r.created_at as number });
+const toDeployment = (r: Row): DeploymentRecord => ({
+  id: r.id as string,
+  state: r.state as DeploymentState,
+  demo: r.demo as boolean,
+  created_at: r.created_at as number,
+});
 
 /**
  * Each statement's name, given at its first use: a named statement is parsed and planned once per
@@ -58,12 +63,10 @@ export class PostgresDirectory implements Directory {
   }
 
   async ensureAccount(name: string, d: { tier: string; credits: number; now: number }): Promise<AccountRecord> {
-    await this.#rows("INSERT INTO accounts (name, tier, credits, subscription_active, created_at) VALUES ($1, $2, $3, true, $4) ON CONFLICT (name) DO NOTHING", [
-      name,
-      d.tier,
-      d.credits,
-      d.now,
-    ]);
+    await this.#rows(
+      "INSERT INTO accounts (name, tier, credits, subscription_active, created_at) VALUES ($1, $2, $3, true, $4) ON CONFLICT (name) DO NOTHING",
+      [name, d.tier, d.credits, d.now],
+    );
     return (await this.getAccount(name))!;
   }
 
@@ -105,7 +108,12 @@ export class PostgresDirectory implements Directory {
   }
 
   async createDeployment(d: DeploymentRecord): Promise<DeploymentRecord> {
-    const [r] = await this.#rows(`INSERT INTO deployments (${DEPLOYMENT}) VALUES ($1, $2, $3, $4) RETURNING ${DEPLOYMENT}`, [d.id, d.state, d.demo, d.created_at]);
+    const [r] = await this.#rows(`INSERT INTO deployments (${DEPLOYMENT}) VALUES ($1, $2, $3, $4) RETURNING ${DEPLOYMENT}`, [
+      d.id,
+      d.state,
+      d.demo,
+      d.created_at,
+    ]);
     return toDeployment(r!);
   }
 

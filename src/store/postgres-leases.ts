@@ -44,11 +44,26 @@ export class PostgresLeases implements JobLeases {
     return new PostgresLeases(await openPostgresPool({ maxConnections: 2, applicationName: "flowgate-leases", ...options }), options);
   }
 
-  async claim(workerId: string, leaseMs: number, startedAt: number, slots: ((owner: string) => Promise<number>) | undefined, heldSecrets: readonly string[], onlyHeld = false): Promise<ClaimedJob | null> {
+  async claim(
+    workerId: string,
+    leaseMs: number,
+    startedAt: number,
+    slots: ((owner: string) => Promise<number>) | undefined,
+    heldSecrets: readonly string[],
+    onlyHeld = false,
+  ): Promise<ClaimedJob | null> {
     return (await this.claimMany(workerId, leaseMs, startedAt, slots, heldSecrets, onlyHeld, 1))[0] ?? null;
   }
 
-  async claimMany(workerId: string, leaseMs: number, startedAt: number, slots: ((owner: string) => Promise<number>) | undefined, heldSecrets: readonly string[], onlyHeld: boolean, limit: number): Promise<ClaimedJob[]> {
+  async claimMany(
+    workerId: string,
+    leaseMs: number,
+    startedAt: number,
+    slots: ((owner: string) => Promise<number>) | undefined,
+    heldSecrets: readonly string[],
+    onlyHeld: boolean,
+    limit: number,
+  ): Promise<ClaimedJob[]> {
     if (!Number.isSafeInteger(limit) || limit < 1) throw new RangeError("limit must be a positive integer");
     const claim = (on: pg.Pool | pg.PoolClient, full: string[], wait: boolean, count: number) =>
       on.query({
@@ -83,7 +98,13 @@ export class PostgresLeases implements JobLeases {
     });
   }
 
-  async claimQueued(workerId: string, leaseMs: number, slots: ((owner: string) => Promise<number>) | undefined, heldSecrets: readonly string[], onlyHeld = false): Promise<ClaimedJob | null> {
+  async claimQueued(
+    workerId: string,
+    leaseMs: number,
+    slots: ((owner: string) => Promise<number>) | undefined,
+    heldSecrets: readonly string[],
+    onlyHeld = false,
+  ): Promise<ClaimedJob | null> {
     return inTransaction(this.#pool, async (client) => {
       await client.query("SELECT pg_advisory_xact_lock($1)", [CLAIM_LOCK]);
       // Jobs claimed while queued take their owners' slots as running ones do.
@@ -93,7 +114,15 @@ export class PostgresLeases implements JobLeases {
         for (const r of rows) if (r.n >= (await slots(r.owner))) full.push(r.owner);
       }
       for (let attempt = 0; attempt < 2; attempt++) {
-        const { rows } = await client.query(onlyHeld ? PG_LEASE_SQL.claimQueuedHeld : PG_LEASE_SQL.claimQueued, [workerId, null, leaseMs, full, heldSecrets, 1, 1 + CANDIDATES_BEYOND]);
+        const { rows } = await client.query(onlyHeld ? PG_LEASE_SQL.claimQueuedHeld : PG_LEASE_SQL.claimQueued, [
+          workerId,
+          null,
+          leaseMs,
+          full,
+          heldSecrets,
+          1,
+          1 + CANDIDATES_BEYOND,
+        ]);
         const row = rows.find((r) => r.id !== null);
         if (row !== undefined) return { job: toJob(row), epoch: Number(row.lease_epoch) };
       }

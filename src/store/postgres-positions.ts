@@ -111,7 +111,13 @@ export class QueuePositions {
       job = read!;
       snapshot = stamp;
     } else {
-      const { rows } = await this.#pool.query<{ seq: number | null; owner: string | null; version: number | null; age_ms: number | null; took_ms: number | null }>({
+      const { rows } = await this.#pool.query<{
+        seq: number | null;
+        owner: string | null;
+        version: number | null;
+        age_ms: number | null;
+        took_ms: number | null;
+      }>({
         name: "fg_position_probe",
         text: PG_POSITION_SQL.probe,
         values: [jobId],
@@ -134,7 +140,11 @@ export class QueuePositions {
    * reads at most what the next snapshot will (in FIFO order).
    */
   async #placeOfNewer(snap: Snapshot, owner: string, seq: number): Promise<number> {
-    const { rows } = await this.#pool.query<{ owner: string; n: number }>({ name: "fg_position_newer", text: PG_POSITION_SQL.newer, values: [snap.maxSeq, seq] });
+    const { rows } = await this.#pool.query<{ owner: string; n: number }>({
+      name: "fg_position_newer",
+      text: PG_POSITION_SQL.newer,
+      values: [snap.maxSeq, seq],
+    });
     const newer = new Map(rows.map((r) => [r.owner, r.n]));
     const of = (o: string) => ({ running: snap.owners.get(o)?.running ?? 0, before: (snap.owners.get(o)?.queued ?? 0) + (newer.get(o) ?? 0) });
     const mine = of(owner);

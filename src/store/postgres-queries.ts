@@ -127,7 +127,10 @@ export function pgListJobsSql(byStatus: boolean, byDeployment: boolean, inHistor
  */
 export function pgListLabeledJobsSql(labelCount: number, byStatus: boolean, byDeployment: boolean, inHistory = false): string {
   const others = Array.from({ length: labelCount - 1 }, (_, i) => i + 2)
-    .map((i) => `AND EXISTS (SELECT 1 FROM job_labels l${i} WHERE l${i}.owner = $1 AND l${i}.key = ($4::text[])[${i}] AND l${i}.value = ($5::text[])[${i}] AND l${i}.seq = l1.seq)`)
+    .map(
+      (i) =>
+        `AND EXISTS (SELECT 1 FROM job_labels l${i} WHERE l${i}.owner = $1 AND l${i}.key = ($4::text[])[${i}] AND l${i}.value = ($5::text[])[${i}] AND l${i}.seq = l1.seq)`,
+    )
     .join("\n    ");
   return `SELECT ${qualifiedJobColumns("j")} FROM job_labels l1 JOIN jobs j ON j.seq = l1.seq
     WHERE l1.owner = $1 AND l1.key = ($4::text[])[1] AND l1.value = ($5::text[])[1] AND l1.seq < $2

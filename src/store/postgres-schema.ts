@@ -291,8 +291,8 @@ BEGIN
   RETURN NULL;
 END $$;
 `,
-    },
-    {
+  },
+  {
     version: 12,
     description: "jobs claimed while queued (waiting in ComfyUI's queue under a worker's lease)",
     sql: `

@@ -117,11 +117,18 @@ export class PostgresStore implements StoreDialect {
   async listJobs(owner: string, query: JobQuery): Promise<JobRecord[]> {
     const { statuses, labels } = query;
     const params: unknown[] = [owner, query.before, query.fetch];
-    if (labels !== null) params.push(labels.map(([k]) => k), labels.map(([, v]) => v));
+    if (labels !== null)
+      params.push(
+        labels.map(([k]) => k),
+        labels.map(([, v]) => v),
+      );
     if (statuses !== null) params.push(statuses);
     if (query.deployment_id !== undefined) params.push(query.deployment_id);
     const byDeployment = query.deployment_id !== undefined;
-    const sql = labels === null ? pgListJobsSql(statuses !== null, byDeployment, query.in_history) : pgListLabeledJobsSql(labels.length, statuses !== null, byDeployment, query.in_history);
+    const sql =
+      labels === null
+        ? pgListJobsSql(statuses !== null, byDeployment, query.in_history)
+        : pgListLabeledJobsSql(labels.length, statuses !== null, byDeployment, query.in_history);
     return (await this.#query(sql, params)).rows.map(toJob);
   }
 
@@ -159,7 +166,14 @@ export class PostgresStore implements StoreDialect {
   }
 
   /** The guarded UPDATE of transitionJob on `on`. */
-  async #transition(id: string, fromStatuses: readonly JobStatus[], to: JobStatus, patch: JobPatch, on: Queryable, fence?: RunFence): Promise<JobRecord | null> {
+  async #transition(
+    id: string,
+    fromStatuses: readonly JobStatus[],
+    to: JobStatus,
+    patch: JobPatch,
+    on: Queryable,
+    fence?: RunFence,
+  ): Promise<JobRecord | null> {
     const field = (value: unknown) => [value !== undefined, value ?? null];
     const json = (value: JsonObject | null | undefined) => (value === undefined ? undefined : value === null ? null : JSON.stringify(value));
     const params = [
@@ -201,9 +215,7 @@ export class PostgresStore implements StoreDialect {
 
   async queuedJobs(limit: number, afterSeq: number, owner: string | undefined): Promise<JobRecord[]> {
     const { rows } =
-      owner === undefined
-        ? await this.#query(PG_SQL.queuedJobs, [afterSeq, limit])
-        : await this.#query(PG_SQL.ownerQueuedJobs, [afterSeq, limit, owner]);
+      owner === undefined ? await this.#query(PG_SQL.queuedJobs, [afterSeq, limit]) : await this.#query(PG_SQL.ownerQueuedJobs, [afterSeq, limit, owner]);
     return rows.map(toJob);
   }
 
@@ -327,7 +339,9 @@ export class PostgresStore implements StoreDialect {
       const removed = [...jobAssets, ...uploads];
       const candidates = [...new Set(removed.map((row) => row.blob_key as string))];
       const referenced =
-        candidates.length === 0 ? new Set<string>() : new Set((await client.query(PG_SQL.referencedBlobs, [candidates])).rows.map((row) => row.blob_key as string));
+        candidates.length === 0
+          ? new Set<string>()
+          : new Set((await client.query(PG_SQL.referencedBlobs, [candidates])).rows.map((row) => row.blob_key as string));
       return {
         job_ids,
         asset_ids: removed.map((row) => row.id as string),
@@ -405,8 +419,13 @@ async function insertBatchOnce(pool: pg.Pool, batch: PendingInsert[], batched: b
       throw error;
     }
   } finally {
-    if (!locked || broken) client.release(broken); // a lost connection's locks go with it
-    else client.query(UNLOCK_QUEUE).then(() => client.release(), () => client.release(true));
+    if (!locked || broken)
+      client.release(broken); // a lost connection's locks go with it
+    else
+      client.query(UNLOCK_QUEUE).then(
+        () => client.release(),
+        () => client.release(true),
+      );
   }
 }
 
@@ -463,7 +482,10 @@ async function insertJobs(client: pg.PoolClient, admitted: PendingInsert[], clai
     // Not inserted: its key was taken (only a key claimed in the statement can keep a job out).
     if (!claims || idempotency === undefined) throw new Error(`job ${job.id} was not inserted`);
     const existing = (await client.query(PG_SQL.getClaim, [job.owner, idempotency.key, idempotency.now])).rows[0];
-    outcomes.push({ status: "rejected", reason: new IdempotencyKeyReused(job.owner, idempotency.key, (existing?.job_id as string | null | undefined) ?? null) });
+    outcomes.push({
+      status: "rejected",
+      reason: new IdempotencyKeyReused(job.owner, idempotency.key, (existing?.job_id as string | null | undefined) ?? null),
+    });
   }
   return outcomes;
 }
@@ -486,7 +508,12 @@ function claimableAtOnce(batch: PendingInsert[], queued: number): boolean {
 }
 
 /** Checks the bound and claims each submission's key in turn; null for each submission admitted. */
-async function claimOneByOne(client: pg.PoolClient, batch: PendingInsert[], batched: boolean, queued: number): Promise<Array<PromiseSettledResult<JobRecord> | null>> {
+async function claimOneByOne(
+  client: pg.PoolClient,
+  batch: PendingInsert[],
+  batched: boolean,
+  queued: number,
+): Promise<Array<PromiseSettledResult<JobRecord> | null>> {
   const outcomes: Array<PromiseSettledResult<JobRecord> | null> = [];
   for (const { job, idempotency, queueLimit } of batch) {
     if (queueLimit !== undefined && queued >= queueLimit) {

@@ -2,7 +2,19 @@
 // Only the drivers differ: SQLite hands back a JSON column as text and a boolean as 0/1,
 // node-postgres a json column parsed and a boolean as one. Each store takes its RowReader.
 import { parseJson } from "../domain/exact-json.ts";
-import type { AssetFolder, AssetRecord, AssetType, IdempotencyClaim, JobFailure, JobLogs, JobProgress, JobRecord, JobStatus, JsonObject, PendingBlob } from "./types.ts";
+import type {
+  AssetFolder,
+  AssetRecord,
+  AssetType,
+  IdempotencyClaim,
+  JobFailure,
+  JobLogs,
+  JobProgress,
+  JobRecord,
+  JobStatus,
+  JsonObject,
+  PendingBlob,
+} from "./types.ts";
 
 /** A row as the driver returns it. */
 export type Row = Record<string, unknown>;

@@ -10,7 +10,10 @@ import type { AssetRecord, IdempotencyClaim, JobRecord, JobStatus } from "./type
  * ("Expected 2 arguments": the second names the missing field) until its column is listed.
  */
 function columns<T>() {
-  return <const L extends readonly (keyof T & string)[]>(names: L, ..._complete: [Exclude<keyof T, L[number]>] extends [never] ? [] : [missing: Exclude<keyof T, L[number]>]): L => names;
+  return <const L extends readonly (keyof T & string)[]>(
+    names: L,
+    ..._complete: [Exclude<keyof T, L[number]>] extends [never] ? [] : [missing: Exclude<keyof T, L[number]>]
+  ): L => names;
 }
 
 /** The columns a job record is read from, in its read order (seq first). */

@@ -14,11 +14,23 @@ const KEY = "key_hash, account, prefix, created_at, revoked_at";
 const DEPLOYMENT = "id, state, demo, created_at";
 
 function toAccount(r: Row): AccountRecord {
-  return { name: String(r.name), tier: String(r.tier), credits: Number(r.credits), subscription_active: r.subscription_active === 1, created_at: Number(r.created_at) };
+  return {
+    name: String(r.name),
+    tier: String(r.tier),
+    credits: Number(r.credits),
+    subscription_active: r.subscription_active === 1,
+    created_at: Number(r.created_at),
+  };
 }
 
 function toKey(r: Row): ApiKeyRecord {
-  return { key_hash: String(r.key_hash), account: String(r.account), prefix: String(r.prefix), created_at: Number(r.created_at), revoked_at: r.revoked_at === null ? null : Number(r.revoked_at) };
+  return {
+    key_hash: String(r.key_hash),
+    account: String(r.account),
+    prefix: String(r.prefix),
+    created_at: Number(r.created_at),
+    revoked_at: r.revoked_at === null ? null : Number(r.revoked_at),
+  };
 }
 
 function toDeployment(r: Row): DeploymentRecord {
@@ -70,7 +82,12 @@ export class SqliteDirectory implements Directory {
         `UPDATE accounts SET tier = COALESCE(:tier, tier), credits = COALESCE(:credits, credits),
           subscription_active = COALESCE(:active, subscription_active) WHERE name = :name RETURNING ${ACCOUNT}`,
       )
-      .all({ name, tier: patch.tier ?? null, credits: patch.credits ?? null, active: patch.subscription_active === undefined ? null : patch.subscription_active ? 1 : 0 })[0];
+      .all({
+        name,
+        tier: patch.tier ?? null,
+        credits: patch.credits ?? null,
+        active: patch.subscription_active === undefined ? null : patch.subscription_active ? 1 : 0,
+      })[0];
     return r ? toAccount(r) : null;
   }
 

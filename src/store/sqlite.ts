@@ -99,15 +99,15 @@ export class SqliteStore implements StoreDialect {
    * Job inserts, batched: a reused idempotency key writes nothing and fails only its own
    * submission; any other failure rolls the batch back and retries its jobs one transaction each.
    */
-  readonly #inserts = new GroupCommit<PendingInsert, JobRecord>((batch, batched) => this.#transaction(() => batch.map((pending) => this.#insertOne(pending, batched))));
+  readonly #inserts = new GroupCommit<PendingInsert, JobRecord>((batch, batched) =>
+    this.#transaction(() => batch.map((pending) => this.#insertOne(pending, batched))),
+  );
 
   private constructor(db: DatabaseSync, walSync: FileSync | null, checkpointer: Checkpointer | null) {
     this.#db = db;
     this.#walSync = walSync;
     this.#checkpointer = checkpointer;
-    this.#sql = Object.fromEntries(
-      Object.entries(SQL).map(([name, text]) => [name, db.prepare(text)]),
-    ) as Statements;
+    this.#sql = Object.fromEntries(Object.entries(SQL).map(([name, text]) => [name, db.prepare(text)])) as Statements;
   }
 
   /** Opens (creating and migrating as needed) the database under options.dataDir, as a checked Store. */
@@ -202,7 +202,9 @@ export class SqliteStore implements StoreDialect {
     const statement =
       labels === null
         ? this.#variant(`list:${statusCount}:${byDeployment}:${inHistory}`, () => listJobsSql(statusCount, byDeployment, inHistory))
-        : this.#variant(`labeled:${labels.length}:${statusCount}:${byDeployment}:${inHistory}`, () => listLabeledJobsSql(labels.length, statusCount, byDeployment, inHistory));
+        : this.#variant(`labeled:${labels.length}:${statusCount}:${byDeployment}:${inHistory}`, () =>
+            listLabeledJobsSql(labels.length, statusCount, byDeployment, inHistory),
+          );
     const params: Params = { owner, before: query.before, limit: query.fetch, ...bindList("s", statuses ?? []) };
     labels?.forEach(([key, value], i) => {
       params[`k${i}`] = key;
@@ -388,13 +390,19 @@ export class SqliteStore implements StoreDialect {
 
   async dropPendingBlobs(keys: readonly string[]): Promise<void> {
     // No fsync to wait for: a row a crash brings back is only written back again.
-    if (keys.length > 0) this.#transaction(() => {
+    if (keys.length > 0)
+      this.#transaction(() => {
         for (const key of keys) this.#sql.dropBlob.run({ blob_key: key });
       });
   }
 
   async expireJobs(now: number, limit: number): Promise<JobRecord[]> {
-    return this.#durable(this.#sql.expireJobs.all({ now, limit }).map(toJob).sort((a, b) => a.seq - b.seq));
+    return this.#durable(
+      this.#sql.expireJobs
+        .all({ now, limit })
+        .map(toJob)
+        .sort((a, b) => a.seq - b.seq),
+    );
   }
 
   async purgeExpired(now: number, cutoff: number, limit: number): Promise<PurgeResult> {
@@ -516,9 +524,7 @@ function sqliteErrcode(error: unknown): number | undefined {
 }
 
 function mapTerminal(error: unknown, jobId: string): unknown {
-  return error instanceof Error && error.message.includes(TERMINAL_TRIGGER_MESSAGE)
-    ? new TerminalStatusError(jobId, { cause: error })
-    : error;
+  return error instanceof Error && error.message.includes(TERMINAL_TRIGGER_MESSAGE) ? new TerminalStatusError(jobId, { cause: error }) : error;
 }
 
 /** `{set_<name>: 0|1, <name>: value}`: a CASE in the UPDATE keeps the column when the flag is 0. */

@@ -22,7 +22,9 @@ export type JobStatus = (typeof CONTRACT_JOB_STATUSES)[number];
 export const TERMINAL_STATUSES = TERMINAL_JOB_STATUSES;
 
 /** Statuses of a job still in flight: every status that is not terminal. */
-export const LIVE_STATUSES = CONTRACT_JOB_STATUSES.filter((s): s is Exclude<JobStatus, (typeof TERMINAL_JOB_STATUSES)[number]> => !(TERMINAL_JOB_STATUSES as readonly string[]).includes(s));
+export const LIVE_STATUSES = CONTRACT_JOB_STATUSES.filter(
+  (s): s is Exclude<JobStatus, (typeof TERMINAL_JOB_STATUSES)[number]> => !(TERMINAL_JOB_STATUSES as readonly string[]).includes(s),
+);
 
 /** True for succeeded, canceled, failed and expired. */
 export function isTerminalStatus(status: JobStatus): boolean {

@@ -81,7 +81,8 @@ export class SurfacePolicy {
       const d = await this.directory.getDeployment(caller.deployment_id);
       if (!d) throw new ServiceError("not_found", "Not found.");
       if (d.state === "stopped") throw new ServiceError("deployment_stopped", "This deployment is stopped.");
-      if (d.state !== "ready") throw new ServiceError("deployment_not_ready", "This deployment is not ready yet; retry later.", null, this.o.notReadyRetryAfter);
+      if (d.state !== "ready")
+        throw new ServiceError("deployment_not_ready", "This deployment is not ready yet; retry later.", null, this.o.notReadyRetryAfter);
     }
     if (caller.demo) return;
     const account = await this.directory.getAccount(caller.owner);

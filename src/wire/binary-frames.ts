@@ -45,7 +45,9 @@ export function previewWithMetadataFrame(metadata: PreviewMetadata, image: Uint8
 }
 
 /** Decodes any of the three frames (clients and tests). */
-export function decodeFrame(frame: Buffer):
+export function decodeFrame(
+  frame: Buffer,
+):
   | { type: typeof FRAME.PREVIEW_IMAGE; imageType: number; image: Buffer }
   | { type: typeof FRAME.TEXT; nodeId: string; text: string }
   | { type: typeof FRAME.PREVIEW_IMAGE_WITH_METADATA; metadata: PreviewMetadata; image: Buffer } {

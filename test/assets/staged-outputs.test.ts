@@ -28,12 +28,26 @@ afterEach(async () => {
 });
 
 const service = (blobs: FileBlobStore) => new AssetService({ store, blobs, now: Date.now, retentionMs: 3_600_000, maxUploadBytes: 1 << 20 });
-const output = (text: string) => ({ node_id: "9", name: `${text}.png`, type: "image" as const, content_type: "image/png", data: Buffer.from(text), folder: "output" as const });
+const output = (text: string) => ({
+  node_id: "9",
+  name: `${text}.png`,
+  type: "image" as const,
+  content_type: "image/png",
+  data: Buffer.from(text),
+  folder: "output" as const,
+});
 
 /** The job's end with its staged outputs, as a run writes it. */
 async function end(outputs: StoredOutput[]) {
   const pending = outputs.flatMap((s) => (s.pending ? [s.pending] : []));
-  return store.transitionJobWithAssets(job.id, ["running"], "succeeded", { completed_at: Date.now() }, outputs.map((s) => s.record), pending);
+  return store.transitionJobWithAssets(
+    job.id,
+    ["running"],
+    "succeeded",
+    { completed_at: Date.now() },
+    outputs.map((s) => s.record),
+    pending,
+  );
 }
 
 describe("staged outputs", () => {

@@ -50,9 +50,34 @@ describe("npm run bench -- --quick", () => {
     // Without a PostgreSQL server the postgres scenario is skipped with a warning (never on CI, which starts one).
     const pgSkipped = (results.warnings as string[]).some((w) => w.startsWith("postgres: skipped"));
     if (process.env.CI) expect(pgSkipped, "PostgreSQL must answer on CI").toBe(false);
-    const pgParts = pgSkipped ? [] : ["PostgreSQL: POST /api/v2/jobs", "PostgreSQL: GET /api/v2/jobs/{id}, finished job", "PostgreSQL: SSE fan-out across processes", "(PostgreSQL), filtered by one label"];
-    for (const part of ["GET /api/v2/jobs/{id}", "POST /api/v2/jobs", "Queue depth", "submit", "SSE fan-out", "Engine: validate", "scheduling overhead", "Hashing", "filtered by one label", "Memory over completed jobs", "ComfyUI backend", "/healthz while the largest job", "Blob store", ...pgParts]) {
-      expect(names.some((n) => n.includes(part)), `a figure for "${part}"`).toBe(true);
+    const pgParts = pgSkipped
+      ? []
+      : [
+          "PostgreSQL: POST /api/v2/jobs",
+          "PostgreSQL: GET /api/v2/jobs/{id}, finished job",
+          "PostgreSQL: SSE fan-out across processes",
+          "(PostgreSQL), filtered by one label",
+        ];
+    for (const part of [
+      "GET /api/v2/jobs/{id}",
+      "POST /api/v2/jobs",
+      "Queue depth",
+      "submit",
+      "SSE fan-out",
+      "Engine: validate",
+      "scheduling overhead",
+      "Hashing",
+      "filtered by one label",
+      "Memory over completed jobs",
+      "ComfyUI backend",
+      "/healthz while the largest job",
+      "Blob store",
+      ...pgParts,
+    ]) {
+      expect(
+        names.some((n) => n.includes(part)),
+        `a figure for "${part}"`,
+      ).toBe(true);
     }
     for (const f of results.figures) {
       // Every figure was measured, and every ratio comes from a baseline of the same run.

@@ -6,13 +6,7 @@ import { dirname, join } from "node:path";
 import { Readable } from "node:stream";
 import { text } from "node:stream/consumers";
 import { blake3 as referenceBlake3 } from "hash-wasm";
-import {
-  BlobNotFoundError,
-  FileBlobStore,
-  HashMismatchError,
-  InvalidBlobKeyError,
-  PayloadTooLargeError,
-} from "../../src/blobs/index.ts";
+import { BlobNotFoundError, FileBlobStore, HashMismatchError, InvalidBlobKeyError, PayloadTooLargeError } from "../../src/blobs/index.ts";
 
 let dataDir: string;
 let blobs: FileBlobStore;
@@ -32,7 +26,10 @@ const tmpEntries = () => readdir(join(dataDir, "blobs", "tmp"));
 /** Every file under the blob root, temp files included. */
 /** Whether a path exists. */
 async function exists(path: string): Promise<boolean> {
-  return stat(path).then(() => true, () => false);
+  return stat(path).then(
+    () => true,
+    () => false,
+  );
 }
 
 async function allFiles(): Promise<string[]> {
@@ -230,16 +227,7 @@ describe("FileBlobStore.delete", () => {
 });
 
 describe("blob key checks", () => {
-  const badKeys = [
-    "",
-    "../../../etc/passwd",
-    "0".repeat(63),
-    "0".repeat(65),
-    "A".repeat(64),
-    "g".repeat(64),
-    `${"0".repeat(62)}/x`,
-    `..${"0".repeat(62)}`,
-  ];
+  const badKeys = ["", "../../../etc/passwd", "0".repeat(63), "0".repeat(65), "A".repeat(64), "g".repeat(64), `${"0".repeat(62)}/x`, `..${"0".repeat(62)}`];
 
   it("rejects every operation on a malformed key without touching the filesystem", async () => {
     // A file a naive path join of "../../<name>" would reach from the fan-out.
@@ -270,7 +258,10 @@ function heldSyncs(hold: (kind: "file" | "dir", path: string) => boolean) {
 
 const settledSoon = async (p: Promise<unknown>) => {
   let settled = false;
-  void p.then(() => (settled = true), () => (settled = true));
+  void p.then(
+    () => (settled = true),
+    () => (settled = true),
+  );
   for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
   return settled;
 };

@@ -30,7 +30,9 @@ async function store(sub: string, options: Partial<S3BlobStoreOptions> & { endpo
   const endpoint = options.endpoint ?? bucket.endpoint;
   const client = new S3Client({
     ...(endpoint ? { endpoint, forcePathStyle: true } : {}),
-    ...(bucket.s3rver ? { region: bucket.env.AWS_REGION, credentials: { accessKeyId: bucket.env.AWS_ACCESS_KEY_ID!, secretAccessKey: bucket.env.AWS_SECRET_ACCESS_KEY! } } : {}),
+    ...(bucket.s3rver
+      ? { region: bucket.env.AWS_REGION, credentials: { accessKeyId: bucket.env.AWS_ACCESS_KEY_ID!, secretAccessKey: bucket.env.AWS_SECRET_ACCESS_KEY! } }
+      : {}),
     maxAttempts: options.maxAttempts ?? 5,
     requestHandler: { connectionTimeout: 2000, requestTimeout: 10_000 },
   });
@@ -48,7 +50,8 @@ async function* inChunks(bytes: Buffer, size = 64 * 1024): AsyncGenerator<Buffer
   for (let at = 0; at < bytes.length; at += size) yield bytes.subarray(at, at + size);
 }
 
-const under = async (prefix: string) => (await bucket.objects()).filter((k) => k.startsWith(`${bucket.prefix}${prefix}`)).map((k) => k.slice(bucket.prefix.length + prefix.length));
+const under = async (prefix: string) =>
+  (await bucket.objects()).filter((k) => k.startsWith(`${bucket.prefix}${prefix}`)).map((k) => k.slice(bucket.prefix.length + prefix.length));
 
 describe("S3BlobStore: content-addressed objects", () => {
   it("names a blob by the blake3 of its bytes under the prefix, stores identical bytes once, reads whole and ranged", async () => {
@@ -83,24 +86,29 @@ describe("S3BlobStore: content-addressed objects", () => {
     expect(back.equals(data)).toBe(true);
   });
 
-  it.skipIf(!plainHttp)("with the expected hash given, a large upload goes up under its name, and bytes stored already are only hashed, never sent", async () => {
-    const s = await store("expected/");
-    const data = pattern(11 * MiB, 5);
-    const hex = await referenceBlake3(data);
-    const proxy = await startBucketProxy(bucket.endpoint!);
-    try {
-      const via = await store("expected/", { endpoint: proxy.endpoint });
-      expect(await via.put(inChunks(data), { expectedHash: `blake3:${hex}` })).toMatchObject({ key: hex, created: true });
-      expect(await under("expected/")).toEqual([hex]);
-      const sent = proxy.forwarded;
-      expect(await via.put(inChunks(data), { expectedHash: `blake3:${hex}` })).toMatchObject({ key: hex, created: false });
-      expect(proxy.forwarded - sent).toBe(1); // one HEAD
-      await expect(via.put(inChunks(Buffer.concat([data.subarray(0, -1), Buffer.from([data.at(-1)! ^ 1])])), { expectedHash: `blake3:${hex}` })).rejects.toBeInstanceOf(HashMismatchError);
-    } finally {
-      await proxy.close();
-    }
-    expect(await s.has(hex)).toBe(true);
-  });
+  it.skipIf(!plainHttp)(
+    "with the expected hash given, a large upload goes up under its name, and bytes stored already are only hashed, never sent",
+    async () => {
+      const s = await store("expected/");
+      const data = pattern(11 * MiB, 5);
+      const hex = await referenceBlake3(data);
+      const proxy = await startBucketProxy(bucket.endpoint!);
+      try {
+        const via = await store("expected/", { endpoint: proxy.endpoint });
+        expect(await via.put(inChunks(data), { expectedHash: `blake3:${hex}` })).toMatchObject({ key: hex, created: true });
+        expect(await under("expected/")).toEqual([hex]);
+        const sent = proxy.forwarded;
+        expect(await via.put(inChunks(data), { expectedHash: `blake3:${hex}` })).toMatchObject({ key: hex, created: false });
+        expect(proxy.forwarded - sent).toBe(1); // one HEAD
+        await expect(
+          via.put(inChunks(Buffer.concat([data.subarray(0, -1), Buffer.from([data.at(-1)! ^ 1])])), { expectedHash: `blake3:${hex}` }),
+        ).rejects.toBeInstanceOf(HashMismatchError);
+      } finally {
+        await proxy.close();
+      }
+      expect(await s.has(hex)).toBe(true);
+    },
+  );
 
   it("a large buffer (an output) goes up in parts too", async () => {
     const s = await store("buffer/");

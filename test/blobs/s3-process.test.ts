@@ -70,15 +70,24 @@ async function* bytesOf(size: number, seed: number): AsyncGenerator<Buffer> {
  * them as they go; `onSent(bytes)` sees the progress. Resolves with the answer (or the error of
  * a connection torn down).
  */
-function uploadStream(url: string, size: number, seed: number, onSent: (bytes: number) => void = () => undefined): Promise<{ status: number; body: any; hash: string }> {
+function uploadStream(
+  url: string,
+  size: number,
+  seed: number,
+  onSent: (bytes: number) => void = () => undefined,
+): Promise<{ status: number; body: any; hash: string }> {
   const boundary = `----flowgate${seed}`;
   return new Promise((resolve, reject) => {
-    const req = request(`${url}/api/v2/assets`, { method: "POST", headers: { authorization: `Bearer ${TOKEN}`, "content-type": `multipart/form-data; boundary=${boundary}` } }, (res) => {
-      let text = "";
-      res.on("data", (d: Buffer) => (text += d.toString()));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : null, hash }));
-      res.on("error", reject);
-    });
+    const req = request(
+      `${url}/api/v2/assets`,
+      { method: "POST", headers: { authorization: `Bearer ${TOKEN}`, "content-type": `multipart/form-data; boundary=${boundary}` } },
+      (res) => {
+        let text = "";
+        res.on("data", (d: Buffer) => (text += d.toString()));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : null, hash }));
+        res.on("error", reject);
+      },
+    );
     req.on("error", reject);
     let hash = "";
     void (async () => {
@@ -158,9 +167,16 @@ describe.skipIf(!linux || !plainHttp)("a flowgate process on a bucket", () => {
     try {
       const hasher = await createBLAKE3();
       for await (const chunk of bytesOf(100 * MiB, 3)) hasher.update(chunk);
-      const head = await fetch(`${again.url}/api/v2/assets/by-hash/blake3:${hasher.digest("hex")}`, { method: "HEAD", headers: { authorization: `Bearer ${TOKEN}` } });
+      const head = await fetch(`${again.url}/api/v2/assets/by-hash/blake3:${hasher.digest("hex")}`, {
+        method: "HEAD",
+        headers: { authorization: `Bearer ${TOKEN}` },
+      });
       expect(head.status).toBe(404);
-      await waitFor(() => fetch(`${again.url}/readyz`), (r) => r.status === 200, "ready");
+      await waitFor(
+        () => fetch(`${again.url}/readyz`),
+        (r) => r.status === 200,
+        "ready",
+      );
     } finally {
       again.child.kill("SIGKILL");
       await again.exited;

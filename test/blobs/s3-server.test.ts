@@ -39,13 +39,18 @@ async function serve(sub: string, flags: string[] = [], endpoint = bucket.endpoi
   return s;
 }
 
-const objectsUnder = async (sub: string) => (await bucket.objects()).filter((k) => k.startsWith(`${bucket.prefix}${sub}`)).map((k) => k.slice(bucket.prefix.length + sub.length));
+const objectsUnder = async (sub: string) =>
+  (await bucket.objects()).filter((k) => k.startsWith(`${bucket.prefix}${sub}`)).map((k) => k.slice(bucket.prefix.length + sub.length));
 
 describe("downloads from a bucket", () => {
   it("an upload lands in the bucket under its blake3; the content route and the asset's link redirect to a presigned GET that needs no credential", async () => {
     const server = await serve("direct/");
     const bytes = randomBytes(200_000);
-    const up = await upload(server.api, [{ name: "file_path", value: "photos/cat.png" }, { name: "content_type", value: "image/png" }, { name: "file", file: bytes, filename: "cat.png" }]);
+    const up = await upload(server.api, [
+      { name: "file_path", value: "photos/cat.png" },
+      { name: "content_type", value: "image/png" },
+      { name: "file", file: bytes, filename: "cat.png" },
+    ]);
     expect(up.status, up.text).toBe(201);
     const key = up.body.hash.slice("blake3:".length);
     expect(await objectsUnder("direct/")).toEqual([key]);
@@ -85,7 +90,10 @@ describe("downloads from a bucket", () => {
     expect(done.status).toBe("succeeded");
     const out = done.outputs[0];
     expect(await objectsUnder("view/")).toContain(out.hash.slice("blake3:".length));
-    const view = await fetch(`${server.url}/api/view?filename=${encodeURIComponent(out.name)}&type=output`, { headers: { "x-api-key": TOKEN, authorization: `Bearer ${TOKEN}` }, redirect: "manual" });
+    const view = await fetch(`${server.url}/api/view?filename=${encodeURIComponent(out.name)}&type=output`, {
+      headers: { "x-api-key": TOKEN, authorization: `Bearer ${TOKEN}` },
+      redirect: "manual",
+    });
     expect(view.status).toBe(302);
     const location = view.headers.get("location")!;
     expect(location).not.toContain(TOKEN);
@@ -121,7 +129,13 @@ describe("lifecycle of objects", () => {
     const key = done.outputs[0].hash.slice("blake3:".length);
     expect(await objectsUnder("retention/")).toContain(key);
     server.clock.advance(HOUR + 60_000);
-    const r = await reapOnce({ store: server.runtime.store, blobs: server.runtime.blobs, dispatcher: server.runtime.dispatcher, events: server.runtime.events, now: server.clock.now });
+    const r = await reapOnce({
+      store: server.runtime.store,
+      blobs: server.runtime.blobs,
+      dispatcher: server.runtime.dispatcher,
+      events: server.runtime.events,
+      now: server.clock.now,
+    });
     expect(r.blobs).toBeGreaterThanOrEqual(1);
     expect(await objectsUnder("retention/")).not.toContain(key);
   });
@@ -144,7 +158,11 @@ describe("lifecycle of objects", () => {
       expect(content.status).toBe(302); // presigning needs no request: the link is handed out, the bucket serves it once back
 
       proxy.heal();
-      await waitFor(() => server.api.get("/readyz"), (r) => r.status === 200, "ready again");
+      await waitFor(
+        () => server.api.get("/readyz"),
+        (r) => r.status === 200,
+        "ready again",
+      );
       const after = await upload(server.api, [{ name: "file", file: randomBytes(10_000), filename: "after.bin" }]);
       expect(after.status).toBe(201);
       // What was acknowledged before the cut is all there.

@@ -49,7 +49,12 @@ export async function startTestBucket(): Promise<TestBucket> {
   const { port } = await server.run();
   const endpoint = `http://127.0.0.1:${port}`;
   const env = { AWS_ACCESS_KEY_ID: "S3RVER", AWS_SECRET_ACCESS_KEY: "S3RVER", AWS_REGION: "us-east-1" };
-  const client = new S3Client({ endpoint, forcePathStyle: true, region: env.AWS_REGION, credentials: { accessKeyId: env.AWS_ACCESS_KEY_ID, secretAccessKey: env.AWS_SECRET_ACCESS_KEY } });
+  const client = new S3Client({
+    endpoint,
+    forcePathStyle: true,
+    region: env.AWS_REGION,
+    credentials: { accessKeyId: env.AWS_ACCESS_KEY_ID, secretAccessKey: env.AWS_SECRET_ACCESS_KEY },
+  });
   return bucketOver({
     endpoint,
     bucket: "flowgate-test",
@@ -84,7 +89,9 @@ function bucketOver(b: Omit<TestBucket, "url" | "objects">): TestBucket {
       // What a run leaves on a shared bucket goes.
       const keys = await objects().catch(() => []);
       for (let i = 0; i < keys.length; i += 1000) {
-        await b.client.send(new DeleteObjectsCommand({ Bucket: b.bucket, Delete: { Objects: keys.slice(i, i + 1000).map((Key) => ({ Key })) } })).catch(() => undefined);
+        await b.client
+          .send(new DeleteObjectsCommand({ Bucket: b.bucket, Delete: { Objects: keys.slice(i, i + 1000).map((Key) => ({ Key })) } }))
+          .catch(() => undefined);
       }
       b.client.destroy();
       await b.stop();

@@ -53,7 +53,11 @@ function shellQuote(arg: string): string {
 /** Runs `flowgate ...args` in a pseudo-terminal; stdout and stderr both land in `stdout`. */
 export function runInTerminal(args: string[], env: Record<string, string> = {}, cwd = ROOT): Promise<CliResult> {
   const command = [process.execPath, BIN, ...args].map(shellQuote).join(" ");
-  const child = spawn("script", ["-qefc", command, "/dev/null"], { cwd, env: { ...childEnv(env), COLUMNS: "100", LINES: "30" }, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn("script", ["-qefc", command, "/dev/null"], {
+    cwd,
+    env: { ...childEnv(env), COLUMNS: "100", LINES: "30" },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let stdout = "";
   let stderr = "";
   child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));

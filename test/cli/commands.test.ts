@@ -64,11 +64,19 @@ describe("status, cancel, list", () => {
 
   it("cancel cancels a running job", async () => {
     const job = await client.submit(delayGraph(30));
-    await waitFor(() => client.get(job.id), (j) => j.status === "running", "running");
+    await waitFor(
+      () => client.get(job.id),
+      (j) => j.status === "running",
+      "running",
+    );
     const r = await runCli(["cancel", job.id], env);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(new RegExp(`job ${job.id} (canceling|canceled)`));
-    await waitFor(() => client.get(job.id), (j) => j.status === "canceled", "canceled");
+    await waitFor(
+      () => client.get(job.id),
+      (j) => j.status === "canceled",
+      "canceled",
+    );
   });
 
   it("list shows the caller's jobs, filters by status, and pages", async () => {
@@ -168,10 +176,14 @@ describe("mock", () => {
     });
     const cli = startCli(["mock", "--port", String(port)]);
     try {
-      const body = await eventually(async () => {
-        const res = await fetch(`http://127.0.0.1:${port}/healthz`).catch(() => null);
-        return res?.ok ? await res.json() : undefined;
-      }, "the mock to answer", 60_000);
+      const body = await eventually(
+        async () => {
+          const res = await fetch(`http://127.0.0.1:${port}/healthz`).catch(() => null);
+          return res?.ok ? await res.json() : undefined;
+        },
+        "the mock to answer",
+        60_000,
+      );
       expect(body).toEqual({ status: "ok" });
     } finally {
       cli.child.kill("SIGTERM");

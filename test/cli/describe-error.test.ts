@@ -28,6 +28,8 @@ describe("describeError", () => {
 
   it("names the server that does not answer, with the reason from the socket", () => {
     const cause = new TypeError("fetch failed", { cause: Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:1"), { code: "ECONNREFUSED" }) });
-    expect(describeError(new ServerUnreachableError("http://127.0.0.1:1", cause))).toBe("no flowgate server answers at http://127.0.0.1:1 (connection refused: nothing listens there)");
+    expect(describeError(new ServerUnreachableError("http://127.0.0.1:1", cause))).toBe(
+      "no flowgate server answers at http://127.0.0.1:1 (connection refused: nothing listens there)",
+    );
   });
 });

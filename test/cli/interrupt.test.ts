@@ -25,14 +25,22 @@ describe("Ctrl-C", () => {
     const cli = startCli(["run", graph, "--progress", "plain", "--base-url", server.url]);
     const id = await eventually(() => /job (\S+) submitted/.exec(cli.stderr())?.[1], "the job id");
     const client = new FlowgateClient({ baseUrl: server.url });
-    await waitFor(() => client.get(id), (j) => j.status === "running", "job running");
+    await waitFor(
+      () => client.get(id),
+      (j) => j.status === "running",
+      "job running",
+    );
     cli.child.kill("SIGINT");
     const result = await cli.exited;
     expect(result.code, result.stderr).toBe(130);
     expect(result.stderr).toContain(`canceling job ${id}`);
     // The last line says where the job ended, not that it was on its way there.
     expect(result.stderr.trimEnd().split("\n").at(-1)).toBe(`job ${id} canceled`);
-    const end = await waitFor(() => client.get(id), (j) => j.status === "canceled", "job canceled on the server");
+    const end = await waitFor(
+      () => client.get(id),
+      (j) => j.status === "canceled",
+      "job canceled on the server",
+    );
     expect(end.status).toBe("canceled");
   });
 });

@@ -14,7 +14,14 @@ const progress = (value: number, extra: Partial<Progress> = {}): Progress => ({
   message: null,
   ...extra,
 });
-const snap = (s: Partial<ProgressSnapshot>): ProgressSnapshot => ({ status: "running", progress: null, queuePosition: null, elapsedMs: 0, remainingMs: null, ...s });
+const snap = (s: Partial<ProgressSnapshot>): ProgressSnapshot => ({
+  status: "running",
+  progress: null,
+  queuePosition: null,
+  elapsedMs: 0,
+  remainingMs: null,
+  ...s,
+});
 
 describe("rendering", () => {
   it("formats durations as m:ss and h:mm:ss", () => {

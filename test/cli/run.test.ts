@@ -52,7 +52,10 @@ describe("flowgate run (plain output)", () => {
 
   it("sends integers beyond 2^53 as written in the graph file", async () => {
     const path = join(dir, "big-seed.json");
-    await writeFile(path, `{"1":{"class_type":"FlowgateSampler","inputs":{"seed":18446744073709551615,"steps":1,"width":16,"height":16}},"2":{"class_type":"PreviewImage","inputs":{"images":["1",0]}}}`);
+    await writeFile(
+      path,
+      `{"1":{"class_type":"FlowgateSampler","inputs":{"seed":18446744073709551615,"steps":1,"width":16,"height":16}},"2":{"class_type":"PreviewImage","inputs":{"images":["1",0]}}}`,
+    );
     const r = await runCli(["run", path, "--no-download", "--progress", "none"], env);
     expect(r.code, r.stderr).toBe(0);
     const id = /job (\S+) succeeded/.exec(r.stderr)![1]!;
@@ -60,7 +63,10 @@ describe("flowgate run (plain output)", () => {
   });
 
   it("NODE_ID.INPUT addresses an input directly", async () => {
-    const r = await runCli(["run", "examples/image-pipeline.json", "--input", "1.image=examples/inputs/gradient.png", "--out", join(dir, "byid"), "--progress", "none"], env);
+    const r = await runCli(
+      ["run", "examples/image-pipeline.json", "--input", "1.image=examples/inputs/gradient.png", "--out", join(dir, "byid"), "--progress", "none"],
+      env,
+    );
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).not.toMatch(/\[\d+:\d\d\]/);
   });
@@ -68,7 +74,10 @@ describe("flowgate run (plain output)", () => {
   it("--json prints the job and the verified files as one JSON object", async () => {
     const r = await runCli(["run", "examples/audio.json", "--out", join(dir, "audio"), "--json"], env);
     expect(r.code, r.stderr).toBe(0);
-    const result = JSON.parse(r.stdout) as { job: { status: string; outputs: Array<{ hash: string; type: string }> }; files: Array<{ path: string; hash: string }> };
+    const result = JSON.parse(r.stdout) as {
+      job: { status: string; outputs: Array<{ hash: string; type: string }> };
+      files: Array<{ path: string; hash: string }>;
+    };
     expect(result.job.status).toBe("succeeded");
     expect(result.job.outputs[0]!.type).toBe("audio");
     expect(result.files[0]!.hash).toBe(result.job.outputs[0]!.hash);
@@ -149,7 +158,10 @@ describe("examples", () => {
     const client = new FlowgateClient({ baseUrl: server.url });
     for (const name of (await readdir(join(ROOT, "examples"))).filter((n) => n.endsWith(".json"))) {
       const graph = JSON.parse(await readFile(join(ROOT, "examples", name), "utf8"));
-      if (name === "image-pipeline.json") graph["1"].inputs.image = (await import("../../src/index.ts")).assetReference((await client.uploadAsset(join(ROOT, "examples/inputs/gradient.png"))).asset);
+      if (name === "image-pipeline.json")
+        graph["1"].inputs.image = (await import("../../src/index.ts")).assetReference(
+          (await client.uploadAsset(join(ROOT, "examples/inputs/gradient.png"))).asset,
+        );
       const job = await client.submit(graph);
       await client.cancel(job);
     }

@@ -27,7 +27,10 @@ describe.skipIf(!HAS_SCRIPT)("flowgate run on a terminal", () => {
     await writeFile(graph, JSON.stringify(samplerGraph(600, 16)));
     const r = await runInTerminal(["run", graph, "--no-download", "--base-url", server.url]);
     expect(r.code, r.stdout).toBe(0);
-    const frames = r.stdout.split(REDRAW).slice(1).map((f) => f.replace(/\r?\n.*$/s, ""));
+    const frames = r.stdout
+      .split(REDRAW)
+      .slice(1)
+      .map((f) => f.replace(/\r?\n.*$/s, ""));
     expect(frames.length, r.stdout).toBeGreaterThan(2);
     const mid = frames.find((f) => /step \d+\/600/.test(f));
     expect(mid, frames.join("\n")).toBeDefined();

@@ -54,9 +54,16 @@ describe("--version and --help", () => {
       });
       expect(code).toBe(0);
       const loaded = (await readFile(log, "utf8")).trim().split("\n");
-      expect(loaded.some((u) => u.endsWith("/src/cli/main.ts")), "the hook saw the CLI").toBe(true);
+      expect(
+        loaded.some((u) => u.endsWith("/src/cli/main.ts")),
+        "the hook saw the CLI",
+      ).toBe(true);
       // The engine's typo distance (engine/suggest.ts, no imports) is shared with "did you mean".
-      const heavy = loaded.filter((u) => /\/src\/(server|engine|jobs|store|client|relay|runtime)\/|\/node_modules\/(fastify|pg|sharp|openapi-fetch|@redis)\//.test(u) && !u.endsWith("/src/engine/suggest.ts"));
+      const heavy = loaded.filter(
+        (u) =>
+          /\/src\/(server|engine|jobs|store|client|relay|runtime)\/|\/node_modules\/(fastify|pg|sharp|openapi-fetch|@redis)\//.test(u) &&
+          !u.endsWith("/src/engine/suggest.ts"),
+      );
       expect(heavy, `flowgate ${args.join(" ")}`).toEqual([]);
     }
   });
@@ -121,11 +128,14 @@ describe("a server, database or Redis that does not answer", () => {
 
   it("a bucket that does not answer is named with its endpoint and why; the server starts, not ready", async () => {
     const port = await closedPort();
-    const server = await spawnCli(["--port", "0", "--data-dir", join(dir, "d3"), "--blob-store", "s3://flowgate-test/p", "--s3-endpoint", `http://127.0.0.1:${port}`], {
-      AWS_ACCESS_KEY_ID: "AKIDEXAMPLE",
-      AWS_SECRET_ACCESS_KEY: "hunter2hunter2",
-      AWS_REGION: "us-east-1",
-    });
+    const server = await spawnCli(
+      ["--port", "0", "--data-dir", join(dir, "d3"), "--blob-store", "s3://flowgate-test/p", "--s3-endpoint", `http://127.0.0.1:${port}`],
+      {
+        AWS_ACCESS_KEY_ID: "AKIDEXAMPLE",
+        AWS_SECRET_ACCESS_KEY: "hunter2hunter2",
+        AWS_REGION: "us-east-1",
+      },
+    );
     try {
       await eventually(() => (server.output().includes("cannot reach object storage") ? true : undefined), "the bucket's message");
       expect(server.output()).toContain(`cannot reach object storage at 127.0.0.1:${port} (bucket flowgate-test: connection refused`);
@@ -145,7 +155,17 @@ describe("a server, database or Redis that does not answer", () => {
     const schema = testSchemaName();
     await adminQuery(`CREATE SCHEMA ${schema}`);
     try {
-      const r = await runCli(["serve", "--port", "0", "--data-dir", join(dir, "d2"), "--database-url", schemaUrl(schema), "--redis-url", "redis://:hunter2@127.0.0.1:1"]);
+      const r = await runCli([
+        "serve",
+        "--port",
+        "0",
+        "--data-dir",
+        join(dir, "d2"),
+        "--database-url",
+        schemaUrl(schema),
+        "--redis-url",
+        "redis://:hunter2@127.0.0.1:1",
+      ]);
       expect(r.code).toBe(1);
       expect(r.stderr).toContain("cannot reach Redis at 127.0.0.1:1 (connection refused");
       expect(r.stderr + r.stdout).not.toContain("hunter2");

@@ -26,7 +26,9 @@ afterAll(async () => {
 });
 
 function png(r: number, g: number, b: number): Promise<Buffer> {
-  return sharp({ create: { width: 8, height: 8, channels: 3, background: { r, g, b } } }).png().toBuffer();
+  return sharp({ create: { width: 8, height: 8, channels: 3, background: { r, g, b } } })
+    .png()
+    .toBuffer();
 }
 
 function samplerPrompt(steps: number) {
@@ -74,7 +76,9 @@ describe("hosted client", () => {
     const entry = (await client.history(prompt_id))[prompt_id] as { outputs: Record<string, { images?: HostedFileInfo[] }> };
     const file = entry.outputs["3"]!.images![0]!;
     const path = await client.download(file, dir);
-    const { data } = await sharp(await readFile(path)).raw().toBuffer({ resolveWithObject: true });
+    const { data } = await sharp(await readFile(path))
+      .raw()
+      .toBuffer({ resolveWithObject: true });
     expect([data[0], data[1], data[2]]).toEqual([0, 255, 255]);
   });
 

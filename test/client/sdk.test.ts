@@ -31,7 +31,9 @@ const graph = (color: number) => ({
 
 describe("the generated SDK against a running server", () => {
   it("v2 jobs: submit, stream the events to the end, read, list, read the workflow, cancel", async () => {
-    const created = await call("createJob", () => sdk.createJob({ client, body: { workflow: graph(0xff0000) }, headers: { "Idempotency-Key": crypto.randomUUID() } }));
+    const created = await call("createJob", () =>
+      sdk.createJob({ client, body: { workflow: graph(0xff0000) }, headers: { "Idempotency-Key": crypto.randomUUID() } }),
+    );
     expect(created.response?.status).toBe(201);
     const id = created.data!.id;
 
@@ -80,11 +82,16 @@ describe("the generated SDK against a running server", () => {
   });
 
   it("the hosted interface: upload, queue, status, history, view, queue management, node info, stats", async () => {
-    const png = await sharp({ create: { width: 8, height: 8, channels: 4, background: { r: 0, g: 0, b: 255, alpha: 1 } } }).png().toBuffer();
+    const png = await sharp({ create: { width: 8, height: 8, channels: 4, background: { r: 0, g: 0, b: 255, alpha: 1 } } })
+      .png()
+      .toBuffer();
     const image = await call("hostedUploadImage", () => sdk.hostedUploadImage({ client, body: { image: new Blob([new Uint8Array(png)]) } }));
     expect(image.response?.status).toBe(200);
     const mask = await call("hostedUploadMask", () =>
-      sdk.hostedUploadMask({ client, body: { image: new Blob([new Uint8Array(png)]), original_ref: JSON.stringify({ filename: image.data!.name, subfolder: "", type: "input" }) } }),
+      sdk.hostedUploadMask({
+        client,
+        body: { image: new Blob([new Uint8Array(png)]), original_ref: JSON.stringify({ filename: image.data!.name, subfolder: "", type: "input" }) },
+      }),
     );
     expect(mask.response?.status).toBe(200);
 
@@ -103,7 +110,9 @@ describe("the generated SDK against a running server", () => {
     // Deleting it from history hides it there, as ComfyUI does; the job itself stays readable.
     expect((await call("hostedManageHistory", () => sdk.hostedManageHistory({ client, body: { delete: [promptId] } }))).response?.status).toBe(200);
     expect(Object.keys((await sdk.hostedGetHistory({ client, query: { max_items: 10 } })).data ?? {})).not.toContain(promptId);
-    const view = await call("hostedView", () => sdk.hostedView({ client, query: { filename: file.filename, type: file.type, subfolder: "" }, parseAs: "arrayBuffer" }));
+    const view = await call("hostedView", () =>
+      sdk.hostedView({ client, query: { filename: file.filename, type: file.type, subfolder: "" }, parseAs: "arrayBuffer" }),
+    );
     expect(view.response?.status).toBe(200);
     expect(new Uint8Array(view.data as ArrayBuffer).subarray(0, 4)).toEqual(new Uint8Array([0x89, 0x50, 0x4e, 0x47]));
 

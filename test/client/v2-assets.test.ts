@@ -49,7 +49,12 @@ describe("uploadAsset", () => {
 
   it("uploads a file by path under its name, hashed while streaming", async () => {
     const path = join(dir, "input.png");
-    await writeFile(path, await sharp({ create: { width: 8, height: 8, channels: 3, background: { r: 9, g: 99, b: 199 } } }).png().toBuffer());
+    await writeFile(
+      path,
+      await sharp({ create: { width: 8, height: 8, channels: 3, background: { r: 9, g: 99, b: 199 } } })
+        .png()
+        .toBuffer(),
+    );
     const client = new FlowgateClient({ baseUrl: server.url, token: TOKEN });
     const { asset } = await client.uploadAsset(path);
     expect(asset.file_path).toBe("input.png");

@@ -77,7 +77,11 @@ describe("v2 client: jobs", () => {
   it("cancel moves a running job to canceling, and wait then ends canceled", async () => {
     const client = new FlowgateClient({ baseUrl: server.url });
     const job = await client.submit(delayGraph(30));
-    await waitFor(() => client.get(job.id), (j) => j.status === "running", "running");
+    await waitFor(
+      () => client.get(job.id),
+      (j) => j.status === "running",
+      "running",
+    );
     const answer = await client.cancel(job.id);
     expect(answer.id).toBe(job.id);
     expect(["canceling", "canceled"]).toContain(answer.status);

@@ -53,7 +53,11 @@ describe("links behind a gateway mount", () => {
 
   it("cancel follows the job's cancel link", async () => {
     const job = await client.submit(delayGraph(30));
-    await waitFor(() => client.get(job), (j) => j.status === "running", "running");
+    await waitFor(
+      () => client.get(job),
+      (j) => j.status === "running",
+      "running",
+    );
     const answer = await client.cancel(job);
     expect(["canceling", "canceled"]).toContain(answer.status);
     expect(gateway.seen).toContain(`POST ${PREFIX}/api/v2/jobs/${job.id}/cancel`);

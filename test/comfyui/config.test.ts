@@ -13,7 +13,9 @@ describe("engine settings", () => {
   });
 
   it("takes a repeated --comfyui-url, or a comma-separated FLOWGATE_COMFYUI_URL; the flags win", () => {
-    const flags = loadConfig(["--engine", "comfyui", "--comfyui-url", "http://127.0.0.1:8188/", "--comfyui-url", "http://gpu2:8188"], { FLOWGATE_COMFYUI_URL: "http://ignored:1" });
+    const flags = loadConfig(["--engine", "comfyui", "--comfyui-url", "http://127.0.0.1:8188/", "--comfyui-url", "http://gpu2:8188"], {
+      FLOWGATE_COMFYUI_URL: "http://ignored:1",
+    });
     expect(flags.comfyuiUrls).toEqual(["http://127.0.0.1:8188", "http://gpu2:8188"]);
     const env = loadConfig([], { FLOWGATE_ENGINE: "comfyui", FLOWGATE_COMFYUI_URL: "http://a:8188, http://b:8188" });
     expect(env.engine).toBe("comfyui");
@@ -26,7 +28,9 @@ describe("engine settings", () => {
     expect(loadConfig(urls, { FLOWGATE_COMFYUI_OUTPUT_DIR: "/a/output, /b/output" }).comfyuiOutputDirs).toEqual(["/a/output", "/b/output"]);
     expect(loadConfig(urls, {}).comfyuiOutputDirs).toEqual([]);
     expect(loadConfig([...urls, "--comfyui-output-dir", "off", "--comfyui-output-dir", "auto"], {}).comfyuiOutputDirs).toEqual(["off", "auto"]);
-    expect(() => loadConfig([...urls, "--comfyui-output-dir", "/a", "--comfyui-output-dir", "/b", "--comfyui-output-dir", "/c"], {})).toThrow(/one per --comfyui-url \(2\), got 3/);
+    expect(() => loadConfig([...urls, "--comfyui-output-dir", "/a", "--comfyui-output-dir", "/b", "--comfyui-output-dir", "/c"], {})).toThrow(
+      /one per --comfyui-url \(2\), got 3/,
+    );
     expect(() => loadConfig(["--comfyui-output-dir", "/a"], {})).toThrow(/--engine comfyui/);
     expect(loadConfig([], { FLOWGATE_COMFYUI_OUTPUT_DIR: "/a" }).comfyuiOutputDirs).toEqual([]);
     expect(() => new ComfyUIEngine({ urls: ["http://a:1", "http://b:1"], outputDirs: ["/a", "/b", "/c"] })).toThrow(/one per instance/);

@@ -92,7 +92,12 @@ export class FakeComfyUI {
           first = false;
         });
         ws.on("close", () => this.sockets.delete(ws));
-        ws.send(JSON.stringify({ type: "status", data: { status: { exec_info: { queue_remaining: this.queue.running.length + this.queue.pending.length } }, sid: "x" } }));
+        ws.send(
+          JSON.stringify({
+            type: "status",
+            data: { status: { exec_info: { queue_remaining: this.queue.running.length + this.queue.pending.length } }, sid: "x" },
+          }),
+        );
         if (this.closeIdleSockets) ws.close(1000);
       });
     });
@@ -155,7 +160,13 @@ export class FakeComfyUI {
     const body = Buffer.concat(chunks);
     const url = new URL(req.url ?? "/", "http://x");
     const isJson = (req.headers["content-type"] ?? "").includes("json");
-    const rec: Recorded = { method: req.method ?? "GET", path: url.pathname, query: url.searchParams, body, json: isJson && body.length ? JSON.parse(body.toString()) : null };
+    const rec: Recorded = {
+      method: req.method ?? "GET",
+      path: url.pathname,
+      query: url.searchParams,
+      body,
+      json: isJson && body.length ? JSON.parse(body.toString()) : null,
+    };
     this.requests.push(rec);
     const json = (status: number, value: unknown) => {
       res.writeHead(status, { "content-type": "application/json" });
@@ -167,7 +178,10 @@ export class FakeComfyUI {
     if (req.method === "GET" && p === "/internal/folder_paths" && this.o.folderPaths) return json(200, this.o.folderPaths);
     if (req.method === "GET" && p === "/prompt") return json(200, { exec_info: { queue_remaining: this.queue.running.length + this.queue.pending.length } });
     if (req.method === "GET" && p === "/queue") {
-      return json(200, { queue_running: this.queue.running.map((id, i) => [i, id, {}, {}, []]), queue_pending: this.queue.pending.map((id, i) => [i, id, {}, {}, []]) });
+      return json(200, {
+        queue_running: this.queue.running.map((id, i) => [i, id, {}, {}, []]),
+        queue_pending: this.queue.pending.map((id, i) => [i, id, {}, {}, []]),
+      });
     }
     if (req.method === "POST" && p === "/prompt") {
       const answer = this.o.onPrompt?.(rec.json);
@@ -285,7 +299,18 @@ export class FakeComfyUI {
         }
       }
       if (failure?.node === node) {
-        const error = { prompt_id: id, node_id: node, node_type: n.class_type, executed: Object.keys(outputs), exception_message: failure.exception_message, exception_type: failure.exception_type, traceback: [`${failure.exception_type}: ${failure.exception_message}\n`], current_inputs: {}, current_outputs: {}, timestamp: Date.now() };
+        const error = {
+          prompt_id: id,
+          node_id: node,
+          node_type: n.class_type,
+          executed: Object.keys(outputs),
+          exception_message: failure.exception_message,
+          exception_type: failure.exception_type,
+          traceback: [`${failure.exception_type}: ${failure.exception_message}\n`],
+          current_inputs: {},
+          current_outputs: {},
+          timestamp: Date.now(),
+        };
         recorded("execution_error", error);
         this.finish(id, { prompt: [this.counter, id, prompt, {}, []], outputs, status: { status_str: "error", completed: false, messages }, meta: {} });
         await tick();
@@ -300,7 +325,12 @@ export class FakeComfyUI {
     }
     recorded("execution_success", { prompt_id: id, timestamp: Date.now() });
     this.send("executing", { node: null, prompt_id: id });
-    this.finish(id, { prompt: [this.counter, id, prompt, {}, Object.keys(outputs)], outputs, status: { status_str: "success", completed: true, messages }, meta: {} });
+    this.finish(id, {
+      prompt: [this.counter, id, prompt, {}, Object.keys(outputs)],
+      outputs,
+      status: { status_str: "success", completed: true, messages },
+      meta: {},
+    });
     await tick();
   }
 

@@ -131,7 +131,12 @@ export async function startFront(urls: string[], flags: string[] = [], engineOpt
 }
 
 /** JSON over fetch: status and parsed body. */
-export async function call(method: string, url: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any; headers: Headers }> {
+export async function call(
+  method: string,
+  url: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: any; headers: Headers }> {
   const res = await fetch(url, {
     method,
     headers: body === undefined ? headers : { "content-type": "application/json", ...headers },
@@ -149,10 +154,14 @@ export async function call(method: string, url: string, body?: unknown, headers:
 
 /** Polls a v2 job until `done(job)` holds. */
 export function waitJob(base: string, id: string, done: (job: any) => boolean, what: string, ms = 20_000): Promise<any> {
-  return until(async () => {
-    const { body } = await call("GET", `${base}/api/v2/jobs/${id}`);
-    return done(body) ? body : undefined;
-  }, what, ms);
+  return until(
+    async () => {
+      const { body } = await call("GET", `${base}/api/v2/jobs/${id}`);
+      return done(body) ? body : undefined;
+    },
+    what,
+    ms,
+  );
 }
 
 export { TERMINAL } from "../server/helpers.ts";

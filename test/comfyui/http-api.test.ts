@@ -60,7 +60,10 @@ describe("ComfyHttp", () => {
     expect(await c.queueRemaining()).toBe(2);
     expect(await c.queueRemaining()).toBe(2);
     expect(s.connections()).toBe(1);
-    expect(s.seen.map((r) => r.authorization)).toEqual([`Basic ${Buffer.from("user:p@ss").toString("base64")}`, `Basic ${Buffer.from("user:p@ss").toString("base64")}`]);
+    expect(s.seen.map((r) => r.authorization)).toEqual([
+      `Basic ${Buffer.from("user:p@ss").toString("base64")}`,
+      `Basic ${Buffer.from("user:p@ss").toString("base64")}`,
+    ]);
   });
 
   it("follows /view's redirect to the bytes, sending credentials only to the same origin", async () => {

@@ -10,9 +10,31 @@ import { reasons } from "../node-errors.ts";
 
 describe("leastBusy", () => {
   it("takes the lowest load, then fewer prompts of ours, then turns round-robin", () => {
-    expect(leastBusy([{ index: 0, load: 3, active: 0 }, { index: 1, load: 1, active: 1 }], 0, 2)?.index).toBe(1);
-    expect(leastBusy([{ index: 0, load: 1, active: 2 }, { index: 1, load: 1, active: 0 }], 0, 2)?.index).toBe(1);
-    const tie = [{ index: 0, load: 0, active: 0 }, { index: 1, load: 0, active: 0 }, { index: 2, load: 0, active: 0 }];
+    expect(
+      leastBusy(
+        [
+          { index: 0, load: 3, active: 0 },
+          { index: 1, load: 1, active: 1 },
+        ],
+        0,
+        2,
+      )?.index,
+    ).toBe(1);
+    expect(
+      leastBusy(
+        [
+          { index: 0, load: 1, active: 2 },
+          { index: 1, load: 1, active: 0 },
+        ],
+        0,
+        2,
+      )?.index,
+    ).toBe(1);
+    const tie = [
+      { index: 0, load: 0, active: 0 },
+      { index: 1, load: 0, active: 0 },
+      { index: 2, load: 0, active: 0 },
+    ];
     expect([0, 1, 2, 3].map((turn) => leastBusy(tie, turn, 3)?.index)).toEqual([0, 1, 2, 0]);
     expect(leastBusy([], 0, 2)).toBeNull();
   });
@@ -28,7 +50,12 @@ describe("outputs", () => {
     expect(outputTypeOf("files", "text/plain")).toBe("file");
     expect(outputTypeOf("3d", "model/gltf-binary")).toBe("file");
     expect(outputTypeOf("meshes", "image/png")).toBe("image");
-    const ui = { images: [{ filename: "a.png", subfolder: "s", type: "temp" }], animated: [true], text: ["hi", { filename: "t.txt" }], value: ["not an output"] };
+    const ui = {
+      images: [{ filename: "a.png", subfolder: "s", type: "temp" }],
+      animated: [true],
+      text: ["hi", { filename: "t.txt" }],
+      value: ["not an output"],
+    };
     expect(outputsOfUi(ui)).toEqual([
       { kind: "file", key: "images", file: { filename: "a.png", subfolder: "s", type: "temp" } },
       { kind: "text", key: "text", text: "hi", index: 0 },
@@ -47,19 +74,31 @@ describe("outputs", () => {
 });
 
 describe("errors", () => {
-  it("maps graph-level 400s (no outputs, a bad prompt) to the node id \"\" and cycles to `cycle`", () => {
-    expect(reasons(validationOfComfy400({ error: { type: "prompt_no_outputs", message: "Prompt has no outputs", details: "", extra_info: {} }, node_errors: [] }).node_errors)).toEqual({ "": [{ field: "", reason: "no_output_node" }] });
+  it('maps graph-level 400s (no outputs, a bad prompt) to the node id "" and cycles to `cycle`', () => {
+    expect(
+      reasons(
+        validationOfComfy400({ error: { type: "prompt_no_outputs", message: "Prompt has no outputs", details: "", extra_info: {} }, node_errors: [] })
+          .node_errors,
+      ),
+    ).toEqual({ "": [{ field: "", reason: "no_output_node" }] });
     expect(reasons(validationOfComfy400({ error: "no prompt", node_errors: [] }).node_errors)).toEqual({ "": [{ field: "", reason: "bad_node" }] });
     const cycle = validationOfComfy400({
       error: { type: "prompt_outputs_failed_validation" },
-      node_errors: { "3": { errors: [{ type: "exception_during_validation", details: "Dependency cycle detected", extra_info: { exception_type: "graph.DependencyCycleError" } }], class_type: "X", dependent_outputs: [] } },
+      node_errors: {
+        "3": {
+          errors: [{ type: "exception_during_validation", details: "Dependency cycle detected", extra_info: { exception_type: "graph.DependencyCycleError" } }],
+          class_type: "X",
+          dependent_outputs: [],
+        },
+      },
     });
     expect(reasons(cycle.node_errors)).toEqual({ "3": [{ field: "", reason: "cycle" }] });
     expect(cycle.comfy?.node_errors["3"]?.class_type).toBe("X");
   });
 
   it("maps exception types to job error codes; a partner node's failure is a partner error", () => {
-    const code = (exception_type: string, node_type = "X") => jobErrorOf({ exception_type, node_type, exception_message: "m" }, (c) => c === "Partner", []).code;
+    const code = (exception_type: string, node_type = "X") =>
+      jobErrorOf({ exception_type, node_type, exception_message: "m" }, (c) => c === "Partner", []).code;
     expect(code("torch.OutOfMemoryError")).toBe("out_of_memory");
     expect(code("OOMError")).toBe("out_of_memory");
     expect(code("ModelDownloadError")).toBe("missing_model");
@@ -78,7 +117,17 @@ describe("messages", () => {
     expect(outcomeOf({ type: "execution_interrupted", data: {} })).toEqual({ kind: "interrupted" });
     expect(outcomeOfHistory({ status: { status_str: "success", completed: true, messages: [] } })).toEqual({ kind: "success" });
     expect(outcomeOfHistory({})).toEqual({ kind: "success" });
-    expect(outcomeOfHistory({ status: { status_str: "error", messages: [["execution_start", {}], ["execution_error", { node_id: "2" }]] } })).toEqual({ kind: "error", data: { node_id: "2" } });
+    expect(
+      outcomeOfHistory({
+        status: {
+          status_str: "error",
+          messages: [
+            ["execution_start", {}],
+            ["execution_error", { node_id: "2" }],
+          ],
+        },
+      }),
+    ).toEqual({ kind: "error", data: { node_id: "2" } });
     expect(outcomeOfHistory({ status: { status_str: "error", messages: [["execution_interrupted", {}]] } })).toEqual({ kind: "interrupted" });
   });
 
@@ -86,7 +135,13 @@ describe("messages", () => {
     const image = Buffer.from([0xff, 0xd8, 0xff, 0x00]);
     const plain = Buffer.concat([Buffer.from([0, 0, 0, 1, 0, 0, 0, 2]), image]);
     expect(decodeBinary(plain)).toEqual({ kind: "preview", contentType: "image/png", image, promptId: null, nodeId: null });
-    expect(decodeBinary(previewFrame({ node_id: "9", display_node_id: "4", prompt_id: "p", image_type: "image/jpeg" }, image))).toEqual({ kind: "preview", contentType: "image/jpeg", image, promptId: "p", nodeId: "4" });
+    expect(decodeBinary(previewFrame({ node_id: "9", display_node_id: "4", prompt_id: "p", image_type: "image/jpeg" }, image))).toEqual({
+      kind: "preview",
+      contentType: "image/jpeg",
+      image,
+      promptId: "p",
+      nodeId: "4",
+    });
     expect(decodeBinary(textFrame("7", "step 3"))).toEqual({ kind: "text", nodeId: "7", text: "step 3" });
     expect(decodeBinary(Buffer.from([0, 0, 0, 4, 0, 0, 1, 0, 1]))).toBeNull();
     expect(decodeBinary(Buffer.from([0, 0, 0, 9, 0, 0, 0, 0]))).toBeNull();

@@ -62,7 +62,10 @@ describe("OutputFolder, auto", () => {
     await a.discover();
     expect(a.state).toBe("candidate");
 
-    const defaults = await fake({ systemArgv: ["main.py", "--cpu"], folderPaths: { checkpoints: [join(root, "models", "checkpoints")], custom_nodes: [join(root, "custom_nodes")] } });
+    const defaults = await fake({
+      systemArgv: ["main.py", "--cpu"],
+      folderPaths: { checkpoints: [join(root, "models", "checkpoints")], custom_nodes: [join(root, "custom_nodes")] },
+    });
     const b = new OutputFolder("auto", new ComfyHttp(defaults.url));
     await b.discover();
     await writeFile(join(out, "b.png"), "b");
@@ -99,7 +102,9 @@ describe("OutputFolder, auto", () => {
     }
 
     // Addressed as another machine, its paths would mean nothing here: it is not even asked.
-    const address = Object.values(networkInterfaces()).flat().find((i) => i && i.family === "IPv4" && !i.internal)?.address;
+    const address = Object.values(networkInterfaces())
+      .flat()
+      .find((i) => i && i.family === "IPv4" && !i.internal)?.address;
     if (address) {
       const remote = await new FakeComfyUI({ objectInfo: OBJECT_INFO, systemArgv: ["main.py", "--output-directory", out] }).start(0, address);
       cleanups.push(() => remote.stop());
@@ -138,7 +143,15 @@ describe("OutputFolder, reading", () => {
     await mkdir(join(out, "dir.png"));
     execFileSync("mkfifo", [join(out, "fifo.png")]);
     const folder = new OutputFolder(out, new ComfyHttp("http://127.0.0.1:1"));
-    for (const f of [file("link.png"), file("s.png", "linked"), file("secret.txt", ".."), file("../secret.txt"), file("dir.png"), file("fifo.png"), file("", "")]) {
+    for (const f of [
+      file("link.png"),
+      file("s.png", "linked"),
+      file("secret.txt", ".."),
+      file("../secret.txt"),
+      file("dir.png"),
+      file("fifo.png"),
+      file("", ""),
+    ]) {
       expect(await folder.read(f), JSON.stringify(f)).toBeNull();
     }
     // A folder that is itself reached through a link is fine: only what lies inside it counts.
@@ -155,7 +168,10 @@ describe("the comfyui backend, auto", () => {
     cleanups.push(() => engine.close());
     await until(() => (f.calls("GET", "/system_stats").length > 0 ? true : undefined), "the instance asked where its outputs are");
     await new Promise((r) => setTimeout(r, 100));
-    const graph = { "1": { class_type: "EmptyImage", inputs: { width: 8, height: 8, batch_size: 1, color: 0 } }, "2": { class_type: "SaveImage", inputs: { images: ["1", 0], filename_prefix: "auto" } } };
+    const graph = {
+      "1": { class_type: "EmptyImage", inputs: { width: 8, height: 8, batch_size: 1, color: 0 } },
+      "2": { class_type: "SaveImage", inputs: { images: ["1", 0], filename_prefix: "auto" } },
+    };
     const run = async (name: string, onDisk: string, served: string) => {
       await writeFile(join(out, name), onDisk);
       f.files.set(`output//${name}`, { bytes: Buffer.from(served), contentType: "image/png" });

@@ -33,10 +33,13 @@ async function setup(): Promise<{ fake: FakeComfyUI; front: Front; schema: strin
   return { fake, front, schema };
 }
 
-const row = async (schema: string, id: string) => (await adminQuery(`SELECT status, started_at, worker_id, lease_epoch, lease_until FROM ${schema}.jobs WHERE id = $1`, [id]))[0]!;
+const row = async (schema: string, id: string) =>
+  (await adminQuery(`SELECT status, started_at, worker_id, lease_epoch, lease_until FROM ${schema}.jobs WHERE id = $1`, [id]))[0]!;
 
 describe.skipIf(unavailable !== null)("in front of ComfyUI on PostgreSQL", () => {
-  it("a job stays queued, under its worker's lease, while its prompt waits in ComfyUI's queue, and runs from ComfyUI's start", { timeout: 60_000 }, async () => {
+  it("a job stays queued, under its worker's lease, while its prompt waits in ComfyUI's queue, and runs from ComfyUI's start", {
+    timeout: 60_000,
+  }, async () => {
     const { fake, front, schema } = await setup();
     const res = await call("POST", `${front.url}/api/v2/jobs`, { workflow: graph });
     expect(res.status).toBe(201);

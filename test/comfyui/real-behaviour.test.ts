@@ -130,7 +130,10 @@ describe("comfyui backend against real ComfyUI behaviour", () => {
     expect(settled).toBe(false);
     // The prompt ends upstream on its own (nobody interrupted it): now the cancel is over.
     fake.finish(id, { outputs: {}, status: { status_str: "success", completed: true, messages: [] } });
-    const err = await result.then(() => null, (e: unknown) => e);
+    const err = await result.then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(ExecutionCancelledError);
   });
 
@@ -141,7 +144,10 @@ describe("comfyui backend against real ComfyUI behaviour", () => {
     const { prompt_id: id } = await fake.nextPrompt();
     fake.startRunning(id);
     controller.abort();
-    const err = await result.then(() => null, (e: unknown) => e);
+    const err = await result.then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(ExecutionCancelledError);
     expect(fake.queue.running).toContain(id);
   });
@@ -202,13 +208,19 @@ describe("comfyui backend against real ComfyUI behaviour", () => {
     const png = Buffer.from("\x89PNG cached");
     fake.files.set("output//c_00001_.png", { bytes: png, contentType: "image/png" });
     const rec = recorder();
-    const graph = { "1": { class_type: "EmptyImage", inputs: { width: 8, height: 8, batch_size: 1, color: 0 } }, "2": { class_type: "SaveImage", inputs: { images: ["1", 0], filename_prefix: "c" } } };
+    const graph = {
+      "1": { class_type: "EmptyImage", inputs: { width: 8, height: 8, batch_size: 1, color: 0 } },
+      "2": { class_type: "SaveImage", inputs: { images: ["1", 0], filename_prefix: "c" } },
+    };
     const result = engine.execute(graph, rec.options);
     const { prompt_id: id } = await fake.nextPrompt();
     fake.startRunning(id);
     fake.send("execution_start", { prompt_id: id });
     fake.send("execution_cached", { nodes: ["1", "2"], prompt_id: id });
-    fake.finish(id, { outputs: { "2": { images: [{ filename: "c_00001_.png", subfolder: "", type: "output" }] } }, status: { status_str: "success", completed: true, messages: [] } });
+    fake.finish(id, {
+      outputs: { "2": { images: [{ filename: "c_00001_.png", subfolder: "", type: "output" }] } },
+      status: { status_str: "success", completed: true, messages: [] },
+    });
     fake.send("execution_success", { prompt_id: id });
     const done = await result;
     expect(fake.calls("GET", `/history/${id}`).length).toBeGreaterThan(0);

@@ -20,8 +20,12 @@ let fakes: FakeComfyUI[] = [];
 let engines: ComfyUIEngine[] = [];
 
 beforeAll(async () => {
-  jpeg = await sharp({ create: { width: 4, height: 4, channels: 3, background: "#00ff00" } }).jpeg().toBuffer();
-  png = await sharp({ create: { width: 4, height: 4, channels: 4, background: "#ff0000" } }).png().toBuffer();
+  jpeg = await sharp({ create: { width: 4, height: 4, channels: 3, background: "#00ff00" } })
+    .jpeg()
+    .toBuffer();
+  png = await sharp({ create: { width: 4, height: 4, channels: 4, background: "#ff0000" } })
+    .png()
+    .toBuffer();
 });
 
 afterEach(async () => {
@@ -82,7 +86,9 @@ describe("comfyui backend: replayed message sequences", () => {
     fake.send("executed", p({ node: "4", display_node: "4", output: { text: ["hello"] } }));
     fake.send("executing", p({ node: "1", display_node: "1" }));
     fake.send("progress", p({ node: "1", value: 1, max: 2 }));
-    fake.sendBinary(previewFrame({ node_id: "1", display_node_id: "1", real_node_id: "1", prompt_id: id, parent_node_id: null, image_type: "image/jpeg" }, jpeg));
+    fake.sendBinary(
+      previewFrame({ node_id: "1", display_node_id: "1", real_node_id: "1", prompt_id: id, parent_node_id: null, image_type: "image/jpeg" }, jpeg),
+    );
     fake.send("progress", p({ node: "1", value: 2, max: 2 }));
     fake.sendBinary(textFrame("1", "sampling done\n"));
     fake.send("executing", p({ node: "2", display_node: "2" }));
@@ -104,7 +110,10 @@ describe("comfyui backend: replayed message sequences", () => {
     expect(rec.events[0]![2]).toEqual({ "1": 2 });
     expect((rec.events[0]![1] as string[]).sort()).toEqual(["1", "10", "2", "3", "4", "5", "6", "7", "8", "9"]);
     expect(rec.events.find((e) => e[0] === "cached")).toEqual(["cached", ["3", "4"]]);
-    expect(rec.events.filter((e) => e[0] === "progress")).toEqual([["progress", "1", 1, 2], ["progress", "1", 2, 2]]);
+    expect(rec.events.filter((e) => e[0] === "progress")).toEqual([
+      ["progress", "1", 1, 2],
+      ["progress", "1", 2, 2],
+    ]);
     const preview = rec.events.find((e) => e[0] === "preview")!;
     expect(preview.slice(0, 3)).toEqual(["preview", "1", "image/jpeg"]);
     expect(Buffer.compare(preview[3] as Buffer, jpeg)).toBe(0);
@@ -141,7 +150,13 @@ describe("comfyui backend: replayed message sequences", () => {
     }));
     const engine = engines[0]!;
     const rec = recorder();
-    const done = await engine.execute({ "1": { class_type: "EmptyImage", inputs: { width: 8, height: 8, batch_size: 1, color: 0 } }, "2": { class_type: "SaveImage", inputs: { images: ["1", 0], filename_prefix: "early" } } }, rec.options);
+    const done = await engine.execute(
+      {
+        "1": { class_type: "EmptyImage", inputs: { width: 8, height: 8, batch_size: 1, color: 0 } },
+        "2": { class_type: "SaveImage", inputs: { images: ["1", 0], filename_prefix: "early" } },
+      },
+      rec.options,
+    );
     expect(done.outputs.map((o) => o.name)).toEqual(["early_00001_.png"]);
   });
 
@@ -149,13 +164,22 @@ describe("comfyui backend: replayed message sequences", () => {
     const { fake, engine } = await setup();
     fake.files.set("output//late_00001_.png", { bytes: png, contentType: "image/png" });
     const rec = recorder();
-    const result = engine.execute({ "1": { class_type: "EmptyImage", inputs: { width: 8, height: 8, batch_size: 1, color: 0 } }, "2": { class_type: "SaveImage", inputs: { images: ["1", 0], filename_prefix: "late" } } }, rec.options);
+    const result = engine.execute(
+      {
+        "1": { class_type: "EmptyImage", inputs: { width: 8, height: 8, batch_size: 1, color: 0 } },
+        "2": { class_type: "SaveImage", inputs: { images: ["1", 0], filename_prefix: "late" } },
+      },
+      rec.options,
+    );
     const { prompt_id: id } = await fake.nextPrompt();
     fake.startRunning(id);
     fake.send("execution_start", { prompt_id: id });
     fake.send("executing", { node: "2", prompt_id: id });
     // The socket drops `executed`, `execution_success` and the final `executing`: only history knows.
-    fake.finish(id, { outputs: { "2": { images: [{ filename: "late_00001_.png", subfolder: "", type: "output" }] } }, status: { status_str: "success", completed: true, messages: [] } });
+    fake.finish(id, {
+      outputs: { "2": { images: [{ filename: "late_00001_.png", subfolder: "", type: "output" }] } },
+      status: { status_str: "success", completed: true, messages: [] },
+    });
     const done = await result;
     expect(done.outputs.map((o) => [o.node_id, o.name, o.type])).toEqual([["2", "late_00001_.png", "image"]]);
     expect(fake.calls("GET", "/view")).toHaveLength(1);
@@ -179,7 +203,13 @@ describe("comfyui backend: replayed message sequences", () => {
       ];
       for (const f of files.slice(1)) fake.files.set(`${f.type}/${f.subfolder}/${f.filename}`, { bytes: jpeg, contentType: "image/jpeg" });
       const rec = recorder();
-      const result = engine.execute({ "1": { class_type: "EmptyImage", inputs: { width: 8, height: 8, batch_size: 1, color: 0 } }, "2": { class_type: "SaveImage", inputs: { images: ["1", 0], filename_prefix: "local" } } }, rec.options);
+      const result = engine.execute(
+        {
+          "1": { class_type: "EmptyImage", inputs: { width: 8, height: 8, batch_size: 1, color: 0 } },
+          "2": { class_type: "SaveImage", inputs: { images: ["1", 0], filename_prefix: "local" } },
+        },
+        rec.options,
+      );
       const { prompt_id: id } = await fake.nextPrompt();
       fake.startRunning(id);
       fake.send("execution_start", { prompt_id: id });
@@ -192,7 +222,12 @@ describe("comfyui backend: replayed message sequences", () => {
       expect(Buffer.compare(bytesOf("local_00001_.png").data, png)).toBe(0);
       expect(bytesOf("local_00001_.png").content_type).toBe("image/png");
       for (const f of files.slice(1)) expect(Buffer.compare(bytesOf(f.filename).data, jpeg), f.filename).toBe(0);
-      expect(fake.calls("GET", "/view").map((c) => c.query.get("filename")).sort()).toEqual(["escape.png", "missing_00001_.png", "preview_00001_.png"]);
+      expect(
+        fake
+          .calls("GET", "/view")
+          .map((c) => c.query.get("filename"))
+          .sort(),
+      ).toEqual(["escape.png", "missing_00001_.png", "preview_00001_.png"]);
     } finally {
       await rm(root, { recursive: true, force: true });
     }
@@ -237,7 +272,10 @@ describe("comfyui backend: replayed message sequences", () => {
       current_outputs: [],
     });
     fake.finish(id, { outputs: {}, status: { status_str: "error", completed: false, messages: [["execution_error", { prompt_id: id, node_id: "1" }]] } });
-    const err = await result.then(() => null, (e: unknown) => e);
+    const err = await result.then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(EngineError);
     const je = (err as EngineError).jobError;
     expect(je.code).toBe("out_of_memory");
@@ -263,7 +301,10 @@ describe("comfyui backend: replayed message sequences", () => {
     expect(fake.calls("POST", "/queue")).toHaveLength(0);
     fake.send("execution_interrupted", { prompt_id: id, node_id: "2", node_type: "FlowgateDelay", executed: [] });
     fake.finish(id, { outputs: {}, status: { status_str: "error", completed: false, messages: [["execution_interrupted", { prompt_id: id }]] } });
-    const err = await result.then(() => null, (e: unknown) => e);
+    const err = await result.then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(ExecutionCancelledError);
   });
 
@@ -274,7 +315,10 @@ describe("comfyui backend: replayed message sequences", () => {
     const { prompt_id: id } = await fake.nextPrompt();
     expect(fake.queue.pending).toContain(id);
     controller.abort();
-    const err = await result.then(() => null, (e: unknown) => e);
+    const err = await result.then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(ExecutionCancelledError);
     expect(fake.calls("POST", "/queue").map((c) => c.json)).toEqual([{ delete: [id] }]);
     expect(fake.calls("POST", "/interrupt")).toHaveLength(0);
@@ -289,7 +333,10 @@ describe("comfyui backend: replayed message sequences", () => {
     fake.send("execution_start", { prompt_id: id });
     fake.send("execution_interrupted", { prompt_id: id, node_id: "2", node_type: "FlowgateDelay", executed: [] });
     fake.finish(id, { outputs: {}, status: { status_str: "error", completed: false, messages: [["execution_interrupted", { prompt_id: id }]] } });
-    const err = await result.then(() => null, (e: unknown) => e);
+    const err = await result.then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(EngineError);
     expect((err as EngineError).jobError.code).toBe("node_execution_error");
   });
@@ -298,7 +345,13 @@ describe("comfyui backend: replayed message sequences", () => {
     const { fake, engine } = await setup();
     fake.files.set("output//gap_00001_.png", { bytes: png, contentType: "image/png" });
     const rec = recorder();
-    const result = engine.execute({ "1": { class_type: "EmptyImage", inputs: { width: 8, height: 8, batch_size: 1, color: 0 } }, "2": { class_type: "SaveImage", inputs: { images: ["1", 0], filename_prefix: "gap" } } }, rec.options);
+    const result = engine.execute(
+      {
+        "1": { class_type: "EmptyImage", inputs: { width: 8, height: 8, batch_size: 1, color: 0 } },
+        "2": { class_type: "SaveImage", inputs: { images: ["1", 0], filename_prefix: "gap" } },
+      },
+      rec.options,
+    );
     const { prompt_id: id, client_id } = await fake.nextPrompt();
     fake.startRunning(id);
     fake.send("execution_start", { prompt_id: id });
@@ -307,7 +360,10 @@ describe("comfyui backend: replayed message sequences", () => {
     fake.send("executed", { node: "2", output: { images: [{ filename: "gap_00001_.png", subfolder: "", type: "output" }] }, prompt_id: id });
     await until(() => (fake.connections.length === 2 && fake.socketCount === 1 && fake.handshakes.length === 2 ? true : undefined), "the reconnect");
     expect(new Set(fake.connections.map((u) => new URL(u, "http://x").searchParams.get("clientId")))).toEqual(new Set([client_id]));
-    fake.finish(id, { outputs: { "2": { images: [{ filename: "gap_00001_.png", subfolder: "", type: "output" }] } }, status: { status_str: "success", completed: true, messages: [] } });
+    fake.finish(id, {
+      outputs: { "2": { images: [{ filename: "gap_00001_.png", subfolder: "", type: "output" }] } },
+      status: { status_str: "success", completed: true, messages: [] },
+    });
     fake.send("execution_success", { prompt_id: id });
     const done = await result;
     expect(done.outputs.map((o) => o.name)).toEqual(["gap_00001_.png"]);
@@ -321,7 +377,10 @@ describe("comfyui backend: replayed message sequences", () => {
     fake.send("execution_start", { prompt_id: id });
     fake.dropSockets();
     fake.forget(id);
-    const err = await result.then(() => null, (e: unknown) => e);
+    const err = await result.then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(EngineError);
     expect((err as EngineError).jobError.code).toBe("worker_lost");
   });
@@ -331,17 +390,37 @@ describe("comfyui backend: replayed message sequences", () => {
       error: { type: "prompt_outputs_failed_validation", message: "Prompt outputs failed validation", details: "", extra_info: {} },
       node_errors: {
         "1": {
-          errors: [{ type: "value_not_in_list", message: "Value not in list", details: "ckpt_name: 'x.safetensors' not in []", extra_info: { input_name: "ckpt_name", input_config: null, received_value: "x.safetensors" } }],
+          errors: [
+            {
+              type: "value_not_in_list",
+              message: "Value not in list",
+              details: "ckpt_name: 'x.safetensors' not in []",
+              extra_info: { input_name: "ckpt_name", input_config: null, received_value: "x.safetensors" },
+            },
+          ],
           dependent_outputs: ["2"],
           class_type: "EmptyImage",
         },
-        "2": { errors: [{ type: "required_input_missing", message: "Required input is missing", details: "images", extra_info: { input_name: "images" } }], dependent_outputs: ["2"], class_type: "SaveImage" },
+        "2": {
+          errors: [{ type: "required_input_missing", message: "Required input is missing", details: "images", extra_info: { input_name: "images" } }],
+          dependent_outputs: ["2"],
+          class_type: "SaveImage",
+        },
       },
     };
     const { engine } = await setup({ onPrompt: () => ({ status: 400, body: comfy400 }) });
     const err = await engine
-      .execute({ "1": { class_type: "EmptyImage", inputs: { width: 8, height: 8, batch_size: 1, color: 0 } }, "2": { class_type: "SaveImage", inputs: { images: ["1", 0], filename_prefix: "x" } } }, recorder().options)
-      .then(() => null, (e: unknown) => e);
+      .execute(
+        {
+          "1": { class_type: "EmptyImage", inputs: { width: 8, height: 8, batch_size: 1, color: 0 } },
+          "2": { class_type: "SaveImage", inputs: { images: ["1", 0], filename_prefix: "x" } },
+        },
+        recorder().options,
+      )
+      .then(
+        () => null,
+        (e: unknown) => e,
+      );
     expect(err).toBeInstanceOf(EngineValidationError);
     const v = (err as EngineValidationError).validation;
     expect(reasons(v.node_errors)).toEqual({ "1": [{ field: "ckpt_name", reason: "not_in_options" }], "2": [{ field: "images", reason: "missing_input" }] });
@@ -360,7 +439,14 @@ describe("comfyui backend: replayed message sequences", () => {
       error: { type: "prompt_outputs_failed_validation", message: "Prompt outputs failed validation", details: "", extra_info: {} },
       node_errors: {
         "1": {
-          errors: [{ type: "custom_validation_failed", message: "Custom validation failed for node", details: "LoadImage - Invalid image file: does-not-exist.png", extra_info: { input_name: "image" } }],
+          errors: [
+            {
+              type: "custom_validation_failed",
+              message: "Custom validation failed for node",
+              details: "LoadImage - Invalid image file: does-not-exist.png",
+              extra_info: { input_name: "image" },
+            },
+          ],
           dependent_outputs: ["2"],
           class_type: "LoadImage",
         },
@@ -368,9 +454,20 @@ describe("comfyui backend: replayed message sequences", () => {
     };
     const { engine } = await setup({ onPrompt: () => ({ status: 400, body: comfy400 }) });
     const err = await engine
-      .execute({ "1": { class_type: "EmptyImage", inputs: { width: 8, height: 8, batch_size: 1, color: 0 } }, "2": { class_type: "SaveImage", inputs: { images: ["1", 0], filename_prefix: "x" } } }, recorder().options)
-      .then(() => null, (e: unknown) => e);
-    expect((err as EngineValidationError).validation.node_errors).toEqual({ "1": [{ field: "image", reason: "bad_node", message: "Invalid image file: does-not-exist.png" }] });
+      .execute(
+        {
+          "1": { class_type: "EmptyImage", inputs: { width: 8, height: 8, batch_size: 1, color: 0 } },
+          "2": { class_type: "SaveImage", inputs: { images: ["1", 0], filename_prefix: "x" } },
+        },
+        recorder().options,
+      )
+      .then(
+        () => null,
+        (e: unknown) => e,
+      );
+    expect((err as EngineValidationError).validation.node_errors).toEqual({
+      "1": [{ field: "image", reason: "bad_node", message: "Invalid image file: does-not-exist.png" }],
+    });
     expect((err as EngineValidationError).jobError).toEqual({
       code: "invalid_input",
       message: "ComfyUI refused the prompt: Invalid image file: does-not-exist.png (input image)",

@@ -28,7 +28,26 @@ afterEach(async () => {
 async function serve(dataDir: string, comfyUrl: string) {
   const env = { ...process.env };
   for (const k of Object.keys(env)) if (k.startsWith("FLOWGATE_")) delete env[k];
-  const server = await spawnCli(["--port", "0", "--data-dir", dataDir, "--engine", "comfyui", "--comfyui-url", comfyUrl, "--comfyui-output-dir", "off", "--concurrency", "4", "--log-level", "error"], env, { replaceEnv: true });
+  const server = await spawnCli(
+    [
+      "--port",
+      "0",
+      "--data-dir",
+      dataDir,
+      "--engine",
+      "comfyui",
+      "--comfyui-url",
+      comfyUrl,
+      "--comfyui-output-dir",
+      "off",
+      "--concurrency",
+      "4",
+      "--log-level",
+      "error",
+    ],
+    env,
+    { replaceEnv: true },
+  );
   const kill = async () => {
     if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill("SIGKILL");
     await server.exited;
@@ -122,7 +141,10 @@ describe("flowgate killed while ComfyUI runs a prompt", () => {
     const queueReads = fake.calls("GET", "/queue").length;
     const second = await serve(dataDir, fake.url);
     // The restarted flowgate found the prompt running there (it read the queue) before it goes on.
-    await until(() => (fake.calls("GET", "/queue").length > queueReads && fake.socketCount === 1 ? true : undefined), "the restarted flowgate to look for the prompt");
+    await until(
+      () => (fake.calls("GET", "/queue").length > queueReads && fake.socketCount === 1 ? true : undefined),
+      "the restarted flowgate to look for the prompt",
+    );
     expect((await call("GET", `${second.url}/api/v2/jobs/${id}`)).body.status).toBe("running");
     fake.release();
     const job = await ended(second.url, id);
@@ -141,7 +163,11 @@ describe("flowgate killed while ComfyUI runs a prompt", () => {
     const dataDir = await mkdtemp(join(tmpdir(), "flowgate-restart-outputs-"));
     cleanup.push(() => rm(dataDir, { recursive: true, force: true }));
     const first = await serve(dataDir, fake.url);
-    const twoOutputs = { ...graph("first"), "3": { class_type: "PrimitiveString", inputs: { value: "second" } }, "4": { class_type: "PreviewAny", inputs: { source: ["3", 0] } } };
+    const twoOutputs = {
+      ...graph("first"),
+      "3": { class_type: "PrimitiveString", inputs: { value: "second" } },
+      "4": { class_type: "PreviewAny", inputs: { source: ["3", 0] } },
+    };
     const id: string = (await call("POST", `${first.url}/api/v2/jobs`, { workflow: twoOutputs })).body.id;
     await until(async () => ((await call("GET", `${first.url}/api/v2/jobs/${id}`)).body.outputs?.length === 1 ? true : undefined), "the first output recorded");
     expect(fake.held).toBe(id);

@@ -16,7 +16,9 @@ import { call, startFront, startUpstream, TERMINAL, until, waitJob, type Front, 
 const KEY = "vendor-key-7f3a9c1e5b";
 
 async function png(r: number, g: number, b: number): Promise<Buffer> {
-  return sharp({ create: { width: 8, height: 8, channels: 3, background: { r, g, b } } }).png().toBuffer();
+  return sharp({ create: { width: 8, height: 8, channels: 3, background: { r, g, b } } })
+    .png()
+    .toBuffer();
 }
 
 async function uploadAsset(base: string, bytes: Buffer, name: string): Promise<{ id: string }> {
@@ -38,7 +40,6 @@ const delayGraph = (seconds: number) => ({
   "2": { class_type: "FlowgateDelay", inputs: { value: ["1", 0], seconds } },
   "3": { class_type: "PreviewAny", inputs: { source: ["2", 0] } },
 });
-
 
 describe("comfyui mode over a ComfyUI-protocol upstream", () => {
   let upstream: Upstream;
@@ -134,7 +135,11 @@ describe("comfyui mode over a ComfyUI-protocol upstream", () => {
   });
 
   it("rejects invalid graphs at submission from ComfyUI's node definitions, in both interfaces", async () => {
-    const graph = { "1": { class_type: "NoSuchNode", inputs: {} }, "2": { class_type: "EmptyImage", inputs: { width: 0, height: 8, batch_size: 1, color: 0 } }, "3": { class_type: "SaveImage", inputs: { images: ["2", 0] } } };
+    const graph = {
+      "1": { class_type: "NoSuchNode", inputs: {} },
+      "2": { class_type: "EmptyImage", inputs: { width: 0, height: 8, batch_size: 1, color: 0 } },
+      "3": { class_type: "SaveImage", inputs: { images: ["2", 0] } },
+    };
     const v2 = await call("POST", `${front.url}/api/v2/jobs`, { workflow: graph });
     expect(v2.status).toBe(422);
     expect(v2.body.error.code).toBe("invalid_workflow");
@@ -186,7 +191,10 @@ describe("comfyui mode over a ComfyUI-protocol upstream", () => {
     expect(done.status, JSON.stringify(done.error)).toBe("succeeded");
     expect(vendorAuth).toEqual([`Bearer ${KEY}`]);
     // A job without the key fails there: nothing was remembered from the first.
-    const bare = await submit(front.url, { "1": { class_type: "FlowgatePartnerCall", inputs: { prompt: "again" } }, "2": { class_type: "PreviewAny", inputs: { source: ["1", 0] } } });
+    const bare = await submit(front.url, {
+      "1": { class_type: "FlowgatePartnerCall", inputs: { prompt: "again" } },
+      "2": { class_type: "PreviewAny", inputs: { source: ["1", 0] } },
+    });
     const failed = await waitJob(front.url, bare.id, (j) => TERMINAL.includes(j.status), "the keyless job to end");
     expect(failed.status).toBe("failed");
     expect(failed.error.code).toBe("partner_node_error");
@@ -205,7 +213,10 @@ describe("comfyui mode when ComfyUI goes away", () => {
     try {
       expect((await call("GET", `${front.url}/readyz`)).status).toBe(200);
       const job = await submit(front.url, delayGraph(60));
-      await until(async () => ((await call("GET", `${upstream.url}/api/v2/jobs?status=running`)).body.jobs.length > 0 ? true : undefined), "the job to run upstream");
+      await until(
+        async () => ((await call("GET", `${upstream.url}/api/v2/jobs?status=running`)).body.jobs.length > 0 ? true : undefined),
+        "the job to run upstream",
+      );
       // It is running for the front too once the upstream's execution_start reached it.
       await waitJob(front.url, job.id, (j) => j.status === "running", "the job to run");
 
@@ -227,7 +238,10 @@ describe("comfyui mode when ComfyUI goes away", () => {
       expect(lost.status).toBe("failed");
       expect(lost.error.code).toBe("worker_lost");
       await until(async () => ((await call("GET", `${front.url}/readyz`)).status === 200 ? true : undefined), "ready again");
-      const again = await submit(front.url, { "1": { class_type: "PrimitiveString", inputs: { value: "back" } }, "2": { class_type: "PreviewAny", inputs: { source: ["1", 0] } } });
+      const again = await submit(front.url, {
+        "1": { class_type: "PrimitiveString", inputs: { value: "back" } },
+        "2": { class_type: "PreviewAny", inputs: { source: ["1", 0] } },
+      });
       expect((await waitJob(front.url, again.id, (j) => TERMINAL.includes(j.status), "a job after the restart")).status).toBe("succeeded");
     } finally {
       await front.stop();
@@ -273,14 +287,31 @@ describe("comfyui mode at ComfyUI's queue bound", () => {
       const direct: string[] = [];
       for (let i = 0; i < 2; i++) direct.push((await call("POST", `${upstream.url}/api/v2/jobs`, { workflow: delayGraph(60) })).body.id);
       // The front learns the load from the upstream's `status` messages, a moment after the queue changed.
-      await until(() => front.engine.admit().then(() => undefined, () => true), "the front to see the full queue");
+      await until(
+        () =>
+          front.engine.admit().then(
+            () => undefined,
+            () => true,
+          ),
+        "the front to see the full queue",
+      );
       const full = await call("POST", `${front.url}/api/v2/jobs`, { workflow: delayGraph(1) });
       expect(full.status).toBe(429);
       expect(full.body.error.code).toBe("queue_full");
       expect(full.headers.get("retry-after")).toMatch(/^\d+$/);
       await call("POST", `${upstream.url}/api/v2/jobs/${direct[1]}/cancel`);
-      await until(() => front.engine.admit().then(() => true, () => undefined), "the front to see room in the queue");
-      const job = await submit(front.url, { "1": { class_type: "PrimitiveString", inputs: { value: "room" } }, "2": { class_type: "PreviewAny", inputs: { source: ["1", 0] } } });
+      await until(
+        () =>
+          front.engine.admit().then(
+            () => true,
+            () => undefined,
+          ),
+        "the front to see room in the queue",
+      );
+      const job = await submit(front.url, {
+        "1": { class_type: "PrimitiveString", inputs: { value: "room" } },
+        "2": { class_type: "PreviewAny", inputs: { source: ["1", 0] } },
+      });
       await call("POST", `${upstream.url}/api/v2/jobs/${direct[0]}/cancel`);
       expect((await waitJob(front.url, job.id, (j) => TERMINAL.includes(j.status), "the job to end")).status).toBe("succeeded");
     } finally {

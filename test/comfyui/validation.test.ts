@@ -41,12 +41,23 @@ const GRAPHS: Record<string, unknown> = {
   bad_index: { "1": img(), "3": n("SaveImage", { images: ["1", 5], filename_prefix: "t" }) },
   type_mismatch: { "1": n("EmptyLatentImage", { width: 16, height: 16, batch_size: 1 }), "3": n("SaveImage", { images: ["1", 0], filename_prefix: "t" }) },
   out_of_range: { "1": n("EmptyImage", { width: 0, height: 8, batch_size: 1, color: 0 }), "3": n("SaveImage", { images: ["1", 0], filename_prefix: "t" }) },
-  not_in_options: { "1": img(), "2": n("ImageBlend", { image1: ["1", 0], image2: ["1", 0], blend_factor: 0.5, blend_mode: "nope" }), "3": n("PreviewImage", { images: ["2", 0] }) },
-  cycle: { "1": n("ImageInvert", { image: ["2", 0] }), "2": n("ImageInvert", { image: ["1", 0] }), "3": n("SaveImage", { images: ["2", 0], filename_prefix: "t" }) },
+  not_in_options: {
+    "1": img(),
+    "2": n("ImageBlend", { image1: ["1", 0], image2: ["1", 0], blend_factor: 0.5, blend_mode: "nope" }),
+    "3": n("PreviewImage", { images: ["2", 0] }),
+  },
+  cycle: {
+    "1": n("ImageInvert", { image: ["2", 0] }),
+    "2": n("ImageInvert", { image: ["1", 0] }),
+    "3": n("SaveImage", { images: ["2", 0], filename_prefix: "t" }),
+  },
   no_output_node: { "1": img() },
   bad_node: { "1": { inputs: {} }, "3": n("PreviewAny", { source: "x" }) },
   not_an_object: [1, 2],
-  asset_ref: { "1": n("LoadImage", { image: { __type: "core/ASSET", info: { id: "0190a0e0-0000-7000-8000-000000000001" } } }), "2": n("PreviewImage", { images: ["1", 0] }) },
+  asset_ref: {
+    "1": n("LoadImage", { image: { __type: "core/ASSET", info: { id: "0190a0e0-0000-7000-8000-000000000001" } } }),
+    "2": n("PreviewImage", { images: ["1", 0] }),
+  },
   upload_name: { "1": n("LoadImage", { image: "anything.png" }), "2": n("PreviewImage", { images: ["1", 0] }) },
   several: { "1": n("EmptyImage", { width: -1, batch_size: 1, color: 0 }), "2": n("Nope", {}), "3": n("SaveImage", { images: ["1", 0] }) },
 };
@@ -58,8 +69,24 @@ describe("validation from object_info", () => {
       expect(await engine.validate(graph), name).toEqual(embedded.validateSync(graph));
     }
     // Sanity: the table covers every reason.
-    const reasons = new Set(Object.values(GRAPHS).flatMap((g) => Object.values(embedded.validateSync(g).node_errors).flat().map((e) => e.reason)));
-    expect([...reasons].sort()).toEqual(["bad_link", "bad_node", "cycle", "missing_input", "no_output_node", "not_in_options", "out_of_range", "type_mismatch", "unknown_class"]);
+    const reasons = new Set(
+      Object.values(GRAPHS).flatMap((g) =>
+        Object.values(embedded.validateSync(g).node_errors)
+          .flat()
+          .map((e) => e.reason),
+      ),
+    );
+    expect([...reasons].sort()).toEqual([
+      "bad_link",
+      "bad_node",
+      "cycle",
+      "missing_input",
+      "no_output_node",
+      "not_in_options",
+      "out_of_range",
+      "type_mismatch",
+      "unknown_class",
+    ]);
   });
 
   it("reads ComfyUI's own shapes: model lists, upload combos, V3 combos and dynamic inputs", async () => {
@@ -95,7 +122,13 @@ describe("validation from object_info", () => {
       "2": n("UseModel", { model: ["1", 0] }),
       "5": n("SaveVideo", { video: ["1", 0], format: "gif" }),
     });
-    expect(reasons(bad.node_errors)).toEqual({ "1": [{ field: "ckpt_name", reason: "not_in_options" }], "5": [{ field: "video", reason: "type_mismatch" }, { field: "format", reason: "not_in_options" }] });
+    expect(reasons(bad.node_errors)).toEqual({
+      "1": [{ field: "ckpt_name", reason: "not_in_options" }],
+      "5": [
+        { field: "video", reason: "type_mismatch" },
+        { field: "format", reason: "not_in_options" },
+      ],
+    });
     expect(bad.comfy?.node_errors["1"]?.errors[0]?.type).toBe("value_not_in_list");
   });
 
@@ -147,7 +180,14 @@ describe("validation from object_info", () => {
     await expect(engine.admit()).resolves.toBeUndefined();
     fake.queue.pending.push("b");
     fake.broadcastStatus();
-    const err = await until(() => engine.admit().then(() => undefined, (e: unknown) => e), "a refused admission");
+    const err = await until(
+      () =>
+        engine.admit().then(
+          () => undefined,
+          (e: unknown) => e,
+        ),
+      "a refused admission",
+    );
     expect(err).toBeInstanceOf(EngineBusyError);
     expect((err as EngineBusyError).retryAfterSeconds).toBeGreaterThan(0);
   });

@@ -27,7 +27,9 @@ const job = {
 function rulesOf(validatorName: string, body: unknown, kind: Parameters<typeof attribute>[0]): string[] {
   const fn = validator(validatorName)!;
   expect(fn(body)).toBe(false);
-  return attribute(kind, fn.errors ?? [], body).map((v) => v.rule).sort();
+  return attribute(kind, fn.errors ?? [], body)
+    .map((v) => v.rule)
+    .sort();
 }
 
 describe("rule attribution of schema errors", () => {
@@ -75,7 +77,8 @@ describe("routing and moves", () => {
 
 describe("job invariants", () => {
   it("flag queue_position, timestamps, error and logs that disagree with the status", () => {
-    const rules = (j: object, source: "getJob" | "createJob" = "getJob", surface: "self-hosted" | "serverless" = "self-hosted") => jobInvariants(j, source, surface).map((v) => v.rule);
+    const rules = (j: object, source: "getJob" | "createJob" = "getJob", surface: "self-hosted" | "serverless" = "self-hosted") =>
+      jobInvariants(j, source, surface).map((v) => v.rule);
     expect(rules(job)).toEqual([]);
     expect(rules({ ...job, status: "running", started_at: job.created_at, queue_position: 0 })).toEqual(["JOB-6"]);
     expect(rules({ ...job, status: "succeeded", queue_position: null, started_at: job.created_at })).toEqual(["JOB-7"]);
@@ -114,7 +117,12 @@ describe("leak detection", () => {
     expect(leaksInternals("SQLITE_BUSY: database is locked")).toBe(true);
   });
   it("never flags plain words (property)", () => {
-    fc.assert(fc.property(fc.array(fc.constantFrom("the", "job", "failed", "please", "retry", "later", "queue"), { maxLength: 12 }), (words) => !leaksInternals(words.join(" "))));
+    fc.assert(
+      fc.property(
+        fc.array(fc.constantFrom("the", "job", "failed", "please", "retry", "later", "queue"), { maxLength: 12 }),
+        (words) => !leaksInternals(words.join(" ")),
+      ),
+    );
   });
 });
 
@@ -137,7 +145,16 @@ describe("negative cases", () => {
   });
   it("covers every v2 operation that takes input", () => {
     const names = (id: string) => negativeCases(routes.find((r) => r.operationId === id)!, 1024).map((c) => c.name);
-    expect(names("createJob")).toEqual(expect.arrayContaining(["malformed JSON", "missing required workflow", "workflow as string", "an unknown field", "reserved field webhook_url", "an oversized body (1024 bytes)"]));
+    expect(names("createJob")).toEqual(
+      expect.arrayContaining([
+        "malformed JSON",
+        "missing required workflow",
+        "workflow as string",
+        "an unknown field",
+        "reserved field webhook_url",
+        "an oversized body (1024 bytes)",
+      ]),
+    );
     expect(names("getJob").length).toBeGreaterThan(3);
     expect(names("listJobs")).toContain("query limit=0");
   });

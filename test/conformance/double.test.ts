@@ -14,11 +14,16 @@ describe.concurrent("the conformance suite against the unbroken double", () => {
   }
 
   for (const hosted of [true, false]) {
-    it(`a surface without the flowgate nodes skips what needs them, with the reason (${hosted ? "from object_info" : "from 422 unknown_class"})`, { timeout: 300_000 }, async () => {
+    it(`a surface without the flowgate nodes skips what needs them, with the reason (${hosted ? "from object_info" : "from 422 unknown_class"})`, {
+      timeout: 300_000,
+    }, async () => {
       const report = await runAgainstDouble({ hosted, missingNodes: ["FlowgateDelay", "FlowgateSampler", "FlowgatePrint"] });
       expect(failureLines(report)).toBe("");
       const reasons = new Map(report.results.filter((r) => r.status === "skipped").map((r) => [r.rule, r.reason ?? ""]));
-      for (const rule of ["JOB-4", "PRG-2", "SSE-2", "CAN-2"]) expect(reasons.get(rule), rule).toMatch(hosted ? /lists no FlowgateDelay|lists no FlowgateSampler/ : /422 unknown_class for nodes? \w+ \(Flowgate(Delay|Sampler)\)/);
+      for (const rule of ["JOB-4", "PRG-2", "SSE-2", "CAN-2"])
+        expect(reasons.get(rule), rule).toMatch(
+          hosted ? /lists no FlowgateDelay|lists no FlowgateSampler/ : /422 unknown_class for nodes? \w+ \(Flowgate(Delay|Sampler)\)/,
+        );
       expect(report.results.find((r) => r.title.startsWith("GEN-1 an API-format graph"))?.status).toBe("passed");
     });
   }

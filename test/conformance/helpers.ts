@@ -44,7 +44,16 @@ export const SURFACE_SETUPS: Record<string, { double: DoubleOptions; run: Partia
       deploymentStates: { "/deployment/starting": "not_ready", "/deployment/stopped": "stopped" },
       queueBound: 4,
     },
-    run: { surface: "serverless", token: "tok-a", otherToken: "tok-b", noCreditsToken: "tok-poor", forbiddenToken: "tok-no", fillQueue: 12, notReadyUrl: "ORIGIN/deployment/starting", stoppedUrl: "ORIGIN/deployment/stopped" },
+    run: {
+      surface: "serverless",
+      token: "tok-a",
+      otherToken: "tok-b",
+      noCreditsToken: "tok-poor",
+      forbiddenToken: "tok-no",
+      fillQueue: 12,
+      notReadyUrl: "ORIGIN/deployment/starting",
+      stoppedUrl: "ORIGIN/deployment/stopped",
+    },
   },
   "serverless demo deployment": { double: { surface: "serverless", prefix: "/deployment/demo", demo: true }, run: { surface: "serverless", demo: true } },
 };

@@ -23,7 +23,10 @@ describe("the static subset against the Prism mock", () => {
     expect(report.static).toBe(true);
     const checks = report.results.filter((r) => r.kind === "check");
     expect(checks.length).toBe(ALL_CHECKS.filter((c) => c.static).length);
-    expect(checks.every((r) => r.status === "passed"), JSON.stringify(checks.filter((r) => r.status !== "passed").map((r) => [r.title, r.reason]))).toBe(true);
+    expect(
+      checks.every((r) => r.status === "passed"),
+      JSON.stringify(checks.filter((r) => r.status !== "passed").map((r) => [r.title, r.reason])),
+    ).toBe(true);
   });
 });
 
@@ -40,14 +43,21 @@ describe("the mock's errors", () => {
   it("a body the spec forbids gets 400 invalid_request naming each field, as the server answers", async () => {
     const res = await post({ workflow: {}, webhook_url: "http://example.invalid" });
     expect(res.status).toBe(400);
-    expect(await res.json()).toEqual({ error: { code: "invalid_request", message: expect.any(String), details: { fields: [{ field: "webhook_url", reason: "reserved" }] } } });
+    expect(await res.json()).toEqual({
+      error: { code: "invalid_request", message: expect.any(String), details: { fields: [{ field: "webhook_url", reason: "reserved" }] } },
+    });
     const query = await fetch(`${mock.base}/api/v2/jobs?limit=1000`);
     expect(query.status).toBe(400);
     expect(((await query.json()) as { error: { details: unknown } }).error.details).toEqual({ fields: [{ field: "limit", reason: "out_of_range" }] });
   });
 
   it("every error status answers the envelope with a code of that status", async () => {
-    const codes: Record<number, string[]> = { 401: ["unauthorized"], 404: ["not_found"], 422: ["invalid_workflow", "workflow_format_ui", "missing_asset", "idempotency_key_reuse", "deployment_stopped"], 429: ["queue_full", "deployment_not_ready", "rate_limited"] };
+    const codes: Record<number, string[]> = {
+      401: ["unauthorized"],
+      404: ["not_found"],
+      422: ["invalid_workflow", "workflow_format_ui", "missing_asset", "idempotency_key_reuse", "deployment_stopped"],
+      429: ["queue_full", "deployment_not_ready", "rate_limited"],
+    };
     for (const [status, allowed] of Object.entries(codes)) {
       const res = await post({ workflow: { "1": { class_type: "PrimitiveString", inputs: { value: "x" } } } }, { prefer: `code=${status}` });
       expect(res.status, status).toBe(Number(status));

@@ -45,7 +45,11 @@ describe("the reference server keeps the contract", () => {
 
   it("serverless behind the gateway mount, with deployments not ready and stopped", async () => {
     await start(["--surface", "serverless"]);
-    for (const [id, state] of [["app", "ready"], ["warming", "provisioning"], ["gone", "stopped"]] as const) {
+    for (const [id, state] of [
+      ["app", "ready"],
+      ["warming", "provisioning"],
+      ["gone", "stopped"],
+    ] as const) {
       await dir!.createDeployment({ id, state, demo: false, created_at: Date.now() });
     }
     const report = await runConformance({

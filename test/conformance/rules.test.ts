@@ -64,7 +64,10 @@ describe("coverage", () => {
   it("every UNTESTABLE.md entry is a real rule with a reason", () => {
     expect(listed.size).toBeGreaterThan(0);
     for (const [id, reason] of listed) {
-      expect(RULES.some((r) => r.id === id), id).toBe(true);
+      expect(
+        RULES.some((r) => r.id === id),
+        id,
+      ).toBe(true);
       expect(reason.length, id).toBeGreaterThan(40);
     }
   });

@@ -35,7 +35,17 @@ describe("the contract with blobs in a bucket", () => {
   });
 
   it("self-hosted, with a static token", async () => {
-    server = await startTestServer([...blobFlags("self-hosted/"), "--surface", "self-hosted", "--token", "static-token", "--concurrency", "2", "--queue-limit", "6"]);
+    server = await startTestServer([
+      ...blobFlags("self-hosted/"),
+      "--surface",
+      "self-hosted",
+      "--token",
+      "static-token",
+      "--concurrency",
+      "2",
+      "--queue-limit",
+      "6",
+    ]);
     const report = await runConformance({ ...FAST, oversizeMb: 12, baseUrl: server.url, surface: "self-hosted", token: "static-token", fillQueue: 12 });
     expect(report.ok, failureLines(report)).toBe(true);
     expect((await bucket.objects()).some((k) => k.startsWith(`${bucket.prefix}self-hosted/`))).toBe(true);
@@ -70,14 +80,25 @@ describe.skipIf(unavailable !== null || !(!process.env.FLOWGATE_TEST_S3_BUCKET |
     it("leaves no object and no record: its multipart upload is never completed", async () => {
       // Every process reaches the bucket through a proxy that holds the output's parts: the worker is killed while its upload is under way.
       const proxy = await startBucketProxy(bucket.endpoint!);
-      const d = await startDeployment({ nodes: 1, workers: 1, nodeFlags: ["--token", "static-token"], blobStore: { url: `${bucket.url}killed-worker/`, endpoint: proxy.endpoint }, env: bucket.env });
+      const d = await startDeployment({
+        nodes: 1,
+        workers: 1,
+        nodeFlags: ["--token", "static-token"],
+        blobStore: { url: `${bucket.url}killed-worker/`, endpoint: proxy.endpoint },
+        env: bucket.env,
+      });
       try {
         d.api.token = "static-token";
         proxy.hold((method, url) => method === "PUT" && url.includes("partNumber="));
         // A text output over 8 MiB: it goes up as a multipart upload.
         const text = "flowgate ".repeat(1_000_000);
         const job = await d.api.submit({ "1": { class_type: "FlowgateSaveFile", inputs: { text, filename_prefix: "big", extension: "txt" } } });
-        await waitFor(() => proxy.held, (n) => n > 0, "a part of the output's upload at the bucket", 60_000);
+        await waitFor(
+          () => proxy.held,
+          (n) => n > 0,
+          "a part of the output's upload at the bucket",
+          60_000,
+        );
         const row = await d.row(job.id);
         const worker = d.workers[d.workerOf(row?.worker_id)]!;
         worker.child.kill("SIGKILL");

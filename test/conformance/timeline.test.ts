@@ -21,7 +21,13 @@ const CASES: Array<{ breakage: Breakage; rules: string[]; only: string[]; double
   { breakage: "getHidesProgressWhileStreamed", rules: ["GEN-3"], only: ["GEN", "PRG"] },
   { breakage: "sseSkipsCanceling", rules: ["SSE-2"], only: ["CAN", "SSE"] },
   { breakage: "assetRecordTypeDiffers", rules: ["AST-1"], only: ["OUT", "AST"] },
-  { breakage: "listUnprefixed", rules: ["URL-2"], only: ["AST", "URL"], double: { surface: "serverless", prefix: "/deployment/abc" }, run: { surface: "serverless" } },
+  {
+    breakage: "listUnprefixed",
+    rules: ["URL-2"],
+    only: ["AST", "URL"],
+    double: { surface: "serverless", prefix: "/deployment/abc" },
+    run: { surface: "serverless" },
+  },
   { breakage: "hostedFailedAsSuccess", rules: ["HOST-5"], only: ["HOST", "JERR"] },
   { breakage: "wsSuccessForFailed", rules: ["WS-3"], only: ["WS"] },
   { breakage: "rangeOffByOne", rules: ["AST-4"], only: ["AST"] },
@@ -42,8 +48,10 @@ describe.concurrent("each comparison invariant fails its rule, and only it, when
       // Both observations are quoted.
       const failure = report.results.find((r) => r.status === "failed" && r.kind === "auto")?.failures[0];
       // The late change is seen by the end-of-run re-read, named as such.
-      if (c.breakage === "expiredSoonAfterEnd") expect(report.results.flatMap((r) => r.failures).some((f) => /\(end-of-run re-read\) showed expired/.test(f.message))).toBe(true);
-      if (failure && !["IDEM-5", "SUB-11", "HOST-6", "URL-2", "PRG-1", "AST-4", "OUT-5"].includes(failure.rule)) expect(failure.excerpt).toMatch(/earlier: [\s\S]*later: /);
+      if (c.breakage === "expiredSoonAfterEnd")
+        expect(report.results.flatMap((r) => r.failures).some((f) => /\(end-of-run re-read\) showed expired/.test(f.message))).toBe(true);
+      if (failure && !["IDEM-5", "SUB-11", "HOST-6", "URL-2", "PRG-1", "AST-4", "OUT-5"].includes(failure.rule))
+        expect(failure.excerpt).toMatch(/earlier: [\s\S]*later: /);
     });
   }
 
@@ -53,7 +61,9 @@ describe.concurrent("each comparison invariant fails its rule, and only it, when
     expect(report.failedRules, failureLines(report)).toEqual([]);
   });
 
-  it("a keyed submission answering 500 is retried with its key and refused (IDEM-5 holds), the check skipping with what it saw", { timeout: 300_000 }, async () => {
+  it("a keyed submission answering 500 is retried with its key and refused (IDEM-5 holds), the check skipping with what it saw", {
+    timeout: 300_000,
+  }, async () => {
     const report = await runAgainstDouble({ upstreamErrorOnKeyed: true }, { only: ["IDEM"] });
     expect(report.failedRules, failureLines(report)).toEqual([]);
     expect(report.results.find((r) => r.rule === "IDEM-5" && r.kind === "auto")?.status).toBe("passed");
@@ -64,9 +74,25 @@ describe.concurrent("each comparison invariant fails its rule, and only it, when
 describe("the timeline compares only views that certainly came in order", () => {
   function timeline() {
     const found: Finding[] = [];
-    return { t: new Timeline("", (f) => found.push(f), () => undefined), found };
+    return {
+      t: new Timeline(
+        "",
+        (f) => found.push(f),
+        () => undefined,
+      ),
+      found,
+    };
   }
-  const job = (status: string, extra: Record<string, unknown> = {}) => ({ id: "j", status, created_at: "2026-01-01T00:00:00Z", started_at: status === "queued" ? null : "2026-01-01T00:00:01Z", completed_at: null, progress: null, outputs: [], ...extra });
+  const job = (status: string, extra: Record<string, unknown> = {}) => ({
+    id: "j",
+    status,
+    created_at: "2026-01-01T00:00:00Z",
+    started_at: status === "queued" ? null : "2026-01-01T00:00:01Z",
+    completed_at: null,
+    progress: null,
+    outputs: [],
+    ...extra,
+  });
 
   it("a GET in flight while the stream moved on is not a step back", () => {
     const { t, found } = timeline();

@@ -62,9 +62,10 @@ describe("docs/cli.md against the commands' flags", () => {
   });
 
   it("reads a row naming several commands as one row per command", () => {
-    expect(documentedCommandFlags("| command | flag | environment | meaning |\n| --- | --- | --- | --- |\n| `run`, `list` | `--token T` | `FLOWGATE_TOKEN` | key |\n")).toEqual([
-      "run --token FLOWGATE_TOKEN",
-      "list --token FLOWGATE_TOKEN",
-    ]);
+    expect(
+      documentedCommandFlags(
+        "| command | flag | environment | meaning |\n| --- | --- | --- | --- |\n| `run`, `list` | `--token T` | `FLOWGATE_TOKEN` | key |\n",
+      ),
+    ).toEqual(["run --token FLOWGATE_TOKEN", "list --token FLOWGATE_TOKEN"]);
   });
 });

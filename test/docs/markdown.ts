@@ -11,7 +11,9 @@ export function documentationFiles(): string[] {
   const docs = readdirSync(path.join(ROOT, "docs"))
     .filter((f) => f.endsWith(".md"))
     .map((f) => path.join("docs", f));
-  const others = ["README.md", "CHANGELOG.md", "bench/RESULTS.md", "conformance/README.md", "conformance/UNTESTABLE.md"].filter((f) => existsSync(path.join(ROOT, f)));
+  const others = ["README.md", "CHANGELOG.md", "bench/RESULTS.md", "conformance/README.md", "conformance/UNTESTABLE.md"].filter((f) =>
+    existsSync(path.join(ROOT, f)),
+  );
   const modules = readdirSync(path.join(ROOT, "src"), { recursive: true, encoding: "utf8" })
     .filter((f) => path.basename(f) === "README.md")
     .map((f) => path.join("src", f));

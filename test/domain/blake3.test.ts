@@ -1,15 +1,7 @@
 import { execFileSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import { blake3 as referenceBlake3 } from "hash-wasm";
-import {
-  blake3Backend,
-  blake3Hex,
-  blake3HexOfStream,
-  createBlake3Hasher,
-  isBlake3Hex,
-  parseBlake3Hash,
-  toBlake3Hash,
-} from "../../src/domain/blake3.ts";
+import { blake3Backend, blake3Hex, blake3HexOfStream, createBlake3Hasher, isBlake3Hex, parseBlake3Hash, toBlake3Hash } from "../../src/domain/blake3.ts";
 
 // Published BLAKE3 test vectors (input byte i is i % 251).
 const patterned = (length: number) => Uint8Array.from({ length }, (_, i) => i % 251);
@@ -56,7 +48,11 @@ describe("blake3 helpers", () => {
       env: { ...process.env, FLOWGATE_BLAKE3: "wasm" },
       encoding: "utf8",
     });
-    expect(JSON.parse(out)).toEqual(["wasm", "6437b3ac38465133ffb63b75273a8db548c558465d79db03fd359c6cd5bd9d85", await referenceBlake3(new Uint8Array(1025).fill(7))]);
+    expect(JSON.parse(out)).toEqual([
+      "wasm",
+      "6437b3ac38465133ffb63b75273a8db548c558465d79db03fd359c6cd5bd9d85",
+      await referenceBlake3(new Uint8Array(1025).fill(7)),
+    ]);
   });
 
   it("parse and format the wire form", () => {

@@ -57,7 +57,10 @@ describe("result caching across runs", () => {
     // Outputs are re-emitted from cache with the same bytes, and the nodes report their ui again.
     const bytes = (r: typeof first.rec) => Object.fromEntries(r.outputs.map((o) => [o.node_id, o.data.toString("base64")]));
     expect(bytes(second.rec)).toEqual(bytes(first.rec));
-    expect(second.rec.done.map((d) => [d.node_id, d.cached])).toEqual([["3", true], ["5", true]]);
+    expect(second.rec.done.map((d) => [d.node_id, d.cached])).toEqual([
+      ["3", true],
+      ["5", true],
+    ]);
     expect(second.rec.done[0]!.ui).toEqual({ images: [{ filename: "a_00001_.png", subfolder: "", type: "output" }] });
   });
 
@@ -115,7 +118,10 @@ describe("result caching across runs", () => {
       "9": node("ImageFlip", { image: ["1", 0], flip_method: "x-axis: vertically" }),
       "10": node("PreviewAny", { source: ["9", 0] }),
     });
-    for (const [bytes, expectRecomputed] of [[Math.floor(image * 2.5), true], [image * 10, false]] as const) {
+    for (const [bytes, expectRecomputed] of [
+      [Math.floor(image * 2.5), true],
+      [image * 10, false],
+    ] as const) {
       const engine = newEngine({ cacheBytes: bytes });
       await run(engine, 1);
       await run(engine, 2); // pushes color 1's results out of the small cache

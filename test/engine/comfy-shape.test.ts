@@ -21,7 +21,8 @@ describe("ComfyUI's POST /prompt error shape", () => {
     expect(c.error).toEqual({
       type: "prompt_outputs_failed_validation",
       message: "Prompt outputs failed validation",
-      details: "Value 99999 bigger than max of 16384: width\nValue not in list: upscale_method: 'nearest' not in ['nearest-exact', 'bilinear', 'area', 'bicubic', 'lanczos']",
+      details:
+        "Value 99999 bigger than max of 16384: width\nValue not in list: upscale_method: 'nearest' not in ['nearest-exact', 'bilinear', 'area', 'bicubic', 'lanczos']",
       extra_info: {},
     });
     expect(c.node_errors["1"]).toEqual({

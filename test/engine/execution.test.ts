@@ -1,11 +1,5 @@
 import { describe, expect, it } from "vitest";
-import {
-  EngineError,
-  EngineValidationError,
-  ExecutionCancelledError,
-  MissingModelError,
-  type NodeDefinition,
-} from "../../src/engine/index.ts";
+import { EngineError, EngineValidationError, ExecutionCancelledError, MissingModelError, type NodeDefinition } from "../../src/engine/index.ts";
 import { newEngine, node, pngOf, recorder } from "./helpers.ts";
 import { reasons } from "../node-errors.ts";
 
@@ -50,7 +44,12 @@ describe("execution order and events", () => {
     expect(rec.started).toEqual(["1", "2", "3"]);
     expect(rec.events.slice(0, 2)).toEqual(["start", "cached:"]);
     expect(rec.events.indexOf("output:3")).toBeLessThan(rec.events.indexOf("done:3"));
-    expect(rec.done.find((d) => d.node_id === "3")).toEqual({ node_id: "3", class_type: "PreviewAny", ui: expect.objectContaining({ text: ["ab"] }), cached: false });
+    expect(rec.done.find((d) => d.node_id === "3")).toEqual({
+      node_id: "3",
+      class_type: "PreviewAny",
+      ui: expect.objectContaining({ text: ["ab"] }),
+      cached: false,
+    });
     expect(result.executed).toEqual(["1", "2", "3"]);
     expect(result.ui["3"]).toEqual({ text: ["ab"] });
     expect(result.outputs).toEqual([expect.objectContaining({ node_id: "3", type: "text", size_bytes: 2 })]);
@@ -163,7 +162,13 @@ describe("parallel branches", () => {
 
 describe("failures", () => {
   it("maps a node's exception to node_execution_error with node, class and a path-free traceback", async () => {
-    const engine = newEngine({ extraNodes: [failingNode("Boom", () => { throw new Error("kaboom"); })] });
+    const engine = newEngine({
+      extraNodes: [
+        failingNode("Boom", () => {
+          throw new Error("kaboom");
+        }),
+      ],
+    });
     const graph = {
       "1": node("Boom", { text: "x" }),
       "2": node("PreviewAny", { source: ["1", 0] }),
@@ -180,11 +185,16 @@ describe("failures", () => {
   it("maps missing models and allocation failures to their codes", async () => {
     const engine = newEngine({
       extraNodes: [
-        failingNode("NeedsModel", () => { throw new MissingModelError("model.safetensors is not installed"); }),
-        failingNode("TooBig", () => { throw new RangeError("Array buffer allocation failed"); }),
+        failingNode("NeedsModel", () => {
+          throw new MissingModelError("model.safetensors is not installed");
+        }),
+        failingNode("TooBig", () => {
+          throw new RangeError("Array buffer allocation failed");
+        }),
       ],
     });
-    const run = (cls: string) => engine.execute({ "1": node(cls, { text: "x" }), "2": node("PreviewAny", { source: ["1", 0] }) }).catch((e: EngineError) => e.jobError.code);
+    const run = (cls: string) =>
+      engine.execute({ "1": node(cls, { text: "x" }), "2": node("PreviewAny", { source: ["1", 0] }) }).catch((e: EngineError) => e.jobError.code);
     expect(await run("NeedsModel")).toBe("missing_model");
     expect(await run("TooBig")).toBe("out_of_memory");
   });
@@ -203,7 +213,14 @@ describe("failures", () => {
   });
 
   it("keeps outputs committed before a failure and reports nothing after it", async () => {
-    const engine = newEngine({ maxConcurrency: 1, extraNodes: [failingNode("Boom", () => { throw new Error("late"); })] });
+    const engine = newEngine({
+      maxConcurrency: 1,
+      extraNodes: [
+        failingNode("Boom", () => {
+          throw new Error("late");
+        }),
+      ],
+    });
     const { rec, options } = recorder();
     const graph = {
       "1": node("FlowgatePrint", { text: "early" }),
@@ -217,7 +234,9 @@ describe("failures", () => {
   });
 
   it("rejects a graph that does not validate with EngineValidationError (invalid_input)", async () => {
-    const err = await newEngine().execute({ "1": node("Nope"), "2": node("PreviewAny", { source: "x" }) }).catch((e: unknown) => e);
+    const err = await newEngine()
+      .execute({ "1": node("Nope"), "2": node("PreviewAny", { source: "x" }) })
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(EngineValidationError);
     expect((err as EngineValidationError).code).toBe("invalid_input");
     expect(reasons((err as EngineValidationError).validation.node_errors)).toEqual({ "1": [{ field: "class_type", reason: "unknown_class" }] });
@@ -231,7 +250,9 @@ describe("failures", () => {
 
   it("fails with code timeout past timeoutMs", async () => {
     const graph = { "1": node("FlowgateDelay", { value: "x", seconds: 3600 }), "2": node("PreviewAny", { source: ["1", 0] }) };
-    const err = (await newEngine().execute(graph, { timeoutMs: 30 }).catch((e: unknown) => e)) as EngineError;
+    const err = (await newEngine()
+      .execute(graph, { timeoutMs: 30 })
+      .catch((e: unknown) => e)) as EngineError;
     expect(err).toBeInstanceOf(EngineError);
     expect(err.jobError).toMatchObject({ code: "timeout", node_id: "1", class_type: "FlowgateDelay" });
   });
@@ -255,7 +276,9 @@ describe("cancellation", () => {
       "1": node("FlowgateSampler", { seed: 5, steps: 10000, width: 64, height: 64 }),
       "2": node("SaveImage", { images: ["1", 0], filename_prefix: "x" }),
     };
-    const err = await newEngine().execute(graph, options).catch((e: unknown) => e);
+    const err = await newEngine()
+      .execute(graph, options)
+      .catch((e: unknown) => e);
     const stoppedAfter = performance.now() - abortedAt;
     expect(err).toBeInstanceOf(ExecutionCancelledError);
     expect((err as ExecutionCancelledError).node_id).toBe("1");
@@ -273,15 +296,17 @@ describe("cancellation", () => {
       "2": node("ImageBlur", { image: ["1", 0], blur_radius: 31, sigma: 5 }),
       "3": node("PreviewImage", { images: ["2", 0] }),
     };
-    const err = await newEngine().execute(graph, {
-      signal: controller.signal,
-      onNodeStart: (e) => {
-        if (e.node_id !== "2") return;
-        startedAt = performance.now();
-        // Fires only if the blur lets the event loop run while it computes.
-        setTimeout(() => controller.abort(), 20);
-      },
-    }).catch((e: unknown) => e);
+    const err = await newEngine()
+      .execute(graph, {
+        signal: controller.signal,
+        onNodeStart: (e) => {
+          if (e.node_id !== "2") return;
+          startedAt = performance.now();
+          // Fires only if the blur lets the event loop run while it computes.
+          setTimeout(() => controller.abort(), 20);
+        },
+      })
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ExecutionCancelledError);
     expect((err as ExecutionCancelledError).node_id).toBe("2");
     expect(performance.now() - startedAt).toBeLessThan(1000);
@@ -319,7 +344,9 @@ describe("file inputs", () => {
 
   it("fails with invalid_input when the caller has no such upload", async () => {
     const graph = { "1": node("LoadImage", { image: "missing.png" }), "2": node("PreviewImage", { images: ["1", 0] }) };
-    const err = (await newEngine().execute(graph, { resolveUpload: async () => null }).catch((e: unknown) => e)) as EngineError;
+    const err = (await newEngine()
+      .execute(graph, { resolveUpload: async () => null })
+      .catch((e: unknown) => e)) as EngineError;
     expect(err.jobError).toMatchObject({ code: "invalid_input", node_id: "1", class_type: "LoadImage", message: "Invalid image file: missing.png" });
   });
 
@@ -327,15 +354,24 @@ describe("file inputs", () => {
     const png = await pngOf(1, 1, 4, [0, 0, 255, 128]);
     const refs: unknown[] = [];
     const asset = { __type: "core/ASSET", info: { id: ASSET_ID, file_path: "blue.png" } };
-    const graph = { "1": node("LoadImage", { image: asset }), "2": node("PreviewImage", { images: ["1", 0] }), "3": node("MaskToImage", { mask: ["1", 1] }), "4": node("PreviewImage", { images: ["3", 0] }) };
-    await expect(newEngine().execute(graph, {
-      resolveAsset: async (ref) => {
-        refs.push(ref);
-        return { bytes: png, hash: "blake3:bb", content_type: "image/png" };
-      },
-    })).resolves.toBeDefined();
+    const graph = {
+      "1": node("LoadImage", { image: asset }),
+      "2": node("PreviewImage", { images: ["1", 0] }),
+      "3": node("MaskToImage", { mask: ["1", 1] }),
+      "4": node("PreviewImage", { images: ["3", 0] }),
+    };
+    await expect(
+      newEngine().execute(graph, {
+        resolveAsset: async (ref) => {
+          refs.push(ref);
+          return { bytes: png, hash: "blake3:bb", content_type: "image/png" };
+        },
+      }),
+    ).resolves.toBeDefined();
     expect(refs).toEqual([{ id: ASSET_ID, file_path: "blue.png" }]);
-    const err = (await newEngine().execute(graph, { resolveAsset: () => Promise.reject(new Error("/srv/data/blobs/ab gone")) }).catch((e: unknown) => e)) as EngineError;
+    const err = (await newEngine()
+      .execute(graph, { resolveAsset: () => Promise.reject(new Error("/srv/data/blobs/ab gone")) })
+      .catch((e: unknown) => e)) as EngineError;
     expect(err.jobError).toMatchObject({ code: "invalid_input", node_id: "1" });
     expect(err.jobError.message).not.toContain("/srv");
   });

@@ -6,7 +6,8 @@ import { newEngine, node, recorder } from "./helpers.ts";
 const essence = (contentType: string) => contentType.split(";")[0]!.trim().toLowerCase();
 
 /** Text-based media types: a sniffer can only say "text" for these. */
-const isTextual = (mediaType: string) => mediaType.startsWith("text/") || ["application/json", "application/xml", "application/yaml", "image/svg+xml"].includes(mediaType);
+const isTextual = (mediaType: string) =>
+  mediaType.startsWith("text/") || ["application/json", "application/xml", "application/yaml", "image/svg+xml"].includes(mediaType);
 
 describe("media types of outputs", () => {
   it("every output's bytes sniff as the media type the engine reports, across all six output types", async () => {

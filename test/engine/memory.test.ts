@@ -84,7 +84,12 @@ describe("run time: the budget", () => {
     const engine = newEngine({ jobMemoryBytes: 2 * 2 ** 20 });
     const { rec, options } = recorder({ resolveUpload: upload });
     const err = (await engine.execute(loadAndSave, options).catch((e: unknown) => e)) as EngineError;
-    expect(err.jobError).toMatchObject({ code: "out_of_memory", node_id: "1", class_type: "LoadImage", message: expect.stringMatching(/memory budget of 2\.0 MiB/) });
+    expect(err.jobError).toMatchObject({
+      code: "out_of_memory",
+      node_id: "1",
+      class_type: "LoadImage",
+      message: expect.stringMatching(/memory budget of 2\.0 MiB/),
+    });
     expect(rec.outputs).toEqual([]);
     // The same engine runs what fits afterwards: nothing stays charged.
     const small = await engine.execute({ "1": emptyImage(64, 64), "2": node("SaveImage", { images: ["1", 0], filename_prefix: "x" }) });
@@ -111,7 +116,11 @@ describe("run time: the budget", () => {
     // LoadImage (3 MiB of floats) then an invert (3 MiB more): past 5 MiB at the invert. The
     // first run fails there with LoadImage's result cached; the second reads it from the cache.
     const engine = newEngine({ jobMemoryBytes: 5 * 2 ** 20 });
-    const graph = { "1": node("LoadImage", { image: "photo.png" }), "2": node("ImageInvert", { image: ["1", 0] }), "3": node("PreviewImage", { images: ["2", 0] }) };
+    const graph = {
+      "1": node("LoadImage", { image: "photo.png" }),
+      "2": node("ImageInvert", { image: ["1", 0] }),
+      "3": node("PreviewImage", { images: ["2", 0] }),
+    };
     const attempt = async () => {
       const { rec, options } = recorder({ resolveUpload: upload });
       const err = (await engine.execute(graph, options).catch((e: unknown) => e)) as EngineError;

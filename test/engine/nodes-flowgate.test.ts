@@ -26,7 +26,13 @@ describe("FlowgateSampler", () => {
 
   it("reports every step and a JPEG preview per step", async () => {
     const { ctx } = await sample(1, 5);
-    expect(ctx.progressed).toEqual([[1, 5], [2, 5], [3, 5], [4, 5], [5, 5]]);
+    expect(ctx.progressed).toEqual([
+      [1, 5],
+      [2, 5],
+      [3, 5],
+      [4, 5],
+      [5, 5],
+    ]);
     expect(ctx.previews).toHaveLength(5);
     for (const p of ctx.previews) expect([...p.subarray(0, 3)]).toEqual([0xff, 0xd8, 0xff]);
   });

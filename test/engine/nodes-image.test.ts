@@ -36,7 +36,9 @@ describe("LoadImage", () => {
 
   it("loads every frame of an animation as a batch", async () => {
     const frames = Buffer.from([255, 0, 0, 0, 255, 0]); // two 1x1 frames: red, green
-    const webp = await sharp(frames, { raw: { width: 1, height: 2, channels: 3, pageHeight: 1 } }).webp({ lossless: true, delay: [100, 100] }).toBuffer();
+    const webp = await sharp(frames, { raw: { width: 1, height: 2, channels: 3, pageHeight: 1 } })
+      .webp({ lossless: true, delay: [100, 100] })
+      .toBuffer();
     const image = await first(LoadImage, { image: file(webp, "anim.webp") });
     expect(image.batch).toBe(2);
     expect(pixel(image, 0, 0, 0)).toEqual([1, 0, 0]);
@@ -138,10 +140,19 @@ describe("ImageScale and ImageScaleBy (torch interpolate semantics)", () => {
 
 describe("ImageCrop, ImageFlip, ImageRotate", () => {
   // 3 wide x 2 high, gray values a..f by position.
-  const grid = () => imageOf([
-    [[0.1, 0.1, 0.1], [0.2, 0.2, 0.2], [0.3, 0.3, 0.3]],
-    [[0.4, 0.4, 0.4], [0.5, 0.5, 0.5], [0.6, 0.6, 0.6]],
-  ]);
+  const grid = () =>
+    imageOf([
+      [
+        [0.1, 0.1, 0.1],
+        [0.2, 0.2, 0.2],
+        [0.3, 0.3, 0.3],
+      ],
+      [
+        [0.4, 0.4, 0.4],
+        [0.5, 0.5, 0.5],
+        [0.6, 0.6, 0.6],
+      ],
+    ]);
   const matrix = (img: ImageTensor) =>
     Array.from({ length: img.height }, (_, y) => Array.from({ length: img.width }, (_, x) => +pixel(img, x, y)[0].toFixed(2)));
 
@@ -151,14 +162,31 @@ describe("ImageCrop, ImageFlip, ImageRotate", () => {
   });
 
   it("ImageFlip x-axis mirrors rows, y-axis mirrors columns", async () => {
-    expect(matrix(await first(ImageFlip, { image: grid(), flip_method: "x-axis: vertically" }))).toEqual([[0.4, 0.5, 0.6], [0.1, 0.2, 0.3]]);
-    expect(matrix(await first(ImageFlip, { image: grid(), flip_method: "y-axis: horizontally" }))).toEqual([[0.3, 0.2, 0.1], [0.6, 0.5, 0.4]]);
+    expect(matrix(await first(ImageFlip, { image: grid(), flip_method: "x-axis: vertically" }))).toEqual([
+      [0.4, 0.5, 0.6],
+      [0.1, 0.2, 0.3],
+    ]);
+    expect(matrix(await first(ImageFlip, { image: grid(), flip_method: "y-axis: horizontally" }))).toEqual([
+      [0.3, 0.2, 0.1],
+      [0.6, 0.5, 0.4],
+    ]);
   });
 
   it("ImageRotate turns clockwise", async () => {
-    expect(matrix(await first(ImageRotate, { image: grid(), rotation: "90 degrees" }))).toEqual([[0.4, 0.1], [0.5, 0.2], [0.6, 0.3]]);
-    expect(matrix(await first(ImageRotate, { image: grid(), rotation: "180 degrees" }))).toEqual([[0.6, 0.5, 0.4], [0.3, 0.2, 0.1]]);
-    expect(matrix(await first(ImageRotate, { image: grid(), rotation: "270 degrees" }))).toEqual([[0.3, 0.6], [0.2, 0.5], [0.1, 0.4]]);
+    expect(matrix(await first(ImageRotate, { image: grid(), rotation: "90 degrees" }))).toEqual([
+      [0.4, 0.1],
+      [0.5, 0.2],
+      [0.6, 0.3],
+    ]);
+    expect(matrix(await first(ImageRotate, { image: grid(), rotation: "180 degrees" }))).toEqual([
+      [0.6, 0.5, 0.4],
+      [0.3, 0.2, 0.1],
+    ]);
+    expect(matrix(await first(ImageRotate, { image: grid(), rotation: "270 degrees" }))).toEqual([
+      [0.3, 0.6],
+      [0.2, 0.5],
+      [0.1, 0.4],
+    ]);
     expect(matrix(await first(ImageRotate, { image: grid(), rotation: "none" }))).toEqual(matrix(grid()));
   });
 });
@@ -209,7 +237,8 @@ describe("ImageBlur and ImageSharpen (ComfyUI kernels)", () => {
 });
 
 describe("ImageBlend", () => {
-  const blend = async (mode: string, factor = 1) => pixel(await first(ImageBlend, { image1: row(0.25), image2: row(0.75), blend_factor: factor, blend_mode: mode }), 0, 0)[0];
+  const blend = async (mode: string, factor = 1) =>
+    pixel(await first(ImageBlend, { image1: row(0.25), image2: row(0.75), blend_factor: factor, blend_mode: mode }), 0, 0)[0];
 
   it("implements every mode of ComfyUI", async () => {
     expect(await blend("normal")).toBeCloseTo(0.75);
@@ -224,6 +253,8 @@ describe("ImageBlend", () => {
   it("resizes image2 to image1 and rejects batches that cannot broadcast", async () => {
     const out = await first(ImageBlend, { image1: row(0, 0), image2: row(1, 1, 1, 1), blend_factor: 1, blend_mode: "normal" });
     expect(grays(out).map((v) => +v.toFixed(4))).toEqual([1, 1]);
-    await expect(runNode(ImageBlend, { image1: makeImage(2, 1, 1), image2: makeImage(3, 1, 1), blend_factor: 1, blend_mode: "normal" })).rejects.toBeInstanceOf(NodeInputError);
+    await expect(runNode(ImageBlend, { image1: makeImage(2, 1, 1), image2: makeImage(3, 1, 1), blend_factor: 1, blend_mode: "normal" })).rejects.toBeInstanceOf(
+      NodeInputError,
+    );
   });
 });

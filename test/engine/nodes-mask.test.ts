@@ -51,8 +51,7 @@ describe("ImageCompositeMasked", () => {
     i.data.fill(1);
     return i;
   };
-  const lit = (img: ImageTensor) =>
-    Array.from({ length: img.height }, (_, y) => Array.from({ length: img.width }, (_, x) => +pixel(img, x, y)[0].toFixed(3)));
+  const lit = (img: ImageTensor) => Array.from({ length: img.height }, (_, y) => Array.from({ length: img.width }, (_, x) => +pixel(img, x, y)[0].toFixed(3)));
 
   it("pastes the source at (x, y), clipped at the destination's edges", async () => {
     const out = await only<ImageTensor>(ImageCompositeMasked, { destination: black(), source: white(2, 2), x: 3, y: 1, resize_source: false });
@@ -73,7 +72,11 @@ describe("ImageCompositeMasked", () => {
 
   it("resize_source stretches the source to the destination's size before pasting", async () => {
     const full = await only<ImageTensor>(ImageCompositeMasked, { destination: black(), source: white(1, 1), x: 0, y: 0, resize_source: true });
-    expect(lit(full).flat().every((v) => v === 1)).toBe(true);
+    expect(
+      lit(full)
+        .flat()
+        .every((v) => v === 1),
+    ).toBe(true);
     const shifted = await only<ImageTensor>(ImageCompositeMasked, { destination: black(), source: white(1, 1), x: 2, y: 2, resize_source: true });
     expect(lit(shifted)).toEqual([
       [0, 0, 0, 0],

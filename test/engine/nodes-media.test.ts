@@ -59,7 +59,11 @@ describe("FlowgateTone", () => {
 
 describe("SaveAnimatedWEBP", () => {
   it("writes an animated WebP with one frame per image and delay int(1000 / fps)", async () => {
-    const images = frames([[1, 0, 0], [0, 0, 1], [0, 1, 0]]);
+    const images = frames([
+      [1, 0, 0],
+      [0, 0, 1],
+      [0, 1, 0],
+    ]);
     const r = await runNode(SaveAnimatedWEBP, { images, filename_prefix: "anim", fps: 3, lossless: true, quality: 80, method: "fastest" });
     expect(r.ui).toEqual({ animated: [true] });
     expect(r.files![0]).toMatchObject({ type: "image", content_type: "image/webp", uiKey: "images" });
@@ -74,7 +78,14 @@ describe("SaveAnimatedWEBP", () => {
 
 describe("SaveAnimatedPNG", () => {
   it("writes an APNG: acTL frame count, fcTL per frame, and frames that decode", async () => {
-    const images = frames([[1, 0, 0], [0, 1, 0]], 4, 3);
+    const images = frames(
+      [
+        [1, 0, 0],
+        [0, 1, 0],
+      ],
+      4,
+      3,
+    );
     const r = await runNode(SaveAnimatedPNG, { images, filename_prefix: "apng", fps: 10, compress_level: 4 });
     const png = r.files![0]!.data;
     expect(r.files![0]).toMatchObject({ type: "image", content_type: "image/png" });
@@ -110,7 +121,16 @@ describe("SaveAnimatedPNG", () => {
 
 describe("FlowgateSaveVideo (WebM)", () => {
   it("writes a WebM with a VP8 track and one key frame block per image at the frame rate", async () => {
-    const images = frames([[1, 0, 0], [0, 1, 0], [0, 0, 1], [1, 1, 1]], 16, 10);
+    const images = frames(
+      [
+        [1, 0, 0],
+        [0, 1, 0],
+        [0, 0, 1],
+        [1, 1, 1],
+      ],
+      16,
+      10,
+    );
     const r = await runNode(FlowgateSaveVideo, { images, filename_prefix: "video/x", fps: 4, quality: 80 });
     const file = r.files![0]!;
     expect(file).toMatchObject({ type: "video", content_type: "video/webm", extension: "webm", uiKey: "video" });

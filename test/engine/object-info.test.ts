@@ -2,11 +2,44 @@ import { describe, expect, it } from "vitest";
 import { newEngine } from "./helpers.ts";
 
 const REQUIRED_NODES = [
-  "LoadImage", "LoadImageMask", "SaveImage", "PreviewImage", "EmptyImage", "ImageScale", "ImageScaleBy", "ImageInvert",
-  "ImageBlur", "ImageSharpen", "ImageCrop", "ImageFlip", "ImageRotate", "ImageBatch", "ImageBlend", "ImageCompositeMasked",
-  "SolidMask", "InvertMask", "MaskToImage", "ImageToMask", "EmptyLatentImage", "SaveLatent", "PrimitiveString", "PrimitiveInt",
-  "PrimitiveFloat", "PrimitiveBoolean", "StringConcatenate", "PreviewAny", "SaveAnimatedWEBP", "SaveAnimatedPNG", "SaveAudio",
-  "FlowgateSampler", "FlowgateDelay", "FlowgatePrint", "FlowgateTone", "FlowgateSaveVideo", "FlowgateSaveFile", "FlowgatePartnerCall",
+  "LoadImage",
+  "LoadImageMask",
+  "SaveImage",
+  "PreviewImage",
+  "EmptyImage",
+  "ImageScale",
+  "ImageScaleBy",
+  "ImageInvert",
+  "ImageBlur",
+  "ImageSharpen",
+  "ImageCrop",
+  "ImageFlip",
+  "ImageRotate",
+  "ImageBatch",
+  "ImageBlend",
+  "ImageCompositeMasked",
+  "SolidMask",
+  "InvertMask",
+  "MaskToImage",
+  "ImageToMask",
+  "EmptyLatentImage",
+  "SaveLatent",
+  "PrimitiveString",
+  "PrimitiveInt",
+  "PrimitiveFloat",
+  "PrimitiveBoolean",
+  "StringConcatenate",
+  "PreviewAny",
+  "SaveAnimatedWEBP",
+  "SaveAnimatedPNG",
+  "SaveAudio",
+  "FlowgateSampler",
+  "FlowgateDelay",
+  "FlowgatePrint",
+  "FlowgateTone",
+  "FlowgateSaveVideo",
+  "FlowgateSaveFile",
+  "FlowgatePartnerCall",
 ];
 
 describe("nodeDefinitions (object_info)", () => {
@@ -53,10 +86,12 @@ describe("nodeDefinitions (object_info)", () => {
     const info = engine.nodeDefinitionsSync();
     (info.ImageScale!.input.required.width![1] as { max: number }).max = 1;
     expect(engine.nodeDefinitionsSync().ImageScale!.input.required.width![1]).toMatchObject({ max: 16384 });
-    expect(engine.validateSync({
-      "1": { class_type: "EmptyImage", inputs: { width: 8, height: 8, batch_size: 1, color: 0 } },
-      "2": { class_type: "ImageScale", inputs: { image: ["1", 0], upscale_method: "area", width: 100, height: 100, crop: "disabled" } },
-      "3": { class_type: "PreviewImage", inputs: { images: ["2", 0] } },
-    }).valid).toBe(true);
+    expect(
+      engine.validateSync({
+        "1": { class_type: "EmptyImage", inputs: { width: 8, height: 8, batch_size: 1, color: 0 } },
+        "2": { class_type: "ImageScale", inputs: { image: ["1", 0], upscale_method: "area", width: 100, height: 100, crop: "disabled" } },
+        "3": { class_type: "PreviewImage", inputs: { images: ["2", 0] } },
+      }).valid,
+    ).toBe(true);
   });
 });

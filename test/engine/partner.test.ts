@@ -86,15 +86,22 @@ describe("FlowgatePartnerCall", () => {
 
   it("fails with partner_node_error without a key, and never calls the vendor", async () => {
     seen.length = 0;
-    const err = (await newEngine({ partnerUrl: `${url}/v1` }).execute(graph()).catch((e: unknown) => e)) as EngineError;
+    const err = (await newEngine({ partnerUrl: `${url}/v1` })
+      .execute(graph())
+      .catch((e: unknown) => e)) as EngineError;
     expect(err).toBeInstanceOf(EngineError);
     expect(err.jobError).toMatchObject({ code: "partner_node_error", node_id: "1", class_type: "FlowgatePartnerCall" });
     expect(seen).toHaveLength(0);
   });
 
   it("fails with partner_node_error on 401 and 403, and the key appears nowhere", async () => {
-    for (const [path, key, status] of [["/v1", `${KEY}-wrong`, 401], ["/forbidden", KEY, 403]] as const) {
-      const err = (await newEngine({ partnerUrl: `${url}${path}` }).execute(graph(), { extra: { api_key_vendor_org: key } }).catch((e: unknown) => e)) as EngineError;
+    for (const [path, key, status] of [
+      ["/v1", `${KEY}-wrong`, 401],
+      ["/forbidden", KEY, 403],
+    ] as const) {
+      const err = (await newEngine({ partnerUrl: `${url}${path}` })
+        .execute(graph(), { extra: { api_key_vendor_org: key } })
+        .catch((e: unknown) => e)) as EngineError;
       expect(err.jobError.code).toBe("partner_node_error");
       expect(err.jobError.message).toContain(String(status));
       expect(exposed(err)).not.toContain(key);
@@ -103,7 +110,9 @@ describe("FlowgatePartnerCall", () => {
   });
 
   it("fails with partner_node_error when no vendor URL is configured", async () => {
-    const err = (await newEngine().execute(graph(), { extra: { api_key_vendor_org: KEY } }).catch((e: unknown) => e)) as EngineError;
+    const err = (await newEngine()
+      .execute(graph(), { extra: { api_key_vendor_org: KEY } })
+      .catch((e: unknown) => e)) as EngineError;
     expect(err.jobError.code).toBe("partner_node_error");
   });
 

@@ -39,7 +39,13 @@ describe("Python conversions", () => {
 
 describe("file names", () => {
   const file = (prefix: string, extra: Partial<NodeFile> = {}): NodeFile => ({
-    prefix, extension: "png", type: "image", content_type: "image/png", data: Buffer.alloc(0), folder: "output", ...extra,
+    prefix,
+    extension: "png",
+    type: "image",
+    content_type: "image/png",
+    data: Buffer.alloc(0),
+    folder: "output",
+    ...extra,
   });
 
   it("splits the prefix into subfolder and name, normalising . and ..", () => {
@@ -59,7 +65,9 @@ describe("file names", () => {
     expect(namer.allocate(file("x"))).toEqual({ name: "x_00002_.png", subfolder: "" });
     expect(namer.allocate(file("x", { folder: "temp" }))).toEqual({ name: "x_00001_.png", subfolder: "" });
     expect(namer.allocate(file("run_%batch_num%", { batchIndex: 3 }))).toEqual({ name: "run_3_00001_.png", subfolder: "" });
-    expect(expandPrefixVariables("%year%-%month%-%day%/%width%x%height%", { width: 64, height: 32 }, new Date("2026-03-04T05:06:07Z"))).toBe("2026-03-04/64x32");
+    expect(expandPrefixVariables("%year%-%month%-%day%/%width%x%height%", { width: 64, height: 32 }, new Date("2026-03-04T05:06:07Z"))).toBe(
+      "2026-03-04/64x32",
+    );
   });
 });
 

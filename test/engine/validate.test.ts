@@ -286,7 +286,9 @@ describe("validate: errors in words", () => {
   it("suggests the node class meant by a misspelled one, in both shapes", () => {
     const g = { ...base(), "3": node("SaveImag", { images: ["2", 0], filename_prefix: "t" }), "4": node("PreviewAny", { source: ["1", 0] }) };
     const r = engine.validateSync(g);
-    expect(r.node_errors["3"]).toEqual([{ field: "class_type", reason: "unknown_class", message: 'This server has no node class "SaveImag". Did you mean "SaveImage"?' }]);
+    expect(r.node_errors["3"]).toEqual([
+      { field: "class_type", reason: "unknown_class", message: 'This server has no node class "SaveImag". Did you mean "SaveImage"?' },
+    ]);
     expect(r.comfy!.node_errors["3"]!.errors[0]!.extra_info.hint).toBe('Did you mean "SaveImage"?');
     // Case alone, and a swap of two letters, are typos too.
     expect(messageOf({ ...g, "3": node("saveimage", {}) }, "3", "class_type")).toContain('Did you mean "SaveImage"?');
@@ -301,8 +303,14 @@ describe("validate: errors in words", () => {
     const g = base();
     g["3"]!.inputs = { image: ["2", 0], filename_prefix: "t" };
     expect(messageOf(g, "3", "images")).toBe('SaveImage needs the input "images". It was given "image": did you mean "images"?');
-    const scale = { ...base(), "4": node("ImageScale", { image: ["1", 0], upscale_method: "bilinaer", width: 8, height: 8, crop: "disabled" }), "5": node("PreviewImage", { images: ["4", 0] }) };
-    expect(messageOf(scale, "4", "upscale_method")).toMatch(/^Input "upscale_method" is "bilinaer", not one of its options: .*"bilinear".*\. Did you mean "bilinear"\?$/);
+    const scale = {
+      ...base(),
+      "4": node("ImageScale", { image: ["1", 0], upscale_method: "bilinaer", width: 8, height: 8, crop: "disabled" }),
+      "5": node("PreviewImage", { images: ["4", 0] }),
+    };
+    expect(messageOf(scale, "4", "upscale_method")).toMatch(
+      /^Input "upscale_method" is "bilinaer", not one of its options: .*"bilinear".*\. Did you mean "bilinear"\?$/,
+    );
   });
 
   it("says what a bound, a link and a type expect", () => {
@@ -316,7 +324,9 @@ describe("validate: errors in words", () => {
 
   it("an empty or missing LoadImage image says how to give one", () => {
     const empty = { "1": node("LoadImage", { image: "" }), "2": node("PreviewImage", { images: ["1", 0] }) };
-    expect(messageOf(empty, "1", "image")).toBe('Input "image" is empty. No image was chosen. Upload one (POST /api/v2/assets, or POST /api/upload/image on the hosted interface) and give its name or a core/ASSET reference.');
+    expect(messageOf(empty, "1", "image")).toBe(
+      'Input "image" is empty. No image was chosen. Upload one (POST /api/v2/assets, or POST /api/upload/image on the hosted interface) and give its name or a core/ASSET reference.',
+    );
     expect(engine.validateSync(empty).comfy!.node_errors["1"]!.errors[0]!.extra_info.hint).toMatch(/^No image was chosen\. Upload one/);
     const missing = { "1": node("LoadImage", {}), "2": node("PreviewImage", { images: ["1", 0] }) };
     expect(messageOf(missing, "1", "image")).toMatch(/^LoadImage needs the input "image"\. No image was chosen\. Upload one/);

@@ -86,7 +86,10 @@ describe("values nested without bound", () => {
   });
 
   it("nesting within the bound is accepted and stored", async () => {
-    const res = await postText("/api/v2/jobs", `{"workflow":${graph(`{"class_type":"PrimitiveString","inputs":{"value":"a"},"_meta":{"title":"t","x":${deep(50)}}}`)}}`);
+    const res = await postText(
+      "/api/v2/jobs",
+      `{"workflow":${graph(`{"class_type":"PrimitiveString","inputs":{"value":"a"},"_meta":{"title":"t","x":${deep(50)}}}`)}}`,
+    );
     expect(res.status, res.text).toBe(201);
     expectValid(v.response_createJob_201, res.body);
     expect((await s.api.waitTerminal(res.body.id)).status).toBe("succeeded");
@@ -107,7 +110,11 @@ describe("requests the HTTP parser refuses", () => {
 
   it.each([
     ["a bad Content-Length", "POST /api/v2/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: abc\r\n\r\n{}", 400],
-    ["Content-Length with Transfer-Encoding", "POST /api/v2/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400],
+    [
+      "Content-Length with Transfer-Encoding",
+      "POST /api/v2/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+      400,
+    ],
     ["a control character in a header", "GET /api/v2/jobs HTTP/1.1\r\nHost: x\r\nX-Note: a\x01b\r\n\r\n", 400],
     ["a 100 KB query string", `GET /api/v2/jobs?x=${"a".repeat(100_000)} HTTP/1.1\r\nHost: x\r\n\r\n`, 431],
     ["a request line that is not HTTP", "HELLO\r\n\r\n", 400],

@@ -31,10 +31,18 @@ describe.skipIf(unavailable !== null)("a worker's database outage", () => {
     proxy.cut();
     expect(await d.outputs(job.id), "the output came before the outage: too slow a host for this test").toEqual([]);
     // The image is saved during the outage (the delay runs out), and its commit tried...
-    await waitFor(() => Date.now(), (now) => now > Number(running.started_at) + DELAY_S * 1000 + 500, "the delay over");
+    await waitFor(
+      () => Date.now(),
+      (now) => now > Number(running.started_at) + DELAY_S * 1000 + 500,
+      "the delay over",
+    );
     // ...and tried again: the worker knocks at the cut database a few more times before it heals.
     const knocks = proxy.refused;
-    await waitFor(() => proxy.refused, (n) => n >= knocks + 3, "reconnection attempts during the outage");
+    await waitFor(
+      () => proxy.refused,
+      (n) => n >= knocks + 3,
+      "reconnection attempts during the outage",
+    );
     proxy.heal();
     const done = await d.waitForJob(job.id, (r) => ["succeeded", "failed", "canceled"].includes(r.status as string), "the job ended");
     expect(done.error).toBeNull();
@@ -53,11 +61,23 @@ describe.skipIf(unavailable !== null)("a worker's database outage", () => {
     proxy.cut();
     const failed = await d.waitForJob(job.id, (r) => r.status === "failed", "the job failed");
     expect((failed.error as { code: string }).code).toBe("worker_lost");
-    await waitFor(() => server.output(), (out) => out.includes(`job ${job.id}: ended failed worker_lost`), "the end logged by the API node");
+    await waitFor(
+      () => server.output(),
+      (out) => out.includes(`job ${job.id}: ended failed worker_lost`),
+      "the end logged by the API node",
+    );
     proxy.heal();
-    await waitFor(() => w.stderr(), (err) => err.includes(`job ${job.id}`) && /lease/.test(err), "the worker's refusal logged");
+    await waitFor(
+      () => w.stderr(),
+      (err) => err.includes(`job ${job.id}`) && /lease/.test(err),
+      "the worker's refusal logged",
+    );
     expect(await d.outputs(job.id)).toEqual([]);
-    await waitFor(() => d.blobKeys(), (keys) => keys.length === 0, "the refused output's blob removed");
+    await waitFor(
+      () => d.blobKeys(),
+      (keys) => keys.length === 0,
+      "the refused output's blob removed",
+    );
     expect(await d.job(job.id)).toMatchObject({ status: "failed", completed_at: failed.completed_at });
     expect(await d.violations()).toEqual([]);
   });

@@ -62,7 +62,12 @@ export class FaultDeployment {
   async worker(options: { leaseMs: number; url?: string; flags?: string[] }): Promise<CliProcess> {
     const w = startCli(["worker", ...(await this.#flags(options.url ?? this.url, options.leaseMs)), ...(options.flags ?? [])]);
     this.#children.push(w);
-    await waitFor(() => w.stdout() + w.stderr(), (out) => out.includes("worker claiming jobs") || w.child.exitCode !== null, "worker start", 30_000);
+    await waitFor(
+      () => w.stdout() + w.stderr(),
+      (out) => out.includes("worker claiming jobs") || w.child.exitCode !== null,
+      "worker start",
+      30_000,
+    );
     if (!w.stdout().includes("worker claiming jobs")) throw new Error(`worker did not start:\n${w.stdout()}${w.stderr()}`);
     return w;
   }
@@ -104,7 +109,9 @@ export class FaultDeployment {
     for (const { child } of this.#children) {
       if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL"); // a stopped one too
     }
-    await Promise.all(this.#children.map(({ child }) => (child.exitCode === null && child.signalCode === null ? new Promise((r) => child.once("close", r)) : null)));
+    await Promise.all(
+      this.#children.map(({ child }) => (child.exitCode === null && child.signalCode === null ? new Promise((r) => child.once("close", r)) : null)),
+    );
     for (const proxy of this.#proxies) await proxy.close();
     if (this.schema) await dropTestSchema(this.schema);
     for (const dir of this.#dirs) await rm(dir, { recursive: true, force: true });

@@ -60,7 +60,16 @@ describe.skipIf(!("dir" in mount))(`a full disk${"reason" in mount ? ` (skipped:
       const now = Date.now();
       const jobs = [];
       for (let i = 0; i < 5; i++) {
-        jobs.push(await store.createJob({ id: `job-${i}`, owner: "", created_at: now, expires_at: now + 3_600_000, workflow: { pad: "x".repeat(20_000) }, output_node_ids: [] }));
+        jobs.push(
+          await store.createJob({
+            id: `job-${i}`,
+            owner: "",
+            created_at: now,
+            expires_at: now + 3_600_000,
+            workflow: { pad: "x".repeat(20_000) },
+            output_node_ids: [],
+          }),
+        );
       }
       // An open read pins the WAL, so new frames must grow it; then nothing is left to grow into.
       reader.exec("BEGIN");
@@ -134,7 +143,11 @@ describe.skipIf(!("dir" in mount))(`a full disk${"reason" in mount ? ` (skipped:
 
     // Deletes work on the full disk, and free the space: the server recovers by itself.
     for (const id of uploaded) expect((await api.request("DELETE", `/api/v2/assets/${id}`)).status).toBe(204);
-    await waitFor(() => api.get("/readyz"), (r) => r.status === 200, "ready again");
+    await waitFor(
+      () => api.get("/readyz"),
+      (r) => r.status === 200,
+      "ready again",
+    );
     expect((await api.waitTerminal(waiting.id)).status).toBe("succeeded");
     expect((await upload(api, [{ name: "file", file: randomBytes(1000) }])).status).toBe(201);
     expect(readdirSync(join(dataDir, "blobs", "tmp"))).toEqual([]);

@@ -35,7 +35,11 @@ describe.skipIf(unavailable !== null)("a worker fenced by its lease", () => {
     const failed = await d.waitForJob(job.id, (r) => r.status === "failed", "the job failed worker_lost");
     expect((failed.error as { code: string }).code).toBe("worker_lost");
     // Well past the delay too: resumed, the run's delay is over at once and its image is saved.
-    await waitFor(() => Date.now(), (now) => now > Number(running.started_at) + DELAY_S * 1000 + 500, "the delay over");
+    await waitFor(
+      () => Date.now(),
+      (now) => now > Number(running.started_at) + DELAY_S * 1000 + 500,
+      "the delay over",
+    );
     w.child.kill("SIGCONT");
     const aborted = (err: string) => err.includes(`job ${job.id}`) && /lease/.test(err);
     // Either the run aborts (and says so), or (the defect) its output lands in the finished job.

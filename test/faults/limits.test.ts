@@ -31,11 +31,17 @@ describe("a full queue", () => {
     // A fresh key is refused for the bound.
     expectError(await s.api.post("/api/v2/jobs", { workflow: delayGraph(60) }, { headers: { "idempotency-key": "fresh-key" } }), 429, "queue_full");
     // The hosted interface says backpressure with a 503 (its 429 means an inactive subscription), as the spec declares.
-    const hosted = await fetch(`${s.url}/api/prompt`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ prompt: delayGraph(60) }) });
+    const hosted = await fetch(`${s.url}/api/prompt`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ prompt: delayGraph(60) }),
+    });
     expect(hosted.status).toBe(503);
     expect(hosted.headers.get("retry-after") ?? "").toMatch(/^\d+$/);
     expect(((await hosted.json()) as any).error.type).toBe("queue_full");
-    expect(Object.keys(routes.find((r) => r.operationId === "hostedQueuePrompt" || (r.method === "POST" && r.url === "/api/prompt"))!.responses)).toContain("503");
+    expect(Object.keys(routes.find((r) => r.operationId === "hostedQueuePrompt" || (r.method === "POST" && r.url === "/api/prompt"))!.responses)).toContain(
+      "503",
+    );
     for (const id of ids) await s.api.post(`/api/v2/jobs/${id}/cancel`);
   });
 
@@ -69,7 +75,9 @@ describe("bounded descriptions and uploads", () => {
   it("a filename_prefix over 255 characters is 422 invalid_workflow out_of_range; 255 is fine", async () => {
     const res = await s.api.post("/api/v2/jobs", { workflow: imageGraph("p".repeat(100_000)) });
     expectError(res, 422, "invalid_workflow", v.response_createJob_422);
-    expect(res.body.error.details.node_errors["2"]).toEqual([{ field: "filename_prefix", reason: "out_of_range", message: 'Input "filename_prefix" is longer than 255 characters.' }]);
+    expect(res.body.error.details.node_errors["2"]).toEqual([
+      { field: "filename_prefix", reason: "out_of_range", message: 'Input "filename_prefix" is longer than 255 characters.' },
+    ]);
     expect(res.text.length).toBeLessThan(2000);
     const ok = await s.api.submit(imageGraph("p".repeat(255)));
     expect((await s.api.waitTerminal(ok.id)).status).toBe("succeeded");
@@ -92,7 +100,14 @@ describe("bounded descriptions and uploads", () => {
   });
 
   it("a file_path over 1,024 characters is 400 invalid_request", async () => {
-    expectError(await upload(s.api, [{ name: "file_path", value: "f".repeat(1025) }, { name: "file", file: PNG }]), 400, "invalid_request");
+    expectError(
+      await upload(s.api, [
+        { name: "file_path", value: "f".repeat(1025) },
+        { name: "file", file: PNG },
+      ]),
+      400,
+      "invalid_request",
+    );
   });
 
   it("two files in one upload are 400 invalid_request, on v2 and on the hosted interface", async () => {
@@ -113,8 +128,18 @@ describe("bounded descriptions and uploads", () => {
   it("an upper-case expected_hash is 400 invalid_request (the contract's form is lower-case)", async () => {
     const stored = await upload(s.api, [{ name: "file", file: PNG }]);
     const upper = `blake3:${stored.body.hash.slice(7).toUpperCase()}`;
-    expectError(await upload(s.api, [{ name: "expected_hash", value: upper }, { name: "file", file: PNG }]), 400, "invalid_request");
-    const lower = await upload(s.api, [{ name: "expected_hash", value: stored.body.hash }, { name: "file", file: PNG }]);
+    expectError(
+      await upload(s.api, [
+        { name: "expected_hash", value: upper },
+        { name: "file", file: PNG },
+      ]),
+      400,
+      "invalid_request",
+    );
+    const lower = await upload(s.api, [
+      { name: "expected_hash", value: stored.body.hash },
+      { name: "file", file: PNG },
+    ]);
     expect(lower.status, lower.text).toBe(200);
   });
 });

@@ -35,7 +35,24 @@ function deref(node: Json | undefined): JsonObject {
 
 /** Strings that have broken parsers and maps before. */
 const junk = fc.oneof(
-  fc.constantFrom("", " ", "%", "%00", "%E0%A4%A", "../../etc/passwd", "__proto__", "constructor", "valueOf", "null", "-1", "1e309", "NaN", "💥", "a".repeat(3000), `blake3:${"F".repeat(64)}`),
+  fc.constantFrom(
+    "",
+    " ",
+    "%",
+    "%00",
+    "%E0%A4%A",
+    "../../etc/passwd",
+    "__proto__",
+    "constructor",
+    "valueOf",
+    "null",
+    "-1",
+    "1e309",
+    "NaN",
+    "💥",
+    "a".repeat(3000),
+    `blake3:${"F".repeat(64)}`,
+  ),
   fc.string({ maxLength: 40 }),
 );
 
@@ -63,7 +80,11 @@ function objectFor(schema: JsonObject, depth: number): fc.Arbitrary<Record<strin
   const props = Object.entries((schema.properties as JsonObject | undefined) ?? {});
   const known = fc.record(Object.fromEntries(props.map(([k, s]) => [k, valueFor(s, depth + 1)])), { requiredKeys: [] });
   const extraSchema = typeof schema.additionalProperties === "object" ? schema.additionalProperties : undefined;
-  const extra = fc.dictionary(fc.oneof(junk, fc.constantFrom("1", "2", "__proto__", "toString")), extraSchema ? valueFor(extraSchema, depth + 1) : fc.jsonValue({ maxDepth: 1 }), { maxKeys: 3 });
+  const extra = fc.dictionary(
+    fc.oneof(junk, fc.constantFrom("1", "2", "__proto__", "toString")),
+    extraSchema ? valueFor(extraSchema, depth + 1) : fc.jsonValue({ maxDepth: 1 }),
+    { maxKeys: 3 },
+  );
   return fc.tuple(known, extra, fc.boolean()).map(([k, e, withExtra]) => (withExtra ? { ...e, ...k } : k));
 }
 
@@ -72,19 +93,34 @@ interface Generated {
   query: Record<string, string>;
   headers: Record<string, string>;
   auth: "right" | "none" | "wrong";
-  body: { kind: "none" } | { kind: "json"; value: unknown; contentType: string } | { kind: "text"; text: string; contentType: string } | { kind: "multipart"; parts: Record<string, unknown> };
+  body:
+    | { kind: "none" }
+    | { kind: "json"; value: unknown; contentType: string }
+    | { kind: "text"; text: string; contentType: string }
+    | { kind: "multipart"; parts: Record<string, unknown> };
 }
 
-const asParam = (x: unknown): string => (typeof x === "string" ? x : JSON.stringify(x) ?? "");
+const asParam = (x: unknown): string => (typeof x === "string" ? x : (JSON.stringify(x) ?? ""));
 /** Header values fetch will send (visible ASCII). */
-const headerSafe = (x: unknown) => asParam(x).replace(/[^\x20-\x7e]/g, "").slice(0, 200);
+const headerSafe = (x: unknown) =>
+  asParam(x)
+    .replace(/[^\x20-\x7e]/g, "")
+    .slice(0, 200);
 
 /** Every part of a request for one operation, from its spec. */
 function requestFor(route: RouteSpec): fc.Arbitrary<Generated> {
-  const op = deref((doc.paths as JsonObject)[route.path]) [route.method.toLowerCase()] as JsonObject;
+  const op = deref((doc.paths as JsonObject)[route.path])[route.method.toLowerCase()] as JsonObject;
   const params = ((op.parameters as Json[] | undefined) ?? []).map(deref);
-  const of = (where: string) => fc.record(Object.fromEntries(params.filter((p) => p.in === where).map((p) => [p.name as string, valueFor(p.schema).map(where === "header" ? headerSafe : asParam)])), { requiredKeys: [] });
-  const pathParams = fc.record(Object.fromEntries(params.filter((p) => p.in === "path").map((p) => [p.name as string, fc.oneof(fc.uuid(), valueFor(p.schema).map(asParam))])));
+  const of = (where: string) =>
+    fc.record(
+      Object.fromEntries(
+        params.filter((p) => p.in === where).map((p) => [p.name as string, valueFor(p.schema).map(where === "header" ? headerSafe : asParam)]),
+      ),
+      { requiredKeys: [] },
+    );
+  const pathParams = fc.record(
+    Object.fromEntries(params.filter((p) => p.in === "path").map((p) => [p.name as string, fc.oneof(fc.uuid(), valueFor(p.schema).map(asParam))])),
+  );
   const content = deref(op.requestBody).content as JsonObject | undefined;
   const bodies: fc.Arbitrary<Generated["body"]>[] = [fc.constant({ kind: "none" as const })];
   if (content?.["application/json"]) {
@@ -93,7 +129,11 @@ function requestFor(route: RouteSpec): fc.Arbitrary<Generated> {
     const contentType = fc.constantFrom("application/json", "application/json; charset=utf-8", "text/plain");
     bodies.push(
       fc.record({ kind: fc.constant("json" as const), value: valueFor(schema), contentType }),
-      fc.record({ kind: fc.constant("text" as const), text: fc.oneof(fc.constantFrom("{", "[1,", "nul", "{\"a\":}"), fc.string({ maxLength: 30 })), contentType }),
+      fc.record({
+        kind: fc.constant("text" as const),
+        text: fc.oneof(fc.constantFrom("{", "[1,", "nul", '{"a":}'), fc.string({ maxLength: 30 })),
+        contentType,
+      }),
     );
   }
   if (content?.["multipart/form-data"]) {
@@ -156,7 +196,8 @@ function expectDeclared(route: RouteSpec, answer: { status: number; headers: Hea
       if (declared!.errorCodes.length > 0) expect(declared!.errorCodes, where).toContain(json!.error.code);
     }
   }
-  if (declared!.validator && json !== undefined) expect(validators[declared!.validator]!(json), `${where}\n${JSON.stringify(validators[declared!.validator]!.errors)}`).toBe(true);
+  if (declared!.validator && json !== undefined)
+    expect(validators[declared!.validator]!(json), `${where}\n${JSON.stringify(validators[declared!.validator]!.errors)}`).toBe(true);
   if (declared!.retryAfter) expect(answer.headers.get("retry-after") ?? "", where).toMatch(/^\d+$/);
 }
 
@@ -171,11 +212,13 @@ describe("negative requests from the spec (self-hosted, static token)", () => {
     await s?.stop();
   });
 
-  const credentials = (route: RouteSpec) => (auth: Generated["auth"]): Record<string, string> => {
-    if (auth === "none") return {};
-    const secret = auth === "right" ? TOKEN : "not-the-token";
-    return route.family === "hosted" ? { "x-api-key": secret } : { authorization: `Bearer ${secret}` };
-  };
+  const credentials =
+    (route: RouteSpec) =>
+    (auth: Generated["auth"]): Record<string, string> => {
+      if (auth === "none") return {};
+      const secret = auth === "right" ? TOKEN : "not-the-token";
+      return route.family === "hosted" ? { "x-api-key": secret } : { authorization: `Bearer ${secret}` };
+    };
 
   it.each(HTTP_ROUTES.map((r) => [r.operationId, r] as const))("%s: every answer is declared, enveloped, below 500", async (_id, route) => {
     await fc.assert(
@@ -200,7 +243,13 @@ describe("credentials on the cloud and serverless surfaces", () => {
     for (const route of HTTP_ROUTES) {
       for (const auth of ["none", "wrong"] as const) {
         const g = fc.sample(requestFor(route), { numRuns: 1, seed: SEED })[0]!;
-        const answer = await send(s.url, route, { ...g, auth }, (): Record<string, string> => (auth === "none" ? {} : route.family === "hosted" ? { "x-api-key": "fg_unknown" } : { authorization: "Bearer fg_unknown" }));
+        const answer = await send(
+          s.url,
+          route,
+          { ...g, auth },
+          (): Record<string, string> =>
+            auth === "none" ? {} : route.family === "hosted" ? { "x-api-key": "fg_unknown" } : { authorization: "Bearer fg_unknown" },
+        );
         expectDeclared(route, answer, `cloud ${auth}`);
         if (route.family !== "operations" && route.operationId !== "getAssetContent") expect(answer.status, route.operationId).toBe(401);
       }
@@ -213,7 +262,12 @@ describe("credentials on the cloud and serverless surfaces", () => {
     for (const route of HTTP_ROUTES.filter((r) => r.family === "v2")) {
       for (const auth of ["none", "wrong"] as const) {
         const g = fc.sample(requestFor(route), { numRuns: 1, seed: SEED })[0]!;
-        const answer = await send(`${s.url}/deployment/no-such-deployment`, route, { ...g, auth }, (): Record<string, string> => (auth === "none" ? {} : { authorization: "Bearer fg_unknown" }));
+        const answer = await send(
+          `${s.url}/deployment/no-such-deployment`,
+          route,
+          { ...g, auth },
+          (): Record<string, string> => (auth === "none" ? {} : { authorization: "Bearer fg_unknown" }),
+        );
         expectDeclared(route, answer, `serverless ${auth}`);
         // 403 is a content link whose signature does not verify.
         expect([401, 403, 404], route.operationId).toContain(answer.status);

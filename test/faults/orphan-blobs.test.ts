@@ -44,16 +44,39 @@ describe("the orphan blob sweep", () => {
     const recorded = await plant(HOURS);
     const kept = await plant(HOURS);
     const store = await openStore({ dataDir });
-    await store.addAsset({ id: randomUUID(), owner: "", name: "in.png", content_type: "image/png", size_bytes: 1024, blob_key: recorded, folder: "input", created_at: T0 });
+    await store.addAsset({
+      id: randomUUID(),
+      owner: "",
+      name: "in.png",
+      content_type: "image/png",
+      size_bytes: 1024,
+      blob_key: recorded,
+      folder: "input",
+      created_at: T0,
+    });
     // An output committed with its end, its bytes kept in the database too: named by its record.
     const job = await store.createJob(newJob({ owner: "" }));
     await store.transitionJob(job.id, ["queued"], "running", { started_at: T0 + 1 });
-    const output = { id: randomUUID(), owner: "", job_id: job.id, name: "o.png", content_type: "image/png", size_bytes: 1024, blob_key: kept, folder: "output" as const, created_at: T0 + 2 };
+    const output = {
+      id: randomUUID(),
+      owner: "",
+      job_id: job.id,
+      name: "o.png",
+      content_type: "image/png",
+      size_bytes: 1024,
+      blob_key: kept,
+      folder: "output" as const,
+      created_at: T0 + 2,
+    };
     await store.transitionJobWithAssets(job.id, ["running"], "succeeded", { completed_at: T0 + 2 }, [output], [{ key: kept, bytes: new Uint8Array(1024) }]);
     await store.close();
 
     server = await spawnCli(["--data-dir", dataDir, "--blob-dir", blobDir, "--port", "0", "--shutdown-grace", "0"]);
-    await waitFor(() => existsSync(blobPath(blobDir, orphan)), (present) => !present, "the orphan swept");
+    await waitFor(
+      () => existsSync(blobPath(blobDir, orphan)),
+      (present) => !present,
+      "the orphan swept",
+    );
     const metrics = await (await fetch(`${server.url}/metrics`)).text();
     expect(metrics).toMatch(/^flowgate_orphan_blobs_removed_total 1$/m);
     for (const key of [young, recorded, kept]) expect(existsSync(blobPath(blobDir, key)), key).toBe(true);

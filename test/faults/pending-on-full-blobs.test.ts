@@ -52,8 +52,18 @@ describe.skipIf(!("dir" in mount))(`pending outputs on a full blob filesystem${"
     const job = await store.createJob(newJob({ owner: "" }));
     await store.transitionJob(job.id, ["queued"], "running", { started_at: T0 + 1 });
     const asset = {
-      id: randomUUID(), owner: "", job_id: job.id, node_id: "2", name: "kept_00001_.png", type: "image" as const, content_type: "image/png",
-      size_bytes: bytes.length, blob_key: key, folder: "output" as const, file_path: "kept_00001_.png", created_at: T0 + 2,
+      id: randomUUID(),
+      owner: "",
+      job_id: job.id,
+      node_id: "2",
+      name: "kept_00001_.png",
+      type: "image" as const,
+      content_type: "image/png",
+      size_bytes: bytes.length,
+      blob_key: key,
+      folder: "output" as const,
+      file_path: "kept_00001_.png",
+      created_at: T0 + 2,
     };
     await store.transitionJobWithAssets(job.id, ["running"], "succeeded", { completed_at: T0 + 2 }, [asset], [{ key, bytes }]);
     await store.close();
@@ -73,7 +83,12 @@ describe.skipIf(!("dir" in mount))(`pending outputs on a full blob filesystem${"
     expect(existsSync(blobPath(blobDir, key))).toBe(false);
 
     rmSync(filler);
-    await waitFor(() => api.get("/readyz"), (r) => r.status === 200, "ready once the bytes fit", 30_000);
+    await waitFor(
+      () => api.get("/readyz"),
+      (r) => r.status === 200,
+      "ready once the bytes fit",
+      30_000,
+    );
     expect(existsSync(blobPath(blobDir, key))).toBe(true);
     const content = await fetch(`${server.url}/api/v2/assets/${asset.id}/content`);
     expect(content.status).toBe(200);

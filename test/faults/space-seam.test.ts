@@ -16,7 +16,11 @@ const sqliteFull = () => Object.assign(new Error("database or disk is full"), { 
 
 /** Submits until the server takes the job (it may still be short of space for a moment). */
 async function submitWhenRoom(s: TestServer, workflow: Record<string, unknown>): Promise<any> {
-  const res = await waitFor(() => s.api.post("/api/v2/jobs", { workflow }), (r) => r.status !== 507, "room for a submission");
+  const res = await waitFor(
+    () => s.api.post("/api/v2/jobs", { workflow }),
+    (r) => r.status !== 507,
+    "room for a submission",
+  );
   expect(res.status, res.text).toBe(201);
   return res.body;
 }
@@ -49,7 +53,11 @@ describe("out of space, through a seam", () => {
     expectError(await upload(server.api, [{ name: "file", file: randomBytes(4096) }]), 507, "insufficient_storage");
     expect(await blobFiles(server.dataDir)).toEqual([]);
     store.addAsset = addAsset;
-    await waitFor(() => server!.api.get("/readyz"), (r) => r.status === 200, "ready again");
+    await waitFor(
+      () => server!.api.get("/readyz"),
+      (r) => r.status === 200,
+      "ready again",
+    );
     expect((await upload(server.api, [{ name: "file", file: randomBytes(4096) }])).status).toBe(201);
   });
 
@@ -58,7 +66,11 @@ describe("out of space, through a seam", () => {
     const store = server.runtime.store;
     store.createJob = () => Promise.reject(sqliteFull());
     expectError(await server.api.post("/api/v2/jobs", { workflow: imageGraph("v2") }), 507, "insufficient_storage");
-    const hosted = await fetch(`${server.url}/api/prompt`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ prompt: imageGraph("hosted") }) });
+    const hosted = await fetch(`${server.url}/api/prompt`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ prompt: imageGraph("hosted") }),
+    });
     expect(hosted.status).toBe(507);
     expect(((await hosted.json()) as any).error.type).toBe("insufficient_storage");
   });

@@ -40,14 +40,22 @@ describe("store failures mid-dispatch", () => {
     server = await startTestServer({ flags: ["--concurrency", "1"] });
     const failing = failTransitions(server.runtime.store, (from, to) => from.includes("queued") && to === "running");
     const job = await server.api.submit(imageGraph("start-fails"));
-    await waitFor(() => readiness(server!), (r) => r.status === 503 && r.body.checks.dispatch === false, "not ready");
+    await waitFor(
+      () => readiness(server!),
+      (r) => r.status === 503 && r.body.checks.dispatch === false,
+      "not ready",
+    );
     expect(failing.hits).toBeGreaterThan(0);
     const waiting = await server.api.job(job.id);
     expect(waiting.status).toBe("queued");
     expect(waiting.queue_position).toBe(0);
     failing.on = false;
     expect((await server.api.waitTerminal(job.id)).status).toBe("succeeded");
-    await waitFor(() => readiness(server!), (r) => r.status === 200, "ready again");
+    await waitFor(
+      () => readiness(server!),
+      (r) => r.status === 200,
+      "ready again",
+    );
   });
 
   it("an end that fails to commit is retried: the job does not stay running", async () => {
@@ -55,14 +63,22 @@ describe("store failures mid-dispatch", () => {
     const failing = failTransitions(server.runtime.store, (from, to) => from.includes("running") && to === "succeeded");
     const job = await server.api.submit(imageGraph("end-fails"));
     const next = await server.api.submit(imageGraph("after-it"));
-    await waitFor(() => readiness(server!), (r) => r.status === 503 && r.body.checks.dispatch === false, "not ready");
+    await waitFor(
+      () => readiness(server!),
+      (r) => r.status === 503 && r.body.checks.dispatch === false,
+      "not ready",
+    );
     expect((await server.api.job(job.id)).status).toBe("running");
     failing.on = false;
     const done = await server.api.waitTerminal(job.id);
     expect(done.status).toBe("succeeded");
     expect(done.outputs).toHaveLength(1);
     expect((await server.api.waitTerminal(next.id)).status).toBe("succeeded");
-    await waitFor(() => readiness(server!), (r) => r.status === 200, "ready again");
+    await waitFor(
+      () => readiness(server!),
+      (r) => r.status === 200,
+      "ready again",
+    );
   });
 
   it("a cancel whose end fails to commit still ends canceled once the store recovers", async () => {
@@ -71,7 +87,11 @@ describe("store failures mid-dispatch", () => {
     await server.api.waitJob(job.id, (j) => j.status === "running", "running");
     const failing = failTransitions(server.runtime.store, (from, to) => from.includes("canceling") && to === "canceled");
     expect((await server.api.post(`/api/v2/jobs/${job.id}/cancel`)).body.status).toBe("canceling");
-    await waitFor(() => failing.hits, (n) => n > 0, "the failed end");
+    await waitFor(
+      () => failing.hits,
+      (n) => n > 0,
+      "the failed end",
+    );
     failing.on = false;
     expect((await server.api.waitTerminal(job.id)).status).toBe("canceled");
   });

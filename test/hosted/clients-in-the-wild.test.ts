@@ -36,7 +36,10 @@ function rawPost(url: string, body: string, headers: Record<string, string>): Pr
 
 function multipart(): { body: string; type: string } {
   const boundary = "----flowgate-wild";
-  return { body: `--${boundary}\r\nContent-Disposition: form-data; name="prompt"\r\n\r\n{}\r\n--${boundary}--\r\n`, type: `multipart/form-data; boundary=${boundary}` };
+  return {
+    body: `--${boundary}\r\nContent-Disposition: form-data; name="prompt"\r\n\r\n{}\r\n--${boundary}--\r\n`,
+    type: `multipart/form-data; boundary=${boundary}`,
+  };
 }
 
 describe("ComfyUI's example scripts against an open server", () => {
@@ -71,15 +74,16 @@ for node_id, node_output in history[prompt_id]["outputs"].items():
 print(json.dumps({"prompt_id": prompt_id, "images": images}))
 `;
 
-  const python = () =>
-    new Promise<string | null>((resolve) => execFile("python3", ["--version"], (err) => resolve(err ? null : "python3")));
+  const python = () => new Promise<string | null>((resolve) => execFile("python3", ["--version"], (err) => resolve(err ? null : "python3")));
 
   it("HOST-2/HOST-5: basic_api_example.py queues, reads history and downloads with urllib, unchanged", async (ctx) => {
     const py = await python();
     if (!py) return ctx.skip();
     const host = new URL(server.url).host;
     const out = await new Promise<string>((resolve, reject) =>
-      execFile(py, ["-c", PYTHON, host, JSON.stringify(graph("example"))], { timeout: 60_000 }, (err, stdout, stderr) => (err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout))),
+      execFile(py, ["-c", PYTHON, host, JSON.stringify(graph("example"))], { timeout: 60_000 }, (err, stdout, stderr) =>
+        err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout),
+      ),
     );
     const result = JSON.parse(out) as { prompt_id: string; images: number[] };
     expect(result.images.length).toBe(1);
@@ -97,7 +101,10 @@ print(json.dumps({"prompt_id": prompt_id, "images": images}))
   it("a body that is not JSON is 400 in ComfyUI's shape on every hosted JSON route, a form included", async () => {
     const form = multipart();
     for (const route of ["/api/prompt", "/api/queue", "/prompt"]) {
-      for (const [body, type] of [["not json", "text/plain"], [form.body, form.type]] as const) {
+      for (const [body, type] of [
+        ["not json", "text/plain"],
+        [form.body, form.type],
+      ] as const) {
         const res = await rawPost(`${server.url}${route}`, body, { "content-type": type });
         expect(res.status, `${route} ${type}`).toBe(400);
         expect(v.schema_HostedError(res.json), JSON.stringify(res.json)).toBe(true);
@@ -192,7 +199,10 @@ describe("SDK habits against a server with a key", () => {
     const again = await fetch(`${server.url}/api/v2/assets/from-hash`, {
       method: "POST",
       headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" },
-      body: JSON.stringify({ hash: (await (await fetch(`${server.url}/api/v2/assets/${asset.id}`, { headers: { authorization: `Bearer ${KEY}` } })).json()).hash, file_path: "other.txt" }),
+      body: JSON.stringify({
+        hash: (await (await fetch(`${server.url}/api/v2/assets/${asset.id}`, { headers: { authorization: `Bearer ${KEY}` } })).json()).hash,
+        file_path: "other.txt",
+      }),
     });
     const reused = (await again.json()) as { created_new: boolean };
     expect(again.status).toBe(201);

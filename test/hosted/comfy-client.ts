@@ -82,7 +82,11 @@ export class ComfyClient {
   }
 
   /** GET /api/view with the key, then the redirect target without it, as the seed requires. */
-  async view(file: { filename: string; subfolder: string; type: string }): Promise<{ status: number; target: string; bytes: Buffer; contentType: string | null }> {
+  async view(file: {
+    filename: string;
+    subfolder: string;
+    type: string;
+  }): Promise<{ status: number; target: string; bytes: Buffer; contentType: string | null }> {
     const q = new URLSearchParams({ filename: file.filename, subfolder: file.subfolder, type: file.type });
     const res = await fetch(`${this.base}/api/view?${q}`, { headers: this.headers(), redirect: "manual" });
     const target = res.headers.get("location") ?? "";

@@ -16,13 +16,22 @@ afterAll(async () => {
 
 let n = 0;
 async function queue(prompt: Record<string, unknown>): Promise<string> {
-  const res = await fetch(`${server.url}/api/prompt`, { method: "POST", headers: { ...auth, "content-type": "application/json" }, body: JSON.stringify({ prompt }) });
+  const res = await fetch(`${server.url}/api/prompt`, {
+    method: "POST",
+    headers: { ...auth, "content-type": "application/json" },
+    body: JSON.stringify({ prompt }),
+  });
   expect(res.status).toBe(200);
   return ((await res.json()) as { prompt_id: string }).prompt_id;
 }
-const quick = () => queue({ "1": { class_type: "PrimitiveString", inputs: { value: `h${n++}` } }, "2": { class_type: "PreviewAny", inputs: { source: ["1", 0] } } });
+const quick = () =>
+  queue({ "1": { class_type: "PrimitiveString", inputs: { value: `h${n++}` } }, "2": { class_type: "PreviewAny", inputs: { source: ["1", 0] } } });
 const slow = (seconds: number) =>
-  queue({ "1": { class_type: "PrimitiveString", inputs: { value: `s${n++}` } }, "2": { class_type: "FlowgateDelay", inputs: { value: ["1", 0], seconds } }, "3": { class_type: "PreviewAny", inputs: { source: ["2", 0] } } });
+  queue({
+    "1": { class_type: "PrimitiveString", inputs: { value: `s${n++}` } },
+    "2": { class_type: "FlowgateDelay", inputs: { value: ["1", 0], seconds } },
+    "3": { class_type: "PreviewAny", inputs: { source: ["2", 0] } },
+  });
 
 async function history(): Promise<Record<string, unknown>> {
   return (await (await fetch(`${server.url}/api/history`, { headers: auth })).json()) as Record<string, unknown>;
@@ -31,7 +40,8 @@ async function entry(id: string): Promise<Record<string, unknown>> {
   return (await (await fetch(`${server.url}/history/${id}`, { headers: auth })).json()) as Record<string, unknown>;
 }
 const finished = (id: string) => until(async () => (id in (await entry(id)) ? true : undefined));
-const post = (path: string, body: string, type = "application/json") => fetch(`${server.url}${path}`, { method: "POST", headers: { ...auth, "content-type": type }, body });
+const post = (path: string, body: string, type = "application/json") =>
+  fetch(`${server.url}${path}`, { method: "POST", headers: { ...auth, "content-type": type }, body });
 
 describe("POST /history", () => {
   it("deletes the named finished entries and leaves live prompts, unknown ids and the jobs themselves alone", async () => {

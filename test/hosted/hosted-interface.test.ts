@@ -11,7 +11,9 @@ let server: TestServer;
 let client: ComfyClient;
 
 async function png(color: { r: number; g: number; b: number }, alpha = 1, size = 8): Promise<Buffer> {
-  return sharp({ create: { width: size, height: size, channels: 4, background: { ...color, alpha } } }).png().toBuffer();
+  return sharp({ create: { width: size, height: size, channels: 4, background: { ...color, alpha } } })
+    .png()
+    .toBuffer();
 }
 
 beforeAll(async () => {
@@ -72,7 +74,9 @@ describe("a ComfyUI client, unchanged", () => {
     }
     // The inverted red image is cyan.
     const saved = files.find((f) => f.type === "output")!;
-    const { data } = await sharp((await client.view(saved)).bytes).raw().toBuffer({ resolveWithObject: true });
+    const { data } = await sharp((await client.view(saved)).bytes)
+      .raw()
+      .toBuffer({ resolveWithObject: true });
     expect([data[0], data[1], data[2]]).toEqual([0, 255, 255]);
 
     const status = await (await fetch(`${server.url}/api/job/${prompt_id}/status`, { headers: { "X-API-Key": KEY } })).json();
@@ -92,7 +96,13 @@ describe("a ComfyUI client, unchanged", () => {
     const red = await run(0xff0000);
     const blue = await run(0x0000ff);
     expect(red.filename).not.toBe(blue.filename);
-    const pixel = async (f: typeof red) => [...(await sharp((await client.view(f)).bytes).raw().toBuffer()).subarray(0, 3)];
+    const pixel = async (f: typeof red) => [
+      ...(
+        await sharp((await client.view(f)).bytes)
+          .raw()
+          .toBuffer()
+      ).subarray(0, 3),
+    ];
     expect(await pixel(red)).toEqual([255, 0, 0]);
     expect(await pixel(blue)).toEqual([0, 0, 255]);
   });
@@ -148,11 +158,20 @@ describe("a ComfyUI client, unchanged", () => {
   });
 
   it("HOST-7/HOST-8: queue lists and deletes pending jobs; interrupt stops the running one", async () => {
-    const slow = { "1": { class_type: "PrimitiveString", inputs: { value: "x" } }, "2": { class_type: "FlowgateDelay", inputs: { value: ["1", 0], seconds: 30 } }, "3": { class_type: "PreviewAny", inputs: { source: ["2", 0] } } };
+    const slow = {
+      "1": { class_type: "PrimitiveString", inputs: { value: "x" } },
+      "2": { class_type: "FlowgateDelay", inputs: { value: ["1", 0], seconds: 30 } },
+      "3": { class_type: "PreviewAny", inputs: { source: ["2", 0] } },
+    };
     const running = ((await (await client.queuePrompt(slow)).json()) as { prompt_id: string }).prompt_id;
-    const pending = ((await (await client.queuePrompt({ ...slow, "1": { class_type: "PrimitiveString", inputs: { value: "y" } } })).json()) as { prompt_id: string }).prompt_id;
+    const pending = (
+      (await (await client.queuePrompt({ ...slow, "1": { class_type: "PrimitiveString", inputs: { value: "y" } } })).json()) as { prompt_id: string }
+    ).prompt_id;
     const queue = await until(async () => {
-      const q = (await (await fetch(`${server.url}/api/queue`, { headers: { "X-API-Key": KEY } })).json()) as { queue_running: any[][]; queue_pending: any[][] };
+      const q = (await (await fetch(`${server.url}/api/queue`, { headers: { "X-API-Key": KEY } })).json()) as {
+        queue_running: any[][];
+        queue_pending: any[][];
+      };
       return q.queue_running.length === 1 ? q : undefined;
     });
     expect(v.schema_HostedQueue(queue)).toBe(true);
@@ -160,7 +179,11 @@ describe("a ComfyUI client, unchanged", () => {
     expect(queue.queue_pending.map((e: any[]) => e[1])).toContain(pending);
     expect(queue.queue_pending[0]?.[3]).toEqual({});
 
-    await fetch(`${server.url}/api/queue`, { method: "POST", headers: { "X-API-Key": KEY, "content-type": "application/json" }, body: JSON.stringify({ delete: [pending] }) });
+    await fetch(`${server.url}/api/queue`, {
+      method: "POST",
+      headers: { "X-API-Key": KEY, "content-type": "application/json" },
+      body: JSON.stringify({ delete: [pending] }),
+    });
     expect(await (await fetch(`${server.url}/api/job/${pending}/status`, { headers: { "X-API-Key": KEY } })).json()).toEqual({ status: "cancelled" });
 
     await fetch(`${server.url}/api/interrupt`, { method: "POST", headers: { "X-API-Key": KEY, "content-type": "application/json" }, body: "{}" });
@@ -175,7 +198,11 @@ describe("a ComfyUI client, unchanged", () => {
   it("WS-1: every connection of a caller gets the same messages, and a reconnect mid-job still sees the end", async () => {
     const other = new ComfyClient(server.url, KEY);
     await other.connect();
-    const slow = { "1": { class_type: "PrimitiveString", inputs: { value: "z" } }, "2": { class_type: "FlowgateDelay", inputs: { value: ["1", 0], seconds: 0.5 } }, "3": { class_type: "PreviewAny", inputs: { source: ["2", 0] } } };
+    const slow = {
+      "1": { class_type: "PrimitiveString", inputs: { value: "z" } },
+      "2": { class_type: "FlowgateDelay", inputs: { value: ["1", 0], seconds: 0.5 } },
+      "3": { class_type: "PreviewAny", inputs: { source: ["2", 0] } },
+    };
     const id = ((await (await client.queuePrompt(slow)).json()) as { prompt_id: string }).prompt_id;
     await until(async () => (other.messages.some((m) => m.type === "execution_start" && m.data.prompt_id === id) ? true : undefined));
     other.close();

@@ -41,7 +41,9 @@ function deadSocket(url: string): Promise<net.Socket> {
   const u = new URL(url);
   return new Promise((resolve, reject) => {
     const s = net.connect(Number(u.port), u.hostname, () => {
-      s.write(`GET /ws?clientId=dead HTTP/1.1\r\nHost: ${u.host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`);
+      s.write(
+        `GET /ws?clientId=dead HTTP/1.1\r\nHost: ${u.host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`,
+      );
     });
     s.once("data", (d) => {
       s.pause(); // from now on it reads nothing and answers nothing
@@ -62,7 +64,10 @@ describe("hosted socket health", () => {
     // The dead socket goes after two ping rounds; the live one went through the same rounds.
     await until(async () => (sockets.size === 1 ? true : undefined));
     expect(live.messages[0]?.type).toBe("status");
-    const res = await live.queuePrompt({ "1": { class_type: "PrimitiveString", inputs: { value: "still here" } }, "2": { class_type: "PreviewAny", inputs: { source: ["1", 0] } } });
+    const res = await live.queuePrompt({
+      "1": { class_type: "PrimitiveString", inputs: { value: "still here" } },
+      "2": { class_type: "PreviewAny", inputs: { source: ["1", 0] } },
+    });
     const { prompt_id } = (await res.json()) as { prompt_id: string };
     expect((await live.waitForEnd(prompt_id)).map((m) => m.type)).toContain("execution_success");
     dead.destroy();
@@ -79,7 +84,10 @@ describe("a slow reader", () => {
     const stalled = await deadSocket(slowServer.url); // paused: reads nothing from here on
     await until(async () => (sockets.size === 2 ? true : undefined));
     // Many large previews: far more than the kernel's buffers and the preview backlog bound.
-    const prompt = { "1": { class_type: "FlowgateSampler", inputs: { seed: 3, steps: 3000, width: 768, height: 768 } }, "2": { class_type: "PreviewImage", inputs: { images: ["1", 0] } } };
+    const prompt = {
+      "1": { class_type: "FlowgateSampler", inputs: { seed: 3, steps: 3000, width: 768, height: 768 } },
+      "2": { class_type: "PreviewImage", inputs: { images: ["1", 0] } },
+    };
     let maxSeen = 0;
     const watch = setInterval(() => (maxSeen = Math.max(maxSeen, sockets.maxBacklog)), 5);
     const { prompt_id } = (await (await live.queuePrompt(prompt)).json()) as { prompt_id: string };

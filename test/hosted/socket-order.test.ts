@@ -125,4 +125,3 @@ describe("the hosted socket, as ComfyUI 0.3.64 speaks it", () => {
     await client.connect(true);
   });
 });
-

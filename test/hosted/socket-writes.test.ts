@@ -57,7 +57,8 @@ describe("hosted socket writes", () => {
     const { owner } = await server.runtime.surface.hostedCaller(null);
     const writes = countWrites((ws as unknown as { _socket: net.Socket })._socket.localPort!);
     try {
-      for (const node of ["1", "2", "3", "4"]) server.runtime.events.publish({ type: "node_start", job_id: "job-w", owner, node_id: node, class_type: "ImageInvert" });
+      for (const node of ["1", "2", "3", "4"])
+        server.runtime.events.publish({ type: "node_start", job_id: "job-w", owner, node_id: node, class_type: "ImageInvert" });
       await until(() => received.filter((m) => m.type === "executing").length === 4);
       expect(received.filter((m) => m.type === "executing").map((m) => m.data.node)).toEqual(["1", "2", "3", "4"]);
       expect(writes.count).toBe(1);

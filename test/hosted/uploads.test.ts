@@ -31,7 +31,9 @@ function* chunks(totalMB: number): Generator<Buffer> {
 /** POSTs a multipart form whose file part streams `totalMB` MiB; the status and the JSON answer. */
 function streamUpload(url: string, field: string, totalMB: number, fieldsAfter: Record<string, string> = {}): Promise<{ status: number; body: any }> {
   const boundary = "----flowgate-upload-test";
-  const head = Buffer.from(`--${boundary}\r\ncontent-disposition: form-data; name="${field}"; filename="big.bin"\r\ncontent-type: application/octet-stream\r\n\r\n`);
+  const head = Buffer.from(
+    `--${boundary}\r\ncontent-disposition: form-data; name="${field}"; filename="big.bin"\r\ncontent-type: application/octet-stream\r\n\r\n`,
+  );
   let tail = "\r\n";
   for (const [k, val] of Object.entries(fieldsAfter)) tail += `--${boundary}\r\ncontent-disposition: form-data; name="${k}"\r\n\r\n${val}\r\n`;
   tail += `--${boundary}--\r\n`;
@@ -72,9 +74,13 @@ describe.runIf(process.platform === "linux")("a hosted upload streams to the blo
   beforeAll(async () => {
     dataDir = await mkdtemp(join(tmpdir(), "flowgate-upload-mem-"));
     // As `npm start` runs it, in its own process: the memory measured is the server's alone.
-    child = spawn(process.execPath, ["--max-semi-space-size=16", join(ROOT, "bin/flowgate.js"), "serve", "--port", "0", "--data-dir", dataDir, "--log-level", "warn"], {
-      stdio: ["ignore", "pipe", "inherit"],
-    });
+    child = spawn(
+      process.execPath,
+      ["--max-semi-space-size=16", join(ROOT, "bin/flowgate.js"), "serve", "--port", "0", "--data-dir", dataDir, "--log-level", "warn"],
+      {
+        stdio: ["ignore", "pipe", "inherit"],
+      },
+    );
     url = await new Promise<string>((resolveUrl, reject) => {
       let out = "";
       child.stdout!.on("data", (c: Buffer) => {

@@ -43,7 +43,8 @@ async function until(ready: () => boolean): Promise<void> {
 
 /** What runJob needs, over `on` (a store) and the data dir's blob store. */
 function runDeps(on: Store, engine: EnginePort, events: EventBus) {
-  const assets = on === store ? data.assets : new AssetService({ store: on, blobs: data.blobs, now: Date.now, retentionMs: 3_600_000, maxUploadBytes: 1 << 20 });
+  const assets =
+    on === store ? data.assets : new AssetService({ store: on, blobs: data.blobs, now: Date.now, retentionMs: 3_600_000, maxUploadBytes: 1 << 20 });
   return { store: on, assets, engine, events, now: Date.now, captureLogs: false, logLimitBytes: 1 << 16, names: new OutputNamer(on) };
 }
 
@@ -61,7 +62,10 @@ describe("runJob: progress writes", () => {
     let stored: unknown = null;
     const engine = scriptedEngine(async (o) => {
       o.onStart(["1", "2", "3"]);
-      for (const [id, cls] of [["1", "EmptyImage"], ["2", "ImageInvert"]] as const) {
+      for (const [id, cls] of [
+        ["1", "EmptyImage"],
+        ["2", "ImageInvert"],
+      ] as const) {
         o.onNodeStart(id, cls);
         o.onNodeDone(id, cls, null);
       }
@@ -91,7 +95,8 @@ describe("runJob: progress events follow their writes", () => {
   function holdWrites(): Array<() => void> {
     const held: Array<() => void> = [];
     const updateProgress = store.updateProgress.bind(store);
-    store.updateProgress = (id, progress, fence) => new Promise<boolean>((resolve, reject) => held.push(() => updateProgress(id, progress, fence).then(resolve, reject)));
+    store.updateProgress = (id, progress, fence) =>
+      new Promise<boolean>((resolve, reject) => held.push(() => updateProgress(id, progress, fence).then(resolve, reject)));
     return held;
   }
 
@@ -201,10 +206,13 @@ describe("runJob: a start and an end in one turn", () => {
       dataDir: join(dir, "counted"),
       openWalSync: async (path) => {
         const handle = await open(path, "r+");
-        return new FileSync({ sync: () => {
+        return new FileSync({
+          sync: () => {
             fsyncs++;
             return handle.sync();
-          }, close: () => handle.close() });
+          },
+          close: () => handle.close(),
+        });
       },
     });
     try {

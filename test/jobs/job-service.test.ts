@@ -18,7 +18,10 @@ afterEach(() => s.close());
 
 /** The ServiceError a promise rejects with. */
 async function refusal(p: Promise<unknown>): Promise<ServiceError> {
-  const err = await p.then(() => null, (e: unknown) => e);
+  const err = await p.then(
+    () => null,
+    (e: unknown) => e,
+  );
   expect(err).toBeInstanceOf(ServiceError);
   return err as ServiceError;
 }
@@ -29,7 +32,10 @@ describe("JobService: submit", () => {
       concurrency: 1,
       queueLimit: 2,
       engine: new ScriptedEngine({
-        validate: (g) => (Object.hasOwn(g, "bad") ? { ok: false, node_errors: { bad: [{ field: "class_type", reason: "unknown_class" }] } } : { ok: true, output_node_ids: Object.keys(g) }),
+        validate: (g) =>
+          Object.hasOwn(g, "bad")
+            ? { ok: false, node_errors: { bad: [{ field: "class_type", reason: "unknown_class" }] } }
+            : { ok: true, output_node_ids: Object.keys(g) },
       }),
     });
   });
@@ -101,7 +107,13 @@ describe("JobService: runs", () => {
 
   it("ends a job failed with the engine's error (node, class, traceback)", async () => {
     const { job } = await s.jobs.submit(alice, { workflow: graph });
-    const error = { code: "node_execution_error", message: "ImageInvert failed: bad image", node_id: "2", class_type: "ImageInvert", traceback: "Traceback: ..." };
+    const error = {
+      code: "node_execution_error",
+      message: "ImageInvert failed: bad image",
+      node_id: "2",
+      class_type: "ImageInvert",
+      traceback: "Traceback: ...",
+    };
     (await s.engine.started(job.id)).end({ kind: "failed", error });
     await s.status(job.id, "failed");
     expect((await s.jobs.get(alice, job.id)).job.error).toEqual(error);
@@ -136,7 +148,9 @@ describe("JobService: runs", () => {
     expect(after.outputs.map((o) => o.name).sort()).toEqual(["first.png", "last.png"]);
     // Each output event went out before the end's status, the first before the next node started.
     const mine = s.published.filter((e): e is Exclude<JobEvent, { type: "status" }> => e.type !== "status" && e.job_id === job.id);
-    const kinds = mine.map((e) => (e.type === "output" ? `output ${e.asset.name}` : e.type === "node_start" ? `start ${e.node_id}` : e.type)).filter((k) => k.startsWith("output") || k.startsWith("start"));
+    const kinds = mine
+      .map((e) => (e.type === "output" ? `output ${e.asset.name}` : e.type === "node_start" ? `start ${e.node_id}` : e.type))
+      .filter((k) => k.startsWith("output") || k.startsWith("start"));
     expect(kinds).toEqual(["start 3", "output first.png", "start 9", "output last.png"]);
     const endAt = s.published.findIndex((e) => e.type === "status" && e.job.id === job.id && e.job.status === "succeeded");
     const lastOutputAt = s.published.findIndex((e) => e.type === "output" && e.asset.name === "last.png");

@@ -44,7 +44,15 @@ class ScriptedLeases implements JobLeases {
   }
 
   /** Claims one job after another, up to `limit`; a lost answer loses the whole batch's. */
-  async claimMany(workerId: string, leaseMs: number, startedAt: number, _slots: unknown, _heldSecrets: readonly string[], _onlyHeld: boolean, limit: number): Promise<ClaimedJob[]> {
+  async claimMany(
+    workerId: string,
+    leaseMs: number,
+    startedAt: number,
+    _slots: unknown,
+    _heldSecrets: readonly string[],
+    _onlyHeld: boolean,
+    limit: number,
+  ): Promise<ClaimedJob[]> {
     const claimed: ClaimedJob[] = [];
     while (claimed.length < limit) {
       const next = await this.claim(workerId, leaseMs, startedAt);

@@ -22,7 +22,8 @@ beforeEach(async () => {
 afterEach(() => data.close());
 
 const node = { node_id: "9", class_type: "SaveImage" };
-const stored = (text: string) => assets.storeOutput(job, { node_id: "9", name: `${text}.png`, type: "image", content_type: "image/png", data: Buffer.from(text), folder: "output" });
+const stored = (text: string) =>
+  assets.storeOutput(job, { node_id: "9", name: `${text}.png`, type: "image", content_type: "image/png", data: Buffer.from(text), folder: "output" });
 
 describe("OutputRows", () => {
   it("writes held records when the run goes on, once each, in order", async () => {
@@ -50,7 +51,13 @@ describe("OutputRows", () => {
     const rows = new OutputRows(assets, 60_000);
     const kept = rows.hold(await stored("kept"), node);
     const end = rows.takeForEnd();
-    const ended = await store.transitionJobWithAssets(job.id, ["running"], "succeeded", { completed_at: Date.now() }, end.stored.map((s) => s.record));
+    const ended = await store.transitionJobWithAssets(
+      job.id,
+      ["running"],
+      "succeeded",
+      { completed_at: Date.now() },
+      end.stored.map((s) => s.record),
+    );
     await end.done(ended!.assets);
     expect((await kept)?.id).toBe(ended!.assets[0]!.id);
 

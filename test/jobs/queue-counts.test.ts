@@ -6,7 +6,7 @@ import type { OwnerCounts } from "../../src/store/job-leases.ts";
 
 /** A deterministic pseudo-random sequence. */
 function rng(seed: number): () => number {
-  return () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  return () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
 }
 
 function countsOf(q: FairQueue, owners: string[]): OwnerCounts[] {
@@ -23,7 +23,11 @@ describe("SharedQueueCounts", () => {
       for (const o of owners) for (let r = Math.floor(random() * 3); r > 0; r--) q.started(o);
       for (let i = Math.floor(random() * 12); i > 0; i--) q.push(`j${n++}`, owners[Math.floor(random() * 4)]!);
       let clock = 0;
-      const counts = new SharedQueueCounts(async () => countsOf(q, owners), 200, () => clock);
+      const counts = new SharedQueueCounts(
+        async () => countsOf(q, owners),
+        200,
+        () => clock,
+      );
       // Several submissions after one read: the counts are not read again (fresh enough).
       for (let i = 0; i < 5; i++) {
         const owner = owners[Math.floor(random() * 4)]!;
@@ -39,10 +43,14 @@ describe("SharedQueueCounts", () => {
   it("reads the counts again once they are older than the bound, and no more often", async () => {
     let reads = 0;
     let clock = 0;
-    const counts = new SharedQueueCounts(async () => {
-      reads++;
-      return [{ owner: "a", queued: 3, running: 1 }];
-    }, 200, () => clock);
+    const counts = new SharedQueueCounts(
+      async () => {
+        reads++;
+        return [{ owner: "a", queued: 3, running: 1 }];
+      },
+      200,
+      () => clock,
+    );
     expect(await counts.positionOfNew("a")).toBe(2); // read after its commit: it is one of the 3
     clock = 100;
     await counts.positionOfNew("a");
@@ -57,10 +65,14 @@ describe("SharedQueueCounts", () => {
   it("reads the counts again before answering once a change was heard (a start, an end, another node's submissions)", async () => {
     const state = { queued: 1, running: 0 };
     let reads = 0;
-    const counts = new SharedQueueCounts(async () => {
-      reads++;
-      return [{ owner: "a", ...state }];
-    }, 60_000, () => 0);
+    const counts = new SharedQueueCounts(
+      async () => {
+        reads++;
+        return [{ owner: "a", ...state }];
+      },
+      60_000,
+      () => 0,
+    );
     expect(await counts.positionOfNew("a")).toBe(0);
     state.queued = 2; // a second submission, committed here
     expect(await counts.positionOfNew("a")).toBe(1); // from the old counts and this node's submission

@@ -15,7 +15,8 @@ import { eventually, ROOT, type CliProcess } from "../cli/cli.ts";
 const SERVER_ONLY = ["fastify", "@fastify/multipart", "sharp", "pino", "ajv", "yaml", "flowgate"];
 
 /** What the client tarball may hold: the client, its wire helpers and the generated client code. */
-const CLIENT_FILES = /^(package\.json|README\.md|dist\/src\/(index|client\/[\w-]+|domain\/(blake3|version)|wire\/[\w-]+)\.(js|d\.ts)|dist\/generated\/(openapi-types|asyncapi-types|enums|fetch-client|sdk\/[\w/.-]+)\.(js|d\.ts))$/;
+const CLIENT_FILES =
+  /^(package\.json|README\.md|dist\/src\/(index|client\/[\w-]+|domain\/(blake3|version)|wire\/[\w-]+)\.(js|d\.ts)|dist\/generated\/(openapi-types|asyncapi-types|enums|fetch-client|sdk\/[\w/.-]+)\.(js|d\.ts))$/;
 
 const work = mkdtempSync(path.join(tmpdir(), "flowgate-consumer-"));
 /** PATH with this test's Node first, for npm and for the installed bins' `#!/usr/bin/env node`. */
@@ -128,7 +129,9 @@ describe("the client package, installed alone", () => {
     expect(names).toContain("@flowgate/client");
     expect(names.filter((n) => SERVER_ONLY.includes(n))).toEqual([]);
     // docs/packages.md states these figures: keep them in step when they change.
-    console.log(`@flowgate/client installed: ${names.length - 1} dependencies (${names.filter((n) => n !== "@flowgate/client").join(", ")}), ${(bytesUnder(path.join(clientProject, "node_modules")) / 1e6).toFixed(1)} MB`);
+    console.log(
+      `@flowgate/client installed: ${names.length - 1} dependencies (${names.filter((n) => n !== "@flowgate/client").join(", ")}), ${(bytesUnder(path.join(clientProject, "node_modules")) / 1e6).toFixed(1)} MB`,
+    );
     expect(names.length - 1).toBeLessThanOrEqual(8);
   });
 
@@ -151,7 +154,15 @@ console.log(JSON.stringify({ status: done.status, terminal: isTerminalStatus(don
 `,
     );
     const out = JSON.parse(run(process.execPath, [script, baseUrl], clientProject).stdout) as Record<string, unknown>;
-    expect(out).toEqual({ status: "succeeded", terminal: true, outputs: 1, hosted: "function", sdk: "function", health: 200, version: manifestVersion("packages/client") });
+    expect(out).toEqual({
+      status: "succeeded",
+      terminal: true,
+      outputs: 1,
+      hosted: "function",
+      sdk: "function",
+      health: 200,
+      version: manifestVersion("packages/client"),
+    });
   }, 60_000);
 
   it("type-checks a TypeScript consumer with moduleResolution nodenext", () => {
@@ -200,7 +211,17 @@ export const wrong: JobStatus = "exploded";
     writeFileSync(
       path.join(dir, "tsconfig.json"),
       JSON.stringify({
-        compilerOptions: { module: "nodenext", moduleResolution: "nodenext", target: "es2023", lib: ["es2023", "dom"], strict: true, noEmit: true, skipLibCheck: false, types: [], typeRoots: [] },
+        compilerOptions: {
+          module: "nodenext",
+          moduleResolution: "nodenext",
+          target: "es2023",
+          lib: ["es2023", "dom"],
+          strict: true,
+          noEmit: true,
+          skipLibCheck: false,
+          types: [],
+          typeRoots: [],
+        },
         files: ["consumer.ts"],
       }),
     );
@@ -227,17 +248,27 @@ export type Parts = [Job, HostedSocketEvent, keyof paths, SseStatus];
 
 describe("the server package, installed", () => {
   it("carries no development lifecycle script (prepare builds the UI with vite in a checkout), and the checkout's package.json is as it was", () => {
-    const manifest = JSON.parse(readFileSync(path.join(serverProject, "node_modules", "flowgate", "package.json"), "utf8")) as { scripts?: Record<string, string> };
+    const manifest = JSON.parse(readFileSync(path.join(serverProject, "node_modules", "flowgate", "package.json"), "utf8")) as {
+      scripts?: Record<string, string>;
+    };
     for (const script of ["prepare", "prepack", "postpack"]) expect(manifest.scripts?.[script], script).toBeUndefined();
     expect(manifest.scripts?.start).toBeDefined();
     expect(readFileSync(path.join(ROOT, "package.json"), "utf8")).toBe(CHECKOUT_MANIFEST);
     expect(existsSync(path.join(ROOT, ".package.json.packing"))).toBe(false);
   });
 
-
   it("ships the spec, the examples and the conformance suite's graph files, and no TypeScript sources", () => {
     const pkg = path.join(serverProject, "node_modules", "flowgate");
-    const files = ["spec/openapi.yaml", "spec/asyncapi.yaml", "examples/image-pipeline.json", "deploy/grafana/flowgate.json", "deploy/prometheus/alerts.yml", "dist/src/cli/main.js", "dist/generated/validators.js", "dist/conformance/workflows/comfyui-slow.json"];
+    const files = [
+      "spec/openapi.yaml",
+      "spec/asyncapi.yaml",
+      "examples/image-pipeline.json",
+      "deploy/grafana/flowgate.json",
+      "deploy/prometheus/alerts.yml",
+      "dist/src/cli/main.js",
+      "dist/generated/validators.js",
+      "dist/conformance/workflows/comfyui-slow.json",
+    ];
     for (const file of files) {
       expect(existsSync(path.join(pkg, file)), file).toBe(true);
     }
@@ -267,7 +298,20 @@ describe("the server package, installed", () => {
   it("flowgate conformance checks the server and writes its reports", async () => {
     const json = path.join(work, "report.json");
     const junit = path.join(work, "report.xml");
-    const result = await flowgate("conformance", "--base-url", baseUrl, "--only", "VER,SUB,ERR", "--oversize-mb", "1", "--quiet", "--report-json", json, "--junit", junit);
+    const result = await flowgate(
+      "conformance",
+      "--base-url",
+      baseUrl,
+      "--only",
+      "VER,SUB,ERR",
+      "--oversize-mb",
+      "1",
+      "--quiet",
+      "--report-json",
+      json,
+      "--junit",
+      junit,
+    );
     expect(result.stdout + result.stderr).toMatch(/PASS/);
     expect(result.code).toBe(0);
     expect(readFileSync(json, "utf8")).toContain("SUB-");
@@ -288,7 +332,11 @@ describe("the server package, installed", () => {
   });
 
   it("the package root exports the clients too", () => {
-    const out = run(process.execPath, ["--input-type=module", "-e", `import("flowgate").then((m) => console.log(typeof m.FlowgateClient))`], serverProject).stdout;
+    const out = run(
+      process.execPath,
+      ["--input-type=module", "-e", `import("flowgate").then((m) => console.log(typeof m.FlowgateClient))`],
+      serverProject,
+    ).stdout;
     expect(out.trim()).toBe("function");
   });
 });

@@ -15,7 +15,11 @@ const PATH = `${join(ROOT, "node_modules", ".bin")}:${process.env.PATH ?? ""}`;
 const ENV = { ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("npm_") && !k.startsWith("FLOWGATE_"))), PATH };
 
 /** Whether something answers HTTP at `url`. */
-const answers = (url: string) => fetch(url).then(() => true, () => false);
+const answers = (url: string) =>
+  fetch(url).then(
+    () => true,
+    () => false,
+  );
 
 /** Starts `npm ...args`, waits for `url` to answer, sends npm SIGTERM, and waits until nothing answers at `url` any more. */
 async function stopsWithNpm(args: string[], url: () => string | undefined, output: { text: string }): Promise<void> {
@@ -24,10 +28,14 @@ async function stopsWithNpm(args: string[], url: () => string | undefined, outpu
   npm.stderr.on("data", (d: Buffer) => (output.text += d.toString()));
   const exited = new Promise((resolve) => npm.on("close", resolve));
   try {
-    const target = await eventually(async () => {
-      const u = url();
-      return u !== undefined && (await answers(u)) ? u : undefined;
-    }, `${args.join(" ")} answering`, 90_000);
+    const target = await eventually(
+      async () => {
+        const u = url();
+        return u !== undefined && (await answers(u)) ? u : undefined;
+      },
+      `${args.join(" ")} answering`,
+      90_000,
+    );
     npm.kill("SIGTERM");
     await exited;
     await eventually(async () => ((await answers(target)) ? undefined : true), `the server behind ${args.join(" ")} stopping`, 30_000);
@@ -47,7 +55,11 @@ afterAll(async () => {
 describe("SIGTERM to npm", () => {
   it("stops the server behind `npx flowgate serve`", async () => {
     const output = { text: "" };
-    await stopsWithNpm(["exec", "--offline", "--", "flowgate", "serve", "--port", "0", "--data-dir", join(dir, "data")], () => /listening on (http:\/\/\S+)/.exec(output.text)?.[1], output);
+    await stopsWithNpm(
+      ["exec", "--offline", "--", "flowgate", "serve", "--port", "0", "--data-dir", join(dir, "data")],
+      () => /listening on (http:\/\/\S+)/.exec(output.text)?.[1],
+      output,
+    );
     expect(output.text).toContain("listening on");
   }, 150_000);
 

@@ -32,7 +32,13 @@ async function heard(notices: JobStatus[], current: () => JobRecord): Promise<Ar
   const seen: Array<{ status: JobStatus; completed_at: number | null }> = [];
   events.subscribeAll((e: JobEvent) => e.type === "status" && seen.push({ status: e.job.status, completed_at: e.job.completed_at }), { remote: () => true });
   const store = { getJob: async () => current() } as unknown as Store;
-  const follow = followRemote(store, events, () => false, () => undefined, () => undefined);
+  const follow = followRemote(
+    store,
+    events,
+    () => false,
+    () => undefined,
+    () => undefined,
+  );
   for (const status of notices) follow({ kind: "status", id: "j1", owner: "alice", status });
   await new Promise(setImmediate); // the store answers at once: the chain of reads has settled by the next macrotask
   return seen;

@@ -58,7 +58,10 @@ const base = { job_id: "j1", owner: "alice" };
 describe("the relay's wire format", () => {
   it("cuts a batch into parts under PostgreSQL's limit at character boundaries and joins them back in any order", () => {
     const text = "é€😀".repeat(5_000); // multi-byte characters across every cut
-    const events: RunEvent[] = [{ type: "log", ...base, text }, { type: "step", ...base, node_id: "3", value: 1, max: 2 }];
+    const events: RunEvent[] = [
+      { type: "log", ...base, text },
+      { type: "step", ...base, node_id: "3", value: 1, max: 2 },
+    ];
     const parts = encodeBatch("p1", 7, events);
     expect(parts.length).toBeGreaterThan(5);
     for (const p of parts) expect(Buffer.byteLength(p)).toBeLessThan(8000);
@@ -94,7 +97,11 @@ describe.skipIf(unavailable !== null)("PostgresRelay", () => {
     await new Promise((r) => setImmediate(r)); // a second batch
     for (const e of sent.slice(20)) worker.send(e);
     await worker.flushed();
-    const heard = await until(() => onApi.flatMap((n) => (n.kind === "events" ? n.events : [])), (e) => e.length >= sent.length, "the events");
+    const heard = await until(
+      () => onApi.flatMap((n) => (n.kind === "events" ? n.events : [])),
+      (e) => e.length >= sent.length,
+      "the events",
+    );
     expect(heard).toEqual(sent);
     expect(onWorker).toEqual([]);
   });
@@ -105,7 +112,11 @@ describe.skipIf(unavailable !== null)("PostgresRelay", () => {
     worker.send({ type: "preview", ...base, node_id: "1", content_type: "image/png", data: Buffer.alloc(NOTIFY_PREVIEW_MAX_BYTES + 1) });
     worker.send({ type: "step", ...base, node_id: "1", value: 1, max: 1 });
     await worker.flushed();
-    const heard = await until(() => onApi.flatMap((n) => (n.kind === "events" ? n.events : [])), (e) => e.length >= 1, "the step");
+    const heard = await until(
+      () => onApi.flatMap((n) => (n.kind === "events" ? n.events : [])),
+      (e) => e.length >= 1,
+      "the step",
+    );
     expect(heard.map((e) => e.type)).toEqual(["step"]);
   });
 
@@ -118,7 +129,11 @@ describe.skipIf(unavailable !== null)("PostgresRelay", () => {
     const data = Buffer.alloc(2 * 1024 * 1024, 3);
     other.send({ type: "preview", ...base, node_id: "9", content_type: "image/png", data: Buffer.alloc(10) }); // another deployment's channel
     worker.send({ type: "preview", ...base, node_id: "1", content_type: "image/png", data });
-    const heard = await until(() => onApi.flatMap((n) => (n.kind === "events" ? n.events : [])), (e) => e.length >= 1, "the preview");
+    const heard = await until(
+      () => onApi.flatMap((n) => (n.kind === "events" ? n.events : [])),
+      (e) => e.length >= 1,
+      "the preview",
+    );
     expect(heard).toHaveLength(1);
     expect(heard[0]).toMatchObject({ type: "preview", node_id: "1", content_type: "image/png" });
     expect((heard[0] as Extract<RunEvent, { type: "preview" }>).data.equals(data)).toBe(true);
@@ -130,7 +145,11 @@ describe.skipIf(unavailable !== null)("PostgresRelay", () => {
     const onWorker = await hear(await relay("worker1"));
     for (let i = 0; i < 5; i++) api.wake(); // one burst of submissions
     await api.flushed();
-    await until(() => onWorker, (n) => n.length >= 1, "the wake");
+    await until(
+      () => onWorker,
+      (n) => n.length >= 1,
+      "the wake",
+    );
     await new Promise((r) => setTimeout(r, 100));
     expect(onWorker).toEqual([{ kind: "wake" }]);
     expect(onApi).toEqual([]);
@@ -146,7 +165,11 @@ describe.skipIf(unavailable !== null)("PostgresRelay", () => {
     const b = await mine.createJob(newJob({ owner: "bob" }));
     await mine.transitionJob(a.id, ["queued"], "canceled", { completed_at: T0 }); // this process: not heard
     await theirs.transitionJob(b.id, ["queued"], "running", { started_at: T0 });
-    const heard = await until(() => onApi, (n) => n.length >= 1, "the status");
+    const heard = await until(
+      () => onApi,
+      (n) => n.length >= 1,
+      "the status",
+    );
     await new Promise((r) => setTimeout(r, 100)); // nothing else comes
     // The row comes with the notice, as a read would give it.
     expect(onApi).toEqual([{ kind: "status", id: b.id, owner: "bob", status: "running", job: await theirs.getJob(b.id) }]);
@@ -160,7 +183,11 @@ describe.skipIf(unavailable !== null)("PostgresRelay", () => {
     const job = await theirs.createJob(newJob({ owner: "bob" }));
     const progress = { value: 0.5, nodes_done: 1, nodes_total: 2, message: "x".repeat(9_000) };
     await theirs.transitionJob(job.id, ["queued"], "running", { started_at: T0, progress });
-    await until(() => onApi.filter((n) => n.kind === "status"), (n) => n.length >= 1, "the status");
+    await until(
+      () => onApi.filter((n) => n.kind === "status"),
+      (n) => n.length >= 1,
+      "the status",
+    );
     expect(onApi.filter((n) => n.kind === "status")).toEqual([{ kind: "status", id: job.id, owner: "bob", status: "running" }]);
   });
 });

@@ -33,7 +33,14 @@ describe("upload", () => {
     ]);
     expect(res.status, res.text).toBe(201);
     expectValid(v.response_uploadAsset_201, res.body);
-    expect(res.body).toMatchObject({ hash: await hashOf(bytes), size_bytes: bytes.length, content_type: "application/x-test", file_path: "inputs/data.bin", job_id: null, tags: ["a", "b"] });
+    expect(res.body).toMatchObject({
+      hash: await hashOf(bytes),
+      size_bytes: bytes.length,
+      content_type: "application/x-test",
+      file_path: "inputs/data.bin",
+      job_id: null,
+      tags: ["a", "b"],
+    });
     const got = await content(res.body.url);
     expect(got.status).toBe(200);
     expect(got.bytes.equals(bytes)).toBe(true);
@@ -56,7 +63,10 @@ describe("upload", () => {
 
   it("AST-4 an expected_hash that matches is accepted", async () => {
     const bytes = randomBytes(1000);
-    const res = await upload(s.api, [{ name: "expected_hash", value: await hashOf(bytes) }, { name: "file", file: bytes }]);
+    const res = await upload(s.api, [
+      { name: "expected_hash", value: await hashOf(bytes) },
+      { name: "file", file: bytes },
+    ]);
     expect(res.status).toBe(201);
   });
 
@@ -64,7 +74,10 @@ describe("upload", () => {
     const bytes = randomBytes(50_000);
     const wrong = await hashOf(randomBytes(10));
     const before = await blobFiles(s.dataDir);
-    const res = await upload(s.api, [{ name: "expected_hash", value: wrong }, { name: "file", file: bytes }]);
+    const res = await upload(s.api, [
+      { name: "expected_hash", value: wrong },
+      { name: "file", file: bytes },
+    ]);
     expectError(res, 409, "hash_mismatch", v.response_uploadAsset_409);
     expect(await blobFiles(s.dataDir)).toEqual(before);
     expect((await s.api.request("HEAD", `/api/v2/assets/by-hash/${await hashOf(bytes)}`)).status).toBe(404);
@@ -78,12 +91,36 @@ describe("upload", () => {
   });
 
   it.each([
-    ["a field after the file part", () => [{ name: "file", file: randomBytes(10) }, { name: "file_path", value: "late.bin" }]],
+    [
+      "a field after the file part",
+      () => [
+        { name: "file", file: randomBytes(10) },
+        { name: "file_path", value: "late.bin" },
+      ],
+    ],
     ["no file part", () => [{ name: "file_path", value: "x.bin" }]],
-    ["an unknown field", () => [{ name: "colour", value: "red" }, { name: "file", file: randomBytes(10) }]],
+    [
+      "an unknown field",
+      () => [
+        { name: "colour", value: "red" },
+        { name: "file", file: randomBytes(10) },
+      ],
+    ],
     ["a file under another name", () => [{ name: "upload", file: randomBytes(10) }]],
-    ["a malformed expected_hash", () => [{ name: "expected_hash", value: "md5:abc" }, { name: "file", file: randomBytes(10) }]],
-    ["a malformed content_type", () => [{ name: "content_type", value: "not a type" }, { name: "file", file: randomBytes(10) }]],
+    [
+      "a malformed expected_hash",
+      () => [
+        { name: "expected_hash", value: "md5:abc" },
+        { name: "file", file: randomBytes(10) },
+      ],
+    ],
+    [
+      "a malformed content_type",
+      () => [
+        { name: "content_type", value: "not a type" },
+        { name: "file", file: randomBytes(10) },
+      ],
+    ],
   ] as const)("rejects %s with 400 invalid_request, storing nothing", async (_name, parts) => {
     const before = await blobFiles(s.dataDir);
     const res = await upload(s.api, parts() as never);
@@ -92,7 +129,10 @@ describe("upload", () => {
   });
 
   it("a file_path holding a NUL character is 400 invalid_request, on upload and from-hash", async () => {
-    const bad = await upload(s.api, [{ name: "file_path", value: "a\u0000b.png" }, { name: "file", file: Buffer.from("nul name") }]);
+    const bad = await upload(s.api, [
+      { name: "file_path", value: "a\u0000b.png" },
+      { name: "file", file: Buffer.from("nul name") },
+    ]);
     expectError(bad, 400, "invalid_request");
     const good = await upload(s.api, [{ name: "file", file: Buffer.from("nul name") }]);
     expectError(await s.api.post("/api/v2/assets/from-hash", { hash: good.body.hash, file_path: "x\u0000" }), 400, "invalid_request");
@@ -118,7 +158,10 @@ describe("upload", () => {
 describe("reuse by hash", () => {
   it("AST-4 from-hash makes a new record over a blob the caller has (201), an identical one is 200", async () => {
     const bytes = randomBytes(2048);
-    const up = await upload(s.api, [{ name: "file_path", value: "orig.bin" }, { name: "file", file: bytes }]);
+    const up = await upload(s.api, [
+      { name: "file_path", value: "orig.bin" },
+      { name: "file", file: bytes },
+    ]);
     const hash = up.body.hash;
     const head = await s.api.request("HEAD", `/api/v2/assets/by-hash/${hash}`);
     expect(head.status).toBe(200);
@@ -277,7 +320,10 @@ describe("assets in workflows", () => {
   it("AST-2 a core/ASSET reference to an upload is read by the workflow", async () => {
     const job0 = await s.api.waitTerminal((await s.api.submit(imageGraph("src", 0x00ff00))).id);
     const png = (await content(job0.outputs[0].url)).bytes;
-    const up = await upload(s.api, [{ name: "file_path", value: "green.png" }, { name: "file", file: png }]);
+    const up = await upload(s.api, [
+      { name: "file_path", value: "green.png" },
+      { name: "file", file: png },
+    ]);
     const workflow = {
       "1": { class_type: "LoadImage", inputs: { image: { __type: "core/ASSET", info: { id: up.body.id, hash: up.body.hash, file_path: "green.png" } } } },
       "2": { class_type: "ImageInvert", inputs: { image: ["1", 0] } },

@@ -34,7 +34,20 @@ function bodyFor(operationId: string): string | undefined {
 describe("with a static token", () => {
   it("covers every v2 operation of the spec", () => {
     expect(v2Routes.map((r) => r.operationId).sort()).toEqual(
-      ["cancelJob", "checkAssetHash", "createAssetFromHash", "createJob", "deleteAsset", "getAsset", "getAssetContent", "getJob", "getJobWorkflow", "listJobs", "streamJobEvents", "uploadAsset"].sort(),
+      [
+        "cancelJob",
+        "checkAssetHash",
+        "createAssetFromHash",
+        "createJob",
+        "deleteAsset",
+        "getAsset",
+        "getAssetContent",
+        "getJob",
+        "getJobWorkflow",
+        "listJobs",
+        "streamJobEvents",
+        "uploadAsset",
+      ].sort(),
     );
   });
 

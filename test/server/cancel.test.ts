@@ -79,7 +79,10 @@ describe("cancel", () => {
     expect(again.completed_at).toBe(done.completed_at);
     expect(again.outputs.map((o: any) => o.id)).toEqual(done.outputs.map((o: any) => o.id));
 
-    const bad = await s.api.submit({ "1": { class_type: "LoadImage", inputs: { image: "absent.png" } }, "2": { class_type: "PreviewImage", inputs: { images: ["1", 0] } } });
+    const bad = await s.api.submit({
+      "1": { class_type: "LoadImage", inputs: { image: "absent.png" } },
+      "2": { class_type: "PreviewImage", inputs: { images: ["1", 0] } },
+    });
     const failed = await s.api.waitTerminal(bad.id);
     expect(failed.status).toBe("failed");
     const cf = await cancel(bad.id);
@@ -119,7 +122,11 @@ describe("cancel", () => {
       release();
       await committed.catch(() => undefined);
       const end = await s.api.waitTerminal(job.id);
-      await waitFor(() => atTerminal.length, (n) => n === 1, "the terminal status");
+      await waitFor(
+        () => atTerminal.length,
+        (n) => n === 1,
+        "the terminal status",
+      );
       const later = await s.api.job(job.id);
       expect(later.status).toBe(end.status);
       // Whatever the run committed is there when the job turns terminal, and nothing after.

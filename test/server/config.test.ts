@@ -10,21 +10,77 @@ import { imageGraph, ROOT, startTestServer } from "./helpers.ts";
 describe("configuration", () => {
   it("defaults to the self-hosted profile on 127.0.0.1:8189, open, ./data", () => {
     const c = loadConfig([], {});
-    expect(c).toMatchObject({ host: "127.0.0.1", port: 8189, token: null, publicUrl: null, queueLimit: 10000, concurrency: 2, retentionMs: 7 * 86_400_000, signingKey: null, surface: "self-hosted" });
+    expect(c).toMatchObject({
+      host: "127.0.0.1",
+      port: 8189,
+      token: null,
+      publicUrl: null,
+      queueLimit: 10000,
+      concurrency: 2,
+      retentionMs: 7 * 86_400_000,
+      signingKey: null,
+      surface: "self-hosted",
+    });
     expect(c.dataDir.endsWith("/data")).toBe(true);
   });
 
   it("reads every flag, and its environment variable when the flag is absent", () => {
-    const flags = loadConfig([
-      "--port", "9000", "--host", "0.0.0.0", "--data-dir", "/tmp/fg-x", "--token", "t0k3n", "--public-url", "https://fg.example.com/",
-      "--queue-limit", "5", "--concurrency", "3", "--retention", "12h", "--signing-key", "k".repeat(32),
-    ], {});
-    expect(flags).toMatchObject({ port: 9000, host: "0.0.0.0", dataDir: "/tmp/fg-x", token: "t0k3n", publicUrl: "https://fg.example.com", queueLimit: 5, concurrency: 3, retentionMs: 12 * 3_600_000, signingKey: "k".repeat(32) });
-    const env = loadConfig([], {
-      FLOWGATE_PORT: "9001", FLOWGATE_HOST: "::1", FLOWGATE_DATA_DIR: "/tmp/fg-y", FLOWGATE_TOKEN: "e", FLOWGATE_PUBLIC_URL: "http://a:1",
-      FLOWGATE_QUEUE_LIMIT: "6", FLOWGATE_CONCURRENCY: "4", FLOWGATE_RETENTION: "30m", FLOWGATE_SIGNING_KEY: "s".repeat(32),
+    const flags = loadConfig(
+      [
+        "--port",
+        "9000",
+        "--host",
+        "0.0.0.0",
+        "--data-dir",
+        "/tmp/fg-x",
+        "--token",
+        "t0k3n",
+        "--public-url",
+        "https://fg.example.com/",
+        "--queue-limit",
+        "5",
+        "--concurrency",
+        "3",
+        "--retention",
+        "12h",
+        "--signing-key",
+        "k".repeat(32),
+      ],
+      {},
+    );
+    expect(flags).toMatchObject({
+      port: 9000,
+      host: "0.0.0.0",
+      dataDir: "/tmp/fg-x",
+      token: "t0k3n",
+      publicUrl: "https://fg.example.com",
+      queueLimit: 5,
+      concurrency: 3,
+      retentionMs: 12 * 3_600_000,
+      signingKey: "k".repeat(32),
     });
-    expect(env).toMatchObject({ port: 9001, host: "::1", dataDir: "/tmp/fg-y", token: "e", publicUrl: "http://a:1", queueLimit: 6, concurrency: 4, retentionMs: 1_800_000, signingKey: "s".repeat(32) });
+    const env = loadConfig([], {
+      FLOWGATE_PORT: "9001",
+      FLOWGATE_HOST: "::1",
+      FLOWGATE_DATA_DIR: "/tmp/fg-y",
+      FLOWGATE_TOKEN: "e",
+      FLOWGATE_PUBLIC_URL: "http://a:1",
+      FLOWGATE_QUEUE_LIMIT: "6",
+      FLOWGATE_CONCURRENCY: "4",
+      FLOWGATE_RETENTION: "30m",
+      FLOWGATE_SIGNING_KEY: "s".repeat(32),
+    });
+    expect(env).toMatchObject({
+      port: 9001,
+      host: "::1",
+      dataDir: "/tmp/fg-y",
+      token: "e",
+      publicUrl: "http://a:1",
+      queueLimit: 6,
+      concurrency: 4,
+      retentionMs: 1_800_000,
+      signingKey: "s".repeat(32),
+    });
     expect(loadConfig(["--port", "9002"], { FLOWGATE_PORT: "9001" }).port).toBe(9002);
   });
 
@@ -66,7 +122,8 @@ describe("configuration", () => {
     expect(loadConfig([], {}).streamPreviewRate).toBe(4);
     expect(loadConfig(["--stream-preview-rate", "0.5"], {}).streamPreviewRate).toBe(0.5);
     expect(loadConfig([], { FLOWGATE_STREAM_PREVIEW_RATE: "10" }).streamPreviewRate).toBe(10);
-    for (const bad of ["0", "-1", "fast"]) expect(() => loadConfig([`--stream-preview-rate=${bad}`], {})).toThrow(/--stream-preview-rate must be a number above 0/);
+    for (const bad of ["0", "-1", "fast"])
+      expect(() => loadConfig([`--stream-preview-rate=${bad}`], {})).toThrow(/--stream-preview-rate must be a number above 0/);
   });
 
   it("--shutdown-grace takes a duration or 0 (25s by default)", () => {
@@ -113,7 +170,8 @@ describe("configuration", () => {
 });
 
 describe("the command line", () => {
-  const run = (args: string[]) => spawnSync(process.execPath, [join(ROOT, "bin/flowgate.js"), ...args], { cwd: ROOT, encoding: "utf8", env: { ...process.env, FLOWGATE_TOKEN: "" } });
+  const run = (args: string[]) =>
+    spawnSync(process.execPath, [join(ROOT, "bin/flowgate.js"), ...args], { cwd: ROOT, encoding: "utf8", env: { ...process.env, FLOWGATE_TOKEN: "" } });
 
   it("flowgate serve --help lists every flag with its environment variable", () => {
     const r = run(["serve", "--help"]);

@@ -56,7 +56,12 @@ describe("the envelope from the router and the parsers", () => {
   it("ERR-1 a body over the limit is 413 payload_too_large", async () => {
     const big = { workflow: imageGraph(), pad: "x".repeat(64 * 1024) };
     expectError(await s.api.post("/api/v2/jobs", big), 413, "payload_too_large", v.response_createJob_413);
-    expectError(await s.api.post("/api/v2/assets/from-hash", { hash: `blake3:${"0".repeat(64)}`, file_path: "x".repeat(64 * 1024) }), 413, "payload_too_large", v.response_createAssetFromHash_413);
+    expectError(
+      await s.api.post("/api/v2/assets/from-hash", { hash: `blake3:${"0".repeat(64)}`, file_path: "x".repeat(64 * 1024) }),
+      413,
+      "payload_too_large",
+      v.response_createAssetFromHash_413,
+    );
   });
 
   it("ERR-1 bad path and query parameters are 400 invalid_request naming the field", async () => {
@@ -109,7 +114,14 @@ describe("unexpected failures (ERR-4 ERR-5)", () => {
     const up = await upload(s.api, [{ name: "file", file: randomBytes(16) }]);
     const store = s.runtime.store;
     s.app.finishedViews.clear(); // a cached finished view would answer without the store
-    const saved = { getJob: store.getJob, listJobs: store.listJobs, getAsset: store.getAsset, createJob: store.createJob, getJobWorkflow: store.getJobWorkflow, findAssetByBlob: store.findAssetByBlob };
+    const saved = {
+      getJob: store.getJob,
+      listJobs: store.listJobs,
+      getAsset: store.getAsset,
+      createJob: store.createJob,
+      getJobWorkflow: store.getJobWorkflow,
+      findAssetByBlob: store.findAssetByBlob,
+    };
     const boom = async () => {
       throw make();
     };
@@ -215,7 +227,11 @@ describe("probes", () => {
       const running = await q.api.submit(delayGraph(30));
       await q.api.waitJob(running.id, (j) => j.status === "running", "running");
       // A start is visible (GET says running) a moment before its fsync ends and it leaves the queue.
-      await waitFor(() => q.runtime.dispatcher.queue.size, (n) => n === 0, "the start to be durable");
+      await waitFor(
+        () => q.runtime.dispatcher.queue.size,
+        (n) => n === 0,
+        "the start to be durable",
+      );
       const waiting = await q.api.submit(delayGraph(30));
       const r = await q.api.get("/readyz");
       expect(r.status).toBe(503);

@@ -9,8 +9,21 @@ const LINKS = "|http://127.0.0.1:8189";
 
 function job(status: JobStatus, over: Partial<JobRecord> = {}): JobRecord {
   return {
-    seq: 1, id: "j1", owner: "alice", deployment_id: null, status, created_at: T, started_at: T, completed_at: T,
-    expires_at: T + 3_600_000, progress: null, error: null, output_node_ids: ["9"], cost: null, metadata: {}, ...over,
+    seq: 1,
+    id: "j1",
+    owner: "alice",
+    deployment_id: null,
+    status,
+    created_at: T,
+    started_at: T,
+    completed_at: T,
+    expires_at: T + 3_600_000,
+    progress: null,
+    error: null,
+    output_node_ids: ["9"],
+    cost: null,
+    metadata: {},
+    ...over,
   };
 }
 
@@ -79,7 +92,12 @@ describe("FinishedJobViews", () => {
 
 describe("linkExpiry", () => {
   it("is at least the TTL away and at most one step (a sixtieth of the TTL, 1 to 60 s) more", () => {
-    for (const [ttl, step] of [[3_600_000, 60_000], [600_000, 10_000], [30_000, 1000], [86_400_000, 60_000]] as const) {
+    for (const [ttl, step] of [
+      [3_600_000, 60_000],
+      [600_000, 10_000],
+      [30_000, 1000],
+      [86_400_000, 60_000],
+    ] as const) {
       for (const now of [T, T + 1, T + 59_999, T + 123_456]) {
         const at = linkExpiry(now, ttl);
         expect(at).toBeGreaterThanOrEqual(now + ttl);

@@ -128,7 +128,7 @@ export class Api {
     const res = await fetch(url, { method, headers, body, redirect: "manual" });
     const text = await res.text();
     this.seen.push(text);
-    let parsed: unknown ;
+    let parsed: unknown;
     if ((res.headers.get("content-type") ?? "").includes("json") && text !== "") parsed = JSON.parse(text);
     const answer = { status: res.status, headers: res.headers, text, body: parsed as T };
     checkAgainstSpec(method, url, answer);
@@ -145,7 +145,11 @@ export class Api {
 
   /** POST /api/v2/jobs, expecting 201, validated. */
   async submit(workflow: Record<string, unknown>, o: { extra_data?: Record<string, unknown>; key?: string } = {}): Promise<any> {
-    const res = await this.post("/api/v2/jobs", { workflow, ...(o.extra_data ? { extra_data: o.extra_data } : {}) }, o.key ? { headers: { "idempotency-key": o.key } } : {});
+    const res = await this.post(
+      "/api/v2/jobs",
+      { workflow, ...(o.extra_data ? { extra_data: o.extra_data } : {}) },
+      o.key ? { headers: { "idempotency-key": o.key } } : {},
+    );
     expect(res.status, res.text).toBe(201);
     expectValid(v.response_createJob_201, res.body, "createJob 201");
     return res.body;
@@ -172,9 +176,7 @@ export class Api {
 
 export const TERMINAL = ["succeeded", "canceled", "failed", "expired"];
 
-const specRoutes = routes
-  .filter((r) => r.family !== "hosted")
-  .map((r) => ({ route: r, pattern: new RegExp(`^${r.path.replace(/\{[^}]+\}/g, "[^/]+")}$`) }));
+const specRoutes = routes.filter((r) => r.family !== "hosted").map((r) => ({ route: r, pattern: new RegExp(`^${r.path.replace(/\{[^}]+\}/g, "[^/]+")}$`) }));
 
 /**
  * Every answer the Api helper reads is checked against the spec: the status must be one the
@@ -192,8 +194,10 @@ export function checkAgainstSpec(method: string, url: string, res: Res): void {
   const { route } = match;
   const declared = route.responses[String(res.status)];
   if (!declared) throw new Error(`${route.operationId} answered ${res.status}, which spec/openapi.yaml does not declare: ${res.text.slice(0, 300)}`);
-  if (declared.validator && res.body !== undefined) expectValid((v as unknown as Record<string, ValidateFunction>)[declared.validator]!, res.body, `${route.operationId} ${res.status}`);
-  if (declared.errorCodes.length > 0 && res.body !== undefined) expect(declared.errorCodes, `${route.operationId} ${res.status}`).toContain(res.body.error.code);
+  if (declared.validator && res.body !== undefined)
+    expectValid((v as unknown as Record<string, ValidateFunction>)[declared.validator]!, res.body, `${route.operationId} ${res.status}`);
+  if (declared.errorCodes.length > 0 && res.body !== undefined)
+    expect(declared.errorCodes, `${route.operationId} ${res.status}`).toContain(res.body.error.code);
   if (declared.retryAfter) expect(res.headers.get("retry-after") ?? "").toMatch(/^\d+$/);
 }
 
@@ -317,7 +321,7 @@ export class SseClient {
     }
     if (data.length === 0) return;
     const text = data.join("\n");
-    let json: unknown ;
+    let json: unknown;
     try {
       json = JSON.parse(text);
     } catch {
@@ -336,7 +340,8 @@ export class SseClient {
   async waitUntil(until: (c: SseClient) => boolean, what: string, timeoutMs = 15_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while (!until(this)) {
-      if (this.ended && !until(this)) throw new Error(`stream ended before ${what}; events: ${this.events.map((e) => `${e.event}:${e.json?.status ?? ""}`).join(",")}`);
+      if (this.ended && !until(this))
+        throw new Error(`stream ended before ${what}; events: ${this.events.map((e) => `${e.event}:${e.json?.status ?? ""}`).join(",")}`);
       const left = deadline - Date.now();
       if (left <= 0) throw new Error(`timed out waiting for ${what}; events: ${this.events.map((e) => e.event).join(",")}`);
       await new Promise<void>((r) => {
@@ -377,7 +382,10 @@ export function expectSseEventsValid(events: SseEvent[]): void {
 // --- multipart ---------------------------------------------------------------------------
 
 /** A multipart body with fields in the given order; `file` entries carry bytes. */
-export function multipart(parts: Array<{ name: string; value: string } | { name: string; file: Uint8Array; filename?: string; type?: string }>): { body: Buffer; contentType: string } {
+export function multipart(parts: Array<{ name: string; value: string } | { name: string; file: Uint8Array; filename?: string; type?: string }>): {
+  body: Buffer;
+  contentType: string;
+} {
   const boundary = `----flowgate${randomUUID()}`;
   const chunks: Buffer[] = [];
   for (const p of parts) {
@@ -447,7 +455,11 @@ export interface CliServer {
  * Spawns `node bin/flowgate.js serve ...args` and waits for its "listening on" line. `env` is
  * added to this process's environment, or replaces it with `replaceEnv`.
  */
-export async function spawnCli(args: string[], env: Record<string, string> | NodeJS.ProcessEnv = {}, options: { replaceEnv?: boolean } = {}): Promise<CliServer> {
+export async function spawnCli(
+  args: string[],
+  env: Record<string, string> | NodeJS.ProcessEnv = {},
+  options: { replaceEnv?: boolean } = {},
+): Promise<CliServer> {
   const child = spawn(process.execPath, [join(ROOT, "bin/flowgate.js"), "serve", ...args], {
     cwd: ROOT,
     env: options.replaceEnv ? env : { ...process.env, ...env },

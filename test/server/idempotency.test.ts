@@ -92,7 +92,13 @@ describe("claim and release", () => {
   it.each([
     ["invalid_workflow", { "1": { class_type: "NoSuchNode", inputs: {} } }],
     ["workflow_format_ui", { nodes: [], links: [] }],
-    ["missing_asset", { "1": { class_type: "LoadImage", inputs: { image: { __type: "core/ASSET", info: { id: randomUUID() } } } }, "2": { class_type: "PreviewImage", inputs: { images: ["1", 0] } } }],
+    [
+      "missing_asset",
+      {
+        "1": { class_type: "LoadImage", inputs: { image: { __type: "core/ASSET", info: { id: randomUUID() } } } },
+        "2": { class_type: "PreviewImage", inputs: { images: ["1", 0] } },
+      },
+    ],
   ])("IDEM-4 the key is released after %s: a retry proceeds", async (code, workflow) => {
     const key = randomUUID();
     expectError(await submitWithKey(s, key, { workflow }), 422, code, v.response_createJob_422);
@@ -105,7 +111,11 @@ describe("claim and release", () => {
       const running = await q.api.submit(delayGraph(30));
       await q.api.waitJob(running.id, (j) => j.status === "running", "running");
       // A start is visible before it is durable; until then the job still holds its queue place.
-      await waitFor(() => q.runtime.dispatcher.queue.size, (n) => n === 0, "the start to be durable");
+      await waitFor(
+        () => q.runtime.dispatcher.queue.size,
+        (n) => n === 0,
+        "the start to be durable",
+      );
       const waiting = await q.api.submit(delayGraph(30));
       const key = randomUUID();
       expectError(await submitWithKey(q, key, { workflow: imageGraph() }), 429, "queue_full", v.response_createJob_429);

@@ -28,7 +28,11 @@ describe("labels on submission", () => {
     expectValid(v.response_getJob_200, got.body);
     expect(got.body.metadata).toEqual({ project, "run.id": "7" });
     const sse = new SseClient(`${s.url}/api/v2/jobs/${id}/events`);
-    await waitFor(() => sse.events.find((e) => e.event === "status"), (e) => e !== undefined, "a status event");
+    await waitFor(
+      () => sse.events.find((e) => e.event === "status"),
+      (e) => e !== undefined,
+      "a status event",
+    );
     expect(sse.events.find((e) => e.event === "status")!.json.metadata).toEqual({ project, "run.id": "7" });
     sse.close();
     const canceled = await s.api.post(`/api/v2/jobs/${id}/cancel`, {});
@@ -87,7 +91,11 @@ describe("listing by label", () => {
     await submit({ project: `${project}x`, run: "1" });
     const [a, b, c] = ids as [string, string, string];
     await s.api.post(`/api/v2/jobs/${b}/cancel`, {});
-    await waitFor(async () => (await s.api.get(`/api/v2/jobs/${b}`)).body.status, (st) => st === "canceled", "the canceled job");
+    await waitFor(
+      async () => (await s.api.get(`/api/v2/jobs/${b}`)).body.status,
+      (st) => st === "canceled",
+      "the canceled job",
+    );
     const list = async (q: string) => (await s.api.get(`/api/v2/jobs?${q}`)).body.jobs.map((j: any) => j.id);
     expect(await list(`metadata[project]=${project}`)).toEqual([c, b, a]);
     expect(await list(`metadata[project]=${project}&metadata[run]=1`)).toEqual([c, a]);

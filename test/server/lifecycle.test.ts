@@ -40,7 +40,10 @@ describe("queued -> running -> end, one at a time", () => {
     const c = await s.api.submit(imageGraph("c"));
     expect(b.queue_position).toBe(0);
     expect(c.queue_position).toBe(1);
-    for (const [id, pos] of [[b.id, 0], [c.id, 1]] as const) {
+    for (const [id, pos] of [
+      [b.id, 0],
+      [c.id, 1],
+    ] as const) {
       const j = await s.api.job(id);
       expect(j.status).toBe("queued");
       expect(j.queue_position).toBe(pos);
@@ -205,7 +208,16 @@ describe("progress", () => {
 
   it("PRG-1 a finished job's progress is complete: value 1, every node done", async () => {
     const done = await s.api.waitTerminal((await s.api.submit(imageGraph("done"))).id);
-    expect(done.progress).toEqual({ value: 1, nodes_done: 2, nodes_total: 2, current_node: null, current_node_class: null, step: null, steps: null, message: null });
+    expect(done.progress).toEqual({
+      value: 1,
+      nodes_done: 2,
+      nodes_total: 2,
+      current_node: null,
+      current_node_class: null,
+      step: null,
+      steps: null,
+      message: null,
+    });
   });
 });
 

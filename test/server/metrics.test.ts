@@ -27,7 +27,11 @@ describe("GET /metrics (self-hosted, open)", () => {
     await server.api.waitJob(running.id, (j) => j.status === "running", "the delay job running");
 
     // The finished job leaves the dispatcher's running set a moment after its status is stored.
-    const families = await waitFor(() => scrape(server), (f) => Number(sample(f, "flowgate_jobs_running")?.value) === 1, "one running job");
+    const families = await waitFor(
+      () => scrape(server),
+      (f) => Number(sample(f, "flowgate_jobs_running")?.value) === 1,
+      "one running job",
+    );
     expect(families.get("flowgate_http_request_duration_seconds")?.type).toBe("HISTOGRAM");
     const count = (name: string, labels: Record<string, string> = {}) => Number(sample(families, `${name}_count`, labels)?.value);
     expect(count("flowgate_http_request_duration_seconds", { method: "POST", route: "/api/v2/jobs", status: "201" })).toBeGreaterThanOrEqual(2);
@@ -39,7 +43,12 @@ describe("GET /metrics (self-hosted, open)", () => {
     expect(Number(sample(families, "flowgate_jobs_total", { status: "queued" })?.value)).toBeGreaterThanOrEqual(2);
     expect(families.get("flowgate_queue_depth")?.type).toBe("GAUGE");
     expect(Number(sample(families, "flowgate_jobs_running")?.value)).toBe(1);
-    for (const name of ["flowgate_job_queue_seconds", "flowgate_job_execution_seconds", "flowgate_engine_node_duration_seconds", "flowgate_store_commit_seconds"]) {
+    for (const name of [
+      "flowgate_job_queue_seconds",
+      "flowgate_job_execution_seconds",
+      "flowgate_engine_node_duration_seconds",
+      "flowgate_store_commit_seconds",
+    ]) {
       expect(families.get(name)?.type, name).toBe("HISTOGRAM");
     }
     expect(count("flowgate_job_queue_seconds")).toBeGreaterThanOrEqual(2);
@@ -61,7 +70,11 @@ describe("GET /metrics (self-hosted, open)", () => {
 
     await server.api.post(`/api/v2/jobs/${running.id}/cancel`);
     await stream.waitUntil((c) => c.ended, "the stream's end");
-    await waitFor(() => scrape(server), (f) => Number(sample(f, "flowgate_sse_streams_open")?.value) === 0, "no open stream");
+    await waitFor(
+      () => scrape(server),
+      (f) => Number(sample(f, "flowgate_sse_streams_open")?.value) === 0,
+      "no open stream",
+    );
   });
 });
 

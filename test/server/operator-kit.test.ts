@@ -101,7 +101,10 @@ describe("deploy/: the Grafana dashboard and the Prometheus rules", () => {
     const concrete = (q: string) => q.replaceAll("$__rate_interval", "5m").replaceAll("$job", "flowgate").replaceAll("$instance", ".*");
     const queries = (await dashboardQueries()).filter((q) => !q.startsWith("label_values"));
     const file = join(dir, "dashboard-queries.yml");
-    await writeFile(file, stringify({ groups: [{ name: "dashboard", rules: queries.map((q, i) => ({ record: `flowgate:dashboard_query_${i}`, expr: concrete(q) })) }] }));
+    await writeFile(
+      file,
+      stringify({ groups: [{ name: "dashboard", rules: queries.map((q, i) => ({ record: `flowgate:dashboard_query_${i}`, expr: concrete(q) })) }] }),
+    );
     const check = spawnSync("promtool", ["check", "rules", file], { encoding: "utf8" });
     expect(check.status, check.stdout + check.stderr).toBe(0);
   });

@@ -25,15 +25,24 @@ describe("GET /metrics: what the operator's dashboard and alerts read", () => {
     expect(families.get("flowgate_job_failures_total")?.type).toBe("COUNTER");
     expect(Number(sample(families, "flowgate_job_failures_total", { code })?.value)).toBe(1);
     expect(sample(families, "flowgate_ready")?.value).toBe("1");
-    for (const check of ["store", "engine", "queue", "dispatch", "storage"]) expect(sample(families, "flowgate_readiness_check", { check })?.value, check).toBe("1");
+    for (const check of ["store", "engine", "queue", "dispatch", "storage"])
+      expect(sample(families, "flowgate_readiness_check", { check })?.value, check).toBe("1");
     expect(sample(families, "flowgate_storage_short")?.value).toBe("0");
     for (const volume of ["data", "blobs"]) {
       expect(Number(sample(families, "flowgate_storage_free_bytes", { volume })?.value), volume).toBeGreaterThan(0);
-      expect(Number(sample(families, "flowgate_storage_size_bytes", { volume })?.value), volume).toBeGreaterThanOrEqual(Number(sample(families, "flowgate_storage_free_bytes", { volume })?.value));
+      expect(Number(sample(families, "flowgate_storage_size_bytes", { volume })?.value), volume).toBeGreaterThanOrEqual(
+        Number(sample(families, "flowgate_storage_free_bytes", { volume })?.value),
+      );
     }
     const build = sample(families, "flowgate_build_info");
     expect(build?.value).toBe("1");
-    expect(build?.labels).toMatchObject({ version: expect.stringMatching(/^\d+\.\d+\.\d+/), node_version: process.versions.node, surface: "self-hosted", engine: "embedded", store: databaseKind() });
+    expect(build?.labels).toMatchObject({
+      version: expect.stringMatching(/^\d+\.\d+\.\d+/),
+      node_version: process.versions.node,
+      surface: "self-hosted",
+      engine: "embedded",
+      store: databaseKind(),
+    });
     expect(sample(families, "flowgate_workers_busy")?.value).toBe("0");
     expect(sample(families, "flowgate_queue_oldest_seconds")?.value).toBe("0");
     // A running job makes this server a busy worker.

@@ -27,7 +27,13 @@ describe("retention", () => {
     expect(Date.parse(done.expires_at) - Date.parse(done.created_at)).toBe(HOUR);
     const out = done.outputs[0];
     // A last output is staged: its file is named once synced, just after the job's end.
-    expect(await waitFor(() => existsSync(blobOf(out.hash)), (named) => named, "the output's blob file")).toBe(true);
+    expect(
+      await waitFor(
+        () => existsSync(blobOf(out.hash)),
+        (named) => named,
+        "the output's blob file",
+      ),
+    ).toBe(true);
 
     s.clock.advance(HOUR - 60_000);
     expect((await reap()).purged).toBe(0);
@@ -133,7 +139,11 @@ describe("retention", () => {
       const job = await auto.api.submit(imageGraph("auto"));
       await auto.api.waitTerminal(job.id);
       auto.clock.advance(HOUR);
-      await waitFor(() => auto.runtime.store.getJob(job.id), (j) => j === null, "purged by the background reaper");
+      await waitFor(
+        () => auto.runtime.store.getJob(job.id),
+        (j) => j === null,
+        "purged by the background reaper",
+      );
     } finally {
       await auto.stop();
     }
@@ -141,5 +151,9 @@ describe("retention", () => {
 });
 
 async function waitForIdle(server: TestServer): Promise<void> {
-  await waitFor(() => server.runtime.dispatcher.runningCount, (n) => n === 0, "no run in flight");
+  await waitFor(
+    () => server.runtime.dispatcher.runningCount,
+    (n) => n === 0,
+    "no run in flight",
+  );
 }

@@ -37,7 +37,20 @@ beforeAll(async () => {
   await new Promise<void>((r) => vendor.listen(0, "127.0.0.1", r));
   vendorUrl = `http://127.0.0.1:${(vendor.address() as AddressInfo).port}/v1/generate`;
   dataDir = await mkdtemp(join(tmpdir(), "flowgate-secrets-"));
-  cli = await spawnCli(["--data-dir", dataDir, "--port", "0", "--token", TOKEN, "--signing-key", SIGNING_KEY, "--partner-url", vendorUrl, "--log-level", "debug"]);
+  cli = await spawnCli([
+    "--data-dir",
+    dataDir,
+    "--port",
+    "0",
+    "--token",
+    TOKEN,
+    "--signing-key",
+    SIGNING_KEY,
+    "--partner-url",
+    vendorUrl,
+    "--log-level",
+    "debug",
+  ]);
   api = new Api(cli.url, TOKEN);
 });
 
@@ -70,7 +83,11 @@ describe("extra_data is forwarded and never kept", () => {
       expect(end.status).toBe("failed");
       expect(end.error.code).toBe("partner_node_error");
     }
-    const reuse = await api.post("/api/v2/jobs", { workflow: partnerGraph("again"), extra_data: { api_key_vendor_org: KEY } }, { headers: { "idempotency-key": "idem-1" } });
+    const reuse = await api.post(
+      "/api/v2/jobs",
+      { workflow: partnerGraph("again"), extra_data: { api_key_vendor_org: KEY } },
+      { headers: { "idempotency-key": "idem-1" } },
+    );
     expect(reuse.status).toBe(422);
     const invalid = await api.post("/api/v2/jobs", { workflow: { "1": { class_type: "Nope", inputs: {} } }, extra_data: { api_key_vendor_org: KEY } });
     expect(invalid.status).toBe(422);
@@ -80,7 +97,10 @@ describe("extra_data is forwarded and never kept", () => {
     expect(reserved.status).toBe(400);
     const unauthorized = await api.post("/api/v2/jobs", { workflow: imageGraph(), extra_data: { api_key_vendor_org: KEY } }, { token: "wrong" });
     expect(unauthorized.status).toBe(401);
-    const notJson = await api.request("POST", "/api/v2/jobs", { body: `{"workflow": {}, "extra_data": {"api_key_vendor_org": "${KEY}"`, headers: { "content-type": "application/json" } });
+    const notJson = await api.request("POST", "/api/v2/jobs", {
+      body: `{"workflow": {}, "extra_data": {"api_key_vendor_org": "${KEY}"`,
+      headers: { "content-type": "application/json" },
+    });
     expect(notJson.status).toBe(400);
 
     // Reads of everything there is.

@@ -71,27 +71,35 @@ describe("stopping the server", () => {
       const chunks: Buffer[] = [];
       for await (const c of whole) chunks.push(c as Buffer);
       const bytes = Buffer.concat(chunks);
-      return Readable.from((async function* () {
-        yield bytes.subarray(0, 10);
-        await gate;
-        yield bytes.subarray(10);
-      })());
+      return Readable.from(
+        (async function* () {
+          yield bytes.subarray(0, 10);
+          await gate;
+          yield bytes.subarray(10);
+        })(),
+      );
     };
     const agent = new http.Agent({ keepAlive: true });
     let headers!: () => void;
     const gotHeaders = new Promise<void>((r) => (headers = r));
     const body = new Promise<number>((resolve, reject) => {
-      http.get(up.body.url, { agent }, (res) => {
-        headers();
-        let n = 0;
-        res.on("data", (d: Buffer) => (n += d.length));
-        res.on("end", () => resolve(n));
-      }).on("error", reject);
+      http
+        .get(up.body.url, { agent }, (res) => {
+          headers();
+          let n = 0;
+          res.on("data", (d: Buffer) => (n += d.length));
+          res.on("end", () => resolve(n));
+        })
+        .on("error", reject);
     });
     await gotHeaders;
     const closing = closeOrHang(() => s.close());
     // Only once the server has stopped listening does the response finish.
-    await waitFor(() => s.app.server.listening, (listening) => !listening, "the server stops listening");
+    await waitFor(
+      () => s.app.server.listening,
+      (listening) => !listening,
+      "the server stops listening",
+    );
     release();
     expect(await body).toBe(1000);
     expect(await closing).toBe("closed");
@@ -183,7 +191,11 @@ describe("stopping with a grace period", () => {
     const c = await t.api.submit(delayGraph(600));
     await t.api.waitJob(c.id, (j) => j.status === "running", "running");
     const closing = closeOrHang(() => t.close({ graceMs: 600_000 }));
-    await waitFor(() => t.api.get("/readyz"), (r) => r.status === 503, "draining");
+    await waitFor(
+      () => t.api.get("/readyz"),
+      (r) => r.status === 503,
+      "draining",
+    );
     void t.runtime.dispatcher.stop(); // a second signal
     expect(await closing).toBe("closed");
     await t.stop();
@@ -235,7 +247,11 @@ describe("flowgate serve and its signals", () => {
       const running = await api.submit(delayGraph(600));
       await api.waitJob(running.id, (j) => j.status === "running", "running");
       first.child.kill("SIGTERM");
-      await waitFor(() => first.output(), (out) => /waiting up to 25s/.test(out), "the drain message");
+      await waitFor(
+        () => first.output(),
+        (out) => /waiting up to 25s/.test(out),
+        "the drain message",
+      );
       first.child.kill("SIGTERM");
       expect(await first.exited).toBe(0);
 

@@ -146,7 +146,12 @@ describe("the stream", () => {
     // A snapshot published before the one the stream has, reaching it late (a read, or a relay
     // from another process), then a newer one.
     s.runtime.events.publish({ type: "progress", job_id: job.id, owner: "", progress: { ...current, value: current.value / 2, message: "older" } });
-    s.runtime.events.publish({ type: "progress", job_id: job.id, owner: "", progress: { ...current, value: Math.min(1, current.value + 0.01), message: "newer" } });
+    s.runtime.events.publish({
+      type: "progress",
+      job_id: job.id,
+      owner: "",
+      progress: { ...current, value: Math.min(1, current.value + 0.01), message: "newer" },
+    });
     await c.waitUntil((x) => x.of("progress").some((e) => e.json.message === "newer"), "the newer snapshot");
     expect(c.of("progress").map((e) => e.json.message)).not.toContain("older");
     const values = c.of("progress").map((e) => e.json.value as number);
@@ -161,11 +166,23 @@ describe("the stream", () => {
     const c = open(job.id);
     await c.waitUntil((x) => x.of("progress").length >= 1, "the connect-time progress");
     const before = c.of("progress").length;
-    const snapshot = (i: number) => ({ value: 0.5 + i / 1000, nodes_done: 1, nodes_total: 3, current_node: "2", current_node_class: "FlowgateDelay", step: i, steps: 1000, message: null });
+    const snapshot = (i: number) => ({
+      value: 0.5 + i / 1000,
+      nodes_done: 1,
+      nodes_total: 3,
+      current_node: "2",
+      current_node_class: "FlowgateDelay",
+      step: i,
+      steps: 1000,
+      message: null,
+    });
     // Injected on the bus in one go, as a fast sampler would report them.
     for (let i = 1; i <= 200; i++) s.runtime.events.publish({ type: "progress", job_id: job.id, owner: "", progress: snapshot(i) });
     await c.waitUntil((x) => x.of("progress").at(-1)?.json.step === 200, "the latest snapshot");
-    const burst = c.of("progress").slice(before).map((e) => e.json.step);
+    const burst = c
+      .of("progress")
+      .slice(before)
+      .map((e) => e.json.step);
     expect(burst.length).toBeLessThanOrEqual(2);
     expect(burst.at(-1)).toBe(200);
     c.close();
@@ -258,7 +275,11 @@ describe("limits and resources", () => {
     const res = await s.api.get(`/api/v2/jobs/${job.id}/events`);
     expectError(res, 429, "too_many_streams", v.response_streamJobEvents_429);
     clients[0]!.close();
-    await waitFor(() => s.app.eventStreams.size, (n) => n === 2, "one stream released");
+    await waitFor(
+      () => s.app.eventStreams.size,
+      (n) => n === 2,
+      "one stream released",
+    );
     const again = open(job.id);
     await again.waitUntil((x) => x.events.length >= 1, "admitted again");
     for (const c of [...clients, again]) c.close();
@@ -318,7 +339,11 @@ describe("limits and resources", () => {
       jobs.owned = async (caller, id) => {
         if (++entered === 5) allIn();
         await everyoneIn;
-        await waitFor(() => serverClosed, (n) => n >= 5, "the server saw every hang-up");
+        await waitFor(
+          () => serverClosed,
+          (n) => n >= 5,
+          "the server saw every hang-up",
+        );
         const record = await owned(caller, id);
         returned++;
         return record;
@@ -327,7 +352,11 @@ describe("limits and resources", () => {
         const url = `${r.url}/api/v2/jobs/${job.id}/events`;
         await Promise.all(Array.from({ length: 5 }, () => rawGet(url, everyoneIn)));
         // The handlers go on to set up streams for clients that are gone.
-        await waitFor(() => returned, (n) => n === 5, "every handler past the check");
+        await waitFor(
+          () => returned,
+          (n) => n === 5,
+          "every handler past the check",
+        );
       } finally {
         jobs.owned = owned;
       }

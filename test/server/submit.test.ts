@@ -56,7 +56,11 @@ describe("a valid submission", () => {
         answered = true;
         return res;
       });
-      await waitFor(() => started, (list) => list.includes("running"), "the job's start");
+      await waitFor(
+        () => started,
+        (list) => list.includes("running"),
+        "the job's start",
+      );
       expect(answered).toBe(false);
       release();
       const res = await answer;
@@ -126,8 +130,16 @@ describe("the request envelope (400 invalid_request)", () => {
     ["an unknown top-level field", () => ({ body: JSON.stringify({ workflow: imageGraph(), priority: 1 }) }), "priority"],
     ["the reserved webhook_url", () => ({ body: JSON.stringify({ workflow: imageGraph(), webhook_url: "https://example.com/h" }) }), "webhook_url"],
     ["the reserved inputs", () => ({ body: JSON.stringify({ workflow: imageGraph(), inputs: {} }) }), "inputs"],
-    ["an extra_data key other than api_key_vendor_org", () => ({ body: JSON.stringify({ workflow: imageGraph(), extra_data: { other: "x" } }) }), "extra_data.other"],
-    ["a non-string api_key_vendor_org", () => ({ body: JSON.stringify({ workflow: imageGraph(), extra_data: { api_key_vendor_org: 42 } }) }), "extra_data.api_key_vendor_org"],
+    [
+      "an extra_data key other than api_key_vendor_org",
+      () => ({ body: JSON.stringify({ workflow: imageGraph(), extra_data: { other: "x" } }) }),
+      "extra_data.other",
+    ],
+    [
+      "a non-string api_key_vendor_org",
+      () => ({ body: JSON.stringify({ workflow: imageGraph(), extra_data: { api_key_vendor_org: 42 } }) }),
+      "extra_data.api_key_vendor_org",
+    ],
     ["extra_data that is not an object", () => ({ body: JSON.stringify({ workflow: imageGraph(), extra_data: "key" }) }), "extra_data"],
     ["a content type that is not JSON", () => ({ body: JSON.stringify({ workflow: imageGraph() }), type: "text/plain" }), ""],
   ];
@@ -188,7 +200,11 @@ describe("UI exports and graph validation (422)", () => {
     expect(reasons("3")).toContain("width:out_of_range");
     expect(reasons("4")).toContain("filename_prefix:missing_input");
     expect(reasons("6")).toContain("images:type_mismatch");
-    expect(reasons("7").concat(reasons("8")).some((r) => r.endsWith(":cycle"))).toBe(true);
+    expect(
+      reasons("7")
+        .concat(reasons("8"))
+        .some((r) => r.endsWith(":cycle")),
+    ).toBe(true);
     expect(reasons("10")).toContain("class_type:bad_node");
   });
 
@@ -200,8 +216,14 @@ describe("UI exports and graph validation (422)", () => {
     for (const prefix of ["../x", "a/../../x", "/etc/x", "\\\\server\\share\\x", "\\x", "a\u0000b", "a\nb"]) {
       const res = await s.api.post("/api/v2/jobs", { workflow: graph(prefix) });
       expectError(res, 422, "invalid_workflow", v.response_createJob_422);
-      expect(res.body.error.details.node_errors, JSON.stringify(prefix)).toEqual({ "2": [expect.objectContaining({ field: "filename_prefix", reason: "out_of_range" })] });
-      const hosted = await fetch(`${s.url}/api/prompt`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ prompt: graph(prefix) }) });
+      expect(res.body.error.details.node_errors, JSON.stringify(prefix)).toEqual({
+        "2": [expect.objectContaining({ field: "filename_prefix", reason: "out_of_range" })],
+      });
+      const hosted = await fetch(`${s.url}/api/prompt`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ prompt: graph(prefix) }),
+      });
       expect(hosted.status, JSON.stringify(prefix)).toBe(400);
       expect(((await hosted.json()) as any).node_errors["2"].errors[0].extra_info.input_name).toBe("filename_prefix");
     }
@@ -218,7 +240,7 @@ describe("UI exports and graph validation (422)", () => {
     expect(res.body.error.details.node_errors[""]).toEqual([expect.objectContaining({ reason: "no_output_node" })]);
   });
 
-  it("SUB-6 each node error says what is wrong in words, with \"did you mean\", on both interfaces", async () => {
+  it('SUB-6 each node error says what is wrong in words, with "did you mean", on both interfaces', async () => {
     const workflow = {
       "1": { class_type: "EmptyImag", inputs: { width: 8, height: 8, batch_size: 1, color: 0 } },
       "2": { class_type: "LoadImage", inputs: { image: "" } },
@@ -228,14 +250,24 @@ describe("UI exports and graph validation (422)", () => {
     const res = await s.api.post("/api/v2/jobs", { workflow });
     expectError(res, 422, "invalid_workflow", v.response_createJob_422);
     const errors = res.body.error.details.node_errors;
-    expect(errors["1"]).toEqual([{ field: "class_type", reason: "unknown_class", message: 'This server has no node class "EmptyImag". Did you mean "EmptyImage"?' }]);
+    expect(errors["1"]).toEqual([
+      { field: "class_type", reason: "unknown_class", message: 'This server has no node class "EmptyImag". Did you mean "EmptyImage"?' },
+    ]);
     expect(errors["2"][0].message).toMatch(/No image was chosen\. Upload one \(POST \/api\/v2\/assets/);
-    expect(errors["4"][0]).toMatchObject({ field: "images", reason: "missing_input", message: 'SaveImage needs the input "images". It was given "image": did you mean "images"?' });
+    expect(errors["4"][0]).toMatchObject({
+      field: "images",
+      reason: "missing_input",
+      message: 'SaveImage needs the input "images". It was given "image": did you mean "images"?',
+    });
     // The hosted interface keeps ComfyUI's items and adds the hint beside their own fields.
     const hosted = await s.api.post("/api/prompt", { prompt: workflow });
     expect(hosted.status).toBe(400);
     expect(hosted.body.node_errors["1"].errors[0]).toMatchObject({ type: "missing_node_type", extra_info: { hint: 'Did you mean "EmptyImage"?' } });
-    expect(hosted.body.node_errors["4"].errors[0]).toMatchObject({ type: "required_input_missing", details: "images", extra_info: { input_name: "images", hint: 'It was given "image": did you mean "images"?' } });
+    expect(hosted.body.node_errors["4"].errors[0]).toMatchObject({
+      type: "required_input_missing",
+      details: "images",
+      extra_info: { input_name: "images", hint: 'It was given "image": did you mean "images"?' },
+    });
   });
 
   it("SUB-6 an empty workflow is invalid_workflow, not a server error", async () => {
@@ -278,7 +310,11 @@ describe("the bounded queue (429 queue_full)", () => {
       const running = await q.api.submit(delayGraph(30));
       await q.api.waitJob(running.id, (j) => j.status === "running", "running");
       // A start is visible before it is durable; until then the job still holds its queue place.
-      await waitFor(() => q.runtime.dispatcher.queue.size, (n) => n === 0, "the start to be durable");
+      await waitFor(
+        () => q.runtime.dispatcher.queue.size,
+        (n) => n === 0,
+        "the start to be durable",
+      );
       const a = await q.api.submit(delayGraph(30));
       const b = await q.api.submit(delayGraph(30));
       expect([a.queue_position, b.queue_position]).toEqual([0, 1]);
@@ -301,7 +337,11 @@ describe("the bounded queue (429 queue_full)", () => {
       const running = await q.api.submit(delayGraph(30));
       await q.api.waitJob(running.id, (j) => j.status === "running", "running");
       // A start is visible before it is durable; until then the job still holds its queue place.
-      await waitFor(() => q.runtime.dispatcher.queue.size, (n) => n === 0, "the start to be durable");
+      await waitFor(
+        () => q.runtime.dispatcher.queue.size,
+        (n) => n === 0,
+        "the start to be durable",
+      );
       const results = await Promise.all(Array.from({ length: 20 }, () => q.api.post("/api/v2/jobs", { workflow: delayGraph(30) })));
       const created = results.filter((r) => r.status === 201);
       const refused = results.filter((r) => r.status === 429);

@@ -14,12 +14,7 @@ import type { FormatsPlugin } from "ajv-formats";
 import ts from "typescript";
 import { parse as parseYaml } from "yaml";
 import { beforeAll, describe, expect, it } from "vitest";
-import {
-  OPENAPI_SCHEMA_ID,
-  asyncapiMessageSchemas,
-  generateAsyncApiTypes,
-  validateAsyncApi,
-} from "../../generators/asyncapi.ts";
+import { OPENAPI_SCHEMA_ID, asyncapiMessageSchemas, generateAsyncApiTypes, validateAsyncApi } from "../../generators/asyncapi.ts";
 
 // ajv-formats is CommonJS and its types declare an ESM default: under NodeNext the default import
 // is the module object, whose .default is the plugin (at run time either shape may show up).
@@ -45,14 +40,7 @@ const SEED_WS_TYPES = [
   "execution_interrupted",
 ];
 const DECISION_SSE_EVENTS = ["status", "progress", "preview", "output", "log"];
-const SEED_EXCEPTION_TYPES = [
-  "ValidationError",
-  "ModelDownloadError",
-  "ImageDownloadError",
-  "OOMError",
-  "InsufficientFundsError",
-  "InactiveSubscriptionError",
-];
+const SEED_EXCEPTION_TYPES = ["ValidationError", "ModelDownloadError", "ImageDownloadError", "OOMError", "InsufficientFundsError", "InactiveSubscriptionError"];
 
 const isObj = (v: unknown): v is Obj => typeof v === "object" && v !== null && !Array.isArray(v);
 const asObj = (v: unknown, what: string): Obj => {
@@ -193,8 +181,7 @@ describe("spec/asyncapi.yaml validity", () => {
         const p = asObj(prop, `${where}.${name}`);
         const described = typeof p["description"] === "string" && p["description"].length > 0;
         const ref = p["$ref"];
-        const refDescribed =
-          typeof ref === "string" && (ref.startsWith("./openapi.yaml#") || typeof localRef(ref)["description"] === "string");
+        const refDescribed = typeof ref === "string" && (ref.startsWith("./openapi.yaml#") || typeof localRef(ref)["description"] === "string");
         if (!described && !refDescribed) missing.push(`${where}.${name}`);
         visit(p, `${where}.${name}`);
       }
@@ -232,7 +219,17 @@ describe("message catalog", () => {
 
   it("states the stream rules: no id lines, Last-Event-ID ignored, keep-alive, throttling, too_many_streams", () => {
     const text = String(asObj(asObj(doc["channels"], "channels")["jobEvents"], "jobEvents")["description"]);
-    for (const phrase of ["`id:`", "Last-Event-ID", "`: keep-alive`", "15 seconds", "four a second", "too_many_streams", "Retry-After", "source of truth", "closes the stream"]) {
+    for (const phrase of [
+      "`id:`",
+      "Last-Event-ID",
+      "`: keep-alive`",
+      "15 seconds",
+      "four a second",
+      "too_many_streams",
+      "Retry-After",
+      "source of truth",
+      "closes the stream",
+    ]) {
       expect(text, phrase).toContain(phrase);
     }
   });
@@ -289,8 +286,7 @@ describe("message catalog", () => {
 
   it("uses the v2 bearer scheme for SSE and the token query parameter for the WebSocket", () => {
     const servers = asObj(doc["servers"], "servers");
-    const schemeOf = (server: string): Obj[] =>
-      (asObj(servers[server], server)["security"] as unknown[]).map((s) => deref(s));
+    const schemeOf = (server: string): Obj[] => (asObj(servers[server], server)["security"] as unknown[]).map((s) => deref(s));
     expect(schemeOf("v2")).toContainEqual(expect.objectContaining({ type: "http", scheme: "bearer" }));
     expect(schemeOf("hosted")).toContainEqual(expect.objectContaining({ type: "httpApiKey", in: "query", name: "token" }));
     expect(asObj(servers["v2"], "v2")["protocol"]).toBe("http");

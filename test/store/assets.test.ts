@@ -26,7 +26,15 @@ describe("assets", () => {
   });
 
   it("keeps every field of an upload, with its own expiry", async () => {
-    const upload = newAsset({ folder: "input", name: "cat.png", file_path: "pets/cat.png", tags: ["pets", "input"], expires_at: T0 + HOUR, hash: `blake3:${blobKey("c")}`, blob_key: blobKey("c") });
+    const upload = newAsset({
+      folder: "input",
+      name: "cat.png",
+      file_path: "pets/cat.png",
+      tags: ["pets", "input"],
+      expires_at: T0 + HOUR,
+      hash: `blake3:${blobKey("c")}`,
+      blob_key: blobKey("c"),
+    });
     const stored = await t.store.addAsset(upload);
     expect(stored).toEqual({ ...upload, job_id: null, node_id: null, type: null });
     expect(await t.store.getAsset(upload.id)).toEqual(stored);
@@ -117,14 +125,28 @@ describe("pending blobs (bytes kept by a job's end until their files are durable
     expect(await t.store.listJobOutputs(job.id)).toEqual([]);
     const other = await runningJob();
     await t.store.transitionJobWithAssets(job.id, ["running"], "succeeded", { completed_at: T0 + 1 }, [record()], pending);
-    await t.store.transitionJobWithAssets(other.id, ["running"], "succeeded", { completed_at: T0 + 1 }, [newAsset({ job_id: other.id, blob_key: blobKey("3") })], pending);
+    await t.store.transitionJobWithAssets(
+      other.id,
+      ["running"],
+      "succeeded",
+      { completed_at: T0 + 1 },
+      [newAsset({ job_id: other.id, blob_key: blobKey("3") })],
+      pending,
+    );
     expect((await t.store.pendingBlobs()).map((b) => b.key)).toEqual([blobKey("3")]);
   });
 
   it("refuses a key that is not blake3 hex before writing anything", async () => {
     const job = await runningJob();
     await expect(
-      t.store.transitionJobWithAssets(job.id, ["running"], "succeeded", { completed_at: T0 + 1 }, [newAsset({ job_id: job.id })], [{ key: "../etc/passwd", bytes: bytesOf("x") }]),
+      t.store.transitionJobWithAssets(
+        job.id,
+        ["running"],
+        "succeeded",
+        { completed_at: T0 + 1 },
+        [newAsset({ job_id: job.id })],
+        [{ key: "../etc/passwd", bytes: bytesOf("x") }],
+      ),
     ).rejects.toThrow(TypeError);
     expect((await t.store.getJob(job.id))?.status).toBe("running");
   });

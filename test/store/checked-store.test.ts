@@ -12,10 +12,12 @@ import { newJob } from "./helpers.ts";
 function recordingDialect(answers: Record<string, unknown> = {}): { dialect: StoreDialect; calls: Array<[string, unknown[]]> } {
   const calls: Array<[string, unknown[]]> = [];
   const dialect = new Proxy({} as StoreDialect, {
-    get: (_, name: string) => async (...args: unknown[]) => {
-      calls.push([name, args]);
-      return answers[name];
-    },
+    get:
+      (_, name: string) =>
+      async (...args: unknown[]) => {
+        calls.push([name, args]);
+        return answers[name];
+      },
   });
   return { dialect, calls };
 }
@@ -30,7 +32,18 @@ describe("CheckedStore", () => {
     await expect(store.createJob(newJob(), { idempotency: { key: "k", now: 1, ttlMs: 0 } })).rejects.toBeInstanceOf(RangeError);
     await expect(store.createJob(newJob(), { queueLimit: 0 })).rejects.toBeInstanceOf(RangeError);
     await expect(store.claimIdempotencyKey("alice", "", 1)).rejects.toBeInstanceOf(TypeError);
-    await expect(store.addAsset({ id: "a", owner: "alice", name: "x", content_type: "image/png", size_bytes: -1, blob_key: "0".repeat(64), folder: "output", created_at: 1 })).rejects.toBeInstanceOf(TypeError);
+    await expect(
+      store.addAsset({
+        id: "a",
+        owner: "alice",
+        name: "x",
+        content_type: "image/png",
+        size_bytes: -1,
+        blob_key: "0".repeat(64),
+        folder: "output",
+        created_at: 1,
+      }),
+    ).rejects.toBeInstanceOf(TypeError);
     await expect(store.transitionJob("j", ["queued"], "nonsense" as never)).rejects.toBeInstanceOf(TypeError);
     await expect(store.queuedJobs(0)).rejects.toBeInstanceOf(RangeError);
     await expect(store.purgeExpired(1, { graceMs: -1 })).rejects.toBeInstanceOf(RangeError);
@@ -73,7 +86,9 @@ describe("CheckedStore", () => {
     const store = new CheckedStore(dialect);
     const page = await store.listJobs("alice", { limit: 2, status: ["queued", "queued"], cursor: encodeCursor(12), metadata: { team: "x" }, in_history: true });
     expect(page).toEqual({ jobs: [job(9), job(7)], next_cursor: encodeCursor(7) });
-    expect(calls).toEqual([["listJobs", ["alice", { fetch: 3, before: 12, statuses: ["queued"], labels: [["team", "x"]], deployment_id: undefined, in_history: true }]]]);
+    expect(calls).toEqual([
+      ["listJobs", ["alice", { fetch: 3, before: 12, statuses: ["queued"], labels: [["team", "x"]], deployment_id: undefined, in_history: true }]],
+    ]);
   });
 
   it("ends the listing when the dialect returns no more than the page", async () => {

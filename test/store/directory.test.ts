@@ -28,7 +28,9 @@ afterEach(async () => {
 /** Everything the directory wrote: the database files, or every row of the schema's tables as text. */
 async function storedBytes(): Promise<Buffer[]> {
   if (!onPostgres) return Promise.all((await readdir(dir)).map((f) => readFile(path.join(dir, f))));
-  const rows = await adminQuery(`SELECT t::text AS row FROM ${dir}.accounts t UNION ALL SELECT t::text FROM ${dir}.api_keys t UNION ALL SELECT t::text FROM ${dir}.deployments t`);
+  const rows = await adminQuery(
+    `SELECT t::text AS row FROM ${dir}.accounts t UNION ALL SELECT t::text FROM ${dir}.api_keys t UNION ALL SELECT t::text FROM ${dir}.deployments t`,
+  );
   return rows.map((r) => Buffer.from(String(r.row)));
 }
 

@@ -36,8 +36,8 @@ describe("GroupCommit", () => {
   });
 
   it("keeps a refused submission's outcome to itself", async () => {
-    const group = new GroupCommit<number, number>((items): Outcomes<number> =>
-      items.map((item) => (item === 2 ? { status: "rejected", reason: new Error("two") } : { status: "fulfilled", value: item })),
+    const group = new GroupCommit<number, number>(
+      (items): Outcomes<number> => items.map((item) => (item === 2 ? { status: "rejected", reason: new Error("two") } : { status: "fulfilled", value: item })),
     );
     const results = await Promise.allSettled([group.submit(1), group.submit(2), group.submit(3)]);
     expect(results.map((r) => r.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);

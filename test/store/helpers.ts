@@ -111,7 +111,12 @@ async function openPostgresTestStore(): Promise<TestStore> {
         await client.connect();
       }
       let n = 0;
-      return (await client.query(text.replace(/\?/g, () => `$${++n}`), params)).rows;
+      return (
+        await client.query(
+          text.replace(/\?/g, () => `$${++n}`),
+          params,
+        )
+      ).rows;
     },
     raw() {
       throw new Error("raw() is the SQLite file; this test runs on PostgreSQL");

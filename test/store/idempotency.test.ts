@@ -47,9 +47,7 @@ describe("createJob with an idempotency key", () => {
   });
 
   it("lets exactly one of 50 concurrent same-key submissions through", async () => {
-    const results = await Promise.allSettled(
-      Array.from({ length: 50 }, () => t.store.createJob(newJob(), { idempotency: { key: "burst", now: T0 } })),
-    );
+    const results = await Promise.allSettled(Array.from({ length: 50 }, () => t.store.createJob(newJob(), { idempotency: { key: "burst", now: T0 } })));
     const created = results.filter((r) => r.status === "fulfilled");
     const rejected = results.filter((r) => r.status === "rejected");
     expect(created).toHaveLength(1);

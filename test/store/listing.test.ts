@@ -44,7 +44,16 @@ describe("listJobs", () => {
   it("ends without an empty page when the count is a multiple of the limit", async () => {
     const jobs = await createMany(6);
     const pages = await allPages("alice", { limit: 3 });
-    expect(pages).toEqual([jobs.slice(3).map((j) => j.id).reverse(), jobs.slice(0, 3).map((j) => j.id).reverse()]);
+    expect(pages).toEqual([
+      jobs
+        .slice(3)
+        .map((j) => j.id)
+        .reverse(),
+      jobs
+        .slice(0, 3)
+        .map((j) => j.id)
+        .reverse(),
+    ]);
     expect(await t.store.listJobs("nobody", { limit: 5 })).toEqual({ jobs: [], next_cursor: null });
   });
 
@@ -62,8 +71,7 @@ describe("listJobs", () => {
     await t.store.transitionJob(b!.id, ["queued"], "running", { started_at: T0 });
     await t.store.transitionJob(c!.id, ["queued"], "canceled", { completed_at: T0 });
     const e = await t.store.createJob(newJob({ deployment_id: "dep-1" }));
-    const ids = async (options: Omit<ListJobsOptions, "limit">) =>
-      (await t.store.listJobs("alice", { limit: 100, ...options })).jobs.map((j) => j.id);
+    const ids = async (options: Omit<ListJobsOptions, "limit">) => (await t.store.listJobs("alice", { limit: 100, ...options })).jobs.map((j) => j.id);
     expect(await ids({ status: "queued" })).toEqual([e.id, d!.id, a!.id]);
     expect(await ids({ status: ["running", "canceled"] })).toEqual([c!.id, b!.id]);
     expect(await ids({ status: ["running", "running"] })).toEqual([b!.id]);
@@ -95,8 +103,7 @@ describe("listJobs", () => {
     await t.store.createJob(newJob({ owner: "bob", metadata: { ...cats, run: "1" } }));
     await t.store.createJob(newJob()); // no labels
     await t.store.transitionJob(b.id, ["queued"], "running", { started_at: T0 });
-    const ids = async (options: Omit<ListJobsOptions, "limit">) =>
-      (await t.store.listJobs("alice", { limit: 100, ...options })).jobs.map((j) => j.id);
+    const ids = async (options: Omit<ListJobsOptions, "limit">) => (await t.store.listJobs("alice", { limit: 100, ...options })).jobs.map((j) => j.id);
     expect(await ids({ metadata: cats })).toEqual([c.id, b.id, a.id]);
     expect(await ids({ metadata: { ...cats, run: "1" } })).toEqual([c.id, a.id]);
     expect(await ids({ metadata: { run: "1", project: "cats", nope: "x" } })).toEqual([]);
@@ -142,32 +149,43 @@ describe("listJobs", () => {
     expect(await inHistory()).toEqual([live!.id]);
   });
 
-  it.runIf(storeKind() === "postgres")("reads a filtered page on PostgreSQL through job_labels' primary key: backwards with no sort when the label is common", async () => {
-    await t.sql(`INSERT INTO jobs (id, owner, status, created_at, expires_at, output_node_ids, workflow, metadata)
+  it.runIf(storeKind() === "postgres")(
+    "reads a filtered page on PostgreSQL through job_labels' primary key: backwards with no sort when the label is common",
+    async () => {
+      await t.sql(`INSERT INTO jobs (id, owner, status, created_at, expires_at, output_node_ids, workflow, metadata)
       SELECT 'j' || g, 'o' || (g % 10), 'queued', 1, 2, '[]', '{}', json_build_object('all', 'yes', 'k', 'v' || (g % 50)) FROM generate_series(1, 20000) g`);
-    await t.sql("INSERT INTO job_labels (owner, key, value, seq) SELECT owner, l.key, l.value, seq FROM jobs, json_each_text(metadata) l");
-    await t.sql("ANALYZE jobs");
-    await t.sql("ANALYZE job_labels");
-    const plan = async (count: 1 | 2, keys: string[], values: string[]) =>
-      (await t.sql(`EXPLAIN ${pgListLabeledJobsSql(count, false, false)}`, "o1", 1e15, 21, keys, values)).map((r) => String(r["QUERY PLAN"])).join("\n");
-    // A label most jobs carry: the page is the first rows of the key range, read newest first.
-    const common = await plan(1, ["all"], ["yes"]);
-    expect(common).toMatch(/Index (Only )?Scan Backward using job_labels_pkey on job_labels l1/);
-    expect(common).not.toMatch(/\bSort\b|Seq Scan/);
-    // A rare one, alone or beside a common one: the planner drives from the rare key range (a
-    // page's worth of rows sorted is as cheap), probing the others by primary key.
-    for (const p of [await plan(1, ["k"], ["v1"]), await plan(2, ["all", "k"], ["yes", "v1"])]) {
-      expect(p).toMatch(/Bitmap Index Scan on job_labels_pkey|Index (Only )?Scan (Backward )?using job_labels_pkey/);
-      expect(p).not.toMatch(/Seq Scan/);
-    }
-  });
+      await t.sql("INSERT INTO job_labels (owner, key, value, seq) SELECT owner, l.key, l.value, seq FROM jobs, json_each_text(metadata) l");
+      await t.sql("ANALYZE jobs");
+      await t.sql("ANALYZE job_labels");
+      const plan = async (count: 1 | 2, keys: string[], values: string[]) =>
+        (await t.sql(`EXPLAIN ${pgListLabeledJobsSql(count, false, false)}`, "o1", 1e15, 21, keys, values)).map((r) => String(r["QUERY PLAN"])).join("\n");
+      // A label most jobs carry: the page is the first rows of the key range, read newest first.
+      const common = await plan(1, ["all"], ["yes"]);
+      expect(common).toMatch(/Index (Only )?Scan Backward using job_labels_pkey on job_labels l1/);
+      expect(common).not.toMatch(/\bSort\b|Seq Scan/);
+      // A rare one, alone or beside a common one: the planner drives from the rare key range (a
+      // page's worth of rows sorted is as cheap), probing the others by primary key.
+      for (const p of [await plan(1, ["k"], ["v1"]), await plan(2, ["all", "k"], ["yes", "v1"])]) {
+        expect(p).toMatch(/Bitmap Index Scan on job_labels_pkey|Index (Only )?Scan (Backward )?using job_labels_pkey/);
+        expect(p).not.toMatch(/Seq Scan/);
+      }
+    },
+  );
 
   it("rejects cursors it did not issue", async () => {
     await createMany(3);
     const { next_cursor } = await t.store.listJobs("alice", { limit: 1 });
     expect(next_cursor).toMatch(/^[A-Za-z0-9_-]+$/);
     const forged = Buffer.from("s1:0").toString("base64url");
-    for (const cursor of ["", "!!!", "abc", forged, Buffer.from("s1:01").toString("base64url"), `${next_cursor}A`, Buffer.from("s1:1.5").toString("base64url")]) {
+    for (const cursor of [
+      "",
+      "!!!",
+      "abc",
+      forged,
+      Buffer.from("s1:01").toString("base64url"),
+      `${next_cursor}A`,
+      Buffer.from("s1:1.5").toString("base64url"),
+    ]) {
       await expect(t.store.listJobs("alice", { limit: 1, cursor }), cursor).rejects.toBeInstanceOf(InvalidCursorError);
     }
   });

@@ -33,7 +33,7 @@ describe("expireJobs", () => {
     const expired = await t.store.expireJobs(EXPIRY);
     expect(expired.map((j) => j.id)).toEqual([queued.id, running.id, canceling.id]);
     expect(expired.every((j) => j.status === "expired" && j.completed_at === EXPIRY)).toBe(true);
-    expect((await t.store.getJob(running.id))).toMatchObject({ status: "expired", started_at: T0 + 1, completed_at: EXPIRY });
+    expect(await t.store.getJob(running.id)).toMatchObject({ status: "expired", started_at: T0 + 1, completed_at: EXPIRY });
     expect((await t.store.getJob(notYet.id))?.status).toBe("queued");
     expect(await t.store.getJob(done.id)).toEqual(done);
     expect(await t.store.expireJobs(EXPIRY)).toEqual([]);

@@ -80,7 +80,9 @@ async function checkNaming(table: string, ...terms: string[]): Promise<string> {
 async function terminalGuard(): Promise<string> {
   const rows = onSqlite
     ? await t.sql("SELECT sql AS def FROM sqlite_master WHERE type = 'trigger' AND name = 'jobs_terminal_is_final'")
-    : await t.sql("SELECT prosrc AS def FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = current_schema() AND p.proname = 'jobs_guard'");
+    : await t.sql(
+        "SELECT prosrc AS def FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = current_schema() AND p.proname = 'jobs_guard'",
+      );
   expect(rows).toHaveLength(1);
   return rows[0]!.def as string;
 }

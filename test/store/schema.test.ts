@@ -41,7 +41,9 @@ describe("schema migrations", () => {
   });
 
   it("refuses an unreachable PostgreSQL server plainly", async () => {
-    await expect(openStore({ kind: "postgres", url: "postgres://127.0.0.1:1/none" })).rejects.toThrow("cannot reach PostgreSQL at 127.0.0.1:1 (connection refused");
+    await expect(openStore({ kind: "postgres", url: "postgres://127.0.0.1:1/none" })).rejects.toThrow(
+      "cannot reach PostgreSQL at 127.0.0.1:1 (connection refused",
+    );
   });
 });
 
@@ -58,7 +60,21 @@ describe.runIf(onSqlite)("query plans", () => {
     deleteLabeledJob: SQL.deleteJob,
   };
   // Ordered reads that must come straight off an index (no sort of the whole match).
-  const noSort = ["listLabeled", "listLabeledThreeStatusesByDeployment", "queuedJobs", "ownerQueuedJobs", "listAll", "listOneStatus", "listJobOutputs", "findAssetByBlob", "findAssetByName", "expireJobs", "purgeableJobs", "deleteExpiredUploads", "deleteExpiredClaims"];
+  const noSort = [
+    "listLabeled",
+    "listLabeledThreeStatusesByDeployment",
+    "queuedJobs",
+    "ownerQueuedJobs",
+    "listAll",
+    "listOneStatus",
+    "listJobOutputs",
+    "findAssetByBlob",
+    "findAssetByName",
+    "expireJobs",
+    "purgeableJobs",
+    "deleteExpiredUploads",
+    "deleteExpiredClaims",
+  ];
 
   // The index each hot or reaper read must use (a scan of another index can be as slow as a table scan).
   const expectedIndex: Record<string, string> = {
@@ -89,7 +105,10 @@ describe.runIf(onSqlite)("query plans", () => {
     try {
       migrate(db, 0);
       const params = Object.fromEntries([...sql.matchAll(/:(\w+)/g)].map((m) => [m[1]!, 1]));
-      return db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(params).map((row) => String(row.detail));
+      return db
+        .prepare(`EXPLAIN QUERY PLAN ${sql}`)
+        .all(params)
+        .map((row) => String(row.detail));
     } finally {
       db.close();
     }
@@ -97,8 +116,15 @@ describe.runIf(onSqlite)("query plans", () => {
 
   it.each(Object.keys(statements))("%s never scans a whole table", (name) => {
     const plan = planOf(statements[name]!);
-    expect(plan.filter((step) => /^SCAN /.test(step)), plan.join(" | ")).toEqual([]);
-    if (noSort.includes(name)) expect(plan.filter((step) => step.includes("TEMP B-TREE")), plan.join(" | ")).toEqual([]);
+    expect(
+      plan.filter((step) => /^SCAN /.test(step)),
+      plan.join(" | "),
+    ).toEqual([]);
+    if (noSort.includes(name))
+      expect(
+        plan.filter((step) => step.includes("TEMP B-TREE")),
+        plan.join(" | "),
+      ).toEqual([]);
   });
 
   it.each(Object.entries(expectedPrimaryKey))("%s walks job_labels' primary key newest first from the cursor", (name, pattern) => {

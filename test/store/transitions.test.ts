@@ -138,7 +138,9 @@ describe("transitionJobWithAssets (a run's end with its last outputs, one commit
     expect(await t.store.listJobOutputs(canceling.id)).toHaveLength(1);
 
     const expired = await jobIn("expired");
-    const error = await t.store.transitionJobWithAssets(expired.id, ["expired"], "succeeded", { completed_at: T0 + 7 }, [outputOf(expired, 5)]).catch((e: unknown) => e);
+    const error = await t.store
+      .transitionJobWithAssets(expired.id, ["expired"], "succeeded", { completed_at: T0 + 7 }, [outputOf(expired, 5)])
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(TerminalStatusError);
     expect(await t.store.listJobOutputs(expired.id)).toEqual([]);
     expect(await t.store.getJob(expired.id)).toEqual(expired);
@@ -151,7 +153,9 @@ describe("transitionJobWithAssets (a run's end with its last outputs, one commit
     expect((await t.store.getJob(job.id))?.status).toBe("running");
     expect(await t.store.listJobOutputs(job.id)).toEqual([]);
     // A malformed record is refused before anything is written.
-    await expect(t.store.transitionJobWithAssets(job.id, ["running"], "succeeded", { completed_at: T0 + 5 }, [{ ...outputOf(job, 8), size_bytes: -1 }])).rejects.toThrow();
+    await expect(
+      t.store.transitionJobWithAssets(job.id, ["running"], "succeeded", { completed_at: T0 + 5 }, [{ ...outputOf(job, 8), size_bytes: -1 }]),
+    ).rejects.toThrow();
     expect((await t.store.getJob(job.id))?.status).toBe("running");
   });
 });

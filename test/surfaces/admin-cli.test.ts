@@ -59,7 +59,10 @@ describe("flowgate keys, accounts, deployments", () => {
     expect(JSON.parse((await flowgate("deployments", "create", "demo", "--demo")).stdout)).toMatchObject({ id: "demo", demo: true, state: "ready" });
     expect((await flowgate("deployments", "create", "app", "--state", "provisioning")).code).toBe(0);
     expect(JSON.parse((await flowgate("deployments", "set-state", "app", "stopped")).stdout)).toMatchObject({ state: "stopped" });
-    const listed = (await flowgate("deployments", "list")).stdout.trim().split("\n").map((l) => JSON.parse(l) as { id: string });
+    const listed = (await flowgate("deployments", "list")).stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { id: string });
     expect(listed.map((d) => d.id)).toEqual(["app", "demo"]);
     expect((await flowgate("deployments", "create", "Not_DNS")).code).toBe(2);
     expect((await flowgate("deployments", "set-state", "app", "exploded")).code).toBe(2);

@@ -21,7 +21,17 @@ const slow = (seconds: number) => delayGraph(seconds, "x");
 
 /** `flowgate keys create` as a user runs it: the key alone on standard output. */
 async function createKey(account: string, credits: string): Promise<string> {
-  const { stdout } = await run(process.execPath, [path.join(ROOT, "bin", "flowgate.js"), "keys", "create", "--account", account, "--credits", credits, "--data-dir", server.dataDir]);
+  const { stdout } = await run(process.execPath, [
+    path.join(ROOT, "bin", "flowgate.js"),
+    "keys",
+    "create",
+    "--account",
+    account,
+    "--credits",
+    credits,
+    "--data-dir",
+    server.dataDir,
+  ]);
   expect(stdout).toMatch(/^fg_\S+\n$/);
   return stdout.trim();
 }
@@ -67,7 +77,10 @@ describe("cloud surface", () => {
   });
 
   it("GET-2/AST-2: another account's jobs and assets are 404, and its asset in a graph is missing_asset", async () => {
-    const res = await submit(keyA, { "1": { class_type: "PrimitiveString", inputs: { value: "a" } }, "2": { class_type: "PreviewAny", inputs: { source: ["1", 0] } } });
+    const res = await submit(keyA, {
+      "1": { class_type: "PrimitiveString", inputs: { value: "a" } },
+      "2": { class_type: "PreviewAny", inputs: { source: ["1", 0] } },
+    });
     expect(res.status).toBe(201);
     const job = (await res.json()) as Record<string, any>;
     expect((await api(keyB, `/api/v2/jobs/${job.id}`)).status).toBe(404);
@@ -76,7 +89,10 @@ describe("cloud surface", () => {
     expect(done.logs).toBeUndefined(); // LOG-1: never on cloud
     const assetId = done.outputs[0].id;
     expect((await api(keyB, `/api/v2/assets/${assetId}`)).status).toBe(404);
-    const refd = await submit(keyB, { "1": { class_type: "LoadImage", inputs: { image: { __type: "core/ASSET", info: { id: assetId } } } }, "2": { class_type: "PreviewImage", inputs: { images: ["1", 0] } } });
+    const refd = await submit(keyB, {
+      "1": { class_type: "LoadImage", inputs: { image: { __type: "core/ASSET", info: { id: assetId } } } },
+      "2": { class_type: "PreviewImage", inputs: { images: ["1", 0] } },
+    });
     expect(refd.status).toBe(422);
     expect(((await refd.json()) as any).error.code).toBe("missing_asset");
   });
@@ -132,7 +148,11 @@ describe("cloud surface", () => {
     expect(typeof waiting.queue_position).toBe("number");
     await api(keyA, `/api/v2/jobs/${first.id}/cancel`, { method: "POST" });
     await waitStatus(keyA, second.id, ["running"]);
-    for (const [k, id] of [[keyA, second.id], [keyB, other.id]] as const) await api(k, `/api/v2/jobs/${id}/cancel`, { method: "POST" });
+    for (const [k, id] of [
+      [keyA, second.id],
+      [keyB, other.id],
+    ] as const)
+      await api(k, `/api/v2/jobs/${id}/cancel`, { method: "POST" });
   });
 
   it("GEN-8: however many jobs an account has waiting, another account's job starts on a free slot", async () => {
@@ -149,8 +169,20 @@ describe("cloud surface", () => {
     expect(other.queue_position).toBe(0);
     await waitStatus(keyB, other.id, ["running"]);
     // Clean up for the tests after: every acme job waiting, then the two running.
-    expect((await fetch(`${server.url}/api/queue`, { method: "POST", headers: { "X-API-Key": keyA, "content-type": "application/json" }, body: JSON.stringify({ clear: true }) })).status).toBe(200);
-    for (const [k, id] of [[keyA, first.id], [keyB, other.id]] as const) await api(k, `/api/v2/jobs/${id}/cancel`, { method: "POST" });
+    expect(
+      (
+        await fetch(`${server.url}/api/queue`, {
+          method: "POST",
+          headers: { "X-API-Key": keyA, "content-type": "application/json" },
+          body: JSON.stringify({ clear: true }),
+        })
+      ).status,
+    ).toBe(200);
+    for (const [k, id] of [
+      [keyA, first.id],
+      [keyB, other.id],
+    ] as const)
+      await api(k, `/api/v2/jobs/${id}/cancel`, { method: "POST" });
     await waitStatus(keyA, first.id, ["canceled"]);
   });
 
@@ -172,7 +204,10 @@ describe("cloud surface", () => {
     const b = new ComfyClient(server.url, keyB);
     await a.connect();
     await b.connect();
-    const res = await a.queuePrompt({ "1": { class_type: "PrimitiveString", inputs: { value: "only-a" } }, "2": { class_type: "PreviewAny", inputs: { source: ["1", 0] } } });
+    const res = await a.queuePrompt({
+      "1": { class_type: "PrimitiveString", inputs: { value: "only-a" } },
+      "2": { class_type: "PreviewAny", inputs: { source: ["1", 0] } },
+    });
     const { prompt_id } = (await res.json()) as { prompt_id: string };
     await a.waitForEnd(prompt_id);
     expect(b.messages.some((m) => m.data?.prompt_id === prompt_id)).toBe(false);

@@ -16,11 +16,21 @@ const printing = (text: string) => ({
 });
 
 /** A request with an explicit Host header (fetch does not let one set it). */
-function request(method: string, url: string, opts: { host?: string; key?: string | null; body?: unknown } = {}): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: any }> {
+function request(
+  method: string,
+  url: string,
+  opts: { host?: string; key?: string | null; body?: unknown } = {},
+): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: any }> {
   const u = new URL(url);
   return new Promise((resolve, reject) => {
     const req = http.request(
-      { method, hostname: u.hostname, port: u.port, path: u.pathname + u.search, headers: { host: opts.host ?? u.host, "content-type": "application/json", ...(opts.key ? { authorization: `Bearer ${opts.key}` } : {}) } },
+      {
+        method,
+        hostname: u.hostname,
+        port: u.port,
+        path: u.pathname + u.search,
+        headers: { host: opts.host ?? u.host, "content-type": "application/json", ...(opts.key ? { authorization: `Bearer ${opts.key}` } : {}) },
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on("data", (c) => chunks.push(c));
@@ -42,7 +52,12 @@ beforeAll(async () => {
   await dir.ensureAccount("acme", { tier: "free", credits: 100, now: Date.now() });
   key = generateApiKey();
   await dir.addApiKey({ key_hash: hashApiKey(key), account: "acme", prefix: keyPrefix(key), created_at: Date.now(), revoked_at: null });
-  for (const [id, state, demo] of [["app", "ready", false], ["warming", "starting", false], ["gone", "stopped", false], ["demo", "ready", true]] as const) {
+  for (const [id, state, demo] of [
+    ["app", "ready", false],
+    ["warming", "starting", false],
+    ["gone", "stopped", false],
+    ["demo", "ready", true],
+  ] as const) {
     await dir.createDeployment({ id, state, demo, created_at: Date.now() });
   }
 });

@@ -14,7 +14,19 @@ export const SHOTS = join(ROOT, "test-output/screenshots");
 /** With FLOWGATE_DOCS_SCREENSHOTS=1 the shots docs/dashboard.md shows are also written into docs/img. */
 export const DOC_SHOTS = process.env.FLOWGATE_DOCS_SCREENSHOTS === "1" ? join(ROOT, "docs/img") : null;
 /** Headless, and quiet on the network: without the background-networking flags Chromium reaches for Google's hosts, which a closed network refuses. */
-export const LAUNCH = { executablePath: CHROMIUM, args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"] };
+export const LAUNCH = {
+  executablePath: CHROMIUM,
+  args: [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+  ],
+};
 if (!hasChromium) console.warn(`dashboard browser tests skipped: no Chromium at ${CHROMIUM} (apt-get install chromium, or set FLOWGATE_CHROMIUM)`);
 
 function newestSource(dir: string): number {

@@ -75,7 +75,11 @@ describe.skipIf(!hasChromium)("dashboard in Chromium", { timeout: 90_000 }, () =
   it("shows the contract's validation errors per node", async () => {
     await page.goto(`${server.url}/#/submit`);
     await page.getByLabel("Workflow (API format JSON)").fill(
-      JSON.stringify({ "1": { class_type: "EmptyImage", inputs: { width: 8, height: 8, batch_size: 1 } }, "2": { class_type: "NoSuchNode", inputs: {} }, "3": { class_type: "SaveImage", inputs: { images: ["1", 0] } } }),
+      JSON.stringify({
+        "1": { class_type: "EmptyImage", inputs: { width: 8, height: 8, batch_size: 1 } },
+        "2": { class_type: "NoSuchNode", inputs: {} },
+        "3": { class_type: "SaveImage", inputs: { images: ["1", 0] } },
+      }),
     );
     await page.getByRole("button", { name: "Submit job" }).click();
     const errors = page.locator("#node-errors");
@@ -98,7 +102,10 @@ describe.skipIf(!hasChromium)("dashboard in Chromium", { timeout: 90_000 }, () =
   });
 
   it("lists the jobs newest first and follows new ones live", async () => {
-    const done = await server.api.submit({ "1": { class_type: "EmptyImage", inputs: { width: 8, height: 8, batch_size: 1, color: 0x4f46e5 } }, "2": { class_type: "SaveImage", inputs: { images: ["1", 0], filename_prefix: "listed" } } });
+    const done = await server.api.submit({
+      "1": { class_type: "EmptyImage", inputs: { width: 8, height: 8, batch_size: 1, color: 0x4f46e5 } },
+      "2": { class_type: "SaveImage", inputs: { images: ["1", 0], filename_prefix: "listed" } },
+    });
     await server.api.waitTerminal(done.id);
     await page.goto(`${server.url}/`);
     const rows = page.locator("table.jobs tbody tr");
@@ -196,7 +203,11 @@ describe.skipIf(!hasChromium).each(VIEWPORTS)("what a user meets at $width x $he
 
   it("shows a running job's live preview (above the workflow on a phone), one image a frame at most, and no page scrolls sideways", async () => {
     const job = await server.api.submit({
-      "1": { class_type: "FlowgateSampler", inputs: { seed: Math.floor(Math.random() * 1e9), steps: 2000, width: 256, height: 192 }, _meta: { title: "sampler" } },
+      "1": {
+        class_type: "FlowgateSampler",
+        inputs: { seed: Math.floor(Math.random() * 1e9), steps: 2000, width: 256, height: 192 },
+        _meta: { title: "sampler" },
+      },
       "2": { class_type: "FlowgateDelay", inputs: { value: ["1", 0], seconds: 60 } },
       "3": { class_type: "SaveImage", inputs: { images: ["2", 0], filename_prefix: "layout" } },
     });
@@ -212,7 +223,9 @@ describe.skipIf(!hasChromium).each(VIEWPORTS)("what a user meets at $width x $he
       };
       requestAnimationFrame(tick);
       new MutationObserver((records) => {
-        for (const r of records) if (r.target instanceof HTMLImageElement && r.target.id === "job-preview" && r.attributeName === "src") w.changes.set(w.frameNo, (w.changes.get(w.frameNo) ?? 0) + 1);
+        for (const r of records)
+          if (r.target instanceof HTMLImageElement && r.target.id === "job-preview" && r.attributeName === "src")
+            w.changes.set(w.frameNo, (w.changes.get(w.frameNo) ?? 0) + 1);
       }).observe(document.body, { subtree: true, attributes: true, attributeFilter: ["src"] });
     });
     const preview = page.locator("#job-preview");
@@ -235,7 +248,10 @@ describe.skipIf(!hasChromium).each(VIEWPORTS)("what a user meets at $width x $he
   });
 
   it("lists jobs as a table at a desk and as cards on a phone, saying what each graph is; the nav fits", async () => {
-    const done = await server.api.submit({ "1": { class_type: "EmptyImage", inputs: { width: 8, height: 8, batch_size: 1, color: 0x4f46e5 } }, "2": { class_type: "SaveImage", inputs: { images: ["1", 0], filename_prefix: "listed" } } });
+    const done = await server.api.submit({
+      "1": { class_type: "EmptyImage", inputs: { width: 8, height: 8, batch_size: 1, color: 0x4f46e5 } },
+      "2": { class_type: "SaveImage", inputs: { images: ["1", 0], filename_prefix: "listed" } },
+    });
     await server.api.waitTerminal(done.id);
     await page.goto(`${server.url}/`);
     const row = page.locator(`tr[data-job-id="${done.id}"]`);
@@ -246,7 +262,8 @@ describe.skipIf(!hasChromium).each(VIEWPORTS)("what a user meets at $width x $he
     expect(await row.evaluate((tr) => getComputedStyle(tr).display)).toBe(viewport.name === "phone" ? "grid" : "table-row");
     const head = (await page.locator("table.jobs thead").boundingBox())!;
     expect(head.height > 1).toBe(viewport.name === "desk"); // on a phone, there for screen readers only
-    for (const selector of ['nav a[href="/metrics"]', "#token-button", "#status-filter", "#label-filter", 'a.button[href="#/submit"]']) expect(await withinWidth(page, selector), selector).toBe(true);
+    for (const selector of ['nav a[href="/metrics"]', "#token-button", "#status-filter", "#label-filter", 'a.button[href="#/submit"]'])
+      expect(await withinWidth(page, selector), selector).toBe(true);
     expect(await sidewaysOverflow(page)).toBeLessThanOrEqual(0);
     await shot("jobs", true);
   });
@@ -329,7 +346,13 @@ describe.skipIf(!hasChromium).each(VIEWPORTS)("what a user meets at $width x $he
     await server.api.waitTerminal(job.id);
     const narrow = await browser.newPage({ viewport: { width: 360, height: 740 } });
     try {
-      const ready: Record<string, string> = { "/": "table.jobs tbody tr", "/#/submit": "#workflow", [`/#/jobs/${job.id}`]: "#graph-title", "/docs/events": "#jobEvents-preview", "/docs": "text=Submit a workflow" };
+      const ready: Record<string, string> = {
+        "/": "table.jobs tbody tr",
+        "/#/submit": "#workflow",
+        [`/#/jobs/${job.id}`]: "#graph-title",
+        "/docs/events": "#jobEvents-preview",
+        "/docs": "text=Submit a workflow",
+      };
       for (const [path, selector] of Object.entries(ready)) {
         await narrow.goto(`${server.url}${path}`);
         await narrow.locator(selector).first().waitFor({ state: "attached" });
@@ -411,7 +434,10 @@ describe.skipIf(!hasChromium)("the jobs list's filter and pages", { timeout: 120
     const browser = await chromium.launch(LAUNCH);
     try {
       // An upload name that was never uploaded passes validation and fails when the node runs.
-      const failed = await server.api.submit({ "1": { class_type: "LoadImage", inputs: { image: "never-uploaded.png" } }, "2": { class_type: "PreviewImage", inputs: { images: ["1", 0] } } });
+      const failed = await server.api.submit({
+        "1": { class_type: "LoadImage", inputs: { image: "never-uploaded.png" } },
+        "2": { class_type: "PreviewImage", inputs: { images: ["1", 0] } },
+      });
       expect((await server.api.waitTerminal(failed.id)).status).toBe("failed");
       const ids: string[] = [];
       for (let i = 0; i < 23; i++) ids.push((await server.api.submit(delayGraph(0.01))).id);

@@ -25,7 +25,8 @@ const link = document.createElement("a");
 link.href = "/docs/events";
 link.textContent = "Event catalogue (SSE and WebSocket) →";
 link.className = "flowgate-events-link";
-link.style.cssText = "position:fixed;right:16px;bottom:16px;z-index:1000;padding:8px 12px;border-radius:6px;background:#4f46e5;color:#fff;font:13px system-ui,sans-serif;text-decoration:none;box-shadow:0 2px 8px rgba(0,0,0,.2)";
+link.style.cssText =
+  "position:fixed;right:16px;bottom:16px;z-index:1000;padding:8px 12px;border-radius:6px;background:#4f46e5;color:#fff;font:13px system-ui,sans-serif;text-decoration:none;box-shadow:0 2px 8px rgba(0,0,0,.2)";
 document.body.append(link);
 
 export {};

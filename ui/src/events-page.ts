@@ -60,7 +60,13 @@ function payload(doc: Doc, raw: Yaml): HTMLElement | null {
   if (typeof raw.$ref === "string" && !raw.$ref.startsWith("#/")) return h("p", {}, "Payload: ", schemaName(raw.$ref));
   const schema = deref(doc, raw);
   const props = schema?.properties as Record<string, Yaml> | undefined;
-  const head = h("p", {}, "Payload", typeof raw.$ref === "string" ? h("span", {}, ": ", schemaName(raw.$ref)) : null, schema?.type ? h("span", { className: "muted" }, ` (${[schema.type].flat().join(" | ")})`) : null);
+  const head = h(
+    "p",
+    {},
+    "Payload",
+    typeof raw.$ref === "string" ? h("span", {}, ": ", schemaName(raw.$ref)) : null,
+    schema?.type ? h("span", { className: "muted" }, ` (${[schema.type].flat().join(" | ")})`) : null,
+  );
   if (!props) return h("div", {}, head, ...markdown(schema?.description));
   const required = new Set<string>(schema.required ?? []);
   return h(
@@ -77,7 +83,13 @@ function payload(doc: Doc, raw: Yaml): HTMLElement | null {
         ...Object.entries(props).map(([name, p]) => {
           const ref = typeof p?.$ref === "string" ? schemaName(p.$ref) : null;
           const type = p?.type ? [p.type].flat().join(" | ") : p?.const !== undefined ? JSON.stringify(p.const) : p?.enum ? p.enum.map(String).join(" | ") : "";
-          return h("tr", {}, h("td", {}, h("code", {}, name), required.has(name) ? h("span", { className: "muted small" }, " required") : null), h("td", {}, ref ?? type), h("td", {}, ...markdown(p?.description)));
+          return h(
+            "tr",
+            {},
+            h("td", {}, h("code", {}, name), required.has(name) ? h("span", { className: "muted small" }, " required") : null),
+            h("td", {}, ref ?? type),
+            h("td", {}, ...markdown(p?.description)),
+          );
         }),
       ),
     ),

@@ -27,7 +27,13 @@ export function jobView(root: HTMLElement, id: string, onError: (err: unknown) =
   summary.classList.add("job-summary");
   previewBox.classList.add("job-preview-card");
   // On a narrow screen the columns become one: status, then the preview, then the rest (style.css).
-  replace(root, h("p", { className: "crumbs" }, h("a", { href: "#/" }, "← Jobs")), head, live, h("div", { className: "job-grid" }, h("div", { className: "job-main" }, summary, errorBox, outputBox, logBox, graphBox), previewBox));
+  replace(
+    root,
+    h("p", { className: "crumbs" }, h("a", { href: "#/" }, "← Jobs")),
+    head,
+    live,
+    h("div", { className: "job-grid" }, h("div", { className: "job-main" }, summary, errorBox, outputBox, logBox, graphBox), previewBox),
+  );
   let frame = 0;
   const scheduleRender = () => {
     frame ||= requestAnimationFrame(() => {
@@ -82,12 +88,22 @@ export function jobView(root: HTMLElement, id: string, onError: (err: unknown) =
     if (outputs.size !== shownOutputs) {
       shownOutputs = outputs.size;
       outputBox.hidden = false;
-      replace(outputBox, h("h2", { id: "outputs-title" }, `Outputs (${outputs.size})`), h("ul", { className: "outputs", id: "job-outputs" }, ...[...outputs.values()].map(outputItem)));
+      replace(
+        outputBox,
+        h("h2", { id: "outputs-title" }, `Outputs (${outputs.size})`),
+        h("ul", { className: "outputs", id: "job-outputs" }, ...[...outputs.values()].map(outputItem)),
+      );
     }
     if (graph) renderGraph(job);
     const logs = (job as Job & { logs?: { text: string; truncated: boolean } | null }).logs;
     logBox.hidden = !logs;
-    if (logs) replace(logBox, h("h2", { id: "log-title" }, "Log"), logs.truncated ? h("p", { className: "muted small" }, "Only the end of the log was kept.") : null, h("pre", { className: "log" }, logs.text));
+    if (logs)
+      replace(
+        logBox,
+        h("h2", { id: "log-title" }, "Log"),
+        logs.truncated ? h("p", { className: "muted small" }, "Only the end of the log was kept.") : null,
+        h("pre", { className: "log" }, logs.text),
+      );
     if (preview) {
       previewBox.hidden = false;
       let img = previewBox.querySelector("img");
@@ -120,7 +136,11 @@ export function jobView(root: HTMLElement, id: string, onError: (err: unknown) =
         ...Object.entries(graph!).map(([nodeId, node]) =>
           h(
             "li",
-            { className: nodeId === current ? "current" : nodeId === failed ? "failing" : "", "aria-current": nodeId === current ? "step" : false, "data-node": nodeId },
+            {
+              className: nodeId === current ? "current" : nodeId === failed ? "failing" : "",
+              "aria-current": nodeId === current ? "step" : false,
+              "data-node": nodeId,
+            },
             h("span", { className: "node-id mono" }, nodeId),
             h("span", {}, node.class_type ?? "?"),
             node._meta?.title ? h("span", { className: "muted" }, ` “${node._meta.title}”`) : null,
@@ -190,13 +210,21 @@ function outputItem(o: Output): HTMLElement {
     const pre = h("pre", { className: "text-output" }, "…");
     void fetch(url)
       .then((r) => r.text())
-      .then((t) => (pre.textContent = t), () => (pre.textContent = "(could not load the text)"));
+      .then(
+        (t) => (pre.textContent = t),
+        () => (pre.textContent = "(could not load the text)"),
+      );
     view = pre;
   }
   return h(
     "li",
     { className: `output output-${o.type}`, "data-output-type": o.type },
     view,
-    h("div", { className: "output-meta" }, h("a", { href: url, download: o.name }, o.name), h("span", { className: "muted small" }, ` ${o.type} · ${o.content_type} · ${formatBytes(o.size_bytes)} · node ${o.node_id}`)),
+    h(
+      "div",
+      { className: "output-meta" },
+      h("a", { href: url, download: o.name }, o.name),
+      h("span", { className: "muted small" }, ` ${o.type} · ${o.content_type} · ${formatBytes(o.size_bytes)} · node ${o.node_id}`),
+    ),
   );
 }

@@ -35,7 +35,9 @@ export function jobsView(root: HTMLElement, onError: (err: unknown) => void, que
   const empty = h("p", { className: "empty", hidden: true });
   replace(
     empty,
-    ...(status || cursor || labels.length ? [`No ${status ?? ""} jobs here. `, h("a", { href: "#/" }, "Show all jobs")] : ["No jobs yet. ", h("a", { href: "#/submit" }, "Submit a workflow"), " to get started."]),
+    ...(status || cursor || labels.length
+      ? [`No ${status ?? ""} jobs here. `, h("a", { href: "#/" }, "Show all jobs")]
+      : ["No jobs yet. ", h("a", { href: "#/submit" }, "Submit a workflow"), " to get started."]),
   );
   const live = h("p", { className: "sr-only", "aria-live": "polite", id: "jobs-live" });
   const filter = h(
@@ -56,7 +58,11 @@ export function jobsView(root: HTMLElement, onError: (err: unknown) => void, que
     spellcheck: false,
     autocomplete: "off",
   });
-  const labelError = h("p", { className: "field-error", id: "label-filter-error", role: "alert", hidden: !("error" in parsed) }, "error" in parsed ? parsed.error : "");
+  const labelError = h(
+    "p",
+    { className: "field-error", id: "label-filter-error", role: "alert", hidden: !("error" in parsed) },
+    "error" in parsed ? parsed.error : "",
+  );
   const labelForm = h("form", { className: "label-filter", role: "search" }, labelInput);
   labelForm.addEventListener("submit", (e) => {
     e.preventDefault();
@@ -72,7 +78,12 @@ export function jobsView(root: HTMLElement, onError: (err: unknown) => void, que
   const pager = h("nav", { className: "pager", "aria-label": "Pages of jobs" });
   replace(
     root,
-    h("div", { className: "page-head" }, h("h1", { tabindex: -1 }, "Jobs"), h("div", { className: "head-actions" }, labelForm, filter, h("a", { className: "button", href: "#/submit" }, "New job"))),
+    h(
+      "div",
+      { className: "page-head" },
+      h("h1", { tabindex: -1 }, "Jobs"),
+      h("div", { className: "head-actions" }, labelForm, filter, h("a", { className: "button", href: "#/submit" }, "New job")),
+    ),
     labelError,
     live,
     h(
@@ -81,7 +92,11 @@ export function jobsView(root: HTMLElement, onError: (err: unknown) => void, que
       h(
         "table",
         { className: "jobs" },
-        h("caption", { className: "sr-only" }, `Your ${status ?? ""} jobs${labels.length ? ` labelled ${labels.map(([k, v]) => `${k}=${v}`).join(", ")}` : ""}, newest first`),
+        h(
+          "caption",
+          { className: "sr-only" },
+          `Your ${status ?? ""} jobs${labels.length ? ` labelled ${labels.map(([k, v]) => `${k}=${v}`).join(", ")}` : ""}, newest first`,
+        ),
         h("thead", {}, h("tr", {}, ...["Job", "Workflow", "Status", "Progress", "Created", "Duration"].map((t) => h("th", { scope: "col" }, t)))),
         body,
       ),
@@ -108,10 +123,20 @@ export function jobsView(root: HTMLElement, onError: (err: unknown) => void, que
     return h(
       "tr",
       { "data-job-id": job.id, "data-status": job.status },
-      h("td", { "data-label": "Job" }, h("a", { href: `#/jobs/${job.id}`, className: "mono", "aria-label": `Job ${job.id}` }, shortId(job.id)), job.outputs.length > 0 ? h("span", { className: "muted small" }, ` · ${job.outputs.length} output${job.outputs.length === 1 ? "" : "s"}`) : null),
+      h(
+        "td",
+        { "data-label": "Job" },
+        h("a", { href: `#/jobs/${job.id}`, className: "mono", "aria-label": `Job ${job.id}` }, shortId(job.id)),
+        job.outputs.length > 0 ? h("span", { className: "muted small" }, ` · ${job.outputs.length} output${job.outputs.length === 1 ? "" : "s"}`) : null,
+      ),
       h("td", { "data-label": "Workflow", className: "workflow" }, h("span", { className: "workflow-summary" }, summaryOf(job.id)), labelChips(job.metadata)),
       h("td", { "data-label": "Status" }, statusBadge(job.status)),
-      h("td", { "data-label": "Progress", className: "progress-cell" }, progressBar(job, `Progress of job ${shortId(job.id)}`), job.status === "running" ? h("div", { className: "muted small" }, stepText(p)) : null),
+      h(
+        "td",
+        { "data-label": "Progress", className: "progress-cell" },
+        progressBar(job, `Progress of job ${shortId(job.id)}`),
+        job.status === "running" ? h("div", { className: "muted small" }, stepText(p)) : null,
+      ),
       h("td", { "data-label": "Created", className: "muted" }, h("time", { datetime: job.created_at }, formatAgo(job.created_at))),
       h("td", { "data-label": "Duration", className: "muted" }, duration),
     );

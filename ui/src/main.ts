@@ -19,7 +19,11 @@ function showError(err: unknown): void {
   if (err instanceof ApiError && err.status === 401) {
     tokenRefused = getToken() !== null;
     renderTokenButton();
-    showBanner(tokenRefused ? "The server refused this token: it is wrong, expired or revoked. Enter another one." : "This server needs a token: enter your API key or token.");
+    showBanner(
+      tokenRefused
+        ? "The server refused this token: it is wrong, expired or revoked. Enter another one."
+        : "This server needs a token: enter your API key or token.",
+    );
     openTokenDialog();
     return;
   }
@@ -28,7 +32,11 @@ function showError(err: unknown): void {
 
 function showBanner(text: string): void {
   banner.hidden = false;
-  replace(banner, h("span", {}, text), h("button", { type: "button", className: "ghost", "aria-label": "Dismiss", onclick: () => (banner.hidden = true) }, "×"));
+  replace(
+    banner,
+    h("span", {}, text),
+    h("button", { type: "button", className: "ghost", "aria-label": "Dismiss", onclick: () => (banner.hidden = true) }, "×"),
+  );
 }
 
 function route(): void {
@@ -53,7 +61,10 @@ function renderTokenButton(): void {
   const token = getToken();
   tokenButton.textContent = token ? (tokenRefused ? "Token refused" : "Token: set") : "Set token";
   tokenButton.classList.toggle("refused", token !== null && tokenRefused);
-  tokenButton.setAttribute("aria-label", token ? (tokenRefused ? "The server refused the API token: change or remove it" : "Change or remove the API token") : "Set an API token");
+  tokenButton.setAttribute(
+    "aria-label",
+    token ? (tokenRefused ? "The server refused the API token: change or remove it" : "Change or remove the API token") : "Set an API token",
+  );
 }
 
 function openTokenDialog(): void {
@@ -68,7 +79,13 @@ function openTokenDialog(): void {
       { method: "dialog" },
       h("h2", { id: "token-title" }, "API token"),
       tokenRefused && getToken() ? h("p", { className: "error", id: "token-refused" }, "The server refused the token saved here.") : null,
-      h("p", { className: "muted small" }, "Sent as ", h("code", {}, "Authorization: Bearer"), " with every request from this page. Kept in this tab unless you choose to remember it."),
+      h(
+        "p",
+        { className: "muted small" },
+        "Sent as ",
+        h("code", {}, "Authorization: Bearer"),
+        " with every request from this page. Kept in this tab unless you choose to remember it.",
+      ),
       h("label", { for: "token-input" }, "Token or API key"),
       input,
       h("label", { className: "check" }, remember, " Remember on this browser"),

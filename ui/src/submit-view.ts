@@ -29,11 +29,19 @@ export function submitView(root: HTMLElement, onSubmitted: (job: Job) => void, o
     rows: 18,
     spellcheck: "false",
     "aria-describedby": "workflow-help",
-    placeholder: '{\n  "1": {"class_type": "EmptyImage", "inputs": {"width": 64, "height": 64, "batch_size": 1, "color": 16711680}},\n  "2": {"class_type": "SaveImage", "inputs": {"images": ["1", 0], "filename_prefix": "hello"}}\n}',
+    placeholder:
+      '{\n  "1": {"class_type": "EmptyImage", "inputs": {"width": 64, "height": 64, "batch_size": 1, "color": 16711680}},\n  "2": {"class_type": "SaveImage", "inputs": {"images": ["1", 0], "filename_prefix": "hello"}}\n}',
   });
   const errors = h("div", { id: "submit-errors", role: "alert" });
   const button = h("button", { type: "submit", id: "submit-job" }, "Submit job");
-  const fileInput = h("input", { type: "file", id: "workflow-file", accept: "application/json,.json", className: "sr-only", tabindex: -1, "aria-label": "Workflow file" });
+  const fileInput = h("input", {
+    type: "file",
+    id: "workflow-file",
+    accept: "application/json,.json",
+    className: "sr-only",
+    tabindex: -1,
+    "aria-label": "Workflow file",
+  });
   const example = h(
     "select",
     { id: "example" },
@@ -58,7 +66,17 @@ export function submitView(root: HTMLElement, onSubmitted: (job: Job) => void, o
     "div",
     { className: "dropzone", id: "dropzone" },
     textarea,
-    h("p", { id: "workflow-help", className: "muted small" }, "Paste a workflow in ComfyUI's API format (File → Export (API)), drop a .json file here, or ", h("button", { type: "button", className: "linkish", onclick: () => fileInput.click() }, "choose a file"), ". A body with a top-level ", h("code", {}, "workflow"), " (and ", h("code", {}, "extra_data"), ") is sent as it is."),
+    h(
+      "p",
+      { id: "workflow-help", className: "muted small" },
+      "Paste a workflow in ComfyUI's API format (File → Export (API)), drop a .json file here, or ",
+      h("button", { type: "button", className: "linkish", onclick: () => fileInput.click() }, "choose a file"),
+      ". A body with a top-level ",
+      h("code", {}, "workflow"),
+      " (and ",
+      h("code", {}, "extra_data"),
+      ") is sent as it is.",
+    ),
   );
   drop.addEventListener("dragover", (e) => {
     e.preventDefault();
@@ -83,7 +101,10 @@ export function submitView(root: HTMLElement, onSubmitted: (job: Job) => void, o
     try {
       asset = await uploadAsset(file);
     } catch (err) {
-      replace(uploaded, h("p", { className: "error" }, `The upload failed: ${err instanceof ApiError ? `${err.code}: ${err.message}` : (err as Error).message}`));
+      replace(
+        uploaded,
+        h("p", { className: "error" }, `The upload failed: ${err instanceof ApiError ? `${err.code}: ${err.message}` : (err as Error).message}`),
+      );
       if (err instanceof ApiError && err.status === 401) onError(err);
       return;
     } finally {
@@ -101,8 +122,19 @@ export function submitView(root: HTMLElement, onSubmitted: (job: Job) => void, o
         h(
           "div",
           {},
-          h("p", {}, h("strong", {}, asset.file_path ?? "image"), h("span", { className: "muted small" }, ` · ${asset.content_type} · ${formatBytes(asset.size_bytes)}`)),
-          h("p", { className: "small", id: "upload-placed" }, placed.node !== null ? `Put into node ${placed.node} (LoadImage) as a core/ASSET reference.` : "No LoadImage in the workflow yet: give this reference to a LoadImage's image input:"),
+          h(
+            "p",
+            {},
+            h("strong", {}, asset.file_path ?? "image"),
+            h("span", { className: "muted small" }, ` · ${asset.content_type} · ${formatBytes(asset.size_bytes)}`),
+          ),
+          h(
+            "p",
+            { className: "small", id: "upload-placed" },
+            placed.node !== null
+              ? `Put into node ${placed.node} (LoadImage) as a core/ASSET reference.`
+              : "No LoadImage in the workflow yet: give this reference to a LoadImage's image input:",
+          ),
           placed.node === null ? h("pre", { className: "small" }, JSON.stringify(ref)) : null,
         ),
       ),
@@ -200,11 +232,29 @@ function describeError(err: unknown, workflow: Graph, textarea: HTMLTextAreaElem
   const nodeErrors = err.details?.node_errors as Record<string, NodeError[]> | undefined;
   const failing = Object.keys(nodeErrors ?? {}).filter((id) => id !== "").length;
   const out: HTMLElement[] = [
-    h("p", { className: "error" }, h("strong", {}, err.code), ` (${err.status}): ${err.message}`, nodeErrors && failing > 0 ? ` ${failing} node${failing === 1 ? " has" : "s have"} errors, marked below.` : ""),
+    h(
+      "p",
+      { className: "error" },
+      h("strong", {}, err.code),
+      ` (${err.status}): ${err.message}`,
+      nodeErrors && failing > 0 ? ` ${failing} node${failing === 1 ? " has" : "s have"} errors, marked below.` : "",
+    ),
   ];
   if (nodeErrors) {
     const problems = (list: NodeError[]) =>
-      h("ul", { className: "problems" }, ...list.map((p) => h("li", {}, p.message ?? `${p.field || "(node)"} ${p.reason}`, " ", h("code", { className: "reason" }, p.field ? `${p.field}: ${p.reason}` : p.reason))));
+      h(
+        "ul",
+        { className: "problems" },
+        ...list.map((p) =>
+          h(
+            "li",
+            {},
+            p.message ?? `${p.field || "(node)"} ${p.reason}`,
+            " ",
+            h("code", { className: "reason" }, p.field ? `${p.field}: ${p.reason}` : p.reason),
+          ),
+        ),
+      );
     const ids = Object.keys(workflow);
     const shown = ids.length <= LIST_ALL_NODES_UP_TO ? ids : ids.filter((id) => nodeErrors[id]);
     // Errors of nodes not in the graph as sent (a body the server read differently) are listed too.
@@ -213,7 +263,9 @@ function describeError(err: unknown, workflow: Graph, textarea: HTMLTextAreaElem
       h(
         "ul",
         { className: "node-errors nodes", id: "node-errors" },
-        nodeErrors[""] ? h("li", { className: "failing", "data-node": "" }, h("div", { className: "node-line" }, h("strong", {}, "Workflow")), problems(nodeErrors[""])) : null,
+        nodeErrors[""]
+          ? h("li", { className: "failing", "data-node": "" }, h("div", { className: "node-line" }, h("strong", {}, "Workflow")), problems(nodeErrors[""]))
+          : null,
         ...shown.map((id) => {
           const list = nodeErrors[id];
           const cls = workflow[id]?.class_type;
@@ -225,7 +277,9 @@ function describeError(err: unknown, workflow: Graph, textarea: HTMLTextAreaElem
               { className: "node-line" },
               h("strong", {}, `Node ${id}`),
               typeof cls === "string" ? h("span", { className: "muted" }, ` (${cls})`) : null,
-              list ? h("span", { className: "badge badge-failed" }, `${list.length} error${list.length === 1 ? "" : "s"}`) : h("span", { className: "ok-mark", "aria-label": "no errors" }, "✓"),
+              list
+                ? h("span", { className: "badge badge-failed" }, `${list.length} error${list.length === 1 ? "" : "s"}`)
+                : h("span", { className: "ok-mark", "aria-label": "no errors" }, "✓"),
               list ? h("button", { type: "button", className: "linkish small", onclick: () => selectNode(textarea, id) }, "Show in JSON") : null,
             ),
             list ? problems(list) : null,
@@ -235,6 +289,13 @@ function describeError(err: unknown, workflow: Graph, textarea: HTMLTextAreaElem
     );
   }
   const fields = err.details?.fields as NodeError[] | undefined;
-  if (fields) out.push(h("ul", { className: "node-errors" }, ...fields.map((f) => h("li", {}, h("code", {}, f.field || "(body)"), ` ${f.reason}`, f.message ? `: ${f.message}` : ""))));
+  if (fields)
+    out.push(
+      h(
+        "ul",
+        { className: "node-errors" },
+        ...fields.map((f) => h("li", {}, h("code", {}, f.field || "(body)"), ` ${f.reason}`, f.message ? `: ${f.message}` : "")),
+      ),
+    );
   return out;
 }

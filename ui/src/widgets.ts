@@ -11,12 +11,7 @@ export function statusBadge(status: JobStatus): HTMLElement {
 export function progressBar(job: Pick<Job, "status" | "progress">, label: string): HTMLElement {
   const value = job.status === "succeeded" ? 1 : (job.progress?.value ?? 0);
   const pct = Math.round(value * 100);
-  return h(
-    "div",
-    { className: "progress" },
-    h("progress", { max: 100, value: pct, "aria-label": label }),
-    h("span", { className: "progress-pct" }, `${pct}%`),
-  );
+  return h("div", { className: "progress" }, h("progress", { max: 100, value: pct, "aria-label": label }), h("span", { className: "progress-pct" }, `${pct}%`));
 }
 
 /** "node 1 FlowgateSampler · step 11/40" from a progress snapshot. */

@@ -47,7 +47,14 @@ export default [
     t.need(ex.status === 200, `GET by id answered ${ex.status}`);
     const again = ex.json as JobRef["job"];
     t.expect(again.id === ref.job.id && typeof again.status === "string", `GET by id returned ${JSON.stringify(again).slice(0, 120)}`, ex);
-    t.expect(deepEqual(again.outputs.map((o) => o.id), ref.job.outputs.map((o) => o.id)), "the outputs changed between two reads", ex);
+    t.expect(
+      deepEqual(
+        again.outputs.map((o) => o.id),
+        ref.job.outputs.map((o) => o.id),
+      ),
+      "the outputs changed between two reads",
+      ex,
+    );
     for (const o of again.outputs) {
       const a = await t.api.GET("/api/v2/assets/{id}", { params: { path: { id: o.id } } });
       t.expect(a.response.status === 200, `output ${o.id} is not retrievable (${a.response.status})`, t.ex(a.response));

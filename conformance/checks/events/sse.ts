@@ -62,7 +62,10 @@ export default [
     t.expect(progress.length > 0, "no progress event during a stepped run");
     for (const e of progress) {
       const p = e.json as Record<string, unknown> | undefined;
-      t.expect(!!p && ["value", "nodes_done", "nodes_total"].every((k) => Object.hasOwn(p, k)), `progress event ${e.data.slice(0, 200)} is not a complete snapshot`);
+      t.expect(
+        !!p && ["value", "nodes_done", "nodes_total"].every((k) => Object.hasOwn(p, k)),
+        `progress event ${e.data.slice(0, 200)} is not a complete snapshot`,
+      );
     }
   }),
 
@@ -77,7 +80,10 @@ export default [
     t.need(again.stream, `reconnecting answered ${again.ex?.status}`);
     await again.stream.waitFor(isTerminalStatus, t.options.requestTimeoutMs);
     const events = again.stream.events;
-    t.expect(events[0]?.event === "status" && (events[0].json as Job)?.status === end.job.status, `the reconnected stream began with ${events[0]?.event} ${events[0]?.data.slice(0, 80) ?? ""}, not the current status`);
+    t.expect(
+      events[0]?.event === "status" && (events[0].json as Job)?.status === end.job.status,
+      `the reconnected stream began with ${events[0]?.event} ${events[0]?.data.slice(0, 80) ?? ""}, not the current status`,
+    );
     const old = again.stream.statuses().filter((s) => s !== end.job.status);
     t.expect(old.length === 0, `the reconnected stream replayed earlier statuses: ${old.join(", ")}`);
     const read = await readJobOk(t, end);

@@ -17,11 +17,16 @@ async function whenStarted(t: T, id: string): Promise<void> {
 }
 
 async function uploadImage(t: T, bytes: Uint8Array, extra: Record<string, string> = {}, boundary?: string) {
-  return uploadHosted(t, "image", [
-    { name: "image", value: bytes, filename: `conformance_${nonce()}.png`, contentType: "image/png" },
-    { name: "type", value: "input" },
-    ...Object.entries(extra).map(([name, value]) => ({ name, value })),
-  ], boundary);
+  return uploadHosted(
+    t,
+    "image",
+    [
+      { name: "image", value: bytes, filename: `conformance_${nonce()}.png`, contentType: "image/png" },
+      { name: "type", value: "input" },
+      ...Object.entries(extra).map(([name, value]) => ({ name, value })),
+    ],
+    boundary,
+  );
 }
 
 export default [
@@ -57,7 +62,11 @@ export default [
     const [a, b] = [await up("conformance-a"), await up("conformance-b")];
     const [ra, rb] = [a.json as { name?: unknown; subfolder?: unknown }, b.json as { name?: unknown; subfolder?: unknown }];
     t.expect(a.status === 200 && typeof ra?.name === "string" && typeof ra?.subfolder === "string", `the mask upload answered ${a.status}`, a);
-    t.expect(ra?.name === rb?.name && ra?.subfolder === rb?.subfolder, `the same mask under two subfolders got ${JSON.stringify(ra)} and ${JSON.stringify(rb)}`, b);
+    t.expect(
+      ra?.name === rb?.name && ra?.subfolder === rb?.subfolder,
+      `the same mask under two subfolders got ${JSON.stringify(ra)} and ${JSON.stringify(rb)}`,
+      b,
+    );
   }),
 
   check("HOST-4 POST /api/prompt {prompt} returns {prompt_id} and the prompt runs", H, async (t: T) => {
@@ -83,7 +92,10 @@ export default [
     await t.http.request("POST", t.http.url("/api/queue"), { json: { delete: [id] } });
     const seen = await waitHostedTerminal(t, id);
     t.expect(seen[seen.length - 1] === "cancelled", `a deleted prompt ended ${seen[seen.length - 1]}`);
-    t.expect(seen.slice(0, -1).every((s) => !HOSTED_TERMINAL.has(s)), `statuses seen: ${seen.join(" -> ")}`);
+    t.expect(
+      seen.slice(0, -1).every((s) => !HOSTED_TERMINAL.has(s)),
+      `statuses seen: ${seen.join(" -> ")}`,
+    );
   }),
 
   check("HOST-6 GET /api/view answers 302 to a signed URL that serves the bytes without the API key", H, async (t: T) => {
@@ -95,23 +107,31 @@ export default [
     t.expect(redirect.status === 302 && redirect.headers.has("location"), `GET /api/view answered ${redirect.status}`, redirect);
     if (!file) return;
     t.expect(file.status === 200, `the signed URL without the key answered ${file.status}`, file);
-    t.expect(Buffer.compare(Buffer.from(file.bytes), Buffer.from(bytes)) === 0, `the signed URL served ${file.bytes.byteLength} bytes that differ from the upload`, file);
+    t.expect(
+      Buffer.compare(Buffer.from(file.bytes), Buffer.from(bytes)) === 0,
+      `the signed URL served ${file.bytes.byteLength} bytes that differ from the upload`,
+      file,
+    );
   }),
 
-  check("HOST-7 GET /api/queue lists running and pending; POST /api/queue {delete} cancels pending and running prompts", { ...H, timeoutMs: 300_000 }, async (t: T) => {
-    const q = await t.http.request("GET", t.http.url("/api/queue"));
-    const body = q.json as { queue_running?: unknown; queue_pending?: unknown };
-    t.expect(q.status === 200 && Array.isArray(body?.queue_running) && Array.isArray(body?.queue_pending), `GET /api/queue answered ${q.status}`, q);
-    const running = await queuePromptOk(t, slowGraph(t));
-    const pending = await queuePromptOk(t, slowGraph(t));
-    await whenStarted(t, running);
-    const del = await t.http.request("POST", t.http.url("/api/queue"), { json: { delete: [pending, running] } });
-    t.expect(del.status === 200, `POST /api/queue answered ${del.status}`, del);
-    for (const id of [running, pending]) {
-      const seen = await waitHostedTerminal(t, id);
-      t.expect(seen[seen.length - 1] === "cancelled", `a deleted prompt ended ${seen[seen.length - 1]}`);
-    }
-  }),
+  check(
+    "HOST-7 GET /api/queue lists running and pending; POST /api/queue {delete} cancels pending and running prompts",
+    { ...H, timeoutMs: 300_000 },
+    async (t: T) => {
+      const q = await t.http.request("GET", t.http.url("/api/queue"));
+      const body = q.json as { queue_running?: unknown; queue_pending?: unknown };
+      t.expect(q.status === 200 && Array.isArray(body?.queue_running) && Array.isArray(body?.queue_pending), `GET /api/queue answered ${q.status}`, q);
+      const running = await queuePromptOk(t, slowGraph(t));
+      const pending = await queuePromptOk(t, slowGraph(t));
+      await whenStarted(t, running);
+      const del = await t.http.request("POST", t.http.url("/api/queue"), { json: { delete: [pending, running] } });
+      t.expect(del.status === 200, `POST /api/queue answered ${del.status}`, del);
+      for (const id of [running, pending]) {
+        const seen = await waitHostedTerminal(t, id);
+        t.expect(seen[seen.length - 1] === "cancelled", `a deleted prompt ended ${seen[seen.length - 1]}`);
+      }
+    },
+  ),
 
   check("HOST-8 POST /api/interrupt interrupts the caller's running prompt", H, async (t: T) => {
     const id = await queuePromptOk(t, slowGraph(t));
@@ -138,7 +158,12 @@ export default [
   ),
 
   check("HOST-10 multipart uploads are accepted with the boundary the client sets", H, async (t: T) => {
-    const browser = await uploadImage(t, pngBytes(3, 3, [nonce(255), 40, 40, 255]), {}, `----WebKitFormBoundary${crypto.randomUUID().replaceAll("-", "").slice(0, 16)}`);
+    const browser = await uploadImage(
+      t,
+      pngBytes(3, 3, [nonce(255), 40, 40, 255]),
+      {},
+      `----WebKitFormBoundary${crypto.randomUUID().replaceAll("-", "").slice(0, 16)}`,
+    );
     t.expect(browser.status === 200, `a browser-style boundary: the upload answered ${browser.status}`, browser);
     // FormData: fetch writes the Content-Type and its boundary itself, as the seed's clients do.
     const form = new FormData();

@@ -33,7 +33,11 @@ export default [
     const id = await queuePromptOk(t, simpleGraph());
     const [ma, mb] = [await untilEnd(t, a, id), await untilEnd(t, b, id)];
     // Up to the terminal message: the end marker may still be on its way.
-    const types = (ms: JsonMessage[]) => ms.slice(0, ms.findIndex((m) => ENDINGS.has(m.type)) + 1).map((m) => m.type).join(",");
+    const types = (ms: JsonMessage[]) =>
+      ms
+        .slice(0, ms.findIndex((m) => ENDINGS.has(m.type)) + 1)
+        .map((m) => m.type)
+        .join(",");
     t.expect(types(ma) === types(mb), `the two connections got different messages: ${types(ma)} vs ${types(mb)}`);
   }),
 
@@ -42,7 +46,17 @@ export default [
     const id = await queuePromptOk(t, simpleGraph());
     await untilEnd(t, s, id);
     const json = s.messages.filter((m): m is JsonMessage => m.kind === "json");
-    const jobTypes = new Set(["execution_start", "executing", "executed", "execution_cached", "execution_success", "execution_error", "execution_interrupted", "progress", "progress_state"]);
+    const jobTypes = new Set([
+      "execution_start",
+      "executing",
+      "executed",
+      "execution_cached",
+      "execution_success",
+      "execution_error",
+      "execution_interrupted",
+      "progress",
+      "progress_state",
+    ]);
     for (const m of json) if (jobTypes.has(m.type)) t.expect(typeof m.data.prompt_id === "string", `a ${m.type} message has no prompt_id`);
     t.expect(s.jobMessages(id).length > 0, `no message carried prompt_id ${id}`);
   }),
@@ -52,13 +66,27 @@ export default [
     const id = await queuePromptOk(t, simpleGraph());
     const ms = await untilEnd(t, s, id);
     const types = ms.map((m) => m.type);
-    for (const type of ["execution_start", "executing", "executed", "execution_success"]) t.expect(types.includes(type), `no ${type} message (got ${types.join(", ")})`);
+    for (const type of ["execution_start", "executing", "executed", "execution_success"])
+      t.expect(types.includes(type), `no ${type} message (got ${types.join(", ")})`);
     const executed = ms.find((m) => m.type === "executed" && m.data.node === "2");
-    t.expect(!!executed && Array.isArray((executed.data.output as { images?: unknown[] })?.images), "no executed message for SaveImage (node 2) with output.images");
-    t.expect(s.messages.some((m) => m.kind === "json" && m.type === "status"), "no status message with queue_remaining");
+    t.expect(
+      !!executed && Array.isArray((executed.data.output as { images?: unknown[] })?.images),
+      "no executed message for SaveImage (node 2) with output.images",
+    );
+    t.expect(
+      s.messages.some((m) => m.kind === "json" && m.type === "status"),
+      "no status message with queue_remaining",
+    );
     // The seed does not require the end marker; where it is sent it marks the end, so nothing of the run follows it.
     const marker = ms.findIndex(isMarker);
-    if (marker >= 0) t.expect(ms.slice(marker + 1).every((m) => isMarker(m)), `messages of the run follow the end marker: ${ms.slice(marker + 1).map((m) => m.type).join(", ")}`);
+    if (marker >= 0)
+      t.expect(
+        ms.slice(marker + 1).every((m) => isMarker(m)),
+        `messages of the run follow the end marker: ${ms
+          .slice(marker + 1)
+          .map((m) => m.type)
+          .join(", ")}`,
+      );
   }),
 
   check("WS-4 a failing run sends execution_error with a known exception_type", H, async (t: T) => {
@@ -67,7 +95,10 @@ export default [
     const ms = await untilEnd(t, s, id);
     const err = ms.find((m) => m.type === "execution_error");
     t.need(err, `the failing prompt sent no execution_error (got ${ms.map((m) => m.type).join(", ")})`);
-    t.expect(EXCEPTIONS.includes(String(err.data.exception_type)), `exception_type ${JSON.stringify(err.data.exception_type)} is not one of ${EXCEPTIONS.join(", ")}`);
+    t.expect(
+      EXCEPTIONS.includes(String(err.data.exception_type)),
+      `exception_type ${JSON.stringify(err.data.exception_type)} is not one of ${EXCEPTIONS.join(", ")}`,
+    );
   }),
 
   check("WS-5 previews arrive as big-endian binary frames (type 1, or type 4 after feature_flags)", H, async (t: T) => {
@@ -80,7 +111,10 @@ export default [
     t.expect(frames.length > 0, "a run with a stepped node sent no preview frame");
     for (const f of withMeta.messages) {
       if (f.kind !== "binary" || f.frameType !== 4) continue;
-      t.expect((f.metadata as { prompt_id?: unknown })?.prompt_id === id, `a type 4 frame names prompt ${JSON.stringify((f.metadata as { prompt_id?: unknown })?.prompt_id)}`);
+      t.expect(
+        (f.metadata as { prompt_id?: unknown })?.prompt_id === id,
+        `a type 4 frame names prompt ${JSON.stringify((f.metadata as { prompt_id?: unknown })?.prompt_id)}`,
+      );
     }
   }),
 
@@ -88,12 +122,24 @@ export default [
     const s = await socket(t);
     const id = await queuePromptOk(t, simpleGraph());
     const ms = await untilEnd(t, s, id);
-    const infos = ms.filter((m) => m.type === "executed").flatMap((m) => ((m.data.output as { images?: unknown[] })?.images ?? []) as Array<Record<string, unknown>>);
-    t.need(infos.length > 0, `the simple prompt's messages carried no file info in an executed message (got ${ms.map((m) => m.type).join(", ")}; reported under WS-3)`);
+    const infos = ms
+      .filter((m) => m.type === "executed")
+      .flatMap((m) => ((m.data.output as { images?: unknown[] })?.images ?? []) as Array<Record<string, unknown>>);
+    t.need(
+      infos.length > 0,
+      `the simple prompt's messages carried no file info in an executed message (got ${ms.map((m) => m.type).join(", ")}; reported under WS-3)`,
+    );
     for (const info of infos) {
-      t.expect(typeof info.filename === "string" && typeof info.subfolder === "string" && ["output", "temp", "input"].includes(String(info.type)), `file info ${JSON.stringify(info)}`);
+      t.expect(
+        typeof info.filename === "string" && typeof info.subfolder === "string" && ["output", "temp", "input"].includes(String(info.type)),
+        `file info ${JSON.stringify(info)}`,
+      );
       const { redirect, file } = await view(t, info as { filename: string; subfolder: string; type: string });
-      t.expect(file?.status === 200 && file.bytes.byteLength > 0, `/api/view of ${info.filename} answered ${redirect.status}${file ? ` then ${file.status}` : ""}`, file ?? redirect);
+      t.expect(
+        file?.status === 200 && file.bytes.byteLength > 0,
+        `/api/view of ${info.filename} answered ${redirect.status}${file ? ` then ${file.status}` : ""}`,
+        file ?? redirect,
+      );
     }
   }),
 ];

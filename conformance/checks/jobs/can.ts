@@ -18,7 +18,10 @@ export default [
     // A stream followed through the cancel: the timeline holds it to the transitions GET shows (SSE-2).
     await openEvents(t, ref).catch(() => undefined);
     const running = await pollJob(t, ref, "the job starting", (j) => started(j));
-    t.need(!TERMINAL.has(running.job.status), `the first GET that showed the slow job past queued showed it ${running.job.status}: it ended before it could be canceled (a longer --slow-seconds or --slow-workflow gives more time)`);
+    t.need(
+      !TERMINAL.has(running.job.status),
+      `the first GET that showed the slow job past queued showed it ${running.job.status}: it ended before it could be canceled (a longer --slow-seconds or --slow-workflow gives more time)`,
+    );
     const { ex, ref: after } = await cancelJob(t, running);
     if (!after) t.fail(`cancel answered ${ex.status}`, ex);
     t.expect(after.job.status === "canceling", `cancel of a running job answered ${after.job.status}, not canceling`, ex);
@@ -56,7 +59,11 @@ export default [
   check("CAN-3 canceling a finished job changes nothing (200, same status)", async (t: T) => {
     const end: JobRef = await runOk(t, simpleGraph());
     const { ex, ref: after } = await cancelJob(t, end);
-    t.expect(ex.status === 200 && after?.job.status === end.job.status, `cancel of a ${end.job.status} job answered ${ex.status} ${after?.job.status ?? ""}`, ex);
+    t.expect(
+      ex.status === 200 && after?.job.status === end.job.status,
+      `cancel of a ${end.job.status} job answered ${ex.status} ${after?.job.status ?? ""}`,
+      ex,
+    );
     const again = await readJobOk(t, end);
     t.expect(again.job.status === end.job.status, `the job now reads ${again.job.status}`);
   }),

@@ -21,20 +21,24 @@ export default [
     t.expect(ex.status === 404 && codeOf(ex.json) === "not_found", `expected 404 not_found, got ${ex.status} ${codeOf(ex.json) ?? ""}`, ex);
   }),
 
-  check("GET-2 another caller cannot see, cancel or stream the caller's job (404 or 403)", {
-    when: (r) => (r.options.otherToken ? undefined : "no second caller given (pass --other-token)"),
-  }, async (t: T) => {
-    const other = { bearer: t.options.otherToken! };
-    const ref = await submitOk(t, simpleGraph());
-    const hidden = (s: number, body: unknown) => (s === 404 && codeOf(body) === "not_found") || (s === 403 && codeOf(body) === "forbidden");
-    const read = await readJob(t, ref, other);
-    t.expect(!read.ref && hidden(read.ex.status, read.ex.json), `another caller's GET answered ${read.ex.status}`, read.ex);
-    const cancel = await t.http.request("POST", t.http.url(`/api/v2/jobs/${ref.job.id}/cancel`), { auth: other });
-    t.expect(hidden(cancel.status, cancel.json), `another caller's cancel answered ${cancel.status}`, cancel);
-    const { stream, ex } = await EventStream.open(t.http, t.http.url(`/api/v2/jobs/${ref.job.id}/events`), { auth: other });
-    stream?.close();
-    t.expect(!stream && !!ex && hidden(ex.status, ex.json), `another caller's event stream answered ${ex?.status ?? 200}`, ex);
-    const mine = await readJobOk(t, ref);
-    t.expect(mine.job.status !== "canceled" && mine.job.status !== "canceling", "another caller's cancel took effect");
-  }),
+  check(
+    "GET-2 another caller cannot see, cancel or stream the caller's job (404 or 403)",
+    {
+      when: (r) => (r.options.otherToken ? undefined : "no second caller given (pass --other-token)"),
+    },
+    async (t: T) => {
+      const other = { bearer: t.options.otherToken! };
+      const ref = await submitOk(t, simpleGraph());
+      const hidden = (s: number, body: unknown) => (s === 404 && codeOf(body) === "not_found") || (s === 403 && codeOf(body) === "forbidden");
+      const read = await readJob(t, ref, other);
+      t.expect(!read.ref && hidden(read.ex.status, read.ex.json), `another caller's GET answered ${read.ex.status}`, read.ex);
+      const cancel = await t.http.request("POST", t.http.url(`/api/v2/jobs/${ref.job.id}/cancel`), { auth: other });
+      t.expect(hidden(cancel.status, cancel.json), `another caller's cancel answered ${cancel.status}`, cancel);
+      const { stream, ex } = await EventStream.open(t.http, t.http.url(`/api/v2/jobs/${ref.job.id}/events`), { auth: other });
+      stream?.close();
+      t.expect(!stream && !!ex && hidden(ex.status, ex.json), `another caller's event stream answered ${ex?.status ?? 200}`, ex);
+      const mine = await readJobOk(t, ref);
+      t.expect(mine.job.status !== "canceled" && mine.job.status !== "canceling", "another caller's cancel took effect");
+    },
+  ),
 ];

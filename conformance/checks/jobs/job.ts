@@ -59,8 +59,14 @@ export default [
   check("JOB-5 metrics, when present, has queue_ms and execution_ms, integers or null, execution_ms null before the run", async (t: T) => {
     const created = await submitOk(t, slowGraph(t));
     const end = await waitTerminal(t, created);
-    const views: Array<[string, Job]> = [["POST", created.job], ["GET", end.job]];
-    t.need(views.some(([, j]) => j.metrics !== undefined), "neither POST nor GET of the job carried metrics (optional in the contract): nothing to check");
+    const views: Array<[string, Job]> = [
+      ["POST", created.job],
+      ["GET", end.job],
+    ];
+    t.need(
+      views.some(([, j]) => j.metrics !== undefined),
+      "neither POST nor GET of the job carried metrics (optional in the contract): nothing to check",
+    );
     for (const [where, j] of views) {
       if (j.metrics === undefined) continue;
       for (const k of ["queue_ms", "execution_ms"]) t.expect(Object.hasOwn(j.metrics, k), `${where}: metrics omits ${k}`);
@@ -71,9 +77,11 @@ export default [
 
   check("JOB-6 queue_position is an integer while queued and null otherwise", async (t: T) => {
     const created = await submitOk(t, slowGraph(t));
-    if (created.job.status === "queued") t.expect(Number.isInteger(created.job.queue_position), `queue_position is ${JSON.stringify(created.job.queue_position)} while queued`, created.ex);
+    if (created.job.status === "queued")
+      t.expect(Number.isInteger(created.job.queue_position), `queue_position is ${JSON.stringify(created.job.queue_position)} while queued`, created.ex);
     const running = await pollJob(t, created, "the job starting", (j) => started(j));
-    if (running.job.status !== "queued") t.expect(running.job.queue_position === null, `queue_position is ${JSON.stringify(running.job.queue_position)} while ${running.job.status}`, running.ex);
+    if (running.job.status !== "queued")
+      t.expect(running.job.queue_position === null, `queue_position is ${JSON.stringify(running.job.queue_position)} while ${running.job.status}`, running.ex);
     const end = await waitTerminal(t, created);
     t.expect(end.job.queue_position === null, `queue_position is ${JSON.stringify(end.job.queue_position)} after the job ended`, end.ex);
   }),
@@ -92,6 +100,7 @@ export default [
     t.need(both(end.job), "a field is missing (reported under JOB-1)");
     t.expect(end.job.completed_at !== null, "completed_at is null after the job ended");
     t.expect(end.job.started_at !== null, "started_at is null after the job ran");
-    if (end.job.started_at && end.job.completed_at) t.expect(Date.parse(end.job.completed_at) >= Date.parse(end.job.started_at), "completed_at is before started_at");
+    if (end.job.started_at && end.job.completed_at)
+      t.expect(Date.parse(end.job.completed_at) >= Date.parse(end.job.started_at), "completed_at is before started_at");
   }),
 ];

@@ -60,15 +60,22 @@ function atTheBounds(): Labels {
 }
 
 export default [
-  check("LBL-1 labels at the bounds (16 pairs, 1- and 40-character keys of every allowed character, 256-character values) are accepted and echoed", async (t: T) => {
-    const labels = atTheBounds();
-    const ref = await submitLabeled(t, labels);
-    t.expect(deepEqual(labelsOf(ref.job), labels), `the 201 job carries metadata ${JSON.stringify(labelsOf(ref.job))?.slice(0, 200)}, not the labels submitted`, ref.ex);
-    const plain = await submit(t, simpleGraph());
-    t.expect(plain.ex.status === 201, `a submission without metadata answered ${plain.ex.status}`, plain.ex);
-    const empty = await submit(t, null, { body: { workflow: simpleGraph(), metadata: {} } });
-    t.expect(empty.ex.status === 201, `a submission with metadata {} answered ${empty.ex.status} ${codeOf(empty.ex.json) ?? ""}`, empty.ex);
-  }),
+  check(
+    "LBL-1 labels at the bounds (16 pairs, 1- and 40-character keys of every allowed character, 256-character values) are accepted and echoed",
+    async (t: T) => {
+      const labels = atTheBounds();
+      const ref = await submitLabeled(t, labels);
+      t.expect(
+        deepEqual(labelsOf(ref.job), labels),
+        `the 201 job carries metadata ${JSON.stringify(labelsOf(ref.job))?.slice(0, 200)}, not the labels submitted`,
+        ref.ex,
+      );
+      const plain = await submit(t, simpleGraph());
+      t.expect(plain.ex.status === 201, `a submission without metadata answered ${plain.ex.status}`, plain.ex);
+      const empty = await submit(t, null, { body: { workflow: simpleGraph(), metadata: {} } });
+      t.expect(empty.ex.status === 201, `a submission with metadata {} answered ${empty.ex.status} ${codeOf(empty.ex.json) ?? ""}`, empty.ex);
+    },
+  ),
 
   check("LBL-2 a map outside the bounds is 422 metadata_invalid with the offending key in details.key", async (t: T) => {
     const seventeen = Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, "v"]));
@@ -86,8 +93,19 @@ export default [
       const { ex } = await submit(t, null, { body: { workflow: simpleGraph(), metadata: c.metadata }, valid: false });
       skipIfDeclined(t, ex);
       const details = (ex.json as { error?: { details?: { key?: unknown } } } | undefined)?.error?.details;
-      if (!t.expect(ex.status === 422 && codeOf(ex.json) === "metadata_invalid", `${c.what}: answered ${ex.status} ${codeOf(ex.json) ?? ""}, expected 422 metadata_invalid`, ex)) continue;
-      t.expect(!!details && Object.hasOwn(details, "key") && details.key === c.key, `${c.what}: details.key is ${JSON.stringify(details?.key)}, expected ${JSON.stringify(c.key)}`, ex);
+      if (
+        !t.expect(
+          ex.status === 422 && codeOf(ex.json) === "metadata_invalid",
+          `${c.what}: answered ${ex.status} ${codeOf(ex.json) ?? ""}, expected 422 metadata_invalid`,
+          ex,
+        )
+      )
+        continue;
+      t.expect(
+        !!details && Object.hasOwn(details, "key") && details.key === c.key,
+        `${c.what}: details.key is ${JSON.stringify(details?.key)}, expected ${JSON.stringify(c.key)}`,
+        ex,
+      );
     }
   }),
 
@@ -115,7 +133,12 @@ export default [
     const last = await stream.waitFor((e) => e.event === "status" && TERMINAL.has(String((e.json as Job | undefined)?.status)), t.options.jobTimeoutMs);
     if (last) same("the terminal SSE status event", last.json);
     const plain = await submit(t, simpleGraph());
-    if (plain.ref) t.expect(deepEqual(labelsOf(plain.ref.job), {}), `a job submitted without labels shows metadata ${JSON.stringify(labelsOf(plain.ref.job)) ?? "(absent)"}, not {}`, plain.ex);
+    if (plain.ref)
+      t.expect(
+        deepEqual(labelsOf(plain.ref.job), {}),
+        `a job submitted without labels shows metadata ${JSON.stringify(labelsOf(plain.ref.job)) ?? "(absent)"}, not {}`,
+        plain.ex,
+      );
   }),
 
   check("LBL-4 metadata[key]=value filters: every label must match (up to 3), with status and cursor paging, newest first", async (t: T) => {
@@ -130,14 +153,22 @@ export default [
     const run: [string, string] = ["metadata[conformance.run]", tag];
     const expectIds = async (what: string, pairs: Array<[string, string]>, want: JobRef[]) => {
       const { ex, jobs } = await listOk(t, pairs);
-      t.expect(deepEqual(ids(jobs), ids(want.map((r) => r.job))), `${what}: listed ${JSON.stringify(ids(jobs))}, expected ${JSON.stringify(ids(want.map((r) => r.job)))} (newest first)`, ex);
+      t.expect(
+        deepEqual(ids(jobs), ids(want.map((r) => r.job))),
+        `${what}: listed ${JSON.stringify(ids(jobs))}, expected ${JSON.stringify(ids(want.map((r) => r.job)))} (newest first)`,
+        ex,
+      );
     };
     await expectIds("one filter", [run], [c, b, a]);
     await expectIds("two filters", [run, ["metadata[color]", "red"]], [b, a]);
     await expectIds("three filters", [run, ["metadata[color]", "red"], ["metadata[size]", "s"]], [a]);
     await expectIds("a value no job carries", [run, ["metadata[color]", "green"]], []);
     const ended = ends.get(a.job.id)!;
-    await expectIds(`with status=${ended}`, [run, ["status", ended]], [c, b, a].filter((r) => ends.get(r.job.id) === ended));
+    await expectIds(
+      `with status=${ended}`,
+      [run, ["status", ended]],
+      [c, b, a].filter((r) => ends.get(r.job.id) === ended),
+    );
     await expectIds("with status=queued (they all ended)", [run, ["status", "queued"]], []);
     // Paging: one job a page, following next_cursor.
     const seen: string[] = [];
@@ -149,7 +180,10 @@ export default [
       cursor = next;
       if (!cursor) break;
     }
-    t.expect(deepEqual(seen, ids([c, b, a].map((r) => r.job))), `paging one job at a time listed ${JSON.stringify(seen)}, expected ${JSON.stringify(ids([c, b, a].map((r) => r.job)))}`);
+    t.expect(
+      deepEqual(seen, ids([c, b, a].map((r) => r.job))),
+      `paging one job at a time listed ${JSON.stringify(seen)}, expected ${JSON.stringify(ids([c, b, a].map((r) => r.job)))}`,
+    );
   }),
 
   check("LBL-5 a malformed label filter is 400 invalid_metadata_filter", async (t: T) => {
@@ -157,28 +191,56 @@ export default [
       { what: "an empty key", pairs: [["metadata[]", "x"]] },
       { what: "a key with a space", pairs: [["metadata[team name]", "x"]] },
       { what: "a 41-character key", pairs: [[`metadata[${"k".repeat(41)}]`, "x"]] },
-      { what: "4 filters", pairs: [["metadata[a]", "1"], ["metadata[b]", "2"], ["metadata[c]", "3"], ["metadata[d]", "4"]] },
-      { what: "a repeated key", pairs: [["metadata[a]", "1"], ["metadata[a]", "2"]] },
+      {
+        what: "4 filters",
+        pairs: [
+          ["metadata[a]", "1"],
+          ["metadata[b]", "2"],
+          ["metadata[c]", "3"],
+          ["metadata[d]", "4"],
+        ],
+      },
+      {
+        what: "a repeated key",
+        pairs: [
+          ["metadata[a]", "1"],
+          ["metadata[a]", "2"],
+        ],
+      },
       { what: "a 257-character value", pairs: [["metadata[a]", "v".repeat(257)]] },
     ];
     for (const c of cases) {
       const { ex } = await list(t, c.pairs);
       skipIfDeclined(t, ex);
-      t.expect(ex.status === 400 && codeOf(ex.json) === "invalid_metadata_filter", `${c.what}: answered ${ex.status} ${codeOf(ex.json) ?? ""}, expected 400 invalid_metadata_filter`, ex);
+      t.expect(
+        ex.status === 400 && codeOf(ex.json) === "invalid_metadata_filter",
+        `${c.what}: answered ${ex.status} ${codeOf(ex.json) ?? ""}, expected 400 invalid_metadata_filter`,
+        ex,
+      );
     }
   }),
 
-  check("LBL-6 a surface that declines labels answers 422 metadata_not_supported to labels and to a label filter, and takes jobs without them", async (t: T) => {
-    const { ex, ref } = await submit(t, null, { body: { workflow: simpleGraph(), metadata: { "conformance.run": runTag() } } });
-    if (ref) t.skip("the surface accepts labels (LBL-1 to LBL-5 apply)");
-    t.need(ex.status === 422 && codeOf(ex.json) === "metadata_not_supported", `a labeled submission answered ${ex.status} ${codeOf(ex.json) ?? ""}: neither accepted nor declined (LBL-1 reports it)`);
-    const plain = await submit(t, simpleGraph());
-    t.expect(plain.ex.status === 201, `without labels a submission answered ${plain.ex.status} ${codeOf(plain.ex.json) ?? ""}`, plain.ex);
-    const empty = await submit(t, null, { body: { workflow: simpleGraph(), metadata: {} } });
-    t.expect(empty.ex.status === 201, `with metadata {} a submission answered ${empty.ex.status} ${codeOf(empty.ex.json) ?? ""}`, empty.ex);
-    const filtered = await list(t, [["metadata[conformance.run]", "x"]]);
-    t.expect(filtered.ex.status === 422 && codeOf(filtered.ex.json) === "metadata_not_supported", `a listing filtered by label answered ${filtered.ex.status} ${codeOf(filtered.ex.json) ?? ""}, expected 422 metadata_not_supported`, filtered.ex);
-  }),
+  check(
+    "LBL-6 a surface that declines labels answers 422 metadata_not_supported to labels and to a label filter, and takes jobs without them",
+    async (t: T) => {
+      const { ex, ref } = await submit(t, null, { body: { workflow: simpleGraph(), metadata: { "conformance.run": runTag() } } });
+      if (ref) t.skip("the surface accepts labels (LBL-1 to LBL-5 apply)");
+      t.need(
+        ex.status === 422 && codeOf(ex.json) === "metadata_not_supported",
+        `a labeled submission answered ${ex.status} ${codeOf(ex.json) ?? ""}: neither accepted nor declined (LBL-1 reports it)`,
+      );
+      const plain = await submit(t, simpleGraph());
+      t.expect(plain.ex.status === 201, `without labels a submission answered ${plain.ex.status} ${codeOf(plain.ex.json) ?? ""}`, plain.ex);
+      const empty = await submit(t, null, { body: { workflow: simpleGraph(), metadata: {} } });
+      t.expect(empty.ex.status === 201, `with metadata {} a submission answered ${empty.ex.status} ${codeOf(empty.ex.json) ?? ""}`, empty.ex);
+      const filtered = await list(t, [["metadata[conformance.run]", "x"]]);
+      t.expect(
+        filtered.ex.status === 422 && codeOf(filtered.ex.json) === "metadata_not_supported",
+        `a listing filtered by label answered ${filtered.ex.status} ${codeOf(filtered.ex.json) ?? ""}, expected 422 metadata_not_supported`,
+        filtered.ex,
+      );
+    },
+  ),
 
   check("LBL-7 a reused Idempotency-Key with other labels is 422 idempotency_key_reuse and creates no job", async (t: T) => {
     const tag = runTag();
@@ -188,7 +250,11 @@ export default [
     skipIfDeclined(t, first.ex);
     t.need(first.ex.status === 201, `the first use answered ${first.ex.status} (IDEM-1, LBL-1)`);
     const again = await submit(t, null, { key, body: { workflow, metadata: { "conformance.run": tag, v: "2" } } });
-    t.expect(again.ex.status === 422 && codeOf(again.ex.json) === "idempotency_key_reuse", `the same key and workflow with other labels answered ${again.ex.status} ${codeOf(again.ex.json) ?? ""}`, again.ex);
+    t.expect(
+      again.ex.status === 422 && codeOf(again.ex.json) === "idempotency_key_reuse",
+      `the same key and workflow with other labels answered ${again.ex.status} ${codeOf(again.ex.json) ?? ""}`,
+      again.ex,
+    );
     const page = await listOk(t, [["limit", "100"]]);
     const tagged = page.jobs.filter((j) => (labelsOf(j) as Labels | undefined)?.["conformance.run"] === tag);
     t.expect(tagged.length === 1, `${tagged.length} jobs carry this check's labels, expected 1`, page.ex);

@@ -45,8 +45,13 @@ export default [
       const bytes = Buffer.byteLength(printed);
       if (!logs.truncated) {
         // Nothing shed: the whole output must be there, and the bound is above what was printed.
-        t.expect(logs.text.endsWith(printed), `truncated is false, yet the log does not hold the ${bytes} bytes printed (it holds ${Buffer.byteLength(logs.text)}, ending ${JSON.stringify(logs.text.slice(-80))})`);
-        t.skip(`the job printed ${bytes} bytes and its log kept them all (truncated false): this surface's capture bound is above that, so nothing was shed to check`);
+        t.expect(
+          logs.text.endsWith(printed),
+          `truncated is false, yet the log does not hold the ${bytes} bytes printed (it holds ${Buffer.byteLength(logs.text)}, ending ${JSON.stringify(logs.text.slice(-80))})`,
+        );
+        t.skip(
+          `the job printed ${bytes} bytes and its log kept them all (truncated false): this surface's capture bound is above that, so nothing was shed to check`,
+        );
       }
       // The tail is kept: the log is a suffix of what was printed (empty when shed entirely).
       t.expect(

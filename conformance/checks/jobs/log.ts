@@ -1,7 +1,21 @@
 // LOG: a job's captured standard output: only on serverless, only on GET, absent (never null)
 // when there is none, withheld by the demo deployment.
 import { check, type Applicability, type T } from "../../check.ts";
-import { cancelJob, endOf, failingGraph, openEvents, pollJob, readJobOk, runOk, runToEnd, slowGraph, started, submitOk, waitTerminal, type Job } from "../support/jobs.ts";
+import {
+  cancelJob,
+  endOf,
+  failingGraph,
+  openEvents,
+  pollJob,
+  readJobOk,
+  runOk,
+  runToEnd,
+  slowGraph,
+  started,
+  submitOk,
+  waitTerminal,
+  type Job,
+} from "../support/jobs.ts";
 import { RFC3339 } from "../support/support.ts";
 import { nonce, printGraph, simpleGraph, type Graph } from "../support/workflows.ts";
 
@@ -49,11 +63,15 @@ export default [
     }
   }),
 
-  check("LOG-4 the demo deployment takes anonymous callers, captures the log and withholds it", { when: (r) => (r.options.demo ? undefined : "not the demo deployment (pass --demo)") }, async (t: T) => {
-    const end = await runOk(t, simpleGraph(), { auth: "none" });
-    const read = await readJobOk(t, end, "none");
-    t.expect(!Object.hasOwn(read.job, "logs"), "the demo deployment returned logs");
-  }),
+  check(
+    "LOG-4 the demo deployment takes anonymous callers, captures the log and withholds it",
+    { when: (r) => (r.options.demo ? undefined : "not the demo deployment (pass --demo)") },
+    async (t: T) => {
+      const end = await runOk(t, simpleGraph(), { auth: "none" });
+      const read = await readJobOk(t, end, "none");
+      t.expect(!Object.hasOwn(read.job, "logs"), "the demo deployment returned logs");
+    },
+  ),
 
   check("LOG-5 logs never appear on POST, on cancel, in the list or in the status event", async (t: T) => {
     const { graph } = t.profile.logs && !t.options.demo ? printing(t) : { graph: simpleGraph() };
@@ -70,16 +88,23 @@ export default [
     if (status) t.expect(!Object.hasOwn(status.json as object, "logs"), "the SSE status event carries logs");
   }),
 
-  check("LOG-6 JobLogs has text, truncated and captured_at; text holds the output in write order", { surfaces: ["serverless"], when: notDemo }, async (t: T) => {
-    const { graph, first } = printing(t);
-    const end = await runOk(t, graph);
-    const logs = end.job.logs;
-    t.need(logs, "GET of the finished job showed no logs (reported under LOG-1)");
-    t.expect(typeof logs.text === "string" && typeof logs.truncated === "boolean" && RFC3339.test(String(logs.captured_at)), `logs is ${JSON.stringify(logs).slice(0, 200)}`);
-    if (!logs.truncated) {
-      const a = logs.text.indexOf(first);
-      const b = logs.text.indexOf(`${first} second`);
-      t.expect(a >= 0 && b > a, `the text does not hold "${first}" then "${first} second": ${JSON.stringify(logs.text.slice(0, 200))}`);
-    }
-  }),
+  check(
+    "LOG-6 JobLogs has text, truncated and captured_at; text holds the output in write order",
+    { surfaces: ["serverless"], when: notDemo },
+    async (t: T) => {
+      const { graph, first } = printing(t);
+      const end = await runOk(t, graph);
+      const logs = end.job.logs;
+      t.need(logs, "GET of the finished job showed no logs (reported under LOG-1)");
+      t.expect(
+        typeof logs.text === "string" && typeof logs.truncated === "boolean" && RFC3339.test(String(logs.captured_at)),
+        `logs is ${JSON.stringify(logs).slice(0, 200)}`,
+      );
+      if (!logs.truncated) {
+        const a = logs.text.indexOf(first);
+        const b = logs.text.indexOf(`${first} second`);
+        t.expect(a >= 0 && b > a, `the text does not hold "${first}" then "${first} second": ${JSON.stringify(logs.text.slice(0, 200))}`);
+      }
+    },
+  ),
 ];

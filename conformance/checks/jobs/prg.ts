@@ -11,11 +11,16 @@ type Progress = NonNullable<Job["progress"]>;
 /** Polls a job to its end, collecting every progress snapshot GET showed. */
 async function collect(t: T, ref: JobRef, intervalMs = 30): Promise<{ end: JobRef; snapshots: Progress[] }> {
   const snapshots: Progress[] = [];
-  const end = await t.until("the job ending", async () => {
-    const r = await readJobOk(t, ref);
-    if (r.job.progress) snapshots.push(r.job.progress);
-    return TERMINAL.has(r.job.status) ? r : undefined;
-  }, t.options.jobTimeoutMs, intervalMs);
+  const end = await t.until(
+    "the job ending",
+    async () => {
+      const r = await readJobOk(t, ref);
+      if (r.job.progress) snapshots.push(r.job.progress);
+      return TERMINAL.has(r.job.status) ? r : undefined;
+    },
+    t.options.jobTimeoutMs,
+    intervalMs,
+  );
   return { end, snapshots };
 }
 
@@ -37,17 +42,26 @@ async function steadyJob(t: T): Promise<JobRef> {
     last = read.job.progress ?? null;
     return steady ? read : undefined;
   });
-  t.need(!TERMINAL.has(r.job.status), `the job ended before two reads showed the same progress while running; GET showed: ${seen.slice(-6).join("; ")} (a longer --slow-seconds or --slow-workflow gives more time)`);
+  t.need(
+    !TERMINAL.has(r.job.status),
+    `the job ended before two reads showed the same progress while running; GET showed: ${seen.slice(-6).join("; ")} (a longer --slow-seconds or --slow-workflow gives more time)`,
+  );
   return r;
 }
 
 export default [
   check("PRG-1 progress snapshots have value within 0..1 and integer node counts", async (t: T) => {
     const { end, snapshots } = await collect(t, await submitOk(t, stepsGraph(t)));
-    t.need(snapshots.length > 0, `GET showed no progress snapshot before the job ${endOf(end.job)} (polled every 30 ms; a --steps-workflow with more steps gives more time)`);
+    t.need(
+      snapshots.length > 0,
+      `GET showed no progress snapshot before the job ${endOf(end.job)} (polled every 30 ms; a --steps-workflow with more steps gives more time)`,
+    );
     for (const p of snapshots) {
       t.expect(typeof p.value === "number" && p.value >= 0 && p.value <= 1, `value ${p.value} is outside 0..1`);
-      t.expect(Number.isInteger(p.nodes_done) && Number.isInteger(p.nodes_total) && p.nodes_done <= p.nodes_total, `nodes_done ${p.nodes_done} / nodes_total ${p.nodes_total}`);
+      t.expect(
+        Number.isInteger(p.nodes_done) && Number.isInteger(p.nodes_total) && p.nodes_done <= p.nodes_total,
+        `nodes_done ${p.nodes_done} / nodes_total ${p.nodes_total}`,
+      );
       if (p.step != null || p.steps != null) t.expect(Number.isInteger(p.step) && Number.isInteger(p.steps), `step ${p.step} / steps ${p.steps}`);
     }
   }),
@@ -62,12 +76,16 @@ export default [
     const byNode = new Map<string, Progress[]>();
     for (const p of stepped) byNode.set(p.current_node!, [...(byNode.get(p.current_node!) ?? []), p]);
     const node = [...byNode.values()].find((ps) => new Set(ps.map((p) => p.step)).size >= 2);
-    t.need(node, `the stepped node finished before two of its steps could be seen: GET and the stream showed steps ${JSON.stringify([...new Set(stepped.map((p) => `${p.current_node}:${p.step}/${p.steps}`))].slice(0, 10))} (use a --steps-workflow with more steps)`);
+    t.need(
+      node,
+      `the stepped node finished before two of its steps could be seen: GET and the stream showed steps ${JSON.stringify([...new Set(stepped.map((p) => `${p.current_node}:${p.step}/${p.steps}`))].slice(0, 10))} (use a --steps-workflow with more steps)`,
+    );
     node.sort((a, b) => a.step! - b.step!);
     const lo = node[0]!;
     const hi = node[node.length - 1]!;
     t.expect(hi.value > lo.value, `value did not advance from step ${lo.step} (${lo.value}) to step ${hi.step} (${hi.value})`);
-    for (let i = 1; i < node.length; i++) t.expect(node[i]!.value >= node[i - 1]!.value, `value went back from ${node[i - 1]!.value} to ${node[i]!.value} as steps advanced`);
+    for (let i = 1; i < node.length; i++)
+      t.expect(node[i]!.value >= node[i - 1]!.value, `value went back from ${node[i - 1]!.value} to ${node[i]!.value} as steps advanced`);
   }),
 
   check("PRG-3 a snapshot alone resynchronizes: a stream opened mid-run starts from the current progress", async (t: T) => {
@@ -79,9 +97,15 @@ export default [
     const after = await readJobOk(t, ref);
     t.need(status, "no status event on connect (reported under SSE-2)");
     const p = (status.json as Job).progress;
-    t.need(!TERMINAL.has(after.job.status), `GET showed the job ${after.job.status} once the stream's first status event came: it ended while the stream opened (a longer --slow-seconds or --slow-workflow gives more time)`);
+    t.need(
+      !TERMINAL.has(after.job.status),
+      `GET showed the job ${after.job.status} once the stream's first status event came: it ended while the stream opened (a longer --slow-seconds or --slow-workflow gives more time)`,
+    );
     t.expect(p != null, "the status event on connect carries no progress while GET has one");
-    t.expect(deepEqual(p, before.job.progress) || deepEqual(p, after.job.progress), `the status event's progress ${JSON.stringify(p)} is not the job's ${JSON.stringify(after.job.progress)}`);
+    t.expect(
+      deepEqual(p, before.job.progress) || deepEqual(p, after.job.progress),
+      `the status event's progress ${JSON.stringify(p)} is not the job's ${JSON.stringify(after.job.progress)}`,
+    );
   }),
 
   check("PRG-4 progress events carry the same snapshot as job.progress", async (t: T) => {
@@ -92,9 +116,15 @@ export default [
     await stream.waitFor((e) => e.event === "progress", Math.min(2000, t.options.requestTimeoutMs));
     const after = await readJobOk(t, ref);
     const events = stream.events.filter((e) => e.event === "progress");
-    t.need(events.length > 0, `no progress event arrived while GET showed the job's progress steady at ${JSON.stringify(before.job.progress)}; the stream sent ${JSON.stringify(stream.events.map((e) => e.event))}`);
+    t.need(
+      events.length > 0,
+      `no progress event arrived while GET showed the job's progress steady at ${JSON.stringify(before.job.progress)}; the stream sent ${JSON.stringify(stream.events.map((e) => e.event))}`,
+    );
     for (const e of events) {
-      t.expect(deepEqual(e.json, before.job.progress) || deepEqual(e.json, after.job.progress), `progress event ${e.data} differs from job.progress ${JSON.stringify(after.job.progress)}`);
+      t.expect(
+        deepEqual(e.json, before.job.progress) || deepEqual(e.json, after.job.progress),
+        `progress event ${e.data} differs from job.progress ${JSON.stringify(after.job.progress)}`,
+      );
     }
   }),
 ];

@@ -31,15 +31,20 @@ export default [
     const follow = async (label: string, ref: JobRef, cancelWhenStarted = false) => {
       const seq = [ref.job.status as string];
       let canceled = false;
-      await t.until(`the ${label} job ending`, async () => {
-        const r = await readJobOk(t, ref);
-        if (seq[seq.length - 1] !== r.job.status) seq.push(r.job.status);
-        if (cancelWhenStarted && !canceled && r.job.status !== "queued") {
-          canceled = true;
-          await t.http.request("POST", t.http.url(`/api/v2/jobs/${ref.job.id}/cancel`));
-        }
-        return TERMINAL.has(r.job.status) ? r : undefined;
-      }, undefined, 50);
+      await t.until(
+        `the ${label} job ending`,
+        async () => {
+          const r = await readJobOk(t, ref);
+          if (seq[seq.length - 1] !== r.job.status) seq.push(r.job.status);
+          if (cancelWhenStarted && !canceled && r.job.status !== "queued") {
+            canceled = true;
+            await t.http.request("POST", t.http.url(`/api/v2/jobs/${ref.job.id}/cancel`));
+          }
+          return TERMINAL.has(r.job.status) ? r : undefined;
+        },
+        undefined,
+        50,
+      );
       sequences.push([label, seq]);
     };
     await follow("slow", await submitOk(t, slowGraph(t)));

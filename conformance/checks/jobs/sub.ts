@@ -18,7 +18,9 @@ export async function fillQueue(t: T): Promise<Exchange> {
     if (ex.status === 429) return ex;
     if (ex.status !== 201) t.fail(`filling the queue: submission ${i + 1} answered ${ex.status}`, ex);
   }
-  t.skip(`all ${t.options.fillQueue} slow jobs --fill-queue allows were accepted (201), none refused with 429: the queue bound is above that (a larger --fill-queue reaches it)`);
+  t.skip(
+    `all ${t.options.fillQueue} slow jobs --fill-queue allows were accepted (201), none refused with 429: the queue bound is above that (a larger --fill-queue reaches it)`,
+  );
 }
 
 /** Applies when --fill-queue allows filling the queue. */
@@ -84,7 +86,11 @@ export default [
 
   check("SUB-7 a core/ASSET reference to an unknown asset, or another caller's, is 422 missing_asset", async (t: T) => {
     const { ex } = await submit(t, assetGraph(crypto.randomUUID()), { valid: false });
-    t.expect(ex.status === 422 && codeOf(ex.json) === "missing_asset", `an unknown asset: expected 422 missing_asset, got ${ex.status} ${codeOf(ex.json) ?? ""}`, ex);
+    t.expect(
+      ex.status === 422 && codeOf(ex.json) === "missing_asset",
+      `an unknown asset: expected 422 missing_asset, got ${ex.status} ${codeOf(ex.json) ?? ""}`,
+      ex,
+    );
     const other = t.options.otherToken;
     if (!other) return;
     const auth = { bearer: other };
@@ -101,28 +107,37 @@ export default [
     t.expect(ex.headers.has("retry-after"), "the 429 has no Retry-After", ex);
   }),
 
-  check("SUB-9 a provisioning deployment answers 429 deployment_not_ready, a stopped one 422 deployment_stopped", {
-    surfaces: ["serverless"],
-    when: (r) => (r.options.notReadyUrl || r.options.stoppedUrl ? undefined : "no deployment in those states given (pass --not-ready-url and/or --stopped-url)"),
-  }, async (t: T) => {
-    const cases: Array<[string | undefined, number, string]> = [
-      [t.options.notReadyUrl, 429, "deployment_not_ready"],
-      [t.options.stoppedUrl, 422, "deployment_stopped"],
-    ];
-    for (const [base, status, code] of cases) {
-      if (!base) continue;
-      const ex = await t.http.request("POST", `${base.replace(/\/+$/, "")}/api/v2/jobs`, { json: { workflow: simpleGraph() } });
-      t.expect(ex.status === status && codeOf(ex.json) === code, `expected ${status} ${code}, got ${ex.status} ${codeOf(ex.json) ?? ""}`, ex);
-    }
-  }),
+  check(
+    "SUB-9 a provisioning deployment answers 429 deployment_not_ready, a stopped one 422 deployment_stopped",
+    {
+      surfaces: ["serverless"],
+      when: (r) =>
+        r.options.notReadyUrl || r.options.stoppedUrl ? undefined : "no deployment in those states given (pass --not-ready-url and/or --stopped-url)",
+    },
+    async (t: T) => {
+      const cases: Array<[string | undefined, number, string]> = [
+        [t.options.notReadyUrl, 429, "deployment_not_ready"],
+        [t.options.stoppedUrl, 422, "deployment_stopped"],
+      ];
+      for (const [base, status, code] of cases) {
+        if (!base) continue;
+        const ex = await t.http.request("POST", `${base.replace(/\/+$/, "")}/api/v2/jobs`, { json: { workflow: simpleGraph() } });
+        t.expect(ex.status === status && codeOf(ex.json) === code, `expected ${status} ${code}, got ${ex.status} ${codeOf(ex.json) ?? ""}`, ex);
+      }
+    },
+  ),
 
-  check("SUB-10 an account without credits gets 402 insufficient_credits", {
-    surfaces: ["cloud", "serverless"],
-    when: (r) => (r.options.noCreditsToken ? undefined : "no account without credits given (pass --no-credits-token)"),
-  }, async (t: T) => {
-    const { ex } = await submit(t, simpleGraph(), { auth: { bearer: t.options.noCreditsToken! } });
-    t.expect(ex.status === 402 && codeOf(ex.json) === "insufficient_credits", `expected 402 insufficient_credits, got ${ex.status}`, ex);
-  }),
+  check(
+    "SUB-10 an account without credits gets 402 insufficient_credits",
+    {
+      surfaces: ["cloud", "serverless"],
+      when: (r) => (r.options.noCreditsToken ? undefined : "no account without credits given (pass --no-credits-token)"),
+    },
+    async (t: T) => {
+      const { ex } = await submit(t, simpleGraph(), { auth: { bearer: t.options.noCreditsToken! } });
+      t.expect(ex.status === 402 && codeOf(ex.json) === "insufficient_credits", `expected 402 insufficient_credits, got ${ex.status}`, ex);
+    },
+  ),
 
   check("SUB-10 the self-hosted surface never answers 402", { surfaces: ["self-hosted"], final: true }, async (t: T) => {
     const seen = t.http.seen.filter((s) => s.status === 402);
@@ -136,7 +151,10 @@ export default [
     const { stream } = await openEvents(t, ref);
     const end = await waitTerminal(t, ref);
     await stream?.waitEnd(t.options.requestTimeoutMs);
-    const texts: Array<[string, string]> = [["POST", JSON.stringify(ref.job)], ["GET", JSON.stringify((await readJobOk(t, end)).job)]];
+    const texts: Array<[string, string]> = [
+      ["POST", JSON.stringify(ref.job)],
+      ["GET", JSON.stringify((await readJobOk(t, end)).job)],
+    ];
     const list = await t.http.request("GET", t.http.url("/api/v2/jobs?limit=20"));
     texts.push(["the list", list.text]);
     const wf = await t.http.request("GET", t.http.url(`/api/v2/jobs/${ref.job.id}/workflow`));

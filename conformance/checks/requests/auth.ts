@@ -10,14 +10,22 @@ import { simpleGraph } from "../support/workflows.ts";
 const bogus = () => `conformance-invalid-${crypto.randomUUID()}`;
 /** Credentials are required: a token was given and the target is not the demo deployment. */
 const authRequired = (r: RunContext) =>
-  r.options.demo ? "--demo was given: the demo deployment takes anonymous callers" : r.options.token ? undefined : "no --token given: the run takes the surface as open to anonymous callers (pass its API key as --token)";
+  r.options.demo
+    ? "--demo was given: the demo deployment takes anonymous callers"
+    : r.options.token
+      ? undefined
+      : "no --token given: the run takes the surface as open to anonymous callers (pass its API key as --token)";
 
 export default [
-  check("AUTH-1 v2 takes the key as Authorization: Bearer <key>", { when: (r) => (r.options.token ? undefined : "no --token given (pass the surface's API key as --token)") }, async (t: T) => {
-    const token = t.options.token!;
-    const ref = await submitOk(t, simpleGraph(), { auth: { bearer: token } });
-    await readJobOk(t, ref, { bearer: token });
-  }),
+  check(
+    "AUTH-1 v2 takes the key as Authorization: Bearer <key>",
+    { when: (r) => (r.options.token ? undefined : "no --token given (pass the surface's API key as --token)") },
+    async (t: T) => {
+      const token = t.options.token!;
+      const ref = await submitOk(t, simpleGraph(), { auth: { bearer: token } });
+      await readJobOk(t, ref, { bearer: token });
+    },
+  ),
 
   check("AUTH-2 self-hosted accepts anonymous callers by default, or exactly its static token", { surfaces: ["self-hosted"] }, async (t: T) => {
     if (!t.options.token) {
@@ -27,53 +35,80 @@ export default [
     }
     const ok = await submit(t, simpleGraph());
     t.expect(ok.ex.status === 201, `the static token was refused (${ok.ex.status})`, ok.ex);
-    for (const [what, auth] of [["no token", "none"], ["another token", { bearer: bogus() }]] as const) {
+    for (const [what, auth] of [
+      ["no token", "none"],
+      ["another token", { bearer: bogus() }],
+    ] as const) {
       const { ex } = await submit(t, simpleGraph(), { auth });
       t.expect(ex.status === 401, `${what}: expected 401, got ${ex.status}`, ex);
     }
   }),
 
-  check("AUTH-3 operations work without credentials where the surface takes anonymous callers", {
-    when: (r) => (r.options.demo || (r.options.surface === "self-hosted" && !r.options.token) ? undefined : r.options.token ? "a --token was given: the run takes the surface as closed to anonymous callers (AUTH-4 checks their 401)" : `the ${r.options.surface} surface is not open to anonymous callers (only self-hosted without a token, or --demo, is)`),
-  }, async (t: T) => {
-    const ref = await submitOk(t, simpleGraph(), { auth: "none" });
-    await readJobOk(t, ref, "none");
-    const cancel = await t.http.request("POST", t.http.url(`/api/v2/jobs/${ref.job.id}/cancel`), { auth: "none" });
-    t.expect(cancel.status === 200, `an anonymous cancel answered ${cancel.status}`, cancel);
-  }),
+  check(
+    "AUTH-3 operations work without credentials where the surface takes anonymous callers",
+    {
+      when: (r) =>
+        r.options.demo || (r.options.surface === "self-hosted" && !r.options.token)
+          ? undefined
+          : r.options.token
+            ? "a --token was given: the run takes the surface as closed to anonymous callers (AUTH-4 checks their 401)"
+            : `the ${r.options.surface} surface is not open to anonymous callers (only self-hosted without a token, or --demo, is)`,
+    },
+    async (t: T) => {
+      const ref = await submitOk(t, simpleGraph(), { auth: "none" });
+      await readJobOk(t, ref, "none");
+      const cancel = await t.http.request("POST", t.http.url(`/api/v2/jobs/${ref.job.id}/cancel`), { auth: "none" });
+      t.expect(cancel.status === 200, `an anonymous cancel answered ${cancel.status}`, cancel);
+    },
+  ),
 
   check("AUTH-4 missing or invalid credentials are 401 unauthorized", { when: authRequired }, async (t: T) => {
     const ref = await submitOk(t, simpleGraph());
-    for (const [what, auth] of [["no credentials", "none"], ["an invalid key", { bearer: bogus() }]] as const) {
+    for (const [what, auth] of [
+      ["no credentials", "none"],
+      ["an invalid key", { bearer: bogus() }],
+    ] as const) {
       const post = await submit(t, simpleGraph(), { auth });
-      t.expect(post.ex.status === 401 && codeOf(post.ex.json) === "unauthorized", `POST with ${what}: ${post.ex.status} ${codeOf(post.ex.json) ?? ""}`, post.ex);
+      t.expect(
+        post.ex.status === 401 && codeOf(post.ex.json) === "unauthorized",
+        `POST with ${what}: ${post.ex.status} ${codeOf(post.ex.json) ?? ""}`,
+        post.ex,
+      );
       const get = await t.http.request("GET", t.http.url(`/api/v2/jobs/${ref.job.id}`), { auth });
       t.expect(get.status === 401 && codeOf(get.json) === "unauthorized", `GET with ${what}: ${get.status} ${codeOf(get.json) ?? ""}`, get);
     }
   }),
 
-  check("AUTH-4 an authenticated caller who is not allowed gets 403 forbidden", {
-    when: (r) => (r.options.forbiddenToken ? undefined : "no caller who is not allowed given (pass --forbidden-token)"),
-  }, async (t: T) => {
-    const { ex } = await submit(t, simpleGraph(), { auth: { bearer: t.options.forbiddenToken! } });
-    t.expect(ex.status === 403 && codeOf(ex.json) === "forbidden", `expected 403 forbidden, got ${ex.status} ${codeOf(ex.json) ?? ""}`, ex);
-  }),
+  check(
+    "AUTH-4 an authenticated caller who is not allowed gets 403 forbidden",
+    {
+      when: (r) => (r.options.forbiddenToken ? undefined : "no caller who is not allowed given (pass --forbidden-token)"),
+    },
+    async (t: T) => {
+      const { ex } = await submit(t, simpleGraph(), { auth: { bearer: t.options.forbiddenToken! } });
+      t.expect(ex.status === 403 && codeOf(ex.json) === "forbidden", `expected 403 forbidden, got ${ex.status} ${codeOf(ex.json) ?? ""}`, ex);
+    },
+  ),
 
-  check("AUTH-5 the hosted interface takes X-API-Key on REST and the token query parameter on /ws", {
-    when: (r) => (!r.caps.hosted ? notHosted(r.caps.hostedProbe) : authRequired(r)),
-  }, async (t: T) => {
-    const token = t.options.token!;
-    const ok = await t.http.request("GET", t.http.url("/api/object_info"), { auth: { apiKey: token } });
-    t.expect(ok.status === 200, `X-API-Key answered ${ok.status}`, ok);
-    const none = await t.http.request("GET", t.http.url("/api/object_info"), { auth: "none" });
-    t.expect(none.status === 401, `no X-API-Key answered ${none.status}`, none);
-    const withToken = await HostedSocket.open(t.http, { token });
-    withToken.socket?.close();
-    t.expect(!!withToken.socket, `/ws with the token refused the upgrade (${withToken.status})`);
-    const without = await HostedSocket.open(t.http, { token: null });
-    without.socket?.close();
-    t.expect(without.status === 401, `/ws without a token answered ${without.socket ? "with an open socket" : without.status}`);
-  }),
+  check(
+    "AUTH-5 the hosted interface takes X-API-Key on REST and the token query parameter on /ws",
+    {
+      when: (r) => (!r.caps.hosted ? notHosted(r.caps.hostedProbe) : authRequired(r)),
+    },
+    async (t: T) => {
+      const token = t.options.token!;
+      const ok = await t.http.request("GET", t.http.url("/api/object_info"), { auth: { apiKey: token } });
+      t.expect(ok.status === 200, `X-API-Key answered ${ok.status}`, ok);
+      const none = await t.http.request("GET", t.http.url("/api/object_info"), { auth: "none" });
+      t.expect(none.status === 401, `no X-API-Key answered ${none.status}`, none);
+      const withToken = await HostedSocket.open(t.http, { token });
+      withToken.socket?.close();
+      t.expect(!!withToken.socket, `/ws with the token refused the upgrade (${withToken.status})`);
+      const without = await HostedSocket.open(t.http, { token: null });
+      without.socket?.close();
+      t.expect(without.status === 401, `/ws without a token answered ${without.socket ? "with an open socket" : without.status}`);
+    },
+  ),
 
   check("AUTH-6 the caller's key is accepted in extra_data.api_key_vendor_org for partner nodes", async (t: T) => {
     const key = t.options.token ?? `conformance-secret-${crypto.randomUUID()}`;

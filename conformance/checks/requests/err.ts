@@ -24,7 +24,8 @@ export async function sendNegatives(t: T, route: RouteSpec): Promise<void> {
     }
     const ok = (ex.status >= 400 && ex.status < 500) || (c.alsoOk ?? []).includes(ex.status);
     t.expect(ok, `${c.name}: answered ${ex.status}, not a 4xx`, ex);
-    if (route.family === "v2" && ex.status >= 400 && c.method !== "HEAD") t.expect(envelope(ex.json), `${c.name}: the ${ex.status} is not in the error envelope`, ex);
+    if (route.family === "v2" && ex.status >= 400 && c.method !== "HEAD")
+      t.expect(envelope(ex.json), `${c.name}: the ${ex.status} is not in the error envelope`, ex);
   }
 }
 
@@ -55,7 +56,11 @@ export default [
     ];
     for (const ex of probes) {
       const code = codeOf(ex.json);
-      t.expect(code !== undefined && CODE_STATUS.get(code) === ex.status, `code ${code} came with ${ex.status}; the table says ${code ? CODE_STATUS.get(code) ?? "no such code" : "-"}`, ex);
+      t.expect(
+        code !== undefined && CODE_STATUS.get(code) === ex.status,
+        `code ${code} came with ${ex.status}; the table says ${code ? (CODE_STATUS.get(code) ?? "no such code") : "-"}`,
+        ex,
+      );
     }
   }),
 

@@ -37,13 +37,17 @@ export default [
     const all = await Promise.all(Array.from({ length: 6 }, () => submit(t, graph, { key })));
     const accepted = all.filter((r) => r.ex.status === 201);
     t.expect(accepted.length === 1, `${accepted.length} of 6 concurrent requests with one key were accepted`, accepted[1]?.ex ?? all[0]?.ex);
-    for (const r of all) if (r.ex.status !== 201) t.expect(reuse(r.ex.status, r.ex.json), `a duplicate answered ${r.ex.status} ${codeOf(r.ex.json) ?? ""}`, r.ex);
+    for (const r of all)
+      if (r.ex.status !== 201) t.expect(reuse(r.ex.status, r.ex.json), `a duplicate answered ${r.ex.status} ${codeOf(r.ex.json) ?? ""}`, r.ex);
   }),
 
   check("IDEM-3 a request refused before submission claims no key", async (t: T) => {
     const key = crypto.randomUUID();
     const bad = await submit(t, null, { key, body: { workflow: simpleGraph(), webhook_url: "https://example.invalid/hook" } });
-    t.need(bad.ex.status >= 400 && bad.ex.status < 500, `a submission with the reserved field webhook_url answered ${bad.ex.status}, not a 4xx (reported under SUB-3)`);
+    t.need(
+      bad.ex.status >= 400 && bad.ex.status < 500,
+      `a submission with the reserved field webhook_url answered ${bad.ex.status}, not a 4xx (reported under SUB-3)`,
+    );
     if (t.options.token && !t.options.demo) {
       const unauth = await submit(t, simpleGraph(), { key, auth: { bearer: `conformance-invalid-${crypto.randomUUID()}` } });
       t.need(unauth.ex.status === 401, `an invalid token answered ${unauth.ex.status} (AUTH-4)`);
@@ -65,7 +69,10 @@ export default [
     const key = crypto.randomUUID();
     const graph = slowGraph(t);
     const refused = await submit(t, graph, { key });
-    t.need(refused.ex.status === 429, `the keyed submission right after a 429 queue_full answered ${refused.ex.status} ${codeOf(refused.ex.json) ?? ""}, not 429: the queue had room again`);
+    t.need(
+      refused.ex.status === 429,
+      `the keyed submission right after a 429 queue_full answered ${refused.ex.status} ${codeOf(refused.ex.json) ?? ""}, not 429: the queue had room again`,
+    );
     for (const id of t.created) await t.http.request("POST", t.http.url(`/api/v2/jobs/${id}/cancel`));
     const ok = await t.until("room in the queue", async () => {
       const r = await submit(t, graph, { key });
@@ -84,7 +91,10 @@ export default [
     const id = (again.ex.json as { id?: unknown } | null)?.id;
     if (again.ex.status < 400) {
       // A 2xx is wrong either way; say which way: the first job replayed, or a second job run.
-      const what = id === first.ref.job.id ? `the first job (${String(id)}) replayed` : `a new job ${typeof id === "string" ? id : "(no id)"}, so the key was not enforced`;
+      const what =
+        id === first.ref.job.id
+          ? `the first job (${String(id)}) replayed`
+          : `a new job ${typeof id === "string" ? id : "(no id)"}, so the key was not enforced`;
       t.expect(false, `the reuse answered ${again.ex.status} with ${what}`, again.ex);
     } else {
       t.expect(id !== first.ref.job.id, `the reuse answered ${again.ex.status} with the first job's id`, again.ex);

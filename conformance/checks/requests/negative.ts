@@ -24,7 +24,6 @@ export interface NegativeCase {
   oversized?: boolean;
 }
 
-
 /** spec/openapi.yaml: beside conformance/ in a checkout, one level further up from its build (dist/conformance). */
 function specFile(): URL {
   const beside = new URL("../../../spec/openapi.yaml", import.meta.url);
@@ -40,7 +39,10 @@ function spec(): Schema {
 function deref(s: unknown): Schema {
   let cur = s as Schema;
   for (let i = 0; i < 20 && cur && typeof cur.$ref === "string"; i++) {
-    cur = (cur.$ref as string).replace(/^#\//, "").split("/").reduce<unknown>((o, k) => (o as Schema)[k], spec()) as Schema;
+    cur = (cur.$ref as string)
+      .replace(/^#\//, "")
+      .split("/")
+      .reduce<unknown>((o, k) => (o as Schema)[k], spec()) as Schema;
   }
   return cur ?? {};
 }
@@ -69,7 +71,9 @@ function wrongTypes(s: Schema): Array<[string, unknown]> {
   if (!raw) return [];
   const allowed = new Set(Array.isArray(raw) ? (raw as string[]) : [raw as string]);
   if (allowed.has("number")) allowed.add("integer");
-  return Object.entries(SAMPLES).filter(([t]) => !allowed.has(t)).map(([t, v]) => [t, v[0]]);
+  return Object.entries(SAMPLES)
+    .filter(([t]) => !allowed.has(t))
+    .map(([t, v]) => [t, v[0]]);
 }
 
 /** A body the operation accepts, to mutate into invalid ones. */
@@ -124,7 +128,16 @@ function bodyCases(route: RouteSpec, path: string, oversizeBytes: number): Negat
     cases.push({ name, method: m, path, body: JSON.stringify(body), contentType: "application/json", alsoOk });
   }
   const size = oversizeBytes >= 1 << 20 ? `${(oversizeBytes / (1 << 20)).toFixed(0)} MiB` : `${oversizeBytes} bytes`;
-  if (oversizeBytes > 0) cases.push({ name: `an oversized body (${size})`, method: m, path, body: oversized(valid, oversizeBytes), contentType: "application/json", alsoOk, oversized: true });
+  if (oversizeBytes > 0)
+    cases.push({
+      name: `an oversized body (${size})`,
+      method: m,
+      path,
+      body: oversized(valid, oversizeBytes),
+      contentType: "application/json",
+      alsoOk,
+      oversized: true,
+    });
   return cases;
 }
 

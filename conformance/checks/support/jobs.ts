@@ -40,7 +40,8 @@ export async function submit(t: T, workflow: unknown, o: SubmitOptions = {}): Pr
   const ex = t.ex(response)!;
   if (o.valid !== false && ex.status === 422) skipOnUnknownClass(t, ex);
   // An unknown outcome: the HTTP layer has retried the key and judged the answer under IDEM-5.
-  if (o.key && ex.status >= 500) t.skip(`the keyed submission answered ${ex.status} ${ex.text.slice(0, 120)} (an unknown outcome; its retry with the same key is judged under IDEM-5)`);
+  if (o.key && ex.status >= 500)
+    t.skip(`the keyed submission answered ${ex.status} ${ex.text.slice(0, 120)} (an unknown outcome; its retry with the same key is judged under IDEM-5)`);
   if (ex.status !== 201 || !isJob(ex.json)) return { ex };
   const ref: JobRef = { job: ex.json, from: ex.url, ex };
   t.created.push(ref.job.id);
@@ -56,11 +57,15 @@ export async function submitOk(t: T, workflow: unknown, o: SubmitOptions = {}): 
 }
 
 function skipOnUnknownClass(t: T, ex: Exchange): void {
-  const nodeErrors = (ex.json as { error?: { details?: { node_errors?: Record<string, Array<{ field?: string; reason?: string }>> } } })?.error?.details?.node_errors;
+  const nodeErrors = (ex.json as { error?: { details?: { node_errors?: Record<string, Array<{ field?: string; reason?: string }>> } } })?.error?.details
+    ?.node_errors;
   const unknown = Object.entries(nodeErrors ?? {}).filter(([, errs]) => Array.isArray(errs) && errs.some((e) => e?.reason === "unknown_class"));
   const graph = (JSON.parse(ex.requestBody ?? "{}") as { workflow?: Record<string, { class_type?: unknown }> })?.workflow ?? {};
   const named = unknown.map(([id]) => `${id} (${String(graph[id]?.class_type ?? "?")})`);
-  if (unknown.length) t.skip(`the submission answered 422 unknown_class for node${unknown.length > 1 ? "s" : ""} ${named.join(", ")}; --slow-workflow, --steps-workflow or --failing-workflow with the nodes this surface has makes this apply`);
+  if (unknown.length)
+    t.skip(
+      `the submission answered 422 unknown_class for node${unknown.length > 1 ? "s" : ""} ${named.join(", ")}; --slow-workflow, --steps-workflow or --failing-workflow with the nodes this surface has makes this apply`,
+    );
 }
 
 /** Whether a value looks enough like a job to follow (the schema checks the rest). */
@@ -200,10 +205,14 @@ export interface PollOptions {
 
 /** Polls the job (urls.self) until pred holds. */
 export async function pollJob(t: T, ref: JobRef, what: string, pred: (j: Job) => boolean, o: PollOptions = {}): Promise<JobRef> {
-  return t.until(what, async () => {
-    const r = await readJobOk(t, ref, o.auth);
-    return pred(r.job) ? r : undefined;
-  }, o.timeoutMs);
+  return t.until(
+    what,
+    async () => {
+      const r = await readJobOk(t, ref, o.auth);
+      return pred(r.job) ? r : undefined;
+    },
+    o.timeoutMs,
+  );
 }
 
 /** Polls until the job is in a terminal status. */
@@ -262,7 +271,9 @@ export async function queuedJob(t: T, max = 8): Promise<{ target: JobRef; blocke
     }
     blockers.push(now);
   }
-  t.skip(`no job stayed queued behind another: ${max} slow jobs read as ${JSON.stringify(blockers.map((b) => b.job.status))} right after their submissions (a --slow-workflow with a slower graph makes this apply)`);
+  t.skip(
+    `no job stayed queued behind another: ${max} slow jobs read as ${JSON.stringify(blockers.map((b) => b.job.status))} right after their submissions (a --slow-workflow with a slower graph makes this apply)`,
+  );
 }
 
 export type Output = components["schemas"]["Output"];
@@ -286,6 +297,7 @@ export async function runToEnd(t: T, workflow: unknown, o: SubmitOptions = {}): 
 /** Runs a graph that must succeed, else fails the check. */
 export async function runOk(t: T, workflow: unknown, o: SubmitOptions = {}): Promise<JobRef> {
   const ref = await runToEnd(t, workflow, o);
-  if (ref.job.status !== "succeeded") t.fail(`the job ended ${ref.job.status}, expected succeeded${ref.job.error ? `: ${ref.job.error.code} ${ref.job.error.message}` : ""}`);
+  if (ref.job.status !== "succeeded")
+    t.fail(`the job ended ${ref.job.status}, expected succeeded${ref.job.error ? `: ${ref.job.error.code} ${ref.job.error.message}` : ""}`);
   return ref;
 }

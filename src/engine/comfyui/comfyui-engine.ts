@@ -115,7 +115,11 @@ export class ComfyUIEngine implements Engine {
       pingIntervalMs: this.o.pingIntervalMs,
       http: this.o.http ?? {},
     };
-    this.pool = new InstancePool(options.urls, timings, options.urls.map((_, i) => (dirs.length === 1 ? dirs[0]! : (dirs[i] ?? "auto"))));
+    this.pool = new InstancePool(
+      options.urls,
+      timings,
+      options.urls.map((_, i) => (dirs.length === 1 ? dirs[0]! : (dirs[i] ?? "auto"))),
+    );
   }
 
   /** The instances' base URLs (without credentials). */
@@ -159,7 +163,10 @@ export class ComfyUIEngine implements Engine {
   async ready(): Promise<boolean> {
     const loads = await this.pool.probeAll();
     if (!loads.some((l) => l !== null)) return false;
-    return this.definitions(false).then(() => true, () => false);
+    return this.definitions(false).then(
+      () => true,
+      () => false,
+    );
   }
 
   async close(): Promise<void> {
@@ -184,7 +191,9 @@ export class ComfyUIEngine implements Engine {
 
     const s: Submission = { graph: g, registry, options, secrets, key, promptId };
     // A prompt an instance holds already (submitted before flowgate restarted) is followed or collected, never queued twice.
-    let run = options.resumeOnly ? await this.resumeStarted(promptId, g, registry, options) : ((await this.resume(promptId, g, registry, options, secrets)) ?? (await this.submit(s)));
+    let run = options.resumeOnly
+      ? await this.resumeStarted(promptId, g, registry, options)
+      : ((await this.resume(promptId, g, registry, options, secrets)) ?? (await this.submit(s)));
     for (;;) {
       const active: PromptRun = run;
       const onAbort = () => void active.stop("cancel");
@@ -261,7 +270,14 @@ export class ComfyUIEngine implements Engine {
    * The run of a prompt some instance holds already (from an earlier flowgate process), or null
    * when none does; `unread`: whether an instance could not be asked (unreachable).
    */
-  private async resume(promptId: string, graph: Record<string, unknown>, registry: NodeRegistry, options: ExecuteOptions, secrets: string[], unread?: { any: boolean }): Promise<PromptRun | null> {
+  private async resume(
+    promptId: string,
+    graph: Record<string, unknown>,
+    registry: NodeRegistry,
+    options: ExecuteOptions,
+    secrets: string[],
+    unread?: { any: boolean },
+  ): Promise<PromptRun | null> {
     for (const instance of this.pool.instances) {
       const may = await instance.mayHold(promptId);
       if (may === null && unread) unread.any = true;
@@ -287,7 +303,13 @@ export class ComfyUIEngine implements Engine {
       if (run) return run;
       if (options.signal?.aborted) throw new ExecutionCancelledError();
       if (!unread.any || Date.now() >= deadline) {
-        throw new EngineError({ code: "worker_lost", message: "The prompt was running on ComfyUI when flowgate stopped, and no ComfyUI instance holds it any more.", node_id: null, class_type: null, traceback: null });
+        throw new EngineError({
+          code: "worker_lost",
+          message: "The prompt was running on ComfyUI when flowgate stopped, and no ComfyUI instance holds it any more.",
+          node_id: null,
+          class_type: null,
+          traceback: null,
+        });
       }
       await new Promise((r) => setTimeout(r, wait));
     }
@@ -310,7 +332,15 @@ export class ComfyUIEngine implements Engine {
   }
 
   /** Follows a prompt an instance holds: it waits or runs there, or its finished entry is collected. */
-  private adopt(instance: Instance, held: HeldPrompt, promptId: string, graph: Record<string, unknown>, registry: NodeRegistry, options: ExecuteOptions, secrets: string[]): PromptRun {
+  private adopt(
+    instance: Instance,
+    held: HeldPrompt,
+    promptId: string,
+    graph: Record<string, unknown>,
+    registry: NodeRegistry,
+    options: ExecuteOptions,
+    secrets: string[],
+  ): PromptRun {
     const run = this.newRun(instance, graph, instance.registry ?? registry, options, secrets, null);
     run.accepted(promptId);
     instance.follow(run);
@@ -324,7 +354,14 @@ export class ComfyUIEngine implements Engine {
     return run;
   }
 
-  private newRun(instance: Instance, graph: Record<string, unknown>, registry: NodeRegistry, options: ExecuteOptions, secrets: string[], connectionAtPost: number | null): PromptRun {
+  private newRun(
+    instance: Instance,
+    graph: Record<string, unknown>,
+    registry: NodeRegistry,
+    options: ExecuteOptions,
+    secrets: string[],
+    connectionAtPost: number | null,
+  ): PromptRun {
     return new PromptRun({
       http: instance.http,
       graph,
@@ -391,7 +428,8 @@ function mapSubmitError(err: unknown, phase: "inputs" | "post"): unknown {
   const fail = (code: "worker_lost" | "node_execution_error" | "invalid_input", message: string) =>
     new EngineError({ code, message, node_id: null, class_type: null, traceback: null }, { cause: err });
   if (err instanceof ComfyHttpError && phase === "post" && err.status === 400) return refusal(err.body);
-  if (err instanceof ComfyHttpError && phase === "inputs" && err.status < 500) return fail("invalid_input", `ComfyUI refused an input file (HTTP ${err.status}).`);
+  if (err instanceof ComfyHttpError && phase === "inputs" && err.status < 500)
+    return fail("invalid_input", `ComfyUI refused an input file (HTTP ${err.status}).`);
   if (err instanceof ComfyHttpError && phase === "inputs") return fail("node_execution_error", `ComfyUI failed to store an input file (HTTP ${err.status}).`);
   if (err instanceof ComfyHttpError) return fail("node_execution_error", `ComfyUI refused the prompt (HTTP ${err.status}).`);
   if (err instanceof ComfyUnreachableError) return fail("worker_lost", "Lost contact with ComfyUI while submitting the prompt.");

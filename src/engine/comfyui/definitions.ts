@@ -87,5 +87,6 @@ export function mergeObjectInfo(infos: readonly Record<string, unknown>[]): Obje
  * shows the class name then, and the contract promises a string: flowgate sends that name.
  */
 function normalizeEntry(name: string, entry: Record<string, unknown>): void {
-  if (typeof entry.display_name !== "string" || entry.display_name === "") entry.display_name = typeof entry.name === "string" && entry.name !== "" ? entry.name : name;
+  if (typeof entry.display_name !== "string" || entry.display_name === "")
+    entry.display_name = typeof entry.name === "string" && entry.name !== "" ? entry.name : name;
 }

@@ -25,7 +25,15 @@ export function jobErrorOf(data: Record<string, unknown>, isApiNode: (classType:
   const tb = Array.isArray(data.traceback) ? data.traceback.map(String).join("") : str(data.traceback);
   const frames = Array.isArray(data.traceback) ? data.traceback.map((f) => sanitizeTraceback(String(f), secrets)) : tb ? [sanitizeTraceback(tb, secrets)] : [];
   // Inputs may hold a hidden input filled from extra_data (a partner key): secrets are removed.
-  const scrub = (v: unknown): unknown => (v === undefined ? undefined : JSON.parse(redact(JSON.stringify(v), secrets.map((s) => JSON.stringify(s).slice(1, -1)))));
+  const scrub = (v: unknown): unknown =>
+    v === undefined
+      ? undefined
+      : JSON.parse(
+          redact(
+            JSON.stringify(v),
+            secrets.map((s) => JSON.stringify(s).slice(1, -1)),
+          ),
+        );
   return {
     code: codeOf(exceptionType, classType !== null && isApiNode(classType)),
     message,
@@ -118,7 +126,12 @@ export function validationOfComfy400(body: unknown): ValidationResult {
       const classType = typeof e.class_type === "string" ? e.class_type : null;
       nodeErrors[id] = items.length > 0 ? items.map((i) => fieldError(i, classType)) : [{ field: "", reason: "bad_node" }];
       comfyNodes[id] = {
-        errors: items.map((i) => ({ type: String(i.type ?? ""), message: String(i.message ?? ""), details: String(i.details ?? ""), extra_info: (i.extra_info ?? {}) as Record<string, unknown> })),
+        errors: items.map((i) => ({
+          type: String(i.type ?? ""),
+          message: String(i.message ?? ""),
+          details: String(i.details ?? ""),
+          extra_info: (i.extra_info ?? {}) as Record<string, unknown>,
+        })),
         dependent_outputs: Array.isArray(e.dependent_outputs) ? e.dependent_outputs.map(String) : [],
         class_type: typeof e.class_type === "string" ? e.class_type : null,
       };

@@ -110,7 +110,9 @@ export class ComfyHttp {
     this.original = url;
     const parsed = new URL(url);
     // fetch refuses credentials in a URL; a reverse proxy's basic auth goes in a header instead.
-    this.auth = parsed.username ? `Basic ${Buffer.from(`${decodeURIComponent(parsed.username)}:${decodeURIComponent(parsed.password)}`).toString("base64")}` : null;
+    this.auth = parsed.username
+      ? `Basic ${Buffer.from(`${decodeURIComponent(parsed.username)}:${decodeURIComponent(parsed.password)}`).toString("base64")}`
+      : null;
     parsed.username = "";
     parsed.password = "";
     this.base = parsed.toString().replace(/\/+$/, "");
@@ -210,14 +212,23 @@ export class ComfyHttp {
     form.append("overwrite", "true");
     let res: Response;
     try {
-      res = await fetch(`${this.base}/upload/image`, { method: "POST", headers: this.auth ? { authorization: this.auth } : {}, body: form, signal: AbortSignal.timeout(this.timeouts.transfer) });
+      res = await fetch(`${this.base}/upload/image`, {
+        method: "POST",
+        headers: this.auth ? { authorization: this.auth } : {},
+        body: form,
+        signal: AbortSignal.timeout(this.timeouts.transfer),
+      });
     } catch (err) {
       throw new ComfyUnreachableError(this.base, err);
     }
     const body = parseJson(await res.text().catch(() => ""));
     if (!res.ok) throw new ComfyHttpError("/upload/image", res.status, body);
     if (!isObject(body) || typeof body.name !== "string") throw new ComfyHttpError("/upload/image", res.status, null);
-    return { filename: body.name, subfolder: typeof body.subfolder === "string" ? body.subfolder : "", type: typeof body.type === "string" ? body.type : "input" };
+    return {
+      filename: body.name,
+      subfolder: typeof body.subfolder === "string" ? body.subfolder : "",
+      type: typeof body.type === "string" ? body.type : "input",
+    };
   }
 
   /** GET /view, following redirects (flowgate's hosted /view answers 302 to a signed link). */

@@ -78,16 +78,20 @@ export class Instance {
     this.timings = timings;
     this.http = new ComfyHttp(url, timings.http);
     this.outputs = new OutputFolder(outputFolder, this.http);
-    this.socket = new ComfySocket(this.http.socketUrl(this.clientId), {
-      onOpen: (reconnected, afterOutage) => this.onOpen(reconnected, afterOutage),
-      onClose: () => {
-        this.unreachableSince ??= Date.now();
-        this.currentPrompt = null;
-        this.loadLive = false;
+    this.socket = new ComfySocket(
+      this.http.socketUrl(this.clientId),
+      {
+        onOpen: (reconnected, afterOutage) => this.onOpen(reconnected, afterOutage),
+        onClose: () => {
+          this.unreachableSince ??= Date.now();
+          this.currentPrompt = null;
+          this.loadLive = false;
+        },
+        onJson: (m) => this.onMessage(m),
+        onBinary: (f) => this.onBinary(f),
       },
-      onJson: (m) => this.onMessage(m),
-      onBinary: (f) => this.onBinary(f),
-    }, timings);
+      timings,
+    );
     this.timer = setInterval(() => void this.reconcile(), timings.pollIntervalMs);
     this.timer.unref();
     this.socket.start();
@@ -270,9 +274,12 @@ export class Instance {
     if (this.abandoned.size > 0) {
       // Back: prompts that went elsewhere meanwhile must not run here too.
       const ids = [...this.abandoned];
-      void this.http.deletePending(ids).then(() => {
-        for (const id of ids) this.abandoned.delete(id);
-      }, () => undefined);
+      void this.http.deletePending(ids).then(
+        () => {
+          for (const id of ids) this.abandoned.delete(id);
+        },
+        () => undefined,
+      );
     }
     if (!reconnected) return;
     this.reconnects++;

@@ -18,7 +18,11 @@ export function outputsOfUi(ui: Record<string, unknown>): UiOutput[] {
       if (key === "text" && typeof item === "string") out.push({ kind: "text", key, text: item, index });
       const f = item as Partial<FileInfo> | null;
       if (f && typeof f === "object" && typeof f.filename === "string" && f.filename !== "") {
-        out.push({ kind: "file", key, file: { filename: f.filename, subfolder: typeof f.subfolder === "string" ? f.subfolder : "", type: typeof f.type === "string" ? f.type : "output" } });
+        out.push({
+          kind: "file",
+          key,
+          file: { filename: f.filename, subfolder: typeof f.subfolder === "string" ? f.subfolder : "", type: typeof f.type === "string" ? f.type : "output" },
+        });
       }
     });
   }

@@ -277,7 +277,13 @@ export class PromptRun {
       if (this.delivered.has(key)) continue;
       this.delivered.add(key);
       const output = await withRetries(() => materialize(this.o.http, node, item, this.o.outputs)).catch((err) => {
-        throw engineError("node_execution_error", `Could not fetch output ${item.kind === "file" ? item.file.filename : "text"} of node ${id} from ComfyUI.`, id, node.class_type, err);
+        throw engineError(
+          "node_execution_error",
+          `Could not fetch output ${item.kind === "file" ? item.file.filename : "text"} of node ${id} from ComfyUI.`,
+          id,
+          node.class_type,
+          err,
+        );
       });
       if (this.stopping || this.settled) return;
       await this.o.callbacks.onOutput?.(output);
@@ -333,7 +339,10 @@ export class PromptRun {
   }
 
   private settleStopped(): void {
-    const err = this.stopping === "timeout" ? engineError("timeout", "The run took longer than its time limit.", this.current) : new ExecutionCancelledError(this.current);
+    const err =
+      this.stopping === "timeout"
+        ? engineError("timeout", "The run took longer than its time limit.", this.current)
+        : new ExecutionCancelledError(this.current);
     this.settle(() => this.rejectResult(err));
   }
 

@@ -16,7 +16,11 @@ export class UploadCache {
 
   /** The graph value naming `bytes` on the instance, uploading them the first time. */
   nameFor(http: ComfyHttp, hash: string, bytes: Buffer, contentType: string, hintName: string): Promise<string> {
-    const hex = hash.replace(/^blake3:/, "").replace(/[^0-9a-f]/gi, "").slice(0, 32) || "blob";
+    const hex =
+      hash
+        .replace(/^blake3:/, "")
+        .replace(/[^0-9a-f]/gi, "")
+        .slice(0, 32) || "blob";
     const media = (sniff(bytes)?.mediaType ?? contentType).split(";")[0]!.trim();
     const ext = extensionFor(media) ?? /\.([A-Za-z0-9]{1,8})$/.exec(hintName)?.[1]?.toLowerCase() ?? "bin";
     // A name derived from the bytes: uploading it again (overwrite) is harmless.

@@ -62,13 +62,7 @@ export async function gaussianBlur(image: ImageTensor, radius: number, sigma: nu
 }
 
 /** ImageSharpen: kernel = -10α·G with the centre raised so it sums to 1, then clamp to 0..1. */
-export async function sharpen(
-  image: ImageTensor,
-  radius: number,
-  sigma: number,
-  alpha: number,
-  checkpoint: Checkpoint = noCheckpoint,
-): Promise<ImageTensor> {
+export async function sharpen(image: ImageTensor, radius: number, sigma: number, alpha: number, checkpoint: Checkpoint = noCheckpoint): Promise<ImageTensor> {
   const blurred = await gaussianBlur(image, radius, sigma, checkpoint);
   const a = 10 * alpha;
   const out = allocFloats(image.data.length);
@@ -76,7 +70,7 @@ export async function sharpen(
     if ((i & 0xfffff) === 0) await checkpoint();
     // Σ K = 1 gives (1 + a)·I − a·(G * I).
     const v = (1 + a) * image.data[i]! - a * blurred.data[i]!;
-    out[i] = v < 0 ? 0 : Math.min(v , 1);
+    out[i] = v < 0 ? 0 : Math.min(v, 1);
   }
   return makeImage(image.batch, image.height, image.width, out);
 }

@@ -51,8 +51,17 @@ function streamInfo(pcm: Int16Array[], sampleRate: number, total: number): Buffe
 }
 
 const RATE_CODES = new Map<number, number>([
-  [88200, 1], [176400, 2], [192000, 3], [8000, 4], [16000, 5], [22050, 6],
-  [24000, 7], [32000, 8], [44100, 9], [48000, 10], [96000, 11],
+  [88200, 1],
+  [176400, 2],
+  [192000, 3],
+  [8000, 4],
+  [16000, 5],
+  [22050, 6],
+  [24000, 7],
+  [32000, 8],
+  [44100, 9],
+  [48000, 10],
+  [96000, 11],
 ]);
 
 function frame(pcm: Int16Array[], start: number, size: number, frameNumber: number, sampleRate: number): Buffer {

@@ -146,7 +146,7 @@ export function cropPlanes(src: Planes, x: number, y: number, width: number, hei
   for (let b = 0; b < src.batch; b++) {
     for (let row = 0; row < height; row++) {
       const from = ((b * src.height + y + row) * src.width + x) * c;
-      out.set(src.data.subarray(from, from + width * c), ((b * height + row) * width) * c);
+      out.set(src.data.subarray(from, from + width * c), (b * height + row) * width * c);
     }
   }
   return { batch: src.batch, height, width, channels: c, data: out };
@@ -168,7 +168,7 @@ async function lanczos(src: Planes, width: number, height: number): Promise<Plan
     for (let i = 0; i < frameIn; i++) {
       if ((i & 0xfffff) === 0) await cooperate();
       const v = Math.round(255 * (src.data[b * frameIn + i] ?? 0));
-      bytes[i] = v < 0 ? 0 : Math.min(v , 255);
+      bytes[i] = v < 0 ? 0 : Math.min(v, 255);
     }
     const resized = await sharp(bytes, { raw: { width: src.width, height: src.height, channels: c as 1 | 2 | 3 | 4 } })
       .resize(width, height, { fit: "fill", kernel: "lanczos3" })

@@ -158,6 +158,6 @@ export function rgb8ToFloat(bytes: Uint8Array, out: Float32Array, offset = 0): v
 export async function repeatToBatch(data: Float32Array, itemSize: number, have: number, want: number): Promise<Float32Array> {
   if (have === want) return data;
   const out = allocFloats(itemSize * want);
-  for (let b = 0; b < want; b++) await copyFloats(out, data.subarray((b % have) * itemSize, (b % have + 1) * itemSize), b * itemSize);
+  for (let b = 0; b < want; b++) await copyFloats(out, data.subarray((b % have) * itemSize, ((b % have) + 1) * itemSize), b * itemSize);
   return out;
 }

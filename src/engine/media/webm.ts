@@ -38,31 +38,40 @@ export function muxWebm(frames: readonly Buffer[], width: number, height: number
     blocks.push(element(0xa3, Buffer.concat([head, frame])));
   });
   flush();
-  const ebml = element(0x1a45dfa3, Buffer.concat([
-    uintElement(0x4286, 1),
-    uintElement(0x42f7, 1),
-    uintElement(0x42f2, 4),
-    uintElement(0x42f3, 8),
-    stringElement(0x4282, "webm"),
-    uintElement(0x4287, 2),
-    uintElement(0x4285, 2),
-  ]));
-  const info = element(0x1549a966, Buffer.concat([
-    uintElement(0x2ad7b1, 1_000_000), // timestamps in milliseconds
-    stringElement(0x4d80, "flowgate"),
-    stringElement(0x5741, "flowgate"),
-    floatElement(0x4489, (frames.length * 1000) / fps),
-  ]));
+  const ebml = element(
+    0x1a45dfa3,
+    Buffer.concat([
+      uintElement(0x4286, 1),
+      uintElement(0x42f7, 1),
+      uintElement(0x42f2, 4),
+      uintElement(0x42f3, 8),
+      stringElement(0x4282, "webm"),
+      uintElement(0x4287, 2),
+      uintElement(0x4285, 2),
+    ]),
+  );
+  const info = element(
+    0x1549a966,
+    Buffer.concat([
+      uintElement(0x2ad7b1, 1_000_000), // timestamps in milliseconds
+      stringElement(0x4d80, "flowgate"),
+      stringElement(0x5741, "flowgate"),
+      floatElement(0x4489, (frames.length * 1000) / fps),
+    ]),
+  );
   const video = element(0xe0, Buffer.concat([uintElement(0xb0, width), uintElement(0xba, height)]));
-  const track = element(0xae, Buffer.concat([
-    uintElement(0xd7, 1),
-    uintElement(0x73c5, 1),
-    uintElement(0x83, 1), // video
-    uintElement(0x9c, 0),
-    stringElement(0x86, "V_VP8"),
-    uintElement(0x23e383, Math.round(1e9 / fps)),
-    video,
-  ]));
+  const track = element(
+    0xae,
+    Buffer.concat([
+      uintElement(0xd7, 1),
+      uintElement(0x73c5, 1),
+      uintElement(0x83, 1), // video
+      uintElement(0x9c, 0),
+      stringElement(0x86, "V_VP8"),
+      uintElement(0x23e383, Math.round(1e9 / fps)),
+      video,
+    ]),
+  );
   const tracks = element(0x1654ae6b, track);
   const segment = element(0x18538067, Buffer.concat([info, tracks, ...clusters]));
   return Buffer.concat([ebml, segment]);

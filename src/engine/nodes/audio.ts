@@ -61,7 +61,9 @@ export const FlowgateTone: NodeDefinition = {
   output_node: false,
   shapes: (l) => {
     const { seconds, sample_rate: rate } = l;
-    return [typeof seconds === "number" && typeof rate === "number" ? { kind: "AUDIO", batch: 1, channels: 1, samples: Math.round(seconds * rate) } : undefined];
+    return [
+      typeof seconds === "number" && typeof rate === "number" ? { kind: "AUDIO", batch: 1, channels: 1, samples: Math.round(seconds * rate) } : undefined,
+    ];
   },
   async run(ctx, inputs) {
     const seconds = numberInput(inputs, "seconds");

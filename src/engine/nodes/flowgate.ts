@@ -62,7 +62,7 @@ function pictureOf(seed: number | bigint): (u: number, v: number, out: Float32Ar
     for (let c = 0; c < 3; c++) {
       let value = 0.5;
       for (const w of waves) value += w.amp[c]! * Math.sin(2 * Math.PI * (w.fx * u + w.fy * v) + w.phase[c]!);
-      out[at + c] = value < 0 ? 0 : Math.min(value , 1);
+      out[at + c] = value < 0 ? 0 : Math.min(value, 1);
     }
   };
 }
@@ -135,7 +135,10 @@ export const FlowgateSampler: NodeDefinition = {
   shapes: (l) => {
     const [width, height] = [knownInt(l.width), knownInt(l.height)];
     if (!width || !height) return [undefined, undefined];
-    return [{ kind: "IMAGE", batch: 1, height, width }, { kind: "LATENT", dims: [1, 4, Math.floor(height / 8), Math.floor(width / 8)] }];
+    return [
+      { kind: "IMAGE", batch: 1, height, width },
+      { kind: "LATENT", dims: [1, 4, Math.floor(height / 8), Math.floor(width / 8)] },
+    ];
   },
   async run(ctx, inputs) {
     const seed = seedInput(inputs, "seed");
@@ -242,15 +245,17 @@ export const FlowgateSaveFile: NodeDefinition = {
     if (!/^[A-Za-z0-9]{1,16}$/.test(extension)) throw new NodeInputError(`Invalid file extension: ${extension}`);
     return {
       ui: {},
-      files: [{
-        prefix: stringValue(inputs, "filename_prefix", "flowgate/file"),
-        extension,
-        uiKey: "files",
-        type: "file",
-        content_type: contentTypeForExtension(extension),
-        data: ownUtf8(stringValue(inputs, "text")),
-        folder: "output",
-      }],
+      files: [
+        {
+          prefix: stringValue(inputs, "filename_prefix", "flowgate/file"),
+          extension,
+          uiKey: "files",
+          type: "file",
+          content_type: contentTypeForExtension(extension),
+          data: ownUtf8(stringValue(inputs, "text")),
+          folder: "output",
+        },
+      ],
     };
   },
 };

@@ -102,8 +102,9 @@ export const ImageBlend: NodeDefinition = {
   },
   output: ["IMAGE"],
   output_node: false,
-  shapes: (_l, { image1: a, image2: b }) =>
-    [a?.kind === "IMAGE" && b?.kind === "IMAGE" ? { kind: "IMAGE", batch: Math.max(a.batch, b.batch), height: a.height, width: a.width } : undefined],
+  shapes: (_l, { image1: a, image2: b }) => [
+    a?.kind === "IMAGE" && b?.kind === "IMAGE" ? { kind: "IMAGE", batch: Math.max(a.batch, b.batch), height: a.height, width: a.width } : undefined,
+  ],
   async run(ctx, inputs) {
     const a = imageInput(inputs, "image1");
     let b: ImageTensor = imageInput(inputs, "image2");
@@ -127,7 +128,7 @@ export const ImageBlend: NodeDefinition = {
         if ((i & 0xfffff) === 0) await ctx.checkpoint();
         const x = a.data[ao + i]!;
         const v = x * (1 - factor) + blendValue(mode, x, b.data[bo + i]!) * factor;
-        out[n * frame + i] = v < 0 ? 0 : Math.min(v , 1);
+        out[n * frame + i] = v < 0 ? 0 : Math.min(v, 1);
       }
     }
     return { result: [makeImage(batch, a.height, a.width, out)] };

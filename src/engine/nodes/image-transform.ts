@@ -56,7 +56,12 @@ export const ImageScale: NodeDefinition = {
     if (typeof l.width !== "number" || typeof l.height !== "number") return [undefined];
     const [w, h] = [l.width, l.height];
     if (w === 0 && h === 0) return [inputs.image];
-    return [resized(inputs, (s) => [w === 0 ? Math.max(1, pyRoundHalfEven((s.width * h) / s.height)) : w, h === 0 ? Math.max(1, pyRoundHalfEven((s.height * w) / s.width)) : h])];
+    return [
+      resized(inputs, (s) => [
+        w === 0 ? Math.max(1, pyRoundHalfEven((s.width * h) / s.height)) : w,
+        h === 0 ? Math.max(1, pyRoundHalfEven((s.height * w) / s.width)) : h,
+      ]),
+    ];
   },
   async run(ctx, inputs) {
     const image = imageInput(inputs, "image");

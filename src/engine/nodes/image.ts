@@ -141,8 +141,9 @@ export const ImageBatch: NodeDefinition = {
   input: { required: { image1: socket("IMAGE"), image2: socket("IMAGE") } },
   output: ["IMAGE"],
   output_node: false,
-  shapes: (_l, { image1: a, image2: b }) =>
-    [a?.kind === "IMAGE" && b?.kind === "IMAGE" ? { kind: "IMAGE", batch: a.batch + b.batch, height: a.height, width: a.width } : undefined],
+  shapes: (_l, { image1: a, image2: b }) => [
+    a?.kind === "IMAGE" && b?.kind === "IMAGE" ? { kind: "IMAGE", batch: a.batch + b.batch, height: a.height, width: a.width } : undefined,
+  ],
   async run(ctx, inputs) {
     const a = imageInput(inputs, "image1");
     let b = imageInput(inputs, "image2");

@@ -48,17 +48,19 @@ export const SaveAnimatedWEBP: NodeDefinition = {
     });
     return {
       ui: { animated: [images.batch > 1] },
-      files: [{
-        prefix: stringValue(inputs, "filename_prefix", "ComfyUI"),
-        extension: "webp",
-        uiKey: "images",
-        type: "image",
-        content_type: "image/webp",
-        data,
-        folder: "output",
-        width: images.width,
-        height: images.height,
-      }],
+      files: [
+        {
+          prefix: stringValue(inputs, "filename_prefix", "ComfyUI"),
+          extension: "webp",
+          uiKey: "images",
+          type: "image",
+          content_type: "image/webp",
+          data,
+          folder: "output",
+          width: images.width,
+          height: images.height,
+        },
+      ],
     };
   },
 };
@@ -92,17 +94,19 @@ export const SaveAnimatedPNG: NodeDefinition = {
     }
     return {
       ui: { animated: [images.batch > 1] },
-      files: [{
-        prefix: stringValue(inputs, "filename_prefix", "ComfyUI"),
-        extension: "png",
-        uiKey: "images",
-        type: "image",
-        content_type: "image/png",
-        data: assembleApng(frames, Math.trunc(1000 / numberInput(inputs, "fps"))),
-        folder: "output",
-        width: images.width,
-        height: images.height,
-      }],
+      files: [
+        {
+          prefix: stringValue(inputs, "filename_prefix", "ComfyUI"),
+          extension: "png",
+          uiKey: "images",
+          type: "image",
+          content_type: "image/png",
+          data: assembleApng(frames, Math.trunc(1000 / numberInput(inputs, "fps"))),
+          folder: "output",
+          width: images.width,
+          height: images.height,
+        },
+      ],
     };
   },
 };
@@ -135,17 +139,19 @@ export const FlowgateSaveVideo: NodeDefinition = {
       ctx.progress(b + 1, images.batch);
     }
     return {
-      files: [{
-        prefix: stringValue(inputs, "filename_prefix", "video/flowgate"),
-        extension: "webm",
-        uiKey: "video",
-        type: "video",
-        content_type: "video/webm",
-        data: muxWebm(frames, images.width, images.height, numberInput(inputs, "fps")),
-        folder: "output",
-        width: images.width,
-        height: images.height,
-      }],
+      files: [
+        {
+          prefix: stringValue(inputs, "filename_prefix", "video/flowgate"),
+          extension: "webm",
+          uiKey: "video",
+          type: "video",
+          content_type: "video/webm",
+          data: muxWebm(frames, images.width, images.height, numberInput(inputs, "fps")),
+          folder: "output",
+          width: images.width,
+          height: images.height,
+        },
+      ],
     };
   },
 };

@@ -38,7 +38,11 @@ export function queueEntry(job: JobRecord, workflow: Record<string, unknown>): S
 }
 
 /** ComfyUI's history entry of a finished job. */
-export function historyEntry(job: JobRecord, workflow: Record<string, unknown>, outputs: Record<string, Schemas["HostedNodeOutputs"]>): Schemas["HostedHistoryEntry"] {
+export function historyEntry(
+  job: JobRecord,
+  workflow: Record<string, unknown>,
+  outputs: Record<string, Schemas["HostedNodeOutputs"]>,
+): Schemas["HostedHistoryEntry"] {
   const ok = job.status === "succeeded";
   const messages: unknown[][] = [];
   if (job.started_at !== null) messages.push(["execution_start", { prompt_id: job.id, timestamp: job.started_at }]);
@@ -75,7 +79,14 @@ interface ComfyErrorFields {
  * (null: none known, then ComfyUI's or empty).
  */
 export function executionError(job: JobRecord, executed: string[] | null): Omit<WsExecutionErrorData, "timestamp"> {
-  const err = (job.error ?? {}) as { code?: string; message?: string; node_id?: string | null; class_type?: string | null; traceback?: string | null; comfy?: ComfyErrorFields };
+  const err = (job.error ?? {}) as {
+    code?: string;
+    message?: string;
+    node_id?: string | null;
+    class_type?: string | null;
+    traceback?: string | null;
+    comfy?: ComfyErrorFields;
+  };
   const comfy = err.comfy;
   return {
     prompt_id: job.id,

@@ -130,7 +130,10 @@ export const hostedHandlers: HostedHandlers<HandlerContext> = {
       // Every pending job of the caller, however deep the queue: page through it in FIFO order.
       for (let after = 0; ; ) {
         const page = await ctx.runtime.jobs.queued(ctx.caller, CLEAR_PAGE, after);
-        await cancelEach(ctx, page.map((job) => job.id));
+        await cancelEach(
+          ctx,
+          page.map((job) => job.id),
+        );
         if (page.length < CLEAR_PAGE) break;
         after = page[page.length - 1]!.seq;
       }

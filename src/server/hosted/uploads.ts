@@ -89,7 +89,11 @@ export async function uploadImage(ctx: HandlerContext) {
 
 /** POST /api/upload/mask: the mask's alpha replaces the original's, as ComfyUI does (both decoded in memory). */
 export async function uploadMask(ctx: HandlerContext) {
-  const form = await readForm(ctx, (part) => part.toBuffer(), async () => undefined);
+  const form = await readForm(
+    ctx,
+    (part) => part.toBuffer(),
+    async () => undefined,
+  );
   const folder = folderOf(form.fields.type);
   let ref: { filename?: unknown };
   try {

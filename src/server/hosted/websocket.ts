@@ -203,13 +203,10 @@ export class HostedSockets {
       const sendEnds = () => {
         for (const prompt_id of ends) this.broadcast(owner, { type: "executing", data: { node: null, prompt_id } });
       };
-      void this.runtime.dispatcher.liveCount(owner).then(
-        (queue_remaining) => {
-          this.broadcast(owner, { type: "status", data: { status: { exec_info: { queue_remaining } } } });
-          sendEnds();
-        },
-        sendEnds,
-      );
+      void this.runtime.dispatcher.liveCount(owner).then((queue_remaining) => {
+        this.broadcast(owner, { type: "status", data: { status: { exec_info: { queue_remaining } } } });
+        sendEnds();
+      }, sendEnds);
     }
     this.statusDue.clear();
   }
@@ -250,7 +247,11 @@ export class HostedSockets {
         return this.broadcast(owner, { type: "progress", data: { value: e.value, max: e.max, prompt_id: e.job_id, node: e.node_id } });
       case "node_done": {
         // The engine's ui object is ComfyUI's node output, passed on as the engine gave it.
-        if (e.ui) this.broadcast(owner, { type: "executed", data: { node: e.node_id, display_node: e.node_id, output: e.ui as WsExecutedData["output"], prompt_id: e.job_id } });
+        if (e.ui)
+          this.broadcast(owner, {
+            type: "executed",
+            data: { node: e.node_id, display_node: e.node_id, output: e.ui as WsExecutedData["output"], prompt_id: e.job_id },
+          });
         const prior = this.progress.get(e.job_id)?.get(e.node_id);
         // A node that started executed; one only reported done was served from cache.
         if (prior?.state === "running") {
@@ -333,5 +334,7 @@ export class HostedSockets {
 function refuse(socket: Duplex, type: keyof typeof HOSTED_ERROR_TYPE_STATUS, message: string): void {
   const status = HOSTED_ERROR_TYPE_STATUS[type];
   const body = JSON.stringify(hostedErrorBody(type, message));
-  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }

@@ -99,7 +99,10 @@ export async function deleteAsset(input: OperationInput<"deleteAsset">, ctx: Han
  */
 function unmounted(rawPath: string, mount: string): string {
   const mountSegments = mount === "" ? 0 : mount.split("/").length - 1;
-  return `/${rawPath.split("/").slice(1 + mountSegments).join("/")}`;
+  return `/${rawPath
+    .split("/")
+    .slice(1 + mountSegments)
+    .join("/")}`;
 }
 
 /**

@@ -167,9 +167,11 @@ export class EventStreams {
       entry.unsubscribe = this.runtime.events.subscribe(jobId, (e) => {
         // An event that cannot be delivered (a failed read) ends the job's streams rather than
         // leaving them a transition behind; clients reconnect and get the current job.
-        entry.chain = entry.chain.then(() => this.deliver(entry, e)).catch(() => {
-          for (const s of entry.streams) s.res.end();
-        });
+        entry.chain = entry.chain
+          .then(() => this.deliver(entry, e))
+          .catch(() => {
+            for (const s of entry.streams) s.res.end();
+          });
       });
       this.jobs.set(jobId, (js = entry));
     }

@@ -67,7 +67,14 @@ export class FinishedJobViews {
     const key = `${job.id}\n${linkKey}`;
     const old = this.#entries.get(key);
     if (old !== undefined) this.#delete(key, old);
-    this.#entries.set(key, { owner: job.owner, deployment_id: job.deployment_id, job_expires_at: job.expires_at, links_expire_at: linksExpireAt, body, used: false });
+    this.#entries.set(key, {
+      owner: job.owner,
+      deployment_id: job.deployment_id,
+      job_expires_at: job.expires_at,
+      links_expire_at: linksExpireAt,
+      body,
+      used: false,
+    });
     this.#bytes += body.length;
     for (const [oldest, entry] of this.#entries) {
       if (this.#bytes <= this.maxBytes) break;

@@ -23,10 +23,13 @@ export class LatestWins<T> {
       return;
     }
     this.pending = data;
-    this.timer ??= setTimeout(() => {
-      this.timer = null;
-      this.flush();
-    }, this.intervalMs - (now - this.lastAt));
+    this.timer ??= setTimeout(
+      () => {
+        this.timer = null;
+        this.flush();
+      },
+      this.intervalMs - (now - this.lastAt),
+    );
   }
 
   /** Counts a write made elsewhere (the connect-time replay) against the interval. */

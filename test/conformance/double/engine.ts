@@ -46,7 +46,10 @@ interface NodeDef {
 }
 
 /** A tiny JPEG (the asyncapi example), for previews. */
-export const JPEG = Buffer.from("/9j/4AAQSkZJRgABAQAAAQABAAD/2wBDAAgGBgcGBQgHBwcJCQgKDBQNDAsLDBkSEw8UHRofHh0aHBwgJC4nICIsIxwcKDcpLDAxNDQ0Hyc5PTgyPC4zNDL/wAALCAABAAEBAREA/8QAFAABAAAAAAAAAAAAAAAAAAAACf/EABQQAQAAAAAAAAAAAAAAAAAAAAD/2gAIAQEAAD8AKp//2Q==", "base64");
+export const JPEG = Buffer.from(
+  "/9j/4AAQSkZJRgABAQAAAQABAAD/2wBDAAgGBgcGBQgHBwcJCQgKDBQNDAsLDBkSEw8UHRofHh0aHBwgJC4nICIsIxwcKDcpLDAxNDQ0Hyc5PTgyPC4zNDL/wAALCAABAAEBAREA/8QAFAABAAAAAAAAAAAAAAAAAAAACf/EABQQAQAAAAAAAAAAAAAAAAAAAAD/2gAIAQEAAD8AKp//2Q==",
+  "base64",
+);
 
 /** A failure while running a node. */
 export class NodeError extends Error {
@@ -85,12 +88,23 @@ const saveImages = (images: Image, prefix: string, folder: "output" | "temp"): F
     bytes: pngBytes(Math.min(images.w, 16), Math.min(images.h, 16), [images.color >> 16, (images.color >> 8) & 255, images.color & 255, 255]),
     folder,
   }));
-const textFile = (text: string, folder: "output" | "temp"): FileOut => ({ name: `text_${++counter}.txt`, type: "text", contentType: "text/plain; charset=utf-8", bytes: Buffer.from(text), folder });
+const textFile = (text: string, folder: "output" | "temp"): FileOut => ({
+  name: `text_${++counter}.txt`,
+  type: "text",
+  contentType: "text/plain; charset=utf-8",
+  bytes: Buffer.from(text),
+  folder,
+});
 
 /** The node classes the double knows. */
 export const NODES: Record<string, NodeDef> = {
   EmptyImage: {
-    inputs: { width: { type: "INT", min: 1, max: 16384 }, height: { type: "INT", min: 1, max: 16384 }, batch_size: { type: "INT", min: 1, max: 4096 }, color: { type: "INT", min: 0, max: 0xffffff } },
+    inputs: {
+      width: { type: "INT", min: 1, max: 16384 },
+      height: { type: "INT", min: 1, max: 16384 },
+      batch_size: { type: "INT", min: 1, max: 4096 },
+      color: { type: "INT", min: 0, max: 0xffffff },
+    },
     outputs: ["IMAGE"],
     async run(i) {
       return { result: [{ kind: "image", w: Number(i.width), h: Number(i.height), batch: Number(i.batch_size), color: Number(i.color) } satisfies Image] };
@@ -105,7 +119,12 @@ export const NODES: Record<string, NodeDef> = {
     },
   },
   ImageBlend: {
-    inputs: { image1: { type: "IMAGE" }, image2: { type: "IMAGE" }, blend_factor: { type: "FLOAT", min: 0, max: 1 }, blend_mode: { type: "COMBO", options: ["normal", "multiply", "screen"] } },
+    inputs: {
+      image1: { type: "IMAGE" },
+      image2: { type: "IMAGE" },
+      blend_factor: { type: "FLOAT", min: 0, max: 1 },
+      blend_mode: { type: "COMBO", options: ["normal", "multiply", "screen"] },
+    },
     outputs: ["IMAGE"],
     async run(i) {
       const [a, b] = [img(i.image1), img(i.image2)];
@@ -179,7 +198,9 @@ export const NODES: Record<string, NodeDef> = {
         ctx.preview(JPEG);
         ctx.progress(s, steps);
       }
-      return { result: [{ kind: "image", w: Number(i.width), h: Number(i.height), batch: 1, color: Number(i.seed) & 0xffffff } satisfies Image, { samples: [] }] };
+      return {
+        result: [{ kind: "image", w: Number(i.width), h: Number(i.height), batch: 1, color: Number(i.seed) & 0xffffff } satisfies Image, { samples: [] }],
+      };
     },
   },
   FlowgatePrint: {
@@ -196,20 +217,22 @@ export const NODES: Record<string, NodeDef> = {
 /** object_info for the hosted interface, without the classes the surface lacks. */
 export function objectInfo(missing: readonly string[] = []): Record<string, unknown> {
   return Object.fromEntries(
-    Object.entries(NODES).filter(([name]) => !missing.includes(name)).map(([name, d]) => [
-      name,
-      {
-        input: { required: Object.fromEntries(Object.entries(d.inputs).map(([k, s]) => [k, s.options ? [s.options, {}] : [s.type, {}]])) },
-        output: d.outputs,
-        output_is_list: d.outputs.map(() => false),
-        output_name: d.outputs,
+    Object.entries(NODES)
+      .filter(([name]) => !missing.includes(name))
+      .map(([name, d]) => [
         name,
-        display_name: name,
-        description: "",
-        category: "conformance",
-        output_node: !!d.outputNode,
-      },
-    ]),
+        {
+          input: { required: Object.fromEntries(Object.entries(d.inputs).map(([k, s]) => [k, s.options ? [s.options, {}] : [s.type, {}]])) },
+          output: d.outputs,
+          output_is_list: d.outputs.map(() => false),
+          output_name: d.outputs,
+          name,
+          display_name: name,
+          description: "",
+          category: "conformance",
+          output_node: !!d.outputNode,
+        },
+      ]),
   );
 }
 
@@ -218,7 +241,8 @@ export type NodeErrors = Record<string, Array<{ field: string; reason: string }>
 
 const isLink = (v: unknown): v is [string, number] => Array.isArray(v) && v.length === 2 && typeof v[0] === "string" && typeof v[1] === "number";
 /** Whether an input value is a `core/ASSET` reference. */
-export const isAssetRef = (v: unknown): v is { __type: string; info: { id: string } } => !!v && typeof v === "object" && (v as { __type?: unknown }).__type === "core/ASSET";
+export const isAssetRef = (v: unknown): v is { __type: string; info: { id: string } } =>
+  !!v && typeof v === "object" && (v as { __type?: unknown }).__type === "core/ASSET";
 
 /** Per-node errors of a graph (empty when valid); asset references are checked elsewhere. */
 export function validateGraph(graph: Record<string, unknown>, missing: readonly string[] = []): NodeErrors {
@@ -254,7 +278,8 @@ export function validateGraph(graph: Record<string, unknown>, missing: readonly 
       else if (["IMAGE", "LATENT", "MASK"].includes(spec.type)) add(id, name, "type_mismatch");
     }
   }
-  if (Object.keys(errors).length === 0 && !Object.values(graph).some((n) => NODES[(n as { class_type: string }).class_type]?.outputNode)) add("", "", "no_output_node");
+  if (Object.keys(errors).length === 0 && !Object.values(graph).some((n) => NODES[(n as { class_type: string }).class_type]?.outputNode))
+    add("", "", "no_output_node");
   return errors;
 }
 

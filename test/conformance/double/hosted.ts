@@ -6,7 +6,15 @@ import type { JobRec, State } from "./state.ts";
 import { checkGraph } from "./v2.ts";
 import { assetUrl, hostedFail, send, type Req } from "./views.ts";
 
-const STATUS: Record<string, string> = { queued: "queued_waiting", running: "executing", canceling: "cancel_requested", succeeded: "success", failed: "error", canceled: "cancelled", expired: "lost" };
+const STATUS: Record<string, string> = {
+  queued: "queued_waiting",
+  running: "executing",
+  canceling: "cancel_requested",
+  succeeded: "success",
+  failed: "error",
+  canceled: "cancelled",
+  expired: "lost",
+};
 
 function json(req: Req): { ok: true; value: unknown } | { ok: false } {
   try {
@@ -35,7 +43,16 @@ async function storeInput(s: State, account: string, bytes: Uint8Array, filename
   return name;
 }
 
-const entry = (j: JobRec) => [j.number, j.id, j.workflow, {}, executionOrder(j.workflow as never).filter((id) => (j.workflow[id] as { class_type: string }).class_type.startsWith("Save") || (j.workflow[id] as { class_type: string }).class_type.startsWith("Preview"))];
+const entry = (j: JobRec) => [
+  j.number,
+  j.id,
+  j.workflow,
+  {},
+  executionOrder(j.workflow as never).filter(
+    (id) =>
+      (j.workflow[id] as { class_type: string }).class_type.startsWith("Save") || (j.workflow[id] as { class_type: string }).class_type.startsWith("Preview"),
+  ),
+];
 
 /** Handles a request under /api (not /api/v2). */
 export async function handleHosted(s: State, req: Req, account: string): Promise<void> {
@@ -52,7 +69,8 @@ export async function handleHosted(s: State, req: Req, account: string): Promise
     const image = f.get("image");
     if (!(image instanceof Blob)) return hostedFail(res, 400, "invalid_request", "Missing field: image");
     const bytes = new Uint8Array(await image.arrayBuffer());
-    if (path === "/api/upload/image") return send(res, 200, { name: await storeInput(s, account, bytes, (image as File).name || "image.png"), subfolder: "", type: "input" });
+    if (path === "/api/upload/image")
+      return send(res, 200, { name: await storeInput(s, account, bytes, (image as File).name || "image.png"), subfolder: "", type: "input" });
     let ref: { filename?: string };
     try {
       ref = JSON.parse(String(f.get("original_ref")));
@@ -70,18 +88,24 @@ export async function handleHosted(s: State, req: Req, account: string): Promise
     const prompt = (p.value as { prompt?: unknown } | undefined)?.prompt;
     if (!prompt || typeof prompt !== "object" || Array.isArray(prompt)) return hostedFail(res, 400, "invalid_prompt", "Missing or invalid prompt.");
     const invalid = checkGraph(s, account, prompt as Record<string, unknown>);
-    if (invalid) return hostedFail(res, 400, "prompt_outputs_failed_validation", "Prompt outputs failed validation", { node_errors: (invalid.details as { node_errors?: unknown })?.node_errors ?? {} });
+    if (invalid)
+      return hostedFail(res, 400, "prompt_outputs_failed_validation", "Prompt outputs failed validation", {
+        node_errors: (invalid.details as { node_errors?: unknown })?.node_errors ?? {},
+      });
     const job = s.createJob(account, prompt as Record<string, unknown>);
     return send(res, 200, { prompt_id: job.id, number: job.number, node_errors: {} });
   }
   if ((m = /^\/api\/job\/([^/]+)\/status$/.exec(path)) && method === "GET") {
     const j = mine(decodeURIComponent(m[1]!));
-    return j ? send(res, 200, { status: s.broken("hostedFailedAsSuccess") && j.status === "failed" ? "success" : STATUS[j.status] }) : hostedFail(res, 404, "not_found", "Not found.");
+    return j
+      ? send(res, 200, { status: s.broken("hostedFailedAsSuccess") && j.status === "failed" ? "success" : STATUS[j.status] })
+      : hostedFail(res, 404, "not_found", "Not found.");
   }
   if (path === "/api/view" && method === "GET") {
     const filename = req.query.get("filename");
     const type = req.query.get("type");
-    if (!filename || (type !== null && !["output", "temp", "input"].includes(type))) return hostedFail(res, 400, "invalid_request", "Missing or invalid filename or type.");
+    if (!filename || (type !== null && !["output", "temp", "input"].includes(type)))
+      return hostedFail(res, 400, "invalid_request", "Missing or invalid filename or type.");
     if (filename.includes("/") || filename.includes("..") || (req.query.get("subfolder") ?? "") !== "") return hostedFail(res, 403, "forbidden", "Forbidden.");
     const a = [...s.assets.values()].find((x) => x.name === filename && x.account === account);
     if (!a) return hostedFail(res, 404, "not_found", "Not found.");
@@ -91,13 +115,17 @@ export async function handleHosted(s: State, req: Req, account: string): Promise
   }
   if (path === "/api/queue" && method === "GET") {
     const jobs = [...s.jobs.values()].filter((j) => j.account === account);
-    return send(res, 200, { queue_running: jobs.filter((j) => j.status === "running" || j.status === "canceling").map(entry), queue_pending: jobs.filter((j) => j.status === "queued").map(entry) });
+    return send(res, 200, {
+      queue_running: jobs.filter((j) => j.status === "running" || j.status === "canceling").map(entry),
+      queue_pending: jobs.filter((j) => j.status === "queued").map(entry),
+    });
   }
   if (path === "/api/queue" && method === "POST") {
     const p = json(req);
     if (!p.ok) return;
     const body = p.value as { delete?: unknown; clear?: unknown } | undefined;
-    if (!body || typeof body !== "object" || Array.isArray(body) || (body.delete !== undefined && !Array.isArray(body.delete))) return hostedFail(res, 400, "invalid_request", "Invalid queue request.");
+    if (!body || typeof body !== "object" || Array.isArray(body) || (body.delete !== undefined && !Array.isArray(body.delete)))
+      return hostedFail(res, 400, "invalid_request", "Invalid queue request.");
     for (const id of (body.delete as unknown[] | undefined) ?? []) {
       const j = mine(String(id));
       if (j) s.cancel(j);
@@ -117,7 +145,10 @@ export async function handleHosted(s: State, req: Req, account: string): Promise
   if (path === "/api/history" && method === "GET") {
     const max = req.query.get("max_items");
     if (max !== null && (!/^\d+$/.test(max) || Number(max) < 1)) return hostedFail(res, 400, "invalid_request", "Invalid max_items.");
-    const done = [...s.jobs.values()].filter((j) => j.account === account && j.completedAt).reverse().slice(0, max ? Number(max) : undefined);
+    const done = [...s.jobs.values()]
+      .filter((j) => j.account === account && j.completedAt)
+      .reverse()
+      .slice(0, max ? Number(max) : undefined);
     return send(res, 200, Object.fromEntries(done.map((j) => [j.id, history(j)])));
   }
   if ((m = /^\/api\/history\/([^/]+)$/.exec(path)) && method === "GET") {
@@ -128,5 +159,10 @@ export async function handleHosted(s: State, req: Req, account: string): Promise
 }
 
 function history(j: JobRec) {
-  return { prompt: entry(j), outputs: j.hostedOutputs, status: { status_str: j.status === "succeeded" ? "success" : "error", completed: j.status === "succeeded", messages: [] }, meta: {} };
+  return {
+    prompt: entry(j),
+    outputs: j.hostedOutputs,
+    status: { status_str: j.status === "succeeded" ? "success" : "error", completed: j.status === "succeeded", messages: [] },
+    meta: {},
+  };
 }

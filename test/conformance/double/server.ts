@@ -58,7 +58,10 @@ async function handle(s: State, raw: IncomingMessage, res: ServerResponse): Prom
   }
   if (path === "/healthz") return send(res, 200, { status: "ok" });
   const body = raw.method === "GET" || raw.method === "HEAD" ? Buffer.alloc(0) : await readBody(raw, s.o.bodyLimit);
-  if (!body) return v2 ? fail(res, 413, "payload_too_large", "The request body is too large.") : hostedFail(res, 413, "payload_too_large", "The request body is too large.");
+  if (!body)
+    return v2
+      ? fail(res, 413, "payload_too_large", "The request body is too large.")
+      : hostedFail(res, 413, "payload_too_large", "The request body is too large.");
   const req: Req = { method: raw.method ?? "GET", path, query: url.searchParams, headers: raw.headers, body, origin, res, raw };
   if (v2) {
     const bearer = /^Bearer (.+)$/.exec(String(raw.headers.authorization ?? ""))?.[1];

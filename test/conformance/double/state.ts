@@ -150,7 +150,10 @@ const LOG_LIMIT_BYTES = 64 * 1024;
 
 /** Everything the double holds. */
 export class State {
-  readonly o: Required<Omit<DoubleOptions, "breaks" | "deploymentStates">> & { breaks: Set<Breakage>; deploymentStates: Record<string, "not_ready" | "stopped"> };
+  readonly o: Required<Omit<DoubleOptions, "breaks" | "deploymentStates">> & {
+    breaks: Set<Breakage>;
+    deploymentStates: Record<string, "not_ready" | "stopped">;
+  };
   readonly jobs = new Map<string, JobRec>();
   readonly assets = new Map<string, Asset>();
   readonly keys = new Map<string, string>();
@@ -302,37 +305,52 @@ export class State {
     let done = 0;
     const setProgress = (p: Partial<Progress>) => {
       job.prevProgress = job.progress;
-      job.progress = { value: 0, nodes_done: done, nodes_total: total, current_node: null, current_node_class: null, step: null, steps: null, message: null, ...job.progress, ...p };
+      job.progress = {
+        value: 0,
+        nodes_done: done,
+        nodes_total: total,
+        current_node: null,
+        current_node_class: null,
+        step: null,
+        steps: null,
+        message: null,
+        ...job.progress,
+        ...p,
+      };
       job.events.emit("progress");
     };
     let current = "";
     try {
       total = executionOrder(graph).length;
-      await execute(graph, {
-        signal: job.abort.signal,
-        samplerStepMs: this.o.samplerStepMs,
-        progress: (step, steps) => {
-          setProgress({ value: (done + step / steps) / total, step, steps });
-          this.bus.emit("wsProgress", job, current, step, steps);
+      await execute(
+        graph,
+        {
+          signal: job.abort.signal,
+          samplerStepMs: this.o.samplerStepMs,
+          progress: (step, steps) => {
+            setProgress({ value: (done + step / steps) / total, step, steps });
+            this.bus.emit("wsProgress", job, current, step, steps);
+          },
+          preview: (jpeg) => {
+            job.events.emit("preview", current, jpeg);
+            this.bus.emit("wsPreview", job, current, jpeg);
+          },
+          log: (text) => this.capture(job, text),
+          asset: (id) => this.assets.get(id)?.bytes,
         },
-        preview: (jpeg) => {
-          job.events.emit("preview", current, jpeg);
-          this.bus.emit("wsPreview", job, current, jpeg);
+        {
+          nodeStart: (id, classType) => {
+            current = id;
+            setProgress({ value: done / total, nodes_done: done, current_node: id, current_node_class: classType, step: null, steps: null });
+            this.bus.emit("wsExecuting", job, id);
+          },
+          nodeDone: async (id, _classType, files) => {
+            done++;
+            for (const f of files) await this.commit(job, id, f);
+            setProgress({ value: done / total, nodes_done: done });
+          },
         },
-        log: (text) => this.capture(job, text),
-        asset: (id) => this.assets.get(id)?.bytes,
-      }, {
-        nodeStart: (id, classType) => {
-          current = id;
-          setProgress({ value: done / total, nodes_done: done, current_node: id, current_node_class: classType, step: null, steps: null });
-          this.bus.emit("wsExecuting", job, id);
-        },
-        nodeDone: async (id, _classType, files) => {
-          done++;
-          for (const f of files) await this.commit(job, id, f);
-          setProgress({ value: done / total, nodes_done: done });
-        },
-      });
+      );
       setProgress({ value: 1, nodes_done: total, current_node: null, current_node_class: null, step: null, steps: null });
       // A cancel that arrived after the last node still ends the job canceled (canceling -> canceled).
       this.finish(job, job.abort.signal.aborted || job.status === "canceling" ? "canceled" : "succeeded");
@@ -345,7 +363,16 @@ export class State {
   }
 
   private async commit(job: JobRec, nodeId: string, f: FileOut): Promise<void> {
-    const asset = await this.addAsset({ account: job.account, bytes: f.bytes, contentType: f.contentType, name: f.name, jobId: job.id, nodeId, type: f.type, folder: f.folder });
+    const asset = await this.addAsset({
+      account: job.account,
+      bytes: f.bytes,
+      contentType: f.contentType,
+      name: f.name,
+      jobId: job.id,
+      nodeId,
+      type: f.type,
+      folder: f.folder,
+    });
     job.outputs.push(asset);
     const entry = (job.hostedOutputs[nodeId] ??= {});
     if (f.type === "image") (entry.images ??= []).push({ filename: f.name, subfolder: "", type: f.folder });

@@ -12,13 +12,18 @@ function parseJson(req: Req, s: State): { ok: true; value: unknown } | { ok: fal
   try {
     return { ok: true, value: JSON.parse(req.body.toString("utf8")) };
   } catch {
-    fail(req.res, 400, s.broken("wrongErrorCode") ? "invalid_workflow" : "invalid_request", "The request body is not JSON.", { fields: [{ field: "", reason: "malformed_json" }] });
+    fail(req.res, 400, s.broken("wrongErrorCode") ? "invalid_workflow" : "invalid_request", "The request body is not JSON.", {
+      fields: [{ field: "", reason: "malformed_json" }],
+    });
     return { ok: false };
   }
 }
 
 function fieldsOf(errors: Array<{ instancePath: string; params: Record<string, unknown> }> | null | undefined) {
-  return (errors ?? []).map((e) => ({ field: (e.instancePath.slice(1) || String(e.params.additionalProperty ?? e.params.missingProperty ?? "")).replace(/\//g, "."), reason: "invalid" }));
+  return (errors ?? []).map((e) => ({
+    field: (e.instancePath.slice(1) || String(e.params.additionalProperty ?? e.params.missingProperty ?? "")).replace(/\//g, "."),
+    reason: "invalid",
+  }));
 }
 
 /** Asset references of a graph that do not resolve to the caller's assets. */
@@ -47,7 +52,9 @@ export function checkGraph(s: State, account: string, workflow: Record<string, u
 const LABEL_KEY = /^[A-Za-z0-9_.-]{1,40}$/;
 
 /** The label key a failure of the submission's validation is about (null: the map as a whole), or undefined when a failure lies outside `metadata`. */
-function metadataFailure(errors: Array<{ instancePath: string; keyword: string; params: Record<string, unknown>; propertyName?: string }>): { key: string | null } | undefined {
+function metadataFailure(
+  errors: Array<{ instancePath: string; keyword: string; params: Record<string, unknown>; propertyName?: string }>,
+): { key: string | null } | undefined {
   if (!errors.length || !errors.every((e) => e.instancePath === "/metadata" || e.instancePath.startsWith("/metadata/"))) return undefined;
   const e = errors.find((x) => x.keyword !== "propertyNames") ?? errors[0]!;
   const named = e.propertyName ?? e.params.propertyName;
@@ -81,13 +88,24 @@ function listJobs(s: State, req: Req, account: string): void {
   const limit = req.query.get("limit") ?? "20";
   const status = req.query.get("status");
   const cursor = req.query.get("cursor");
-  if (!/^\d+$/.test(limit) || Number(limit) < 1 || Number(limit) > 100 || (status !== null && !["queued", "running", "succeeded", "canceling", "canceled", "failed", "expired"].includes(status)) || (cursor !== null && !/^\d{1,15}$/.test(cursor))) {
+  if (
+    !/^\d+$/.test(limit) ||
+    Number(limit) < 1 ||
+    Number(limit) > 100 ||
+    (status !== null && !["queued", "running", "succeeded", "canceling", "canceled", "failed", "expired"].includes(status)) ||
+    (cursor !== null && !/^\d{1,15}$/.test(cursor))
+  ) {
     return fail(res, 400, "invalid_request", "The query is invalid.", { fields: [{ field: "limit", reason: "invalid" }] });
   }
   const parsed = labelFilters(s, req.query);
-  if ("bad" in parsed) return fail(res, 400, "invalid_metadata_filter", "The metadata filter is invalid.", { key: parsed.key, fields: [{ field: parsed.key === null ? "metadata" : `metadata.${parsed.key}`, reason: parsed.bad }] });
+  if ("bad" in parsed)
+    return fail(res, 400, "invalid_metadata_filter", "The metadata filter is invalid.", {
+      key: parsed.key,
+      fields: [{ field: parsed.key === null ? "metadata" : `metadata.${parsed.key}`, reason: parsed.bad }],
+    });
   const filters = parsed.filters;
-  if (filters.length && !s.o.labels && !s.broken("declinedFilterIgnored")) return fail(res, 422, "metadata_not_supported", "This surface does not accept metadata.");
+  if (filters.length && !s.o.labels && !s.broken("declinedFilterIgnored"))
+    return fail(res, 422, "metadata_not_supported", "This surface does not accept metadata.");
   const labeled = filters.length > 0 && s.o.labels && !s.broken("filterIgnored");
   const carries = (j: JobRec) => (s.broken("filterAnyOf") ? filters.some(([k, v]) => j.metadata[k] === v) : filters.every(([k, v]) => j.metadata[k] === v));
   const byStatus = status !== null && !(filters.length > 0 && s.broken("filterDropsStatus"));
@@ -103,19 +121,29 @@ async function createJob(s: State, req: Req, account: string, noCredits: boolean
   const parsed = parseJson(req, s);
   if (!parsed.ok) return;
   const body = parsed.value as Record<string, unknown>;
-  if (s.broken("serverErrorOnWrongType") && body && typeof body === "object" && "workflow" in body && (typeof body.workflow !== "object" || body.workflow === null)) {
+  if (
+    s.broken("serverErrorOnWrongType") &&
+    body &&
+    typeof body === "object" &&
+    "workflow" in body &&
+    (typeof body.workflow !== "object" || body.workflow === null)
+  ) {
     return fail(req.res, 500, "upstream_error", "Something went wrong on our side. Please try again.");
   }
   if (!validators.request_createJob(body)) {
     const labels = metadataFailure((validators.request_createJob.errors ?? []) as never);
     if (labels && !s.broken("metadataInvalidAs400")) {
-      const details = { ...(s.broken("metadataInvalidNoKey") ? {} : { key: labels.key }), fields: [{ field: labels.key === null ? "metadata" : `metadata.${labels.key}`, reason: "invalid" }] };
+      const details = {
+        ...(s.broken("metadataInvalidNoKey") ? {} : { key: labels.key }),
+        fields: [{ field: labels.key === null ? "metadata" : `metadata.${labels.key}`, reason: "invalid" }],
+      };
       return fail(req.res, 422, "metadata_invalid", "The metadata is invalid.", details);
     }
     return fail(req.res, 400, "invalid_request", "The request is invalid.", { fields: fieldsOf(validators.request_createJob.errors as never) });
   }
   const metadata = (body.metadata ?? {}) as Record<string, string>;
-  if (s.broken("labelBoundTooTight") && Object.keys(metadata).length > 15) return fail(req.res, 422, "metadata_invalid", "The metadata is invalid.", { key: null, fields: [{ field: "metadata", reason: "too_many" }] });
+  if (s.broken("labelBoundTooTight") && Object.keys(metadata).length > 15)
+    return fail(req.res, 422, "metadata_invalid", "The metadata is invalid.", { key: null, fields: [{ field: "metadata", reason: "too_many" }] });
   if (!s.o.labels && Object.keys(metadata).length > 0) return fail(req.res, 422, "metadata_not_supported", "This surface does not accept metadata.");
   if (noCredits) return fail(req.res, 402, "insufficient_credits", "Your account has no credits left.");
   const workflow = body.workflow as Record<string, unknown>;
@@ -128,7 +156,9 @@ async function createJob(s: State, req: Req, account: string, noCredits: boolean
     const sameWorkflow = claimed !== undefined && JSON.parse(claimed)[0] === workflowText;
     const sameLabels = claimed !== undefined && JSON.parse(claimed)[1] === labelsText;
     const acceptedAnyway =
-      (s.broken("idemAcceptsDifferentBody") && !sameWorkflow) || s.broken("idemNewJobOnReuse") || (s.broken("idemIgnoresLabels") && sameWorkflow && !sameLabels);
+      (s.broken("idemAcceptsDifferentBody") && !sameWorkflow) ||
+      s.broken("idemNewJobOnReuse") ||
+      (s.broken("idemIgnoresLabels") && sameWorkflow && !sameLabels);
     if (claimed !== undefined && !acceptedAnyway) return fail(req.res, 422, "idempotency_key_reuse", "This Idempotency-Key has already been used.");
     if (s.broken("idemRace")) await new Promise((r) => setTimeout(r, 20));
     s.keys.set(key, JSON.stringify([workflowText, labelsText]));
@@ -142,7 +172,11 @@ async function createJob(s: State, req: Req, account: string, noCredits: boolean
   const invalid = checkGraph(s, account, workflow);
   if (invalid) {
     release();
-    const messages: Record<string, string> = { workflow_format_ui: "This is a UI-format workflow; export it in the API format.", invalid_workflow: "The workflow is invalid.", missing_asset: "A referenced asset does not exist or is not yours." };
+    const messages: Record<string, string> = {
+      workflow_format_ui: "This is a UI-format workflow; export it in the API format.",
+      invalid_workflow: "The workflow is invalid.",
+      missing_asset: "A referenced asset does not exist or is not yours.",
+    };
     return fail(req.res, 422, invalid.code, messages[invalid.code]!, invalid.details);
   }
   if (s.queue.length >= s.o.queueBound) {
@@ -158,7 +192,8 @@ function stream(s: State, req: Req, job: JobRec): void {
   const res = req.res;
   res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
   let n = 0;
-  const write = (event: string, data: unknown) => res.write(`${s.broken("sseIdLines") ? `id: ${++n}\n` : ""}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+  const write = (event: string, data: unknown) =>
+    res.write(`${s.broken("sseIdLines") ? `id: ${++n}\n` : ""}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
   const onStatus = () => {
     if (s.broken("sseSkipsRunning") && job.status === "running") return;
     if (s.broken("sseSkipsCanceling") && job.status === "canceling") return;
@@ -171,7 +206,8 @@ function stream(s: State, req: Req, job: JobRec): void {
     write("progress", s.broken("stepPastSteps") && p && p.step === p.steps && p.steps !== null ? { ...p, step: (p.steps as number) + 1 } : p);
     if (s.broken("sseProgressRegresses") && job.prevProgress?.step != null && p?.step != null) write("progress", { ...job.prevProgress });
   };
-  const onPreview = (node: string, jpeg: Uint8Array) => write("preview", { node_id: node, content_type: "image/jpeg", data_base64: Buffer.from(jpeg).toString("base64") });
+  const onPreview = (node: string, jpeg: Uint8Array) =>
+    write("preview", { node_id: node, content_type: "image/jpeg", data_base64: Buffer.from(jpeg).toString("base64") });
   const onOutput = (a: Parameters<typeof outputView>[1]) => write("output", outputView(s, a, req.origin));
   const keepAlive = setInterval(() => res.write(": keep-alive\n\n"), s.o.keepAliveMs);
   job.streams++;
@@ -202,10 +238,18 @@ async function upload(s: State, req: Req, account: string): Promise<void> {
   const bytes = new Uint8Array(await file.arrayBuffer());
   const hash = `blake3:${await blake3(bytes)}`;
   const expected = form.get("expected_hash");
-  if (typeof expected === "string" && expected !== hash) return fail(req.res, 409, "hash_mismatch", "The uploaded bytes do not match the expected hash.", { expected_hash: expected, actual_hash: hash });
+  if (typeof expected === "string" && expected !== hash)
+    return fail(req.res, 409, "hash_mismatch", "The uploaded bytes do not match the expected hash.", { expected_hash: expected, actual_hash: hash });
   const known = [...s.assets.values()].some((a) => a.hash === hash);
   const name = String(form.get("file_path") ?? (file as File).name ?? "upload");
-  const a = await s.addAsset({ account, bytes, contentType: String(form.get("content_type") ?? (file.type || "application/octet-stream")), name, jobId: null, folder: "input" });
+  const a = await s.addAsset({
+    account,
+    bytes,
+    contentType: String(form.get("content_type") ?? (file.type || "application/octet-stream")),
+    name,
+    jobId: null,
+    folder: "input",
+  });
   send(req.res, known ? 200 : 201, assetView(s, a, req.origin));
 }
 
@@ -218,14 +262,23 @@ async function content(s: State, req: Req, id: string, account: string | undefin
   if (!a || (!signed && a.account !== account)) return fail(req.res, 404, "not_found", "Not found.");
   const size = a.bytes.byteLength;
   const range = req.headers.range;
-  const headers = { "content-type": s.broken("contentTypeNotBytes") && a.contentType === "image/png" ? "image/webp" : a.contentType, etag: `"${a.hash}"`, "accept-ranges": "bytes" };
+  const headers = {
+    "content-type": s.broken("contentTypeNotBytes") && a.contentType === "image/png" ? "image/webp" : a.contentType,
+    etag: `"${a.hash}"`,
+    "accept-ranges": "bytes",
+  };
   const m = typeof range === "string" ? /^bytes=(\d*)-(\d*)$/.exec(range) : null;
   if (m && (m[1] || m[2])) {
     const start = m[1] ? Number(m[1]) : Math.max(0, size - Number(m[2]));
     const end = m[1] && m[2] ? Math.min(Number(m[2]), size - 1) : size - 1;
-    if (start >= size || start > end) return fail(req.res, 416, "range_not_satisfiable", "The requested range is not satisfiable.", undefined, { "content-range": `bytes */${size}` });
+    if (start >= size || start > end)
+      return fail(req.res, 416, "range_not_satisfiable", "The requested range is not satisfiable.", undefined, { "content-range": `bytes */${size}` });
     const shift = s.broken("rangeOffByOne") && end + 1 < size ? 1 : 0;
-    req.res.writeHead(206, { ...headers, "content-range": `bytes ${start}-${end}/${size + (s.broken("contentRangeTotal") ? 1 : 0)}`, "content-length": String(end - start + 1) });
+    req.res.writeHead(206, {
+      ...headers,
+      "content-range": `bytes ${start}-${end}/${size + (s.broken("contentRangeTotal") ? 1 : 0)}`,
+      "content-length": String(end - start + 1),
+    });
     return void req.res.end(Buffer.from(a.bytes.subarray(start + shift, end + 1 + shift)));
   }
   req.res.writeHead(200, { ...headers, "content-length": String(size) });
@@ -240,7 +293,12 @@ export async function handleV2(s: State, req: Req, auth: ReturnType<State["accou
   const authed = "account" in auth ? auth : undefined;
   const needAuth = () => {
     if (authed) return true;
-    fail(res, (auth as { status: number }).status, (auth as { status: number }).status === 403 ? "forbidden" : "unauthorized", "Missing or invalid credentials.");
+    fail(
+      res,
+      (auth as { status: number }).status,
+      (auth as { status: number }).status === 403 ? "forbidden" : "unauthorized",
+      "Missing or invalid credentials.",
+    );
     return false;
   };
   const job = (id: string) => {
@@ -261,7 +319,8 @@ export async function handleV2(s: State, req: Req, auth: ReturnType<State["accou
     if (req.body.length) {
       const p = parseJson(req, s);
       if (!p.ok) return;
-      if (!validators.request_cancelJob(p.value)) return fail(res, 400, "invalid_request", "The request is invalid.", { fields: fieldsOf(validators.request_cancelJob.errors as never) });
+      if (!validators.request_cancelJob(p.value))
+        return fail(res, 400, "invalid_request", "The request is invalid.", { fields: fieldsOf(validators.request_cancelJob.errors as never) });
     }
     const j = job(decodeURIComponent(match[1]!));
     if (!j) return;
@@ -283,11 +342,19 @@ export async function handleV2(s: State, req: Req, auth: ReturnType<State["accou
     if (!needAuth()) return;
     const p = parseJson(req, s);
     if (!p.ok) return;
-    if (!validators.request_createAssetFromHash(p.value)) return fail(res, 400, "invalid_request", "The request is invalid.", { fields: fieldsOf(validators.request_createAssetFromHash.errors as never) });
+    if (!validators.request_createAssetFromHash(p.value))
+      return fail(res, 400, "invalid_request", "The request is invalid.", { fields: fieldsOf(validators.request_createAssetFromHash.errors as never) });
     const { hash, file_path } = p.value as { hash: string; file_path?: string };
     const blob = [...s.assets.values()].find((a) => a.hash === hash && a.account === authed!.account);
     if (!blob) return fail(res, 404, "blob_not_found", "No blob with this hash is available to you.");
-    const a = await s.addAsset({ account: authed!.account, bytes: blob.bytes, contentType: blob.contentType, name: file_path ?? blob.name, jobId: null, folder: "input" });
+    const a = await s.addAsset({
+      account: authed!.account,
+      bytes: blob.bytes,
+      contentType: blob.contentType,
+      name: file_path ?? blob.name,
+      jobId: null,
+      folder: "input",
+    });
     return send(res, 201, assetView(s, a, req.origin));
   }
   if ((match = m(/^\/api\/v2\/assets\/by-hash\/([^/]+)$/)) && method === "HEAD") {

@@ -40,7 +40,10 @@ const LATE_CHANGE_MS = 2000;
 /** The signed, absolute link to an asset's bytes. */
 export function assetUrl(s: State, a: Asset, origin: string): { url: string; url_expires_at: string } {
   const expires = Math.floor(Date.now() / 1000) + 3600;
-  return { url: `${origin}${s.o.prefix}/api/v2/assets/${a.id}/content?expires=${expires}&signature=${s.sign(a.id, expires)}`, url_expires_at: new Date(expires * 1000).toISOString() };
+  return {
+    url: `${origin}${s.o.prefix}/api/v2/assets/${a.id}/content?expires=${expires}&signature=${s.sign(a.id, expires)}`,
+    url_expires_at: new Date(expires * 1000).toISOString(),
+  };
 }
 
 /** An output as the job shows it. */
@@ -61,8 +64,23 @@ export function outputView(s: State, a: Asset, origin: string): Record<string, u
 
 /** An asset record. */
 export function assetView(s: State, a: Asset, origin: string): Record<string, unknown> {
-  const contentType = s.broken("assetRecordTypeDiffers") && a.jobId ? "application/octet-stream" : s.broken("contentTypeNotBytes") && a.contentType === "image/png" ? "image/webp" : a.contentType;
-  return { id: a.id, hash: a.hash, size_bytes: a.bytes.byteLength, content_type: contentType, file_path: a.name, created_at: a.createdAt.toISOString(), ...assetUrl(s, a, origin), job_id: a.jobId, tags: [] };
+  const contentType =
+    s.broken("assetRecordTypeDiffers") && a.jobId
+      ? "application/octet-stream"
+      : s.broken("contentTypeNotBytes") && a.contentType === "image/png"
+        ? "image/webp"
+        : a.contentType;
+  return {
+    id: a.id,
+    hash: a.hash,
+    size_bytes: a.bytes.byteLength,
+    content_type: contentType,
+    file_path: a.name,
+    created_at: a.createdAt.toISOString(),
+    ...assetUrl(s, a, origin),
+    job_id: a.jobId,
+    tags: [],
+  };
 }
 
 /** The job's progress as answers show it. */
@@ -72,20 +90,30 @@ export function progressView(s: State, job: JobRec): Record<string, unknown> | n
 }
 
 /** A job as an answer shows it; `on` says which answer (logs appear only on GET). */
-export function jobView(s: State, job: JobRec, origin: string, on: "post" | "get" | "list" | "cancel" | "event" | "terminal-event" | "other"): Record<string, unknown> {
+export function jobView(
+  s: State,
+  job: JobRec,
+  origin: string,
+  on: "post" | "get" | "list" | "cancel" | "event" | "terminal-event" | "other",
+): Record<string, unknown> {
   const prefix = s.broken("unprefixedLinks") || (on === "list" && s.broken("listUnprefixed")) ? "" : s.o.prefix;
   const get = on === "get";
   const ended = TERMINAL.has(job.status);
   if (get && ended) job.readsSinceEnd++;
   let outputs = job.outputs;
-  if ((get && ended && job.readsSinceEnd >= 2 && s.broken("outputsDropOnReread")) || (on === "terminal-event" && s.broken("sseTerminalSubset"))) outputs = outputs.slice(0, -1);
+  if ((get && ended && job.readsSinceEnd >= 2 && s.broken("outputsDropOnReread")) || (on === "terminal-event" && s.broken("sseTerminalSubset")))
+    outputs = outputs.slice(0, -1);
   const base = `${prefix}/api/v2/jobs/${job.id}`;
   const status =
-    s.broken("statusOutsideEnum") && job.status === "running" ? "processing"
-    : s.broken("terminalOutsideEnum") && job.status === "succeeded" ? "completed"
-    : get && s.broken("cancelingReadsRunning") && job.status === "canceling" ? "running"
-    : s.broken("expiredSoonAfterEnd") && job.completedAt && Date.now() - job.completedAt.getTime() >= LATE_CHANGE_MS ? "expired"
-    : job.status;
+    s.broken("statusOutsideEnum") && job.status === "running"
+      ? "processing"
+      : s.broken("terminalOutsideEnum") && job.status === "succeeded"
+        ? "completed"
+        : get && s.broken("cancelingReadsRunning") && job.status === "canceling"
+          ? "running"
+          : s.broken("expiredSoonAfterEnd") && job.completedAt && Date.now() - job.completedAt.getTime() >= LATE_CHANGE_MS
+            ? "expired"
+            : job.status;
   const view: Record<string, unknown> = {
     id: job.id,
     status,
@@ -100,7 +128,8 @@ export function jobView(s: State, job: JobRec, origin: string, on: "post" | "get
     urls: { self: s.broken("brokenSelfLink") ? `${base}/self` : base, events: `${base}/events`, cancel: `${base}/cancel` },
     metrics: {
       queue_ms: job.startedAt ? job.startedAt.getTime() - job.createdAt.getTime() : null,
-      execution_ms: job.startedAt && job.completedAt ? (get && s.broken("terminalMetricsDrift") ? Date.now() : job.completedAt.getTime()) - job.startedAt.getTime() : null,
+      execution_ms:
+        job.startedAt && job.completedAt ? (get && s.broken("terminalMetricsDrift") ? Date.now() : job.completedAt.getTime()) - job.startedAt.getTime() : null,
     },
     metadata: { ...job.metadata },
   };

@@ -19,7 +19,8 @@ export function attachWs(s: State): (req: IncomingMessage, socket: Duplex, head:
   const to = (account: string, msg: unknown) => {
     for (const c of conns) if (c.account === account) c.ws.send(JSON.stringify(msg));
   };
-  const remaining = (account: string) => [...s.jobs.values()].filter((j) => j.account === account && ["queued", "running", "canceling"].includes(j.status)).length;
+  const remaining = (account: string) =>
+    [...s.jobs.values()].filter((j) => j.account === account && ["queued", "running", "canceling"].includes(j.status)).length;
   const u32 = (n: number) => {
     const b = Buffer.alloc(4);
     if (s.broken("wsLittleEndian")) b.writeUInt32LE(n);
@@ -29,13 +30,19 @@ export function attachWs(s: State): (req: IncomingMessage, socket: Duplex, head:
 
   s.bus.on("queue", (account: string) => to(account, { type: "status", data: { status: { exec_info: { queue_remaining: remaining(account) } } } }));
   s.bus.on("wsExecuting", (job: JobRec, node: string) => to(job.account, { type: "executing", data: { node, display_node: node, prompt_id: job.id } }));
-  s.bus.on("wsProgress", (job: JobRec, node: string, value: number, max: number) => to(job.account, { type: "progress", data: { value, max, prompt_id: job.id, node } }));
-  s.bus.on("wsExecuted", (job: JobRec, node: string) => to(job.account, { type: "executed", data: { node, display_node: node, output: job.hostedOutputs[node], prompt_id: job.id } }));
+  s.bus.on("wsProgress", (job: JobRec, node: string, value: number, max: number) =>
+    to(job.account, { type: "progress", data: { value, max, prompt_id: job.id, node } }),
+  );
+  s.bus.on("wsExecuted", (job: JobRec, node: string) =>
+    to(job.account, { type: "executed", data: { node, display_node: node, output: job.hostedOutputs[node], prompt_id: job.id } }),
+  );
   s.bus.on("wsPreview", (job: JobRec, node: string, jpeg: Uint8Array) => {
     for (const c of conns) {
       if (c.account !== job.account) continue;
       if (c.metadata) {
-        const meta = Buffer.from(JSON.stringify({ node_id: node, display_node_id: node, real_node_id: node, prompt_id: job.id, parent_node_id: null, image_type: "image/jpeg" }));
+        const meta = Buffer.from(
+          JSON.stringify({ node_id: node, display_node_id: node, real_node_id: node, prompt_id: job.id, parent_node_id: null, image_type: "image/jpeg" }),
+        );
         c.ws.send(Buffer.concat([u32(4), u32(meta.byteLength), meta, Buffer.from(jpeg)]));
       } else c.ws.send(Buffer.concat([u32(1), u32(1), Buffer.from(jpeg)]));
     }
@@ -48,13 +55,26 @@ export function attachWs(s: State): (req: IncomingMessage, socket: Duplex, head:
       return;
     }
     if (!job.startedAt) return; // canceled while queued: no execution messages
-    if (status === "succeeded" || (status === "failed" && s.broken("wsSuccessForFailed"))) to(job.account, { type: "execution_success", data: { prompt_id: id, timestamp: now() } });
+    if (status === "succeeded" || (status === "failed" && s.broken("wsSuccessForFailed")))
+      to(job.account, { type: "execution_success", data: { prompt_id: id, timestamp: now() } });
     else if (status === "failed") {
       to(job.account, {
         type: "execution_error",
-        data: { prompt_id: id, node_id: job.error?.node_id ?? null, node_type: job.error?.class_type ?? null, executed: [], exception_type: "ValidationError", exception_message: job.error?.message ?? "", traceback: [], current_inputs: {}, current_outputs: [], timestamp: now() },
+        data: {
+          prompt_id: id,
+          node_id: job.error?.node_id ?? null,
+          node_type: job.error?.class_type ?? null,
+          executed: [],
+          exception_type: "ValidationError",
+          exception_message: job.error?.message ?? "",
+          traceback: [],
+          current_inputs: {},
+          current_outputs: [],
+          timestamp: now(),
+        },
       });
-    } else if (status === "canceled") to(job.account, { type: "execution_interrupted", data: { prompt_id: id, node_id: null, node_type: null, executed: [], timestamp: now() } });
+    } else if (status === "canceled")
+      to(job.account, { type: "execution_interrupted", data: { prompt_id: id, node_id: null, node_type: null, executed: [], timestamp: now() } });
     else return;
     to(job.account, { type: "executing", data: { node: null, prompt_id: id } });
   });
@@ -63,7 +83,8 @@ export function attachWs(s: State): (req: IncomingMessage, socket: Duplex, head:
     const url = new URL(req.url ?? "/", "http://double");
     const auth = s.account(url.searchParams.get("token") ?? undefined);
     if (url.pathname !== "/ws" || !s.o.hosted || !("account" in auth)) {
-      const status = url.pathname !== "/ws" || !s.o.hosted ? "404 Not Found" : auth && "status" in auth && auth.status === 403 ? "403 Forbidden" : "401 Unauthorized";
+      const status =
+        url.pathname !== "/ws" || !s.o.hosted ? "404 Not Found" : auth && "status" in auth && auth.status === 403 ? "403 Forbidden" : "401 Unauthorized";
       socket.end(`HTTP/1.1 ${status}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
       return;
     }
@@ -83,7 +104,12 @@ export function attachWs(s: State): (req: IncomingMessage, socket: Duplex, head:
         first = false;
       });
       ws.on("close", () => conns.delete(conn));
-      ws.send(JSON.stringify({ type: "status", data: { status: { exec_info: { queue_remaining: remaining(auth.account) } }, sid: crypto.randomUUID().replaceAll("-", "") } }));
+      ws.send(
+        JSON.stringify({
+          type: "status",
+          data: { status: { exec_info: { queue_remaining: remaining(auth.account) } }, sid: crypto.randomUUID().replaceAll("-", "") },
+        }),
+      );
     });
   };
 }

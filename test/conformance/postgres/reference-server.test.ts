@@ -3,4 +3,7 @@
 import { useDatabase } from "../../hosted/hosted-server.ts";
 import { onPostgres } from "../../postgres/pg.ts";
 
-await onPostgres(() => useDatabase("postgres"), () => import("../reference-server.test.ts"));
+await onPostgres(
+  () => useDatabase("postgres"),
+  () => import("../reference-server.test.ts"),
+);

@@ -72,7 +72,20 @@ export async function startDeployment(options: DeploymentOptions = {}): Promise<
   const blobDir = await tempDir("fg-lb-blobs-");
   const signingKey = randomBytes(32).toString("hex");
   const blobFlags = blobStore ? ["--blob-store", blobStore.url, ...(blobStore.endpoint ? ["--s3-endpoint", blobStore.endpoint] : [])] : ["--blob-dir", blobDir];
-  const common = async () => ["--database-url", databaseUrl, "--data-dir", await tempDir("fg-lb-data-"), ...blobFlags, "--signing-key", signingKey, "--lease", `${leaseMs}ms`, "--shutdown-grace", "0", ...(redisUrl ? ["--redis-url", redisUrl] : [])];
+  const common = async () => [
+    "--database-url",
+    databaseUrl,
+    "--data-dir",
+    await tempDir("fg-lb-data-"),
+    ...blobFlags,
+    "--signing-key",
+    signingKey,
+    "--lease",
+    `${leaseMs}ms`,
+    "--shutdown-grace",
+    "0",
+    ...(redisUrl ? ["--redis-url", redisUrl] : []),
+  ];
 
   const children: Array<{ child: CliProcess["child"] }> = [];
   const nodes: ApiNode[] = [];
@@ -83,7 +96,12 @@ export async function startDeployment(options: DeploymentOptions = {}): Promise<
     const w = startCli(["worker", ...(await common()), ...workerFlags], env);
     children.push(w);
     workers.push(w);
-    await waitFor(() => w.stdout() + w.stderr(), (out) => out.includes("worker claiming jobs") || !alive(w.child), "worker start", 30_000);
+    await waitFor(
+      () => w.stdout() + w.stderr(),
+      (out) => out.includes("worker claiming jobs") || !alive(w.child),
+      "worker start",
+      30_000,
+    );
     if (!w.stdout().includes("worker claiming jobs")) throw new Error(`flowgate worker did not start:\n${w.stdout()}${w.stderr()}`);
     return w;
   };

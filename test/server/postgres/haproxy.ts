@@ -46,12 +46,12 @@ export function haproxyUnavailable(): Promise<string | null> {
       await run("apt-get", ["-o", "DPkg::Lock::Timeout=120", "update", "-q"], env);
       attempt = await run("apt-get", install, env);
     }
-    if (attempt.code !== 0 || !(await exists(BINARY))) return `HAProxy is not installed (${BINARY}) and apt-get install haproxy failed: ${attempt.output.trim().split("\n").slice(-3).join(" | ")}`;
+    if (attempt.code !== 0 || !(await exists(BINARY)))
+      return `HAProxy is not installed (${BINARY}) and apt-get install haproxy failed: ${attempt.output.trim().split("\n").slice(-3).join(" | ")}`;
     return null;
   })();
   return found;
 }
-
 
 /** A running HAProxy: its base URL, the process, and what it printed. */
 export interface LoadBalancer {

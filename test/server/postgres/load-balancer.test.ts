@@ -82,7 +82,11 @@ describe.skipIf(unavailable !== null)("two API nodes behind HAProxy and two work
     // New jobs, spread by HAProxy over both nodes, all run on the survivor.
     const next = await Promise.all(Array.from({ length: 4 }, (_, i) => d.api.submit(imageGraph(`after${i}`))));
     for (const j of next) expect((await d.api.waitTerminal(j.id, 30_000)).status).toBe("succeeded");
-    for (const r of await rows(d, next.map((j) => j.id))) expect(d.workerOf(r.worker_id)).toBe(d.workers.indexOf(survivor));
+    for (const r of await rows(
+      d,
+      next.map((j) => j.id),
+    ))
+      expect(d.workerOf(r.worker_id)).toBe(d.workers.indexOf(survivor));
     expect(survivor.child.exitCode).toBeNull();
     expect((await d.api.job(job.id)).status).toBe("failed"); // still, after the survivor's runs
   });
@@ -99,7 +103,11 @@ describe.skipIf(unavailable !== null)("two API nodes behind HAProxy and two work
     const client = async () => {
       while (!stop) {
         const sentAfterKill = killed;
-        const res = await fetch(`${d.lb.url}/api/v2/jobs`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ workflow: imageGraph("ack") }) }).then(
+        const res = await fetch(`${d.lb.url}/api/v2/jobs`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ workflow: imageGraph("ack") }),
+        }).then(
           async (r) => ({ status: r.status, node: r.headers.get("x-lb-server"), text: await r.text() }),
           (err: Error) => ({ status: 0, node: null, text: err.message }),
         );
@@ -110,11 +118,21 @@ describe.skipIf(unavailable !== null)("two API nodes behind HAProxy and two work
     const clients = [client(), client()];
     try {
       const count = (node: string) => acknowledged.filter((a) => a.node === node).length;
-      await waitFor(() => acknowledged, () => count(serverName(0)) >= 5 && count(other) >= 5, "acknowledged jobs from both nodes", 20_000);
+      await waitFor(
+        () => acknowledged,
+        () => count(serverName(0)) >= 5 && count(other) >= 5,
+        "acknowledged jobs from both nodes",
+        20_000,
+      );
       victim.child.kill("SIGKILL");
       await victim.exited;
       killed = true;
-      await waitFor(() => afterKill.length, (n) => n >= 20, "requests after the kill", 20_000);
+      await waitFor(
+        () => afterKill.length,
+        (n) => n >= 20,
+        "requests after the kill",
+        20_000,
+      );
     } finally {
       stop = true;
       await Promise.all(clients);
@@ -128,7 +146,12 @@ describe.skipIf(unavailable !== null)("two API nodes behind HAProxy and two work
 
     const ids = acknowledged.map((a) => a.id);
     expect((await rows(d, ids)).length).toBe(ids.length); // every 201 was durable
-    const ended = await waitFor(() => rows(d, ids), (r) => r.every((x) => TERMINAL.includes(String(x.status))), "every acknowledged job ended", 30_000);
+    const ended = await waitFor(
+      () => rows(d, ids),
+      (r) => r.every((x) => TERMINAL.includes(String(x.status))),
+      "every acknowledged job ended",
+      30_000,
+    );
     for (const r of ended) {
       expect(r.status, String(r.id)).toBe("succeeded");
       expect(d.workerOf(r.worker_id), String(r.worker_id)).toBeGreaterThanOrEqual(0); // run by a worker

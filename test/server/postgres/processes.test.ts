@@ -61,7 +61,12 @@ async function apiNode(...flags: string[]): Promise<{ api: Api; server: CliServe
 async function worker(...flags: string[]): Promise<CliProcess> {
   const w = startCli(["worker", ...(await common()), "--shutdown-grace", "0", ...flags]);
   children.push(w);
-  await waitFor(() => w.stdout() + w.stderr(), (out) => out.includes("worker claiming jobs") || w.child.exitCode !== null, "worker start", 30_000);
+  await waitFor(
+    () => w.stdout() + w.stderr(),
+    (out) => out.includes("worker claiming jobs") || w.child.exitCode !== null,
+    "worker start",
+    30_000,
+  );
   expect(w.stdout(), w.stderr()).toContain("worker claiming jobs");
   return w;
 }
@@ -179,7 +184,11 @@ describe.skipIf(unavailable !== null)("processes on PostgreSQL", () => {
     ws.on("message", (data, isBinary) => (isBinary ? binary++ : messages.push(JSON.parse(String(data)))));
     await new Promise((resolve, reject) => ws.once("open", resolve).once("error", reject));
     try {
-      await waitFor(() => messages, (m) => m.some((x) => x.type === "status"), "the greeting");
+      await waitFor(
+        () => messages,
+        (m) => m.some((x) => x.type === "status"),
+        "the greeting",
+      );
       const res = await api.post("/api/prompt", { prompt: samplerGraph(4, "relay"), client_id: "c1" });
       expect(res.status).toBe(200);
       const id = res.body.prompt_id as string;
@@ -194,7 +203,12 @@ describe.skipIf(unavailable !== null)("processes on PostgreSQL", () => {
       expect(binary).toBeGreaterThan(0); // previews, through Redis
       // As ComfyUI: the outcome, then the queue's status, then the closing executing.
       const after = (m: typeof messages) => m.slice(m.findIndex((x) => x.type === "execution_success" && x.data?.prompt_id === id));
-      await waitFor(() => messages, (m) => after(m).some((x) => x.type === "status" && x.data.status.exec_info.queue_remaining === 0), "queue_remaining 0", 5_000);
+      await waitFor(
+        () => messages,
+        (m) => after(m).some((x) => x.type === "status" && x.data.status.exec_info.queue_remaining === 0),
+        "queue_remaining 0",
+        5_000,
+      );
     } finally {
       ws.terminate();
     }
@@ -246,7 +260,12 @@ describe.skipIf(unavailable !== null)("processes on PostgreSQL", () => {
     const running = await api.submit(delayGraph(60), secrets);
     await api.waitJob(running.id, (j) => j.status === "running", "running", 30_000);
     const waiting = await api.submit(delayGraph(60), secrets);
-    await waitFor(() => row(waiting.id), (r) => r.worker_id !== null, "the hold on the queued secret job", 10_000);
+    await waitFor(
+      () => row(waiting.id),
+      (r) => r.worker_id !== null,
+      "the hold on the queued secret job",
+      10_000,
+    );
     server.child.kill("SIGKILL");
     const other = await apiNode("--no-dispatch");
     const [ran, held] = [await other.api.waitTerminal(running.id, 15_000), await other.api.waitTerminal(waiting.id, 15_000)];

@@ -2,4 +2,7 @@
 import { onPostgres } from "../../postgres/pg.ts";
 import { useDatabase } from "../helpers.ts";
 
-await onPostgres(() => useDatabase("postgres"), () => import("../submit.test.ts"));
+await onPostgres(
+  () => useDatabase("postgres"),
+  () => import("../submit.test.ts"),
+);

@@ -36,7 +36,7 @@ describe.skipIf(unavailable !== null)("PostgresLeases", () => {
     const taken = claims.filter((j) => j !== null).map((j) => j!.job.id);
     expect(taken.length).toBe(12);
     expect(new Set(taken)).toEqual(ids);
-    expect(claims.every((j) => j === null || j.job.status === "running" && j.epoch === 1)).toBe(true);
+    expect(claims.every((j) => j === null || (j.job.status === "running" && j.epoch === 1))).toBe(true);
   });
 
   it("a claim of several takes the next ones in the fair order at once; concurrent claims take each job once, none left behind", async () => {
@@ -135,7 +135,10 @@ describe.skipIf(unavailable !== null)("PostgresLeases", () => {
     expect([...positions].sort((x, y) => x! - y!)).toEqual(queued.map((_, i) => i)); // a total order
     expect(await a.position(running.id)).toBeNull(); // not queued
     // Claims take the jobs in that order (nothing ends meanwhile, so no position moves).
-    const byPosition = queued.map((id, i) => [positions[i]!, id] as const).sort((x, y) => x[0] - y[0]).map(([, id]) => id);
+    const byPosition = queued
+      .map((id, i) => [positions[i]!, id] as const)
+      .sort((x, y) => x[0] - y[0])
+      .map(([, id]) => id);
     const claimed: string[] = [];
     for (let i = 0; i < queued.length; i++) claimed.push((await (i % 2 ? a : b).claim("w", 30_000, T0, undefined, []))!.job.id);
     expect(claimed).toEqual(byPosition);
@@ -173,13 +176,21 @@ describe.skipIf(unavailable !== null)("PostgresLeases", () => {
     await a.claim("wa", 30_000, T0, undefined, []);
     await a.claim("wa", 30_000, T0, undefined, []);
     await store.transitionJob(two.id, ["running"], "canceling");
-    expect([...(await a.renew("wa", [one.id, two.id], 30_000))]).toEqual(expect.arrayContaining([[one.id, "running"], [two.id, "canceling"]]));
+    expect([...(await a.renew("wa", [one.id, two.id], 30_000))]).toEqual(
+      expect.arrayContaining([
+        [one.id, "running"],
+        [two.id, "canceling"],
+      ]),
+    );
     expect((await b.renew("wb", [one.id], 30_000)).size).toBe(0); // not its job
     expect(await b.failExpired(T0)).toEqual([]); // leases hold
     await a.renew("wa", [one.id, two.id], -1); // give them up
     const ended = await b.failExpired(T0 + 1);
     expect(ended.map((j) => [j.id, j.status, j.error?.code ?? null]).sort()).toEqual(
-      [[one.id, "failed", "worker_lost"], [two.id, "canceled", null]].sort(),
+      [
+        [one.id, "failed", "worker_lost"],
+        [two.id, "canceled", null],
+      ].sort(),
     );
     expect(await a.failExpired(T0 + 2)).toEqual([]);
     expect((await a.renew("wa", [one.id, two.id], 30_000)).size).toBe(0);
@@ -195,7 +206,9 @@ describe.skipIf(unavailable !== null)("PostgresLeases", () => {
     await store.addAsset(output(), mine);
     await expect(store.addAsset(output(), { workerId: "wb", epoch: 1 })).rejects.toBeInstanceOf(LeaseLostError);
     await expect(store.addAsset(output(), { workerId: "wa", epoch: 2 })).rejects.toBeInstanceOf(LeaseLostError);
-    await expect(store.updateProgress(job.id, { value: 0.6, nodes_done: 0, nodes_total: 1 }, { workerId: "wb", epoch: 1 })).rejects.toBeInstanceOf(LeaseLostError);
+    await expect(store.updateProgress(job.id, { value: 0.6, nodes_done: 0, nodes_total: 1 }, { workerId: "wb", epoch: 1 })).rejects.toBeInstanceOf(
+      LeaseLostError,
+    );
     await expect(store.setLogs(job.id, { text: "x", truncated: false, captured_at: T0 }, { workerId: "wa", epoch: 2 })).rejects.toBeInstanceOf(LeaseLostError);
     expect(await store.transitionJob(job.id, ["running"], "succeeded", { completed_at: T0 + 1 }, { fence: { workerId: "wb", epoch: 1 } })).toBeNull();
     // The lease passes and another process ends the job: the run's writes are refused from then on.
@@ -260,7 +273,10 @@ describe.skipIf(unavailable !== null)("PostgresLeases", () => {
       await b.renew("wb", [plain.id], -1);
       const ended = await b.failExpired(T0 + 7);
       expect(ended.map((j) => [j.id, j.status, j.error?.code, j.started_at]).sort()).toEqual(
-        [[job.id, "failed", "worker_lost", T0 + 7], [plain.id, "failed", "worker_lost", T0 + 7]].sort(),
+        [
+          [job.id, "failed", "worker_lost", T0 + 7],
+          [plain.id, "failed", "worker_lost", T0 + 7],
+        ].sort(),
       );
       expect(await a.failExpired(T0 + 8)).toEqual([]);
     });

@@ -74,7 +74,10 @@ describe.skipIf(unavailable !== null)("QueuePositions", () => {
     const local = new FairQueue();
     let state = 7;
     const next = (n: number) => (state = (state * 1103515245 + 12345) % 2 ** 31) % n;
-    const ids = await queue(Array.from({ length: 80 }, () => `o${next(6)}`), local);
+    const ids = await queue(
+      Array.from({ length: 80 }, () => `o${next(6)}`),
+      local,
+    );
     const ran: string[] = [];
     for (let i = 0; i < 12; i++) ran.push(await claimNext(local));
     for (const id of ran.slice(0, 5)) {
@@ -88,7 +91,10 @@ describe.skipIf(unavailable !== null)("QueuePositions", () => {
 
   it("lags the queue by at most its age, never reads higher later, and reads the head exactly", async () => {
     const local = new FairQueue();
-    const ids = await queue(Array.from({ length: 20 }, () => "solo"), local);
+    const ids = await queue(
+      Array.from({ length: 20 }, () => "solo"),
+      local,
+    );
     const last = ids[19]!;
     const stale = node({ maxAgeMs: FOREVER, maxStaleMs: FOREVER });
     expect(await stale.position(last)).toBe(19);
@@ -106,7 +112,10 @@ describe.skipIf(unavailable !== null)("QueuePositions", () => {
 
   it("a process never answers from an older snapshot than one another process already took", async () => {
     const local = new FairQueue();
-    const ids = await queue(Array.from({ length: 30 }, (_, i) => (i % 3 === 0 ? "x" : "y")), local);
+    const ids = await queue(
+      Array.from({ length: 30 }, (_, i) => (i % 3 === 0 ? "x" : "y")),
+      local,
+    );
     const probe = ids[29]!;
     const lazy = node({ maxAgeMs: FOREVER, maxStaleMs: FOREVER, exactBelow: 0 });
     const eager = node({ maxAgeMs: 0, maxStaleMs: 0, costFactor: 0, exactBelow: 0 });
@@ -122,7 +131,10 @@ describe.skipIf(unavailable !== null)("QueuePositions", () => {
 
   it("a job read by the store is placed from the snapshot's stamp its read carried: no read of its own, never an older snapshot", async () => {
     const local = new FairQueue();
-    const ids = await queue(Array.from({ length: 30 }, (_, i) => (i % 3 === 0 ? "x" : "y")), local);
+    const ids = await queue(
+      Array.from({ length: 30 }, (_, i) => (i % 3 === 0 ? "x" : "y")),
+      local,
+    );
     const probe = ids[29]!;
     const lazy = node({ maxAgeMs: FOREVER, maxStaleMs: FOREVER, exactBelow: 0 });
     const eager = node({ maxAgeMs: 0, maxStaleMs: 0, costFactor: 0, exactBelow: 0 });
@@ -166,7 +178,10 @@ describe.skipIf(unavailable !== null)("QueuePositions", () => {
 
   it("a snapshot past its stale bound is never answered from, however long ago the last read was", async () => {
     const local = new FairQueue();
-    const ids = await queue(Array.from({ length: 12 }, () => "solo"), local);
+    const ids = await queue(
+      Array.from({ length: 12 }, () => "solo"),
+      local,
+    );
     const positions = node({ maxAgeMs: 0, maxStaleMs: 0, costFactor: 0, exactBelow: 0 });
     expect(await positions.position(ids[11]!)).toBe(11);
     for (let i = 0; i < 3; i++) await claimNext(local);

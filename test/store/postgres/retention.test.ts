@@ -2,4 +2,7 @@
 import { onPostgres } from "../../postgres/pg.ts";
 import { useStoreKind } from "../helpers.ts";
 
-await onPostgres(() => useStoreKind("postgres"), () => import("../retention.test.ts"));
+await onPostgres(
+  () => useStoreKind("postgres"),
+  () => import("../retention.test.ts"),
+);
