@@ -232,6 +232,14 @@ export type WsClientFeatureFlagsData = {
   supports_preview_metadata?: boolean;
 };
 
+/** The server's features. */
+export type WsFeatureFlagsData = {
+  /** The server sends PREVIEW_IMAGE_WITH_METADATA (type 4) frames to a client that asks for them. */
+  supports_preview_metadata: boolean;
+  /** The largest upload the server takes, in bytes (`--max-upload-size`). */
+  max_upload_size: number;
+};
+
 /** A `status` message. */
 export type WsStatus = {
   /** Message type. */
@@ -320,6 +328,14 @@ export type WsExecutionInterrupted = {
   data: WsExecutionInterruptedData;
 };
 
+/** The server's `feature_flags` message. */
+export type WsFeatureFlags = {
+  /** Message type. */
+  type: "feature_flags";
+  /** The server's features. */
+  data: WsFeatureFlagsData;
+};
+
 /** The client's `feature_flags` message. */
 export type WsClientFeatureFlags = {
   /** Message type. */
@@ -360,7 +376,8 @@ export type WsMessage =
   | WsExecutionCached
   | WsExecutionSuccess
   | WsExecutionError
-  | WsExecutionInterrupted;
+  | WsExecutionInterrupted
+  | WsFeatureFlags;
 
 /** One JSON text frame a client may send on the hosted WebSocket. */
 export type WsClientMessage =
@@ -370,7 +387,7 @@ export type WsClientMessage =
 export const SSE_EVENT_NAMES = ["status", "progress", "preview", "output", "log"] as const;
 
 /** JSON message types the hosted WebSocket server sends. */
-export const WS_MESSAGE_TYPES = ["status", "notification", "execution_start", "executing", "progress", "progress_state", "executed", "execution_cached", "execution_success", "execution_error", "execution_interrupted"] as const;
+export const WS_MESSAGE_TYPES = ["status", "notification", "execution_start", "executing", "progress", "progress_state", "executed", "execution_cached", "execution_success", "execution_error", "execution_interrupted", "feature_flags"] as const;
 
 /** Payload type by schema key, as keyed by asyncapiMessageSchemas(). */
 export interface AsyncApiPayloads {
@@ -388,6 +405,7 @@ export interface AsyncApiPayloads {
   "ws.execution_interrupted": WsExecutionInterrupted;
   "ws.execution_start": WsExecutionStart;
   "ws.execution_success": WsExecutionSuccess;
+  "ws.feature_flags": WsFeatureFlags;
   "ws.notification": WsNotification;
   "ws.progress": WsProgress;
   "ws.progress_state": WsProgressState;

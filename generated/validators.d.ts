@@ -240,6 +240,7 @@ export declare const event_ws_execution_error: ValidateFunction;
 export declare const event_ws_execution_interrupted: ValidateFunction;
 export declare const event_ws_execution_start: ValidateFunction;
 export declare const event_ws_execution_success: ValidateFunction;
+export declare const event_ws_feature_flags: ValidateFunction;
 export declare const event_ws_notification: ValidateFunction;
 export declare const event_ws_progress: ValidateFunction;
 export declare const event_ws_progress_state: ValidateFunction;

@@ -1,6 +1,7 @@
-// The socket's messages in ComfyUI 0.3.64's order and shapes: progress_state after every node
-// change (before `progress`), the run's `status` before its closing `executing` (no node), and
-// the nodes that executed in execution_error.
+// The socket's messages in ComfyUI 0.3.64's order and shapes, as recorded from a real ComfyUI
+// 0.3.64: progress_state at every node change (before the node's `executing` and before
+// `progress`), a `status` as the run is taken and another before its closing `executing` (no
+// node), the nodes that executed in execution_error, and the server's feature_flags answer.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as v from "../../generated/validators.js";
 import { ComfyClient, type ComfyMessage } from "./comfy-client.ts";
@@ -19,8 +20,8 @@ afterAll(async () => {
   await server.stop();
 });
 
-/** Every message of a run, `status` included, from its execution_start to its closing `executing`. */
-async function run(prompt: Record<string, unknown>): Promise<{ id: string; messages: ComfyMessage[] }> {
+/** Every message of a run, `status` included, from its execution_start to its closing `executing`; `before`: the message just before execution_start. */
+async function run(prompt: Record<string, unknown>): Promise<{ id: string; messages: ComfyMessage[]; before: ComfyMessage | undefined }> {
   const res = await client.queuePrompt(prompt);
   expect(res.status).toBe(200);
   const { prompt_id: id } = (await res.json()) as { prompt_id: string };
@@ -35,7 +36,7 @@ async function run(prompt: Record<string, unknown>): Promise<{ id: string; messa
         const validate = (v as Record<string, any>)[`event_ws_${m.type}`];
         expect(validate(m), `${m.type}: ${JSON.stringify(validate.errors)}`).toBe(true);
       }
-      return { id, messages };
+      return { id, messages, before: client.messages[start - 1] };
     }
     if (Date.now() > deadline) throw new Error(`no closing executing for ${id}`);
     await new Promise((r) => setTimeout(r, 20));
@@ -46,17 +47,19 @@ const typesOf = (messages: ComfyMessage[]) => messages.map((m) => (m.type === "e
 
 describe("the hosted socket, as ComfyUI 0.3.64 speaks it", () => {
   it("progress_state follows every node change and precedes `progress`; status comes before the closing executing", async () => {
-    const { id, messages } = await run({
+    const { id, messages, before } = await run({
       "1": { class_type: "FlowgateSampler", inputs: { seed: 3, steps: 2, width: 16, height: 16 } },
       "2": { class_type: "PreviewImage", inputs: { images: ["1", 0] } },
     });
     const types = typesOf(messages);
     expect(types.slice(-3)).toEqual(["execution_success", "status", "executing:null"]);
-    // Each node start is followed by progress_state with that node running.
+    // ComfyUI's PromptQueue.get tells the queue as the prompt is taken, before execution_start.
+    expect(before?.type).toBe("status");
+    // Each node start comes after progress_state with that node running (start_progress, then executing).
     for (const [i, m] of messages.entries()) {
       if (m.type === "executing" && m.data.node !== null) {
-        expect(messages[i + 1]!.type).toBe("progress_state");
-        expect((messages[i + 1]!.data as any).nodes[m.data.node as string].state).toBe("running");
+        expect(messages[i - 1]!.type).toBe("progress_state");
+        expect((messages[i - 1]!.data as any).nodes[m.data.node as string].state).toBe("running");
       }
       if (m.type === "progress") expect(messages[i - 1]!.type).toBe("progress_state");
     }
@@ -69,6 +72,13 @@ describe("the hosted socket, as ComfyUI 0.3.64 speaks it", () => {
       expect(node.value).toBe(node.max);
     }
     expect(last.data.nodes["1"]).toMatchObject({ node_id: "1", display_node_id: "1", real_node_id: "1", max: 2 });
+  });
+
+  it("answers the client's feature_flags with the server's, the largest upload among them", async () => {
+    while (!client.messages.some((m) => m.type === "feature_flags")) await new Promise((r) => setTimeout(r, 10));
+    const answer = client.messages.find((m) => m.type === "feature_flags") as any;
+    expect(answer.data).toEqual({ supports_preview_metadata: true, max_upload_size: 512 * 1024 * 1024 });
+    expect((v as Record<string, any>).event_ws_feature_flags(answer)).toBe(true);
   });
 
   it("execution_error names the nodes that executed before the failure, then status, then the closing executing", async () => {

@@ -4,7 +4,7 @@
 import { STATUS_CODES, type IncomingMessage, type Server } from "node:http";
 import type { Duplex } from "node:stream";
 import { WebSocketServer, type WebSocket } from "ws";
-import type { NodeProgressState, WsClientFeatureFlags, WsExecutedData, WsMessage } from "../../../generated/asyncapi-types.ts";
+import type { NodeProgressState, WsExecutedData, WsMessage } from "../../../generated/asyncapi-types.ts";
 import { HOSTED_ERROR_TYPE_STATUS } from "../../../generated/enums.ts";
 import { ServiceError } from "../../domain/errors.ts";
 import type { JobEvent } from "../../jobs/event-bus.ts";
@@ -13,9 +13,6 @@ import type { Runtime } from "../../runtime/runtime.ts";
 import { previewImageFrame, previewWithMetadataFrame, textFrame } from "../../wire/binary-frames.ts";
 import { executionError } from "./comfy-shapes.ts";
 import { hostedErrorBody } from "./hosted-errors.ts";
-
-/** What the server sends as JSON: the spec's messages, and its answer to a client's `feature_flags` (the same message, with the server's flags). */
-type ServerMessage = WsMessage | WsClientFeatureFlags;
 
 /** Above this much unsent data a socket gets no previews. */
 export const PREVIEW_BACKLOG_BYTES = 2 * 1024 * 1024;
@@ -51,6 +48,8 @@ export class HostedSockets {
   private readonly executed = new Map<string, string[]>();
   /** Per owner, the runs whose closing `executing` (no node) is due: ComfyUI sends it after the `status` of the run's end. */
   private readonly endsDue = new Map<string, string[]>();
+  /** Per owner with sockets, the queue_remaining it was last told: repeated when a run starts. */
+  private readonly lastRemaining = new Map<string, number>();
   private readonly unsubscribe: () => void;
   private readonly pinger: NodeJS.Timeout;
 
@@ -122,7 +121,7 @@ export class HostedSockets {
         const msg = JSON.parse(String(data)) as { type?: unknown; data?: { supports_preview_metadata?: unknown } };
         if (msg.type === "feature_flags") {
           client.previewMetadata = msg.data?.supports_preview_metadata === true;
-          this.send(client, { type: "feature_flags", data: { supports_preview_metadata: true } });
+          this.send(client, { type: "feature_flags", data: { supports_preview_metadata: true, max_upload_size: this.runtime.config.maxUploadBytes } });
         }
       } catch {
         // Clients may send anything; only feature_flags means something here.
@@ -130,11 +129,17 @@ export class HostedSockets {
     });
     ws.on("close", () => {
       set.delete(client);
-      if (set.size === 0 && this.byOwner.get(owner) === set) this.byOwner.delete(owner);
+      if (set.size === 0 && this.byOwner.get(owner) === set) {
+        this.byOwner.delete(owner);
+        this.lastRemaining.delete(owner);
+      }
     });
     ws.on("error", () => ws.terminate());
     void this.runtime.dispatcher.liveCount(owner).then(
-      (queue_remaining) => this.send(client, { type: "status", data: { status: { exec_info: { queue_remaining } }, sid: clientId } }),
+      (queue_remaining) => {
+        if (!this.lastRemaining.has(owner)) this.lastRemaining.set(owner, queue_remaining);
+        this.send(client, { type: "status", data: { status: { exec_info: { queue_remaining } }, sid: clientId } });
+      },
       () => undefined, // the database is away: the next status carries it
     );
   }
@@ -152,7 +157,7 @@ export class HostedSockets {
     }
   }
 
-  private send(c: Client, message: ServerMessage): void {
+  private send(c: Client, message: WsMessage): void {
     this.sendText(c, JSON.stringify(message));
   }
 
@@ -179,7 +184,7 @@ export class HostedSockets {
     c.ws.send(frame);
   }
 
-  private broadcast(owner: string, message: ServerMessage): void {
+  private broadcast(owner: string, message: WsMessage): void {
     const set = this.byOwner.get(owner);
     if (!set) return;
     const text = JSON.stringify(message); // once for all of the owner's sockets
@@ -204,6 +209,7 @@ export class HostedSockets {
         for (const prompt_id of ends) this.broadcast(owner, { type: "executing", data: { node: null, prompt_id } });
       };
       void this.runtime.dispatcher.liveCount(owner).then((queue_remaining) => {
+        if (this.byOwner.has(owner)) this.lastRemaining.set(owner, queue_remaining);
         this.broadcast(owner, { type: "status", data: { status: { exec_info: { queue_remaining } } } });
         sendEnds();
       }, sendEnds);
@@ -239,8 +245,9 @@ export class HostedSockets {
         return this.broadcast(owner, { type: "execution_cached", data: { nodes: e.node_ids, prompt_id: e.job_id, timestamp } });
       case "node_start":
         this.currentNode.set(e.job_id, { id: e.node_id, classType: e.class_type });
-        this.broadcast(owner, { type: "executing", data: { node: e.node_id, display_node: e.node_id, prompt_id: e.job_id } });
-        return this.progressState(owner, e.job_id, e.node_id, { value: 0, max: 1, state: "running" });
+        // ComfyUI's order: the registry's progress_state (the node running), then `executing`.
+        this.progressState(owner, e.job_id, e.node_id, { value: 0, max: 1, state: "running" });
+        return this.broadcast(owner, { type: "executing", data: { node: e.node_id, display_node: e.node_id, prompt_id: e.job_id } });
       case "step":
         // ComfyUI's order: the registry's progress_state, then `progress`.
         this.progressState(owner, e.job_id, e.node_id, { value: e.value, max: e.max, state: "running" });
@@ -278,6 +285,11 @@ export class HostedSockets {
     const owner = job.owner;
     const prompt_id = job.id;
     if (job.status === "running") {
+      // ComfyUI tells the queue again as its worker takes the prompt (PromptQueue.get), before
+      // execution_start: the count is the same (queued and running both count), so the last one
+      // told is repeated, unless none was yet.
+      const queue_remaining = this.lastRemaining.get(owner);
+      if (queue_remaining !== undefined) this.broadcast(owner, { type: "status", data: { status: { exec_info: { queue_remaining } } } });
       this.broadcast(owner, { type: "execution_start", data: { prompt_id, timestamp } });
     } else if (job.status === "succeeded") {
       // ComfyUI's order: the outcome first, then the empty `executing` that ends the run.
