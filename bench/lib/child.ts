@@ -126,3 +126,38 @@ export async function spawnServer(spec: ChildSpec, timeoutMs = 60_000): Promise<
     },
   };
 }
+
+/** A child process's exit, kill and graceful stop, killed with this process too. */
+export interface Supervised {
+  /** Resolves once the child exited. */
+  exited: Promise<void>;
+  /** SIGKILL now. */
+  kill(): void;
+  /** SIGTERM, then SIGKILL after 10 s; resolves once it exited (at once when it already had). */
+  stop(): Promise<void>;
+}
+
+/** Supervises a spawned child: it never outlives the bench, and stops gracefully when asked. */
+export function supervise(child: ChildProcess): Supervised {
+  const kill = () => void child.kill("SIGKILL");
+  process.on("exit", kill);
+  let gone = false;
+  const exited = new Promise<void>((r) =>
+    child.on("exit", () => {
+      process.off("exit", kill);
+      gone = true;
+      r();
+    }),
+  );
+  return {
+    exited,
+    kill,
+    async stop() {
+      if (gone) return;
+      child.kill("SIGTERM");
+      const killer = setTimeout(kill, 10_000);
+      await exited;
+      clearTimeout(killer);
+    },
+  };
+}

@@ -2,7 +2,7 @@
 // need jobs run by another process than the API node's. No IPC: it is told what to do by flags only.
 import { spawn } from "node:child_process";
 import { resolve } from "node:path";
-import { childNodeFlags, ROOT, SERVER_NODE_FLAGS } from "./child.ts";
+import { childNodeFlags, ROOT, SERVER_NODE_FLAGS, supervise } from "./child.ts";
 
 /** A running worker. */
 export interface WorkerProcess {
@@ -22,19 +22,10 @@ export async function startWorker(args: string[], timeoutMs = 60_000): Promise<W
     stdio: ["ignore", "pipe", "pipe"],
     env: { ...env, NODE_ENV: "production" },
   });
-  const kill = () => child.kill("SIGKILL");
-  process.on("exit", kill);
+  const { exited, kill, stop } = supervise(child);
   let out = "";
   child.stdout.on("data", (d: Buffer) => (out += d.toString()));
   child.stderr.on("data", (d: Buffer) => (out += d.toString()));
-  const exited = new Promise<void>((r) =>
-    child.on("exit", () => {
-      process.off("exit", kill);
-      r();
-    }),
-  );
-  let gone = false;
-  void exited.then(() => (gone = true));
   const started = new Promise<void>((ready, fail) => {
     const timer = setTimeout(() => fail(new Error(`flowgate worker did not start in ${timeoutMs} ms:\n${out}`)), timeoutMs);
     const check = () => {
@@ -58,12 +49,6 @@ export async function startWorker(args: string[], timeoutMs = 60_000): Promise<W
   return {
     pid: child.pid!,
     output: () => out,
-    async stop() {
-      if (gone) return;
-      child.kill("SIGTERM");
-      const killer = setTimeout(kill, 10_000);
-      await exited;
-      clearTimeout(killer);
-    },
+    stop,
   };
 }

@@ -4,7 +4,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { resolve } from "node:path";
 import { makeWorkerUtils, Logger, type WorkerUtils } from "graphile-worker";
-import { ROOT } from "./child.ts";
+import { ROOT, supervise } from "./child.ts";
 import type { GraphileChildNotice, GraphileChildSpec } from "./graphile-child.ts";
 import { BENCH_DATABASE_URL } from "./postgres.ts";
 
@@ -40,24 +40,9 @@ export async function startGraphileRunner(schema: string, concurrency: number, h
     stdio: ["ignore", "inherit", "inherit", "ipc"],
     env: { ...process.env, NODE_ENV: "production" },
   });
-  const kill = () => child.kill("SIGKILL");
-  process.on("exit", kill);
-  const exited = new Promise<void>((r) =>
-    child.on("exit", () => {
-      process.off("exit", kill);
-      r();
-    }),
-  );
-  let gone = false;
-  void exited.then(() => (gone = true));
+  const { exited, kill, stop } = supervise(child);
   const runner: GraphileRunner = {
-    async stop() {
-      if (gone) return;
-      child.kill("SIGTERM");
-      const killer = setTimeout(kill, 10_000);
-      await exited;
-      clearTimeout(killer);
-    },
+    stop,
   };
   const ready = new Promise<void>((resolveReady, reject) => {
     const timer = setTimeout(() => reject(new Error(`graphile-worker runner did not listen within ${timeoutMs} ms`)), timeoutMs);
