@@ -57,8 +57,8 @@ export interface StoredOutput {
   putAt: number;
   /** Staged bytes not durable yet, for the commit of the record to keep (see storeOutput); else null. */
   pending: PendingBlob | null;
-  /** Settles once the bytes are durable (at once unless staged). */
-  durable: Promise<void>;
+  /** Settles once the bytes are durable (at once unless staged), as StagedPut.durable. */
+  durable: Promise<number | null>;
 }
 
 /** Upload bytes in the blob store whose record is still to be written (storeUpload). */
@@ -312,7 +312,7 @@ export class AssetService {
       expires_at: job.expires_at,
     };
     const pending = staged?.pending ? { key: put.key, bytes: staged.pending } : null;
-    return { record, put, putAt, pending, durable: staged?.durable ?? Promise.resolve() };
+    return { record, put, putAt, pending, durable: staged?.durable ?? Promise.resolve(null) };
   }
 
   /**
@@ -323,8 +323,7 @@ export class AssetService {
   async recordOutput(stored: StoredOutput, options: RecordOptions = {}): Promise<AssetRecord> {
     // A staged blob waits for its batch; this record cannot (the run waits for it).
     if (stored.pending !== null) void this.o.blobs.flushStaged();
-    await stored.durable;
-    return this.recordOver(stored.put, stored.record, stored.putAt, options);
+    return this.recordOver(stored.put, stored.record, await this.ownWriteAt(stored), options);
   }
 
   /**
@@ -397,16 +396,27 @@ export class AssetService {
   async discardOutputs(stored: readonly StoredOutput[]): Promise<void> {
     if (stored.some((s) => s.pending !== null)) void this.o.blobs.flushStaged();
     for (const s of stored) {
-      await s.durable.catch(() => undefined); // its fsyncs settle before the file may go
-      await this.dropOrphan(s.put, s.putAt).catch(() => undefined);
+      // Its fsyncs settle before the file may go; one that failed is retried, and the sweep takes what is left.
+      const writtenAt = await this.ownWriteAt(s).catch(() => null);
+      await this.dropOrphan(s.put, writtenAt).catch(() => undefined);
     }
+  }
+
+  /**
+   * Once the output's bytes are durable, the time its own write of the blob's file ended (see
+   * dropOrphan): a staged blob's file is written by the write-behind after the put, and null
+   * when another writer's file holds the bytes.
+   */
+  private async ownWriteAt(stored: StoredOutput): Promise<number | null> {
+    const writtenAt = await stored.durable;
+    return stored.pending === null ? stored.putAt : writtenAt;
   }
 
   /**
    * Adds the record over a blob just put. When the record cannot be written (a full disk), a
    * blob the put created and nothing else uses is removed again: no orphan is left behind.
    */
-  private async recordOver(put: PutResult, asset: NewAsset, putAt = Date.now() + 1, options: RecordOptions = {}): Promise<AssetRecord> {
+  private async recordOver(put: PutResult, asset: NewAsset, putAt: number | null = Date.now() + 1, options: RecordOptions = {}): Promise<AssetRecord> {
     const write = () => this.o.store.addAsset(asset, options.fence);
     try {
       return await (options.persist ? options.persist(write, isOutOfSpace) : write());
@@ -416,9 +426,12 @@ export class AssetService {
     }
   }
 
-  /** Removes a blob `put` created if no record uses it, unless a put of the same bytes touched it since `putAt` (its record may be on the way). */
-  private async dropOrphan(put: PutResult, putAt: number): Promise<void> {
-    if (put.created && !(await this.o.store.blobReferenced(put.key).catch(() => true))) {
+  /**
+   * Removes a blob `put` created if no record uses it, unless a put of the same bytes touched it
+   * since `putAt` (its record may be on the way); null `putAt`: another writer's file holds it.
+   */
+  private async dropOrphan(put: PutResult, putAt: number | null): Promise<void> {
+    if (put.created && putAt !== null && !(await this.o.store.blobReferenced(put.key).catch(() => true))) {
       await this.o.blobs.delete(put.key, { unlessTouchedAfter: putAt }).catch(() => false);
     }
   }

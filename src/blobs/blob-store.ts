@@ -28,8 +28,13 @@ export interface PutResult {
 export interface StagedPut extends PutResult {
   /** The bytes while they are not durable here yet (a commit carries them meanwhile); null when nothing waits. */
   pending: Uint8Array | null;
-  /** Settles once bytes and name are synced here; rejects when an fsync failed. */
-  durable: Promise<void>;
+  /**
+   * Settles once bytes and name are synced here, with the wall-clock time just after this stage
+   * wrote the name's file (its mtime is no later; a later touch is another put's), or null when it
+   * wrote none (nothing was staged, or another writer's name holds the bytes); rejects when an
+   * fsync failed.
+   */
+  durable: Promise<number | null>;
 }
 
 /** Size and last write/touch time of a stored blob. */

@@ -146,10 +146,10 @@ export class FileBlobStore implements BlobStore {
    * filesystem's journal commits, off the path of the jobs running then.
    */
   async stage(bytes: Uint8Array): Promise<StagedPut> {
-    const durablePut = async (): Promise<StagedPut> => ({ ...(await this.#putBuffer(bytes, null, null)), pending: null, durable: Promise.resolve() });
+    const durablePut = async (): Promise<StagedPut> => ({ ...(await this.#putBuffer(bytes, null, null)), pending: null, durable: Promise.resolve(null) });
     if (bytes.byteLength > SMALL_WRITE_BYTES || !this.#localDisk) return durablePut();
     const key = await blake3Hex(bytes);
-    const stored: StagedPut = { key, hash: toBlake3Hash(key), size: bytes.byteLength, created: false, pending: null, durable: Promise.resolve() };
+    const stored: StagedPut = { key, hash: toBlake3Hash(key), size: bytes.byteLength, created: false, pending: null, durable: Promise.resolve(null) };
     const staged = this.#staged.get(key);
     // Staged already: not durable yet either, so this caller keeps the bytes too. One whose try
     // failed waits for its retry: this caller stores the bytes itself.
@@ -162,14 +162,17 @@ export class FileBlobStore implements BlobStore {
     // Written, synced and named with its batch, after the caller's turn (its commit comes first);
     // a put of these bytes meanwhile writes a copy of its own, and one of the two links wins, as
     // between processes.
-    const install = async (): Promise<void> => {
+    const install = async (): Promise<number | null> => {
       // Off the event loop: a new file or directory waits for the filesystem's journal, which
       // the batch's own fsyncs (and the WAL's) hold for a while; the loop must not wait with it.
       // Stored meanwhile (a put of the same bytes): that name is the one.
-      if (!this.#publishing.has(key) && (await this.#reuse(key, ASYNC_OPS))) return;
+      if (!this.#publishing.has(key) && (await this.#reuse(key, ASYNC_OPS))) return null;
       const tempPath = this.#tempPath();
       try {
-        await this.#install(await ASYNC_OPS.create(tempPath, bytes), tempPath, key, ASYNC_OPS);
+        const file = await ASYNC_OPS.create(tempPath, bytes);
+        // The file's mtime is set by now (+1: its sub-ms part); the link keeps it.
+        const writtenAt = Date.now() + 1;
+        return (await this.#install(file, tempPath, key, ASYNC_OPS)) ? writtenAt : null;
       } finally {
         await ASYNC_OPS.remove(tempPath);
       }

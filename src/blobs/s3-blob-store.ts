@@ -231,7 +231,7 @@ export class S3BlobStore implements BlobStore {
 
   /** Stores a buffer durably at once: nothing is kept pending (there is no write-behind here). */
   async stage(bytes: Uint8Array): Promise<StagedPut> {
-    return { ...(await this.#putBuffer(bytes, null, null)), pending: null, durable: Promise.resolve() };
+    return { ...(await this.#putBuffer(bytes, null, null)), pending: null, durable: Promise.resolve(null) };
   }
 
   /** Nothing is ever staged. */

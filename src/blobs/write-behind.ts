@@ -27,8 +27,8 @@ export interface WriteBehindOptions {
 export interface Staged {
   bytes: Uint8Array;
   mtimeMs: number;
-  /** The first try to name it; a caller that keeps the bytes until then awaits it. */
-  durable: Promise<void>;
+  /** The first try to name it (see StagedPut.durable); a caller that keeps the bytes until then awaits it. */
+  durable: Promise<number | null>;
   /** Set once that try failed: the bytes are served from memory, and this (the next try) is scheduled; calling it tries now. */
   retry: (() => Promise<void>) | null;
 }
@@ -67,11 +67,14 @@ export class WriteBehind {
    * Stages `bytes` under `key`: served from memory until `install` (run with its batch) has
    * named them. A failed install keeps them, served, and is tried again later (see #retryLater).
    */
-  add(key: string, bytes: Uint8Array, install: () => Promise<void>): Staged {
-    const entry: Staged = { bytes, mtimeMs: Date.now(), durable: Promise.resolve(), retry: null };
+  add(key: string, bytes: Uint8Array, install: () => Promise<number | null>): Staged {
+    const entry: Staged = { bytes, mtimeMs: Date.now(), durable: Promise.resolve(null), retry: null };
     this.#staged.set(key, entry);
     entry.durable = this.#inBatch(bytes.byteLength, install).then(
-      () => void this.#staged.delete(key),
+      (writtenAt) => {
+        this.#staged.delete(key);
+        return writtenAt;
+      },
       (error: unknown) => {
         this.#retryLater(key, entry, install, this.#retryMs);
         throw error;
@@ -87,7 +90,7 @@ export class WriteBehind {
    * meanwhile. Past retainBytes it is dropped: reads fail until the next start writes the
    * kept bytes back.
    */
-  #retryLater(key: string, entry: Staged, install: () => Promise<void>, waitMs: number): void {
+  #retryLater(key: string, entry: Staged, install: () => Promise<number | null>, waitMs: number): void {
     if (this.#staged.get(key) !== entry) return; // named meanwhile (by another try)
     if (entry.retry === null) {
       if (this.#retainedBytes + entry.bytes.byteLength > this.#retainBytes) return void this.#staged.delete(key);
@@ -118,9 +121,9 @@ export class WriteBehind {
   }
 
   /** Runs `install` with the next batch of staged blobs; settles as it does. */
-  #inBatch(size: number, install: () => Promise<unknown>): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      this.#batch.push(() => install().then(() => resolve(), reject));
+  #inBatch<T>(size: number, install: () => Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.#batch.push(() => install().then(resolve, reject));
       this.#batchBytes += size;
       const full = this.#batchBytes >= STAGE_BATCH_BYTES || this.#batch.length >= STAGE_BATCH_FILES;
       if (this.#batchDue !== null && !full) return; // its start is set already

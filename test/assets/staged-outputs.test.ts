@@ -102,6 +102,41 @@ describe("staged outputs", () => {
     expect(await store.pendingBlobs()).toEqual([]);
   });
 
+  it("a discarded output's blob goes, however long after the put the write-behind wrote its file", async () => {
+    const blobs = await FileBlobStore.open(dir, { stageBatchMs: 60_000 });
+    const assets = service(blobs);
+    const stored = await assets.storeOutput(job, output("refused"), { stage: true });
+    // The clock passes the put's time before the file is written (a busy machine's write-behind).
+    for (const after = stored.putAt + 2; Date.now() <= after; ) await new Promise((r) => setImmediate(r));
+    await assets.discardOutputs([stored]);
+    expect(existsSync(blobs.pathOf(stored.put.key))).toBe(false);
+  });
+
+  it("a discarded output's blob stays when a put of the same bytes came after its file was written", async () => {
+    const blobs = await FileBlobStore.open(dir, { stageBatchMs: 60_000 });
+    const assets = service(blobs);
+    const stored = await assets.storeOutput(job, output("shared"), { stage: true });
+    const writtenAt = await Promise.all([blobs.flushStaged(), stored.durable]).then(([, at]) => at);
+    expect(writtenAt).not.toBeNull();
+    // Another upload of these bytes, whose record is still on its way, touches the file later.
+    for (; Date.now() <= writtenAt! + 1; ) await new Promise((r) => setImmediate(r));
+    expect((await blobs.putBytes(Buffer.from("shared"))).created).toBe(false);
+    await assets.discardOutputs([stored]);
+    expect(existsSync(blobs.pathOf(stored.put.key))).toBe(true);
+  });
+
+  it("a discarded output whose bytes another writer stored first leaves that writer's blob", async () => {
+    const blobs = await FileBlobStore.open(dir, { stageBatchMs: 60_000 });
+    const assets = service(blobs);
+    const stored = await assets.storeOutput(job, output("theirs"), { stage: true });
+    // Another process names the same bytes before the write-behind does (its own FileBlobStore).
+    const other = await FileBlobStore.open(dir);
+    expect((await other.putBytes(Buffer.from("theirs"))).created).toBe(true);
+    await assets.discardOutputs([stored]);
+    expect(await stored.durable).toBeNull();
+    expect(existsSync(blobs.pathOf(stored.put.key))).toBe(true);
+  });
+
   it("after a power loss between the end's commit and the files' fsync, the next start writes them back", async () => {
     // The first process: its file fsyncs never finish, so no blob is ever named.
     const stalled = await FileBlobStore.open(dir, { syncHook: (kind, _path, run) => (kind === "file" ? new Promise<void>(() => undefined) : run()) });
