@@ -75,8 +75,9 @@ export class Dispatcher {
       freeSlots: () => this.o.concurrency - this.running.size,
       abortRun: (jobId: string) => this.running.get(jobId)?.abort(),
       detachRun: (jobId: string) => this.detachers.get(jobId)?.abort(),
+      // From the source's first heartbeat on, which runs before `start` returns.
       adopt: (start: RunStart) => {
-        if (this.stopped || !this.started || this.running.has(start.job.id)) return false;
+        if (this.stopped || this.running.has(start.job.id)) return false;
         this.launch(start);
         return true;
       },
