@@ -302,6 +302,10 @@ describe.skipIf(unavailable !== null)("PostgresLeases", () => {
       expect((await a.renew("wa", [running.id], 30_000)).size).toBe(0);
       expect((await a.heldByOthers("wa", [running.id, canceling.id, queued.id, plain.id])).sort()).toEqual([running.id, canceling.id, queued.id].sort());
       expect(await b.heldByOthers("wb", [running.id])).toEqual([]);
+      // The adopted jobs still hold their owner's slots (tiers): three taken, a fourth job waits at a limit of three.
+      const fourth = await store.createJob(newJob({ owner: "o" }));
+      expect(await a.claimQueued("wc", 30_000, async () => 3, [])).toBeNull();
+      expect((await a.claimQueued("wc", 30_000, async () => 4, []))!.job.id).toBe(fourth.id);
       // Past the grace, anyone fails them: the adopter's lease passed too and nobody took them.
       await b.renew("wb", [running.id, canceling.id, queued.id], -1);
       const ended = await a.failExpired(T0 + 2, 0);
