@@ -1,6 +1,6 @@
-// Leased dispatch on PostgreSQL (the JobLeases port of src/store/job-leases.ts): claims, heartbeats and
-// the failure of jobs whose worker stopped renewing. Leases are compared on the database's clock,
-// so the processes' own clocks may differ.
+// Leased dispatch on PostgreSQL (the JobLeases port of src/store/job-leases.ts): claims, heartbeats,
+// the takeover of resumable jobs (ComfyUI) whose worker stopped renewing and the failure of the
+// others. Leases are compared on the database's clock, so the processes' own clocks may differ.
 import type pg from "pg";
 import { PARTNER_KEY_LOST, WORKER_LOST } from "../domain/failures.ts";
 import type { AdoptedJob, ClaimedJob, JobLeases, OwnerCounts } from "./job-leases.ts";
