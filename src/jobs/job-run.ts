@@ -191,7 +191,7 @@ class JobRun {
     if (!this.leaseLost) {
       this.leaseLost = true;
       this.deps.log?.(
-        `job ${this.job.id}: a write of its run was refused: the run no longer holds its lease (the job ended elsewhere); the run stops and writes nothing more`,
+        `job ${this.job.id}: a write of its run was refused: the run no longer holds its lease (the job ended elsewhere, or another worker took it over); the run stops and writes nothing more`,
       );
       this.fenced.abort();
     }
