@@ -98,7 +98,7 @@ export const SERVE_FLAGS = {
   },
   lease: {
     env: "FLOWGATE_LEASE",
-    help: "PostgreSQL: how long a worker's claim on a running job holds without a heartbeat; a dead worker's jobs end worker_lost after it (default 30s)",
+    help: "PostgreSQL: how long a worker's claim on a running job holds without a heartbeat; a dead worker's jobs end worker_lost after it, or, in front of ComfyUI, are taken over by a live worker there (others wait two leases more for one) (default 30s)",
   },
   "redis-url": {
     env: "FLOWGATE_REDIS_URL",

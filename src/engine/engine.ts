@@ -85,6 +85,12 @@ type MaybePromise = void | Promise<void>;
 export interface ExecuteOptions {
   /** Cancels the run at the next node or step boundary; execute() then rejects with ExecutionCancelledError. */
   signal?: AbortSignal;
+  /**
+   * Stops following a run whose work outlives this process (resumesRuns) without touching it where
+   * it runs (another process took it over); execute() then rejects with ExecutionCancelledError.
+   * Honoured by backends that resume runs only.
+   */
+  detach?: AbortSignal;
   /** extra_data of the submission; api_key_vendor_org goes to partner nodes of this run only. */
   extra?: { api_key_vendor_org?: string };
   resolveAsset?: AssetResolver;

@@ -36,6 +36,8 @@ export class Dispatcher {
   /** Where the jobs to start come from. */
   private readonly source: JobSource;
   private readonly running = new Map<string, AbortController>();
+  /** Per run: stops following it, leaving it where the engine runs it (another process took the job over). */
+  private readonly detachers = new Map<string, AbortController>();
   /** Secrets of queued and running jobs, in memory only, dropped when the run ends. */
   private readonly extras = new Map<string, JobSecrets>();
   private readonly inflight = new Set<Promise<unknown>>();
@@ -72,10 +74,17 @@ export class Dispatcher {
       runs: (jobId: string) => this.running.has(jobId),
       freeSlots: () => this.o.concurrency - this.running.size,
       abortRun: (jobId: string) => this.running.get(jobId)?.abort(),
+      detachRun: (jobId: string) => this.detachers.get(jobId)?.abort(),
+      // From the source's first heartbeat on, which runs before `start` returns.
+      adopt: (start: RunStart) => {
+        if (this.stopped || this.running.has(start.job.id)) return false;
+        this.launch(start);
+        return true;
+      },
       pump: () => this.pump(),
     };
     this.source = options.lease
-      ? new LeasedJobSource(host, options.lease, options.engine.queuesWork)
+      ? new LeasedJobSource(host, options.lease, options.engine.queuesWork, options.engine.resumesRuns)
       : new LocalJobSource(host, options.engine.queuesWork, options.engine.resumesRuns);
   }
 
@@ -322,17 +331,20 @@ export class Dispatcher {
   /** Runs a job the source started (see RunStart). */
   private launch({ job, hooks, aborted = false, fence = { workerId: null, epoch: 0 }, resume = false }: RunStart): void {
     const controller = new AbortController();
+    const detacher = new AbortController();
     // A fill that was committing this start when the stop came launches it late: stop it too.
     if (this.abortingRuns || aborted) controller.abort();
     this.running.set(job.id, controller);
+    this.detachers.set(job.id, detacher);
     this.queue.started(job.owner);
     const extra = this.extras.get(job.id) ?? {};
     const deps = { ...this.o, persistEnd: <T>(write: () => Promise<T>, giveUp?: (err: unknown) => boolean) => this.persistEnd(job.id, write, giveUp) };
-    const p = runJob(deps, job, extra, controller.signal, hooks, fence, resume)
+    const p = runJob(deps, job, extra, controller.signal, hooks, fence, resume, detacher.signal)
       .catch(() => null)
       .finally(() => {
         this.failingWrites.delete(job.id);
         this.running.delete(job.id);
+        this.detachers.delete(job.id);
         this.source.runEnded(job.id);
         this.extras.delete(job.id);
         this.queue.ended(job.owner);

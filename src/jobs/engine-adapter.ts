@@ -39,10 +39,13 @@ async function admit(engine: Engine): Promise<void> {
 
 async function run(engine: Engine, graph: Record<string, unknown>, o: RunOptions): Promise<RunEnd> {
   try {
+    // A backend whose runs live in this process stops them when detached, as when canceled.
+    const detachable = engine.resumesRuns === true;
     await engine.execute(graph, {
       runId: o.jobId,
       ...(o.resume ? { resumeOnly: true } : {}),
-      signal: o.signal,
+      signal: o.detach && !detachable ? AbortSignal.any([o.signal, o.detach]) : o.signal,
+      ...(o.detach && detachable ? { detach: o.detach } : {}),
       extra: o.extra,
       async resolveAsset(ref) {
         const found = await o.resolveAsset(ref);
@@ -80,9 +83,10 @@ async function run(engine: Engine, graph: Record<string, unknown>, o: RunOptions
     });
     return { kind: "succeeded" };
   } catch (err) {
-    if (err instanceof ExecutionCancelledError || (o.signal.aborted && isAbortError(err))) return { kind: "canceled" };
+    const stopped = o.signal.aborted || o.detach?.aborted === true;
+    if (err instanceof ExecutionCancelledError || (stopped && isAbortError(err))) return { kind: "canceled" };
     if (err instanceof EngineError) return { kind: "failed", error: { ...err.jobError } };
-    if (o.signal.aborted) return { kind: "canceled" };
+    if (stopped) return { kind: "canceled" };
     return { kind: "failed", error: { ...WORKFLOW_FAILED, node_id: null, class_type: null, traceback: null } };
   }
 }

@@ -41,6 +41,12 @@ export interface RunOptions {
   /** The job was running when an earlier process died (EnginePort.resumesRuns): follow its run to its end, never start it again. */
   resume?: boolean;
   signal: AbortSignal;
+  /**
+   * Stops following the run and leaves it where the backend runs it (another process took the job
+   * over): the run ends as canceled would, its work untouched. Backends whose runs live in this
+   * process take it as `signal`.
+   */
+  detach?: AbortSignal;
   /** Per-submission secrets (`extra_data`), in memory only. */
   extra: { api_key_vendor_org?: string };
   resolveAsset(ref: { id: string }): Promise<{ bytes: Buffer; hash: string; content_type: string } | null>;

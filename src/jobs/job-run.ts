@@ -62,7 +62,8 @@ export interface QueuedRunHooks {
  * Runs a job to its terminal state. A `running` job runs from now on; a `queued` one (an engine
  * with a queue of its own) moves to `running` when the engine reports that its graph started.
  * `resume`: the job was running when an earlier process died, and the engine follows that run
- * (EnginePort.resumesRuns); outputs it recorded then are not recorded twice.
+ * (EnginePort.resumesRuns); outputs it recorded then are not recorded twice. `detach`: stops
+ * following the run without touching it in the engine (another process took the job over).
  */
 export async function runJob(
   deps: JobRunDeps,
@@ -72,9 +73,10 @@ export async function runJob(
   hooks?: QueuedRunHooks,
   fence: RunFence = { workerId: null, epoch: 0 },
   resume = false,
+  detach?: AbortSignal,
 ): Promise<JobRecord | null> {
   // Within the async function: a failure to set the run up rejects, as a failed run does.
-  return new JobRun(deps, job, extra, outerSignal, hooks, fence, resume).run();
+  return new JobRun(deps, job, extra, outerSignal, hooks, fence, resume, detach).run();
 }
 
 /** A job's node and class, where an output failed. */
@@ -99,6 +101,7 @@ class JobRun {
   /** Aborts the run once one of its writes is refused: it no longer holds its job. */
   private readonly fenced = new AbortController();
   private readonly signal: AbortSignal;
+  private readonly detach: AbortSignal | undefined;
   private leaseLost = false;
   /** Infrastructure that failed under the run (not the workflow): the job ends upstream_error. */
   private infraFailure: unknown = null;
@@ -139,6 +142,7 @@ class JobRun {
     hooks: QueuedRunHooks | undefined,
     fence: RunFence,
     resume = false,
+    detach?: AbortSignal,
   ) {
     this.resume = resume;
     this.deps = deps;
@@ -149,7 +153,12 @@ class JobRun {
     this.base = { job_id: job.id, owner: job.owner };
     this.log = new LogCapture(deps.logLimitBytes);
     this.persist = deps.persistEnd ?? ((write) => write());
-    this.signal = AbortSignal.any([outerSignal, this.fenced.signal]);
+    // A refused write stops the run. Under leases, a run whose work outlives this process (ComfyUI's
+    // prompt) is detached rather than stopped there: another worker may have adopted the job and
+    // follows that prompt now.
+    const outlives = deps.engine.resumesRuns && fence.workerId !== null;
+    this.signal = outlives ? outerSignal : AbortSignal.any([outerSignal, this.fenced.signal]);
+    this.detach = outlives ? AbortSignal.any([...(detach ? [detach] : []), this.fenced.signal]) : detach;
     // Progress is fenced with leases only: without, a snapshot may race the move to running (an engine with a queue).
     const progressFence = fence.workerId === null ? undefined : fence;
     // A snapshot's event goes out once its write is stored: a read right after the event (GET, the
@@ -182,7 +191,7 @@ class JobRun {
     if (!this.leaseLost) {
       this.leaseLost = true;
       this.deps.log?.(
-        `job ${this.job.id}: a write of its run was refused: the run no longer holds its lease (the job ended elsewhere); the run stops and writes nothing more`,
+        `job ${this.job.id}: a write of its run was refused: the run no longer holds its lease (the job ended elsewhere, or another worker took it over); the run stops and writes nothing more`,
       );
       this.fenced.abort();
     }
@@ -266,6 +275,7 @@ class JobRun {
       jobId: job.id,
       ...(this.resume ? { resume: true } : {}),
       signal: this.signal,
+      ...(this.detach ? { detach: this.detach } : {}),
       extra: this.extra,
       resolveAsset: (ref) => assets.readOwned(job.owner, ref.id),
       resolveUpload: (name) => assets.readUploadByName(job.owner, name),

@@ -43,6 +43,13 @@ export interface SourceHost {
   runs(jobId: string): boolean;
   /** Stops a run of this process, if it has one for the job. */
   abortRun(jobId: string): void;
+  /** Stops following a run of this process, leaving its work in the engine (another process took the job over). */
+  detachRun(jobId: string): void;
+  /**
+   * Runs a job taken over from a dead process's lease now, free slot or not (its work is in the
+   * engine already, or was to be); false when this process no longer starts runs (a stop).
+   */
+  adopt(start: RunStart): boolean;
   /** Asks for a fill of the free slots. */
   pump(): void;
 }

@@ -9,6 +9,14 @@ import { SharedQueueCounts } from "./queue-counts.ts";
 
 /** Local queue entries checked against the database per heartbeat (the front, where jobs leave). */
 const PRUNE_BATCH = 1000;
+/** Jobs of dead workers one heartbeat takes over at most (the rest at the next ones, or by other workers). */
+const ADOPT_BATCH = 100;
+/**
+ * How many leases past its own a resumable job (claimed by a worker in front of ComfyUI) waits for
+ * an adopter before any process fails it `worker_lost`: a live adopter's heartbeat (a third of its
+ * lease) finds it well within that.
+ */
+export const ADOPT_GRACE_LEASES = 2;
 
 /** Jobs claimed from the shared database under leases. */
 export class LeasedJobSource implements JobSource {
@@ -28,11 +36,17 @@ export class LeasedJobSource implements JobSource {
   private readonly engineQueues: boolean;
   /** Runs of jobs claimed while queued, not started in the engine yet. */
   private readonly waitingInEngine = new Set<string>();
+  /** Whether a run goes on in the engine when this process dies (ComfyUI's prompts): its claims are resumable. */
+  private readonly engineResumes: boolean;
+  /** Whether this process takes over resumable jobs whose worker's lease passed: a dispatching one whose engine resumes runs. */
+  private readonly adopts: boolean;
 
-  constructor(host: SourceHost, lease: LeaseOptions, engineQueues = false) {
+  constructor(host: SourceHost, lease: LeaseOptions, engineQueues = false, engineResumes = false) {
     this.host = host;
     this.lease = lease;
     this.engineQueues = engineQueues;
+    this.engineResumes = engineResumes;
+    this.adopts = engineResumes && lease.dispatch;
     this.counts = new SharedQueueCounts(() => lease.leases.queueCounts());
   }
 
@@ -42,7 +56,8 @@ export class LeasedJobSource implements JobSource {
 
   /**
    * Nothing is recovered wholesale (other processes may be running the jobs); a job whose worker
-   * died ends when its lease passes, found by the heartbeat of any process.
+   * died ends when its lease passes, found by the heartbeat of any process, or, claimed in front of
+   * ComfyUI, is taken over by a worker in front of it (adoptExpired).
    */
   async start(): Promise<void> {
     // Often enough to renew a lease three times before it passes, and to pick up new jobs soon.
@@ -54,8 +69,10 @@ export class LeasedJobSource implements JobSource {
 
   /**
    * One heartbeat: renews this worker's leases and aborts the runs it no longer holds or that a
-   * cancel on any node moved to `canceling`; fails the jobs whose lease passed; drops from the
-   * local queue the jobs gone from the database's; then looks for work (other nodes' submissions).
+   * cancel on any node moved to `canceling` (a run another worker took over is detached, its
+   * prompt left to it); takes over resumable jobs whose lease passed; fails the jobs whose lease
+   * passed; drops from the local queue the jobs gone from the database's; then looks for work
+   * (other nodes' submissions).
    */
   private async beat(): Promise<void> {
     if (this.beating) return;
@@ -67,7 +84,17 @@ export class LeasedJobSource implements JobSource {
       // The queued jobs whose secrets this process holds are leased too: if it dies, they fail.
       const held = await leases.renew(workerId, [...new Set([...mine, ...secrets.keys()])], leaseMs);
       // Still queued: claimed while queued, waiting in the engine's queue (claimQueued).
-      for (const id of mine) if (held.get(id) !== "running" && held.get(id) !== "queued") this.host.abortRun(id);
+      const lost = mine.filter((id) => !held.has(id));
+      for (const id of mine) if (held.get(id) === "canceling") this.host.abortRun(id);
+      // A prompt of a job another worker adopted goes on there: it is left alone, not stopped.
+      const adopted = new Set(this.engineResumes && lost.length > 0 ? await leases.heldByOthers(workerId, lost) : []);
+      for (const id of lost) {
+        if (adopted.has(id)) {
+          this.host.log?.(`job ${id}: another worker took it over after this worker's lease passed; this one stops following it`);
+          this.host.detachRun(id);
+        } else this.host.abortRun(id);
+      }
+      if (this.adopts) await this.adoptExpired();
       await this.failExpired();
       const front: string[] = [];
       for (const id of queue.entries()) if (front.push(id) >= PRUNE_BATCH) break;
@@ -84,9 +111,41 @@ export class LeasedJobSource implements JobSource {
     this.host.pump();
   }
 
-  /** Ends the jobs whose lease passed (`worker_lost`; `canceled` if a cancel was under way). */
+  /**
+   * Takes over the jobs of dead workers in front of ComfyUI (resumable) and runs them here, free
+   * slot or not: a started one (running, canceling) is followed or collected where ComfyUI holds
+   * its prompt, never submitted again, and fails `worker_lost` only when ComfyUI holds nothing of it
+   * (a canceling one ends canceled); one that never started (queued) is followed if ComfyUI holds
+   * it and submitted if not, as a restarted single process does (a secret one without its secret,
+   * which died with its holder, is only followed).
+   */
+  private async adoptExpired(): Promise<void> {
+    const { leases, workerId, leaseMs } = this.lease;
+    for (const { job, epoch, secretsGiven } of await leases.adoptExpired(workerId, leaseMs, ADOPT_BATCH)) {
+      const fence = { workerId, epoch };
+      let start: RunStart;
+      if (job.status === "queued") {
+        this.host.queue.remove(job.id);
+        const followOnly = secretsGiven && !this.host.secrets.has(job.id);
+        this.waitingInEngine.add(job.id);
+        const hooks = { onQueued: () => undefined, onRunning: () => void this.waitingInEngine.delete(job.id) };
+        start = { job, fence, hooks, ...(followOnly ? { resume: true } : {}) };
+      } else start = { job, fence, resume: true, aborted: job.status === "canceling" };
+      // Stopping: the job stays under this worker's lease, unrenewed, and another worker takes it once it passes.
+      if (!this.host.adopt(start)) {
+        this.waitingInEngine.delete(job.id);
+        continue;
+      }
+      this.host.log?.(`job ${job.id}: the lease of the worker holding it (${job.status}) passed; this worker took it over and follows it in the engine`);
+    }
+  }
+
+  /**
+   * Ends the jobs whose lease passed (`worker_lost`; `canceled` if a cancel was under way); those a
+   * worker in front of ComfyUI held are left to the adopters for ADOPT_GRACE_LEASES leases more.
+   */
   private async failExpired(): Promise<void> {
-    for (const job of await this.lease.leases.failExpired(this.host.now())) {
+    for (const job of await this.lease.leases.failExpired(this.host.now(), ADOPT_GRACE_LEASES * this.lease.leaseMs)) {
       this.host.log?.(
         `job ${job.id}: ended ${job.status}${job.error ? ` ${String(job.error.code)}` : ""}: the lease of the process holding it passed without a renewal`,
       );
@@ -112,7 +171,9 @@ export class LeasedJobSource implements JobSource {
     try {
       const free = Math.max(1, this.host.freeSlots());
       claimed = this.engineQueues
-        ? [await leases.claimQueued(workerId, leaseMs, this.host.slotsFor, [...this.host.secrets.keys()], !dispatch)].filter((c) => c !== null)
+        ? [await leases.claimQueued(workerId, leaseMs, this.host.slotsFor, [...this.host.secrets.keys()], !dispatch, this.engineResumes)].filter(
+            (c) => c !== null,
+          )
         : await leases.claimMany(workerId, leaseMs, this.host.now(), this.host.slotsFor, [...this.host.secrets.keys()], !dispatch, free);
     } catch (err) {
       // The answer may be what was lost, not the claim: it may have committed.
@@ -196,11 +257,15 @@ export class LeasedJobSource implements JobSource {
     clearInterval(this.heartbeat);
   }
 
-  /** Gives the leases up so that the jobs end (worker_lost, partner_key_lost) now, not a lease later. */
+  /**
+   * Gives the leases up so that the jobs end (worker_lost, partner_key_lost) now, not a lease later;
+   * a job still queued in front of ComfyUI is taken over by another worker instead (its prompt
+   * stopped there or never sent, it is followed or submitted there).
+   */
   async release(ids: readonly string[]): Promise<void> {
     if (ids.length === 0) return;
     await this.lease.leases
-      .renew(this.lease.workerId, ids, -1)
+      .release(this.lease.workerId, ids)
       .then(() => this.failExpired())
       .catch(() => undefined);
   }

@@ -2,7 +2,9 @@
 // persistence port the dispatcher's leased mode runs on (src/jobs/job-leases.ts). A worker
 // claims the next queued job, renews the leases of the jobs it runs on a heartbeat, and learns
 // from the renewal which of them were canceled or taken from it; any process fails the live jobs
-// whose lease passed (`worker_lost`). The job row stays the single source of truth.
+// whose lease passed (`worker_lost`), but for those of a worker whose engine's runs outlive it
+// (ComfyUI), which a live worker of that kind adopts instead. The job row stays the single source
+// of truth.
 import type { JobRecord, JobStatus } from "./types.ts";
 
 /** One owner's jobs in the deployment's queue and running. */
@@ -16,6 +18,12 @@ export interface OwnerCounts {
 export interface ClaimedJob {
   job: JobRecord;
   epoch: number;
+}
+
+/** A job taken over from a worker whose lease passed (JobLeases.adoptExpired). */
+export interface AdoptedJob extends ClaimedJob {
+  /** It was submitted with secrets (held in the memory of the process it was submitted to). */
+  secretsGiven: boolean;
 }
 
 /** The database side of leases. */
@@ -52,6 +60,8 @@ export interface JobLeases {
    * with a queue of its own (ComfyUI) starts it later, and the run then moves it to `running` with
    * the store's transitionJob fenced by this claim. No worker claims it again; its lease is renewed
    * and passes as a running job's (`worker_lost`), and it holds a slot of its owner's meanwhile.
+   * `resumable`: the worker's engine runs it outside the process (ComfyUI), so that the job, queued
+   * or running, is adopted rather than failed when the lease passes (adoptExpired).
    */
   claimQueued(
     workerId: string,
@@ -59,7 +69,16 @@ export interface JobLeases {
     slots: ((owner: string) => Promise<number>) | undefined,
     heldSecrets: readonly string[],
     onlyHeld?: boolean,
+    resumable?: boolean,
   ): Promise<ClaimedJob | null>;
+  /**
+   * Takes over, for this worker, the resumable jobs (claimQueued) whose lease passed, whatever their
+   * status: a new lease under a raised epoch, so that the old holder's writes are refused. Each job
+   * goes to one adopter (up to `limit` per call); [] when there is none.
+   */
+  adoptExpired(workerId: string, leaseMs: number, limit: number): Promise<AdoptedJob[]>;
+  /** Of `ids`, the live jobs another worker holds now (adopted once this worker's lease passed). */
+  heldByOthers(workerId: string, ids: readonly string[]): Promise<string[]>;
   /**
    * The live jobs carrying this worker's id, with their claims' epochs: after a claim whose answer
    * was lost (the connection dropped at its commit), the jobs it may have claimed after all.
@@ -81,10 +100,17 @@ export interface JobLeases {
    */
   renew(workerId: string, ids: readonly string[], leaseMs: number): Promise<Map<string, JobStatus>>;
   /**
+   * Gives up this worker's leases among `ids` (what renew would extend) at once, for the next
+   * failExpired to end them; a resumable job ComfyUI started is no longer adopted (the stop that
+   * gives it up stopped it there), one still queued stays adoptable (it is run elsewhere).
+   */
+  release(workerId: string, ids: readonly string[]): Promise<void>;
+  /**
    * Fails `worker_lost` every live job whose lease passed (by the database's clock), and
    * `partner_key_lost` every queued job whose secrets' holder stopped renewing; the jobs it moved.
+   * A resumable job (claimQueued) is left to the adopters for `adoptGraceMs` more (default 0).
    */
-  failExpired(completedAt: number): Promise<JobRecord[]>;
+  failExpired(completedAt: number, adoptGraceMs?: number): Promise<JobRecord[]>;
   /** Of `ids`, those no longer queued (taken by a worker, canceled or expired elsewhere). */
   notQueued(ids: readonly string[]): Promise<string[]>;
   close(): Promise<void>;

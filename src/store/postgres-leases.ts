@@ -1,9 +1,9 @@
-// Leased dispatch on PostgreSQL (the JobLeases port of src/store/job-leases.ts): claims, heartbeats and
-// the failure of jobs whose worker stopped renewing. Leases are compared on the database's clock,
-// so the processes' own clocks may differ.
+// Leased dispatch on PostgreSQL (the JobLeases port of src/store/job-leases.ts): claims, heartbeats,
+// the takeover of resumable jobs (ComfyUI) whose worker stopped renewing and the failure of the
+// others. Leases are compared on the database's clock, so the processes' own clocks may differ.
 import type pg from "pg";
 import { PARTNER_KEY_LOST, WORKER_LOST } from "../domain/failures.ts";
-import type { ClaimedJob, JobLeases, OwnerCounts } from "./job-leases.ts";
+import type { AdoptedJob, ClaimedJob, JobLeases, OwnerCounts } from "./job-leases.ts";
 import { inTransaction, openPostgresPool, postgresPool, type PostgresOptions } from "./postgres-pool.ts";
 import { QueuePositions } from "./postgres-positions.ts";
 import { PG_LEASE_SQL } from "./postgres-queries.ts";
@@ -104,6 +104,7 @@ export class PostgresLeases implements JobLeases {
     slots: ((owner: string) => Promise<number>) | undefined,
     heldSecrets: readonly string[],
     onlyHeld = false,
+    resumable = false,
   ): Promise<ClaimedJob | null> {
     return inTransaction(this.#pool, async (client) => {
       await client.query("SELECT pg_advisory_xact_lock($1)", [CLAIM_LOCK]);
@@ -122,6 +123,7 @@ export class PostgresLeases implements JobLeases {
           heldSecrets,
           1,
           1 + CANDIDATES_BEYOND,
+          resumable,
         ]);
         const row = rows.find((r) => r.id !== null);
         if (row !== undefined) return { job: toJob(row), epoch: Number(row.lease_epoch) };
@@ -157,9 +159,30 @@ export class PostgresLeases implements JobLeases {
     return new Map(rows.map((r) => [r.id, r.status]));
   }
 
-  async failExpired(completedAt: number): Promise<JobRecord[]> {
-    const { rows } = await this.#pool.query(PG_LEASE_SQL.failExpired, [completedAt, JSON.stringify(WORKER_LOST), JSON.stringify(PARTNER_KEY_LOST)]);
+  async failExpired(completedAt: number, adoptGraceMs = 0): Promise<JobRecord[]> {
+    const { rows } = await this.#pool.query(PG_LEASE_SQL.failExpired, [
+      completedAt,
+      JSON.stringify(WORKER_LOST),
+      JSON.stringify(PARTNER_KEY_LOST),
+      Math.max(0, Math.round(adoptGraceMs)),
+    ]);
     return rows.map(toJob);
+  }
+
+  async adoptExpired(workerId: string, leaseMs: number, limit: number): Promise<AdoptedJob[]> {
+    const { rows } = await this.#pool.query(PG_LEASE_SQL.adoptExpired, [workerId, leaseMs, limit]);
+    return rows.map((row) => ({ job: toJob(row), epoch: Number(row.lease_epoch), secretsGiven: row.secrets_given === true }));
+  }
+
+  async heldByOthers(workerId: string, ids: readonly string[]): Promise<string[]> {
+    if (ids.length === 0) return [];
+    const { rows } = await this.#pool.query<{ id: string }>(PG_LEASE_SQL.heldByOthers, [workerId, ids]);
+    return rows.map((r) => r.id);
+  }
+
+  async release(workerId: string, ids: readonly string[]): Promise<void> {
+    if (ids.length === 0) return;
+    await this.#pool.query(PG_LEASE_SQL.release, [workerId, ids]);
   }
 
   async heldBy(workerId: string): Promise<ClaimedJob[]> {

@@ -198,6 +198,22 @@ const RUNNING_BY_OWNER = "SELECT owner, count(*)::int AS n FROM jobs WHERE statu
  * lease. Only a claim raises lease_epoch, and any other claim moves the job out of `queued`.
  */
 const CLAIMED_QUEUED = "status = 'queued' AND lease_epoch > 0";
+/**
+ * A job whose lease passed, claimed by a worker whose engine resumes runs (ComfyUI): its prompt
+ * may be running or finished there, so a live worker of that kind takes it over (adoptExpired).
+ * `q`: the table's qualifier.
+ */
+function resumableLeasePassed(q = ""): string {
+  return `(${q}resumable AND ${q}lease_until < ${DB_NOW_MS} AND (${q}status IN ('running', 'canceling') OR (${q}status = 'queued' AND ${q}lease_epoch > 0)))`;
+}
+/**
+ * LEASE_PASSED for the expiry sweep: a resumable job is left to the adopters for $4 ms more (the
+ * grace a process that does not adopt gives them), then fails as any other.
+ */
+function expiredSql(q = ""): string {
+  const passed = q === "" ? LEASE_PASSED : LEASE_PASSED.replace(/\b(status|lease_until)\b/g, `${q}$1`);
+  return `(${passed} AND (NOT ${q}resumable OR ${q}lease_until < ${DB_NOW_MS} - $4::bigint))`;
+}
 
 /**
  * The fair order, the same as one process's queue (src/jobs/fair-queue.ts): a queued job's level
@@ -217,7 +233,8 @@ const CLAIMED_QUEUED = "status = 'queued' AND lease_epoch > 0";
  * younger than $2: it never starts before its creation. The last column counts the candidates
  * (a row of nulls when none was claimed), so that a claim that found only held jobs retries.
  * `keepQueued` (claimQueued): the job stays queued, its started_at null ($2 is null then); a job
- * so claimed (lease_epoch raised while queued) is never claimed again.
+ * so claimed (lease_epoch raised while queued) is never claimed again. $8 then says whether the
+ * worker's engine resumes runs (`resumable`: adopted when the lease passes, see adoptExpired).
  */
 function claimSql(where: string, wait: boolean, keepQueued = false): string {
   return `WITH RECURSIVE ${QUEUED_OWNERS}, running AS (${RUNNING_BY_OWNER}),
@@ -233,7 +250,7 @@ function claimSql(where: string, wait: boolean, keepQueued = false): string {
       SELECT j.seq, c.level FROM candidates c JOIN jobs j ON j.seq = c.seq WHERE j.status = 'queued' AND j.lease_epoch = 0
       ORDER BY c.level, c.seq LIMIT $6 FOR UPDATE OF j${wait ? "" : " SKIP LOCKED"}),
     claimed AS (
-      UPDATE jobs SET ${keepQueued ? "started_at = $2::bigint" : "status = 'running', started_at = GREATEST($2::bigint, created_at)"}, worker_id = $1,
+      UPDATE jobs SET ${keepQueued ? "started_at = $2::bigint, resumable = $8::boolean" : "status = 'running', started_at = GREATEST($2::bigint, created_at)"}, worker_id = $1,
           lease_until = ${DB_NOW_MS} + $3, lease_epoch = jobs.lease_epoch + 1
         FROM picked WHERE jobs.seq = picked.seq AND jobs.status = 'queued' AND jobs.lease_epoch = 0
         RETURNING ${JOB_COLUMNS.replace(/\b(\w+)\b/g, "jobs.$1")}, jobs.lease_epoch, picked.level)
@@ -283,14 +300,30 @@ export const PG_LEASE_SQL = {
       OR (status = 'queued' AND secrets_given AND (worker_id IS NULL OR worker_id = $1))) RETURNING id, status`,
   // A canceling job ends canceled (what was asked), a running one or one claimed while queued
   // failed ($2), another queued one failed for its lost secrets ($3, started and ended at once: a
-  // job leaves queued by running); $1 completed_at.
+  // job leaves queued by running); $1 completed_at, $4 the adopters' grace (resumable jobs).
   failExpired: `WITH picked AS MATERIALIZED (
-      SELECT id FROM jobs WHERE ${LEASE_PASSED} ORDER BY lease_until NULLS FIRST LIMIT 500 FOR UPDATE SKIP LOCKED)
+      SELECT id FROM jobs WHERE ${expiredSql()} ORDER BY lease_until NULLS FIRST LIMIT 500 FOR UPDATE SKIP LOCKED)
     UPDATE jobs SET status = CASE WHEN status = 'canceling' THEN 'canceled' ELSE 'failed' END, completed_at = $1,
       started_at = CASE WHEN status = 'queued' THEN $1 ELSE started_at END,
       error = CASE WHEN status = 'canceling' THEN error WHEN status = 'queued' AND lease_epoch = 0 THEN $3::json ELSE $2::json END
-    FROM picked WHERE jobs.id = picked.id AND ${LEASE_PASSED.replace(/\b(status|lease_until)\b/g, "jobs.$1")}
+    FROM picked WHERE jobs.id = picked.id AND ${expiredSql("jobs.")}
     RETURNING ${JOB_COLUMNS.replace(/\b(\w+)\b/g, "jobs.$1")}`,
+  // $1 worker, $2 lease ms, $3 jobs at most: other workers' resumable jobs whose lease passed move to
+  // this worker under a new claim (the epoch raised: the old holder's writes are refused), whatever
+  // their status. (Its own it renews, even past their lease, while nobody took them.)
+  adoptExpired: `WITH picked AS MATERIALIZED (
+      SELECT id FROM jobs WHERE ${resumableLeasePassed()} AND worker_id IS DISTINCT FROM $1 ORDER BY lease_until LIMIT $3 FOR UPDATE SKIP LOCKED)
+    UPDATE jobs SET worker_id = $1, lease_until = ${DB_NOW_MS} + $2, lease_epoch = jobs.lease_epoch + 1
+    FROM picked WHERE jobs.id = picked.id AND ${resumableLeasePassed("jobs.")}
+    RETURNING ${JOB_COLUMNS.replace(/\b(\w+)\b/g, "jobs.$1")}, jobs.lease_epoch, jobs.secrets_given`,
+  // $1 worker, $2 ids: what renew extends, its lease passed now. A job that ComfyUI started
+  // (running, canceling) is no longer adopted: the stop that gives it up stopped its prompt there.
+  release: `UPDATE jobs SET worker_id = $1, lease_until = ${DB_NOW_MS} - 1, resumable = resumable AND status = 'queued'
+    WHERE id = ANY($2::text[]) AND ((worker_id = $1 AND (status IN ('running', 'canceling') OR (${CLAIMED_QUEUED})))
+      OR (status = 'queued' AND secrets_given AND (worker_id IS NULL OR worker_id = $1)))`,
+  // $1 worker, $2 ids: the live ones another worker holds now (taken over when this one's lease passed).
+  heldByOthers: `SELECT id FROM jobs WHERE id = ANY($2::text[]) AND worker_id IS DISTINCT FROM $1
+    AND (status IN ('running', 'canceling') OR (${CLAIMED_QUEUED}))`,
   stillQueued: "SELECT id FROM jobs WHERE id = ANY($1::text[]) AND status = 'queued'",
   // $1 worker: its live jobs (few: what one worker runs), by the status index, and those it claimed while queued.
   heldBy: `SELECT ${JOB_COLUMNS}, lease_epoch FROM jobs WHERE status IN ('running', 'canceling') AND worker_id = $1

@@ -1,7 +1,7 @@
 // PostgreSQL schema, applied as numbered migrations recorded in schema_migrations (versions 1-3
-// mean what sqlite-schema.ts's do; 4 to 6, job leases and status notifications, exist only here:
-// only PostgreSQL has several processes). Every process runs them at open; an advisory lock makes concurrent starts apply each
-// version once.
+// mean what sqlite-schema.ts's do; those of leases, status notifications and the position
+// snapshot exist only here: only PostgreSQL has several processes). Every process runs them at
+// open; an advisory lock makes concurrent starts apply each version once.
 import type { PoolClient } from "pg";
 
 /** Message of the trigger that guards terminal jobs; the store maps it to TerminalStatusError. */
@@ -301,6 +301,17 @@ END $$;
 -- at a time (what the workers hand ComfyUI): the claim's slot counts and a worker's read-back find
 -- them here without reading the whole queue.
 CREATE INDEX jobs_claimed_queued ON jobs (worker_id) WHERE status = 'queued' AND lease_epoch > 0;
+`,
+  },
+  {
+    version: 13,
+    description: "jobs claimed by a worker whose engine's runs outlive it (ComfyUI): adopted, not failed, when their lease passes",
+    sql: `
+-- Set by a claim of a worker in front of ComfyUI (JobLeases.claimQueued): its prompt goes on in
+-- ComfyUI when the worker dies, so a live worker that resumes runs takes the job over when the
+-- lease passes (JobLeases.adoptExpired) and follows or collects it there; other processes fail
+-- such a job only a grace later (JobLeases.failExpired).
+ALTER TABLE jobs ADD COLUMN resumable BOOLEAN NOT NULL DEFAULT false;
 `,
   },
 ];

@@ -48,8 +48,8 @@ export class FaultDeployment {
   }
 
   /** An API node; the history triggers go in once the first one migrated the schema. */
-  async apiNode(options: { leaseMs: number; url?: string }): Promise<{ api: Api; server: CliServer }> {
-    const server = await spawnCli([...(await this.#flags(options.url ?? this.url, options.leaseMs)), "--port", "0", "--no-dispatch"]);
+  async apiNode(options: { leaseMs: number; url?: string; flags?: string[] }): Promise<{ api: Api; server: CliServer }> {
+    const server = await spawnCli([...(await this.#flags(options.url ?? this.url, options.leaseMs)), "--port", "0", "--no-dispatch", ...(options.flags ?? [])]);
     this.#children.push(server);
     if (!this.#historyOn) {
       this.#historyOn = true;
@@ -74,7 +74,7 @@ export class FaultDeployment {
 
   /** A job's row as the database has it. */
   async job(id: string): Promise<Record<string, unknown>> {
-    return (await adminQuery(`SELECT status, worker_id, started_at, completed_at, error FROM ${this.schema}.jobs WHERE id = $1`, [id]))[0]!;
+    return (await adminQuery(`SELECT status, worker_id, lease_epoch, started_at, completed_at, error FROM ${this.schema}.jobs WHERE id = $1`, [id]))[0]!;
   }
 
   /** Waits until the job's row passes `until`. */

@@ -108,6 +108,21 @@ class ScriptedLeases implements JobLeases {
     return [];
   }
 
+  /** Jobs given up by a stop. */
+  readonly released: string[][] = [];
+
+  async release(_workerId: string, ids: readonly string[]): Promise<void> {
+    this.released.push([...ids]);
+  }
+
+  async adoptExpired(): Promise<[]> {
+    return [];
+  }
+
+  async heldByOthers(): Promise<string[]> {
+    return [];
+  }
+
   async notQueued(ids: readonly string[]): Promise<string[]> {
     const gone: string[] = [];
     for (const id of ids) if ((await this.store.getJob(id))?.status !== "queued") gone.push(id);
@@ -174,6 +189,6 @@ describe("Dispatcher with leases", () => {
     const run = await s.engine.started(job.id);
     await s.dispatcher.stop(0);
     expect(run.signal.aborted).toBe(true);
-    expect(leases.renewals.at(-1)).toEqual({ ids: [job.id], leaseMs: -1 });
+    expect(leases.released).toEqual([[job.id]]);
   });
 });

@@ -194,9 +194,14 @@ export class ComfyUIEngine implements Engine {
     let run = options.resumeOnly
       ? await this.resumeStarted(promptId, g, registry, options)
       : ((await this.resume(promptId, g, registry, options, secrets)) ?? (await this.submit(s)));
+    const { detach } = options;
     for (;;) {
       const active: PromptRun = run;
       const onAbort = () => void active.stop("cancel");
+      // Another process took the job over: it follows the prompt from now on, untouched.
+      const onDetach = () => active.detach();
+      if (detach?.aborted) onDetach();
+      detach?.addEventListener("abort", onDetach, { once: true });
       if (signal?.aborted) onAbort();
       signal?.addEventListener("abort", onAbort, { once: true });
       const timer = options.timeoutMs ? setTimeout(() => void active.stop("timeout"), Math.max(0, startedAt + options.timeoutMs - Date.now())) : null;
@@ -205,9 +210,10 @@ export class ComfyUIEngine implements Engine {
         return await active.result;
       } catch (err) {
         // It never started on an instance that stopped answering: another one takes it.
-        if (!(err instanceof ReassignError) || signal?.aborted) throw err;
+        if (!(err instanceof ReassignError) || signal?.aborted || detach?.aborted) throw err;
       } finally {
         signal?.removeEventListener("abort", onAbort);
+        detach?.removeEventListener("abort", onDetach);
         if (timer) clearTimeout(timer);
       }
       run = await this.submit(s);
@@ -301,7 +307,7 @@ export class ComfyUIEngine implements Engine {
       // The partner key is not held after a restart: nothing is redacted beyond what ComfyUI sends.
       const run = await this.resume(promptId, graph, registry, options, [], unread);
       if (run) return run;
-      if (options.signal?.aborted) throw new ExecutionCancelledError();
+      if (options.signal?.aborted || options.detach?.aborted) throw new ExecutionCancelledError();
       if (!unread.any || Date.now() >= deadline) {
         throw new EngineError({
           code: "worker_lost",

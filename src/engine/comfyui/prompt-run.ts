@@ -178,6 +178,11 @@ export class PromptRun {
     }
   }
 
+  /** Stops following the prompt, which goes on in ComfyUI untouched (another process follows it now): the run settles canceled. */
+  detach(): void {
+    this.settle(() => this.rejectResult(new ExecutionCancelledError(this.current)));
+  }
+
   /** Ends the run with this error (and stops the prompt on ComfyUI, best effort). */
   failWith(err: unknown): void {
     if (this.settled) return;

@@ -263,6 +263,74 @@ describe.skipIf(unavailable !== null)("PostgresLeases", () => {
       expect((await b.claimQueued("wb", 30_000, async () => 2, []))!.job.id).toBe(second.id);
     });
 
+    it("claimed by a worker whose engine resumes runs: adopted (any status, new epoch) when its lease passes, failed by others only a grace later", async () => {
+      const running = await store.createJob(newJob({ owner: "o" }));
+      const canceling = await store.createJob(newJob({ owner: "o" }));
+      const queued = await store.createJob(newJob({ owner: "o", secrets_given: true }));
+      const plain = await store.createJob(newJob({ owner: "o" }));
+      const r = (await a.claimQueued("wa", 30_000, undefined, [], false, true))!;
+      const c = (await a.claimQueued("wa", 30_000, undefined, [], false, true))!;
+      expect((await a.claimQueued("wa", 30_000, undefined, [queued.id], false, true))!.job.id).toBe(queued.id);
+      expect((await a.claimQueued("wa", 30_000, undefined, [], false, false))!.job.id).toBe(plain.id); // not resumable
+      await store.transitionJob(running.id, ["queued"], "running", { started_at: T0 }, { fence: { workerId: "wa", epoch: r.epoch } });
+      await store.transitionJob(canceling.id, ["queued"], "running", { started_at: T0 }, { fence: { workerId: "wa", epoch: c.epoch } });
+      await store.transitionJob(canceling.id, ["running"], "canceling");
+      // Nothing to adopt while the leases hold.
+      expect(await b.adoptExpired("wb", 30_000, 10)).toEqual([]);
+      await a.renew("wa", [running.id, canceling.id, queued.id, plain.id], -1);
+      // A process that does not adopt waits its grace: only the job that is not resumable fails now.
+      expect((await b.failExpired(T0 + 1, 60_000)).map((j) => [j.id, j.error?.code])).toEqual([[plain.id, "worker_lost"]]);
+      // The worker itself never adopts its own (it renews them); another takes each once.
+      expect(await a.adoptExpired("wa", 30_000, 10)).toEqual([]);
+      const adopted = await b.adoptExpired("wb", 30_000, 10);
+      expect(adopted.map((x) => [x.job.id, x.job.status, x.epoch, x.secretsGiven]).sort()).toEqual(
+        [
+          [running.id, "running", 2, false],
+          [canceling.id, "canceling", 2, false],
+          [queued.id, "queued", 2, true],
+        ].sort(),
+      );
+      expect(await a.adoptExpired("wc", 30_000, 10)).toEqual([]);
+      // The adopter holds them now: it renews them, the old holder's writes are refused, and the old holder learns who has them.
+      expect([...(await b.renew("wb", [running.id, queued.id], 30_000))].sort()).toEqual(
+        [
+          [running.id, "running"],
+          [queued.id, "queued"],
+        ].sort(),
+      );
+      await expect(store.updateProgress(running.id, { value: 0.5 } as never, { workerId: "wa", epoch: 1 })).rejects.toBeInstanceOf(LeaseLostError);
+      expect((await a.renew("wa", [running.id], 30_000)).size).toBe(0);
+      expect((await a.heldByOthers("wa", [running.id, canceling.id, queued.id, plain.id])).sort()).toEqual([running.id, canceling.id, queued.id].sort());
+      expect(await b.heldByOthers("wb", [running.id])).toEqual([]);
+      // The adopted jobs still hold their owner's slots (tiers): three taken, a fourth job waits at a limit of three.
+      const fourth = await store.createJob(newJob({ owner: "o" }));
+      expect(await a.claimQueued("wc", 30_000, async () => 3, [])).toBeNull();
+      expect((await a.claimQueued("wc", 30_000, async () => 4, []))!.job.id).toBe(fourth.id);
+      // Past the grace, anyone fails them: the adopter's lease passed too and nobody took them.
+      await b.renew("wb", [running.id, canceling.id, queued.id], -1);
+      const ended = await a.failExpired(T0 + 2, 0);
+      expect(ended.map((j) => [j.id, j.status, j.error?.code ?? null]).sort()).toEqual(
+        [
+          [running.id, "failed", "worker_lost"],
+          [canceling.id, "canceled", null],
+          [queued.id, "failed", "worker_lost"],
+        ].sort(),
+      );
+    });
+
+    it("a release gives the leases up now: a started resumable job is no longer adopted, a queued one is", async () => {
+      const started = await store.createJob(newJob());
+      const waiting = await store.createJob(newJob());
+      const s = (await a.claimQueued("wa", 30_000, undefined, [], false, true))!;
+      await a.claimQueued("wa", 30_000, undefined, [], false, true);
+      await store.transitionJob(started.id, ["queued"], "running", { started_at: T0 }, { fence: { workerId: "wa", epoch: s.epoch } });
+      await a.release("wb", [started.id, waiting.id]); // not its jobs: nothing happens
+      expect(await b.adoptExpired("wb", 30_000, 10)).toEqual([]);
+      await a.release("wa", [started.id, waiting.id]);
+      expect((await b.failExpired(T0 + 1, 60_000)).map((j) => [j.id, j.error?.code])).toEqual([[started.id, "worker_lost"]]);
+      expect((await b.adoptExpired("wb", 30_000, 10)).map((x) => x.job.id)).toEqual([waiting.id]);
+    });
+
     it("ends worker_lost when its worker stops renewing (not partner_key_lost), once", async () => {
       const job = await store.createJob(newJob({ secrets_given: true }));
       const plain = await store.createJob(newJob());

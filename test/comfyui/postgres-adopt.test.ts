@@ -1,0 +1,213 @@
+// Workers in front of ComfyUI on PostgreSQL: when a worker dies (SIGKILL) holding a job, another
+// worker takes the job over once the lease passes, instead of failing it worker_lost, and the
+// prompt runs once: one ComfyUI finished meanwhile is collected, one still running is followed,
+// one ComfyUI never received is submitted by the new worker. A deployment on the embedded engine
+// still fails such a job worker_lost. Real processes (an API node, `flowgate worker`s) on a fresh
+// schema, the ComfyUI double keeping its queue while they die.
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { EmbeddedEngine } from "../../src/engine/embedded-engine.ts";
+import type { CliProcess } from "../cli/cli.ts";
+import { FaultDeployment } from "../faults/deployment.ts";
+import { delayedImageGraph } from "../fixtures/graphs.ts";
+import { adminQuery, postgresUnavailable } from "../postgres/pg.ts";
+import { waitFor } from "../server/helpers.ts";
+import { FakeComfyUI } from "./fake-comfyui.ts";
+import { until } from "./helpers.ts";
+
+const unavailable = await postgresUnavailable();
+const OBJECT_INFO = new EmbeddedEngine().nodeDefinitionsSync() as unknown as Record<string, unknown>;
+/** The workers' lease: short, so that a dead worker's jobs are taken over soon. */
+const LEASE_MS = 1000;
+/**
+ * The API node's own lease: it fails a job a worker in front of ComfyUI held only two of its
+ * leases after that lease passed, so that here it never races the adopting worker, however slowly
+ * that one starts on a busy machine.
+ */
+const API_LEASE_MS = 60_000;
+
+const graph = (text: string) => ({
+  "1": { class_type: "PrimitiveString", inputs: { value: text } },
+  "2": { class_type: "PreviewAny", inputs: { source: ["1", 0] } },
+});
+
+let d: FaultDeployment;
+const cleanup: Array<() => Promise<unknown>> = [];
+beforeEach(async () => {
+  if (unavailable === null) d = await FaultDeployment.open();
+});
+afterEach(async () => {
+  for (const c of cleanup.reverse()) await c();
+  cleanup.length = 0;
+  await d?.close();
+});
+
+/** The flags of a process in front of the double. */
+const comfy = (fake: FakeComfyUI) => ["--engine", "comfyui", "--comfyui-url", fake.url, "--comfyui-output-dir", "off"];
+
+/** A ComfyUI double whose worker runs prompts, an API node and a first worker in front of it. */
+async function deployment(options: ConstructorParameters<typeof FakeComfyUI>[0] = { objectInfo: OBJECT_INFO }) {
+  const fake = await new FakeComfyUI({ ...options, objectInfo: OBJECT_INFO, worker: true }).start();
+  cleanup.push(() => fake.stop());
+  const { api } = await d.apiNode({ leaseMs: API_LEASE_MS, flags: comfy(fake) });
+  const first = await d.worker({ leaseMs: LEASE_MS, flags: comfy(fake) });
+  return { fake, api, first };
+}
+
+/** Whether the job's row carries this worker process's id (`host:pid:random`). */
+const heldBy = (row: Record<string, unknown>, w: CliProcess) => String(row.worker_id).includes(`:${w.child.pid}:`);
+
+/** SIGKILLs a worker and waits for its exit. */
+async function kill(w: CliProcess): Promise<void> {
+  if (w.child.exitCode === null && w.child.signalCode === null) {
+    const closed = new Promise((r) => w.child.once("close", r));
+    w.child.kill("SIGKILL");
+    await closed;
+  }
+}
+
+describe.skipIf(unavailable !== null)("a worker in front of ComfyUI dies holding a job (PostgreSQL)", () => {
+  it("another worker collects the prompt ComfyUI finished meanwhile: succeeded with its outputs, run once", { timeout: 90_000 }, async () => {
+    const { fake, api, first } = await deployment();
+    fake.holding = true;
+    const job = await api.submit(graph("finished-meanwhile"));
+    await until(() => (fake.held === job.id ? true : undefined), "the prompt running in ComfyUI");
+    const running = await d.waitForJob(job.id, (r) => r.status === "running", "the job running");
+    expect(heldBy(running, first)).toBe(true);
+    await kill(first);
+    // ComfyUI finishes the prompt while no worker is alive.
+    fake.release();
+    await until(() => (fake.history.has(job.id) ? true : undefined), "ComfyUI to finish the prompt");
+    expect((await d.job(job.id)).status).toBe("running");
+
+    const second = await d.worker({ leaseMs: LEASE_MS, flags: comfy(fake) });
+    const done = await api.waitJob(job.id, (j) => j.status !== "running", "the job to end", 30_000);
+    expect(done.status, JSON.stringify(done.error)).toBe("succeeded");
+    expect(done.outputs.map((o: { node_id: string }) => o.node_id)).toEqual(["2"]);
+    expect(await fetch(done.outputs[0].url).then((r) => r.text())).toBe(`${job.id}:2`);
+    const row = await d.job(job.id);
+    expect(heldBy(row, second)).toBe(true);
+    expect(Number(row.lease_epoch)).toBe(2); // the first worker's claim, then the takeover's
+    expect(second.stderr()).toContain(`job ${job.id}: the lease of the worker holding it (running) passed`);
+    expect(fake.executions.get(job.id)).toBe(1);
+    expect(fake.calls("POST", "/prompt")).toHaveLength(1);
+    expect(await d.outputs(job.id)).toHaveLength(1);
+    expect(await d.violations()).toEqual([]);
+  });
+
+  it("another worker follows the prompt ComfyUI still runs to its end, run once", { timeout: 90_000 }, async () => {
+    const { fake, api, first } = await deployment();
+    fake.holding = true;
+    const job = await api.submit(graph("still-running"));
+    await until(() => (fake.held === job.id ? true : undefined), "the prompt running in ComfyUI");
+    await d.waitForJob(job.id, (r) => r.status === "running" && heldBy(r, first), "the job running on the first worker");
+    const second = await d.worker({ leaseMs: LEASE_MS, flags: comfy(fake) });
+    await kill(first);
+    // Taken over while ComfyUI still runs it: still running, under the second worker's claim.
+    const adopted = await d.waitForJob(job.id, (r) => heldBy(r, second), "the second worker to take the job over");
+    expect(adopted).toMatchObject({ status: "running", lease_epoch: "2" });
+    expect(fake.held).toBe(job.id);
+    fake.release();
+    const done = await api.waitJob(job.id, (j) => j.status !== "running", "the job to end", 30_000);
+    expect(done.status, JSON.stringify(done.error)).toBe("succeeded");
+    expect(done.outputs.map((o: { node_id: string }) => o.node_id)).toEqual(["2"]);
+    expect(fake.executions.get(job.id)).toBe(1);
+    expect(fake.calls("POST", "/prompt")).toHaveLength(1);
+    expect(await d.violations()).toEqual([]);
+  });
+
+  it("another worker submits the prompt ComfyUI never received (claimed, never started): it runs once", { timeout: 90_000 }, async () => {
+    // ComfyUI answers the first worker's POST /prompt 503 (a full queue: retried) until it has died.
+    let refusing = true;
+    const { fake, api, first } = await deployment({
+      objectInfo: OBJECT_INFO,
+      onPrompt: () => (refusing ? { status: 503, body: { error: "busy" } } : undefined),
+    });
+    const job = await api.submit(graph("never-received"));
+    await until(() => (fake.calls("POST", "/prompt").length > 0 ? true : undefined), "the first worker to try to submit the prompt");
+    const claimed = await d.waitForJob(job.id, (r) => heldBy(r, first), "the job claimed by the first worker");
+    expect(claimed).toMatchObject({ status: "queued", started_at: null, lease_epoch: "1" });
+    await kill(first);
+    refusing = false;
+    expect(fake.executions.has(job.id)).toBe(false);
+
+    const second = await d.worker({ leaseMs: LEASE_MS, flags: comfy(fake) });
+    const done = await api.waitJob(job.id, (j) => ["succeeded", "failed", "canceled"].includes(j.status), "the job to end", 30_000);
+    expect(done.status, JSON.stringify(done.error)).toBe("succeeded");
+    expect(heldBy(await d.job(job.id), second)).toBe(true);
+    expect(second.stderr()).toContain(`job ${job.id}: the lease of the worker holding it (queued) passed`);
+    expect(fake.executions.get(job.id)).toBe(1);
+    expect(await d.violations()).toEqual([]);
+  });
+
+  it("a job canceling when its worker died ends canceled, its prompt stopped in ComfyUI by the worker that took it over", { timeout: 90_000 }, async () => {
+    const { fake, api, first } = await deployment({ objectInfo: OBJECT_INFO, interruptStatus: 500 });
+    fake.holding = true;
+    const job = await api.submit(graph("canceling"));
+    await until(() => (fake.held === job.id ? true : undefined), "the prompt running in ComfyUI");
+    await d.waitForJob(job.id, (r) => r.status === "running", "the job running");
+    // ComfyUI fails the interrupt: the job stays canceling while the first worker waits for the prompt to stop.
+    expect((await api.request("POST", `/api/v2/jobs/${job.id}/cancel`)).body.status).toBe("canceling");
+    await until(() => (fake.calls("POST", "/interrupt").length > 0 ? true : undefined), "the interrupt asked");
+    await kill(first);
+    fake.interruptStatus = 200;
+    const interrupts = fake.calls("POST", "/interrupt").length;
+
+    await d.worker({ leaseMs: LEASE_MS, flags: comfy(fake) });
+    const done = await api.waitJob(job.id, (j) => j.status !== "canceling" && j.status !== "running", "the job to end", 30_000);
+    expect(done.status).toBe("canceled");
+    expect(fake.calls("POST", "/interrupt").length).toBeGreaterThan(interrupts);
+    expect(fake.held).toBeNull();
+    expect(fake.executions.get(job.id)).toBe(1);
+    expect(await d.violations()).toEqual([]);
+  });
+
+  it("a worker paused past its lease leaves the prompt to the worker that took its job over, and writes nothing", { timeout: 90_000 }, async () => {
+    const { fake, api, first } = await deployment();
+    fake.holding = true;
+    const job = await api.submit(graph("paused-holder"));
+    await until(() => (fake.held === job.id ? true : undefined), "the prompt running in ComfyUI");
+    await d.waitForJob(job.id, (r) => r.status === "running" && heldBy(r, first), "the job running on the first worker");
+    const second = await d.worker({ leaseMs: LEASE_MS, flags: comfy(fake) });
+    first.child.kill("SIGSTOP");
+    cleanup.push(async () => void first.child.kill("SIGCONT"));
+    await d.waitForJob(job.id, (r) => heldBy(r, second), "the second worker to take the job over");
+    // Resumed, the first worker finds the job taken over (at its next renewal, or a refused write):
+    // it stops following the prompt, untouched.
+    first.child.kill("SIGCONT");
+    await waitFor(
+      () => first.stderr(),
+      (err) => err.includes(`job ${job.id}: another worker took it over`) || err.includes(`job ${job.id}: a write of its run was refused`),
+      "the first worker to let the job go",
+    );
+    expect(fake.calls("POST", "/interrupt")).toEqual([]);
+    expect(fake.held).toBe(job.id);
+    fake.release();
+    const done = await api.waitJob(job.id, (j) => j.status !== "running", "the job to end", 30_000);
+    expect(done.status, JSON.stringify(done.error)).toBe("succeeded");
+    expect(heldBy(await d.job(job.id), second)).toBe(true);
+    expect(fake.calls("POST", "/interrupt")).toEqual([]);
+    expect(fake.executions.get(job.id)).toBe(1);
+    expect(await d.outputs(job.id)).toHaveLength(1);
+    expect(await d.violations()).toEqual([]);
+  });
+});
+
+describe.skipIf(unavailable !== null)("a worker on the embedded engine dies holding a job (PostgreSQL)", () => {
+  it("the job still ends worker_lost once the lease passes, never run again", { timeout: 90_000 }, async () => {
+    const { api } = await d.apiNode({ leaseMs: LEASE_MS });
+    const first = await d.worker({ leaseMs: LEASE_MS });
+    const job = await api.submit(delayedImageGraph(30, "embedded-lost"));
+    await d.waitForJob(job.id, (r) => r.status === "running" && heldBy(r, first), "the job running on the first worker");
+    const second = await d.worker({ leaseMs: LEASE_MS });
+    await kill(first);
+    const failed = await d.waitForJob(job.id, (r) => r.status === "failed", "the job failed worker_lost");
+    expect((failed.error as { code: string }).code).toBe("worker_lost");
+    expect(heldBy(failed, first)).toBe(true); // nobody took it over
+    expect((await adminQuery(`SELECT resumable FROM ${d.schema}.jobs WHERE id = $1`, [job.id]))[0]!.resumable).toBe(false);
+    expect(second.stderr()).not.toContain("took it over");
+    expect(await d.outputs(job.id)).toEqual([]);
+    expect(await d.violations()).toEqual([]);
+  });
+});
+
+if (unavailable !== null) it.skip(`skipped: ${unavailable}`, () => undefined);
