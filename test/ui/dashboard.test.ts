@@ -4,11 +4,16 @@
 // One file for every browser test: the UI build they share is made once, never by two at once.
 import { join } from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { ROOT, startTestServer, unique, type TestServer } from "../server/helpers.ts";
 import { DOC_SHOTS, hasChromium, LAUNCH, prepareUi, SHOTS } from "./browser.ts";
 import { delayGraph as delayGraphOf } from "../fixtures/graphs.ts";
 import { Gates } from "../fixtures/gate-node.ts";
+
+// Every wait here is for a state the page reaches (a load, a render, a job's step). On a busy
+// machine reaching it can take seconds, so no wait is bounded by vitest's default of one second;
+// a state that never comes still fails the test.
+vi.setConfig({ expect: { poll: { timeout: 10_000 } } });
 
 /**
  * A sampler whose image waits before it is saved, `seconds` or until the test opens `gate`
@@ -140,7 +145,7 @@ describe.skipIf(!hasChromium)("dashboard in Chromium", { timeout: 90_000 }, () =
     await page.getByLabel("Workflow (API format JSON)").fill(JSON.stringify(delayGraph(60)));
     await page.getByRole("button", { name: "Submit job" }).click();
     await page.waitForURL(/#\/jobs\//);
-    await expect.poll(() => page.locator("#job-status").textContent(), { timeout: 15_000 }).toBe("running");
+    await expect.poll(() => page.locator("#job-status").textContent()).toBe("running");
     await page.getByRole("button", { name: "Cancel job" }).click();
     await expect.poll(() => page.locator("#job-status").textContent(), { timeout: 15_000 }).toBe("canceled");
     expect(await page.getByRole("button", { name: "Cancel job" }).count()).toBe(0);
