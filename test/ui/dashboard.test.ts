@@ -4,16 +4,28 @@
 // One file for every browser test: the UI build they share is made once, never by two at once.
 import { join } from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { ROOT, startTestServer, unique, type TestServer } from "../server/helpers.ts";
 import { DOC_SHOTS, hasChromium, LAUNCH, prepareUi, SHOTS } from "./browser.ts";
 import { delayGraph as delayGraphOf } from "../fixtures/graphs.ts";
+import { Gates } from "../fixtures/gate-node.ts";
 
-/** A sampler whose image waits `seconds` before it is saved: previews arrive, then the job holds still. */
-function samplerGraph(steps: number, seconds: number): Record<string, unknown> {
+// Every wait here is for a state the page reaches (a load, a render, a job's step). On a busy
+// machine reaching it can take seconds, so no wait is bounded by vitest's default of one second;
+// a state that never comes still fails the test.
+vi.setConfig({ expect: { poll: { timeout: 10_000 } } });
+
+/**
+ * A sampler whose image waits before it is saved, `seconds` or until the test opens `gate`
+ * (a server with Gates' node): previews arrive, then the job holds still.
+ */
+function samplerGraph(steps: number, hold: { seconds: number } | { gate: string }): Record<string, unknown> {
   return {
     "1": { class_type: "FlowgateSampler", inputs: { seed: Math.floor(Math.random() * 1e9), steps, width: 512, height: 384 }, _meta: { title: "sampler" } },
-    "2": { class_type: "FlowgateDelay", inputs: { value: ["1", 0], seconds } },
+    "2":
+      "gate" in hold
+        ? { class_type: "TestGate", inputs: { value: ["1", 0], gate: hold.gate } }
+        : { class_type: "FlowgateDelay", inputs: { value: ["1", 0], seconds: hold.seconds } },
     "3": { class_type: "SaveImage", inputs: { images: ["2", 0], filename_prefix: "dashboard" } },
   };
 }
@@ -22,17 +34,47 @@ function delayGraph(seconds: number): Record<string, unknown> {
   return delayGraphOf(seconds, unique("ui"));
 }
 
+/** A text that passes gate `gate` (a server with Gates' node): the job runs until the test opens it. */
+function gatedGraph(gate: string): Record<string, unknown> {
+  return {
+    "1": { class_type: "PrimitiveString", inputs: { value: gate } },
+    "2": { class_type: "TestGate", inputs: { value: ["1", 0], gate } },
+    "3": { class_type: "PreviewAny", inputs: { source: ["2", 0] } },
+  };
+}
+
+/**
+ * From now on, keeps every text the job page's step line shows, in order (read with stepLines):
+ * a line the page draws for a moment, such as a fast sampler's steps, is seen however late the
+ * test looks. Hash routes keep the document, so the record spans the submit and job pages.
+ */
+function recordStepLines(page: Page): Promise<void> {
+  return page.evaluate(() => {
+    const w = window as unknown as { stepLines: string[] };
+    w.stepLines = [];
+    new MutationObserver(() => {
+      const text = document.getElementById("job-step")?.textContent;
+      if (typeof text === "string" && text !== w.stepLines.at(-1)) w.stepLines.push(text);
+    }).observe(document.body, { subtree: true, childList: true, characterData: true });
+  });
+}
+
+function stepLines(page: Page): Promise<string[]> {
+  return page.evaluate(() => (window as unknown as { stepLines: string[] }).stepLines);
+}
+
 describe.skipIf(!hasChromium)("dashboard in Chromium", { timeout: 90_000 }, () => {
   let server: TestServer;
   let browser: Browser;
   let page: Page;
   /** Requests the pages made to anything but the test server (there must be none: offline). */
   const foreign: string[] = [];
+  const gates = new Gates();
 
   beforeAll(async () => {
     // The UI under test is the current source: built when missing or older than ui/.
     await prepareUi();
-    server = await startTestServer();
+    server = await startTestServer({ engine: { extraNodes: [gates.node] } });
     browser = await chromium.launch(LAUNCH);
     page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
     page.on("request", (r) => {
@@ -50,20 +92,29 @@ describe.skipIf(!hasChromium)("dashboard in Chromium", { timeout: 90_000 }, () =
   it("submits a graph from the page, shows progress and previews as they arrive, then the output image", async () => {
     await page.goto(`${server.url}/#/submit`);
     await expect.poll(() => page.locator("h1").textContent()).toBe("Submit a workflow");
-    await page.getByLabel("Workflow (API format JSON)").fill(JSON.stringify(samplerGraph(120, 4), null, 2));
+    const gate = unique("sampled");
+    await page.getByLabel("Workflow (API format JSON)").fill(JSON.stringify(samplerGraph(120, { gate }), null, 2));
     await shot("01-submit");
+    await recordStepLines(page);
     await page.getByRole("button", { name: "Submit job" }).click();
 
     await page.waitForURL(/#\/jobs\/[0-9a-f-]{36}$/);
-    await expect.poll(() => page.locator("#job-step").textContent(), { timeout: 20_000 }).toMatch(/node 1 FlowgateSampler · step \d+\/120/);
+    // The sampler's steps are on the page for as long as it samples, a second or less: what the
+    // page drew is read from its record, not caught by polling (which a busy machine slows).
+    await expect
+      .poll(() => stepLines(page), { timeout: 20_000 })
+      .toContainEqual(expect.stringMatching(/^node 1 FlowgateSampler · step \d+\/120 · 0\/3 nodes$/));
+    // Then the job holds at the gate, running, until the page has been looked at.
     const preview = page.locator("#job-preview");
     await preview.waitFor({ state: "visible", timeout: 20_000 });
     await expect.poll(() => preview.evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth > 0)).toBe(true);
     await expect.poll(() => page.locator("#job-status").textContent()).toBe("running");
     const pct = async () => Number((await page.locator(".progress-pct").first().textContent())!.replace("%", ""));
     await expect.poll(async () => (await pct()) > 0 && (await pct()) < 100).toBe(true);
+    await expect.poll(() => page.locator("#job-step").textContent(), { timeout: 20_000 }).toBe("node 2 TestGate · 1/3 nodes");
     await shot("02-job-running");
 
+    gates.open(gate);
     await expect.poll(() => page.locator("#job-status").textContent(), { timeout: 30_000 }).toBe("succeeded");
     const output = page.locator('#job-outputs li[data-output-type="image"] img');
     await output.waitFor({ state: "visible" });
@@ -111,13 +162,16 @@ describe.skipIf(!hasChromium)("dashboard in Chromium", { timeout: 90_000 }, () =
     const rows = page.locator("table.jobs tbody tr");
     await expect.poll(() => page.locator(`tr[data-job-id="${done.id}"]`).getAttribute("data-status")).toBe("succeeded");
     const before = await rows.count();
-    // A job submitted elsewhere appears, runs and ends without a reload.
-    const job = await server.api.submit(delayGraph(8)); // longer than the list's 3 s refresh
+    // A job submitted elsewhere appears, runs and ends without a reload; it holds at its gate
+    // until the list has shown it running.
+    const gate = unique("listed");
+    const job = await server.api.submit(gatedGraph(gate));
     const row = page.locator(`tr[data-job-id="${job.id}"]`);
     await expect.poll(() => row.getAttribute("data-status"), { timeout: 15_000 }).toBe("running");
     expect(await rows.first().getAttribute("data-job-id")).toBe(job.id);
     expect(await rows.count()).toBe(before + 1);
     await shot("06-jobs-running");
+    gates.open(gate);
     await expect.poll(() => row.getAttribute("data-status"), { timeout: 20_000 }).toBe("succeeded");
     const statuses = await rows.evaluateAll((trs) => trs.map((tr) => tr.getAttribute("data-status")));
     expect(statuses.filter((x) => x === "succeeded").length).toBeGreaterThanOrEqual(2);
@@ -342,7 +396,7 @@ describe.skipIf(!hasChromium).each(VIEWPORTS)("what a user meets at $width x $he
   });
 
   it.runIf(viewport.name === "phone")("no page scrolls sideways at 360 px either", async () => {
-    const job = await server.api.submit(samplerGraph(5, 0.01));
+    const job = await server.api.submit(samplerGraph(5, { seconds: 0.01 }));
     await server.api.waitTerminal(job.id);
     const narrow = await browser.newPage({ viewport: { width: 360, height: 740 } });
     try {
