@@ -200,6 +200,8 @@ describe("cloud surface", () => {
   });
 
   it("AUTH-5: each account's sockets see only its own jobs", async () => {
+    // The jobs of the tests before were charged by their run time, which a busy machine stretches.
+    await dir.updateAccount("acme", { credits: 100 });
     const a = new ComfyClient(server.url, keyA);
     const b = new ComfyClient(server.url, keyB);
     await a.connect();
@@ -208,9 +210,10 @@ describe("cloud surface", () => {
       "1": { class_type: "PrimitiveString", inputs: { value: "only-a" } },
       "2": { class_type: "PreviewAny", inputs: { source: ["1", 0] } },
     });
-    const { prompt_id } = (await res.json()) as { prompt_id: string };
-    await a.waitForEnd(prompt_id);
-    expect(b.messages.some((m) => m.data?.prompt_id === prompt_id)).toBe(false);
+    const body = (await res.json()) as { prompt_id: string };
+    expect(res.status, JSON.stringify(body)).toBe(200);
+    await a.waitForEnd(body.prompt_id);
+    expect(b.messages.some((m) => m.data?.prompt_id === body.prompt_id)).toBe(false);
     a.close();
     b.close();
   });
