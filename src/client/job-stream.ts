@@ -7,7 +7,7 @@ import { FlowgateApiError } from "./errors.ts";
 import { jobFingerprint, progressFingerprint } from "./job-changes.ts";
 import { withResolvedLinks, withResolvedOutput } from "./links.ts";
 import { ssePayload } from "./responses.ts";
-import { backoffDelay, isNetworkError, type Sleep } from "./retry.ts";
+import { backoffDelay, isNetworkError, withJitter, type Sleep } from "./retry.ts";
 import { readSse } from "./sse.ts";
 import { isTerminalStatus, type Job, type Output, type Progress } from "./types.ts";
 
@@ -26,12 +26,14 @@ export interface StreamOptions {
   signal?: AbortSignal;
   /** Poll interval in ms while the stream is unavailable (default 500). */
   pollIntervalMs?: number;
-  /** First delay before reconnecting in ms, doubled per failure (default 1000). */
+  /** First delay before reconnecting in ms, doubled per failure, with jitter (default 1000). */
   reconnectDelayMs?: number;
   /** Longest delay before reconnecting in ms (default 30000). */
   maxReconnectDelayMs?: number;
   /** A stream silent this long (ms) is dropped and reopened; the server sends a keep-alive every 15 s (default 45000). */
   idleTimeoutMs?: number;
+  /** Told when an event stream opens, and when it is lost before the terminal status (polling and reconnecting follow). */
+  onConnection?: (state: "open" | "lost") => void;
 }
 
 /** What stream() needs of the client. */
@@ -92,6 +94,7 @@ export async function* streamJob(deps: StreamDeps, options: StreamOptions = {}):
       if (!job) throw new Error("job not readable");
       touch();
       const res = await deps.openEvents(job.urls.events, signal ? AbortSignal.any([signal, idle.signal]) : idle.signal);
+      options.onConnection?.("open");
       const origin = res.url || job.urls.events;
       for await (const message of readSse(res.body!, touch)) {
         failures = 0;
@@ -111,14 +114,16 @@ export async function* streamJob(deps: StreamDeps, options: StreamOptions = {}):
         } else yield event;
       }
       // Ended without a terminal status (restart, proxy timeout): reconnect.
-      waitMs = backoffDelay(failures++, reconnectMs, maxReconnectMs);
+      waitMs = withJitter(backoffDelay(failures++, reconnectMs, maxReconnectMs));
     } catch (err) {
       if (signal?.aborted) throw signal.reason;
       if (isFinal(err)) throw err;
-      waitMs = err instanceof FlowgateApiError && err.retryAfter !== null ? err.retryAfter * 1000 : backoffDelay(failures++, reconnectMs, maxReconnectMs);
+      waitMs =
+        err instanceof FlowgateApiError && err.retryAfter !== null ? err.retryAfter * 1000 : withJitter(backoffDelay(failures++, reconnectMs, maxReconnectMs));
     } finally {
       clearTimeout(idleTimer);
     }
+    options.onConnection?.("lost");
     // Poll until the stream may be tried again, so progress keeps flowing without it.
     for (let polls = Math.max(1, Math.ceil(waitMs / pollMs)); polls > 0; polls--) {
       await deps.sleep(Math.min(pollMs, waitMs), signal);
@@ -131,14 +136,16 @@ export async function* streamJob(deps: StreamDeps, options: StreamOptions = {}):
   }
 }
 
-/** GET the job; a network failure gives undefined (the caller retries), other errors surface. */
+/** GET the job; a network failure (or 429, 502-504) gives undefined (the caller retries), other errors surface. */
 async function readJob(deps: StreamDeps, signal: AbortSignal | undefined, mustRead = false): Promise<Job | undefined> {
   for (let attempt = 0; ; attempt++) {
     try {
       return await deps.get(signal);
     } catch (err) {
       if (signal?.aborted) throw signal.reason;
-      if (!isNetworkError(err) && !(err instanceof FlowgateApiError && err.status === 429)) throw err;
+      // A gateway's 502-504 (a server restarting behind a proxy) is "not now", like a network failure.
+      const notNow = err instanceof FlowgateApiError && (err.status === 429 || (err.status >= 502 && err.status <= 504));
+      if (!isNetworkError(err) && !notNow) throw err;
       if (!mustRead) return undefined;
       await deps.sleep(err instanceof FlowgateApiError ? (err.retryAfter ?? 1) * 1000 : backoffDelay(attempt, 250, 5000), signal);
     }

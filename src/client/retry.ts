@@ -24,6 +24,11 @@ export function backoffDelay(attempt: number, baseMs: number, maxMs: number): nu
   return Math.min(maxMs, baseMs * 2 ** Math.max(0, attempt));
 }
 
+/** `ms` with "equal jitter": half of it fixed, half random, so that many clients cut off at once do not retry in step. */
+export function withJitter(ms: number, random: () => number = Math.random): number {
+  return Math.round(ms / 2 + (ms / 2) * random());
+}
+
 /** True for a failure to reach the server (refused, reset, DNS, TLS), as opposed to an HTTP answer. */
 export function isNetworkError(err: unknown): boolean {
   if (!(err instanceof Error)) return false;

@@ -103,6 +103,22 @@ describe("stream", () => {
     expect(events.at(-1)?.event === "status" && events.at(-1)?.data).toMatchObject({ status: "succeeded" });
   });
 
+  it("tells onConnection when a stream opens and when it is lost, and waits at most the reconnect delay before reopening", async () => {
+    const faults = new FaultyFetch();
+    let cuts = 0;
+    faults.transform = (request, response) => (EVENTS(request) && cuts++ === 0 ? cutAfterFirstChunk(response) : response);
+    const clock = recordingSleep();
+    const client = new FlowgateClient({ baseUrl: server.url, fetch: faults.fetch, sleep: clock.sleep });
+    const job = await client.submit(delayGraph(1));
+    const states: string[] = [];
+    const events = await collect(client.stream(job, { reconnectDelayMs: 100, pollIntervalMs: 1000, onConnection: (s) => states.push(s) }));
+    expect(states).toEqual(["open", "lost", "open"]);
+    // Equal jitter: between half the delay and the whole of it.
+    expect(clock.delays[0]).toBeGreaterThanOrEqual(50);
+    expect(clock.delays[0]).toBeLessThanOrEqual(100);
+    expect(events.at(-1)?.event === "status" && events.at(-1)?.data).toMatchObject({ status: "succeeded" });
+  });
+
   it("the stream's own terminal status is confirmed with GET before it is yielded", async () => {
     const faults = new FaultyFetch();
     const client = new FlowgateClient({ baseUrl: server.url, fetch: faults.fetch });

@@ -9,6 +9,7 @@ import { ROOT, startTestServer, unique, type TestServer } from "../server/helper
 import { DOC_SHOTS, hasChromium, LAUNCH, prepareUi, SHOTS } from "./browser.ts";
 import { delayGraph as delayGraphOf } from "../fixtures/graphs.ts";
 import { Gates } from "../fixtures/gate-node.ts";
+import { proxyTo } from "../faults/tcp-proxy.ts";
 
 // Every wait here is for a state the page reaches (a load, a render, a job's step). On a busy
 // machine reaching it can take seconds, so no wait is bounded by vitest's default of one second;
@@ -150,6 +151,43 @@ describe.skipIf(!hasChromium)("dashboard in Chromium", { timeout: 90_000 }, () =
     await expect.poll(() => page.locator("#job-status").textContent(), { timeout: 15_000 }).toBe("canceled");
     expect(await page.getByRole("button", { name: "Cancel job" }).count()).toBe(0);
     await shot("05-job-canceled");
+  });
+
+  it("keeps following a job whose event stream was cut: says it is reconnecting, then shows the end and the outputs without a reload", async () => {
+    // The page reaches the server through a TCP proxy, whose connections the test cuts (and whose
+    // new ones it refuses until healed): a network blip, a proxy's idle timeout or a restart.
+    const proxy = await proxyTo(server.url);
+    const cutOff = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    try {
+      const gate = unique("cut");
+      const job = await server.api.submit(samplerGraph(3, { gate }));
+      await cutOff.goto(`http://127.0.0.1:${proxy.port}/#/jobs/${job.id}`);
+      // Followed over the stream up to the gate, where the job holds still, running.
+      await expect.poll(() => cutOff.locator("#job-step").textContent(), { timeout: 20_000 }).toBe("node 2 TestGate · 1/3 nodes");
+      expect(await cutOff.locator("#job-reconnecting").count()).toBe(0);
+      await cutOff.evaluate(() => ((window as unknown as { sameDocument: boolean }).sameDocument = true));
+
+      proxy.cut();
+      await cutOff.locator("#job-reconnecting").waitFor({ state: "visible" });
+      expect(await cutOff.locator("#job-status").textContent()).toBe("running");
+      await expect.poll(() => proxy.refused).toBeGreaterThan(0); // the page keeps trying
+      // The job ends while the page is cut off: its status and output events are lost to it.
+      gates.open(gate);
+      await server.api.waitTerminal(job.id, 30_000);
+      await shot("05a-job-reconnecting");
+      proxy.heal();
+
+      await expect.poll(() => cutOff.locator("#job-status").textContent(), { timeout: 30_000 }).toBe("succeeded");
+      const output = cutOff.locator('#job-outputs li[data-output-type="image"] img');
+      await output.waitFor({ state: "visible" });
+      await expect.poll(() => output.evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth)).toBe(512);
+      expect(await cutOff.locator("#job-reconnecting").count()).toBe(0);
+      expect(await cutOff.evaluate(() => (window as unknown as { sameDocument?: boolean }).sameDocument)).toBe(true);
+      await shot("05b-job-resumed");
+    } finally {
+      await cutOff.close();
+      await proxy.close();
+    }
   });
 
   it("lists the jobs newest first and follows new ones live", async () => {

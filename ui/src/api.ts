@@ -1,8 +1,12 @@
 // The dashboard's HTTP side: the bearer token (kept in the browser), JSON requests with the
 // contract's error envelope, and job event streams read with fetch (EventSource cannot send an
-// Authorization header).
-import { createParser } from "eventsource-parser";
+// Authorization header). Streams are read and resumed by the TypeScript client's own code
+// (src/client): one SSE reader, one reconnect policy.
 import type { components } from "../../generated/openapi-types.ts";
+import { FlowgateApiError, parseRetryAfter } from "../../src/client/errors.ts";
+import { streamJob } from "../../src/client/job-stream.ts";
+import { realSleep } from "../../src/client/retry.ts";
+import { readSse } from "../../src/client/sse.ts";
 
 export type Job = components["schemas"]["Job"];
 export type Output = components["schemas"]["Output"];
@@ -28,17 +32,10 @@ export function setToken(token: string | null, remember = false): void {
   if (token) (remember ? localStorage : sessionStorage).setItem(TOKEN_KEY, token);
 }
 
-/** An error answer in the contract's envelope. */
-export class ApiError extends Error {
-  readonly status: number;
-  readonly code: string;
-  readonly details: Record<string, unknown> | null;
-
-  constructor(status: number, code: string, message: string, details: Record<string, unknown> | null) {
-    super(message);
-    this.status = status;
-    this.code = code;
-    this.details = details;
+/** An error answer in the contract's envelope (the client's error, so its stream code knows which to give up on). */
+export class ApiError extends FlowgateApiError {
+  constructor(status: number, code: string, message: string, details: Record<string, unknown> | null, retryAfter: number | null = null) {
+    super({ status, code, message, details, retryAfter });
   }
 }
 
@@ -71,7 +68,13 @@ async function answer<T>(res: Response): Promise<T> {
   const json = text ? safeJson(text) : undefined;
   if (!res.ok) {
     const e = (json as { error?: { code?: string; message?: string; details?: Record<string, unknown> } } | undefined)?.error;
-    throw new ApiError(res.status, e?.code ?? "http_error", e?.message ?? `HTTP ${res.status}`, e?.details ?? null);
+    throw new ApiError(
+      res.status,
+      e?.code ?? "http_error",
+      e?.message ?? `HTTP ${res.status}`,
+      e?.details ?? null,
+      parseRetryAfter(res.headers.get("retry-after")),
+    );
   }
   return json as T;
 }
@@ -97,25 +100,55 @@ export type JobEvent =
   | { event: "output"; data: Output }
   | { event: "log"; data: { text: string } };
 
+/** Opens a job's event stream; throws ApiError when it is refused. */
+async function openEvents(eventsUrl: string, signal: AbortSignal): Promise<Response> {
+  const res = await fetch(resolveLink(eventsUrl), { headers: { ...authHeaders(), accept: "text/event-stream" }, signal });
+  if (res.ok && res.body) return res;
+  await res.body?.cancel();
+  throw new ApiError(res.status, "stream_refused", `The event stream answered ${res.status}`, null, parseRetryAfter(res.headers.get("retry-after")));
+}
+
 /**
- * Follows a job's event stream until it ends or `signal` aborts; calls `onEvent` for each event.
- * Resolves when the stream closes (after the terminal status, or when the connection drops).
+ * Follows one connection of a job's event stream until it ends or `signal` aborts; calls
+ * `onEvent` for each event. Resolves when the stream closes (after the terminal status, or when
+ * the connection drops): for views that read the job again anyway, such as the jobs list.
  */
 export async function followJob(eventsUrl: string, onEvent: (e: JobEvent) => void, signal: AbortSignal): Promise<void> {
-  const res = await fetch(resolveLink(eventsUrl), { headers: { ...authHeaders(), accept: "text/event-stream" }, signal });
-  if (!res.ok || !res.body) throw new ApiError(res.status, "stream_refused", `The event stream answered ${res.status}`, null);
-  const parser = createParser({
-    onEvent(message) {
+  const res = await openEvents(eventsUrl, signal);
+  try {
+    for await (const message of readSse(res.body!)) {
       const data = safeJson(message.data);
       if (data !== undefined) onEvent({ event: message.event ?? "message", data } as JobEvent);
+    }
+  } catch (err) {
+    if (!signal.aborted) throw err;
+  }
+}
+
+/**
+ * Follows job `id` until it is terminal or `signal` aborts: a dropped stream is reopened with
+ * backoff and jitter, and meanwhile the job is read with GET (the stream has no resume cursor,
+ * so the job is re-read before every reconnect). The last event is the terminal status, read
+ * with GET (with `logs`). `onConnection` hears when a stream opens and when one is lost.
+ */
+export async function followJobToEnd(
+  id: string,
+  onEvent: (e: JobEvent) => void,
+  onConnection: (state: "open" | "lost") => void,
+  signal: AbortSignal,
+): Promise<void> {
+  const events = streamJob(
+    {
+      get: () => api<Job>("GET", `/api/v2/jobs/${encodeURIComponent(id)}`),
+      openEvents,
+      sleep: realSleep,
     },
-  });
-  const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+    { signal, onConnection, maxReconnectDelayMs: 10_000 },
+  );
   try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) return;
-      parser.feed(value);
+    for await (const e of events) {
+      if (signal.aborted) return; // the page moved on while a GET was under way
+      onEvent(e);
     }
   } catch (err) {
     if (!signal.aborted) throw err;

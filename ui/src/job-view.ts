@@ -2,7 +2,7 @@
 // error with its node (marked in the workflow), the captured log where the surface has one, and
 // cancel. Events only update the state; the page is drawn at most once per animation frame, so
 // a stream of previews never shows more than one image a frame.
-import { api, ApiError, followJob, resolveLink, TERMINAL, type Job, type Output } from "./api.ts";
+import { api, ApiError, followJobToEnd, resolveLink, TERMINAL, type Job, type Output } from "./api.ts";
 import { formatBytes, formatDuration, h, replace } from "./dom.ts";
 import type { Graph } from "./graph.ts";
 import { labelChips, progressBar, statusBadge, stepText } from "./widgets.ts";
@@ -14,6 +14,8 @@ export function jobView(root: HTMLElement, id: string, onError: (err: unknown) =
   const outputs = new Map<string, Output>();
   let preview: { src: string; node: string } | null = null;
   let shownOutputs = 0;
+  /** The event stream was lost and is being reopened (the job is read meanwhile). */
+  let reconnecting = false;
 
   const head = h("div", { className: "page-head" });
   const summary = h("section", { className: "card", "aria-labelledby": "status-title" });
@@ -67,7 +69,13 @@ export function jobView(root: HTMLElement, id: string, onError: (err: unknown) =
     replace(
       summary,
       h("h2", { id: "status-title" }, "Status"),
-      h("div", { className: "status-line" }, h("span", { id: "job-status" }, statusBadge(job.status)), progressBar(job, "Job progress")),
+      h(
+        "div",
+        { className: "status-line" },
+        h("span", { id: "job-status" }, statusBadge(job.status)),
+        progressBar(job, "Job progress"),
+        active && reconnecting ? h("span", { className: "muted small", id: "job-reconnecting" }, "Reconnecting…") : null,
+      ),
       h("p", { className: "muted", id: "job-step" }, job.status === "running" ? stepText(job.progress) || "Starting…" : (job.progress?.message ?? "")),
       h("dl", { className: "facts" }, ...times.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])),
       labelChips(job.metadata, "job-labels"),
@@ -172,8 +180,9 @@ export function jobView(root: HTMLElement, id: string, onError: (err: unknown) =
       () => undefined, // the page works without it
     );
     if (TERMINAL.includes(job.status)) return;
-    await followJob(
-      job.urls.events,
+    // Until the job is terminal: a dropped stream is reopened, the job read meanwhile.
+    await followJobToEnd(
+      id,
       (e) => {
         if (!job) return;
         if (e.event === "status") {
@@ -184,13 +193,15 @@ export function jobView(root: HTMLElement, id: string, onError: (err: unknown) =
         else if (e.event === "output") outputs.set(e.data.id, e.data);
         scheduleRender();
       },
+      (state) => {
+        if (state === "lost" && !reconnecting) live.textContent = "Connection lost, reconnecting…";
+        reconnecting = state === "lost";
+        scheduleRender();
+      },
       controller.signal,
     ).catch(onError);
-    // The stream ended: read the job once more (the terminal state with logs where shown).
-    if (!controller.signal.aborted) {
-      job = await api<Job>("GET", `/api/v2/jobs/${encodeURIComponent(id)}`).catch(() => job);
-      render();
-    }
+    reconnecting = false;
+    scheduleRender();
   };
   void load();
   return () => {
