@@ -177,7 +177,7 @@ export const PG_INSERT_JOBS = `WITH batch AS MATERIALIZED (
   SELECT id, seq FROM inserted`;
 
 /**
- * PG_INSERT_JOBS under the queue bound, in one statement (migration 13's function): $14 each
+ * PG_INSERT_JOBS under the queue bound, in one statement (migration 14's function): $14 each
  * job's bound (null: none). One row with a null id when the span of the queue left no certain room.
  */
 export const PG_INSERT_JOBS_BOUNDED =

@@ -307,7 +307,7 @@ CREATE INDEX jobs_claimed_queued ON jobs (worker_id) WHERE status = 'queued' AND
 `,
   },
   {
-    version: 13,
+    version: 14,
     description: "bounded submissions in one statement (the queue's lock, its span and the insert)",
     sql: `
 -- A batch of submissions under the queue bound, in one round trip: the queue's advisory lock

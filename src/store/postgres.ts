@@ -399,7 +399,7 @@ const UNLOCK_QUEUE = `SELECT pg_advisory_unlock(${PG_QUEUE_LOCK})`;
 /**
  * Inserts a batch (insertJobs) on one pooled connection. Each round trip of a batch is waited for
  * by every submission of the next one, so there are few. A batch with a queue bound whose keys can
- * all be claimed at once is one statement (flowgate_insert_jobs_bounded, migration 13): the
+ * all be claimed at once is one statement (flowgate_insert_jobs_bounded, migration 14): the
  * queue's advisory lock, the span of the queue read once it is held, and the claims and the
  * insert, which commits by itself, releasing the lock. Only when the span leaves no certain room
  * for the batch does it take the slower path: the lock with the span, an exact count, the insert,
@@ -464,7 +464,7 @@ async function queuedForBound(client: pg.PoolClient, span: number, batchSize: nu
  * Inserts the jobs of `admitted` in one statement, in their order. With `claims`, the statement
  * also claims their keys (claimableAtOnce holds), and a job whose key is taken is refused;
  * without, their keys were claimed already. With `bounded`, the statement also takes the queue's
- * lock and checks the bounds against the span of the queue (migration 13): null when that left
+ * lock and checks the bounds against the span of the queue (migration 14): null when that left
  * no certain room, and nothing was inserted. Outcomes in the order of `admitted`.
  */
 async function insertJobs(
