@@ -36,6 +36,9 @@ export const PG_SQL = {
   // the same read: a GET places the job without a second round trip (src/store/postgres-positions.ts).
   getJob: `SELECT ${JOB_COLUMNS.replace(/\b(\w+)\b/g, "j.$1")}, ${SNAPSHOT_STAMP}
     FROM jobs j LEFT JOIN queue_snapshot s ON s.id = 1 AND j.status = 'queued' WHERE j.id = $1`,
+  // The same read of several jobs at once ($1 their ids): the reads of one turn (BatchedReads).
+  getJobs: `SELECT ${JOB_COLUMNS.replace(/\b(\w+)\b/g, "j.$1")}, ${SNAPSHOT_STAMP}
+    FROM jobs j LEFT JOIN queue_snapshot s ON s.id = 1 AND j.status = 'queued' WHERE j.id = ANY($1::text[])`,
   getWorkflow: "SELECT workflow::text AS workflow FROM jobs WHERE id = $1",
   getLogs: "SELECT logs_text, logs_truncated, logs_captured_at FROM jobs WHERE id = $1",
   updateProgress: `UPDATE jobs SET progress = $2::json WHERE id = $1 AND status IN ${RUN_SQL}`,
@@ -172,6 +175,13 @@ export const PG_INSERT_JOBS = `WITH batch AS MATERIALIZED (
     INSERT INTO job_labels (owner, key, value, seq)
     SELECT i.owner, l.key, l.value, i.seq FROM inserted i, json_each_text(i.metadata) l WHERE i.metadata IS NOT NULL)
   SELECT id, seq FROM inserted`;
+
+/**
+ * PG_INSERT_JOBS under the queue bound, in one statement (migration 14's function): $14 each
+ * job's bound (null: none). One row with a null id when the span of the queue left no certain room.
+ */
+export const PG_INSERT_JOBS_BOUNDED =
+  "SELECT id, seq FROM flowgate_insert_jobs_bounded($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::float8[], $8::text[], $9::boolean[], $10::text[], $11::bigint[], $12::bigint[], $13::text[], $14::bigint[])";
 
 /** The database's clock in epoch ms: every process compares leases on this one clock. */
 const DB_NOW_MS = "(extract(epoch from clock_timestamp()) * 1000)::bigint";

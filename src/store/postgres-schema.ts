@@ -17,6 +17,9 @@ export const PG_STATUS_CHANNEL = "flowgate_job_status";
 /** The largest payload PostgreSQL's NOTIFY takes (8,000 bytes, less one for its terminator). */
 const PG_NOTIFY_MAX_BYTES = 7999;
 
+/** Key of the advisory lock that serializes bounded submissions across processes ("queu"). */
+export const PG_QUEUE_LOCK = 0x71756575;
+
 /** Key of the advisory lock held while migrating (any constant shared by every flowgate). */
 const MIGRATION_LOCK = 0x666c6f77; // "flow"
 
@@ -312,6 +315,53 @@ CREATE INDEX jobs_claimed_queued ON jobs (worker_id) WHERE status = 'queued' AND
 -- lease passes (JobLeases.adoptExpired) and follows or collects it there; other processes fail
 -- such a job only a grace later (JobLeases.failExpired).
 ALTER TABLE jobs ADD COLUMN resumable BOOLEAN NOT NULL DEFAULT false;
+`,
+  },
+  {
+    version: 14,
+    description: "bounded submissions in one statement (the queue's lock, its span and the insert)",
+    sql: `
+-- A batch of submissions under the queue bound, in one round trip: the queue's advisory lock
+-- (the one the store's other bounded path takes, held to the commit), then the span of the queue
+-- read in a snapshot taken once the lock is held (a VOLATILE function's statements each take
+-- their own), then the insert of the store's PG_INSERT_JOBS ($1-$13, its text verbatim: tested).
+-- $14: each submission's bound (null: none). When the span leaves no certain room for the whole
+-- batch, nothing is inserted and one row (null id, the span) says so: the store counts instead.
+CREATE FUNCTION flowgate_insert_jobs_bounded(text[], text[], text[], bigint[], bigint[], text[], float8[], text[],
+    boolean[], text[], bigint[], bigint[], text[], bigint[])
+  RETURNS TABLE (id text, seq bigint) LANGUAGE plpgsql VOLATILE AS $fn$
+#variable_conflict use_column
+DECLARE
+  span bigint;
+BEGIN
+  PERFORM pg_advisory_xact_lock(${PG_QUEUE_LOCK});
+  SELECT COALESCE(max(j.seq) - min(j.seq) + 1, 0) INTO span FROM jobs j WHERE j.status = 'queued';
+  IF EXISTS (SELECT 1 FROM unnest($14) WITH ORDINALITY AS l(bound, ord) WHERE span + l.ord - 1 >= l.bound) THEN
+    RETURN QUERY SELECT NULL::text, span;
+    RETURN;
+  END IF;
+  RETURN QUERY WITH batch AS MATERIALIZED (
+    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::float8[], $8::text[],
+        $9::boolean[], $10::text[], $11::bigint[], $12::bigint[], $13::text[])
+      WITH ORDINALITY AS b(id, owner, deployment_id, created_at, expires_at, output_node_ids, cost, workflow, secrets_given,
+        key, claimed_at, claim_expires_at, metadata, ord)),
+  claimed AS (
+    INSERT INTO idempotency_keys (owner, key, job_id, claimed_at, expires_at)
+    SELECT owner, key, id, claimed_at, claim_expires_at FROM batch WHERE key IS NOT NULL ORDER BY owner, key
+    ON CONFLICT (owner, key) DO UPDATE
+      SET job_id = excluded.job_id, claimed_at = excluded.claimed_at, expires_at = excluded.expires_at
+      WHERE idempotency_keys.expires_at <= excluded.claimed_at
+    RETURNING job_id),
+  inserted AS (
+    INSERT INTO jobs (id, owner, deployment_id, status, created_at, expires_at, output_node_ids, cost, workflow, secrets_given, metadata)
+    SELECT id, owner, deployment_id, 'queued', created_at, expires_at, output_node_ids::json, cost, workflow::json, secrets_given, metadata::json
+      FROM batch WHERE key IS NULL OR id IN (SELECT job_id FROM claimed) ORDER BY ord
+    RETURNING id, seq, owner, metadata),
+  labeled AS (
+    INSERT INTO job_labels (owner, key, value, seq)
+    SELECT i.owner, l.key, l.value, i.seq FROM inserted i, json_each_text(i.metadata) l WHERE i.metadata IS NOT NULL)
+  SELECT id, seq FROM inserted;
+END $fn$;
 `,
   },
 ];

@@ -8,11 +8,12 @@ import type pg from "pg";
 import { CheckedStore } from "./checked-store.ts";
 import { IdempotencyKeyReused, LeaseLostError, QueueFullError, TerminalStatusError, UnknownJobError } from "./errors.ts";
 import { hasLabels, insertedJob } from "./input-checks.ts";
+import { BatchedReads } from "./batched-reads.ts";
 import { GroupCommit } from "./group-commit.ts";
 import { inTransaction, openPostgresPool, type PostgresOptions } from "./postgres-pool.ts";
-import { PG_INSERT_JOBS, PG_SQL, pgListJobsSql, pgListLabeledJobsSql } from "./postgres-queries.ts";
+import { PG_INSERT_JOBS, PG_INSERT_JOBS_BOUNDED, PG_SQL, pgListJobsSql, pgListLabeledJobsSql } from "./postgres-queries.ts";
 import { stampSnapshot } from "./postgres-positions.ts";
-import { PG_TERMINAL_SQLSTATE } from "./postgres-schema.ts";
+import { PG_QUEUE_LOCK, PG_TERMINAL_SQLSTATE } from "./postgres-schema.ts";
 import { PG_ROWS, toPendingBlob, toWorkflow, type Row } from "./rows.ts";
 import type { JobQuery, StoreDialect } from "./store-dialect.ts";
 import { IDEMPOTENCY_TTL_MS } from "./types.ts";
@@ -57,8 +58,6 @@ interface PendingInsert {
 }
 
 const PG_FOREIGN_KEY_VIOLATION = "23503";
-/** Advisory lock key that serializes bounded submissions across processes ("queu"). */
-const QUEUE_LOCK = 0x71756575;
 const PG_CHECK_VIOLATION = "23514";
 
 /** The dialect over a PostgreSQL database (one schema), through a node-postgres pool (its arguments checked by CheckedStore). */
@@ -66,6 +65,8 @@ export class PostgresStore implements StoreDialect {
   readonly #pool: pg.Pool;
   /** Submissions, batched: each batch commits once the previous one did, with whatever arrived meanwhile. */
   readonly #inserts = new GroupCommit<PendingInsert, JobRecord>((batch, batched) => insertBatchOnce(this.#pool, batch, batched));
+  /** Job reads, batched: the GETs of one turn read their rows in one round trip. */
+  readonly #jobReads = new BatchedReads<string, Row>((ids) => this.#readJobs(ids));
   #closed = false;
 
   private constructor(pool: pg.Pool) {
@@ -99,9 +100,17 @@ export class PostgresStore implements StoreDialect {
   }
 
   async getJob(id: string): Promise<JobRecord | null> {
-    const row = await this.#one(PG_SQL.getJob, [id]);
+    if (id.includes("\0")) return null; // PostgreSQL text cannot hold it: no job has such an id
+    const row = await this.#jobReads.get(id);
     // A queued job's record carries the position snapshot's stamp read with it (one round trip a poll).
+    // Each caller gets a record of its own, even when several asked for the same job.
     return row === undefined ? null : stampSnapshot(toJob(row), row);
+  }
+
+  /** The rows of a batch of job reads, by id. */
+  async #readJobs(ids: string[]): Promise<Map<string, Row>> {
+    const { rows } = ids.length === 1 ? await this.#query(PG_SQL.getJob, ids) : await this.#query(PG_SQL.getJobs, [ids]);
+    return new Map(rows.map((row) => [row.id as string, row]));
   }
 
   async getJobWorkflow(id: string): Promise<JsonObject | null> {
@@ -384,16 +393,19 @@ export class PostgresStore implements StoreDialect {
 }
 
 /** The queue's lock, then the span of the queue, read once the lock is held (each statement of a simple query takes its own snapshot). */
-const LOCK_QUEUE = `SELECT pg_advisory_lock(${QUEUE_LOCK}); ${PG_SQL.queuedSpan}`;
-const UNLOCK_QUEUE = `SELECT pg_advisory_unlock(${QUEUE_LOCK})`;
+const LOCK_QUEUE = `SELECT pg_advisory_lock(${PG_QUEUE_LOCK}); ${PG_SQL.queuedSpan}`;
+const UNLOCK_QUEUE = `SELECT pg_advisory_unlock(${PG_QUEUE_LOCK})`;
 
 /**
- * Inserts a batch (insertJobs) on one pooled connection. A batch with a queue bound holds the
- * queue's advisory lock from before it reads the queue until its insert committed, so that no
- * other process's submissions commit in between: the bound is exact across nodes. Each round trip
- * of a batch is waited for by every submission of the next one, so there are few: the lock with
- * the span of the queue, then the claims and the insert in one statement, which commits by itself
- * (the unlock is not waited for). A batch whose keys are claimed one by one runs in a transaction.
+ * Inserts a batch (insertJobs) on one pooled connection. Each round trip of a batch is waited for
+ * by every submission of the next one, so there are few. A batch with a queue bound whose keys can
+ * all be claimed at once is one statement (flowgate_insert_jobs_bounded, migration 14): the
+ * queue's advisory lock, the span of the queue read once it is held, and the claims and the
+ * insert, which commits by itself, releasing the lock. Only when the span leaves no certain room
+ * for the batch does it take the slower path: the lock with the span, an exact count, the insert,
+ * the unlock (not waited for). Either way no other process's submissions commit between the
+ * read of the queue and the insert: the bound is exact across nodes. A batch whose keys are
+ * claimed one by one runs in a transaction.
  */
 async function insertBatchOnce(pool: pg.Pool, batch: PendingInsert[], batched: boolean): Promise<Array<PromiseSettledResult<JobRecord>>> {
   const limits = batch.flatMap((pending) => (pending.queueLimit === undefined ? [] : [pending.queueLimit]));
@@ -401,18 +413,22 @@ async function insertBatchOnce(pool: pg.Pool, batch: PendingInsert[], batched: b
   let locked = false;
   let broken = false;
   try {
+    if (limits.length > 0 && batched && keysClaimableAtOnce(batch)) {
+      const outcomes = await insertJobs(client, batch, true, true);
+      if (outcomes !== null) return outcomes;
+    }
     let queued = 0;
     if (limits.length > 0) {
       locked = true; // from the asking: a failure after the grant must still unlock
       const [, span] = (await client.query(LOCK_QUEUE)) as unknown as pg.QueryResult[];
       queued = await queuedForBound(client, span!.rows[0].n as number, batch.length, limits);
     }
-    if (batched && claimableAtOnce(batch, queued)) return await insertJobs(client, batch, true);
+    if (batched && claimableAtOnce(batch, queued)) return (await insertJobs(client, batch, true, false))!;
     await client.query("BEGIN");
     try {
       const outcomes = await claimOneByOne(client, batch, batched, queued);
       const admitted = batch.filter((_, i) => outcomes[i] === null);
-      const inserted = admitted.length === 0 ? [] : await insertJobs(client, admitted, false);
+      const inserted = admitted.length === 0 ? [] : (await insertJobs(client, admitted, false, false))!;
       await client.query("COMMIT");
       return outcomes.map((outcome) => outcome ?? inserted.shift()!);
     } catch (error) {
@@ -447,14 +463,21 @@ async function queuedForBound(client: pg.PoolClient, span: number, batchSize: nu
 /**
  * Inserts the jobs of `admitted` in one statement, in their order. With `claims`, the statement
  * also claims their keys (claimableAtOnce holds), and a job whose key is taken is refused;
- * without, their keys were claimed already. Outcomes in the order of `admitted`.
+ * without, their keys were claimed already. With `bounded`, the statement also takes the queue's
+ * lock and checks the bounds against the span of the queue (migration 14): null when that left
+ * no certain room, and nothing was inserted. Outcomes in the order of `admitted`.
  */
-async function insertJobs(client: pg.PoolClient, admitted: PendingInsert[], claims: boolean): Promise<Array<PromiseSettledResult<JobRecord>>> {
+async function insertJobs(
+  client: pg.PoolClient,
+  admitted: PendingInsert[],
+  claims: boolean,
+  bounded: boolean,
+): Promise<Array<PromiseSettledResult<JobRecord>> | null> {
   const column = <T>(value: (pending: PendingInsert) => T) => admitted.map(value);
   const claimOf = (p: PendingInsert) => (claims ? p.idempotency : undefined);
   const { rows } = await client.query({
-    name: "fg_insert_jobs",
-    text: PG_INSERT_JOBS,
+    name: bounded ? "fg_insert_jobs_bounded" : "fg_insert_jobs",
+    text: bounded ? PG_INSERT_JOBS_BOUNDED : PG_INSERT_JOBS,
     values: [
       column((p) => p.job.id),
       column((p) => p.job.owner),
@@ -472,8 +495,10 @@ async function insertJobs(client: pg.PoolClient, admitted: PendingInsert[], clai
         return claim === undefined ? null : claim.now + (claim.ttlMs ?? IDEMPOTENCY_TTL_MS);
       }),
       column((p) => (hasLabels(p.job.metadata) ? JSON.stringify(p.job.metadata) : null)),
+      ...(bounded ? [column((p) => p.queueLimit ?? null)] : []),
     ],
   });
+  if (bounded && rows.some((row) => row.id === null)) return null; // no certain room: counted on the other path
   const seqs = new Map(rows.map((row) => [row.id as string, row.seq as number]));
   const outcomes: Array<PromiseSettledResult<JobRecord>> = [];
   for (const { job, idempotency } of admitted) {
@@ -498,9 +523,13 @@ async function insertJobs(client: pg.PoolClient, admitted: PendingInsert[], clai
  * the queue bound whatever the claims decide, no claim was held beforehand, and no key comes twice.
  */
 function claimableAtOnce(batch: PendingInsert[], queued: number): boolean {
+  return batch.every(({ queueLimit }, i) => queueLimit === undefined || queued + i < queueLimit) && keysClaimableAtOnce(batch);
+}
+
+/** Whether a batch's keys can be claimed in the insert's statement: none was held beforehand, and none comes twice. */
+function keysClaimableAtOnce(batch: PendingInsert[]): boolean {
   const keys = new Set<string>();
-  for (const [i, { job, idempotency, queueLimit }] of batch.entries()) {
-    if (queueLimit !== undefined && queued + i >= queueLimit) return false;
+  for (const { job, idempotency } of batch) {
     if (idempotency === undefined) continue;
     if (idempotency.held === true) return false;
     const k = `${job.owner}\0${idempotency.key}`;

@@ -205,6 +205,41 @@ describe.runIf(storeKind() === "postgres")("the queue bound across processes", (
     }
   });
 
+  it("keeps the bound exact when one process's batch goes in one statement and another's is counted", async () => {
+    const other = await openStore(t.options);
+    try {
+      // Far below the bound: a batch of 12 is one statement (the lock, the span, the insert).
+      const first = await Promise.all(
+        Array.from({ length: 12 }, (_, i) => t.store.createJob(newJob(), { queueLimit: 20, idempotency: { key: `a${i}`, now: T0 } })),
+      );
+      expect(first.every((j) => j.status === "queued")).toBe(true);
+      // Then both at once near it: the span leaves no certain room, so they count under the lock.
+      const submit = (store: typeof other, i: number) => store.createJob(newJob(), { queueLimit: 20, idempotency: { key: `b${i}`, now: T0 } });
+      const results = await Promise.allSettled([
+        ...Array.from({ length: 6 }, (_, i) => submit(t.store, i)),
+        ...Array.from({ length: 6 }, (_, i) => submit(other, 6 + i)),
+      ]);
+      expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(8);
+      expect(results.filter((r) => r.status === "rejected").every((r) => r.reason instanceof QueueFullError)).toBe(true);
+      expect(await t.store.countQueued()).toBe(20);
+      // A refused submission's key was not taken; an admitted one's was.
+      const claims = await Promise.all(Array.from({ length: 12 }, (_, i) => t.store.getIdempotencyClaim("alice", `b${i}`, T0)));
+      expect(claims.filter((c) => c !== null)).toHaveLength(8);
+      // A reused key in a one-statement batch fails only its own submission.
+      await t.store.transitionJob(first[0]!.id, ["queued"], "canceled", { completed_at: T0 });
+      await t.store.transitionJob(first[1]!.id, ["queued"], "canceled", { completed_at: T0 });
+      const again = await Promise.allSettled([
+        t.store.createJob(newJob(), { queueLimit: 100, idempotency: { key: "a2", now: T0 } }),
+        t.store.createJob(newJob(), { queueLimit: 100, idempotency: { key: "c", now: T0 } }),
+      ]);
+      expect(again[0]).toMatchObject({ status: "rejected", reason: { jobId: first[2]!.id } });
+      expect((again[0] as PromiseRejectedResult).reason).toBeInstanceOf(IdempotencyKeyReused);
+      expect(again[1]).toMatchObject({ status: "fulfilled", value: { status: "queued" } });
+    } finally {
+      await other.close();
+    }
+  });
+
   it("counts the queue exactly when jobs that left it lie between the queued ones", async () => {
     // Queued seqs 1 and 5 span five jobs; two are queued, so three more fit under a bound of 5.
     await t.store.createJob(newJob());

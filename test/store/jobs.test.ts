@@ -74,6 +74,23 @@ describe("createJob and reads", () => {
     expect(await t.store.getJobLogs("missing")).toBeNull();
   });
 
+  it("answers reads of one moment each with its own record (PostgreSQL reads them in one statement), current as of its call", async () => {
+    const a = await t.store.createJob(newJob());
+    const b = await t.store.createJob(newJob({ owner: "bob" }));
+    const reads = await Promise.all([t.store.getJob(a.id), t.store.getJob(b.id), t.store.getJob(a.id), t.store.getJob("missing"), t.store.getJob(`${a.id}\0`)]);
+    expect(reads.map((job) => job?.id ?? null)).toEqual([a.id, b.id, a.id, null, null]);
+    expect(reads[0]).toEqual(a);
+    expect(reads[1]).toEqual(b);
+    expect(reads[2]).toEqual(a);
+    expect(reads[0]).not.toBe(reads[2]); // a caller may change its record without touching another's
+    // A read asked for while others are out still sees what committed before it was asked for.
+    const before = Promise.all(Array.from({ length: 8 }, () => t.store.getJob(a.id)));
+    await t.store.transitionJob(a.id, ["queued"], "canceled", { completed_at: T0 });
+    const after = await t.store.getJob(a.id);
+    await before;
+    expect(after).toMatchObject({ id: a.id, status: "canceled", completed_at: T0 });
+  });
+
   it("finds nothing by an id or name holding a NUL character (a path parameter %00)", async () => {
     const job = await t.store.createJob(newJob());
     const nul = `${job.id}\0`;
