@@ -311,7 +311,7 @@ export class ComfyUIEngine implements Engine {
       if (!unread.any || Date.now() >= deadline) {
         throw new EngineError({
           code: "worker_lost",
-          message: "The prompt was running on ComfyUI when flowgate stopped, and no ComfyUI instance holds it any more.",
+          message: "The prompt was handed to ComfyUI before the flowgate process following it stopped, and no ComfyUI instance holds it any more.",
           node_id: null,
           class_type: null,
           traceback: null,
