@@ -127,9 +127,7 @@ export class LeasedJobSource implements JobSource {
       if (job.status === "queued") {
         this.host.queue.remove(job.id);
         const followOnly = secretsGiven && !this.host.secrets.has(job.id);
-        this.waitingInEngine.add(job.id);
-        const hooks = { onQueued: () => undefined, onRunning: () => void this.waitingInEngine.delete(job.id) };
-        start = { job, fence, hooks, ...(followOnly ? { resume: true } : {}) };
+        start = { ...this.waitingStart(job, false, fence), ...(followOnly ? { resume: true } : {}) };
       } else start = { job, fence, resume: true, aborted: job.status === "canceling" };
       // Stopping: the job stays under this worker's lease, unrenewed, and another worker takes it once it passes.
       if (!this.host.adopt(start)) {
@@ -193,8 +191,13 @@ export class LeasedJobSource implements JobSource {
       this.host.events.publish({ type: "status", job });
       return launch({ job, aborted, fence });
     }
+    launch(this.waitingStart(job, aborted, fence));
+  }
+
+  /** The start of a run of a job claimed while queued: it waits in the engine's queue until the engine starts it. */
+  private waitingStart(job: JobRecord, aborted: boolean, fence: RunFence): RunStart {
     this.waitingInEngine.add(job.id);
-    launch({ job, aborted, fence, hooks: { onQueued: () => undefined, onRunning: () => void this.waitingInEngine.delete(job.id) } });
+    return { job, aborted, fence, hooks: { onQueued: () => undefined, onRunning: () => void this.waitingInEngine.delete(job.id) } };
   }
 
   /**
