@@ -15,6 +15,8 @@ export interface Capabilities {
   hostedProbe?: string;
   /** Node classes of /api/object_info, when known. */
   classes?: Set<string>;
+  /** The surface takes job labels (a label-filtered listing answered 200): the run's jobs carry its run label. */
+  labels?: boolean;
 }
 
 /** Options with defaults filled in. */
@@ -29,6 +31,8 @@ export type ResolvedOptions = ConformanceOptions &
 /** What every check of one run shares. */
 export interface RunContext {
   http: Http;
+  /** The value of the `conformance-run` label every v2 job of this run carries where the surface takes labels. */
+  runLabel: string;
   options: ResolvedOptions;
   profile: Profile;
   caps: Capabilities;

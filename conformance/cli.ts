@@ -42,6 +42,8 @@ Exits 0 when every applicable check passes, 1 when any fails, 2 on a usage or co
   --reread-after-seconds N
                           re-read every job at the end at least N s after the first end the run saw
                           (default 3: a finished job must not change later; only a shorter run waits)
+  --run-label V           value of the conformance-run label every v2 job of the run carries, where the surface
+                          takes labels (default: the start time and a random suffix)
   --quiet                 no line per check while running
   --help                  this text
 `;
@@ -70,6 +72,7 @@ const OPTIONS = {
   "timeout-ms": { type: "string" },
   "check-timeout-ms": { type: "string" },
   "job-timeout-ms": { type: "string" },
+  "run-label": { type: "string" },
   quiet: { type: "boolean" },
   help: { type: "boolean" },
 } as const;
@@ -103,6 +106,7 @@ export function parseCli(argv: string[]): { options: ConformanceOptions; reportJ
   }
   const surface = (s("surface") ?? "self-hosted") as Surface;
   if (!SURFACES.includes(surface)) throw new UsageError(`--surface must be one of ${SURFACES.join(", ")}`);
+  if ((s("run-label")?.length ?? 0) > 256) throw new UsageError("--run-label takes at most 256 characters (a label value's bound)");
   const graph = (k: string) => (s(k) ? loadGraph(s(k)!) : undefined);
   const options: ConformanceOptions = {
     baseUrl,
@@ -129,6 +133,7 @@ export function parseCli(argv: string[]): { options: ConformanceOptions; reportJ
     checkTimeoutMs: num(s("check-timeout-ms"), "check-timeout-ms"),
     jobTimeoutMs: num(s("job-timeout-ms"), "job-timeout-ms"),
     rereadAfterSeconds: num(s("reread-after-seconds"), "reread-after-seconds"),
+    runLabel: s("run-label"),
   };
   return { options, reportJson: s("report-json"), junit: s("junit"), quiet: !!values.quiet, help: false };
 }

@@ -5,6 +5,10 @@ import { Failed, Skip, T, type Capabilities, type Check, type ResolvedOptions, t
 import { Http, RequestTimeout } from "./machinery/http.ts";
 import { profileOf } from "./profile.ts";
 import { Recorder } from "./machinery/recorder.ts";
+import type { CoverageIndex, Coverage } from "./machinery/coverage.ts";
+import { ownerRule } from "./machinery/contract.ts";
+import { notHosted } from "./checks/support/hosted-client.ts";
+import { RUN_LABEL } from "./checks/support/jobs.ts";
 import { GROUPS, groupOf } from "./rules.ts";
 import type { CheckResult, ConformanceOptions, Report } from "./types.ts";
 import gen from "./checks/contract/gen.ts";
@@ -25,6 +29,7 @@ import ast from "./checks/outputs/ast.ts";
 import auth from "./checks/requests/auth.ts";
 import err from "./checks/requests/err.ts";
 import host from "./checks/hosted/host.ts";
+import hostRoutes from "./checks/hosted/host-routes.ts";
 import ws from "./checks/hosted/ws.ts";
 import ver from "./checks/contract/ver.ts";
 import lbl from "./checks/jobs/lbl.ts";
@@ -49,6 +54,7 @@ export const ALL_CHECKS: readonly Check[] = [
   auth,
   err,
   host,
+  hostRoutes,
   ws,
   ver,
   lbl,
@@ -78,17 +84,52 @@ export function selected(c: Check, o: Pick<ConformanceOptions, "only" | "static"
 
 /** What the surface offers, learned from its public interface before the checks. */
 async function probe(http: Http): Promise<Capabilities> {
+  const labels = await takesLabels(http);
   const ex = await http.request("GET", http.url("/api/object_info"));
   if (ex.status !== 200 || !ex.json || typeof ex.json !== "object" || Array.isArray(ex.json)) {
     return {
       hosted: false,
+      labels,
       hostedProbe:
         ex.status === 200
           ? `GET /api/object_info answered 200 without an object of node definitions (${ex.text.slice(0, 60)})`
           : `GET /api/object_info answered ${ex.status}`,
     };
   }
-  return { hosted: true, classes: new Set(Object.keys(ex.json)) };
+  return { hosted: true, labels, classes: new Set(Object.keys(ex.json)) };
+}
+
+/** Whether the surface takes job labels: a listing filtered by the run label answers 200 (no job is created to find out). */
+async function takesLabels(http: Http): Promise<boolean> {
+  const q = new URLSearchParams({ [`metadata[${RUN_LABEL}]`]: "probe", limit: "1" });
+  const ex = await http.request("GET", http.url(`/api/v2/jobs?${q}`)).catch(() => undefined);
+  return ex?.status === 200;
+}
+
+/** A run label: the start time and a random suffix, e.g. `2026-11-28T11-50-02Z-3f9a`. */
+function newRunLabel(): string {
+  return `${new Date()
+    .toISOString()
+    .replace(/\.\d+Z$/, "Z")
+    .replaceAll(":", "-")}-${crypto.randomUUID().slice(0, 4)}`;
+}
+
+/**
+ * Cancels every job the run saw that its last view left in flight (a check that timed out before
+ * its cleanup, a prompt of the hosted interface): v2 cancel, else POST /api/queue {delete}.
+ * Resolves to how many it asked to cancel.
+ */
+async function cancelLeftovers(run: RunContext): Promise<number> {
+  const { http } = run;
+  const left = http.timeline.rereads().filter((r) => !r.terminal);
+  for (const r of left) {
+    const auth = r.auth ?? "auto";
+    const id = encodeURIComponent(r.id);
+    const note = "end-of-run cancel";
+    if (r.v2) await http.request("POST", http.url(`/api/v2/jobs/${id}/cancel`), { auth, raw: true, note }).catch(() => undefined);
+    else if (run.caps.hosted) await http.request("POST", http.url("/api/queue"), { json: { delete: [r.id] }, auth, raw: true, note }).catch(() => undefined);
+  }
+  return left.length;
 }
 
 function within<V>(p: Promise<V>, ms: number): Promise<V> {
@@ -138,8 +179,22 @@ function autoResults(recorder: Recorder, o: ResolvedOptions): CheckResult[] {
   return out;
 }
 
+/** The coverage index of a run, each thing not reached with the reason the run knows. */
+export function coverageOf(coverage: Coverage, run: RunContext, results: readonly CheckResult[]): CoverageIndex {
+  const skippedReason = (rule: string) => {
+    const r = results.find((x) => x.rule === rule && x.status === "skipped") ?? results.find((x) => x.group === rule && x.status === "skipped");
+    return r ? `skipped: ${r.rule} ${r.reason ?? ""}`.trim() : undefined;
+  };
+  return coverage.index(({ operation, transport }) => {
+    const hostedPart = operation ? operation.family === "hosted" : transport === "ws";
+    if (hostedPart && !run.caps.hosted) return `not served: ${notHosted(run.caps.hostedProbe)}`;
+    if (operation) return skippedReason(ownerRule(operation.operationId));
+    return skippedReason(transport === "sse" ? "SSE" : "WS");
+  });
+}
+
 /** Builds the report from the results. */
-export function buildReport(o: ResolvedOptions, hosted: boolean, startedAt: number, results: CheckResult[]): Report {
+export function buildReport(o: ResolvedOptions, hosted: boolean, startedAt: number, results: CheckResult[], coverage?: CoverageIndex): Report {
   const order = Object.keys(GROUPS);
   results.sort((a, b) => order.indexOf(a.group) - order.indexOf(b.group));
   const groups = order
@@ -163,10 +218,13 @@ export function buildReport(o: ResolvedOptions, hosted: boolean, startedAt: numb
     startedAt: new Date(startedAt).toISOString(),
     durationMs: Date.now() - startedAt,
     hosted,
+    runLabel: null,
+    canceledAtEnd: 0,
     results,
     groups,
     totals,
     failedRules,
+    coverage,
     ok: totals.failed === 0,
   };
 }
@@ -215,7 +273,7 @@ export async function runConformance(options: ConformanceOptions): Promise<Repor
     timeline: !o.static,
   });
   const caps = await probe(http);
-  const run: RunContext = { http, options: o, profile: profileOf(o.surface), caps };
+  const run: RunContext = { http, options: o, profile: profileOf(o.surface), caps, runLabel: o.runLabel ?? newRunLabel() };
   const checks = ALL_CHECKS.filter((c) => selected(c, o));
   const results: CheckResult[] = [];
   for (const c of [...checks.filter((c) => !c.final), ...checks.filter((c) => c.final)]) {
@@ -224,10 +282,16 @@ export async function runConformance(options: ConformanceOptions): Promise<Repor
     results.push(r);
     o.onResult?.(r);
   }
+  let canceledAtEnd = 0;
   if (http.recording) {
     await rereadJobs(run);
     http.timeline.verify();
+    canceledAtEnd = await cancelLeftovers(run);
   }
   results.push(...autoResults(recorder, o));
-  return buildReport(o, caps.hosted, startedAt, results);
+  return {
+    ...buildReport(o, caps.hosted, startedAt, results, coverageOf(http.coverage, run, results)),
+    runLabel: caps.labels ? run.runLabel : null,
+    canceledAtEnd,
+  };
 }

@@ -1,5 +1,6 @@
 // Shapes shared by the runner, the checks, the report and the CLI.
 import type { Graph } from "./checks/support/workflows.ts";
+import type { CoverageIndex } from "./machinery/coverage.ts";
 
 /** The three surfaces the contract is served on. */
 export type Surface = "self-hosted" | "cloud" | "serverless";
@@ -52,6 +53,8 @@ export interface ConformanceOptions {
    * run saw finish (a finished job must not change later); a run shorter than that waits for it.
    */
   rereadAfterSeconds?: number;
+  /** Value of the `conformance-run` label on the run's v2 jobs (default: the start time and a random suffix). */
+  runLabel?: string;
   /** Called after each check with its result (progress output of the CLI). */
   onResult?: (result: CheckResult) => void;
 }
@@ -97,10 +100,16 @@ export interface Report {
   durationMs: number;
   /** Whether the hosted interface answered GET /api/object_info. */
   hosted: boolean;
+  /** The `conformance-run` label of the run's v2 jobs, or null when the surface takes no labels. */
+  runLabel: string | null;
+  /** Jobs the run found still in flight at its end and canceled (v2 cancel, or /api/queue delete for hosted prompts). */
+  canceledAtEnd: number;
   results: CheckResult[];
   groups: GroupSummary[];
   totals: { passed: number; failed: number; skipped: number };
   /** Rule IDs with at least one failure. */
   failedRules: string[];
+  /** What of the contract the run reached, computed from the specs, with what it did not and why. */
+  coverage?: CoverageIndex;
   ok: boolean;
 }

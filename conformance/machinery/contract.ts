@@ -89,6 +89,7 @@ const HOSTED_RULE: Record<string, string> = {
   hostedGetJobStatus: "HOST-5",
   hostedGetHistory: "HOST-5",
   hostedGetHistoryEntry: "HOST-5",
+  hostedManageHistory: "HOST-5",
   hostedView: "HOST-6",
   hostedGetQueue: "HOST-7",
   hostedManageQueue: "HOST-7",

@@ -6,6 +6,7 @@ import { attribute, bodyKindOf, CODE_STATUS, isV2Path, matchRoute, ownerRule, va
 import { jobInvariants, type JobSource } from "./invariants.ts";
 import type { Recorder } from "./recorder.ts";
 import { ByteChecks } from "./bytes.ts";
+import { Coverage } from "./coverage.ts";
 import { Timeline, quote, type Finding, type View } from "./timeline.ts";
 import type { RouteSpec } from "../../generated/routes.ts";
 import type { Surface } from "../types.ts";
@@ -137,6 +138,8 @@ export class Http {
   readonly timeline: Timeline;
   /** Downloads checked against what their outputs declared. */
   readonly byteChecks = new ByteChecks();
+  /** What of the contract the run reached (operations, statuses, query parameters, messages). */
+  readonly coverage: Coverage;
 
   readonly options: HttpOptions;
 
@@ -144,6 +147,7 @@ export class Http {
     this.options = options;
     this.base = new URL(options.baseUrl);
     this.basePath = this.base.pathname.replace(/\/+$/, "");
+    this.coverage = new Coverage(this.basePath);
     this.timeline = new Timeline(
       this.basePath,
       (f) => this.finding(f),
@@ -208,6 +212,7 @@ export class Http {
       if (err instanceof DOMException && (err.name === "TimeoutError" || err.name === "AbortError")) throw new RequestTimeout(method, url, ms);
       throw new Error(`${method} ${url} failed: ${(err as Error).message}${(err as Error).cause ? ` (${String((err as { cause: unknown }).cause)})` : ""}`);
     }
+    this.coverage.exchange(method, url, res.status);
     const text = new TextDecoder().decode(bytes);
     const ex: Exchange = {
       method,

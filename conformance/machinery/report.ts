@@ -1,6 +1,7 @@
 // The report in three forms: a console table per rule group with every failure (rule ID,
 // request, excerpt of the answer) and every skip reason; JSON; JUnit XML.
 import type { CheckResult, Report } from "../types.ts";
+import { COVERAGE_KINDS, coverageLine, type CoverageIndex } from "./coverage.ts";
 
 const pad = (s: string | number, n: number) => String(s).padEnd(n);
 const padStart = (s: string | number, n: number) => String(s).padStart(n);
@@ -9,6 +10,7 @@ const padStart = (s: string | number, n: number) => String(s).padStart(n);
 export function formatConsole(r: Report): string {
   const lines: string[] = [];
   lines.push(`flowgate conformance: ${r.baseUrl} (${r.surface}${r.static ? ", static subset" : ""}${r.hosted ? ", hosted interface on" : ""})`);
+  lines.push(leftBehind(r));
   lines.push("");
   lines.push(`${pad("group", 6)} ${pad("", 20)} ${padStart("passed", 7)} ${padStart("failed", 7)} ${padStart("skipped", 8)}`);
   for (const g of r.groups) lines.push(`${pad(g.group, 6)} ${pad(g.title, 20)} ${padStart(g.passed, 7)} ${padStart(g.failed, 7)} ${padStart(g.skipped, 8)}`);
@@ -36,13 +38,32 @@ export function formatConsole(r: Report): string {
       else lines.push(`  - ${reason}; ${xs.length} checks:`, ...xs.map((x) => `      ${x.title}`));
     }
   }
+  if (r.coverage) lines.push("", ...formatCoverage(r.coverage));
   lines.push(
     "",
     r.ok
       ? `PASS: ${r.totals.passed} passed, ${r.totals.skipped} skipped`
       : `FAIL: ${r.totals.failed} failed (${r.failedRules.join(", ")}), ${r.totals.passed} passed, ${r.totals.skipped} skipped`,
   );
+  if (r.coverage) lines.push(`coverage: ${coverageLine(r.coverage)}`);
   return lines.join("\n");
+}
+
+/** What the run leaves in the server it checked: its labelled jobs, and what it canceled at the end. */
+export function leftBehind(r: Report): string {
+  const jobs = r.runLabel ? `its v2 jobs carry the label conformance-run=${r.runLabel}` : "the surface takes no labels, so its jobs carry none";
+  return `left in the server: ${jobs}; ${r.canceledAtEnd} job${r.canceledAtEnd === 1 ? "" : "s"} still in flight at the end canceled`;
+}
+
+/** The coverage index in lines: the counts, then what was not reached, one line per kind and reason. */
+export function formatCoverage(c: CoverageIndex): string[] {
+  const lines = [`Coverage: ${coverageLine(c)}`];
+  for (const k of COVERAGE_KINDS) {
+    const byWhy = new Map<string, string[]>();
+    for (const u of c[k].unreached) byWhy.set(u.why, [...(byWhy.get(u.why) ?? []), u.id]);
+    for (const [why, ids] of byWhy) lines.push(`  not reached (${k}), ${why}: ${ids.join(", ")}`);
+  }
+  return lines;
 }
 
 /**
@@ -104,6 +125,12 @@ export function toJUnit(r: Report): string {
       out.push("    </testcase>");
     }
     out.push("  </testsuite>");
+  }
+  if (r.coverage) {
+    // The coverage index as properties of a suite of its own (no test cases), with what was not reached as its output.
+    out.push(`  <testsuite name="coverage" tests="0" failures="0" skipped="0">`, "    <properties>");
+    for (const k of COVERAGE_KINDS) out.push(`      <property name="coverage.${k}" value="${r.coverage[k].reached}/${r.coverage[k].total}"/>`);
+    out.push("    </properties>", `    <system-out>${xml(formatCoverage(r.coverage).join("\n"))}</system-out>`, "  </testsuite>");
   }
   out.push("</testsuites>");
   return `${out.join("\n")}\n`;

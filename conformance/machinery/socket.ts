@@ -141,6 +141,7 @@ export class HostedSocket {
         clearTimeout(timer);
         res.resume();
         ws.terminate();
+        http.coverage.exchange("GET", url, res.statusCode ?? 0);
         resolve({ status: res.statusCode ?? 0 });
       });
       ws.once("error", (err) => {
@@ -149,6 +150,7 @@ export class HostedSocket {
       });
       ws.once("open", () => {
         clearTimeout(timer);
+        http.coverage.exchange("GET", url, 101);
         const socket = new HostedSocket(http, url, ws, opened);
         if (opts.previewMetadata) ws.send(JSON.stringify({ type: "feature_flags", data: { supports_preview_metadata: true } }));
         resolve({ socket });
@@ -165,6 +167,7 @@ export class HostedSocket {
       if (frame && "error" in frame) this.violate("WS-5", frame.error, `binary ${Buffer.from(bytes.subarray(0, 24)).toString("hex")}…`);
       else if (frame) {
         msg = frame;
+        this.http.coverage.binary(frame.frameType);
         const fn = validator("event_ws_binary_preview_metadata");
         if (frame.frameType === 4 && fn)
           this.http.validateBody(fn, { kind: "rule", rule: "WS-5" }, frame.metadata, "WS type 4 metadata", this.pseudo(JSON.stringify(frame.metadata)));
@@ -183,6 +186,7 @@ export class HostedSocket {
         this.violate("WS-2", "a text frame is not a JSON {type, data} object", text);
       } else {
         msg = { kind: "json", type: m.type, data: m.data as Record<string, unknown> };
+        this.http.coverage.message("ws", m.type);
         this.record(msg);
         const fn = validator(`event_ws_${m.type}`);
         // Unknown types are skipped, as clients do.

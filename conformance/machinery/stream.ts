@@ -67,6 +67,7 @@ export class EventStream {
       throw new Error(`GET ${url} failed: ${(err as Error).message}`);
     }
     clearTimeout(timer);
+    http.coverage.exchange("GET", url, res.status);
     if (res.status !== 200) {
       const bytes = new Uint8Array(await res.arrayBuffer());
       const text = new TextDecoder().decode(bytes);
@@ -121,6 +122,7 @@ export class EventStream {
       this.violate("SSE-2", `the data of a ${name} event is not JSON`, `event: ${name}\ndata: ${data}`);
     }
     const ev: SseEvent = { event: name, data, json };
+    this.http.coverage.message("sse", name);
     this.http.scanSecrets(data, this.pseudo(ev), `event ${name}`);
     const fn = validator(`event_sse_${name}`);
     // Unknown event names are allowed: clients ignore them (additive changes).

@@ -3,6 +3,7 @@
 // suite must pass.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { formatConsole, runConformance } from "../../conformance/index.ts";
+import { coverageGaps, FLOWGATE_NEVER_SENDS } from "../conformance/helpers.ts";
 import { startFront, startUpstream, type Front, type Upstream } from "./helpers.ts";
 
 let reference: Upstream;
@@ -29,5 +30,7 @@ describe("conformance in comfyui mode", () => {
     expect(comfyui.totals.passed).toBeGreaterThanOrEqual(embedded.totals.passed);
     // Failing in both modes points at the server rather than the engine; still a failure.
     expect(comfyui.ok, `failing in both modes: ${comfyui.failedRules.join(", ")}\n${formatConsole(comfyui)}`).toBe(true);
+    // Every operation and message flowgate sends is reached in comfyui mode as with the embedded engine.
+    expect(coverageGaps(comfyui, FLOWGATE_NEVER_SENDS)).toEqual([]);
   });
 });

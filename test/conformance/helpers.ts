@@ -66,3 +66,24 @@ export async function accountKey(dir: Directory, name: string, patch: { credits?
   await dir.addApiKey({ key_hash: hashApiKey(key), account: name, prefix: keyPrefix(key), created_at: Date.now(), revoked_at: null });
   return key;
 }
+
+/**
+ * What a run reached below what the server implements: every operation and message not reached
+ * for a reason other than `not served` or `not on this surface`, except the messages the server is
+ * known never to send (`allowMessages`, by id). Empty when the run reached everything it could.
+ */
+export function coverageGaps(r: Report, allowMessages: readonly string[] = []): string[] {
+  const c = r.coverage;
+  if (!c) return ["the report has no coverage index"];
+  const excused = (why: string) => why.startsWith("not served") || why.startsWith("not on this surface");
+  return [
+    ...c.operations.unreached.filter((u) => !excused(u.why)).map((u) => `operation ${u.id}: ${u.why}`),
+    ...c.messages.unreached.filter((u) => !excused(u.why) && !allowMessages.includes(u.id)).map((u) => `message ${u.id}: ${u.why}`),
+  ];
+}
+
+/**
+ * Messages of spec/asyncapi.yaml that flowgate's server never sends: ComfyUI's `notification` has
+ * no source in it, and the SSE `log` event is reserved (the spec: not emitted in contract 2.0.0).
+ */
+export const FLOWGATE_NEVER_SENDS = ["WebSocket /ws notification", "SSE /api/v2/jobs/{id}/events log"];

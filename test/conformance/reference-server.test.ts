@@ -4,7 +4,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { runConformance } from "../../conformance/index.ts";
 import { openDirectory, type Directory } from "../../src/store/index.ts";
 import { startTestServer, type TestServer } from "../hosted/hosted-server.ts";
-import { accountKey, failureLines, FAST } from "./helpers.ts";
+import { accountKey, coverageGaps, failureLines, FAST, FLOWGATE_NEVER_SENDS } from "./helpers.ts";
 
 describe("the reference server keeps the contract", () => {
   let server: TestServer | null = null;
@@ -25,6 +25,7 @@ describe("the reference server keeps the contract", () => {
     await start(["--surface", "self-hosted", "--token", "static-token"]);
     const report = await runConformance({ ...FAST, oversizeMb: 12, baseUrl: server!.url, surface: "self-hosted", token: "static-token", fillQueue: 12 });
     expect(report.ok, failureLines(report)).toBe(true);
+    expect(coverageGaps(report, FLOWGATE_NEVER_SENDS)).toEqual([]);
   }, 300_000);
 
   it("cloud, with a second account, one without credits and one not allowed", async () => {
@@ -41,6 +42,7 @@ describe("the reference server keeps the contract", () => {
       fillQueue: 12,
     });
     expect(report.ok, failureLines(report)).toBe(true);
+    expect(coverageGaps(report, FLOWGATE_NEVER_SENDS)).toEqual([]);
   }, 300_000);
 
   it("serverless behind the gateway mount, with deployments not ready and stopped", async () => {
@@ -66,6 +68,7 @@ describe("the reference server keeps the contract", () => {
       fillQueue: 12,
     });
     expect(report.ok, failureLines(report)).toBe(true);
+    expect(coverageGaps(report, FLOWGATE_NEVER_SENDS)).toEqual([]);
   }, 300_000);
 
   it("the serverless demo deployment", async () => {
@@ -73,6 +76,7 @@ describe("the reference server keeps the contract", () => {
     await dir!.createDeployment({ id: "demo", state: "ready", demo: true, created_at: Date.now() });
     const report = await runConformance({ ...FAST, oversizeMb: 12, baseUrl: `${server!.url}/deployment/demo`, surface: "serverless", demo: true });
     expect(report.ok, failureLines(report)).toBe(true);
+    expect(coverageGaps(report, FLOWGATE_NEVER_SENDS)).toEqual([]);
   }, 300_000);
 
   it("self-hosted declining labels (--labels off): the labels checks skip, saying why, and LBL-6 passes", async () => {

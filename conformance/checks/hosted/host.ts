@@ -2,32 +2,24 @@
 // their statuses, /api/view, the queue, interrupt, errors and client-set multipart boundaries.
 import { check, type T } from "../../check.ts";
 import { sendNegatives } from "../requests/err.ts";
-import { HOSTED_TERMINAL, hostedOnly, hostedStatus, queuePrompt, queuePromptOk, uploadHosted, view, waitHostedTerminal } from "../support/hosted-client.ts";
-import { failingGraph, pollJob, slowGraph, started, type JobRef } from "../support/jobs.ts";
+import {
+  HOSTED_TERMINAL,
+  hostedOnly,
+  hostedStatus,
+  queuePrompt,
+  queuePromptOk,
+  uploadHosted,
+  uploadImage,
+  view,
+  waitHostedTerminal,
+  whenStarted,
+} from "../support/hosted-client.ts";
+import { failingGraph, slowGraph } from "../support/jobs.ts";
 import { operationsWithInput } from "../requests/negative.ts";
 import { pngBytes } from "../support/support.ts";
 import { missingInputGraph, nonce, simpleGraph } from "../support/workflows.ts";
 
 const H = { when: hostedOnly };
-
-/** Waits (through v2, where the prompt id is the job id) until a hosted prompt has started. */
-async function whenStarted(t: T, id: string): Promise<void> {
-  const ref: JobRef = { job: { id } as JobRef["job"], from: t.http.url(`/api/v2/jobs/${id}`) };
-  await pollJob(t, ref, `prompt ${id} starting`, (j) => started(j));
-}
-
-async function uploadImage(t: T, bytes: Uint8Array, extra: Record<string, string> = {}, boundary?: string) {
-  return uploadHosted(
-    t,
-    "image",
-    [
-      { name: "image", value: bytes, filename: `conformance_${nonce()}.png`, contentType: "image/png" },
-      { name: "type", value: "input" },
-      ...Object.entries(extra).map(([name, value]) => ({ name, value })),
-    ],
-    boundary,
-  );
-}
 
 export default [
   check("HOST-1 GET /api/object_info lists node definitions keyed by class name, each with input.required", { ...H, static: true }, async (t: T) => {

@@ -2,10 +2,10 @@
 // messages, {type, data} JSON frames with prompt_id, the run's message types, exception types,
 // big-endian binary previews, and file infos that /api/view serves.
 import { check, type T } from "../../check.ts";
-import { hostedOnly, queuePromptOk, view } from "../support/hosted-client.ts";
-import { failingGraph, stepsGraph } from "../support/jobs.ts";
+import { hostedOnly, queuePromptOk, view, whenStarted } from "../support/hosted-client.ts";
+import { failingGraph, slowGraph, stepsGraph } from "../support/jobs.ts";
 import { HostedSocket, type JsonMessage } from "../../machinery/socket.ts";
-import { simpleGraph } from "../support/workflows.ts";
+import { nonce, printGraph, simpleGraph } from "../support/workflows.ts";
 
 const H = { when: hostedOnly };
 const ENDINGS = new Set(["execution_success", "execution_error", "execution_interrupted"]);
@@ -115,6 +115,36 @@ export default [
         (f.metadata as { prompt_id?: unknown })?.prompt_id === id,
         `a type 4 frame names prompt ${JSON.stringify((f.metadata as { prompt_id?: unknown })?.prompt_id)}`,
       );
+    }
+  }),
+
+  check("WS-3 an interrupted run ends with execution_interrupted, then the empty executing", H, async (t: T) => {
+    const s = await socket(t);
+    const id = await queuePromptOk(t, slowGraph(t));
+    await whenStarted(t, id);
+    await t.http.request("POST", t.http.url("/api/interrupt"), { json: { prompt_id: id } });
+    const ms = await untilEnd(t, s, id);
+    const end = ms.find((m) => ENDINGS.has(m.type))!;
+    t.need(end.type !== "execution_success", `prompt ${id} finished before the interrupt reached it`);
+    t.expect(end.type === "execution_interrupted", `an interrupted run ended with ${end.type}`);
+  }),
+
+  check("WS-5 a line a node prints arrives as a TEXT frame (type 3) naming that node", H, async (t: T) => {
+    const marker = `conformance-${nonce()}`;
+    const graph = printGraph(marker);
+    t.requireClasses(graph, "print");
+    const s = await socket(t);
+    const id = await queuePromptOk(t, graph);
+    await untilEnd(t, s, id);
+    const texts = s.messages.filter((m) => m.kind === "binary" && m.frameType === 3);
+    t.need(texts.length > 0, "the run sent no TEXT frame for the lines its nodes printed (sending them is optional): nothing to judge");
+    for (const [node, line] of [
+      ["1", marker],
+      ["3", `${marker} second`],
+    ] as const) {
+      const frame = texts.find((m) => m.kind === "binary" && m.text?.trim() === line);
+      t.expect(!!frame, `no TEXT frame carried the line "${line}" that node ${node} printed`);
+      if (frame?.kind === "binary") t.expect(frame.nodeId === node, `the TEXT frame of node ${node}'s line names node ${JSON.stringify(frame.nodeId)}`);
     }
   }),
 

@@ -70,7 +70,7 @@ export default [
         `the 201 job carries metadata ${JSON.stringify(labelsOf(ref.job))?.slice(0, 200)}, not the labels submitted`,
         ref.ex,
       );
-      const plain = await submit(t, simpleGraph());
+      const plain = await submit(t, null, { body: { workflow: simpleGraph() } });
       t.expect(plain.ex.status === 201, `a submission without metadata answered ${plain.ex.status}`, plain.ex);
       const empty = await submit(t, null, { body: { workflow: simpleGraph(), metadata: {} } });
       t.expect(empty.ex.status === 201, `a submission with metadata {} answered ${empty.ex.status} ${codeOf(empty.ex.json) ?? ""}`, empty.ex);
@@ -132,7 +132,8 @@ export default [
     await waitTerminal(t, ref);
     const last = await stream.waitFor((e) => e.event === "status" && TERMINAL.has(String((e.json as Job | undefined)?.status)), t.options.jobTimeoutMs);
     if (last) same("the terminal SSE status event", last.json);
-    const plain = await submit(t, simpleGraph());
+    // Its own body: the run label would otherwise be its labels.
+    const plain = await submit(t, null, { body: { workflow: simpleGraph() } });
     if (plain.ref)
       t.expect(
         deepEqual(labelsOf(plain.ref.job), {}),

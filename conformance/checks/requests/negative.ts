@@ -3,10 +3,9 @@
 // field, an oversized body, and path or query parameters the schema refuses. Every derived body is
 // checked against the generated request validator first, so a case is only sent if it really is
 // invalid.
-import { existsSync, readFileSync } from "node:fs";
-import YAML from "yaml";
 import { routes, type RouteSpec } from "../../../generated/routes.ts";
 import { validator } from "../../machinery/contract.ts";
+import { deref as derefIn, openapiDoc } from "../../machinery/spec-files.ts";
 
 type Schema = Record<string, unknown>;
 
@@ -24,28 +23,8 @@ export interface NegativeCase {
   oversized?: boolean;
 }
 
-/** spec/openapi.yaml: beside conformance/ in a checkout, one level further up from its build (dist/conformance). */
-function specFile(): URL {
-  const beside = new URL("../../../spec/openapi.yaml", import.meta.url);
-  return existsSync(beside) ? beside : new URL("../../../../spec/openapi.yaml", import.meta.url);
-}
-
-let doc: Schema | undefined;
-function spec(): Schema {
-  doc ??= YAML.parse(readFileSync(specFile(), "utf8")) as Schema;
-  return doc;
-}
-
-function deref(s: unknown): Schema {
-  let cur = s as Schema;
-  for (let i = 0; i < 20 && cur && typeof cur.$ref === "string"; i++) {
-    cur = (cur.$ref as string)
-      .replace(/^#\//, "")
-      .split("/")
-      .reduce<unknown>((o, k) => (o as Schema)[k], spec()) as Schema;
-  }
-  return cur ?? {};
-}
+const spec = openapiDoc;
+const deref = (s: unknown): Schema => derefIn(spec(), s);
 
 /** The JSON request schema of an operation, or undefined. */
 function requestSchema(route: RouteSpec): Schema | undefined {

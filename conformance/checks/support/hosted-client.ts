@@ -2,7 +2,9 @@
 import { TERMINAL_HOSTED_JOB_STATUSES } from "../../../generated/enums.ts";
 import type { Applicability, T } from "../../check.ts";
 import type { Exchange } from "../../machinery/http.ts";
+import { pollJob, started, type JobRef } from "./jobs.ts";
 import { multipart, type Part } from "./support.ts";
+import { nonce } from "./workflows.ts";
 
 /** Hosted checks run only where GET /api/object_info answered. */
 export const hostedOnly: Applicability = (r) => (r.caps.hosted ? undefined : notHosted(r.caps.hostedProbe));
@@ -67,4 +69,24 @@ export async function view(t: T, info: { filename: string; subfolder?: string; t
   // The signed URL carries its own authorization: the key must not reach the storage host.
   const file = await t.http.request("GET", new URL(loc, redirect.url).toString(), { auth: "none", raw: true });
   return { redirect, file };
+}
+
+/** Waits (through v2, where the prompt id is the job id) until a hosted prompt has started. */
+export async function whenStarted(t: T, id: string): Promise<void> {
+  const ref: JobRef = { job: { id } as JobRef["job"], from: t.http.url(`/api/v2/jobs/${id}`) };
+  await pollJob(t, ref, `prompt ${id} starting`, (j) => started(j));
+}
+
+/** POST /api/upload/image of a PNG as an input file, with extra form fields. */
+export async function uploadImage(t: T, bytes: Uint8Array, extra: Record<string, string> = {}, boundary?: string): Promise<Exchange> {
+  return uploadHosted(
+    t,
+    "image",
+    [
+      { name: "image", value: bytes, filename: `conformance_${nonce()}.png`, contentType: "image/png" },
+      { name: "type", value: "input" },
+      ...Object.entries(extra).map(([name, value]) => ({ name, value })),
+    ],
+    boundary,
+  );
 }

@@ -11,6 +11,9 @@ import { defaultFailingGraph, defaultSlowGraph, defaultStepsGraph, withNonce, ty
 
 export type Job = components["schemas"]["Job"];
 
+/** The label key naming the run on every job the suite submits (unless a check sends its own body). */
+export const RUN_LABEL = "conformance-run";
+
 /** A job and the URL of the answer it came in (host-relative links resolve against its origin). */
 export interface JobRef {
   job: Job;
@@ -31,7 +34,8 @@ export interface SubmitOptions {
 
 /** POST /api/v2/jobs with the generated client. */
 export async function submit(t: T, workflow: unknown, o: SubmitOptions = {}): Promise<{ ex: Exchange; ref?: JobRef }> {
-  const body = o.body ?? { workflow, ...(o.extraData ? { extra_data: o.extraData } : {}) };
+  const labels = t.run.caps.labels ? { metadata: { [RUN_LABEL]: t.run.runLabel } } : {};
+  const body = o.body ?? { workflow, ...(o.extraData ? { extra_data: o.extraData } : {}), ...labels };
   const api = o.auth ? t.client(o.auth) : t.api;
   const { response } = await api.POST("/api/v2/jobs", {
     body: body as never,

@@ -63,6 +63,18 @@ export async function handleHosted(s: State, req: Req, account: string): Promise
   };
   let m: RegExpExecArray | null;
   if (path === "/api/object_info" && method === "GET") return send(res, 200, objectInfo(s.o.missingNodes));
+  if ((m = /^\/api\/object_info\/([^/]+)$/.exec(path)) && method === "GET") {
+    const all = objectInfo(s.o.missingNodes);
+    const name = decodeURIComponent(m[1]!);
+    if (s.broken("nodeInfoOtherClass")) return send(res, 200, all);
+    return Object.hasOwn(all, name) ? send(res, 200, { [name]: all[name] }) : send(res, 200, {});
+  }
+  if (path === "/api/system_stats" && method === "GET")
+    return send(res, 200, { system: { os: "linux", comfyui_version: "double", python_version: "none", embedded_python: false, argv: [] }, devices: [] });
+  if (path === "/api/prompt" && method === "GET") {
+    const n = [...s.jobs.values()].filter((j) => j.account === account && ["queued", "running", "canceling"].includes(j.status)).length;
+    return send(res, 200, { exec_info: { queue_remaining: n + (s.broken("promptInfoOffByOne") ? 1 : 0) } });
+  }
   if ((path === "/api/upload/image" || path === "/api/upload/mask") && method === "POST") {
     const f = await form(req);
     if (!f) return;
@@ -98,7 +110,14 @@ export async function handleHosted(s: State, req: Req, account: string): Promise
   if ((m = /^\/api\/job\/([^/]+)\/status$/.exec(path)) && method === "GET") {
     const j = mine(decodeURIComponent(m[1]!));
     return j
-      ? send(res, 200, { status: s.broken("hostedFailedAsSuccess") && j.status === "failed" ? "success" : STATUS[j.status] })
+      ? send(res, 200, {
+          status:
+            s.broken("hostedFailedAsSuccess") && j.status === "failed"
+              ? "success"
+              : s.broken("historyDeleteEndsJob") && s.outOfHistory.has(j.id)
+                ? "lost"
+                : STATUS[j.status],
+        })
       : hostedFail(res, 404, "not_found", "Not found.");
   }
   if (path === "/api/view" && method === "GET") {
@@ -138,7 +157,22 @@ export async function handleHosted(s: State, req: Req, account: string): Promise
     const p = json(req);
     if (!p.ok) return;
     const id = (p.value as { prompt_id?: unknown } | undefined)?.prompt_id;
-    for (const j of [...s.jobs.values()]) if (j.account === account && j.status === "running" && (typeof id !== "string" || j.id === id)) s.cancel(j);
+    for (const j of [...s.jobs.values()])
+      if (j.account === account && j.status === "running" && (typeof id !== "string" || j.id === id || s.broken("interruptIgnoresPromptId"))) s.cancel(j);
+    res.writeHead(200);
+    return void res.end();
+  }
+  if (path === "/api/history" && method === "POST") {
+    const p = json(req);
+    if (!p.ok) return;
+    const body = p.value as { delete?: unknown; clear?: unknown } | undefined;
+    if (!body || typeof body !== "object" || Array.isArray(body) || (body.delete !== undefined && !Array.isArray(body.delete)))
+      return hostedFail(res, 400, "invalid_request", "Invalid history request.");
+    const finished = (id: string) => mine(id)?.completedAt;
+    const ids = body.clear === true ? [...s.jobs.keys()].filter(finished) : ((body.delete as unknown[] | undefined) ?? []).map(String).filter(finished);
+    for (const id of ids) {
+      if (!s.broken("historyDeleteIgnored")) s.outOfHistory.add(id);
+    }
     res.writeHead(200);
     return void res.end();
   }
@@ -146,14 +180,14 @@ export async function handleHosted(s: State, req: Req, account: string): Promise
     const max = req.query.get("max_items");
     if (max !== null && (!/^\d+$/.test(max) || Number(max) < 1)) return hostedFail(res, 400, "invalid_request", "Invalid max_items.");
     const done = [...s.jobs.values()]
-      .filter((j) => j.account === account && j.completedAt)
+      .filter((j) => j.account === account && j.completedAt && !s.outOfHistory.has(j.id))
       .reverse()
       .slice(0, max ? Number(max) : undefined);
     return send(res, 200, Object.fromEntries(done.map((j) => [j.id, history(j)])));
   }
   if ((m = /^\/api\/history\/([^/]+)$/.exec(path)) && method === "GET") {
     const j = mine(decodeURIComponent(m[1]!));
-    return send(res, 200, j?.completedAt ? { [j.id]: history(j) } : {});
+    return send(res, 200, j?.completedAt && !s.outOfHistory.has(j.id) ? { [j.id]: history(j) } : {});
   }
   hostedFail(res, 404, "not_found", "Not found.");
 }

@@ -65,6 +65,13 @@ export type Breakage =
   | "declinedFilterIgnored" // LBL-6 (with labels: false): a filtered listing answers 200 with every job
   | "idemIgnoresLabels" // LBL-7: a reused key with the same workflow and other labels makes a new job
   | "logHeadKept" // LOG-7: a log over the capture bound keeps its head, not its tail
+  // Breakages of the hosted routes a run once never called (issue #46):
+  | "promptInfoOffByOne" // HOST-7: GET /api/prompt counts one prompt more than /api/queue holds
+  | "interruptIgnoresPromptId" // HOST-8: POST /api/interrupt {prompt_id} interrupts every running prompt of the caller
+  | "historyDeleteIgnored" // HOST-5: POST /api/history {delete} answers 200 and keeps the entry
+  | "historyDeleteEndsJob" // HOST-5: a prompt taken out of the history reads lost on /api/job/{id}/status
+  | "textFrameWrongNode" // WS-5: a TEXT frame names the prompt's first node, not the one that printed
+  | "nodeInfoOtherClass" // HOST-1: GET /api/object_info/{class} answers the whole list
   | "expiredSoonAfterEnd"; // ST-4: from 2 s after its end, a finished job reads expired (a reaper that does not wait for expires_at)
 
 export interface DoubleOptions {
@@ -155,6 +162,8 @@ export class State {
     deploymentStates: Record<string, "not_ready" | "stopped">;
   };
   readonly jobs = new Map<string, JobRec>();
+  /** Finished prompts taken out of the hosted history (POST /api/history). */
+  readonly outOfHistory = new Set<string>();
   readonly assets = new Map<string, Asset>();
   readonly keys = new Map<string, string>();
   readonly queue: string[] = [];
@@ -335,7 +344,10 @@ export class State {
             job.events.emit("preview", current, jpeg);
             this.bus.emit("wsPreview", job, current, jpeg);
           },
-          log: (text) => this.capture(job, text),
+          log: (text) => {
+            this.capture(job, text);
+            this.bus.emit("wsText", job, current, text);
+          },
           asset: (id) => this.assets.get(id)?.bytes,
         },
         {

@@ -47,6 +47,10 @@ export function attachWs(s: State): (req: IncomingMessage, socket: Duplex, head:
       } else c.ws.send(Buffer.concat([u32(1), u32(1), Buffer.from(jpeg)]));
     }
   });
+  s.bus.on("wsText", (job: JobRec, node: string, text: string) => {
+    const id = Buffer.from(s.broken("textFrameWrongNode") ? (Object.keys(job.workflow)[0] ?? node) : node);
+    for (const c of conns) if (c.account === job.account) c.ws.send(Buffer.concat([u32(3), u32(id.byteLength), id, Buffer.from(text)]));
+  });
   s.bus.on("job", (job: JobRec, status: string) => {
     const id = job.id;
     if (status === "running") {

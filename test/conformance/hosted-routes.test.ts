@@ -1,0 +1,30 @@
+// The hosted routes a whole run once never called (GET /api/prompt, POST /api/interrupt naming a
+// prompt, POST /api/history, /api/view of each file type, a node's own definition): each check
+// passes against the double and fails, under its rule alone, against a double broken for it.
+import { describe, expect, it } from "vitest";
+import type { Breakage } from "./double/server.ts";
+import { failureLines, runAgainstDouble } from "./helpers.ts";
+
+const CASES: Array<{ breakage: Breakage; rules: string[] }> = [
+  { breakage: "promptInfoOffByOne", rules: ["HOST-7"] },
+  { breakage: "interruptIgnoresPromptId", rules: ["HOST-8"] },
+  { breakage: "historyDeleteIgnored", rules: ["HOST-5"] },
+  { breakage: "historyDeleteEndsJob", rules: ["HOST-5"] },
+  { breakage: "nodeInfoOtherClass", rules: ["HOST-1"] },
+];
+
+describe.concurrent("the hosted routes' checks", () => {
+  it("pass against the double, which the run reaches on every hosted operation", { timeout: 300_000 }, async () => {
+    const report = await runAgainstDouble({}, { only: ["HOST"] });
+    expect(report.ok, failureLines(report)).toBe(true);
+    const hostedOps = report.coverage!.operations.unreached.filter((u) => /\(hosted(?!WebSocket)/.test(u.id));
+    expect(hostedOps).toEqual([]);
+  });
+
+  for (const c of CASES) {
+    it(`${c.breakage} -> ${c.rules.join(", ")}`, { timeout: 300_000 }, async () => {
+      const report = await runAgainstDouble({ breaks: [c.breakage] }, { only: ["HOST"] });
+      expect(report.failedRules, failureLines(report)).toEqual(c.rules);
+    });
+  }
+});
