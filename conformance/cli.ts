@@ -3,6 +3,7 @@ import { writeFileSync } from "node:fs";
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { formatConsole, formatProgress, toJson, toJUnit } from "./machinery/report.ts";
+import { toHtml } from "./machinery/html-report.ts";
 import { runConformance } from "./runner.ts";
 import { SURFACES, type ConformanceOptions, type Surface } from "./types.ts";
 import { loadGraph } from "./checks/support/workflows.ts";
@@ -19,9 +20,12 @@ Exits 0 when every applicable check passes, 1 when any fails, 2 on a usage or co
   --token T               bearer token for v2 and X-API-Key / WebSocket token for the hosted interface
   --surface S             self-hosted (default), cloud or serverless: which surface's expectations apply
   --only LIST             comma-separated rule groups or rule IDs to run (e.g. SUB,IDEM,SSE-2)
+  --unsupported LIST      what the surface declares it does not support: labels, logs, hosted, jobs, or rule
+                          groups and rule IDs; those rules are reported as "not supported (declared)"
   --static                only the static subset: shape checks that need no execution (runs against a mock)
   --report-json FILE      write the report as JSON
   --junit FILE            write the report as JUnit XML
+  --report-html FILE      write the report as one self-contained HTML page (every rule, failures with their exchange)
   --slow-workflow FILE    graph of a slow job (several seconds, one output); default: FlowgateDelay
                           (a ComfyUI without it: conformance/workflows/comfyui-slow.json, core nodes)
   --steps-workflow FILE   graph with a stepped node (progress, previews); default: FlowgateSampler
@@ -54,8 +58,10 @@ const OPTIONS = {
   surface: { type: "string" },
   only: { type: "string" },
   static: { type: "boolean" },
+  unsupported: { type: "string" },
   "report-json": { type: "string" },
   junit: { type: "string" },
+  "report-html": { type: "string" },
   "slow-workflow": { type: "string" },
   "steps-workflow": { type: "string" },
   "failing-workflow": { type: "string" },
@@ -88,7 +94,14 @@ function num(v: string | undefined, flag: string): number | undefined {
 }
 
 /** Parses command-line arguments into run options and output files; throws UsageError. */
-export function parseCli(argv: string[]): { options: ConformanceOptions; reportJson?: string; junit?: string; quiet: boolean; help: boolean } {
+export function parseCli(argv: string[]): {
+  options: ConformanceOptions;
+  reportJson?: string;
+  junit?: string;
+  reportHtml?: string;
+  quiet: boolean;
+  help: boolean;
+} {
   let values: Record<string, string | boolean | undefined>;
   try {
     values = parseArgs({ args: argv, options: OPTIONS, strict: true, allowPositionals: false }).values;
@@ -117,6 +130,10 @@ export function parseCli(argv: string[]): { options: ConformanceOptions; reportJ
       .map((x) => x.trim())
       .filter(Boolean),
     static: !!values.static,
+    unsupported: s("unsupported")
+      ?.split(",")
+      .map((x) => x.trim())
+      .filter(Boolean),
     slowWorkflow: graph("slow-workflow"),
     stepsWorkflow: graph("steps-workflow"),
     failingWorkflow: graph("failing-workflow"),
@@ -135,7 +152,7 @@ export function parseCli(argv: string[]): { options: ConformanceOptions; reportJ
     rereadAfterSeconds: num(s("reread-after-seconds"), "reread-after-seconds"),
     runLabel: s("run-label"),
   };
-  return { options, reportJson: s("report-json"), junit: s("junit"), quiet: !!values.quiet, help: false };
+  return { options, reportJson: s("report-json"), junit: s("junit"), reportHtml: s("report-html"), quiet: !!values.quiet, help: false };
 }
 
 /** Runs the CLI; resolves to the process exit code. */
@@ -167,6 +184,7 @@ export async function main(
   out(`\n${formatConsole(report)}\n`);
   if (parsed.reportJson) writeFileSync(parsed.reportJson, toJson(report));
   if (parsed.junit) writeFileSync(parsed.junit, toJUnit(report));
+  if (parsed.reportHtml) writeFileSync(parsed.reportHtml, toHtml(report));
   return report.ok ? 0 : 1;
 }
 

@@ -28,3 +28,20 @@ export function profileOf(surface: Surface): Profile {
     anonymousByDefault: surface === "self-hosted",
   };
 }
+
+/**
+ * What a surface can declare it does not support (`--unsupported`), and the rule groups each
+ * covers. Any rule group ID (or rule ID) may be declared as well, so a group added later needs
+ * no entry here.
+ */
+export const FEATURES: Readonly<Record<string, readonly string[]>> = {
+  labels: ["LBL"],
+  logs: ["LOG"],
+  hosted: ["HOST", "WS"],
+  jobs: ["JOB", "ST", "SUB", "IDEM", "GET", "CAN", "SSE", "PRG", "OUT", "JERR", "URL", "AST"],
+};
+
+/** The rule groups and rule IDs a list of declared features and groups stands for. */
+export function declaredUnsupported(list: readonly string[] | undefined): Set<string> {
+  return new Set((list ?? []).flatMap((x) => FEATURES[x] ?? [x]));
+}

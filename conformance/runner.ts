@@ -3,8 +3,9 @@
 // for what the HTTP layer found in every answer, event and message.
 import { Failed, Skip, T, type Capabilities, type Check, type ResolvedOptions, type RunContext } from "./check.ts";
 import { Http, RequestTimeout } from "./machinery/http.ts";
-import { profileOf } from "./profile.ts";
+import { declaredUnsupported, profileOf } from "./profile.ts";
 import { Recorder } from "./machinery/recorder.ts";
+import { redactReport } from "./machinery/html-report.ts";
 import type { CoverageIndex, Coverage } from "./machinery/coverage.ts";
 import { ownerRule } from "./machinery/contract.ts";
 import { notHosted } from "./checks/support/hosted-client.ts";
@@ -144,6 +145,9 @@ function within<V>(p: Promise<V>, ms: number): Promise<V> {
 export async function runCheck(run: RunContext, c: Check): Promise<CheckResult> {
   const started = Date.now();
   const base = { rule: c.rule, group: groupOf(c.rule), title: c.title, kind: "check" as const, static: c.static };
+  const declared = declaredUnsupported(run.options.unsupported);
+  if (declared.has(c.rule) || declared.has(groupOf(c.rule)))
+    return { ...base, status: "unsupported", reason: "not supported (declared)", durationMs: 0, failures: [] };
   const notApplicable = c.when?.(run);
   if (notApplicable) return { ...base, status: "skipped", reason: notApplicable, durationMs: 0, failures: [] };
   const t = new T(run, c);
@@ -162,6 +166,7 @@ export async function runCheck(run: RunContext, c: Check): Promise<CheckResult> 
 /** One result per rule the HTTP layer evaluated, in the selected groups. */
 function autoResults(recorder: Recorder, o: ResolvedOptions): CheckResult[] {
   const out: CheckResult[] = [];
+  const declared = declaredUnsupported(o.unsupported);
   for (const [rule, tally] of [...recorder.tallies].sort(([a], [b]) => a.localeCompare(b, "en", { numeric: true }))) {
     if (o.only?.length && !o.only.some((x) => x === rule || x === groupOf(rule))) continue;
     const failures = tally.failures.map((f, i) => ({ ...f, message: tally.counts[i]! > 1 ? `${f.message} (seen ${tally.counts[i]} times)` : f.message }));
@@ -169,9 +174,10 @@ function autoResults(recorder: Recorder, o: ResolvedOptions): CheckResult[] {
       rule,
       group: groupOf(rule),
       title: `${rule} every answer, event and message seen conforms (${tally.evaluated} evaluations)`,
-      status: failures.length ? "failed" : "passed",
+      ...(declared.has(rule) || declared.has(groupOf(rule))
+        ? { status: "unsupported" as const, reason: "not supported (declared)", failures: [] }
+        : { status: failures.length ? ("failed" as const) : ("passed" as const), failures }),
       durationMs: 0,
-      failures,
       kind: "auto",
       static: false,
     });
@@ -185,8 +191,11 @@ export function coverageOf(coverage: Coverage, run: RunContext, results: readonl
     const r = results.find((x) => x.rule === rule && x.status === "skipped") ?? results.find((x) => x.group === rule && x.status === "skipped");
     return r ? `skipped: ${r.rule} ${r.reason ?? ""}`.trim() : undefined;
   };
+  const declared = declaredUnsupported(run.options.unsupported);
   return coverage.index(({ operation, transport }) => {
     const hostedPart = operation ? operation.family === "hosted" : transport === "ws";
+    const group = operation ? groupOf(ownerRule(operation.operationId)) : transport === "sse" ? "SSE" : "WS";
+    if (declared.has(group)) return "not supported (declared)";
     if (hostedPart && !run.caps.hosted) return `not served: ${notHosted(run.caps.hostedProbe)}`;
     if (operation) return skippedReason(ownerRule(operation.operationId));
     return skippedReason(transport === "sse" ? "SSE" : "WS");
@@ -201,14 +210,15 @@ export function buildReport(o: ResolvedOptions, hosted: boolean, startedAt: numb
     .map((g) => {
       const rs = results.filter((r) => r.group === g);
       const count = (s: CheckResult["status"]) => rs.filter((r) => r.status === s).length;
-      return { group: g, title: GROUPS[g]!, passed: count("passed"), failed: count("failed"), skipped: count("skipped") };
+      return { group: g, title: GROUPS[g]!, passed: count("passed"), failed: count("failed"), skipped: count("skipped"), unsupported: count("unsupported") };
     })
-    .filter((g) => g.passed + g.failed + g.skipped > 0);
-  const totals = { passed: 0, failed: 0, skipped: 0 };
+    .filter((g) => g.passed + g.failed + g.skipped + g.unsupported > 0);
+  const totals = { passed: 0, failed: 0, skipped: 0, unsupported: 0 };
   for (const g of groups) {
     totals.passed += g.passed;
     totals.failed += g.failed;
     totals.skipped += g.skipped;
+    totals.unsupported += g.unsupported;
   }
   const failedRules = [...new Set(results.flatMap((r) => (r.status === "failed" ? r.failures.map((f) => f.rule) : [])))].sort();
   return {
@@ -218,6 +228,7 @@ export function buildReport(o: ResolvedOptions, hosted: boolean, startedAt: numb
     startedAt: new Date(startedAt).toISOString(),
     durationMs: Date.now() - startedAt,
     hosted,
+    unsupported: o.unsupported ?? [],
     runLabel: null,
     canceledAtEnd: 0,
     results,
@@ -289,9 +300,11 @@ export async function runConformance(options: ConformanceOptions): Promise<Repor
     canceledAtEnd = await cancelLeftovers(run);
   }
   results.push(...autoResults(recorder, o));
-  return {
+  const report = {
     ...buildReport(o, caps.hosted, startedAt, results, coverageOf(http.coverage, run, results)),
     runLabel: caps.labels ? run.runLabel : null,
     canceledAtEnd,
   };
+  // Whatever format is written from it, a report never carries the run's keys or extra_data values.
+  return redactReport(report, [...keys, ...http.secrets]);
 }

@@ -26,6 +26,11 @@ export interface ConformanceOptions {
   notReadyUrl?: string;
   /** Base URL of a stopped deployment (422 deployment_stopped). */
   stoppedUrl?: string;
+  /**
+   * What the surface declares it does not support: features (labels, logs, hosted, jobs) or rule
+   * groups and rule IDs; their rules are reported as "not supported (declared)", not run.
+   */
+  unsupported?: string[];
   /** Rule groups (or rule IDs) to run; all when absent. */
   only?: string[];
   /** Only the static subset: shape checks that need no execution (runs against a mock). */
@@ -72,7 +77,8 @@ export interface CheckResult {
   rule: string;
   group: string;
   title: string;
-  status: "passed" | "failed" | "skipped";
+  /** `unsupported`: the rule belongs to what the surface declared it does not support (--unsupported). */
+  status: "passed" | "failed" | "skipped" | "unsupported";
   /** Why it was skipped. */
   reason?: string;
   durationMs: number;
@@ -89,6 +95,7 @@ export interface GroupSummary {
   passed: number;
   failed: number;
   skipped: number;
+  unsupported: number;
 }
 
 /** What runConformance returns. */
@@ -106,7 +113,9 @@ export interface Report {
   canceledAtEnd: number;
   results: CheckResult[];
   groups: GroupSummary[];
-  totals: { passed: number; failed: number; skipped: number };
+  totals: { passed: number; failed: number; skipped: number; unsupported: number };
+  /** What the surface declared it does not support (features, groups or rule IDs), as given. */
+  unsupported: string[];
   /** Rule IDs with at least one failure. */
   failedRules: string[];
   /** What of the contract the run reached, computed from the specs, with what it did not and why. */

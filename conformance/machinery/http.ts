@@ -85,7 +85,9 @@ export function describeRequest(ex: { method: string; url: string; requestBody?:
 export function excerpt(ex: Exchange, max = 600): string {
   const ct = ex.headers.get("content-type") ?? "";
   const ra = ex.headers.get("retry-after");
-  return `${ex.status}${ct ? ` (${ct})` : ""}${ra !== null ? ` Retry-After: ${ra}` : ""} ${clip(ex.text, max)}`.trim();
+  // A redirect's target is its answer (reports redact the run's keys from it).
+  const loc = ex.status >= 300 && ex.status < 400 ? ex.headers.get("location") : null;
+  return `${ex.status}${ct ? ` (${ct})` : ""}${ra !== null ? ` Retry-After: ${ra}` : ""}${loc !== null ? ` Location: ${loc}` : ""} ${clip(ex.text, max)}`.trim();
 }
 
 /** A string cut to max characters with an ellipsis. */

@@ -12,9 +12,17 @@ export function formatConsole(r: Report): string {
   lines.push(`flowgate conformance: ${r.baseUrl} (${r.surface}${r.static ? ", static subset" : ""}${r.hosted ? ", hosted interface on" : ""})`);
   lines.push(leftBehind(r));
   lines.push("");
-  lines.push(`${pad("group", 6)} ${pad("", 20)} ${padStart("passed", 7)} ${padStart("failed", 7)} ${padStart("skipped", 8)}`);
-  for (const g of r.groups) lines.push(`${pad(g.group, 6)} ${pad(g.title, 20)} ${padStart(g.passed, 7)} ${padStart(g.failed, 7)} ${padStart(g.skipped, 8)}`);
-  lines.push(`${pad("total", 27)} ${padStart(r.totals.passed, 7)} ${padStart(r.totals.failed, 7)} ${padStart(r.totals.skipped, 8)}`);
+  // The column of declared unsupported rules appears only when the surface declared some.
+  const un = r.totals.unsupported > 0;
+  const col = (n: number) => (un ? ` ${padStart(n, 12)}` : "");
+  lines.push(
+    `${pad("group", 6)} ${pad("", 20)} ${padStart("passed", 7)} ${padStart("failed", 7)} ${padStart("skipped", 8)}${un ? ` ${padStart("unsupported", 12)}` : ""}`,
+  );
+  for (const g of r.groups)
+    lines.push(`${pad(g.group, 6)} ${pad(g.title, 20)} ${padStart(g.passed, 7)} ${padStart(g.failed, 7)} ${padStart(g.skipped, 8)}${col(g.unsupported)}`);
+  lines.push(
+    `${pad("total", 27)} ${padStart(r.totals.passed, 7)} ${padStart(r.totals.failed, 7)} ${padStart(r.totals.skipped, 8)}${col(r.totals.unsupported)}`,
+  );
   const failed = r.results.filter((x) => x.status === "failed");
   if (failed.length) {
     lines.push("", "Failures:");
@@ -38,12 +46,18 @@ export function formatConsole(r: Report): string {
       else lines.push(`  - ${reason}; ${xs.length} checks:`, ...xs.map((x) => `      ${x.title}`));
     }
   }
+  if (un)
+    lines.push(
+      "",
+      `Not supported (declared: ${r.unsupported.join(", ")}): ${r.totals.unsupported} rules and checks, neither run nor counted as failed or skipped`,
+    );
   if (r.coverage) lines.push("", ...formatCoverage(r.coverage));
+  const declared = un ? `, ${r.totals.unsupported} not supported (declared)` : "";
   lines.push(
     "",
     r.ok
-      ? `PASS: ${r.totals.passed} passed, ${r.totals.skipped} skipped`
-      : `FAIL: ${r.totals.failed} failed (${r.failedRules.join(", ")}), ${r.totals.passed} passed, ${r.totals.skipped} skipped`,
+      ? `PASS: ${r.totals.passed} passed, ${r.totals.skipped} skipped${declared}`
+      : `FAIL: ${r.totals.failed} failed (${r.failedRules.join(", ")}), ${r.totals.passed} passed, ${r.totals.skipped} skipped${declared}`,
   );
   if (r.coverage) lines.push(`coverage: ${coverageLine(r.coverage)}`);
   return lines.join("\n");
@@ -71,14 +85,14 @@ export function formatCoverage(c: CoverageIndex): string[] {
  * with the rule of the check that showed it), a reason already shown is not repeated.
  */
 export function formatProgress(x: CheckResult, said?: Map<string, string>): string {
-  const mark = x.status === "passed" ? "✓" : x.status === "failed" ? "✗" : "-";
+  const mark = x.status === "passed" ? "✓" : x.status === "failed" ? "✗" : x.status === "unsupported" ? "○" : "-";
   let skip = "";
   if (x.status === "skipped") {
     const first = said?.get(x.reason ?? "");
     skip = first ? ` (skipped: as ${first} above)` : ` (skipped: ${x.reason})`;
     if (!first) said?.set(x.reason ?? "", x.rule);
   }
-  return `${mark} ${x.title}${skip}${x.status === "failed" ? ` — ${x.failures[0]?.message ?? ""}` : ""}`;
+  return `${mark} ${x.title}${skip}${x.status === "unsupported" ? " (not supported, declared)" : ""}${x.status === "failed" ? ` — ${x.failures[0]?.message ?? ""}` : ""}`;
 }
 
 /** The report as JSON. */
@@ -100,13 +114,13 @@ function xml(s: string): string {
 export function toJUnit(r: Report): string {
   const out = [`<?xml version="1.0" encoding="UTF-8"?>`];
   out.push(
-    `<testsuites name="flowgate conformance" tests="${r.results.length}" failures="${r.totals.failed}" skipped="${r.totals.skipped}" time="${(r.durationMs / 1000).toFixed(3)}">`,
+    `<testsuites name="flowgate conformance" tests="${r.results.length}" failures="${r.totals.failed}" skipped="${r.totals.skipped + r.totals.unsupported}" time="${(r.durationMs / 1000).toFixed(3)}">`,
   );
   for (const g of r.groups) {
     const rs = r.results.filter((x) => x.group === g.group);
     const time = rs.reduce((s, x) => s + x.durationMs, 0) / 1000;
     out.push(
-      `  <testsuite name="${xml(`${g.group} ${g.title}`)}" tests="${rs.length}" failures="${g.failed}" skipped="${g.skipped}" time="${time.toFixed(3)}">`,
+      `  <testsuite name="${xml(`${g.group} ${g.title}`)}" tests="${rs.length}" failures="${g.failed}" skipped="${g.skipped + g.unsupported}" time="${time.toFixed(3)}">`,
     );
     for (const x of rs) {
       const open = `    <testcase classname="conformance.${xml(g.group)}" name="${xml(x.title)}" time="${(x.durationMs / 1000).toFixed(3)}"`;
@@ -115,7 +129,8 @@ export function toJUnit(r: Report): string {
         continue;
       }
       out.push(`${open}>`);
-      if (x.status === "skipped") out.push(`      <skipped message="${xml(x.reason ?? "")}"/>`);
+      // JUnit has no "not supported": a declared rule is a skip whose message says so.
+      if (x.status === "skipped" || x.status === "unsupported") out.push(`      <skipped message="${xml(x.reason ?? "")}"/>`);
       else {
         const body = x.failures
           .map((f) => [`[${f.rule}] ${f.message}`, f.request && `request: ${f.request}`, f.excerpt && `response: ${f.excerpt}`].filter(Boolean).join("\n"))

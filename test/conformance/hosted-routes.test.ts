@@ -1,6 +1,7 @@
 // The hosted routes a whole run once never called (GET /api/prompt, POST /api/interrupt naming a
-// prompt, POST /api/history, /api/view of each file type, a node's own definition): each check
-// passes against the double and fails, under its rule alone, against a double broken for it.
+// prompt, POST /api/history, /api/view of each file type, a node's own definition) and TEXT
+// frames: each check passes against the double and fails, under its rule alone, against a double
+// broken for it.
 import { describe, expect, it } from "vitest";
 import type { Breakage } from "./double/server.ts";
 import { failureLines, runAgainstDouble } from "./helpers.ts";
@@ -13,18 +14,25 @@ const CASES: Array<{ breakage: Breakage; rules: string[] }> = [
   { breakage: "nodeInfoOtherClass", rules: ["HOST-1"] },
 ];
 
+const WS_CASES: Array<{ breakage: Breakage; rules: string[] }> = [{ breakage: "textFrameTruncated", rules: ["WS-5"] }];
+
 describe.concurrent("the hosted routes' checks", () => {
-  it("pass against the double, which the run reaches on every hosted operation", { timeout: 300_000 }, async () => {
+  it("pass against the double, and the run reaches every hosted operation", { timeout: 300_000 }, async () => {
     const report = await runAgainstDouble({}, { only: ["HOST"] });
     expect(report.ok, failureLines(report)).toBe(true);
     const hostedOps = report.coverage!.operations.unreached.filter((u) => /\(hosted(?!WebSocket)/.test(u.id));
     expect(hostedOps).toEqual([]);
   });
 
-  for (const c of CASES) {
-    it(`${c.breakage} -> ${c.rules.join(", ")}`, { timeout: 300_000 }, async () => {
-      const report = await runAgainstDouble({ breaks: [c.breakage] }, { only: ["HOST"] });
-      expect(report.failedRules, failureLines(report)).toEqual(c.rules);
-    });
+  for (const [group, cases] of [
+    ["HOST", CASES],
+    ["WS", WS_CASES],
+  ] as const) {
+    for (const c of cases) {
+      it(`${c.breakage} -> ${c.rules.join(", ")}`, { timeout: 300_000 }, async () => {
+        const report = await runAgainstDouble({ breaks: [c.breakage] }, { only: [group] });
+        expect(report.failedRules, failureLines(report)).toEqual(c.rules);
+      });
+    }
   }
 });

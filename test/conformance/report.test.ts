@@ -46,7 +46,7 @@ describe("report forms", () => {
       ["GET", 0, 0, 1],
       ["ERR", 0, 1, 0],
     ]);
-    expect(report.totals).toEqual({ passed: 1, failed: 1, skipped: 1 });
+    expect(report.totals).toEqual({ passed: 1, failed: 1, skipped: 1, unsupported: 0 });
     expect(report.failedRules).toEqual(["ERR-3"]);
     expect(report.ok).toBe(false);
   });

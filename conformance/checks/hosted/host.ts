@@ -14,7 +14,7 @@ import {
   waitHostedTerminal,
   whenStarted,
 } from "../support/hosted-client.ts";
-import { failingGraph, slowGraph } from "../support/jobs.ts";
+import { failingGraph, endedEarlyGraph } from "../support/jobs.ts";
 import { operationsWithInput } from "../requests/negative.ts";
 import { pngBytes } from "../support/support.ts";
 import { missingInputGraph, nonce, simpleGraph } from "../support/workflows.ts";
@@ -80,7 +80,7 @@ export default [
       const again = await hostedStatus(t, id);
       t.expect(again.status === last, `${what}: terminal ${last} then ${again.status}`, again.ex);
     }
-    const id = await queuePromptOk(t, slowGraph(t));
+    const id = await queuePromptOk(t, endedEarlyGraph(t));
     await t.http.request("POST", t.http.url("/api/queue"), { json: { delete: [id] } });
     const seen = await waitHostedTerminal(t, id);
     t.expect(seen[seen.length - 1] === "cancelled", `a deleted prompt ended ${seen[seen.length - 1]}`);
@@ -113,8 +113,8 @@ export default [
       const q = await t.http.request("GET", t.http.url("/api/queue"));
       const body = q.json as { queue_running?: unknown; queue_pending?: unknown };
       t.expect(q.status === 200 && Array.isArray(body?.queue_running) && Array.isArray(body?.queue_pending), `GET /api/queue answered ${q.status}`, q);
-      const running = await queuePromptOk(t, slowGraph(t));
-      const pending = await queuePromptOk(t, slowGraph(t));
+      const running = await queuePromptOk(t, endedEarlyGraph(t));
+      const pending = await queuePromptOk(t, endedEarlyGraph(t));
       await whenStarted(t, running);
       const del = await t.http.request("POST", t.http.url("/api/queue"), { json: { delete: [pending, running] } });
       t.expect(del.status === 200, `POST /api/queue answered ${del.status}`, del);
@@ -126,7 +126,7 @@ export default [
   ),
 
   check("HOST-8 POST /api/interrupt interrupts the caller's running prompt", H, async (t: T) => {
-    const id = await queuePromptOk(t, slowGraph(t));
+    const id = await queuePromptOk(t, endedEarlyGraph(t));
     await whenStarted(t, id);
     const ex = await t.http.request("POST", t.http.url("/api/interrupt"), { json: {} });
     t.expect(ex.status === 200, `POST /api/interrupt answered ${ex.status}`, ex);

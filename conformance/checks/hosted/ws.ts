@@ -3,7 +3,7 @@
 // big-endian binary previews, and file infos that /api/view serves.
 import { check, type T } from "../../check.ts";
 import { hostedOnly, queuePromptOk, view, whenStarted } from "../support/hosted-client.ts";
-import { failingGraph, slowGraph, stepsGraph } from "../support/jobs.ts";
+import { failingGraph, endedEarlyGraph, stepsGraph } from "../support/jobs.ts";
 import { HostedSocket, type JsonMessage } from "../../machinery/socket.ts";
 import { nonce, printGraph, simpleGraph } from "../support/workflows.ts";
 
@@ -120,16 +120,15 @@ export default [
 
   check("WS-3 an interrupted run ends with execution_interrupted, then the empty executing", H, async (t: T) => {
     const s = await socket(t);
-    const id = await queuePromptOk(t, slowGraph(t));
+    const id = await queuePromptOk(t, endedEarlyGraph(t));
     await whenStarted(t, id);
     await t.http.request("POST", t.http.url("/api/interrupt"), { json: { prompt_id: id } });
     const ms = await untilEnd(t, s, id);
     const end = ms.find((m) => ENDINGS.has(m.type))!;
-    t.need(end.type !== "execution_success", `prompt ${id} finished before the interrupt reached it`);
     t.expect(end.type === "execution_interrupted", `an interrupted run ended with ${end.type}`);
   }),
 
-  check("WS-5 a line a node prints arrives as a TEXT frame (type 3) naming that node", H, async (t: T) => {
+  check("WS-5 a line a node prints arrives whole in a TEXT frame (type 3) with a node id", H, async (t: T) => {
     const marker = `conformance-${nonce()}`;
     const graph = printGraph(marker);
     t.requireClasses(graph, "print");
@@ -138,13 +137,11 @@ export default [
     await untilEnd(t, s, id);
     const texts = s.messages.filter((m) => m.kind === "binary" && m.frameType === 3);
     t.need(texts.length > 0, "the run sent no TEXT frame for the lines its nodes printed (sending them is optional): nothing to judge");
-    for (const [node, line] of [
-      ["1", marker],
-      ["3", `${marker} second`],
-    ] as const) {
+    // Which node a printed line is attributed to is not pinned: a ComfyUI-backed surface reads the
+    // captured output after the fact (see conformance/README.md, field meanings).
+    for (const line of [marker, `${marker} second`]) {
       const frame = texts.find((m) => m.kind === "binary" && m.text?.trim() === line);
-      t.expect(!!frame, `no TEXT frame carried the line "${line}" that node ${node} printed`);
-      if (frame?.kind === "binary") t.expect(frame.nodeId === node, `the TEXT frame of node ${node}'s line names node ${JSON.stringify(frame.nodeId)}`);
+      t.expect(!!frame, `no TEXT frame carried the printed line "${line}" whole (got ${JSON.stringify(texts.map((m) => m.kind === "binary" && m.text))})`);
     }
   }),
 

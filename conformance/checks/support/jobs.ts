@@ -247,6 +247,14 @@ export function slowGraph(t: T, seconds = t.options.slowSeconds): Graph {
   return g;
 }
 
+/**
+ * A slow job that a check ends early (cancel, interrupt, queue delete): long enough that it cannot
+ * end on its own first on a busy machine, at no cost when the surface ends it as asked.
+ */
+export function endedEarlyGraph(t: T): Graph {
+  return slowGraph(t, Math.max(t.options.slowSeconds, t.options.jobTimeoutMs / 1000));
+}
+
 /** The graph with a stepped node (from --steps-workflow or the default). */
 export function stepsGraph(t: T): Graph {
   const g = t.options.stepsWorkflow ? withNonce(t.options.stepsWorkflow) : defaultStepsGraph();

@@ -70,7 +70,7 @@ export type Breakage =
   | "interruptIgnoresPromptId" // HOST-8: POST /api/interrupt {prompt_id} interrupts every running prompt of the caller
   | "historyDeleteIgnored" // HOST-5: POST /api/history {delete} answers 200 and keeps the entry
   | "historyDeleteEndsJob" // HOST-5: a prompt taken out of the history reads lost on /api/job/{id}/status
-  | "textFrameWrongNode" // WS-5: a TEXT frame names the prompt's first node, not the one that printed
+  | "textFrameTruncated" // WS-5: a TEXT frame carries the printed text without its first character
   | "nodeInfoOtherClass" // HOST-1: GET /api/object_info/{class} answers the whole list
   | "expiredSoonAfterEnd"; // ST-4: from 2 s after its end, a finished job reads expired (a reaper that does not wait for expires_at)
 

@@ -48,8 +48,9 @@ export function attachWs(s: State): (req: IncomingMessage, socket: Duplex, head:
     }
   });
   s.bus.on("wsText", (job: JobRec, node: string, text: string) => {
-    const id = Buffer.from(s.broken("textFrameWrongNode") ? (Object.keys(job.workflow)[0] ?? node) : node);
-    for (const c of conns) if (c.account === job.account) c.ws.send(Buffer.concat([u32(3), u32(id.byteLength), id, Buffer.from(text)]));
+    const id = Buffer.from(node);
+    const body = Buffer.from(s.broken("textFrameTruncated") ? text.slice(1) : text);
+    for (const c of conns) if (c.account === job.account) c.ws.send(Buffer.concat([u32(3), u32(id.byteLength), id, body]));
   });
   s.bus.on("job", (job: JobRec, status: string) => {
     const id = job.id;
