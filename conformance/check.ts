@@ -24,7 +24,7 @@ export type ResolvedOptions = ConformanceOptions &
   Required<
     Pick<
       ConformanceOptions,
-      "surface" | "slowSeconds" | "fillQueue" | "oversizeMb" | "requestTimeoutMs" | "checkTimeoutMs" | "jobTimeoutMs" | "rereadAfterSeconds"
+      "surface" | "explore" | "slowSeconds" | "fillQueue" | "oversizeMb" | "requestTimeoutMs" | "checkTimeoutMs" | "jobTimeoutMs" | "rereadAfterSeconds"
     >
   >;
 

@@ -46,6 +46,8 @@ Exits 0 when every applicable check passes, 1 when any fails, 2 on a usage or co
   --reread-after-seconds N
                           re-read every job at the end at least N s after the first end the run saw
                           (default 3: a finished job must not change later; only a shorter run waits)
+  --explore N             random sequences of submit, get, cancel and list checked against a model (default 3; 0: off)
+  --seed S                seed of those sequences (default random; a failure prints the seed that replays it)
   --run-label V           value of the conformance-run label every v2 job of the run carries, where the surface
                           takes labels (default: the start time and a random suffix)
   --quiet                 no line per check while running
@@ -79,6 +81,8 @@ const OPTIONS = {
   "check-timeout-ms": { type: "string" },
   "job-timeout-ms": { type: "string" },
   "run-label": { type: "string" },
+  explore: { type: "string" },
+  seed: { type: "string" },
   quiet: { type: "boolean" },
   help: { type: "boolean" },
 } as const;
@@ -151,6 +155,8 @@ export function parseCli(argv: string[]): {
     jobTimeoutMs: num(s("job-timeout-ms"), "job-timeout-ms"),
     rereadAfterSeconds: num(s("reread-after-seconds"), "reread-after-seconds"),
     runLabel: s("run-label"),
+    explore: num(s("explore"), "explore"),
+    seed: s("seed") === undefined ? undefined : Number.parseInt(s("seed")!, 10) | 0,
   };
   return { options, reportJson: s("report-json"), junit: s("junit"), reportHtml: s("report-html"), quiet: !!values.quiet, help: false };
 }

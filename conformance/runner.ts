@@ -34,6 +34,7 @@ import hostRoutes from "./checks/hosted/host-routes.ts";
 import ws from "./checks/hosted/ws.ts";
 import ver from "./checks/contract/ver.ts";
 import lbl from "./checks/jobs/lbl.ts";
+import explore from "./checks/jobs/explore.ts";
 
 /** Every check of the suite, in rule-group order. */
 export const ALL_CHECKS: readonly Check[] = [
@@ -59,6 +60,7 @@ export const ALL_CHECKS: readonly Check[] = [
   ws,
   ver,
   lbl,
+  explore,
 ].flat();
 
 /** Options with their defaults. */
@@ -66,6 +68,7 @@ export function resolveOptions(o: ConformanceOptions): ResolvedOptions {
   return {
     ...o,
     surface: o.surface ?? "self-hosted",
+    explore: o.explore ?? 3,
     slowSeconds: o.slowSeconds ?? 3,
     fillQueue: o.fillQueue ?? 0,
     oversizeMb: o.oversizeMb ?? 32,

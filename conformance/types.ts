@@ -58,6 +58,10 @@ export interface ConformanceOptions {
    * run saw finish (a finished job must not change later); a run shorter than that waits for it.
    */
   rereadAfterSeconds?: number;
+  /** How many random sequences the model-based check drives (0: off; default 3). */
+  explore?: number;
+  /** Seed of the random sequences (default: random, printed with a failure). */
+  seed?: number;
   /** Value of the `conformance-run` label on the run's v2 jobs (default: the start time and a random suffix). */
   runLabel?: string;
   /** Called after each check with its result (progress output of the CLI). */

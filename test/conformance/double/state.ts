@@ -71,6 +71,7 @@ export type Breakage =
   | "historyDeleteIgnored" // HOST-5: POST /api/history {delete} answers 200 and keeps the entry
   | "historyDeleteEndsJob" // HOST-5: a prompt taken out of the history reads lost on /api/job/{id}/status
   | "textFrameTruncated" // WS-5: a TEXT frame carries the printed text without its first character
+  | "listSkipsFourth" // GET-1 (the model-based sequences): a label-filtered listing leaves out the 4th newest match
   | "nodeInfoOtherClass" // HOST-1: GET /api/object_info/{class} answers the whole list
   | "expiredSoonAfterEnd"; // ST-4: from 2 s after its end, a finished job reads expired (a reaper that does not wait for expires_at)
 

@@ -110,8 +110,9 @@ function listJobs(s: State, req: Req, account: string): void {
   const carries = (j: JobRec) => (s.broken("filterAnyOf") ? filters.some(([k, v]) => j.metadata[k] === v) : filters.every(([k, v]) => j.metadata[k] === v));
   const byStatus = status !== null && !(filters.length > 0 && s.broken("filterDropsStatus"));
   const all = [...s.jobs.values()]
-    .filter((j) => j.account === account && (!byStatus || j.status === status) && (!labeled || carries(j)) && (cursor === null || j.number < Number(cursor)))
-    .reverse();
+    .filter((j) => j.account === account && (!byStatus || j.status === status) && (!labeled || carries(j)))
+    .reverse()
+    .filter((j, i) => !(labeled && i === 3 && s.broken("listSkipsFourth")) && (cursor === null || j.number < Number(cursor)));
   const page = all.slice(0, Number(limit));
   const next = all.length > page.length ? String(page[page.length - 1]!.number) : null;
   send(res, 200, { jobs: page.map((j) => jobView(s, j, req.origin, "list")), next_cursor: next });
