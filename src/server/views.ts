@@ -140,6 +140,6 @@ export function logsView(logs: JobLogs): Schemas["JobLogs"] {
 function contractError(error: JobRecord["error"]): NonNullable<JobRecord["error"]> {
   if (!error) return { ...WORKFLOW_FAILED };
   if (!("comfy" in error)) return error;
-  const { comfy: _comfy, ...rest } = error as typeof error & { comfy?: unknown };
+  const { comfy: _comfy, ...rest } = error;
   return rest;
 }
