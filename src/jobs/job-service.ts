@@ -178,6 +178,12 @@ export class JobService {
     return this.snapshot(job, options.withLogs === true);
   }
 
+  /** A finished job's captured log, or null when it has none (yet); 404 as `get` for a job that is not the caller's. */
+  async logs(caller: Caller, id: string): Promise<JobLogs | null> {
+    const job = await this.owned(caller, id);
+    return isTerminalStatus(job.status) ? this.o.store.getJobLogs(job.id) : null;
+  }
+
   /** A snapshot of a job record the caller already owns. */
   async snapshot(job: JobRecord, withLogs = false): Promise<JobSnapshot> {
     const [outputs, logs] = await Promise.all([
@@ -209,7 +215,7 @@ export class JobService {
       return { jobs: await Promise.all(jobs.map((j) => this.snapshot(j))), next_cursor: page.next_cursor };
     } catch (err) {
       if (err instanceof InvalidCursorError) {
-        throw new ServiceError("invalid_request", "The request is invalid.", { fields: [{ field: "cursor", reason: "invalid_cursor" }] });
+        throw new ServiceError("invalid_cursor", "The cursor is invalid.");
       }
       throw err;
     }
