@@ -166,8 +166,8 @@ export class LeasedJobSource implements JobSource {
     const { leases, workerId, leaseMs, dispatch } = this.lease;
     if (this.claimUncertain) await this.readBack(launch);
     let claimed;
+    const free = Math.max(1, this.host.freeSlots());
     try {
-      const free = Math.max(1, this.host.freeSlots());
       claimed = this.engineQueues
         ? [await leases.claimQueued(workerId, leaseMs, this.host.slotsFor, [...this.host.secrets.keys()], !dispatch, this.engineResumes)].filter(
             (c) => c !== null,
@@ -182,6 +182,8 @@ export class LeasedJobSource implements JobSource {
       this.host.queue.remove(job.id);
       this.launchClaimed(launch, job, false, { workerId, epoch });
     }
+    // A worker whose slots the claim filled need not hear of new jobs until one frees.
+    this.lease.wantWakes?.(claimed.length < (this.engineQueues ? 1 : free));
     return claimed.length > 0;
   }
 

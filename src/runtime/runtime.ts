@@ -72,6 +72,12 @@ export interface RuntimeOptions {
   onBackgroundError?: (err: unknown) => void;
   /** Where runs say why infrastructure ended or stopped them (default: standard error). */
   log?: (line: string) => void;
+  /**
+   * Whether anyone here follows other processes' jobs (streams, sockets: default true). A worker
+   * (no HTTP) hears only wakes: every notification a listener hears costs the database a
+   * transaction of that listener's.
+   */
+  followsOthers?: boolean;
 }
 
 /**
@@ -111,7 +117,19 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
   const directory = config.surface === "self-hosted" ? null : await openDirectory(database ?? config.dataDir);
   // On PostgreSQL several processes share the jobs: they are claimed under leases (src/store/job-leases.ts).
   const leases = database === null ? null : await PostgresLeases.open(database);
-  const lease: LeaseOptions | undefined = leases === null ? undefined : { leases, workerId: workerId(), leaseMs: config.leaseMs, dispatch: config.dispatch };
+  /** A process that follows no other's jobs (a worker) listens for wakes only while it has free slots and nothing to claim. */
+  const wakesOnly = options.followsOthers === false;
+  let wakeRelay: EventRelay | null = null;
+  const lease: LeaseOptions | undefined =
+    leases === null
+      ? undefined
+      : {
+          leases,
+          workerId: workerId(),
+          leaseMs: config.leaseMs,
+          dispatch: config.dispatch,
+          ...(wakesOnly ? { wantWakes: (on: boolean) => wakeRelay?.wantWakes(on) } : {}),
+        };
   const surface = new SurfacePolicy({
     surface: config.surface,
     token: config.token,
@@ -251,7 +269,9 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
             () => dispatcher.pump(),
             (id, status) => dispatcher.queueChanged(id, status),
           ),
+          { wakesOnly },
         );
+      if (wakesOnly) wakeRelay = relay;
       await dispatcher.start();
       stopCharging = surface.chargeOnEnd(events, onBackgroundError);
       stopReaper = startReaper({ store, blobs, dispatcher, events, now, sweepOrphans }, config.reaperIntervalMs, onBackgroundError);
