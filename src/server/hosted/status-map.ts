@@ -10,7 +10,7 @@ export type HostedStatus = (typeof HOSTED_JOB_STATUSES)[number];
 
 /** The hosted status of a job. */
 export function hostedStatus(job: Pick<JobRecord, "status" | "error">): HostedStatus {
-  if (job.status === "failed" && isNonRetryable((job.error as { code?: unknown } | null)?.code)) return "non_retryable_error";
+  if (job.status === "failed" && isNonRetryable(job.error?.code)) return "non_retryable_error";
   return HOSTED_JOB_STATUS_BY_JOB_STATUS[job.status];
 }
 
