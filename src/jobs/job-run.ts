@@ -7,6 +7,7 @@ import {
   type JobPatch,
   type JobRecord,
   type JobStatus,
+  type JsonObject,
   type RunFence,
   type Store,
 } from "../store/index.ts";
@@ -69,6 +70,7 @@ export interface QueuedRunHooks {
  * `resume`: the job was running when an earlier process died, and the engine follows that run
  * (EnginePort.resumesRuns); outputs it recorded then are not recorded twice. `detach`: stops
  * following the run without touching it in the engine (another process took the job over).
+ * `workflow`: the job's graph, when the caller read it with the job (else the run reads it).
  */
 export async function runJob(
   deps: JobRunDeps,
@@ -79,9 +81,10 @@ export async function runJob(
   fence: RunFence = { workerId: null, epoch: 0 },
   resume = false,
   detach?: AbortSignal,
+  workflow?: JsonObject,
 ): Promise<JobRecord | null> {
   // Within the async function: a failure to set the run up rejects, as a failed run does.
-  return new JobRun(deps, job, extra, outerSignal, hooks, fence, resume, detach).run();
+  return new JobRun(deps, job, extra, outerSignal, hooks, fence, resume, detach, workflow).run();
 }
 
 /** A job's node and class, where an output failed. */
@@ -138,6 +141,8 @@ class JobRun {
   /** A resumed run (see runJob): its outputs recorded before the restart, by node and content hash, with their names. */
   private readonly resume: boolean;
   private recordedBefore: Map<string, string> | null = null;
+  /** The graph, when the claim read it with the job. */
+  private readonly workflow: JsonObject | undefined;
 
   constructor(
     deps: JobRunDeps,
@@ -148,8 +153,10 @@ class JobRun {
     fence: RunFence,
     resume = false,
     detach?: AbortSignal,
+    workflow?: JsonObject,
   ) {
     this.resume = resume;
+    this.workflow = workflow;
     this.deps = deps;
     this.job = job;
     this.extra = extra;
@@ -261,7 +268,7 @@ class JobRun {
   /** Runs the graph on the engine; how it ended (a failed graph read ends it failed). */
   private async runEngine(): Promise<RunEnd> {
     try {
-      const graph = (await this.persist(() => this.deps.store.getJobWorkflow(this.job.id))) ?? {};
+      const graph = this.workflow ?? (await this.persist(() => this.deps.store.getJobWorkflow(this.job.id))) ?? {};
       if (this.resume)
         this.recordedBefore = new Map(
           (await this.persist(() => this.deps.store.listJobOutputs(this.job.id))).map((a) => [`${a.node_id}\u0000${a.hash}`, a.name]),
