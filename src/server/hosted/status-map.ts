@@ -14,17 +14,17 @@ export function hostedStatus(job: Pick<JobRecord, "status" | "error">): HostedSt
   return HOSTED_JOB_STATUS_BY_JOB_STATUS[job.status];
 }
 
-/** ComfyUI's execution_error exception_type for a job error code (the seed's six values). */
+/**
+ * ComfyUI's execution_error exception_type for a job error code (one of the seed's six). No job
+ * error code means a spent balance or an inactive subscription (a partner node's failure is
+ * `partner_node_error`), so InsufficientFundsError and InactiveSubscriptionError never come from here.
+ */
 export function exceptionType(code: string | undefined): HostedExceptionType {
   switch (code) {
     case "missing_model":
       return "ModelDownloadError";
     case "out_of_memory":
       return "OOMError";
-    case "insufficient_funds":
-      return "InsufficientFundsError";
-    case "inactive_subscription":
-      return "InactiveSubscriptionError";
     default:
       // Node and partner failures, worker loss, timeouts: the seed's list has no closer kind.
       return "ValidationError";
