@@ -50,8 +50,9 @@ export interface JobRunDeps {
    */
   endWithOutputs?: boolean;
   /**
-   * Least time between two progress writes of a run, and before its first (default 0: each turn's
-   * newest snapshot is written). A run that ends within it writes none: its end carries the last.
+   * Least time between two progress writes of a run (default 0: each turn's newest snapshot is
+   * written). The first is written at once: other processes' streams hear a progress event before
+   * the end. What a run reports after its last write, its end carries.
    */
   progressEveryMs?: number;
 }
@@ -566,14 +567,14 @@ function track(pending: Set<Promise<unknown>>, work: () => Promise<void>): Promi
 /**
  * Serializes writes of a value so that only the newest waiting value is written next. A write
  * starts once the event loop's turn is over: a turn's snapshots (a burst of node events) make one.
- * With `gapMs`, a write also waits until `gapMs` passed since the last one (or since the start);
- * `idle` writes what waits at once.
+ * With `gapMs`, a write also waits until `gapMs` passed since the last one; `idle` writes what
+ * waits at once.
  */
 function latestWins<T>(write: (value: T) => Promise<unknown>, gapMs = 0): { write(value: T): void; idle(): Promise<void>; settle(): Promise<void> } {
   let waiting: { value: T } | null = null;
   let running: Promise<void> | null = null;
   let writing: Promise<unknown> | null = null;
-  let notBefore = gapMs > 0 ? Date.now() + gapMs : 0;
+  let notBefore = 0;
   /** The wait for `notBefore`, and its early end (idle, settle). */
   let gap: { timer: NodeJS.Timeout; end: () => void } | null = null;
   let hurry = false;

@@ -293,7 +293,7 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
   };
 }
 
-/** On PostgreSQL, least time between two progress writes of a run (and before its first). */
+/** On PostgreSQL, least time between two progress writes of a run. */
 const PROGRESS_EVERY_MS = 500;
 
 /** Least time between two sweeps of orphan blob files. */
