@@ -12,6 +12,7 @@ import { isTerminalStatus, type JobRecord } from "../../store/index.ts";
 import type { Runtime } from "../../runtime/runtime.ts";
 import { previewImageFrame, previewWithMetadataFrame, textFrame } from "../../wire/binary-frames.ts";
 import { executionError } from "./comfy-shapes.ts";
+import { serverFeatures } from "./features.ts";
 import { hostedErrorBody } from "./hosted-errors.ts";
 
 /** Above this much unsent data a socket gets no previews. */
@@ -121,7 +122,7 @@ export class HostedSockets {
         const msg = JSON.parse(String(data)) as { type?: unknown; data?: { supports_preview_metadata?: unknown } };
         if (msg.type === "feature_flags") {
           client.previewMetadata = msg.data?.supports_preview_metadata === true;
-          this.send(client, { type: "feature_flags", data: { supports_preview_metadata: true, max_upload_size: this.runtime.config.maxUploadBytes } });
+          this.send(client, { type: "feature_flags", data: serverFeatures(this.runtime) });
         }
       } catch {
         // Clients may send anything; only feature_flags means something here.
