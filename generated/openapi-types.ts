@@ -634,7 +634,8 @@ export interface paths {
          * Cancel one job
          * @description As ComfyUI's `POST /api/jobs/{job_id}/cancel`: a pending job leaves the queue, a running one
          *     is interrupted, and `cancelled` says whether either happened; a finished, unknown or other
-         *     caller's id answers `{"cancelled": false}`. A job that starts running during the call is
+         *     caller's id answers `{"cancelled": false}`, and an id that is not a canonical lowercase UUID
+         *     is 400. A job that starts running during the call is
          *     still stopped.
          */
         post: operations["hostedCancelJob"];
@@ -2708,7 +2709,11 @@ export interface components {
                 "application/json": components["schemas"]["HostedError"];
             };
         };
-        /** @description A bad parameter of the job API, in ComfyUI's `{error}` shape (with `invalid_ids` for a cancel batch). */
+        /**
+         * @description A bad value of the job API, in ComfyUI's `{error}` string shape (with `invalid_ids` for a
+         *     cancel batch). A request that fails the spec's own checks before ComfyUI's are applied (a
+         *     body that is not JSON, a parameter longer than its bound) answers the hosted error object.
+         */
         HostedJobsBadRequest: {
             headers: {
                 [name: string]: unknown;
@@ -2719,7 +2724,7 @@ export interface components {
                  *       "error": "limit must be a positive integer"
                  *     }
                  */
-                "application/json": components["schemas"]["HostedJobsError"];
+                "application/json": components["schemas"]["HostedJobsError"] | components["schemas"]["HostedError"];
             };
         };
         /** @description The caller has no job under this id; ComfyUI's `{error}` shape. */
@@ -2765,6 +2770,8 @@ export interface components {
         PromptId: string;
         /** @description The job id, which is the prompt id. */
         HostedJobId: string;
+        /** @description The job id, a canonical lowercase UUID: another value is 400, as the batch cancel refuses it (ComfyUI answers it with cancelled false). */
+        HostedCancelJobId: string;
         /** @description A blob hash, `blake3:<64 hex>`. */
         BlobHash: components["schemas"]["Blake3Hash"];
         /** @description Single-use key, a client-generated UUID recommended; see the operation's idempotency rules. */
@@ -3906,6 +3913,7 @@ export interface operations {
                     "application/json": components["schemas"]["HostedJob"];
                 };
             };
+            400: components["responses"]["HostedBadRequest"];
             401: components["responses"]["HostedUnauthorized"];
             404: components["responses"]["HostedJobNotFound"];
             500: components["responses"]["HostedInternalError"];
@@ -3916,8 +3924,8 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The job id, which is the prompt id. */
-                job_id: components["parameters"]["HostedJobId"];
+                /** @description The job id, a canonical lowercase UUID: another value is 400, as the batch cancel refuses it (ComfyUI answers it with cancelled false). */
+                job_id: components["parameters"]["HostedCancelJobId"];
             };
             cookie?: never;
         };
@@ -3932,6 +3940,7 @@ export interface operations {
                     "application/json": components["schemas"]["HostedCancelResult"];
                 };
             };
+            400: components["responses"]["HostedBadRequest"];
             401: components["responses"]["HostedUnauthorized"];
             500: components["responses"]["HostedInternalError"];
         };

@@ -2166,6 +2166,12 @@ export const routes: readonly RouteSpec[] = [
         "errorCodes": [],
         "retryAfter": false
       },
+      "400": {
+        "contentType": "application/json",
+        "validator": "response_hostedGetJob_400",
+        "errorCodes": [],
+        "retryAfter": false
+      },
       "401": {
         "contentType": "application/json",
         "validator": "response_hostedGetJob_401",
@@ -2212,6 +2218,12 @@ export const routes: readonly RouteSpec[] = [
       "200": {
         "contentType": "application/json",
         "validator": "response_hostedCancelJob_200",
+        "errorCodes": [],
+        "retryAfter": false
+      },
+      "400": {
+        "contentType": "application/json",
+        "validator": "response_hostedCancelJob_400",
         "errorCodes": [],
         "retryAfter": false
       },

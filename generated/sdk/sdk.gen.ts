@@ -572,7 +572,8 @@ export const hostedGetJob = <ThrowOnError extends boolean = false>(options: Opti
  *
  * As ComfyUI's `POST /api/jobs/{job_id}/cancel`: a pending job leaves the queue, a running one
  * is interrupted, and `cancelled` says whether either happened; a finished, unknown or other
- * caller's id answers `{"cancelled": false}`. A job that starts running during the call is
+ * caller's id answers `{"cancelled": false}`, and an id that is not a canonical lowercase UUID
+ * is 400. A job that starts running during the call is
  * still stopped.
  *
  */

@@ -1318,6 +1318,11 @@ export type PromptId = string;
 export type HostedJobId = string;
 
 /**
+ * The job id, a canonical lowercase UUID: another value is 400, as the batch cancel refuses it (ComfyUI answers it with cancelled false).
+ */
+export type HostedCancelJobId = string;
+
+/**
  * A blob hash, `blake3:<64 hex>`.
  */
 export type BlobHash = Blake3Hash;
@@ -2642,9 +2647,12 @@ export type HostedListJobsData = {
 
 export type HostedListJobsErrors = {
     /**
-     * A bad parameter of the job API, in ComfyUI's `{error}` shape (with `invalid_ids` for a cancel batch).
+     * A bad value of the job API, in ComfyUI's `{error}` string shape (with `invalid_ids` for a
+     * cancel batch). A request that fails the spec's own checks before ComfyUI's are applied (a
+     * body that is not JSON, a parameter longer than its bound) answers the hosted error object.
+     *
      */
-    400: HostedJobsError;
+    400: HostedJobsError | HostedError;
     /**
      * Invalid or missing API key.
      */
@@ -2675,9 +2683,12 @@ export type HostedCancelJobsData = {
 
 export type HostedCancelJobsErrors = {
     /**
-     * A bad parameter of the job API, in ComfyUI's `{error}` shape (with `invalid_ids` for a cancel batch).
+     * A bad value of the job API, in ComfyUI's `{error}` string shape (with `invalid_ids` for a
+     * cancel batch). A request that fails the spec's own checks before ComfyUI's are applied (a
+     * body that is not JSON, a parameter longer than its bound) answers the hosted error object.
+     *
      */
-    400: HostedJobsError;
+    400: HostedJobsError | HostedError;
     /**
      * Invalid or missing API key.
      */
@@ -2713,6 +2724,10 @@ export type HostedGetJobData = {
 
 export type HostedGetJobErrors = {
     /**
+     * Invalid request (bad workflow, missing or malformed fields).
+     */
+    400: HostedError;
+    /**
      * Invalid or missing API key.
      */
     401: HostedError;
@@ -2741,7 +2756,7 @@ export type HostedCancelJobData = {
     body?: never;
     path: {
         /**
-         * The job id, which is the prompt id.
+         * The job id, a canonical lowercase UUID: another value is 400, as the batch cancel refuses it (ComfyUI answers it with cancelled false).
          */
         job_id: string;
     };
@@ -2750,6 +2765,10 @@ export type HostedCancelJobData = {
 };
 
 export type HostedCancelJobErrors = {
+    /**
+     * Invalid request (bad workflow, missing or malformed fields).
+     */
+    400: HostedError;
     /**
      * Invalid or missing API key.
      */
