@@ -418,7 +418,10 @@ export interface paths {
         /**
          * Download a file by its file info
          * @description Answers 302 with a `Location` that is a signed URL: it carries its own authorization and
-         *     serves the bytes with their media type. Follow it without the API key, which must never reach
+         *     serves the bytes with their media type, with `X-Content-Type-Options: nosniff`, and as an
+         *     attachment when the type could run script in a browser (HTML, SVG, XML, JavaScript, CSS),
+         *     as ComfyUI's `/view` does (a presigned link to a bucket carries the attachment, not
+         *     `nosniff`, which a bucket's response overrides cannot set). Follow it without the API key, which must never reach
          *     the storage host. Names with `..`, absolute paths or other escapes are refused.
          */
         get: operations["hostedView"];

@@ -256,6 +256,41 @@ describe("GET /api/features", () => {
   });
 });
 
+describe("GET /api/view", () => {
+  async function upload(name: string, type: string, bytes: string): Promise<string> {
+    const form = new FormData();
+    form.set("image", new Blob([bytes], { type }), name);
+    form.set("type", "input");
+    const res = await fetch(`${server.url}/api/upload/image`, { method: "POST", headers: auth, body: form });
+    expect(res.status).toBe(200);
+    return ((await res.json()) as { name: string }).name;
+  }
+  async function viewed(name: string): Promise<Response> {
+    const redirect = await fetch(`${server.url}/api/view?filename=${encodeURIComponent(name)}&type=input`, { headers: auth, redirect: "manual" });
+    expect(redirect.status).toBe(302);
+    return fetch(new URL(redirect.headers.get("location")!, server.url));
+  }
+
+  it("serves files with nosniff, and HTML and SVG as attachments", async () => {
+    const png = await viewed(await upload("x.png", "image/png", "not really a png"));
+    expect(png.headers.get("x-content-type-options")).toBe("nosniff");
+    expect(png.headers.get("content-disposition")).toBeNull();
+    // Outputs are typed by their names (a ComfyUI node's .svg or .html file): record two as an engine would.
+    const { owner } = await server.runtime.surface.hostedCaller(KEY);
+    for (const [name, type] of [
+      ["page.svg", "image/svg+xml"],
+      ["page.html", "text/html"],
+    ] as const) {
+      const stored = await server.runtime.assets.storeUpload(new TextEncoder().encode(`<svg><script>alert("${name}")</script></svg>`), name);
+      await server.runtime.assets.recordNamed(owner, { ...stored, contentType: type }, name, "input");
+      const res = await viewed(name);
+      expect(res.headers.get("content-type")).toContain(type);
+      expect(res.headers.get("x-content-type-options")).toBe("nosniff");
+      expect(res.headers.get("content-disposition")).toBe(`attachment; filename="${name}"; filename*=UTF-8''${name}`);
+    }
+  });
+});
+
 describe("across a restart", () => {
   it("lists the same jobs, and a prompt_id resubmitted after the restart finds its prompt (one run)", async () => {
     const id = randomUUID();

@@ -136,21 +136,39 @@ export default [
     }
   }),
 
-  check("HJOB-4 GET /api/jobs/{id} returns the full job (graph, no secrets, outputs and status once finished); 404 for an unknown id", H, async (t: T) => {
-    await list(t, "?limit=1");
-    const secret = `conformance-secret-${crypto.randomUUID()}`;
-    const prompt = simpleGraph();
-    const { ex: queued, id } = await queuePrompt(t, prompt, { extra_data: { api_key_vendor_org: secret } });
-    if (!id) t.fail(`POST /api/prompt answered ${queued.status} without a prompt_id`, queued);
-    await waitHostedTerminal(t, id);
-    const { ex, job } = await getJob(t, id);
-    t.need(job, `GET /api/jobs/${id} answered ${ex.status}`);
-    t.expect(deepEqual(job.workflow?.prompt, prompt), "workflow.prompt is not the graph queued", ex);
-    t.expect(!ex.text.includes(secret), "the job echoes the partner key of extra_data", ex);
-    t.expect(!!job.outputs && typeof job.outputs === "object" && !!job.execution_status, "a finished job without outputs or execution_status", ex);
-    const unknown = await getJob(t, crypto.randomUUID());
-    t.expect(unknown.ex.status === 404, `an unknown id answered ${unknown.ex.status}`, unknown.ex);
-  }),
+  check(
+    "HJOB-4 GET /api/jobs/{id} returns the full job (graph, no secrets, outputs and status once finished); 404 for an unknown id or another caller's",
+    H,
+    async (t: T) => {
+      await list(t, "?limit=1");
+      const secret = `conformance-secret-${crypto.randomUUID()}`;
+      const prompt = simpleGraph();
+      const { ex: queued, id } = await queuePrompt(t, prompt, { extra_data: { api_key_vendor_org: secret } });
+      if (!id) t.fail(`POST /api/prompt answered ${queued.status} without a prompt_id`, queued);
+      await waitHostedTerminal(t, id);
+      const { ex, job } = await getJob(t, id);
+      t.need(job, `GET /api/jobs/${id} answered ${ex.status}`);
+      t.expect(deepEqual(job.workflow?.prompt, prompt), "workflow.prompt is not the graph queued", ex);
+      t.expect(!ex.text.includes(secret), "the job echoes the partner key of extra_data", ex);
+      t.expect(!!job.outputs && typeof job.outputs === "object" && !!job.execution_status, "a finished job without outputs or execution_status", ex);
+      const unknown = await getJob(t, crypto.randomUUID());
+      t.expect(unknown.ex.status === 404, `an unknown id answered ${unknown.ex.status}`, unknown.ex);
+      // Another caller (--other-token) has no job under this id: not listed, 404, not cancellable.
+      const other = t.options.otherToken ? { apiKey: t.options.otherToken } : null;
+      if (other) {
+        const theirs = await t.http.request("GET", t.http.url(`/api/jobs/${id}`), { auth: other });
+        t.expect(theirs.status === 404, `another caller's GET /api/jobs/${id} answered ${theirs.status}`, theirs);
+        const listed = await t.http.request("GET", t.http.url("/api/jobs?limit=200"), { auth: other });
+        t.expect(!listed.text.includes(id), "another caller's GET /api/jobs lists the prompt", listed);
+        const cancel = await t.http.request("POST", t.http.url(`/api/jobs/${id}/cancel`), { json: {}, auth: other });
+        t.expect(
+          (cancel.json as { cancelled?: unknown } | undefined)?.cancelled === false,
+          `another caller's cancel answered ${cancel.text.slice(0, 100)}`,
+          cancel,
+        );
+      }
+    },
+  ),
 
   check("HJOB-5 POST /api/jobs/{id}/cancel stops a pending or running job; a finished or unknown id answers cancelled false", H, async (t: T) => {
     await list(t, "?limit=1");
