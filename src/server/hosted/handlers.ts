@@ -12,7 +12,7 @@ import { signedContentUrl } from "../views.ts";
 import { historyEntry, nodeOutputs, queueEntry } from "./comfy-shapes.ts";
 import { serverFeatures } from "./features.ts";
 import { assertSafeName } from "./file-names.ts";
-import { hostedErrorBody } from "./hosted-errors.ts";
+import { hostedErrorBody, InvalidPromptError } from "./hosted-errors.ts";
 import { JobListQueryError, readJobListQuery } from "./job-list-query.ts";
 import { fullJob, jobStatusesOf, jobSummary } from "./job-views.ts";
 import { hostedStatus } from "./status-map.ts";
@@ -156,8 +156,9 @@ export const hostedHandlers: HostedHandlers<HandlerContext> = {
         if (again) return again;
       }
       if (err instanceof ServiceError && err.code === "invalid_workflow") {
-        const comfy = (await ctx.runtime.engine.validate(prompt)) as { ok: boolean; comfy?: unknown };
-        throw new ServiceError("invalid_workflow", err.message, { ...err.details, comfy: comfy.ok ? undefined : comfy.comfy });
+        // The hosted interface answers with ComfyUI's own body of the errors.
+        const v = await ctx.runtime.engine.validate(prompt);
+        throw new InvalidPromptError(err, v.ok ? null : (v.comfy ?? null));
       }
       throw err;
     }
