@@ -17,18 +17,18 @@ import {
   type OffsetJobsOptions,
   type Store,
 } from "../store/index.ts";
-import type { Dispatcher } from "./dispatcher.ts";
 import type { EnginePort, GraphValidation } from "./engine-port.ts";
 import { ownsJob, type Caller } from "../domain/caller.ts";
 import { notFound, ServiceError } from "../domain/errors.ts";
 import type { EventBus } from "./event-bus.ts";
+import type { JobQueue } from "./job-queue.ts";
 import { uuidv7 } from "../domain/ids.ts";
 
 export interface JobServiceOptions {
   store: Store;
   engine: EnginePort;
   assets: AssetService;
-  dispatcher: Dispatcher;
+  dispatcher: JobQueue;
   events: EventBus;
   now: () => number;
   retentionMs: number;
@@ -131,7 +131,7 @@ export class JobService {
       if (err instanceof QueueFullError) {
         const given = submission.idempotency_key;
         if (given !== undefined && (await this.keyClaimed(caller.owner, given))) throw keyReused();
-        throw queueFull(this.o.dispatcher.drain.retryAfterSeconds(1, this.o.now()));
+        throw queueFull(this.o.dispatcher.retryAfterSeconds(1));
       }
       throw err;
     } finally {
@@ -171,9 +171,8 @@ export class JobService {
     if (!validation.ok) throw invalidWorkflow(validation);
     // A fast refusal from this process's queue; a shared one (PostgreSQL) is only partly known
     // here, and the store checks the bound exactly as it commits anyway.
-    const queued = this.o.dispatcher.queue.size + this.inserting;
-    if (!this.o.dispatcher.sharesQueue && queued >= this.o.queueLimit)
-      throw queueFull(this.o.dispatcher.drain.retryAfterSeconds(queued - this.o.queueLimit + 1, this.o.now()));
+    const queued = this.o.dispatcher.waiting + this.inserting;
+    if (!this.o.dispatcher.sharesQueue && queued >= this.o.queueLimit) throw queueFull(this.o.dispatcher.retryAfterSeconds(queued - this.o.queueLimit + 1));
     return validation;
   }
 
@@ -198,7 +197,7 @@ export class JobService {
     ]);
     // A row read as queued is always given a place (JOB-6): one the dispatcher does not hold yet
     // (its submission is still between commit and enqueue) comes after every job it holds.
-    const queuePosition = job.status === "queued" ? ((await this.o.dispatcher.position(job.id, job)) ?? this.o.dispatcher.queue.size) : null;
+    const queuePosition = job.status === "queued" ? ((await this.o.dispatcher.position(job.id, job)) ?? this.o.dispatcher.waiting) : null;
     return { job, outputs, queue_position: queuePosition, logs };
   }
 
@@ -239,7 +238,7 @@ export class JobService {
         moved = await this.o.store.transitionJob(id, ["queued"], "canceled", { completed_at: now });
         if (moved) {
           this.o.dispatcher.dequeue(id);
-          this.o.dispatcher.drain.record(now);
+          this.o.dispatcher.left();
         }
       }
       if (!moved) {

@@ -258,6 +258,7 @@ function expiredSql(q = ""): string {
  * of a claim that found every candidate held). A job committed while the claim waited may be
  * younger than $2: it never starts before its creation. The last column counts the candidates
  * (a row of nulls when none was claimed), so that a claim that found only held jobs retries.
+ * Each claimed row carries its graph: the run needs no read of its own.
  * `keepQueued` (claimQueued): the job stays queued, its started_at null ($2 is null then); a job
  * so claimed (lease_epoch raised while queued) is never claimed again. $8 then says whether the
  * worker's engine resumes runs (`resumable`: adopted when the lease passes, see adoptExpired).
@@ -279,7 +280,7 @@ function claimSql(where: string, wait: boolean, keepQueued = false): string {
       UPDATE jobs SET ${keepQueued ? "started_at = $2::bigint, resumable = $8::boolean" : "status = 'running', started_at = GREATEST($2::bigint, created_at)"}, worker_id = $1,
           lease_until = ${DB_NOW_MS} + $3, lease_epoch = jobs.lease_epoch + 1
         FROM picked WHERE jobs.seq = picked.seq AND jobs.status = 'queued' AND jobs.lease_epoch = 0
-        RETURNING ${JOB_COLUMNS.replace(/\b(\w+)\b/g, "jobs.$1")}, jobs.lease_epoch, picked.level)
+        RETURNING ${JOB_COLUMNS.replace(/\b(\w+)\b/g, "jobs.$1")}, jobs.lease_epoch, picked.level, jobs.workflow::text AS workflow)
   SELECT claimed.*, (SELECT count(*) FROM candidates)::int AS candidates
     FROM (SELECT 1) one LEFT JOIN claimed ON true ORDER BY claimed.level, claimed.seq`;
 }
