@@ -35,6 +35,8 @@ import ws from "./checks/hosted/ws.ts";
 import ver from "./checks/contract/ver.ts";
 import lbl from "./checks/jobs/lbl.ts";
 import explore from "./checks/jobs/explore.ts";
+import sdk from "./checks/jobs/sdk.ts";
+import hjob from "./checks/hosted/hjob.ts";
 
 /** Every check of the suite, in rule-group order. */
 export const ALL_CHECKS: readonly Check[] = [
@@ -61,6 +63,8 @@ export const ALL_CHECKS: readonly Check[] = [
   ver,
   lbl,
   explore,
+  sdk,
+  hjob,
 ].flat();
 
 /** Options with their defaults. */

@@ -123,6 +123,22 @@ export function pgListJobsSql(byStatus: boolean, byDeployment: boolean, inHistor
 }
 
 /**
+ * An owner's jobs still in the hosted history, sorted, at an offset (listJobsAtOffset), each row
+ * with the number of jobs matching in all (one statement: page and total see one snapshot).
+ * $1 owner, $2 now, $3 limit, $4 offset, then the status set and the deployment when used; finished
+ * jobs past retention are left out, ties keep submission order.
+ */
+export function pgOffsetJobsSql(byStatus: boolean, byDeployment: boolean, sort: "created" | "duration", descending: boolean): string {
+  const dir = descending ? "DESC" : "ASC";
+  const key = sort === "duration" ? `CASE WHEN started_at IS NOT NULL AND completed_at IS NOT NULL THEN completed_at - started_at ELSE 0 END ${dir}, ` : "";
+  return `SELECT ${JOB_COLUMNS}, count(*) OVER () AS total FROM jobs
+    WHERE owner = $1 AND NOT history_hidden AND NOT (status IN ${TERMINAL} AND expires_at <= $2)
+    ${byStatus ? "AND status = ANY($5::text[])" : ""}
+    ${byDeployment ? `AND deployment_id = $${byStatus ? 6 : 5}` : ""}
+    ORDER BY ${key}seq ${dir} LIMIT $3 OFFSET $4`;
+}
+
+/**
  * An owner's jobs carrying every label of `labelCount` filters, newest first below a seq: the first
  * filter's (owner, key, value, seq) primary-key range drives backwards from the cursor, each other
  * one is a primary-key probe. $1 owner, $2 before, $3 limit, $4 keys[], $5 values[], then the
@@ -189,7 +205,7 @@ const DB_NOW_MS = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
  * Live jobs whose lease passed (a null lease on a running job was written by a flowgate without
  * leases), and queued jobs whose secrets' holder stopped renewing (only those have a lease).
  */
-const LEASE_PASSED = `((status IN ('running', 'canceling') AND (lease_until IS NULL OR lease_until < ${DB_NOW_MS}))
+const LEASE_PASSED = `((status IN ${RUN_SQL} AND (lease_until IS NULL OR lease_until < ${DB_NOW_MS}))
     OR (status = 'queued' AND lease_until < ${DB_NOW_MS}))`;
 
 /**
@@ -202,7 +218,7 @@ const QUEUED_OWNERS = `owners AS (
     SELECT (SELECT j.owner FROM jobs j WHERE j.status = 'queued' AND j.owner > o.owner ORDER BY j.owner LIMIT 1)
       FROM owners o WHERE o.owner IS NOT NULL)`;
 /** Each owner's jobs running (a canceling job still holds its slot). */
-const RUNNING_BY_OWNER = "SELECT owner, count(*)::int AS n FROM jobs WHERE status IN ('running', 'canceling') GROUP BY owner";
+const RUNNING_BY_OWNER = `SELECT owner, count(*)::int AS n FROM jobs WHERE status IN ${RUN_SQL} GROUP BY owner`;
 /**
  * A job claimed while queued (JobLeases.claimQueued): it waits in ComfyUI's queue under a worker's
  * lease. Only a claim raises lease_epoch, and any other claim moves the job out of `queued`.
@@ -214,7 +230,7 @@ const CLAIMED_QUEUED = "status = 'queued' AND lease_epoch > 0";
  * `q`: the table's qualifier.
  */
 function resumableLeasePassed(q = ""): string {
-  return `(${q}resumable AND ${q}lease_until < ${DB_NOW_MS} AND (${q}status IN ('running', 'canceling') OR (${q}status = 'queued' AND ${q}lease_epoch > 0)))`;
+  return `(${q}resumable AND ${q}lease_until < ${DB_NOW_MS} AND (${q}status IN ${RUN_SQL} OR (${q}status = 'queued' AND ${q}lease_epoch > 0)))`;
 }
 /**
  * LEASE_PASSED for the expiry sweep: a resumable job is left to the adopters for $4 ms more (the
@@ -242,6 +258,7 @@ function expiredSql(q = ""): string {
  * of a claim that found every candidate held). A job committed while the claim waited may be
  * younger than $2: it never starts before its creation. The last column counts the candidates
  * (a row of nulls when none was claimed), so that a claim that found only held jobs retries.
+ * Each claimed row carries its graph: the run needs no read of its own.
  * `keepQueued` (claimQueued): the job stays queued, its started_at null ($2 is null then); a job
  * so claimed (lease_epoch raised while queued) is never claimed again. $8 then says whether the
  * worker's engine resumes runs (`resumable`: adopted when the lease passes, see adoptExpired).
@@ -263,7 +280,7 @@ function claimSql(where: string, wait: boolean, keepQueued = false): string {
       UPDATE jobs SET ${keepQueued ? "started_at = $2::bigint, resumable = $8::boolean" : "status = 'running', started_at = GREATEST($2::bigint, created_at)"}, worker_id = $1,
           lease_until = ${DB_NOW_MS} + $3, lease_epoch = jobs.lease_epoch + 1
         FROM picked WHERE jobs.seq = picked.seq AND jobs.status = 'queued' AND jobs.lease_epoch = 0
-        RETURNING ${JOB_COLUMNS.replace(/\b(\w+)\b/g, "jobs.$1")}, jobs.lease_epoch, picked.level)
+        RETURNING ${JOB_COLUMNS.replace(/\b(\w+)\b/g, "jobs.$1")}, jobs.lease_epoch, picked.level, jobs.workflow::text AS workflow)
   SELECT claimed.*, (SELECT count(*) FROM candidates)::int AS candidates
     FROM (SELECT 1) one LEFT JOIN claimed ON true ORDER BY claimed.level, claimed.seq`;
 }
@@ -271,7 +288,7 @@ function claimSql(where: string, wait: boolean, keepQueued = false): string {
 /** Statements of leased dispatch (src/store/postgres-leases.ts). */
 export const PG_LEASE_SQL = {
   /** Processes holding a live lease on a running job (a metric: workers alive and busy). */
-  busyWorkers: `SELECT count(DISTINCT worker_id)::int AS n FROM jobs WHERE status IN ('running', 'canceling') AND lease_until > ${DB_NOW_MS}`,
+  busyWorkers: `SELECT count(DISTINCT worker_id)::int AS n FROM jobs WHERE status IN ${RUN_SQL} AND lease_until > ${DB_NOW_MS}`,
   // $1 worker, $2 started_at, $3 lease ms, $4 owners to skip, $5 secret-holding jobs of this
   // process, $6 jobs to claim at most, $7 candidates per owner.
   claim: claimSql("", false),
@@ -284,7 +301,7 @@ export const PG_LEASE_SQL = {
   claimQueuedHeld: claimSql("AND j.id = ANY($5::text[])", true, true),
   // Each owner's jobs running or claimed while queued: both hold a slot of the owner's (claimQueued).
   slotsTakenByOwner: `SELECT owner, count(*)::int AS n FROM (
-      SELECT owner FROM jobs WHERE status IN ('running', 'canceling') UNION ALL SELECT owner FROM jobs WHERE ${CLAIMED_QUEUED}) t
+      SELECT owner FROM jobs WHERE status IN ${RUN_SQL} UNION ALL SELECT owner FROM jobs WHERE ${CLAIMED_QUEUED}) t
     GROUP BY owner`,
   // $1 job: the queued jobs before it in the fair order (no row when it is not queued). Per owner,
   // only the jobs of a level up to the job's own are read, in index order.
@@ -301,12 +318,12 @@ export const PG_LEASE_SQL = {
   // Each owner's queued and running jobs (the counts a new job's position is taken from).
   queueCounts: `SELECT owner, (count(*) FILTER (WHERE status = 'queued'))::int AS queued,
       (count(*) FILTER (WHERE status <> 'queued'))::int AS running
-    FROM jobs WHERE status IN ('queued', 'running', 'canceling') GROUP BY owner`,
+    FROM jobs WHERE status IN ${LIVE} GROUP BY owner`,
   // $1 owner: its jobs queued or running (a hosted socket's queue_remaining).
-  liveCount: "SELECT count(*)::int AS n FROM jobs WHERE owner = $1 AND status IN ('queued', 'running', 'canceling')",
+  liveCount: `SELECT count(*)::int AS n FROM jobs WHERE owner = $1 AND status IN ${LIVE}`,
   // $1 worker, $2 ids, $3 lease ms. The worker's live jobs, and the queued jobs whose secrets it holds.
   renew: `UPDATE jobs SET worker_id = $1, lease_until = ${DB_NOW_MS} + $3
-    WHERE id = ANY($2::text[]) AND ((worker_id = $1 AND (status IN ('running', 'canceling') OR (${CLAIMED_QUEUED})))
+    WHERE id = ANY($2::text[]) AND ((worker_id = $1 AND (status IN ${RUN_SQL} OR (${CLAIMED_QUEUED})))
       OR (status = 'queued' AND secrets_given AND (worker_id IS NULL OR worker_id = $1))) RETURNING id, status`,
   // A canceling job ends canceled (what was asked), a running one or one claimed while queued
   // failed ($2), another queued one failed for its lost secrets ($3, started and ended at once: a
@@ -329,14 +346,14 @@ export const PG_LEASE_SQL = {
   // $1 worker, $2 ids: what renew extends, its lease passed now. A job that ComfyUI started
   // (running, canceling) is no longer adopted: the stop that gives it up stopped its prompt there.
   release: `UPDATE jobs SET worker_id = $1, lease_until = ${DB_NOW_MS} - 1, resumable = resumable AND status = 'queued'
-    WHERE id = ANY($2::text[]) AND ((worker_id = $1 AND (status IN ('running', 'canceling') OR (${CLAIMED_QUEUED})))
+    WHERE id = ANY($2::text[]) AND ((worker_id = $1 AND (status IN ${RUN_SQL} OR (${CLAIMED_QUEUED})))
       OR (status = 'queued' AND secrets_given AND (worker_id IS NULL OR worker_id = $1)))`,
   // $1 worker, $2 ids: the live ones another worker holds now (taken over when this one's lease passed).
   heldByOthers: `SELECT id FROM jobs WHERE id = ANY($2::text[]) AND worker_id IS DISTINCT FROM $1
-    AND (status IN ('running', 'canceling') OR (${CLAIMED_QUEUED}))`,
+    AND (status IN ${RUN_SQL} OR (${CLAIMED_QUEUED}))`,
   stillQueued: "SELECT id FROM jobs WHERE id = ANY($1::text[]) AND status = 'queued'",
   // $1 worker: its live jobs (few: what one worker runs), by the status index, and those it claimed while queued.
-  heldBy: `SELECT ${JOB_COLUMNS}, lease_epoch FROM jobs WHERE status IN ('running', 'canceling') AND worker_id = $1
+  heldBy: `SELECT ${JOB_COLUMNS}, lease_epoch FROM jobs WHERE status IN ${RUN_SQL} AND worker_id = $1
     UNION ALL SELECT ${JOB_COLUMNS}, lease_epoch FROM jobs WHERE ${CLAIMED_QUEUED} AND worker_id = $1 ORDER BY seq`,
 } as const;
 

@@ -73,6 +73,11 @@ export type Breakage =
   | "textFrameTruncated" // WS-5: a TEXT frame carries the printed text without its first character
   | "listSkipsFourth" // GET-1 (the model-based sequences): a label-filtered listing leaves out the 4th newest match
   | "nodeInfoOtherClass" // HOST-1: GET /api/object_info/{class} answers the whole list
+  // Breakages of the official SDK's listing and logs (contract 2.2, the SDK extension group):
+  | "listItemsWithoutUpdateTime" // SDK-1: listed jobs carry no update_time
+  | "cursorAsInvalidRequest" // SDK-2: a cursor not issued is 400 invalid_request (reason invalid_cursor)
+  | "logsLinkMissing" // SDK-3: jobs link no urls.logs where logs are served
+  | "logsOfRunningJob" // SDK-4: the logs resource answers 200 (an empty log) for a job not finished
   | "expiredSoonAfterEnd"; // ST-4: from 2 s after its end, a finished job reads expired (a reaper that does not wait for expires_at)
 
 export interface DoubleOptions {
