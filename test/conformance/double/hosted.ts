@@ -189,6 +189,8 @@ export async function handleHosted(s: State, req: Req, account: string): Promise
     const j = mine(decodeURIComponent(m[1]!));
     return send(res, 200, j?.completedAt && !s.outOfHistory.has(j.id) ? { [j.id]: history(j) } : {});
   }
+  // The double does not serve ComfyUI's job API (/api/jobs...): its 404 is in that API's shape, a string error.
+  if (path === "/api/jobs" || path.startsWith("/api/jobs/")) return send(res, 404, { error: "Not found." });
   hostedFail(res, 404, "not_found", "Not found.");
 }
 
