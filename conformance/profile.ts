@@ -37,7 +37,7 @@ export function profileOf(surface: Surface): Profile {
 export const FEATURES: Readonly<Record<string, readonly string[]>> = {
   labels: ["LBL"],
   logs: ["LOG"],
-  hosted: ["HOST", "WS"],
+  hosted: ["HOST", "WS", "HJOB"],
   jobs: ["JOB", "ST", "SUB", "IDEM", "GET", "CAN", "SSE", "PRG", "OUT", "JERR", "URL", "AST"],
 };
 
