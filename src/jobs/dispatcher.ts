@@ -358,7 +358,7 @@ export class Dispatcher implements JobQueue {
   }
 
   /** Runs a job the source started (see RunStart). */
-  private launch({ job, hooks, aborted = false, fence = { workerId: null, epoch: 0 }, resume = false }: RunStart): void {
+  private launch({ job, hooks, aborted = false, fence = { workerId: null, epoch: 0 }, resume = false, workflow }: RunStart): void {
     const controller = new AbortController();
     const detacher = new AbortController();
     // A fill that was committing this start when the stop came launches it late: stop it too.
@@ -368,7 +368,7 @@ export class Dispatcher implements JobQueue {
     this.queue.started(job.owner);
     const extra = this.extras.get(job.id) ?? {};
     const deps = { ...this.o, persistEnd: <T>(write: () => Promise<T>, giveUp?: (err: unknown) => boolean) => this.persistEnd(job.id, write, giveUp) };
-    const p = runJob(deps, job, extra, controller.signal, hooks, fence, resume, detacher.signal)
+    const p = runJob(deps, job, extra, controller.signal, hooks, fence, resume, detacher.signal, workflow)
       .catch(() => null)
       .finally(() => {
         this.failingWrites.delete(job.id);

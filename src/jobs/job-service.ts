@@ -13,6 +13,8 @@ import {
   type JobLogs,
   type JobRecord,
   type JobStatus,
+  type OffsetJobPage,
+  type OffsetJobsOptions,
   type Store,
 } from "../store/index.ts";
 import type { EnginePort, GraphValidation } from "./engine-port.ts";
@@ -43,6 +45,8 @@ export interface Submission {
   /** Labels, within the contract's bounds (the envelope's validation checked them). */
   metadata?: JobLabels | undefined;
   idempotency_key?: string | undefined;
+  /** The job id the client chose (the hosted prompt_id, a checked UUID); absent: a new UUIDv7. */
+  id?: string | undefined;
 }
 
 /** Everything a read of a job returns. */
@@ -101,7 +105,7 @@ export class JobService {
     try {
       inserted = this.o.store.createJob(
         {
-          id: uuidv7(now),
+          id: submission.id ?? uuidv7(now),
           owner: caller.owner,
           deployment_id: caller.deployment_id ?? null,
           created_at: now,
@@ -256,6 +260,15 @@ export class JobService {
     return graph;
   }
 
+  /** The caller's jobs in the hosted history (every live one, the finished ones not taken out), sorted and paged by offset. */
+  atOffset(caller: Caller, options: Omit<OffsetJobsOptions, "deployment_id" | "now">): Promise<OffsetJobPage> {
+    return this.o.store.listJobsAtOffset(caller.owner, {
+      ...options,
+      now: this.o.now(),
+      ...(caller.deployment_id ? { deployment_id: caller.deployment_id } : {}),
+    });
+  }
+
   /** The caller's running and canceling jobs, oldest first (at most its slots, so one page holds them). */
   async running(caller: Caller): Promise<JobRecord[]> {
     const page = await this.o.store.listJobs(caller.owner, { status: ["running", "canceling"], limit: 1000 });
@@ -308,6 +321,11 @@ export class JobService {
   /** The graph of a job record the caller already holds, or `{}`. */
   async graphOf(job: JobRecord): Promise<Record<string, unknown>> {
     return (await this.o.store.getJobWorkflow(job.id)) ?? {};
+  }
+
+  /** Whether any caller's job has this id (a client-chosen id must be new). */
+  async exists(id: string): Promise<boolean> {
+    return (await this.o.store.getJob(id)) !== null;
   }
 
   /** The caller's job record, or 404 `not_found` (another caller's job looks missing). */

@@ -2,7 +2,7 @@
 // shared database under leases (LeasedJobSource). The dispatcher keeps the slots, launches the
 // runs and stops them; a source decides which job starts next, moves it out of `queued`, answers
 // queue positions, and recovers or releases what a process held.
-import type { JobRecord, RunFence, Store } from "../store/index.ts";
+import type { JobRecord, JsonObject, RunFence, Store } from "../store/index.ts";
 import type { EventBus } from "./event-bus.ts";
 import type { FairQueue } from "./fair-queue.ts";
 import type { QueuedRunHooks } from "./job-run.ts";
@@ -21,6 +21,8 @@ export interface RunStart {
   aborted?: boolean;
   /** A run an earlier process started, which the engine follows to its end (EnginePort.resumesRuns). */
   resume?: boolean;
+  /** The job's graph, when the source read it with the job (the run then reads none). */
+  workflow?: JsonObject;
 }
 
 /** What a source reads of its process: the store, the live events, the clock, the log, the tiers. */
