@@ -56,10 +56,13 @@ describe("status, cancel, list", () => {
     expect(JSON.parse(json.stdout)).toMatchObject({ id: done.id, status: "succeeded" });
   });
 
-  it("status of an unknown job exits 1 with not_found", async () => {
-    const r = await runCli(["status", crypto.randomUUID()], env);
+  it("status of an unknown job exits 1, saying what a 404 can mean", async () => {
+    const id = crypto.randomUUID();
+    const r = await runCli(["status", id], env);
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain("not_found (HTTP 404)");
+    expect(r.stderr).toContain(`no job ${id} at ${server.url} (not_found, HTTP 404)`);
+    expect(r.stderr).toContain("expires_at");
+    expect(r.stderr).toContain("another caller");
   });
 
   it("cancel cancels a running job", async () => {
@@ -87,8 +90,19 @@ describe("status, cancel, list", () => {
     expect(json.jobs.length).toBeGreaterThan(0);
     expect(json.jobs.every((j) => j.status === "succeeded")).toBe(true);
     await client.submit(imageGraph());
-    const page = await runCli(["list", "--limit", "1"], env);
-    expect(page.stdout).toMatch(/more: flowgate list --cursor \S+/);
+    await client.submit(imageGraph(), { metadata: { batch: "hint" } });
+    await client.wait(await client.submit(imageGraph(), { metadata: { batch: "hint" } }));
+    // The hint keeps the filters and the page size: followed literally, it lists the next page of the same listing.
+    const first = await runCli(["list", "--limit", "1", "--label", "batch=hint"], env);
+    const hint = /^more: (npx )?flowgate (list .*)$/m.exec(first.stdout);
+    expect(hint, first.stdout).not.toBeNull();
+    expect(hint![2]).toMatch(/^list --label batch=hint --limit 1 --cursor \S+$/);
+    const next = await runCli(hint![2]!.split(" "), env);
+    expect(next.code, next.stderr).toBe(0);
+    const rows = (out: string) => out.split("\n").filter((l) => /^[0-9a-f-]{36} /.test(l));
+    expect(rows(next.stdout)).toHaveLength(1);
+    expect(rows(next.stdout)[0]).toContain("batch=hint");
+    expect(rows(next.stdout)[0]).not.toBe(rows(first.stdout)[0]);
     expect((await runCli(["list", "--limit", "0"], env)).code).toBe(2);
   });
 

@@ -86,7 +86,7 @@ describe("usage errors: exit 2 and the nearest name", () => {
     const serve = await runCli(["serve", "--prot", "0"]);
     expect(serve.code).toBe(2);
     expect(serve.stderr).toContain("unknown flag --prot; did you mean --port?");
-    expect(serve.stderr).toContain("Run flowgate serve --help for usage.");
+    expect(serve.stderr).toMatch(/Run (npx )?flowgate serve --help for usage\./);
     const mock = await runCli(["mock", "--prot", "4010"]);
     expect(mock.code).toBe(2);
     expect(mock.stderr).toContain("unknown flag --prot; did you mean --port?");
@@ -96,7 +96,15 @@ describe("usage errors: exit 2 and the nearest name", () => {
   });
 
   it("serve and worker exit 2 on a bad value or a missing flag, as run does", async () => {
-    for (const args of [["serve", "--port", "http"], ["serve", "--engine", "comfy"], ["serve", "--no-dispatch"], ["worker"], ["worker", "--lease", "soon"]]) {
+    for (const args of [
+      ["serve", "--port", "http"],
+      ["serve", "--engine", "comfy"],
+      ["serve", "--no-dispatch"],
+      ["worker"],
+      ["worker", "--lease", "soon"],
+      ["serve", "--blob-store", "s3://b/p"],
+      ["worker", "--database-url", "postgres://127.0.0.1:9/x", "--blob-store", "s3://Bucket/p"],
+    ]) {
       const r = await runCli([...args, "--data-dir", join(dir, "data")]);
       expect(r.code, `${args.join(" ")}: ${r.stderr}`).toBe(2);
       expect(r.stderr).toMatch(/--\w/);
