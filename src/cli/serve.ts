@@ -53,6 +53,8 @@ export async function serve(argv: string[]): Promise<void> {
     throw err;
   });
   process.stdout.write(`flowgate: ${settingsLine(config)}\nflowgate: listening on ${server.url}\n`);
+  // Where a person goes next (the settings line above is for whoever reads the log later).
+  process.stdout.write(`flowgate: dashboard ${server.url}/  API reference ${server.url}/docs\n`);
   let closing = false;
   // npm's SIGTERM does not reach us through its shell: leaving with the parent is the same stop.
   stopWhenOrphaned(() => process.emit("SIGTERM"));
