@@ -2479,7 +2479,10 @@ export interface operations {
                 limit?: number;
                 /** @description The `next_cursor` of the previous page; opaque. */
                 cursor?: string;
-                /** @description Label filters, `metadata[key]=value`: only jobs carrying every one of these labels (up to 3). Since 2.1.0. */
+                /**
+                 * @description Label filters, `metadata[key]=value`: only jobs carrying every one of these labels (up to 3). Since 2.1.0.
+                 * @example {}
+                 */
                 metadata?: components["schemas"]["JobMetadataFilter"];
             };
             header?: never;
