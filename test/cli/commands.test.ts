@@ -5,10 +5,10 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runConformance } from "../../src/cli/delegates.ts";
+import { mockLaunch, runConformance } from "../../src/cli/delegates.ts";
 import { FlowgateClient, type Job } from "../../src/index.ts";
 import { delayGraph, imageGraph, startTestServer, waitFor, type TestServer } from "../client/fixtures.ts";
-import { eventually, runCli, startCli } from "./cli.ts";
+import { eventually, ROOT, runCli, startCli } from "./cli.ts";
 
 const TOKEN = "cli-token";
 let server: TestServer;
@@ -181,6 +181,35 @@ describe("conformance", () => {
 });
 
 describe("mock", () => {
+  it("runs scripts/mock.ts in a checkout, and Prism through npx on the package's spec where the package is installed", async () => {
+    const inCheckout = mockLaunch(["--port", "4011"], ROOT);
+    expect(inCheckout.args.slice(-3)).toEqual([`${ROOT}scripts/mock.ts`, "--port", "4011"]);
+    expect(inCheckout.note).toBeNull();
+    // An installed package: dist/ beside spec/, no scripts/.
+    const pkg = await mkdtemp(join(tmpdir(), "flowgate-installed-"));
+    try {
+      await mkdir(join(pkg, "dist"));
+      await mkdir(join(pkg, "spec"));
+      await writeFile(join(pkg, "spec/openapi.yaml"), "openapi: 3.1.0\n");
+      const installed = mockLaunch(["--port", "4012", "--dynamic"], join(pkg, "dist"));
+      expect(installed.command).toBe("npx");
+      expect(installed.args).toEqual([
+        "--yes",
+        "@stoplight/prism-cli@5",
+        "mock",
+        `${pkg}/dist/../spec/openapi.yaml`,
+        "--port",
+        "4012",
+        "--host",
+        "127.0.0.1",
+        "--dynamic",
+      ]);
+      expect(installed.note).toContain("fetched by npx");
+    } finally {
+      await rm(pkg, { recursive: true, force: true });
+    }
+  });
+
   it("starts the Prism mock of the spec on the port asked for", async () => {
     const port = await new Promise<number>((resolve) => {
       const probe = createServer().listen(0, "127.0.0.1", () => {
