@@ -26,7 +26,7 @@ function flagsOf(command: string): Set<string> | null {
 const PLACEHOLDER = /<([a-z][a-z -]*)>/gi;
 
 /** What is wrong with one simple command, or nothing. */
-export function commandProblems(words: ShellWord[]): string[] {
+function commandProblems(words: ShellWord[]): string[] {
   const args = words.slice(words.findIndex((w) => !/^[A-Z_][A-Z0-9_]*=/.test(w.text)));
   const [name, ...rest] = args.map((w) => w.text);
   if (name === undefined || name === "export") return [];

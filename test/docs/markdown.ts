@@ -94,7 +94,10 @@ export function shellBlocks(text: string): ShellBlock[] {
   text.split("\n").forEach((line, i) => {
     if (/^\s*```/.test(line)) {
       if (!fenced && /^\s*```(sh|bash|shell)\s*$/.test(line)) current = { line: i + 2, code: "" };
-      else if (fenced && current) blocks.push(current), (current = null);
+      else if (fenced && current) {
+        blocks.push(current);
+        current = null;
+      }
       fenced = !fenced;
       return;
     }
