@@ -23,7 +23,16 @@ describe("the reference server keeps the contract", () => {
 
   it("self-hosted, with a static token", async () => {
     await start(["--surface", "self-hosted", "--token", "static-token"]);
-    const report = await runConformance({ ...FAST, oversizeMb: 12, baseUrl: server!.url, surface: "self-hosted", token: "static-token", fillQueue: 12 });
+    const report = await runConformance({
+      ...FAST,
+      explore: 3,
+      explore: 3,
+      oversizeMb: 12,
+      baseUrl: server!.url,
+      surface: "self-hosted",
+      token: "static-token",
+      fillQueue: 12,
+    });
     expect(report.ok, failureLines(report)).toBe(true);
     expect(coverageGaps(report, FLOWGATE_NEVER_SENDS)).toEqual([]);
   }, 300_000);
@@ -32,6 +41,7 @@ describe("the reference server keeps the contract", () => {
     await start(["--surface", "cloud"]);
     const report = await runConformance({
       ...FAST,
+      explore: 3,
       oversizeMb: 12,
       baseUrl: server!.url,
       surface: "cloud",
@@ -56,6 +66,7 @@ describe("the reference server keeps the contract", () => {
     }
     const report = await runConformance({
       ...FAST,
+      explore: 3,
       oversizeMb: 12,
       baseUrl: `${server!.url}/deployment/app`,
       surface: "serverless",
@@ -74,7 +85,7 @@ describe("the reference server keeps the contract", () => {
   it("the serverless demo deployment", async () => {
     await start(["--surface", "serverless"]);
     await dir!.createDeployment({ id: "demo", state: "ready", demo: true, created_at: Date.now() });
-    const report = await runConformance({ ...FAST, oversizeMb: 12, baseUrl: `${server!.url}/deployment/demo`, surface: "serverless", demo: true });
+    const report = await runConformance({ ...FAST, explore: 3, oversizeMb: 12, baseUrl: `${server!.url}/deployment/demo`, surface: "serverless", demo: true });
     expect(report.ok, failureLines(report)).toBe(true);
     expect(coverageGaps(report, FLOWGATE_NEVER_SENDS)).toEqual([]);
   }, 300_000);

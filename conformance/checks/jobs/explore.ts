@@ -149,12 +149,12 @@ class GetUnknown implements Cmd {
   toString = () => "get(unknown id)";
 }
 
-/** Job ids of a sequence replaced by $JOB1, $JOB2... in order of appearance, so the listing replays. */
+/** Ids (jobs, idempotency keys) of a sequence replaced by $ID1, $ID2... in order of appearance, so the listing replays. */
 function replayable(requests: readonly string[]): string[] {
   const ids = new Map<string, string>();
   return requests.map((line) =>
     line.replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, (id) => {
-      if (!ids.has(id)) ids.set(id, `$JOB${ids.size + 1}`);
+      if (!ids.has(id)) ids.set(id, `$ID${ids.size + 1}`);
       return ids.get(id)!;
     }),
   );
