@@ -26,7 +26,6 @@ describe("the reference server keeps the contract", () => {
     const report = await runConformance({
       ...FAST,
       explore: 3,
-      explore: 3,
       oversizeMb: 12,
       baseUrl: server!.url,
       surface: "self-hosted",
