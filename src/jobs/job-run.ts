@@ -331,6 +331,7 @@ class JobRun {
           this.report(tracker.step(node_id, value, max));
         });
       },
+      onActivity: ({ node_id, activity }) => this.inOrder(() => events.publish({ type: "activity", ...base, node_id, activity })),
       onPreview: ({ node_id, content_type, data }) => this.inOrder(() => events.publish({ type: "preview", ...base, node_id, content_type, data })),
       onOutput: (output) => track(this.commits, () => this.commitOutput(output)),
       onLog: (text) => {

@@ -254,7 +254,7 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
       return {
         store: storeOk,
         engine: engineOk,
-        queue: dispatcher.queue.size < config.queueLimit,
+        queue: dispatcher.waiting < config.queueLimit,
         dispatch: !dispatcher.stopping && !dispatcher.failing,
         storage: !space.short && !assets.pendingLeft,
         blobs: blobsOk,

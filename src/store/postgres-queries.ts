@@ -123,6 +123,22 @@ export function pgListJobsSql(byStatus: boolean, byDeployment: boolean, inHistor
 }
 
 /**
+ * An owner's jobs still in the hosted history, sorted, at an offset (listJobsAtOffset), each row
+ * with the number of jobs matching in all (one statement: page and total see one snapshot).
+ * $1 owner, $2 now, $3 limit, $4 offset, then the status set and the deployment when used; finished
+ * jobs past retention are left out, ties keep submission order.
+ */
+export function pgOffsetJobsSql(byStatus: boolean, byDeployment: boolean, sort: "created" | "duration", descending: boolean): string {
+  const dir = descending ? "DESC" : "ASC";
+  const key = sort === "duration" ? `CASE WHEN started_at IS NOT NULL AND completed_at IS NOT NULL THEN completed_at - started_at ELSE 0 END ${dir}, ` : "";
+  return `SELECT ${JOB_COLUMNS}, count(*) OVER () AS total FROM jobs
+    WHERE owner = $1 AND NOT history_hidden AND NOT (status IN ${TERMINAL} AND expires_at <= $2)
+    ${byStatus ? "AND status = ANY($5::text[])" : ""}
+    ${byDeployment ? `AND deployment_id = $${byStatus ? 6 : 5}` : ""}
+    ORDER BY ${key}seq ${dir} LIMIT $3 OFFSET $4`;
+}
+
+/**
  * An owner's jobs carrying every label of `labelCount` filters, newest first below a seq: the first
  * filter's (owner, key, value, seq) primary-key range drives backwards from the cursor, each other
  * one is a primary-key probe. $1 owner, $2 before, $3 limit, $4 keys[], $5 values[], then the
