@@ -75,6 +75,11 @@ export class EventBus {
     };
   }
 
+  /** Whether events go to other processes too (relayTo). */
+  get relays(): boolean {
+    return this.outbox !== null;
+  }
+
   /** Sends the events of this process's runs (all but status changes) to other processes too. */
   relayTo(outbox: EventOutbox): void {
     this.outbox = outbox;

@@ -434,7 +434,10 @@ class JobRun {
     let end = decided;
     const held = this.rows.takeForEnd();
 
-    // Other processes hear the run's events before its end (notifications go in commit order).
+    // Other processes hear the run's events before its end (notifications go in commit order):
+    // every event the run reported is handed to the relay first (where one is in use, the last
+    // outputs' records are not held for the end: endWithOutputs is off).
+    if (deps.events.relays && deps.endWithOutputs !== true) await this.startCommit;
     await deps.events.relayed();
 
     this.ending = true;
