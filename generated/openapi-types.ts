@@ -2239,6 +2239,8 @@ export interface components {
         /** @description `upstream_error`: an unexpected failure in backing services. The message is one fixed, generic sentence, safe to display. Any operation can fail this way. */
         UpstreamError: {
             headers: {
+                /** @description Present when the failure came from a dependency that is unavailable for now (the database, object storage); seconds to wait before retrying. */
+                "Retry-After"?: number;
                 [name: string]: unknown;
             };
             content: {

@@ -149,7 +149,7 @@ export const routes: readonly RouteSpec[] = [
         "errorCodes": [
           "upstream_error"
         ],
-        "retryAfter": false
+        "retryAfter": true
       }
     }
   },
@@ -266,7 +266,7 @@ export const routes: readonly RouteSpec[] = [
         "errorCodes": [
           "upstream_error"
         ],
-        "retryAfter": false
+        "retryAfter": true
       },
       "507": {
         "contentType": "application/json",
@@ -353,7 +353,7 @@ export const routes: readonly RouteSpec[] = [
         "errorCodes": [
           "upstream_error"
         ],
-        "retryAfter": false
+        "retryAfter": true
       }
     }
   },
@@ -438,7 +438,7 @@ export const routes: readonly RouteSpec[] = [
         "errorCodes": [
           "upstream_error"
         ],
-        "retryAfter": false
+        "retryAfter": true
       },
       "507": {
         "contentType": "application/json",
@@ -526,7 +526,7 @@ export const routes: readonly RouteSpec[] = [
         "errorCodes": [
           "upstream_error"
         ],
-        "retryAfter": false
+        "retryAfter": true
       }
     }
   },
@@ -605,7 +605,7 @@ export const routes: readonly RouteSpec[] = [
         "errorCodes": [
           "upstream_error"
         ],
-        "retryAfter": false
+        "retryAfter": true
       }
     }
   },
@@ -712,7 +712,7 @@ export const routes: readonly RouteSpec[] = [
         "errorCodes": [
           "upstream_error"
         ],
-        "retryAfter": false
+        "retryAfter": true
       },
       "507": {
         "contentType": "application/json",
@@ -820,7 +820,7 @@ export const routes: readonly RouteSpec[] = [
         "errorCodes": [
           "upstream_error"
         ],
-        "retryAfter": false
+        "retryAfter": true
       },
       "507": {
         "contentType": "application/json",
@@ -986,7 +986,7 @@ export const routes: readonly RouteSpec[] = [
         "errorCodes": [
           "upstream_error"
         ],
-        "retryAfter": false
+        "retryAfter": true
       }
     }
   },
@@ -1065,7 +1065,7 @@ export const routes: readonly RouteSpec[] = [
         "errorCodes": [
           "upstream_error"
         ],
-        "retryAfter": false
+        "retryAfter": true
       },
       "507": {
         "contentType": "application/json",
@@ -1175,7 +1175,7 @@ export const routes: readonly RouteSpec[] = [
         "errorCodes": [
           "upstream_error"
         ],
-        "retryAfter": false
+        "retryAfter": true
       }
     }
   },
