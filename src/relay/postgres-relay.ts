@@ -111,9 +111,9 @@ export class PostgresRelay implements EventRelay {
   }
 
   /**
-   * Listens on a connection of its own, opened again when lost (what was said while it was down
-   * is not heard: subscribers resynchronize from reads). Changes and events of this process
-   * itself are left out.
+   * Listens on a connection of its own, opened again when lost; once it listens again a `resync`
+   * notice says that what was said meanwhile was not heard (the follower reads it back). Changes
+   * and events of this process itself are left out.
    */
   async listen(onNotice: (notice: RemoteNotice) => void): Promise<() => Promise<void>> {
     const tag = this.#options.tag;
@@ -137,6 +137,7 @@ export class PostgresRelay implements EventRelay {
     };
     let client: pg.Client | null = null;
     let stopped = false;
+    let listened = false;
     let retry: NodeJS.Timeout | undefined;
     const connect = async (): Promise<void> => {
       const c = new pg.Client({
@@ -160,6 +161,9 @@ export class PostgresRelay implements EventRelay {
       });
       await c.connect();
       await c.query(`LISTEN ${PG_STATUS_CHANNEL}; LISTEN "${this.#channel}"; LISTEN "${this.#wakeChannel}"`);
+      // Listening again after a loss: what was committed in the gap is read, not heard.
+      if (listened && client === c && !stopped) onNotice({ kind: "resync" });
+      listened = true;
     };
     try {
       await connect();
