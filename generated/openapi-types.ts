@@ -1180,8 +1180,9 @@ export interface components {
         };
         /**
          * @description Labels of a job: at most 16 pairs; keys of 1 to 40 characters from `A-Z a-z 0-9 _ - .`;
-         *     values strings of at most 256 characters. Stored, listed and echoed in clear: never a place
-         *     for secrets. A map outside these bounds is 422 `metadata_invalid`.
+         *     values strings of at most 256 characters, well-formed Unicode without U+0000 (NUL, and a
+         *     lone surrogate, are refused: no store can keep them alike). Stored, listed and echoed in
+         *     clear: never a place for secrets. A map outside these bounds is 422 `metadata_invalid`.
          * @example {
          *       "project": "cats",
          *       "run": "42"
@@ -1969,7 +1970,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description `invalid_request` (as for every operation: bad `status`, `limit` or `cursor`) or `invalid_metadata_filter` (a malformed `metadata[key]` filter: an empty or invalid key, more than 3 filters, a repeated key, a value longer than 256 characters). */
+        /** @description `invalid_request` (as for every operation: bad `status`, `limit` or `cursor`) or `invalid_metadata_filter` (a malformed `metadata[key]` filter: an empty or invalid key, more than 3 filters, a repeated key, a value longer than 256 characters or holding NUL or a lone surrogate). */
         ListBadRequest: {
             headers: {
                 [name: string]: unknown;

@@ -169,7 +169,13 @@ export function foldDeepObjects(query: Record<string, unknown>): Record<string, 
     if (target !== undefined && (typeof target !== "object" || target === null || Array.isArray(target))) continue;
     const obj = (target as Record<string, unknown> | undefined) ?? {};
     // A key given twice is an array (a repeated filter), refused as a value that is not a string.
-    obj[key] = Object.hasOwn(obj, key) ? [obj[key], value].flat() : value;
+    // Defined, not assigned: `metadata[__proto__]=x` is a key like any other, not the prototype.
+    Object.defineProperty(obj, key, {
+      value: Object.hasOwn(obj, key) ? [obj[key], value].flat() : value,
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
     out[param] = obj;
   }
   return out;
