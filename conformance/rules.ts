@@ -274,9 +274,10 @@ export const SHARED_RULES: readonly Rule[] = [
 /** The project's extension groups: rules of the v2 contract's minor versions after 2.0.0 (spec/openapi.yaml). */
 export const EXTENSION_GROUPS: Readonly<Record<string, string>> = {
   LBL: "Labels (contract 2.1)",
+  SDK: "The official SDK's listing items, cursor errors and logs resource (contract 2.2)",
 };
 
-/** Rules of the extension groups, from spec/openapi.yaml (2.1.0: job labels, issue #37). */
+/** Rules of the extension groups, from spec/openapi.yaml (2.1.0: job labels, issue #37; 2.2.0: the official SDK's listing and logs, issue #50). */
 export const EXTENSION_RULES: readonly Rule[] = [
   {
     id: "LBL-1",
@@ -312,6 +313,26 @@ export const EXTENSION_RULES: readonly Rule[] = [
     id: "LBL-7",
     group: "LBL",
     text: "Labels take part in the idempotency comparison like the rest of the body: a reused key with other labels is refused with 422 `idempotency_key_reuse` and creates no job.",
+  },
+  {
+    id: "SDK-1",
+    group: "SDK",
+    text: "Each job of `GET /api/v2/jobs` carries, beside the full job, `create_time` (its `created_at`), `update_time` (its last change, RFC 3339, not before its creation or its end) and `deployment_id` (the deployment on serverless, `null` elsewhere).",
+  },
+  {
+    id: "SDK-2",
+    group: "SDK",
+    text: "A listing `cursor` the server did not issue is 400 `invalid_cursor` in the envelope.",
+  },
+  {
+    id: "SDK-3",
+    group: "SDK",
+    text: "Where the surface serves logs, every job view links `urls.logs`; its GET answers a finished job's JobLogs `{text, truncated, captured_at, complete}` (`complete` true), the same log `GET /api/v2/jobs/{id}` embeds.",
+  },
+  {
+    id: "SDK-4",
+    group: "SDK",
+    text: "`GET /api/v2/jobs/{id}/logs` answers 204 without a body where there is no log to show (a job not finished; every job on a surface that serves no logs, whose jobs carry no `urls.logs`), and 404 `not_found` for an unknown job.",
   },
 ];
 

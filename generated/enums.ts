@@ -16,7 +16,7 @@ export const JOB_ERROR_CODES = ["node_execution_error", "invalid_input", "missin
 export const NON_RETRYABLE_JOB_ERROR_CODES = ["invalid_input", "missing_model"] as const;
 
 /** Every value of ErrorCode, in the spec's order. */
-export const ERROR_CODES = ["invalid_request", "unauthorized", "insufficient_credits", "forbidden", "not_found", "blob_not_found", "hash_mismatch", "payload_too_large", "range_not_satisfiable", "invalid_workflow", "workflow_format_ui", "missing_asset", "idempotency_key_reuse", "deployment_stopped", "metadata_invalid", "metadata_not_supported", "invalid_metadata_filter", "queue_full", "deployment_not_ready", "too_many_streams", "rate_limited", "upstream_error", "insufficient_storage"] as const;
+export const ERROR_CODES = ["invalid_request", "unauthorized", "insufficient_credits", "forbidden", "not_found", "blob_not_found", "hash_mismatch", "payload_too_large", "range_not_satisfiable", "invalid_workflow", "workflow_format_ui", "missing_asset", "idempotency_key_reuse", "deployment_stopped", "metadata_invalid", "metadata_not_supported", "invalid_metadata_filter", "invalid_cursor", "queue_full", "deployment_not_ready", "too_many_streams", "rate_limited", "upstream_error", "insufficient_storage"] as const;
 
 /** Every value of HostedFileType, in the spec's order. */
 export const HOSTED_FILE_TYPES = ["output", "temp", "input"] as const;
@@ -57,6 +57,7 @@ export const ERROR_CODE_STATUS = {
   metadata_invalid: 422,
   metadata_not_supported: 422,
   invalid_metadata_filter: 400,
+  invalid_cursor: 400,
   queue_full: 429,
   deployment_not_ready: 429,
   too_many_streams: 429,

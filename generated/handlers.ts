@@ -12,6 +12,7 @@ export interface V2Handlers<Ctx> {
   cancelJob: OperationHandler<"cancelJob", Ctx>;
   streamJobEvents: OperationHandler<"streamJobEvents", Ctx>;
   getJobWorkflow: OperationHandler<"getJobWorkflow", Ctx>;
+  getJobLogs: OperationHandler<"getJobLogs", Ctx>;
   uploadAsset: OperationHandler<"uploadAsset", Ctx>;
   createAssetFromHash: OperationHandler<"createAssetFromHash", Ctx>;
   checkAssetHash: OperationHandler<"checkAssetHash", Ctx>;

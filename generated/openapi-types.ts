@@ -9,7 +9,9 @@ export interface paths {
         };
         /**
          * List the caller's jobs
-         * @description The caller's jobs, newest first, with cursor pagination. Entries carry no `logs`.
+         * @description The caller's jobs, newest first, with cursor pagination. Entries carry no `logs`. Each entry
+         *     is the full job plus the official SDK's item fields `create_time`, `update_time` and
+         *     `deployment_id` (since 2.2.0). A cursor this server did not issue is 400 `invalid_cursor`.
          *     `metadata[key]=value` filters by label (deepObject style, up to 3 filters, all must match,
          *     combined with `status` and the cursor); a malformed filter (an empty or invalid key, more
          *     than 3 filters, a repeated key, a value longer than 256 characters) is 400
@@ -139,6 +141,30 @@ export interface paths {
          * @description The graph as it was submitted, in the API format. Never carries `extra_data`.
          */
         get: operations["getJobWorkflow"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/jobs/{id}/logs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a job's log
+         * @description The job's captured standard output as a resource of its own (since 2.2.0): the same log, with
+         *     the same lifetime, that `GET /api/v2/jobs/{id}` embeds as `logs`. 204 when the job has no
+         *     log: the surface captures none (self-hosted, hosted cloud), the job has not finished, it
+         *     predates capture, or it ran on the public demo deployment, which withholds logs on read.
+         *     Clients follow `urls.logs` and ask nothing where the job carries no such link.
+         */
+        get: operations["getJobLogs"];
         put?: never;
         post?: never;
         delete?: never;
@@ -805,6 +831,13 @@ export interface components {
              * @description Cancellation (POST).
              */
             cancel: string;
+            /**
+             * Format: uri-reference
+             * @description The job's log (GET, since 2.2.0). Present only where the surface serves logs to this
+             *     caller (serverless deployments, not the public demo deployment); a client that finds no
+             *     link knows there is no log and asks nothing.
+             */
+            logs?: string;
         };
         /**
          * @description What the workflow's code wrote to standard output (serverless surfaces only). Capture is
@@ -813,12 +846,18 @@ export interface components {
          * @example {
          *       "text": "hello from FlowgatePrint\n",
          *       "truncated": false,
-         *       "captured_at": "2026-11-21T10:00:03.000Z"
+         *       "captured_at": "2026-11-21T10:00:03.000Z",
+         *       "complete": true
          *     }
          */
         JobLogs: {
             /** @description Standard output in write order; untrusted, render it as plain text; its shape is not stable. */
             text: string;
+            /**
+             * @description True when the log is final: the job has ended and nothing more will be added (since
+             *     2.2.0; servers of 2.2.0 and later always send it, and send a log only once it is final).
+             */
+            complete?: boolean;
             /** @description True when `text` is only the tail of a longer output. */
             truncated: boolean;
             /**
@@ -949,7 +988,8 @@ export interface components {
          *       "logs": {
          *         "text": "hello\n",
          *         "truncated": false,
-         *         "captured_at": "2026-11-21T10:00:01.300Z"
+         *         "captured_at": "2026-11-21T10:00:01.300Z",
+         *         "complete": true
          *       }
          *     }
          */
@@ -984,6 +1024,51 @@ export interface components {
             logs?: never;
         };
         /**
+         * @description A listed job: the full job without `logs`, plus the item fields of the official v2 SDK's
+         *     listing (since 2.2.0; servers of 2.2.0 and later always send them).
+         * @example {
+         *       "id": "0192f4a8-6c1e-7b3a-9f21-3c5d8e7a1b42",
+         *       "status": "queued",
+         *       "created_at": "2026-11-21T10:00:00.000Z",
+         *       "started_at": null,
+         *       "completed_at": null,
+         *       "expires_at": "2026-11-28T10:00:00.000Z",
+         *       "queue_position": 0,
+         *       "progress": null,
+         *       "outputs": [],
+         *       "error": null,
+         *       "urls": {
+         *         "self": "/api/v2/jobs/0192f4a8-6c1e-7b3a-9f21-3c5d8e7a1b42",
+         *         "events": "/api/v2/jobs/0192f4a8-6c1e-7b3a-9f21-3c5d8e7a1b42/events",
+         *         "cancel": "/api/v2/jobs/0192f4a8-6c1e-7b3a-9f21-3c5d8e7a1b42/cancel"
+         *       },
+         *       "metrics": {
+         *         "queue_ms": null,
+         *         "execution_ms": null
+         *       },
+         *       "metadata": {},
+         *       "create_time": "2026-11-21T10:00:00.000Z",
+         *       "update_time": "2026-11-21T10:00:00.000Z",
+         *       "deployment_id": null
+         *     }
+         */
+        JobListItem: components["schemas"]["JobWithoutLogs"] & {
+            /**
+             * Format: date-time
+             * @description When the job was accepted; equals `created_at`.
+             */
+            create_time?: string;
+            /**
+             * Format: date-time
+             * @description The job's last recorded change: the latest of its creation, start, end and output
+             *     commits (a progress snapshot or a cancel request that has not ended the run yet
+             *     does not move it).
+             */
+            update_time?: string;
+            /** @description The serverless deployment the job ran on; null on the other surfaces. */
+            deployment_id?: string | null;
+        };
+        /**
          * @description One page of the caller's jobs, newest first.
          * @example {
          *       "jobs": [
@@ -1006,7 +1091,11 @@ export interface components {
          *           "metrics": {
          *             "queue_ms": null,
          *             "execution_ms": null
-         *           }
+         *           },
+         *           "metadata": {},
+         *           "create_time": "2026-11-21T10:00:00.000Z",
+         *           "update_time": "2026-11-21T10:00:00.000Z",
+         *           "deployment_id": null
          *         }
          *       ],
          *       "next_cursor": null
@@ -1014,7 +1103,7 @@ export interface components {
          */
         JobList: {
             /** @description The jobs of this page. */
-            jobs: components["schemas"]["JobWithoutLogs"][];
+            jobs: components["schemas"]["JobListItem"][];
             /** @description Pass as `cursor` for the next page; null on the last page. */
             next_cursor: string | null;
         };
@@ -1180,8 +1269,8 @@ export interface components {
         };
         /**
          * @description Labels of a job: at most 16 pairs; keys of 1 to 40 characters from `A-Z a-z 0-9 _ - .`;
-         *     values strings of at most 256 characters, well-formed Unicode without U+0000 (NUL, and a
-         *     lone surrogate, are refused: no store can keep them alike). Stored, listed and echoed in
+         *     values strings of at most 256 characters, well-formed Unicode without U+0000 (NUL and lone
+         *     surrogates are refused, as PostgreSQL cannot keep them). Stored, listed and echoed in
          *     clear: never a place for secrets. A map outside these bounds is 422 `metadata_invalid`.
          * @example {
          *       "project": "cats",
@@ -1349,14 +1438,15 @@ export interface components {
          *     `hash_mismatch` 409, `payload_too_large` 413, `range_not_satisfiable` 416,
          *     `invalid_workflow` 422, `workflow_format_ui` 422, `missing_asset` 422,
          *     `idempotency_key_reuse` 422, `deployment_stopped` 422, `metadata_invalid` 422,
-         *     `metadata_not_supported` 422, `invalid_metadata_filter` 400, `queue_full` 429,
+         *     `metadata_not_supported` 422, `invalid_metadata_filter` 400, `invalid_cursor` 400 (since
+         *     2.2.0), `queue_full` 429,
          *     `deployment_not_ready` 429, `too_many_streams` 429, `rate_limited` 429, `upstream_error` 500,
          *     `insufficient_storage` 507.
          *     Every 429 carries `Retry-After`. More codes may be added within v2.
          * @example invalid_workflow
          * @enum {string}
          */
-        ErrorCode: "invalid_request" | "unauthorized" | "insufficient_credits" | "forbidden" | "not_found" | "blob_not_found" | "hash_mismatch" | "payload_too_large" | "range_not_satisfiable" | "invalid_workflow" | "workflow_format_ui" | "missing_asset" | "idempotency_key_reuse" | "deployment_stopped" | "metadata_invalid" | "metadata_not_supported" | "invalid_metadata_filter" | "queue_full" | "deployment_not_ready" | "too_many_streams" | "rate_limited" | "upstream_error" | "insufficient_storage";
+        ErrorCode: "invalid_request" | "unauthorized" | "insufficient_credits" | "forbidden" | "not_found" | "blob_not_found" | "hash_mismatch" | "payload_too_large" | "range_not_satisfiable" | "invalid_workflow" | "workflow_format_ui" | "missing_asset" | "idempotency_key_reuse" | "deployment_stopped" | "metadata_invalid" | "metadata_not_supported" | "invalid_metadata_filter" | "invalid_cursor" | "queue_full" | "deployment_not_ready" | "too_many_streams" | "rate_limited" | "upstream_error" | "insufficient_storage";
         /**
          * @description Every v2 error body, from every layer.
          * @example {
@@ -1970,7 +2060,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description `invalid_request` (as for every operation: bad `status`, `limit` or `cursor`) or `invalid_metadata_filter` (a malformed `metadata[key]` filter: an empty or invalid key, more than 3 filters, a repeated key, a value longer than 256 characters or holding NUL or a lone surrogate). */
+        /** @description `invalid_request` (as for every operation: bad `status` or `limit`, a `cursor` longer than 512 characters), `invalid_cursor` (a `cursor` this server did not issue; since 2.2.0) or `invalid_metadata_filter` (a malformed `metadata[key]` filter: an empty or invalid key, more than 3 filters, a repeated key, a value longer than 256 characters or holding NUL or a lone surrogate). */
         ListBadRequest: {
             headers: {
                 [name: string]: unknown;
@@ -2480,7 +2570,7 @@ export interface operations {
                 status?: components["schemas"]["JobStatus"];
                 /** @description Page size, 1 to 100. */
                 limit?: number;
-                /** @description The `next_cursor` of the previous page; opaque. */
+                /** @description The `next_cursor` of the previous page; opaque. One this server did not issue is 400 `invalid_cursor` (since 2.2.0). */
                 cursor?: string;
                 /** @description Label filters, `metadata[key]=value`: only jobs carrying every one of these labels (up to 3). Since 2.1.0. */
                 metadata?: components["schemas"]["JobMetadataFilter"];
@@ -2519,7 +2609,11 @@ export interface operations {
                      *           "metrics": {
                      *             "queue_ms": null,
                      *             "execution_ms": null
-                     *           }
+                     *           },
+                     *           "metadata": {},
+                     *           "create_time": "2026-11-21T10:00:00.000Z",
+                     *           "update_time": "2026-11-21T10:00:00.000Z",
+                     *           "deployment_id": null
                      *         }
                      *       ],
                      *       "next_cursor": null
@@ -2742,6 +2836,50 @@ export interface operations {
                      */
                     "application/json": components["schemas"]["JobWorkflow"];
                 };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["UpstreamError"];
+        };
+    };
+    getJobLogs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Job id (a UUID). */
+                id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The job's log. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "text": "hello from FlowgatePrint\n",
+                     *       "truncated": false,
+                     *       "captured_at": "2026-11-21T10:00:03.000Z",
+                     *       "complete": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JobLogs"];
+                };
+            };
+            /** @description The job has no log to show. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["Unauthorized"];

@@ -7,6 +7,7 @@ export declare const path_getJob: ValidateFunction;
 export declare const path_cancelJob: ValidateFunction;
 export declare const path_streamJobEvents: ValidateFunction;
 export declare const path_getJobWorkflow: ValidateFunction;
+export declare const path_getJobLogs: ValidateFunction;
 export declare const path_checkAssetHash: ValidateFunction;
 export declare const path_getAsset: ValidateFunction;
 export declare const path_deleteAsset: ValidateFunction;

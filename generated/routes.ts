@@ -8,6 +8,7 @@ export type OperationId =
   | "cancelJob"
   | "streamJobEvents"
   | "getJobWorkflow"
+  | "getJobLogs"
   | "uploadAsset"
   | "createAssetFromHash"
   | "checkAssetHash"
@@ -99,6 +100,7 @@ export const routes: readonly RouteSpec[] = [
         "validator": "response_listJobs_400",
         "errorCodes": [
           "invalid_request",
+          "invalid_cursor",
           "invalid_metadata_filter"
         ],
         "retryAfter": false
@@ -602,6 +604,91 @@ export const routes: readonly RouteSpec[] = [
       "500": {
         "contentType": "application/json",
         "validator": "response_getJobWorkflow_500",
+        "errorCodes": [
+          "upstream_error"
+        ],
+        "retryAfter": true
+      }
+    }
+  },
+  {
+    "operationId": "getJobLogs",
+    "method": "GET",
+    "path": "/api/v2/jobs/{id}/logs",
+    "url": "/api/v2/jobs/:id/logs",
+    "family": "v2",
+    "tags": [
+      "jobs"
+    ],
+    "security": [
+      [
+        "bearerAuth"
+      ],
+      []
+    ],
+    "websocket": false,
+    "requestBody": null,
+    "validators": {
+      "path": "path_getJobLogs",
+      "query": null,
+      "header": null
+    },
+    "responses": {
+      "200": {
+        "contentType": "application/json",
+        "validator": "response_getJobLogs_200",
+        "errorCodes": [],
+        "retryAfter": false
+      },
+      "204": {
+        "contentType": null,
+        "validator": null,
+        "errorCodes": [],
+        "retryAfter": false
+      },
+      "400": {
+        "contentType": "application/json",
+        "validator": "response_getJobLogs_400",
+        "errorCodes": [
+          "invalid_request"
+        ],
+        "retryAfter": false
+      },
+      "401": {
+        "contentType": "application/json",
+        "validator": "response_getJobLogs_401",
+        "errorCodes": [
+          "unauthorized"
+        ],
+        "retryAfter": false
+      },
+      "403": {
+        "contentType": "application/json",
+        "validator": "response_getJobLogs_403",
+        "errorCodes": [
+          "forbidden"
+        ],
+        "retryAfter": false
+      },
+      "404": {
+        "contentType": "application/json",
+        "validator": "response_getJobLogs_404",
+        "errorCodes": [
+          "not_found"
+        ],
+        "retryAfter": false
+      },
+      "429": {
+        "contentType": "application/json",
+        "validator": "response_getJobLogs_429",
+        "errorCodes": [
+          "rate_limited"
+        ],
+        "retryAfter": true
+      },
+      "500": {
+        "contentType": "application/json",
+        "validator": "response_getJobLogs_500",
         "errorCodes": [
           "upstream_error"
         ],

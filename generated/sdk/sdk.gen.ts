@@ -2,7 +2,7 @@
 
 import { client } from './client.gen.ts';
 import { type Client, type ClientMeta, formDataBodySerializer, type Options as Options2, type RequestResult, type ServerSentEventsResult, type TDataShape } from './client/index.ts';
-import type { CancelJobData, CancelJobErrors, CancelJobResponses, CheckAssetHashData, CheckAssetHashErrors, CheckAssetHashResponses, CreateAssetFromHashData, CreateAssetFromHashErrors, CreateAssetFromHashResponses, CreateJobData, CreateJobErrors, CreateJobResponses, DeleteAssetData, DeleteAssetErrors, DeleteAssetResponses, GetAssetContentData, GetAssetContentErrors, GetAssetContentResponses, GetAssetData, GetAssetErrors, GetAssetResponses, GetHealthData, GetHealthResponses, GetJobData, GetJobErrors, GetJobResponses, GetJobWorkflowData, GetJobWorkflowErrors, GetJobWorkflowResponses, GetMetricsData, GetMetricsErrors, GetMetricsResponses, GetReadinessData, GetReadinessErrors, GetReadinessResponses, HostedGetHistoryData, HostedGetHistoryEntryData, HostedGetHistoryEntryErrors, HostedGetHistoryEntryResponses, HostedGetHistoryErrors, HostedGetHistoryResponses, HostedGetJobStatusData, HostedGetJobStatusErrors, HostedGetJobStatusResponses, HostedGetNodeInfoData, HostedGetNodeInfoErrors, HostedGetNodeInfoResponses, HostedGetObjectInfoData, HostedGetObjectInfoErrors, HostedGetObjectInfoResponses, HostedGetPromptInfoData, HostedGetPromptInfoErrors, HostedGetPromptInfoResponses, HostedGetQueueData, HostedGetQueueErrors, HostedGetQueueResponses, HostedGetSystemStatsData, HostedGetSystemStatsErrors, HostedGetSystemStatsResponses, HostedInterruptData, HostedInterruptErrors, HostedInterruptResponses, HostedManageHistoryData, HostedManageHistoryErrors, HostedManageHistoryResponses, HostedManageQueueData, HostedManageQueueErrors, HostedManageQueueResponses, HostedQueuePromptData, HostedQueuePromptErrors, HostedQueuePromptResponses, HostedUploadImageData, HostedUploadImageErrors, HostedUploadImageResponses, HostedUploadMaskData, HostedUploadMaskErrors, HostedUploadMaskResponses, HostedViewData, HostedViewErrors, HostedWebSocketData, HostedWebSocketErrors, ListJobsData, ListJobsErrors, ListJobsResponses, StreamJobEventsData, StreamJobEventsErrors, StreamJobEventsResponse, StreamJobEventsResponses, UploadAssetData, UploadAssetErrors, UploadAssetResponses } from './types.gen.ts';
+import type { CancelJobData, CancelJobErrors, CancelJobResponses, CheckAssetHashData, CheckAssetHashErrors, CheckAssetHashResponses, CreateAssetFromHashData, CreateAssetFromHashErrors, CreateAssetFromHashResponses, CreateJobData, CreateJobErrors, CreateJobResponses, DeleteAssetData, DeleteAssetErrors, DeleteAssetResponses, GetAssetContentData, GetAssetContentErrors, GetAssetContentResponses, GetAssetData, GetAssetErrors, GetAssetResponses, GetHealthData, GetHealthResponses, GetJobData, GetJobErrors, GetJobLogsData, GetJobLogsErrors, GetJobLogsResponses, GetJobResponses, GetJobWorkflowData, GetJobWorkflowErrors, GetJobWorkflowResponses, GetMetricsData, GetMetricsErrors, GetMetricsResponses, GetReadinessData, GetReadinessErrors, GetReadinessResponses, HostedGetHistoryData, HostedGetHistoryEntryData, HostedGetHistoryEntryErrors, HostedGetHistoryEntryResponses, HostedGetHistoryErrors, HostedGetHistoryResponses, HostedGetJobStatusData, HostedGetJobStatusErrors, HostedGetJobStatusResponses, HostedGetNodeInfoData, HostedGetNodeInfoErrors, HostedGetNodeInfoResponses, HostedGetObjectInfoData, HostedGetObjectInfoErrors, HostedGetObjectInfoResponses, HostedGetPromptInfoData, HostedGetPromptInfoErrors, HostedGetPromptInfoResponses, HostedGetQueueData, HostedGetQueueErrors, HostedGetQueueResponses, HostedGetSystemStatsData, HostedGetSystemStatsErrors, HostedGetSystemStatsResponses, HostedInterruptData, HostedInterruptErrors, HostedInterruptResponses, HostedManageHistoryData, HostedManageHistoryErrors, HostedManageHistoryResponses, HostedManageQueueData, HostedManageQueueErrors, HostedManageQueueResponses, HostedQueuePromptData, HostedQueuePromptErrors, HostedQueuePromptResponses, HostedUploadImageData, HostedUploadImageErrors, HostedUploadImageResponses, HostedUploadMaskData, HostedUploadMaskErrors, HostedUploadMaskResponses, HostedViewData, HostedViewErrors, HostedWebSocketData, HostedWebSocketErrors, ListJobsData, ListJobsErrors, ListJobsResponses, StreamJobEventsData, StreamJobEventsErrors, StreamJobEventsResponse, StreamJobEventsResponses, UploadAssetData, UploadAssetErrors, UploadAssetResponses } from './types.gen.ts';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -21,7 +21,9 @@ export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends 
 /**
  * List the caller's jobs
  *
- * The caller's jobs, newest first, with cursor pagination. Entries carry no `logs`.
+ * The caller's jobs, newest first, with cursor pagination. Entries carry no `logs`. Each entry
+ * is the full job plus the official SDK's item fields `create_time`, `update_time` and
+ * `deployment_id` (since 2.2.0). A cursor this server did not issue is 400 `invalid_cursor`.
  * `metadata[key]=value` filters by label (deepObject style, up to 3 filters, all must match,
  * combined with `status` and the cursor); a malformed filter (an empty or invalid key, more
  * than 3 filters, a repeated key, a value longer than 256 characters) is 400
@@ -161,6 +163,26 @@ export const getJobWorkflow = <ThrowOnError extends boolean = false>(options: Op
             type: 'http'
         }],
     url: '/api/v2/jobs/{id}/workflow',
+    ...options
+});
+
+/**
+ * Read a job's log
+ *
+ * The job's captured standard output as a resource of its own (since 2.2.0): the same log, with
+ * the same lifetime, that `GET /api/v2/jobs/{id}` embeds as `logs`. 204 when the job has no
+ * log: the surface captures none (self-hosted, hosted cloud), the job has not finished, it
+ * predates capture, or it ran on the public demo deployment, which withholds logs on read.
+ * Clients follow `urls.logs` and ask nothing where the job carries no such link.
+ *
+ */
+export const getJobLogs = <ThrowOnError extends boolean = false>(options: Options<GetJobLogsData, ThrowOnError>): RequestResult<GetJobLogsResponses, GetJobLogsErrors, ThrowOnError> => (options.client ?? client).get<GetJobLogsResponses, GetJobLogsErrors, ThrowOnError>({
+    security: [{
+            key: 'bearerAuth',
+            scheme: 'bearer',
+            type: 'http'
+        }],
+    url: '/api/v2/jobs/{id}/logs',
     ...options
 });
 

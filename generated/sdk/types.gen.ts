@@ -161,6 +161,13 @@ export type JobUrls = {
      * Cancellation (POST).
      */
     cancel: string;
+    /**
+     * The job's log (GET, since 2.2.0). Present only where the surface serves logs to this
+     * caller (serverless deployments, not the public demo deployment); a client that finds no
+     * link knows there is no log and asks nothing.
+     *
+     */
+    logs?: string;
 };
 
 /**
@@ -174,6 +181,12 @@ export type JobLogs = {
      * Standard output in write order; untrusted, render it as plain text; its shape is not stable.
      */
     text: string;
+    /**
+     * True when the log is final: the job has ended and nothing more will be added (since
+     * 2.2.0; servers of 2.2.0 and later always send it, and send a log only once it is final).
+     *
+     */
+    complete?: boolean;
     /**
      * True when `text` is only the tail of a longer output.
      */
@@ -274,13 +287,36 @@ export type Job = JobFields & {
 export type JobWithoutLogs = JobFields & {};
 
 /**
+ * A listed job: the full job without `logs`, plus the item fields of the official v2 SDK's
+ * listing (since 2.2.0; servers of 2.2.0 and later always send them).
+ *
+ */
+export type JobListItem = JobWithoutLogs & {
+    /**
+     * When the job was accepted; equals `created_at`.
+     */
+    create_time?: string;
+    /**
+     * The job's last recorded change: the latest of its creation, start, end and output
+     * commits (a progress snapshot or a cancel request that has not ended the run yet
+     * does not move it).
+     *
+     */
+    update_time?: string;
+    /**
+     * The serverless deployment the job ran on; null on the other surfaces.
+     */
+    deployment_id?: string | null;
+};
+
+/**
  * One page of the caller's jobs, newest first.
  */
 export type JobList = {
     /**
      * The jobs of this page.
      */
-    jobs: Array<JobWithoutLogs>;
+    jobs: Array<JobListItem>;
     /**
      * Pass as `cursor` for the next page; null on the last page.
      */
@@ -387,8 +423,8 @@ export type SubmitJobRequest = {
 
 /**
  * Labels of a job: at most 16 pairs; keys of 1 to 40 characters from `A-Z a-z 0-9 _ - .`;
- * values strings of at most 256 characters, well-formed Unicode without U+0000 (NUL, and a
- * lone surrogate, are refused: no store can keep them alike). Stored, listed and echoed in
+ * values strings of at most 256 characters, well-formed Unicode without U+0000 (NUL and lone
+ * surrogates are refused, as PostgreSQL cannot keep them). Stored, listed and echoed in
  * clear: never a place for secrets. A map outside these bounds is 422 `metadata_invalid`.
  *
  */
@@ -546,13 +582,14 @@ export type NodeErrors = {
  * `hash_mismatch` 409, `payload_too_large` 413, `range_not_satisfiable` 416,
  * `invalid_workflow` 422, `workflow_format_ui` 422, `missing_asset` 422,
  * `idempotency_key_reuse` 422, `deployment_stopped` 422, `metadata_invalid` 422,
- * `metadata_not_supported` 422, `invalid_metadata_filter` 400, `queue_full` 429,
+ * `metadata_not_supported` 422, `invalid_metadata_filter` 400, `invalid_cursor` 400 (since
+ * 2.2.0), `queue_full` 429,
  * `deployment_not_ready` 429, `too_many_streams` 429, `rate_limited` 429, `upstream_error` 500,
  * `insufficient_storage` 507.
  * Every 429 carries `Retry-After`. More codes may be added within v2.
  *
  */
-export type ErrorCode = 'invalid_request' | 'unauthorized' | 'insufficient_credits' | 'forbidden' | 'not_found' | 'blob_not_found' | 'hash_mismatch' | 'payload_too_large' | 'range_not_satisfiable' | 'invalid_workflow' | 'workflow_format_ui' | 'missing_asset' | 'idempotency_key_reuse' | 'deployment_stopped' | 'metadata_invalid' | 'metadata_not_supported' | 'invalid_metadata_filter' | 'queue_full' | 'deployment_not_ready' | 'too_many_streams' | 'rate_limited' | 'upstream_error' | 'insufficient_storage';
+export type ErrorCode = 'invalid_request' | 'unauthorized' | 'insufficient_credits' | 'forbidden' | 'not_found' | 'blob_not_found' | 'hash_mismatch' | 'payload_too_large' | 'range_not_satisfiable' | 'invalid_workflow' | 'workflow_format_ui' | 'missing_asset' | 'idempotency_key_reuse' | 'deployment_stopped' | 'metadata_invalid' | 'metadata_not_supported' | 'invalid_metadata_filter' | 'invalid_cursor' | 'queue_full' | 'deployment_not_ready' | 'too_many_streams' | 'rate_limited' | 'upstream_error' | 'insufficient_storage';
 
 /**
  * Every v2 error body, from every layer.
@@ -1151,7 +1188,7 @@ export type ListJobsData = {
          */
         limit?: number;
         /**
-         * The `next_cursor` of the previous page; opaque.
+         * The `next_cursor` of the previous page; opaque. One this server did not issue is 400 `invalid_cursor` (since 2.2.0).
          */
         cursor?: string;
         /**
@@ -1164,7 +1201,7 @@ export type ListJobsData = {
 
 export type ListJobsErrors = {
     /**
-     * `invalid_request` (as for every operation: bad `status`, `limit` or `cursor`) or `invalid_metadata_filter` (a malformed `metadata[key]` filter: an empty or invalid key, more than 3 filters, a repeated key, a value longer than 256 characters or holding NUL or a lone surrogate).
+     * `invalid_request` (as for every operation: bad `status` or `limit`, a `cursor` longer than 512 characters), `invalid_cursor` (a `cursor` this server did not issue; since 2.2.0) or `invalid_metadata_filter` (a malformed `metadata[key]` filter: an empty or invalid key, more than 3 filters, a repeated key, a value longer than 256 characters or holding NUL or a lone surrogate).
      */
     400: ErrorEnvelope;
     /**
@@ -1495,6 +1532,60 @@ export type GetJobWorkflowResponses = {
 };
 
 export type GetJobWorkflowResponse = GetJobWorkflowResponses[keyof GetJobWorkflowResponses];
+
+export type GetJobLogsData = {
+    body?: never;
+    path: {
+        /**
+         * Job id (a UUID).
+         */
+        id: string;
+    };
+    query?: never;
+    url: '/api/v2/jobs/{id}/logs';
+};
+
+export type GetJobLogsErrors = {
+    /**
+     * `invalid_request`: the request envelope is malformed (not JSON, wrong or unknown fields, reserved fields, bad parameters, a JSON body nested deeper than 64 levels of arrays and objects: reason `too_deep`); `details.fields` lists each offending field.
+     */
+    400: ErrorEnvelope;
+    /**
+     * `unauthorized`: missing or invalid credentials.
+     */
+    401: ErrorEnvelope;
+    /**
+     * `forbidden`: authenticated but not allowed (for example an inactive subscription, or a tampered or expired signed link).
+     */
+    403: ErrorEnvelope;
+    /**
+     * `not_found`: no such resource for this caller (another caller's resource looks the same as a missing one).
+     */
+    404: ErrorEnvelope;
+    /**
+     * `rate_limited`: a configured request rate was exceeded; carries `Retry-After`.
+     */
+    429: ErrorEnvelope;
+    /**
+     * `upstream_error`: an unexpected failure in backing services. The message is one fixed, generic sentence, safe to display. Any operation can fail this way.
+     */
+    500: ErrorEnvelope;
+};
+
+export type GetJobLogsError = GetJobLogsErrors[keyof GetJobLogsErrors];
+
+export type GetJobLogsResponses = {
+    /**
+     * The job's log.
+     */
+    200: JobLogs;
+    /**
+     * The job has no log to show.
+     */
+    204: void;
+};
+
+export type GetJobLogsResponse = GetJobLogsResponses[keyof GetJobLogsResponses];
 
 export type UploadAssetData = {
     body: UploadAssetRequest;

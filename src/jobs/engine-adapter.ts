@@ -61,25 +61,16 @@ async function run(engine: Engine, graph: Record<string, unknown>, o: RunOptions
         return found;
       },
       resolveUpload: o.resolveUpload,
-      onStart: (e) => o.onStart([...e.cached, ...e.nodes]),
-      onQueued: (ahead) => o.onQueued(ahead),
-      onRunning: () => o.onRunning(),
-      onCached: (ids) => o.onCached(ids),
-      onNodeStart: (e) => o.onNodeStart(e.node_id, e.class_type),
-      onNodeDone: (e) => o.onNodeDone(e.node_id, e.class_type, e.ui),
-      onProgress: (e) => o.onProgress(e.node_id, e.value, e.max),
-      onPreview: (e) => o.onPreview(e.node_id, e.content_type, e.data),
-      onOutput: (out) =>
-        o.onOutput({
-          node_id: out.node_id,
-          class_type: out.class_type,
-          name: out.name,
-          type: out.type,
-          content_type: out.content_type,
-          data: out.data,
-          folder: out.folder,
-        }),
-      onLog: (text) => o.onLog(text),
+      onStart: o.onStart,
+      onQueued: o.onQueued,
+      onRunning: o.onRunning,
+      onCached: o.onCached,
+      onNodeStart: o.onNodeStart,
+      onNodeDone: o.onNodeDone,
+      onProgress: o.onProgress,
+      onPreview: o.onPreview,
+      onOutput: o.onOutput,
+      onLog: o.onLog,
     });
     return { kind: "succeeded" };
   } catch (err) {

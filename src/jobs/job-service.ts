@@ -7,6 +7,7 @@ import {
   InvalidCursorError,
   TerminalStatusError,
   isTerminalStatus,
+  TERMINAL_STATUSES,
   type AssetRecord,
   type JobLabels,
   type JobLogs,
@@ -178,6 +179,12 @@ export class JobService {
     return this.snapshot(job, options.withLogs === true);
   }
 
+  /** A finished job's captured log, or null when it has none (yet); 404 as `get` for a job that is not the caller's. */
+  async logs(caller: Caller, id: string): Promise<JobLogs | null> {
+    const job = await this.owned(caller, id);
+    return isTerminalStatus(job.status) ? this.o.store.getJobLogs(job.id) : null;
+  }
+
   /** A snapshot of a job record the caller already owns. */
   async snapshot(job: JobRecord, withLogs = false): Promise<JobSnapshot> {
     const [outputs, logs] = await Promise.all([
@@ -209,7 +216,7 @@ export class JobService {
       return { jobs: await Promise.all(jobs.map((j) => this.snapshot(j))), next_cursor: page.next_cursor };
     } catch (err) {
       if (err instanceof InvalidCursorError) {
-        throw new ServiceError("invalid_request", "The request is invalid.", { fields: [{ field: "cursor", reason: "invalid_cursor" }] });
+        throw new ServiceError("invalid_cursor", "The cursor is invalid.");
       }
       throw err;
     }
@@ -268,7 +275,7 @@ export class JobService {
 
   /** The caller's finished jobs, newest first, at most `limit`. */
   async finished(caller: Caller, limit: number): Promise<JobRecord[]> {
-    const page = await this.o.store.listJobs(caller.owner, { status: ["succeeded", "failed", "canceled", "expired"], limit, in_history: true });
+    const page = await this.o.store.listJobs(caller.owner, { status: TERMINAL_STATUSES, limit, in_history: true });
     return page.jobs;
   }
 
