@@ -1,5 +1,5 @@
-// An API node whose database listener drops while workers run its followers' jobs: the job ends
-// committed in the gap are not heard, so once it listens again it reads back every job an SSE
+// An API node whose database listener drops while a worker runs its followers' jobs: the job ends
+// committed in the gap (canceled through another API node) are not heard, so once it listens again it reads back every job an SSE
 // stream or hosted socket follows and tells what changed. No stream is left on keep-alives.
 // Real processes: an API node behind a TCP proxy of the test's own, a worker on the database.
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -24,7 +24,9 @@ describe.skipIf(unavailable !== null)("the API node's listener drops", () => {
   it("jobs that end while it is down reach their open streams and hosted sockets once it listens again", async () => {
     const { proxy, url } = await d.proxied();
     const { api, server } = await d.apiNode({ leaseMs: 30_000, url });
-    await d.worker({ leaseMs: 30_000 });
+    // A second API node, on the database directly: it cancels the jobs while the first is cut off.
+    const { api: other } = await d.apiNode({ leaseMs: 30_000 });
+    await d.worker({ leaseMs: 30_000, flags: ["--concurrency", "3"] });
 
     const ws = new WebSocket(`${server.url.replace(/^http/, "ws")}/ws?clientId=${randomUUID()}`);
     const messages: Array<{ type: string; data: { prompt_id?: string } }> = [];
@@ -35,7 +37,8 @@ describe.skipIf(unavailable !== null)("the API node's listener drops", () => {
     });
 
     const jobs: Array<{ id: string }> = [];
-    for (let i = 0; i < 3; i++) jobs.push(await api.submit(delayedImageGraph(2, `gap${i}`)));
+    // Long runs: they end only when the test cancels them, in the gap.
+    for (let i = 0; i < 3; i++) jobs.push(await api.submit(delayedImageGraph(600, `gap${i}`)));
     const streams = jobs.map((j) => new SseClient(`${server.url}/api/v2/jobs/${j.id}/events`));
     for (const [i, job] of jobs.entries()) {
       await d.waitForJob(job.id, (r) => r.status === "running", "running");
@@ -48,6 +51,7 @@ describe.skipIf(unavailable !== null)("the API node's listener drops", () => {
     );
 
     proxy.cut(); // the API node's connections, its listener among them, go down
+    for (const job of jobs) expect((await other.post(`/api/v2/jobs/${job.id}/cancel`)).status).toBe(200);
     for (const job of jobs) await d.waitForJob(job.id, (r) => TERMINAL.includes(r.status as string), "the job ended in the gap");
     proxy.heal();
 
@@ -57,7 +61,7 @@ describe.skipIf(unavailable !== null)("the API node's listener drops", () => {
       expect(stream.of("status").at(-1)?.json?.status).toBe((await d.job(job.id)).status);
     }
     await waitFor(
-      () => messages.filter((m) => m.type === "execution_success" || m.type === "execution_error").map((m) => m.data.prompt_id),
+      () => messages.filter((m) => ["execution_success", "execution_error", "execution_interrupted"].includes(m.type)).map((m) => m.data.prompt_id),
       (ids) => jobs.every((j) => ids.includes(j.id)),
       "the socket hears every end",
       20_000,
