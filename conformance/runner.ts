@@ -29,6 +29,7 @@ import ws from "./checks/hosted/ws.ts";
 import ver from "./checks/contract/ver.ts";
 import lbl from "./checks/jobs/lbl.ts";
 import sdk from "./checks/jobs/sdk.ts";
+import hjob from "./checks/hosted/hjob.ts";
 
 /** Every check of the suite, in rule-group order. */
 export const ALL_CHECKS: readonly Check[] = [
@@ -54,6 +55,7 @@ export const ALL_CHECKS: readonly Check[] = [
   ver,
   lbl,
   sdk,
+  hjob,
 ].flat();
 
 /** Options with their defaults. */

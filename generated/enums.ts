@@ -38,6 +38,15 @@ export const HOSTED_JOB_STATUS_BY_JOB_STATUS = {
 /** The terminal values of HostedJobStatus (`x-terminal`): a status that never changes. */
 export const TERMINAL_HOSTED_JOB_STATUSES = ["success", "error", "non_retryable_error", "lost", "cancelled"] as const;
 
+/** Every value of HostedJobListStatus, in the spec's order. */
+export const HOSTED_JOB_LIST_STATUSES = ["pending", "in_progress", "completed", "failed", "cancelled"] as const;
+
+/** Every value of HostedJobSortBy, in the spec's order. */
+export const HOSTED_JOB_SORT_BYS = ["created_at", "execution_duration", "create_time", "execution_time"] as const;
+
+/** Every value of HostedJobSortOrder, in the spec's order. */
+export const HOSTED_JOB_SORT_ORDERS = ["asc", "desc"] as const;
+
 /** Each error code's only HTTP status, from the `x-error-codes` of the responses that carry it. */
 export const ERROR_CODE_STATUS = {
   invalid_request: 400,
@@ -73,6 +82,7 @@ export const HOSTED_ERROR_TYPE_STATUS = {
   workflow_format_ui: 400,
   missing_asset: 400,
   idempotency_key_reuse: 400,
+  invalid_prompt_id: 400,
   unauthorized: 401,
   insufficient_credits: 402,
   forbidden: 403,

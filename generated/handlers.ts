@@ -38,6 +38,11 @@ export interface HostedHandlers<Ctx> {
   hostedManageHistory: OperationHandler<"hostedManageHistory", Ctx>;
   hostedGetHistoryEntry: OperationHandler<"hostedGetHistoryEntry", Ctx>;
   hostedGetSystemStats: OperationHandler<"hostedGetSystemStats", Ctx>;
+  hostedListJobs: OperationHandler<"hostedListJobs", Ctx>;
+  hostedCancelJobs: OperationHandler<"hostedCancelJobs", Ctx>;
+  hostedGetJob: OperationHandler<"hostedGetJob", Ctx>;
+  hostedCancelJob: OperationHandler<"hostedCancelJob", Ctx>;
+  hostedGetFeatures: OperationHandler<"hostedGetFeatures", Ctx>;
   hostedWebSocket: OperationHandler<"hostedWebSocket", Ctx>;
 }
 

@@ -19,4 +19,7 @@ export declare const path_hostedGetJobStatus: ValidateFunction;
 export declare const query_hostedView: ValidateFunction;
 export declare const query_hostedGetHistory: ValidateFunction;
 export declare const path_hostedGetHistoryEntry: ValidateFunction;
+export declare const query_hostedListJobs: ValidateFunction;
+export declare const path_hostedGetJob: ValidateFunction;
+export declare const path_hostedCancelJob: ValidateFunction;
 export declare const query_hostedWebSocket: ValidateFunction;

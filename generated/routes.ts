@@ -30,6 +30,11 @@ export type OperationId =
   | "hostedManageHistory"
   | "hostedGetHistoryEntry"
   | "hostedGetSystemStats"
+  | "hostedListJobs"
+  | "hostedCancelJobs"
+  | "hostedGetJob"
+  | "hostedCancelJob"
+  | "hostedGetFeatures"
   | "hostedWebSocket"
   | "getHealth"
   | "getReadiness"
@@ -2110,6 +2115,257 @@ export const routes: readonly RouteSpec[] = [
       "500": {
         "contentType": "application/json",
         "validator": "response_hostedGetSystemStats_500",
+        "errorCodes": [],
+        "retryAfter": false
+      }
+    }
+  },
+  {
+    "operationId": "hostedListJobs",
+    "method": "GET",
+    "path": "/api/jobs",
+    "url": "/api/jobs",
+    "family": "hosted",
+    "tags": [
+      "hosted"
+    ],
+    "security": [
+      [
+        "apiKeyHeader"
+      ],
+      []
+    ],
+    "websocket": false,
+    "requestBody": null,
+    "validators": {
+      "path": null,
+      "query": "query_hostedListJobs",
+      "header": null
+    },
+    "responses": {
+      "200": {
+        "contentType": "application/json",
+        "validator": "response_hostedListJobs_200",
+        "errorCodes": [],
+        "retryAfter": false
+      },
+      "400": {
+        "contentType": "application/json",
+        "validator": "response_hostedListJobs_400",
+        "errorCodes": [],
+        "retryAfter": false
+      },
+      "401": {
+        "contentType": "application/json",
+        "validator": "response_hostedListJobs_401",
+        "errorCodes": [],
+        "retryAfter": false
+      },
+      "500": {
+        "contentType": "application/json",
+        "validator": "response_hostedListJobs_500",
+        "errorCodes": [],
+        "retryAfter": false
+      }
+    }
+  },
+  {
+    "operationId": "hostedCancelJobs",
+    "method": "POST",
+    "path": "/api/jobs/cancel",
+    "url": "/api/jobs/cancel",
+    "family": "hosted",
+    "tags": [
+      "hosted"
+    ],
+    "security": [
+      [
+        "apiKeyHeader"
+      ],
+      []
+    ],
+    "websocket": false,
+    "requestBody": {
+      "required": true,
+      "contentTypes": [
+        "application/json"
+      ],
+      "validator": "request_hostedCancelJobs"
+    },
+    "validators": {
+      "path": null,
+      "query": null,
+      "header": null
+    },
+    "responses": {
+      "200": {
+        "contentType": "application/json",
+        "validator": "response_hostedCancelJobs_200",
+        "errorCodes": [],
+        "retryAfter": false
+      },
+      "400": {
+        "contentType": "application/json",
+        "validator": "response_hostedCancelJobs_400",
+        "errorCodes": [],
+        "retryAfter": false
+      },
+      "401": {
+        "contentType": "application/json",
+        "validator": "response_hostedCancelJobs_401",
+        "errorCodes": [],
+        "retryAfter": false
+      },
+      "500": {
+        "contentType": "application/json",
+        "validator": "response_hostedCancelJobs_500",
+        "errorCodes": [],
+        "retryAfter": false
+      }
+    }
+  },
+  {
+    "operationId": "hostedGetJob",
+    "method": "GET",
+    "path": "/api/jobs/{job_id}",
+    "url": "/api/jobs/:job_id",
+    "family": "hosted",
+    "tags": [
+      "hosted"
+    ],
+    "security": [
+      [
+        "apiKeyHeader"
+      ],
+      []
+    ],
+    "websocket": false,
+    "requestBody": null,
+    "validators": {
+      "path": "path_hostedGetJob",
+      "query": null,
+      "header": null
+    },
+    "responses": {
+      "200": {
+        "contentType": "application/json",
+        "validator": "response_hostedGetJob_200",
+        "errorCodes": [],
+        "retryAfter": false
+      },
+      "400": {
+        "contentType": "application/json",
+        "validator": "response_hostedGetJob_400",
+        "errorCodes": [],
+        "retryAfter": false
+      },
+      "401": {
+        "contentType": "application/json",
+        "validator": "response_hostedGetJob_401",
+        "errorCodes": [],
+        "retryAfter": false
+      },
+      "404": {
+        "contentType": "application/json",
+        "validator": "response_hostedGetJob_404",
+        "errorCodes": [],
+        "retryAfter": false
+      },
+      "500": {
+        "contentType": "application/json",
+        "validator": "response_hostedGetJob_500",
+        "errorCodes": [],
+        "retryAfter": false
+      }
+    }
+  },
+  {
+    "operationId": "hostedCancelJob",
+    "method": "POST",
+    "path": "/api/jobs/{job_id}/cancel",
+    "url": "/api/jobs/:job_id/cancel",
+    "family": "hosted",
+    "tags": [
+      "hosted"
+    ],
+    "security": [
+      [
+        "apiKeyHeader"
+      ],
+      []
+    ],
+    "websocket": false,
+    "requestBody": null,
+    "validators": {
+      "path": "path_hostedCancelJob",
+      "query": null,
+      "header": null
+    },
+    "responses": {
+      "200": {
+        "contentType": "application/json",
+        "validator": "response_hostedCancelJob_200",
+        "errorCodes": [],
+        "retryAfter": false
+      },
+      "400": {
+        "contentType": "application/json",
+        "validator": "response_hostedCancelJob_400",
+        "errorCodes": [],
+        "retryAfter": false
+      },
+      "401": {
+        "contentType": "application/json",
+        "validator": "response_hostedCancelJob_401",
+        "errorCodes": [],
+        "retryAfter": false
+      },
+      "500": {
+        "contentType": "application/json",
+        "validator": "response_hostedCancelJob_500",
+        "errorCodes": [],
+        "retryAfter": false
+      }
+    }
+  },
+  {
+    "operationId": "hostedGetFeatures",
+    "method": "GET",
+    "path": "/api/features",
+    "url": "/api/features",
+    "family": "hosted",
+    "tags": [
+      "hosted"
+    ],
+    "security": [
+      [
+        "apiKeyHeader"
+      ],
+      []
+    ],
+    "websocket": false,
+    "requestBody": null,
+    "validators": {
+      "path": null,
+      "query": null,
+      "header": null
+    },
+    "responses": {
+      "200": {
+        "contentType": "application/json",
+        "validator": "response_hostedGetFeatures_200",
+        "errorCodes": [],
+        "retryAfter": false
+      },
+      "401": {
+        "contentType": "application/json",
+        "validator": "response_hostedGetFeatures_401",
+        "errorCodes": [],
+        "retryAfter": false
+      },
+      "500": {
+        "contentType": "application/json",
+        "validator": "response_hostedGetFeatures_500",
         "errorCodes": [],
         "retryAfter": false
       }

@@ -771,9 +771,15 @@ export type HostedPromptRequest = {
      */
     front?: boolean;
     /**
-     * Accepted and ignored; the server assigns the id.
+     * The job's id, chosen by the client, as ComfyUI takes it: a canonical lowercase UUID,
+     * else 400 `invalid_prompt_id`; absent or null, the server assigns one. The prompt id is
+     * the job id on every interface. An id the caller already used starts no second run: the
+     * answer is the one for the existing job (its `prompt_id` and `number`), whatever the
+     * graph, so a client that resubmits after losing the first answer (or a restart) finds its
+     * prompt. An id another caller used answers 400 `invalid_prompt_id`.
+     *
      */
-    prompt_id?: string;
+    prompt_id?: string | null;
 };
 
 /**
@@ -1064,6 +1070,179 @@ export type HostedSystemStats = {
 };
 
 /**
+ * A job's status in ComfyUI's job API (`in_progress` covers a run being canceled; `failed` covers a run that timed out).
+ */
+export type HostedJobListStatus = 'pending' | 'in_progress' | 'completed' | 'failed' | 'cancelled';
+
+/**
+ * Sort key of the job list; `create_time` and `execution_time` are Comfy Cloud's names of the other two.
+ */
+export type HostedJobSortBy = 'created_at' | 'execution_duration' | 'create_time' | 'execution_time';
+
+/**
+ * Sort direction of the job list.
+ */
+export type HostedJobSortOrder = 'asc' | 'desc';
+
+/**
+ * A job in ComfyUI's job API shape. As in ComfyUI, a field with no value is left out (an
+ * unfinished job has no `execution_end_time`). Times are epoch milliseconds. The list carries
+ * the summary fields; `GET /api/jobs/{job_id}` adds `workflow`, and for a finished job
+ * `outputs` and `execution_status`.
+ *
+ */
+export type HostedJob = {
+    /**
+     * The prompt id, which is the job id.
+     */
+    id: string;
+    status: HostedJobListStatus;
+    /**
+     * The queue number (as `number` of `POST /api/prompt`).
+     */
+    priority: number;
+    /**
+     * When the prompt was queued.
+     */
+    create_time: number;
+    /**
+     * When it started running.
+     */
+    execution_start_time?: number;
+    /**
+     * When it finished.
+     */
+    execution_end_time?: number;
+    /**
+     * The `execution_error` message data of a failed job (as on the WebSocket, with its timestamp).
+     */
+    execution_error?: {
+        [key: string]: unknown;
+    };
+    /**
+     * Output files of the job.
+     */
+    outputs_count: number;
+    /**
+     * Outputs a frontend can preview (images, video, audio, 3D, text).
+     */
+    previewable_outputs_count: number;
+    /**
+     * The output a frontend shows first, as ComfyUI picks it (a saved image, video or audio before a preview, before text), a file info with `nodeId` and `mediaType`.
+     */
+    preview_output?: {
+        [key: string]: unknown;
+    };
+    /**
+     * The ComfyUI workflow id the prompt was queued with, when known.
+     */
+    workflow_id?: string;
+    /**
+     * Only on `GET /api/jobs/{job_id}`.
+     */
+    workflow?: {
+        prompt: Workflow;
+        /**
+         * Always empty; flowgate never keeps `extra_data` (its secrets least of all).
+         */
+        extra_data: {
+            [key: string]: unknown;
+        };
+    };
+    /**
+     * Only on `GET /api/jobs/{job_id}` of a finished job; node outputs keyed by node id, as in the history.
+     */
+    outputs?: {
+        [key: string]: HostedNodeOutputs;
+    };
+    /**
+     * Only on `GET /api/jobs/{job_id}` of a finished job; the history entry's `status`.
+     */
+    execution_status?: {
+        [key: string]: unknown;
+    };
+};
+
+/**
+ * One page of the caller's jobs.
+ */
+export type HostedJobList = {
+    /**
+     * The jobs of the page.
+     */
+    jobs: Array<HostedJob>;
+    /**
+     * Where the page sits.
+     */
+    pagination: {
+        /**
+         * Jobs skipped.
+         */
+        offset: number;
+        /**
+         * The page size asked for; null when none was.
+         */
+        limit: number | null;
+        /**
+         * Jobs matching the filters, on every page.
+         */
+        total: number;
+        /**
+         * Whether jobs follow this page.
+         */
+        has_more: boolean;
+    };
+};
+
+/**
+ * Jobs to cancel; each id is checked by the handler, so that malformed ones are named in `invalid_ids`.
+ */
+export type HostedCancelJobsRequest = {
+    /**
+     * Job ids (canonical lowercase UUIDs).
+     */
+    job_ids: Array<unknown>;
+};
+
+/**
+ * ComfyUI's cancel answer.
+ */
+export type HostedCancelResult = {
+    /**
+     * Whether a pending or running job was stopped.
+     */
+    cancelled: boolean;
+};
+
+/**
+ * The server's feature flags, ComfyUI's `GET /api/features`; the WebSocket's `feature_flags` answer carries the same.
+ */
+export type HostedFeatures = {
+    /**
+     * Previews with metadata (binary type 4) are sent to a client that asks for them.
+     */
+    supports_preview_metadata: boolean;
+    /**
+     * The largest upload accepted, in bytes.
+     */
+    max_upload_size: number;
+};
+
+/**
+ * ComfyUI's error body of its job API (a string, unlike the other hosted errors).
+ */
+export type HostedJobsError = {
+    /**
+     * What is wrong.
+     */
+    error: string;
+    /**
+     * The ids of a cancel batch that are not canonical lowercase UUIDs.
+     */
+    invalid_ids?: Array<string>;
+};
+
+/**
  * Error body of the hosted interface, ComfyUI's shape; `node_errors` for an invalid graph.
  */
 export type HostedError = {
@@ -1145,9 +1324,15 @@ export type HostedPromptRequestWritable = {
      */
     front?: boolean;
     /**
-     * Accepted and ignored; the server assigns the id.
+     * The job's id, chosen by the client, as ComfyUI takes it: a canonical lowercase UUID,
+     * else 400 `invalid_prompt_id`; absent or null, the server assigns one. The prompt id is
+     * the job id on every interface. An id the caller already used starts no second run: the
+     * answer is the one for the existing job (its `prompt_id` and `number`), whatever the
+     * graph, so a client that resubmits after losing the first answer (or a restart) finds its
+     * prompt. An id another caller used answers 400 `invalid_prompt_id`.
+     *
      */
-    prompt_id?: string;
+    prompt_id?: string | null;
 };
 
 /**
@@ -1164,6 +1349,16 @@ export type AssetId = string;
  * Prompt id, which is the job id.
  */
 export type PromptId = string;
+
+/**
+ * The job id, which is the prompt id.
+ */
+export type HostedJobId = string;
+
+/**
+ * The job id, a canonical lowercase UUID: another value is 400, as the batch cancel refuses it (ComfyUI answers it with cancelled false).
+ */
+export type HostedCancelJobId = string;
 
 /**
  * A blob hash, `blake3:<64 hex>`.
@@ -2150,7 +2345,7 @@ export type HostedQueuePromptData = {
 
 export type HostedQueuePromptErrors = {
     /**
-     * The request or the graph is invalid; the body is ComfyUI's validation error shape.
+     * The request, its `prompt_id` (type `invalid_prompt_id`) or the graph is invalid; the body is ComfyUI's validation error shape.
      */
     400: HostedError;
     /**
@@ -2509,6 +2704,212 @@ export type HostedGetSystemStatsResponses = {
 };
 
 export type HostedGetSystemStatsResponse = HostedGetSystemStatsResponses[keyof HostedGetSystemStatsResponses];
+
+export type HostedListJobsData = {
+    body?: never;
+    path?: never;
+    query?: {
+        /**
+         * Comma list of HostedJobListStatus values; none lists every status.
+         */
+        status?: string;
+        /**
+         * Only jobs of this ComfyUI workflow id.
+         */
+        workflow_id?: string;
+        /**
+         * A HostedJobSortBy value, in any letter case (as ComfyUI reads it); default `created_at`. Another value is ComfyUI's 400, so the schema admits any string.
+         */
+        sort_by?: HostedJobSortBy | string;
+        /**
+         * A HostedJobSortOrder value, in any letter case (as ComfyUI reads it); default `desc`. Another value is ComfyUI's 400, so the schema admits any string.
+         */
+        sort_order?: HostedJobSortOrder | string;
+        /**
+         * At most this many jobs (a positive integer); none lists them all.
+         */
+        limit?: string;
+        /**
+         * Jobs to skip (an integer; a negative one counts as 0).
+         */
+        offset?: string;
+    };
+    url: '/api/jobs';
+};
+
+export type HostedListJobsErrors = {
+    /**
+     * A bad value of the job API, in ComfyUI's `{error}` string shape (with `invalid_ids` for a
+     * cancel batch). A request that fails the spec's own checks before ComfyUI's are applied (a
+     * body that is not JSON, a parameter longer than its bound) answers the hosted error object.
+     *
+     */
+    400: HostedJobsError | HostedError;
+    /**
+     * Invalid or missing API key.
+     */
+    401: HostedError;
+    /**
+     * Internal server error; the message is generic.
+     */
+    500: HostedError;
+};
+
+export type HostedListJobsError = HostedListJobsErrors[keyof HostedListJobsErrors];
+
+export type HostedListJobsResponses = {
+    /**
+     * One page of jobs.
+     */
+    200: HostedJobList;
+};
+
+export type HostedListJobsResponse = HostedListJobsResponses[keyof HostedListJobsResponses];
+
+export type HostedCancelJobsData = {
+    body: HostedCancelJobsRequest;
+    path?: never;
+    query?: never;
+    url: '/api/jobs/cancel';
+};
+
+export type HostedCancelJobsErrors = {
+    /**
+     * A bad value of the job API, in ComfyUI's `{error}` string shape (with `invalid_ids` for a
+     * cancel batch). A request that fails the spec's own checks before ComfyUI's are applied (a
+     * body that is not JSON, a parameter longer than its bound) answers the hosted error object.
+     *
+     */
+    400: HostedJobsError | HostedError;
+    /**
+     * Invalid or missing API key.
+     */
+    401: HostedError;
+    /**
+     * Internal server error; the message is generic.
+     */
+    500: HostedError;
+};
+
+export type HostedCancelJobsError = HostedCancelJobsErrors[keyof HostedCancelJobsErrors];
+
+export type HostedCancelJobsResponses = {
+    /**
+     * Whether a job was stopped.
+     */
+    200: HostedCancelResult;
+};
+
+export type HostedCancelJobsResponse = HostedCancelJobsResponses[keyof HostedCancelJobsResponses];
+
+export type HostedGetJobData = {
+    body?: never;
+    path: {
+        /**
+         * The job id, which is the prompt id.
+         */
+        job_id: string;
+    };
+    query?: never;
+    url: '/api/jobs/{job_id}';
+};
+
+export type HostedGetJobErrors = {
+    /**
+     * Invalid request (bad workflow, missing or malformed fields).
+     */
+    400: HostedError;
+    /**
+     * Invalid or missing API key.
+     */
+    401: HostedError;
+    /**
+     * The caller has no job under this id; ComfyUI's `{error}` shape.
+     */
+    404: HostedJobsError;
+    /**
+     * Internal server error; the message is generic.
+     */
+    500: HostedError;
+};
+
+export type HostedGetJobError = HostedGetJobErrors[keyof HostedGetJobErrors];
+
+export type HostedGetJobResponses = {
+    /**
+     * The job.
+     */
+    200: HostedJob;
+};
+
+export type HostedGetJobResponse = HostedGetJobResponses[keyof HostedGetJobResponses];
+
+export type HostedCancelJobData = {
+    body?: never;
+    path: {
+        /**
+         * The job id, a canonical lowercase UUID: another value is 400, as the batch cancel refuses it (ComfyUI answers it with cancelled false).
+         */
+        job_id: string;
+    };
+    query?: never;
+    url: '/api/jobs/{job_id}/cancel';
+};
+
+export type HostedCancelJobErrors = {
+    /**
+     * Invalid request (bad workflow, missing or malformed fields).
+     */
+    400: HostedError;
+    /**
+     * Invalid or missing API key.
+     */
+    401: HostedError;
+    /**
+     * Internal server error; the message is generic.
+     */
+    500: HostedError;
+};
+
+export type HostedCancelJobError = HostedCancelJobErrors[keyof HostedCancelJobErrors];
+
+export type HostedCancelJobResponses = {
+    /**
+     * Whether the job was stopped.
+     */
+    200: HostedCancelResult;
+};
+
+export type HostedCancelJobResponse = HostedCancelJobResponses[keyof HostedCancelJobResponses];
+
+export type HostedGetFeaturesData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/api/features';
+};
+
+export type HostedGetFeaturesErrors = {
+    /**
+     * Invalid or missing API key.
+     */
+    401: HostedError;
+    /**
+     * Internal server error; the message is generic.
+     */
+    500: HostedError;
+};
+
+export type HostedGetFeaturesError = HostedGetFeaturesErrors[keyof HostedGetFeaturesErrors];
+
+export type HostedGetFeaturesResponses = {
+    /**
+     * The flags.
+     */
+    200: HostedFeatures;
+};
+
+export type HostedGetFeaturesResponse = HostedGetFeaturesResponses[keyof HostedGetFeaturesResponses];
 
 export type HostedWebSocketData = {
     body?: never;

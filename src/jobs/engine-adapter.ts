@@ -68,6 +68,7 @@ async function run(engine: Engine, graph: Record<string, unknown>, o: RunOptions
       onNodeStart: o.onNodeStart,
       onNodeDone: o.onNodeDone,
       onProgress: o.onProgress,
+      ...(o.onActivity ? { onActivity: o.onActivity } : {}),
       onPreview: o.onPreview,
       onOutput: o.onOutput,
       onLog: o.onLog,

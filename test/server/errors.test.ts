@@ -228,7 +228,7 @@ describe("probes", () => {
       await q.api.waitJob(running.id, (j) => j.status === "running", "running");
       // A start is visible (GET says running) a moment before its fsync ends and it leaves the queue.
       await waitFor(
-        () => q.runtime.dispatcher.queue.size,
+        () => q.runtime.dispatcher.waiting,
         (n) => n === 0,
         "the start to be durable",
       );
