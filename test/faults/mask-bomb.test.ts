@@ -82,4 +82,28 @@ describe("POST /api/upload/mask against decompression bombs", () => {
     expect(res.status).toBe(200);
     expect(res.body.name).toMatch(/\.png$/);
   });
+
+  it("a mask one byte past --max-upload-size is 413; one at the bound is read", async () => {
+    const small = await startTestServer({ flags: ["--max-upload-size", "2000"] });
+    try {
+      const form = new FormData();
+      form.append("image", new Blob([new Uint8Array(await pngOf(4, 4, 3, new Array(48).fill(100)))], { type: "image/png" }), "o.png");
+      const original = ((await (await fetch(`${small.url}/api/upload/image`, { method: "POST", body: form })).json()) as { name: string }).name;
+      const send = async (size: number) => {
+        const f = new FormData();
+        f.append("image", new Blob([new Uint8Array(size)], { type: "image/png" }), "mask.png");
+        f.append("original_ref", JSON.stringify({ filename: original }));
+        const res = await fetch(`${small.url}/api/upload/mask`, { method: "POST", body: f });
+        return { status: res.status, body: (await res.json()) as any };
+      };
+      const over = await send(2001);
+      expect(over.status).toBe(413);
+      expect(over.body.error.type).toBe("payload_too_large");
+      const at = await send(2000); // read, then refused as no image
+      expect(at.status).toBe(400);
+      expect(at.body.error.type).toBe("invalid_request");
+    } finally {
+      await small.stop();
+    }
+  });
 });

@@ -87,6 +87,18 @@ export async function uploadImage(ctx: HandlerContext) {
   }
 }
 
+/** A file part's bytes, refused with 413 at the first byte past `maxBytes` (the multipart limit lets one more through). */
+async function readBounded(part: MultipartFile, maxBytes: number): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of part.file as AsyncIterable<Buffer>) {
+    size += chunk.byteLength;
+    if (size > maxBytes) throw new ServiceError("payload_too_large", "The request body is too large.");
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks, size);
+}
+
 /**
  * Bytes a pixel of the mask route costs while it composes: the original as RGBA, the mask's alpha,
  * the original's RGB and the composed RGBA, 8 bits a channel (sharp's own working memory aside).
@@ -131,7 +143,7 @@ async function checkedSize(bytes: Buffer, field: string, limit: number): Promise
 export async function uploadMask(ctx: HandlerContext) {
   const form = await readForm(
     ctx,
-    (part) => part.toBuffer(),
+    (part) => readBounded(part, ctx.runtime.config.maxUploadBytes),
     async () => undefined,
   );
   const folder = folderOf(form.fields.type);
