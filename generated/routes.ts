@@ -47,6 +47,7 @@ export interface ResponseSpec {
   validator: string | null;
   /** Error codes this status may carry (v2 operations). */
   errorCodes: string[];
+  /** Every answer of this status carries Retry-After (the spec's header is required; an optional one, as on 500, is not counted). */
   retryAfter: boolean;
 }
 
@@ -156,7 +157,7 @@ export const routes: readonly RouteSpec[] = [
         "errorCodes": [
           "upstream_error"
         ],
-        "retryAfter": true
+        "retryAfter": false
       }
     }
   },
@@ -273,7 +274,7 @@ export const routes: readonly RouteSpec[] = [
         "errorCodes": [
           "upstream_error"
         ],
-        "retryAfter": true
+        "retryAfter": false
       },
       "507": {
         "contentType": "application/json",
@@ -360,7 +361,7 @@ export const routes: readonly RouteSpec[] = [
         "errorCodes": [
           "upstream_error"
         ],
-        "retryAfter": true
+        "retryAfter": false
       }
     }
   },
@@ -445,7 +446,7 @@ export const routes: readonly RouteSpec[] = [
         "errorCodes": [
           "upstream_error"
         ],
-        "retryAfter": true
+        "retryAfter": false
       },
       "507": {
         "contentType": "application/json",
@@ -533,7 +534,7 @@ export const routes: readonly RouteSpec[] = [
         "errorCodes": [
           "upstream_error"
         ],
-        "retryAfter": true
+        "retryAfter": false
       }
     }
   },
@@ -612,7 +613,7 @@ export const routes: readonly RouteSpec[] = [
         "errorCodes": [
           "upstream_error"
         ],
-        "retryAfter": true
+        "retryAfter": false
       }
     }
   },
@@ -697,7 +698,7 @@ export const routes: readonly RouteSpec[] = [
         "errorCodes": [
           "upstream_error"
         ],
-        "retryAfter": true
+        "retryAfter": false
       }
     }
   },
@@ -804,7 +805,7 @@ export const routes: readonly RouteSpec[] = [
         "errorCodes": [
           "upstream_error"
         ],
-        "retryAfter": true
+        "retryAfter": false
       },
       "507": {
         "contentType": "application/json",
@@ -912,7 +913,7 @@ export const routes: readonly RouteSpec[] = [
         "errorCodes": [
           "upstream_error"
         ],
-        "retryAfter": true
+        "retryAfter": false
       },
       "507": {
         "contentType": "application/json",
@@ -1078,7 +1079,7 @@ export const routes: readonly RouteSpec[] = [
         "errorCodes": [
           "upstream_error"
         ],
-        "retryAfter": true
+        "retryAfter": false
       }
     }
   },
@@ -1157,7 +1158,7 @@ export const routes: readonly RouteSpec[] = [
         "errorCodes": [
           "upstream_error"
         ],
-        "retryAfter": true
+        "retryAfter": false
       },
       "507": {
         "contentType": "application/json",
@@ -1267,7 +1268,7 @@ export const routes: readonly RouteSpec[] = [
         "errorCodes": [
           "upstream_error"
         ],
-        "retryAfter": true
+        "retryAfter": false
       }
     }
   },
