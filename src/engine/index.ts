@@ -23,6 +23,7 @@ export { EmbeddedEngine, EngineValidationError, type EmbeddedEngineOptions } fro
 export {
   EngineError,
   ExecutionCancelledError,
+  isAbortError,
   MissingModelError,
   NodeInputError,
   PartnerNodeError,
@@ -36,4 +37,4 @@ export { describeErrors, type FieldError, type ValidationReason, type Validation
 export type { ComfyErrorItem, ComfyNodeErrors, ComfyValidationError } from "./comfy-errors.ts";
 export type { NodeInfo, ObjectInfo } from "./object-info.ts";
 export type { NodeDefinition, NodeContext, NodeResult, NodeFile } from "./node-spec.ts";
-export { sniff, type Sniffed } from "./media/sniff.ts";
+export { extensionFor, sniff, type Sniffed } from "./media/sniff.ts";
