@@ -132,6 +132,11 @@ export class EventBus {
     for (const [l, wants] of this.allRemote) if (wants(owner)) safeCall(l, event);
   }
 
+  /** Ids of the jobs with subscribers here (a relay's listener reads them again after it was lost). */
+  followedJobs(): string[] {
+    return [...this.byJob.keys()];
+  }
+
   /** Open subscriptions of one job (tests and metrics). */
   listenerCount(jobId?: string): number {
     return jobId === undefined ? [...this.byJob.values()].reduce((n, s) => n + s.size, 0) : (this.byJob.get(jobId)?.size ?? 0);
