@@ -1,9 +1,9 @@
 // Adapts an engine backend (src/engine's Engine) to the port the job lifecycle uses.
 import { findAssetReferences } from "../engine/asset-refs.ts";
-import { EngineBusyError, type Engine } from "../engine/engine.ts";
+import { EngineBusyError, type Engine, type RecordedTimes } from "../engine/engine.ts";
 import { EngineError, ExecutionCancelledError, isAbortError } from "../engine/errors.ts";
 import { isUiFormat } from "../engine/graph.ts";
-import type { EnginePort, GraphValidation, RunEnd, RunOptions } from "./engine-port.ts";
+import type { EnginePort, GraphValidation, RecordedRunTimes, RunEnd, RunOptions } from "./engine-port.ts";
 import { ServiceError } from "../domain/errors.ts";
 import { WORKFLOW_FAILED } from "../domain/failures.ts";
 
@@ -38,6 +38,14 @@ async function admit(engine: Engine): Promise<void> {
 }
 
 async function run(engine: Engine, graph: Record<string, unknown>, o: RunOptions): Promise<RunEnd> {
+  let times: RecordedRunTimes | undefined;
+  const end = await runOnce(engine, graph, o, (t) => {
+    times = { ...(t.startedAt !== undefined ? { started_at: t.startedAt } : {}), ...(t.endedAt !== undefined ? { completed_at: t.endedAt } : {}) };
+  });
+  return times ? { ...end, times } : end;
+}
+
+async function runOnce(engine: Engine, graph: Record<string, unknown>, o: RunOptions, onRecordedTimes: (t: RecordedTimes) => void): Promise<RunEnd> {
   try {
     // A backend whose runs live in this process stops them when detached, as when canceled.
     const detachable = engine.resumesRuns === true;
@@ -80,6 +88,7 @@ async function run(engine: Engine, graph: Record<string, unknown>, o: RunOptions
           folder: out.folder,
         }),
       onLog: (text) => o.onLog(text),
+      onRecordedTimes,
     });
     return { kind: "succeeded" };
   } catch (err) {

@@ -348,6 +348,16 @@ export class FakeComfyUI {
     this.broadcastStatus();
   }
 
+  /** When the double recorded a finished prompt's start and end (its history messages' `timestamp`s). */
+  recordedTimes(id: string): { startedAt: number; endedAt: number } {
+    const messages = (this.history.get(id) as { status: { messages: [string, { timestamp?: number }][] } } | undefined)?.status.messages ?? [];
+    const at = (types: string[]) => messages.find(([t]) => types.includes(t))?.[1].timestamp;
+    const startedAt = at(["execution_start"]);
+    const endedAt = at(["execution_success", "execution_error", "execution_interrupted"]);
+    if (startedAt === undefined || endedAt === undefined) throw new Error(`prompt ${id} has no finished history entry`);
+    return { startedAt, endedAt };
+  }
+
   /** Forgets a prompt entirely (a restarted ComfyUI). */
   forget(id: string): void {
     this.queue.pending = this.queue.pending.filter((p) => p !== id);

@@ -58,6 +58,15 @@ async function deployment(options: ConstructorParameters<typeof FakeComfyUI>[0] 
 /** Whether the job's row carries this worker process's id (`host:pid:random`). */
 const heldBy = (row: Record<string, unknown>, w: CliProcess) => String(row.worker_id).includes(`:${w.child.pid}:`);
 
+/** A job's recorded run times equal the double's (within 1 s): started_at, completed_at and execution_ms. */
+function expectTimesOfDouble(job: { id: string; started_at: string; completed_at: string; metrics: { execution_ms: number } }, fake: FakeComfyUI): void {
+  const { startedAt, endedAt } = fake.recordedTimes(job.id);
+  const off = (iso: string, at: number) => Math.abs(Date.parse(iso) - at);
+  expect(off(job.started_at, startedAt), `started_at of ${job.id}`).toBeLessThanOrEqual(1000);
+  expect(off(job.completed_at, endedAt), `completed_at of ${job.id}`).toBeLessThanOrEqual(1000);
+  expect(Math.abs(job.metrics.execution_ms - (endedAt - startedAt)), `execution_ms of ${job.id}`).toBeLessThanOrEqual(1000);
+}
+
 /** SIGKILLs a worker and waits for its exit. */
 async function kill(w: CliProcess): Promise<void> {
   if (w.child.exitCode === null && w.child.signalCode === null) {
@@ -86,6 +95,8 @@ describe.skipIf(unavailable !== null)("a worker in front of ComfyUI dies holding
     expect(done.status, JSON.stringify(done.error)).toBe("succeeded");
     expect(done.outputs.map((o: { node_id: string }) => o.node_id)).toEqual(["2"]);
     expect(await fetch(done.outputs[0].url).then((r) => r.text())).toBe(`${job.id}:2`);
+    // Its end is ComfyUI's, not the moment the second worker collected it.
+    expectTimesOfDouble(done, fake);
     const row = await d.job(job.id);
     expect(heldBy(row, second)).toBe(true);
     expect(Number(row.lease_epoch)).toBe(2); // the first worker's claim, then the takeover's
@@ -231,6 +242,7 @@ describe.skipIf(unavailable !== null)("both workers started before the jobs: the
       const done = await api.waitJob(j.id, (x) => ["succeeded", "failed", "canceled"].includes(x.status), `job ${j.id} to end`, 30_000);
       expect(done.status, JSON.stringify(done.error)).toBe("succeeded");
       expect(fake.executions.get(j.id), `executions of ${j.id}`).toBe(1);
+      expectTimesOfDouble(done, fake);
       expect(await d.outputs(j.id)).toHaveLength(1);
     }
     expect(fake.calls("POST", "/prompt")).toHaveLength(jobs.length);

@@ -103,8 +103,11 @@ describe("comfyui backend: replayed message sequences", () => {
     fake.send("executed", p({ node: "10", output: { files: [{ filename: "f_00001_.csv", subfolder: "", type: "output" }] } }));
     fake.send("execution_success", p({}));
     const done = await result;
-    // Every output node (the cached one too) sent `executed` on the socket the run listened to since its POST.
-    expect(fake.calls("GET", `/history/${id}`)).toHaveLength(0);
+    // Every output node (the cached one too) sent `executed` on the socket the run listened to since
+    // its POST: no history read after it (the one before it asked whether ComfyUI held the prompt already).
+    const post = fake.requests.findIndex((r) => r.method === "POST" && r.path === "/prompt");
+    expect(fake.requests.slice(post).filter((r) => r.method === "GET" && r.path === `/history/${id}`)).toHaveLength(0);
+    expect(fake.requests.slice(0, post).filter((r) => r.method === "GET" && r.path === `/history/${id}`)).toHaveLength(1);
 
     expect(rec.events[0]![0]).toBe("start");
     expect(rec.events[0]![2]).toEqual({ "1": 2 });

@@ -9,7 +9,7 @@ import { isPlainObject } from "../graph.ts";
 import type { NodeRegistry } from "../nodes/registry.ts";
 import { jobErrorOf } from "./error-mapping.ts";
 import { ComfyHttpError, ComfyUnreachableError, type ComfyHttp, type HistoryEntry } from "./http-api.ts";
-import { outcomeOf, outcomeOfHistory, type BinaryFrame, type ComfyMessage, type Outcome } from "./messages.ts";
+import { outcomeOf, outcomeOfHistory, timesOfHistory, type BinaryFrame, type ComfyMessage, type Outcome } from "./messages.ts";
 import type { OutputFolder } from "./output-folder.ts";
 import { materialize, outputKey, outputsOfUi } from "./outputs.ts";
 
@@ -76,6 +76,8 @@ export class PromptRun {
   private current: string | null = null;
   /** ComfyUI started the prompt (onRunning was called). */
   private running = false;
+  /** Its execution_start came over the socket: this process saw the start live. */
+  private startSeen = false;
   private readonly started = new Set<string>();
   private readonly done = new Set<string>();
   private readonly cached = new Set<string>();
@@ -196,6 +198,7 @@ export class PromptRun {
       this.running = true;
       await this.o.callbacks.onRunning?.();
     }
+    if (event.kind === "message" && event.message.type === "execution_start") this.startSeen = true;
     if (event.kind === "running") return;
     if (event.kind === "reassign") {
       if (this.running || this.stopping || this.ending) return;
@@ -303,6 +306,7 @@ export class PromptRun {
     this.ending = true;
     const entry = known ?? (this.socketToldAll(said) ? null : await this.confirm());
     if (this.settled) return;
+    if (entry) this.reportRecordedTimes(entry, known !== undefined);
     if (this.stopping) return this.settleStopped();
     let outcome: Outcome = entry ? outcomeOfHistory(entry) : said.kind === "ended" ? { kind: "success" } : said;
     // The socket's error carries the traceback; history may only summarize it.
@@ -321,6 +325,19 @@ export class PromptRun {
     const data = (outcome as { data?: Record<string, unknown> }).data ?? {};
     const jobError = jobErrorOf(data, (cls) => this.o.registry.get(cls)?.api_node === true, this.o.secrets);
     return this.settle(() => this.rejectResult(new EngineError(jobError)));
+  }
+
+  /**
+   * ComfyUI's own times of what this process did not see live: the start unless its
+   * execution_start came over the socket, the end when it was learnt from history.
+   */
+  private reportRecordedTimes(entry: HistoryEntry, endFromHistory: boolean): void {
+    const { startedAt, endedAt } = timesOfHistory(entry);
+    const times = {
+      ...(!this.startSeen && startedAt !== undefined ? { startedAt } : {}),
+      ...(endFromHistory && endedAt !== undefined ? { endedAt } : {}),
+    };
+    if (times.startedAt !== undefined || times.endedAt !== undefined) this.o.callbacks.onRecordedTimes?.(times);
   }
 
   /**
