@@ -70,11 +70,11 @@ export async function startComfyDouble(outputDir: string): Promise<ComfyDouble> 
       onQueued: () => undefined,
       onRunning: () => undefined,
       onCached: () => undefined,
-      onNodeStart: (node, classType) => {
+      onNodeStart: ({ node_id: node, class_type: classType }) => {
         current = { node, classType };
         send(p.clientId, "executing", { node, display_node: node, prompt_id: p.id });
       },
-      onNodeDone: (node, _classType, ui) => {
+      onNodeDone: ({ node_id: node, ui }) => {
         if (!ui) return;
         // The file names this double wrote them under, as ComfyUI's counter makes them unique.
         const output = JSON.parse(JSON.stringify(ui), (k, v) => (k === "filename" && typeof v === "string" ? (renamed.get(v) ?? v) : v)) as Record<
@@ -84,7 +84,7 @@ export async function startComfyDouble(outputDir: string): Promise<ComfyDouble> 
         outputs[node] = output;
         send(p.clientId, "executed", { node, display_node: node, output, prompt_id: p.id });
       },
-      onProgress: (node, value, max) => send(p.clientId, "progress", { value, max, prompt_id: p.id, node }),
+      onProgress: ({ node_id: node, value, max }) => send(p.clientId, "progress", { value, max, prompt_id: p.id, node }),
       onPreview: () => undefined,
       onOutput: async (o) => {
         const name = `${o.name.replace(/_?\d*_?\.(\w+)$/, "")}_${String(++fileCounter).padStart(5, "0")}_.${o.name.split(".").pop()}`;

@@ -1,13 +1,13 @@
 // The live progress of `flowgate run`: a one-line bar redrawn in place on a terminal, plain
 // lines otherwise (logs, CI, pipes). Both show node, step, percent, elapsed and remaining time.
-import type { Job, Progress } from "../client/types.ts";
+import { type Job, type JobStatus, type Progress, TERMINAL_STATUSES } from "../client/types.ts";
 
 /** How progress is shown: `bar` (terminal), `plain` (a line per change), `none`. */
 export type ProgressMode = "bar" | "plain" | "none";
 
 /** Everything one rendering shows. */
 export interface ProgressSnapshot {
-  status: string;
+  status: JobStatus;
   progress: Progress | null;
   queuePosition: number | null;
   elapsedMs: number;
@@ -81,7 +81,7 @@ export class ProgressView {
   private readonly now: () => number;
   private readonly startedAt: number;
   private runningSince: number | null = null;
-  private status = "queued";
+  private status: JobStatus = "queued";
   private queuePosition: number | null = null;
   private progressValue: Progress | null = null;
   private drawn = false;
@@ -138,7 +138,7 @@ export class ProgressView {
     if (this.runningSince === null && this.status !== "queued") this.runningSince = now;
     const value = this.progressValue?.value ?? 0;
     const running = this.runningSince === null ? 0 : now - this.runningSince;
-    const done = ["succeeded", "failed", "canceled", "expired"].includes(this.status);
+    const done = TERMINAL_STATUSES.includes(this.status);
     // No estimate before a second of running (early fractions say little about the rest), nor while
     // the current node reports no steps: the fraction stands still while it runs, and the estimate would only grow.
     const stepless = !!this.progressValue?.current_node && !this.progressValue.steps;

@@ -4,6 +4,22 @@ import { type JOB_ERROR_CODES, NON_RETRYABLE_JOB_ERROR_CODES } from "../../gener
 /** A known JobError.code (the spec's `x-known-values`; the field stays open on the wire). */
 export type JobErrorCode = (typeof JOB_ERROR_CODES)[number];
 
+/**
+ * The fields of ComfyUI's execution_error that the contract's JobError does not carry, kept with a
+ * job that failed in front of ComfyUI (paths and secrets removed): the hosted socket and history
+ * send them back; a v2 answer never carries them.
+ */
+export interface ComfyExecutionDetails {
+  exception_type: string;
+  /** One string per frame, as ComfyUI's traceback.format_tb gives them. */
+  traceback: string[];
+  /** The failing node's inputs by input name, as ComfyUI formatted them. */
+  current_inputs: Record<string, unknown>;
+  /** Ids of the nodes whose outputs were available at the failure. */
+  current_outputs: string[];
+  executed: string[];
+}
+
 /** A job error's code and message, the part every failure has. */
 interface FailureText {
   readonly code: JobErrorCode;

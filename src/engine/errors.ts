@@ -1,9 +1,9 @@
 // Errors the engine raises, and the mapping of any failure to a JobError that is safe to show.
-import { WORKFLOW_FAILED, type JobErrorCode } from "../domain/failures.ts";
+import { type ComfyExecutionDetails, WORKFLOW_FAILED, type JobErrorCode } from "../domain/failures.ts";
 import { OutOfMemoryError } from "./run-scope.ts";
 
 /** JobError.code values (the spec's known values; docs/decisions.md, "Job error codes"). */
-export type { JobErrorCode };
+export type { ComfyExecutionDetails, JobErrorCode };
 
 /** The execution failure carried in job.error. */
 export interface JobError {
@@ -14,16 +14,6 @@ export interface JobError {
   traceback: string | null;
   /** ComfyUI's execution_error fields as it sent them (paths and secrets removed), for the hosted socket and history; never in a v2 answer. */
   comfy?: ComfyExecutionDetails;
-}
-
-/** The fields of ComfyUI's execution_error that flowgate's JobError does not carry. */
-export interface ComfyExecutionDetails {
-  exception_type: string;
-  /** One string per frame, as ComfyUI's traceback.format_tb gives them. */
-  traceback: string[];
-  current_inputs: unknown;
-  current_outputs: unknown;
-  executed: string[];
 }
 
 /** A failed run: carries the JobError to store on the job. */

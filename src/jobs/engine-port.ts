@@ -1,10 +1,19 @@
 // What the job lifecycle needs from an engine backend (embedded or a ComfyUI proxy). The engine
-// knows nothing of jobs; src/jobs adapts to it through this port.
+// knows nothing of jobs; src/jobs adapts to it through this port. The engine's events and
+// failures pass through it as the engine reports them: one shape from the backend to the job.
 import type { components } from "../../generated/openapi-types.ts";
-import type { AssetType, AssetFolder } from "../store/index.ts";
+import type { ComfyExecutionDetails, JobErrorCode } from "../domain/failures.ts";
+import type { ComfyValidationError, EngineOutput, NodeDoneEvent, NodeEvent, PreviewEvent, ProgressEvent, StartEvent } from "../engine/index.ts";
 
-/** Outcome of validating a graph; `node_errors` is the spec's NodeErrors of `invalid_workflow`. */
-export type GraphValidation = { ok: true; output_node_ids: string[] } | { ok: false; node_errors: components["schemas"]["NodeErrors"]; comfy?: unknown };
+export type { NodeDoneEvent, NodeEvent, PreviewEvent, ProgressEvent, StartEvent } from "../engine/index.ts";
+
+/**
+ * Outcome of validating a graph; `node_errors` is the spec's NodeErrors of `invalid_workflow`,
+ * `comfy` the same errors as ComfyUI's POST /prompt answers them (the hosted interface's).
+ */
+export type GraphValidation =
+  | { ok: true; output_node_ids: string[] }
+  | { ok: false; node_errors: components["schemas"]["NodeErrors"]; comfy?: ComfyValidationError | null };
 
 /** A `core/ASSET` reference found in a graph. */
 export interface GraphAssetReference {
@@ -14,25 +23,18 @@ export interface GraphAssetReference {
   id: string | null;
 }
 
-/** An execution failure as the job stores it. */
+/** An execution failure as the job stores it: a known code, and ComfyUI's own fields when it ran there. */
 export interface RunFailure {
-  code: string;
+  code: JobErrorCode;
   message: string;
   node_id?: string | null;
   class_type?: string | null;
   traceback?: string | null;
+  comfy?: ComfyExecutionDetails;
 }
 
-/** A file a node produced. */
-export interface RunOutput {
-  node_id: string;
-  class_type: string;
-  name: string;
-  type: AssetType;
-  content_type: string;
-  data: Uint8Array;
-  folder: AssetFolder;
-}
+/** A file a node produced, as the engine delivers it. */
+export type RunOutput = EngineOutput;
 
 /** Callbacks and inputs of one run. */
 export interface RunOptions {
@@ -51,16 +53,17 @@ export interface RunOptions {
   extra: { api_key_vendor_org?: string };
   resolveAsset(ref: { id: string }): Promise<{ bytes: Buffer; hash: string; content_type: string } | null>;
   resolveUpload(name: string): Promise<{ bytes: Buffer; hash: string } | null>;
-  onStart(nodes: string[]): void;
+  /** What will run (`nodes`) and what is served from cache (`cached`). */
+  onStart(event: StartEvent): void;
   /** While the run waits in the engine's own queue (EnginePort.queuesWork): work ahead of it there. */
   onQueued(ahead: number): void;
   /** The graph started executing (EnginePort.queuesWork only); what is reported after it is published after the move. */
   onRunning(): void;
   onCached(nodeIds: string[]): void;
-  onNodeStart(nodeId: string, classType: string): void;
-  onNodeDone(nodeId: string, classType: string, ui: Record<string, unknown> | null): void;
-  onProgress(nodeId: string, value: number, max: number): void;
-  onPreview(nodeId: string, contentType: string, data: Buffer): void;
+  onNodeStart(event: NodeEvent): void;
+  onNodeDone(event: NodeDoneEvent): void;
+  onProgress(event: ProgressEvent): void;
+  onPreview(event: PreviewEvent): void;
   /**
    * Awaited: the output is durable before the run goes on; with JobRunDeps.endWithOutputs, those of
    * the last output node left are durable bytes then, their records written with the run's end.

@@ -280,8 +280,8 @@ class JobRun {
       extra: this.extra,
       resolveAsset: (ref) => assets.readOwned(job.owner, ref.id),
       resolveUpload: (name) => assets.readUploadByName(job.owner, name),
-      onStart: (nodes) => {
-        const plan = tracker.plan(nodes);
+      onStart: (e) => {
+        const plan = tracker.plan([...e.cached, ...e.nodes]);
         if (this.started) this.report(plan);
         else this.planned = plan;
       },
@@ -295,14 +295,14 @@ class JobRun {
           this.report(tracker.cached(ids));
         });
       },
-      onNodeStart: (node_id, class_type) => {
+      onNodeStart: ({ node_id, class_type }) => {
         rows.flush();
         this.inOrder(() => {
           events.publish({ type: "node_start", ...base, node_id, class_type });
           this.report(tracker.nodeStart(node_id, class_type));
         });
       },
-      onNodeDone: (node_id, class_type, ui) => {
+      onNodeDone: ({ node_id, class_type, ui }) => {
         this.outputNodesLeft.delete(node_id);
         const renamedUi = renameInUi(ui, this.renamed);
         this.inOrder(() => {
@@ -310,14 +310,14 @@ class JobRun {
           this.report(tracker.nodeDone(node_id));
         });
       },
-      onProgress: (node_id, value, max) => {
+      onProgress: ({ node_id, value, max }) => {
         rows.flush();
         this.inOrder(() => {
           events.publish({ type: "step", ...base, node_id, value, max });
           this.report(tracker.step(node_id, value, max));
         });
       },
-      onPreview: (node_id, content_type, data) => this.inOrder(() => events.publish({ type: "preview", ...base, node_id, content_type, data })),
+      onPreview: ({ node_id, content_type, data }) => this.inOrder(() => events.publish({ type: "preview", ...base, node_id, content_type, data })),
       onOutput: (output) => track(this.commits, () => this.commitOutput(output)),
       onLog: (text) => {
         this.log.write(text);

@@ -7,6 +7,7 @@ import {
   InvalidCursorError,
   TerminalStatusError,
   isTerminalStatus,
+  TERMINAL_STATUSES,
   type AssetRecord,
   type JobLabels,
   type JobLogs,
@@ -268,7 +269,7 @@ export class JobService {
 
   /** The caller's finished jobs, newest first, at most `limit`. */
   async finished(caller: Caller, limit: number): Promise<JobRecord[]> {
-    const page = await this.o.store.listJobs(caller.owner, { status: ["succeeded", "failed", "canceled", "expired"], limit, in_history: true });
+    const page = await this.o.store.listJobs(caller.owner, { status: TERMINAL_STATUSES, limit, in_history: true });
     return page.jobs;
   }
 

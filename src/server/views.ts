@@ -120,6 +120,6 @@ export function jobWithLogsView(s: JobSnapshot, ctx: LinkContext): Schemas["Job"
 function contractError(error: JobRecord["error"]): NonNullable<JobRecord["error"]> {
   if (!error) return { ...WORKFLOW_FAILED };
   if (!("comfy" in error)) return error;
-  const { comfy: _comfy, ...rest } = error as typeof error & { comfy?: unknown };
+  const { comfy: _comfy, ...rest } = error;
   return rest;
 }

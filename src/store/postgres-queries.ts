@@ -189,7 +189,7 @@ const DB_NOW_MS = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
  * Live jobs whose lease passed (a null lease on a running job was written by a flowgate without
  * leases), and queued jobs whose secrets' holder stopped renewing (only those have a lease).
  */
-const LEASE_PASSED = `((status IN ('running', 'canceling') AND (lease_until IS NULL OR lease_until < ${DB_NOW_MS}))
+const LEASE_PASSED = `((status IN ${RUN_SQL} AND (lease_until IS NULL OR lease_until < ${DB_NOW_MS}))
     OR (status = 'queued' AND lease_until < ${DB_NOW_MS}))`;
 
 /**
@@ -202,7 +202,7 @@ const QUEUED_OWNERS = `owners AS (
     SELECT (SELECT j.owner FROM jobs j WHERE j.status = 'queued' AND j.owner > o.owner ORDER BY j.owner LIMIT 1)
       FROM owners o WHERE o.owner IS NOT NULL)`;
 /** Each owner's jobs running (a canceling job still holds its slot). */
-const RUNNING_BY_OWNER = "SELECT owner, count(*)::int AS n FROM jobs WHERE status IN ('running', 'canceling') GROUP BY owner";
+const RUNNING_BY_OWNER = `SELECT owner, count(*)::int AS n FROM jobs WHERE status IN ${RUN_SQL} GROUP BY owner`;
 /**
  * A job claimed while queued (JobLeases.claimQueued): it waits in ComfyUI's queue under a worker's
  * lease. Only a claim raises lease_epoch, and any other claim moves the job out of `queued`.
@@ -214,7 +214,7 @@ const CLAIMED_QUEUED = "status = 'queued' AND lease_epoch > 0";
  * `q`: the table's qualifier.
  */
 function resumableLeasePassed(q = ""): string {
-  return `(${q}resumable AND ${q}lease_until < ${DB_NOW_MS} AND (${q}status IN ('running', 'canceling') OR (${q}status = 'queued' AND ${q}lease_epoch > 0)))`;
+  return `(${q}resumable AND ${q}lease_until < ${DB_NOW_MS} AND (${q}status IN ${RUN_SQL} OR (${q}status = 'queued' AND ${q}lease_epoch > 0)))`;
 }
 /**
  * LEASE_PASSED for the expiry sweep: a resumable job is left to the adopters for $4 ms more (the
@@ -271,7 +271,7 @@ function claimSql(where: string, wait: boolean, keepQueued = false): string {
 /** Statements of leased dispatch (src/store/postgres-leases.ts). */
 export const PG_LEASE_SQL = {
   /** Processes holding a live lease on a running job (a metric: workers alive and busy). */
-  busyWorkers: `SELECT count(DISTINCT worker_id)::int AS n FROM jobs WHERE status IN ('running', 'canceling') AND lease_until > ${DB_NOW_MS}`,
+  busyWorkers: `SELECT count(DISTINCT worker_id)::int AS n FROM jobs WHERE status IN ${RUN_SQL} AND lease_until > ${DB_NOW_MS}`,
   // $1 worker, $2 started_at, $3 lease ms, $4 owners to skip, $5 secret-holding jobs of this
   // process, $6 jobs to claim at most, $7 candidates per owner.
   claim: claimSql("", false),
@@ -284,7 +284,7 @@ export const PG_LEASE_SQL = {
   claimQueuedHeld: claimSql("AND j.id = ANY($5::text[])", true, true),
   // Each owner's jobs running or claimed while queued: both hold a slot of the owner's (claimQueued).
   slotsTakenByOwner: `SELECT owner, count(*)::int AS n FROM (
-      SELECT owner FROM jobs WHERE status IN ('running', 'canceling') UNION ALL SELECT owner FROM jobs WHERE ${CLAIMED_QUEUED}) t
+      SELECT owner FROM jobs WHERE status IN ${RUN_SQL} UNION ALL SELECT owner FROM jobs WHERE ${CLAIMED_QUEUED}) t
     GROUP BY owner`,
   // $1 job: the queued jobs before it in the fair order (no row when it is not queued). Per owner,
   // only the jobs of a level up to the job's own are read, in index order.
@@ -301,12 +301,12 @@ export const PG_LEASE_SQL = {
   // Each owner's queued and running jobs (the counts a new job's position is taken from).
   queueCounts: `SELECT owner, (count(*) FILTER (WHERE status = 'queued'))::int AS queued,
       (count(*) FILTER (WHERE status <> 'queued'))::int AS running
-    FROM jobs WHERE status IN ('queued', 'running', 'canceling') GROUP BY owner`,
+    FROM jobs WHERE status IN ${LIVE} GROUP BY owner`,
   // $1 owner: its jobs queued or running (a hosted socket's queue_remaining).
-  liveCount: "SELECT count(*)::int AS n FROM jobs WHERE owner = $1 AND status IN ('queued', 'running', 'canceling')",
+  liveCount: `SELECT count(*)::int AS n FROM jobs WHERE owner = $1 AND status IN ${LIVE}`,
   // $1 worker, $2 ids, $3 lease ms. The worker's live jobs, and the queued jobs whose secrets it holds.
   renew: `UPDATE jobs SET worker_id = $1, lease_until = ${DB_NOW_MS} + $3
-    WHERE id = ANY($2::text[]) AND ((worker_id = $1 AND (status IN ('running', 'canceling') OR (${CLAIMED_QUEUED})))
+    WHERE id = ANY($2::text[]) AND ((worker_id = $1 AND (status IN ${RUN_SQL} OR (${CLAIMED_QUEUED})))
       OR (status = 'queued' AND secrets_given AND (worker_id IS NULL OR worker_id = $1))) RETURNING id, status`,
   // A canceling job ends canceled (what was asked), a running one or one claimed while queued
   // failed ($2), another queued one failed for its lost secrets ($3, started and ended at once: a
@@ -329,14 +329,14 @@ export const PG_LEASE_SQL = {
   // $1 worker, $2 ids: what renew extends, its lease passed now. A job that ComfyUI started
   // (running, canceling) is no longer adopted: the stop that gives it up stopped its prompt there.
   release: `UPDATE jobs SET worker_id = $1, lease_until = ${DB_NOW_MS} - 1, resumable = resumable AND status = 'queued'
-    WHERE id = ANY($2::text[]) AND ((worker_id = $1 AND (status IN ('running', 'canceling') OR (${CLAIMED_QUEUED})))
+    WHERE id = ANY($2::text[]) AND ((worker_id = $1 AND (status IN ${RUN_SQL} OR (${CLAIMED_QUEUED})))
       OR (status = 'queued' AND secrets_given AND (worker_id IS NULL OR worker_id = $1)))`,
   // $1 worker, $2 ids: the live ones another worker holds now (taken over when this one's lease passed).
   heldByOthers: `SELECT id FROM jobs WHERE id = ANY($2::text[]) AND worker_id IS DISTINCT FROM $1
-    AND (status IN ('running', 'canceling') OR (${CLAIMED_QUEUED}))`,
+    AND (status IN ${RUN_SQL} OR (${CLAIMED_QUEUED}))`,
   stillQueued: "SELECT id FROM jobs WHERE id = ANY($1::text[]) AND status = 'queued'",
   // $1 worker: its live jobs (few: what one worker runs), by the status index, and those it claimed while queued.
-  heldBy: `SELECT ${JOB_COLUMNS}, lease_epoch FROM jobs WHERE status IN ('running', 'canceling') AND worker_id = $1
+  heldBy: `SELECT ${JOB_COLUMNS}, lease_epoch FROM jobs WHERE status IN ${RUN_SQL} AND worker_id = $1
     UNION ALL SELECT ${JOB_COLUMNS}, lease_epoch FROM jobs WHERE ${CLAIMED_QUEUED} AND worker_id = $1 ORDER BY seq`,
 } as const;
 

@@ -4,13 +4,17 @@
 
 import { type HOSTED_FILE_TYPES, JOB_STATUSES as CONTRACT_JOB_STATUSES, type OUTPUT_TYPES, TERMINAL_JOB_STATUSES } from "../../generated/enums.ts";
 import type { components } from "../../generated/openapi-types.ts";
+import type { ComfyExecutionDetails } from "../domain/failures.ts";
 
 /** A JSON object as stored (progress snapshots, error details, workflow graphs). */
 export type JsonObject = Record<string, unknown>;
 /** A job's progress snapshot, as the contract's Progress. */
 export type JobProgress = components["schemas"]["Progress"];
-/** A failed job's error, as the contract's JobError. */
-export type JobFailure = components["schemas"]["JobError"];
+/**
+ * A failed job's error: the contract's JobError, with ComfyUI's own fields of the failure when it
+ * ran in front of ComfyUI (the hosted interface's only; a v2 answer leaves them out).
+ */
+export type JobFailure = components["schemas"]["JobError"] & { comfy?: ComfyExecutionDetails };
 
 /** Every job status, in the spec's order. */
 export const JOB_STATUSES: readonly JobStatus[] = CONTRACT_JOB_STATUSES;

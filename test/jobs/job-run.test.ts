@@ -61,15 +61,15 @@ describe("runJob: progress writes", () => {
     events.subscribeAll((e: JobEvent) => void (e.type === "progress" && published.push(e.progress)));
     let stored: unknown = null;
     const engine = scriptedEngine(async (o) => {
-      o.onStart(["1", "2", "3"]);
+      o.onStart({ nodes: ["1", "2", "3"], cached: [], steps: {} });
       for (const [id, cls] of [
         ["1", "EmptyImage"],
         ["2", "ImageInvert"],
       ] as const) {
-        o.onNodeStart(id, cls);
-        o.onNodeDone(id, cls, null);
+        o.onNodeStart({ node_id: id, class_type: cls });
+        o.onNodeDone({ node_id: id, class_type: cls, ui: null, cached: false });
       }
-      o.onNodeStart("3", "SaveImage");
+      o.onNodeStart({ node_id: "3", class_type: "SaveImage" });
       await turn();
       await turn();
       stored = (await store.getJob(job.id))!.progress;
@@ -117,11 +117,11 @@ describe("runJob: progress events follow their writes", () => {
   function twoNodes(held: Array<() => void>, end: RunEnd) {
     const state = { done: false };
     const engine = scriptedEngine(async (o) => {
-      o.onStart(["1", "2"]);
-      o.onNodeStart("1", "EmptyImage");
+      o.onStart({ nodes: ["1", "2"], cached: [], steps: {} });
+      o.onNodeStart({ node_id: "1", class_type: "EmptyImage" });
       await until(() => held.length === 1);
-      o.onNodeDone("1", "EmptyImage", null);
-      o.onNodeStart("2", "SaveImage");
+      o.onNodeDone({ node_id: "1", class_type: "EmptyImage", ui: null, cached: false });
+      o.onNodeStart({ node_id: "2", class_type: "SaveImage" });
       state.done = true;
       return end;
     });
@@ -178,13 +178,13 @@ describe("runJob: a cancel that arrives after the last node", () => {
     const published: Progress[] = [];
     events.subscribeAll((e: JobEvent) => void (e.type === "progress" && published.push(e.progress)));
     const engine = scriptedEngine(async (o) => {
-      o.onStart(["1", "2"]);
-      o.onNodeStart("1", "EmptyImage");
-      o.onNodeDone("1", "EmptyImage", null);
+      o.onStart({ nodes: ["1", "2"], cached: [], steps: {} });
+      o.onNodeStart({ node_id: "1", class_type: "EmptyImage" });
+      o.onNodeDone({ node_id: "1", class_type: "EmptyImage", ui: null, cached: false });
       await turn();
       await turn();
-      o.onNodeStart("2", "SaveImage");
-      o.onNodeDone("2", "SaveImage", null);
+      o.onNodeStart({ node_id: "2", class_type: "SaveImage" });
+      o.onNodeDone({ node_id: "2", class_type: "SaveImage", ui: null, cached: false });
       // The cancel request lands before the run reports its end: the job is canceling.
       await store.transitionJob(job.id, ["running"], "canceling");
       return { kind: "succeeded" };
@@ -223,9 +223,9 @@ describe("runJob: a start and an end in one turn", () => {
       events.subscribeAll((e: JobEvent) => void (e.type === "status" && statuses.push(e.job.status)));
       const engine = scriptedEngine(async (o) => {
         o.onRunning();
-        o.onStart(["1"]);
-        o.onNodeStart("1", "PrimitiveString");
-        o.onNodeDone("1", "PrimitiveString", null);
+        o.onStart({ nodes: ["1"], cached: [], steps: {} });
+        o.onNodeStart({ node_id: "1", class_type: "PrimitiveString" });
+        o.onNodeDone({ node_id: "1", class_type: "PrimitiveString", ui: null, cached: false });
         return { kind: "succeeded" };
       });
       const deps = runDeps(counted, engine, events);

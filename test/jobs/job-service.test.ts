@@ -108,7 +108,7 @@ describe("JobService: runs", () => {
   it("ends a job failed with the engine's error (node, class, traceback)", async () => {
     const { job } = await s.jobs.submit(alice, { workflow: graph });
     const error = {
-      code: "node_execution_error",
+      code: "node_execution_error" as const,
       message: "ImageInvert failed: bad image",
       node_id: "2",
       class_type: "ImageInvert",
@@ -132,15 +132,20 @@ describe("JobService: runs", () => {
     const workflow = { "3": { class_type: "SaveImage", inputs: {} }, "9": { class_type: "SaveImage", inputs: {} } };
     const { job } = await s.jobs.submit(alice, { workflow });
     const run = await s.engine.started(job.id);
-    run.callbacks.onStart(["3", "9"]);
-    run.callbacks.onNodeStart("3", "SaveImage");
+    run.callbacks.onStart({ nodes: ["3", "9"], cached: [], steps: {} });
+    run.callbacks.onNodeStart({ node_id: "3", class_type: "SaveImage" });
     await run.callbacks.onOutput(textOutput("3", "first.png", "first"));
-    run.callbacks.onNodeDone("3", "SaveImage", { images: [{ filename: "first.png", subfolder: "", type: "output" }] });
+    run.callbacks.onNodeDone({
+      node_id: "3",
+      class_type: "SaveImage",
+      ui: { images: [{ filename: "first.png", subfolder: "", type: "output" }] },
+      cached: false,
+    });
     // The run has not ended: its output is already a record of the job.
     const during = await s.jobs.get(alice, job.id);
     expect(during.job.status).toBe("running");
     expect(during.outputs.map((o) => o.name)).toEqual(["first.png"]);
-    run.callbacks.onNodeStart("9", "SaveImage");
+    run.callbacks.onNodeStart({ node_id: "9", class_type: "SaveImage" });
     await run.callbacks.onOutput(textOutput("9", "last.png", "last"));
     run.end({ kind: "succeeded" });
     await s.status(job.id, "succeeded");

@@ -43,8 +43,9 @@ export function jobErrorOf(data: Record<string, unknown>, isApiNode: (classType:
     comfy: {
       exception_type: exceptionType,
       traceback: frames,
-      current_inputs: scrub(data.current_inputs) ?? {},
-      current_outputs: scrub(data.current_outputs) ?? [],
+      // ComfyUI's JSON as it sent it: its inputs by name and a list of node ids.
+      current_inputs: (scrub(data.current_inputs) as Record<string, unknown> | undefined) ?? {},
+      current_outputs: (scrub(data.current_outputs) as string[] | undefined) ?? [],
       executed: Array.isArray(data.executed) ? data.executed.map(String) : [],
     },
   };

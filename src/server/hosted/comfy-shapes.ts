@@ -65,38 +65,23 @@ function metaOf(outputs: Record<string, unknown>): Record<string, { node_id: str
   return meta;
 }
 
-/** Fields of ComfyUI's execution_error kept with a failed job (by the comfyui backend: ComfyUI's own). */
-interface ComfyErrorFields {
-  traceback?: string[];
-  current_inputs?: Record<string, unknown>;
-  current_outputs?: string[];
-  executed?: string[];
-}
-
 /**
  * ComfyUI's execution_error of a failed job (without timestamp): in front of ComfyUI its fields as
  * ComfyUI sent them (but exception_type, which the contract bounds); otherwise built from the job's error. `executed`: the nodes seen executing
  * (null: none known, then ComfyUI's or empty).
  */
 export function executionError(job: JobRecord, executed: string[] | null): Omit<WsExecutionErrorData, "timestamp"> {
-  const err = (job.error ?? {}) as {
-    code?: string;
-    message?: string;
-    node_id?: string | null;
-    class_type?: string | null;
-    traceback?: string | null;
-    comfy?: ComfyErrorFields;
-  };
-  const comfy = err.comfy;
+  const err = job.error;
+  const comfy = err?.comfy;
   return {
     prompt_id: job.id,
-    node_id: err.node_id ?? null,
-    node_type: err.class_type ?? null,
+    node_id: err?.node_id ?? null,
+    node_type: err?.class_type ?? null,
     executed: comfy?.executed ?? executed ?? [],
-    exception_message: err.message ?? "The workflow failed.",
+    exception_message: err?.message ?? "The workflow failed.",
     // The contract names six exception types (HostedExceptionType): ComfyUI's own (RuntimeError...) maps onto them by the job's code.
-    exception_type: exceptionType(err.code),
-    traceback: comfy?.traceback ?? (err.traceback ? err.traceback.split("\n") : []),
+    exception_type: exceptionType(err?.code),
+    traceback: comfy?.traceback ?? (err?.traceback ? err.traceback.split("\n") : []),
     current_inputs: comfy?.current_inputs ?? {},
     current_outputs: comfy?.current_outputs ?? [],
   };

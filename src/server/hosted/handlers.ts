@@ -10,6 +10,7 @@ import type { Runtime } from "../../runtime/runtime.ts";
 import { signedContentUrl } from "../views.ts";
 import { historyEntry, nodeOutputs, queueEntry } from "./comfy-shapes.ts";
 import { assertSafeName } from "./file-names.ts";
+import { InvalidPromptError } from "./hosted-errors.ts";
 import { hostedStatus } from "./status-map.ts";
 import { uploadImage, uploadMask } from "./uploads.ts";
 
@@ -87,8 +88,9 @@ export const hostedHandlers: HostedHandlers<HandlerContext> = {
       return { status: 200, body: { prompt_id: job.id, number: job.seq, node_errors: {} } };
     } catch (err) {
       if (err instanceof ServiceError && err.code === "invalid_workflow") {
-        const comfy = (await ctx.runtime.engine.validate(prompt)) as { ok: boolean; comfy?: unknown };
-        throw new ServiceError("invalid_workflow", err.message, { ...err.details, comfy: comfy.ok ? undefined : comfy.comfy });
+        // The hosted interface answers with ComfyUI's own body of the errors.
+        const v = await ctx.runtime.engine.validate(prompt);
+        throw new InvalidPromptError(err, v.ok ? null : (v.comfy ?? null));
       }
       throw err;
     }

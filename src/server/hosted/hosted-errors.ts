@@ -5,6 +5,7 @@ import { HOSTED_ERROR_TYPE_STATUS } from "../../../generated/enums.ts";
 import type { components } from "../../../generated/openapi-types.ts";
 import { ServiceError } from "../../domain/errors.ts";
 import { isOutOfSpace } from "../../datadir/space.ts";
+import type { ComfyValidationError } from "../../engine/index.ts";
 import { insufficientStorage, UPSTREAM_MESSAGE } from "../error-envelope.ts";
 
 /** The hosted error body (the spec's HostedError), with the fields flowgate always sends. */
@@ -22,6 +23,16 @@ export interface HostedErrorResponse {
  * interface a 429 means an inactive subscription, and a full queue is a 503.
  */
 const STATUS: Partial<Record<string, number>> = HOSTED_ERROR_TYPE_STATUS;
+
+/** An invalid prompt on this interface, with ComfyUI's own 400 body of it (null: none to give). */
+export class InvalidPromptError extends ServiceError {
+  readonly comfy: ComfyValidationError | null;
+
+  constructor(invalid: ServiceError, comfy: ComfyValidationError | null) {
+    super("invalid_workflow", invalid.message, invalid.details);
+    this.comfy = comfy;
+  }
+}
 
 /** When a caller with an inactive subscription may check again (the contract's 429 carries Retry-After). */
 const INACTIVE_RETRY_AFTER_SECONDS = 60;
@@ -43,20 +54,12 @@ export function toHostedError(err: unknown): HostedErrorResponse {
     return r;
   }
   const status = STATUS[err.code]!;
-  const comfy = err.details?.comfy as { error?: Record<string, unknown>; node_errors?: Record<string, unknown> } | undefined;
-  if (comfy?.error) {
+  if (err instanceof InvalidPromptError && err.comfy) {
+    const { error, node_errors } = err.comfy;
     return {
       status,
       headers: {},
-      body: {
-        error: {
-          type: String(comfy.error.type ?? err.code),
-          message: String(comfy.error.message ?? err.message),
-          details: String(comfy.error.details ?? ""),
-          extra_info: (comfy.error.extra_info as Record<string, unknown>) ?? {},
-        },
-        node_errors: comfy.node_errors ?? {},
-      },
+      body: { error: { type: error.type, message: error.message, details: error.details, extra_info: error.extra_info }, node_errors },
     };
   }
   const r = plain(status, err.code, err.message, err.details ? JSON.stringify(err.details) : "");
