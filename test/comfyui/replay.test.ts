@@ -311,6 +311,32 @@ describe("comfyui backend: replayed message sequences", () => {
     expect(err).toBeInstanceOf(ExecutionCancelledError);
   });
 
+  it("a stop that finds the prompt already finished in ComfyUI (its end not read yet) ends as ComfyUI recorded, outputs included", async () => {
+    // Reconciled rarely: the end is in ComfyUI's history and not read yet when the stop comes.
+    const { fake, engine } = await setup({}, { pollIntervalMs: 60_000 });
+    const controller = new AbortController();
+    const rec = recorder();
+    const result = engine.execute(DELAY_GRAPH, { ...rec.options, signal: controller.signal });
+    const { prompt_id: id } = await fake.nextPrompt();
+    // It ran and finished with no message reaching this client (as for a prompt another process queued).
+    fake.startRunning(id);
+    fake.finish(id, {
+      outputs: { "3": { text: ["done"] } },
+      status: {
+        status_str: "success",
+        completed: true,
+        messages: [
+          ["execution_start", { prompt_id: id, timestamp: 1 }],
+          ["execution_success", { prompt_id: id, timestamp: 2 }],
+        ],
+      },
+    });
+    controller.abort();
+    const done = await result;
+    expect(done.outputs.map((o) => o.node_id)).toEqual(["3"]);
+    expect(fake.calls("POST", "/interrupt")).toHaveLength(0);
+  });
+
   it("cancel of a prompt still pending in ComfyUI's queue deletes it from the queue", async () => {
     const { fake, engine } = await setup();
     const controller = new AbortController();

@@ -174,10 +174,22 @@ export class PromptRun {
           await http.interrupt(id).catch(() => undefined);
         }
       } else if (q) {
-        return this.settleStopped(); // it left the queue: removed, interrupted or finished
+        // It left the queue: removed or interrupted (canceled), or it had finished before the
+        // stop (a prompt followed by the reconcile, whose end was not read yet): that end stands.
+        const entry = await http.history(id).catch(() => null);
+        if (entry && outcomeOfHistory(entry).kind !== "interrupted" && !this.settled) return this.endAfterAll(entry);
+        return this.settleStopped();
       }
       await new Promise((r) => setTimeout(r, wait));
     }
+  }
+
+  /** A stop found the prompt finished in ComfyUI before it: the run ends as ComfyUI recorded, its outputs delivered. */
+  private endAfterAll(entry: HistoryEntry): void {
+    this.stopping = null;
+    if (this.stopTimer) clearTimeout(this.stopTimer);
+    this.stopTimer = null;
+    this.push({ kind: "history", entry });
   }
 
   /** Stops following the prompt, which goes on in ComfyUI untouched (another process follows it now): the run settles canceled. */
@@ -193,8 +205,10 @@ export class PromptRun {
   }
 
   private async handle(event: RunEvent): Promise<void> {
-    // ComfyUI sends a prompt's messages (execution_start first) only once its worker took it.
-    if ((event.kind === "message" || event.kind === "running") && !this.running) {
+    // ComfyUI sends a prompt's messages (execution_start first) only once its worker took it; a
+    // history entry says it ran too (a prompt followed by the reconcile may go from pending to
+    // finished between two reads): the job is running before its outputs are recorded.
+    if ((event.kind === "message" || event.kind === "running" || event.kind === "history") && !this.running) {
       this.running = true;
       await this.o.callbacks.onRunning?.();
     }
