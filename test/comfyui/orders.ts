@@ -196,10 +196,11 @@ export async function exploreOrder(seed: number, setup: OrdersSetup): Promise<vo
       }
       const how = pick(["SIGKILL", "SIGSTOP", "SIGTERM"] as const);
       const theirs = jobs.filter((_, i) => holds(victim, rows[i]!));
-      // Someone must be left to take over: a new worker, started before or after the signal.
+      // Someone must be left to take over: a new worker, started before the signal, after it, or
+      // (a SIGKILL) only once the double finished everything while nobody watched.
       const alone = live.length === 1;
-      const adopterAfter = alone && rnd() < 0.5;
-      if (alone && !adopterAfter) await addWorker("to take over (before the signal)");
+      const adopter = alone ? pick(how === "SIGKILL" ? (["before", "after", "unwatched"] as const) : (["before", "after"] as const)) : null;
+      if (adopter === "before") await addWorker("to take over (before the signal)");
       step(
         `round ${round + 1}: ${how} ${victim.name} holding ${theirs.length} job(s) (${theirs.map((id) => id.slice(-4)).join(",")}); double queue ${JSON.stringify({ running: q.running.length, pending: q.pending.length })}`,
       );
@@ -217,7 +218,16 @@ export async function exploreOrder(seed: number, setup: OrdersSetup): Promise<vo
         victim.p.child.kill("SIGSTOP");
         victim.state = "stopped";
       }
-      if (adopterAfter) await addWorker("to take over (after the signal)");
+      if (adopter === "unwatched") {
+        await waitFor(
+          () => double.queue(),
+          (q) => q.running.length + q.pending.length === 0,
+          "the double to finish every prompt while nobody watched",
+          60_000,
+        );
+        step("the double finished every prompt while no worker was alive");
+      }
+      if (adopter !== null && adopter !== "before") await addWorker("to take over (after the signal)");
       if (round === restartRound) {
         restartedAt = Date.now();
         await double.restart();
