@@ -155,7 +155,7 @@ async function main(): Promise<void> {
         return {
           completed,
           unsuccessful,
-          queued: rt.dispatcher.queue.size,
+          queued: rt.dispatcher.waiting,
           running: rt.dispatcher.runningCount,
           streams,
           engineCache: cache ? { entries: cache.entries, bytes: cache.bytes } : null,
@@ -168,7 +168,7 @@ async function main(): Promise<void> {
       case "cancel-queued": {
         if (!flowgate) return 0;
         const keep = new Set(req.keep);
-        const ids = [...flowgate.runtime.dispatcher.queue.entries()].filter((id) => !keep.has(id));
+        const ids = flowgate.runtime.dispatcher.waitingIds().filter((id) => !keep.has(id));
         // Several at a time, so that their writes share commits (one fsync each would take minutes).
         const jobs = flowgate.runtime.jobs;
         let next = 0;

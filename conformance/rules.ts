@@ -271,12 +271,14 @@ export const SHARED_RULES: readonly Rule[] = [
   { id: "VER-2", group: "VER", text: "The hosted interface is experimental and carries no compatibility guarantee." },
 ];
 
-/** The project's extension groups: rules of the v2 contract's minor versions after 2.0.0 (spec/openapi.yaml). */
+/** The project's extension groups: rules of spec/openapi.yaml beyond CONTRACT-RULES.md (the v2 contract's later minor versions, the hosted interface's newer ComfyUI routes). */
 export const EXTENSION_GROUPS: Readonly<Record<string, string>> = {
   LBL: "Labels (contract 2.1)",
+  SDK: "The official SDK's listing items, cursor errors and logs resource (contract 2.2)",
+  HJOB: "Hosted job API (ComfyUI's /api/jobs)",
 };
 
-/** Rules of the extension groups, from spec/openapi.yaml (2.1.0: job labels, issue #37). */
+/** Rules of the extension groups, from spec/openapi.yaml (2.1.0: job labels, issue #37; 2.2.0: the official SDK's listing and logs, issue #50; the hosted job API, issues #45 and #43). */
 export const EXTENSION_RULES: readonly Rule[] = [
   {
     id: "LBL-1",
@@ -312,6 +314,67 @@ export const EXTENSION_RULES: readonly Rule[] = [
     id: "LBL-7",
     group: "LBL",
     text: "Labels take part in the idempotency comparison like the rest of the body: a reused key with other labels is refused with 422 `idempotency_key_reuse` and creates no job.",
+  },
+  {
+    id: "SDK-1",
+    group: "SDK",
+    text: "Each job of `GET /api/v2/jobs` carries, beside the full job, `create_time` (its `created_at`), `update_time` (its last change, RFC 3339, not before its creation or its end) and `deployment_id` (the deployment on serverless, `null` elsewhere).",
+  },
+  {
+    id: "SDK-2",
+    group: "SDK",
+    text: "A listing `cursor` the server did not issue is 400 `invalid_cursor` in the envelope.",
+  },
+  {
+    id: "SDK-3",
+    group: "SDK",
+    text: "Where the surface serves logs, every job view links `urls.logs`; its GET answers a finished job's JobLogs `{text, truncated, captured_at, complete}` (`complete` true), the same log `GET /api/v2/jobs/{id}` embeds.",
+  },
+  {
+    id: "SDK-4",
+    group: "SDK",
+    text: "`GET /api/v2/jobs/{id}/logs` answers 204 without a body where there is no log to show (a job not finished; every job on a surface that serves no logs, whose jobs carry no `urls.logs`), and 404 `not_found` for an unknown job.",
+  },
+  // ComfyUI's current job API on the hosted interface (issue #45) and a client's prompt_id (issue #43).
+  {
+    id: "HJOB-1",
+    group: "HJOB",
+    text: "`GET /api/jobs` lists the caller's prompts (pending, running and those still in the history) as `{jobs, pagination: {offset, limit, total, has_more}}`, each job with ComfyUI's fields (`id`, `status`, `priority`, `create_time`, `execution_start_time`, `execution_end_time`, `outputs_count`, ...), without its graph.",
+  },
+  {
+    id: "HJOB-2",
+    group: "HJOB",
+    text: "`status` (a comma list of `pending`, `in_progress`, `completed`, `failed`, `cancelled`) filters the list, `sort_by` (`created_at`, `execution_duration`, or `create_time`, `execution_time`) and `sort_order` order it, `limit` and `offset` page it without overlap, `has_more` telling whether jobs follow.",
+  },
+  {
+    id: "HJOB-3",
+    group: "HJOB",
+    text: "A bad `status`, `sort_by`, `sort_order`, `limit` or `offset` is 400 with ComfyUI's `{error}` string.",
+  },
+  {
+    id: "HJOB-4",
+    group: "HJOB",
+    text: "`GET /api/jobs/{id}` returns the full job: `workflow.prompt` as queued and `extra_data` without secrets, and once finished `outputs` and `execution_status`; an id the caller has no job under is 404.",
+  },
+  {
+    id: "HJOB-5",
+    group: "HJOB",
+    text: '`POST /api/jobs/{id}/cancel` stops a pending or running job and answers `{"cancelled": true}`; a finished or unknown id answers `{"cancelled": false}` and changes nothing.',
+  },
+  {
+    id: "HJOB-6",
+    group: "HJOB",
+    text: "`POST /api/jobs/cancel {job_ids}` cancels the pending and running jobs named; a malformed id is 400 naming it in `invalid_ids`, and nothing is cancelled.",
+  },
+  {
+    id: "HJOB-7",
+    group: "HJOB",
+    text: "`GET /api/features` answers the server's feature flags, the same as the WebSocket's `feature_flags` answer.",
+  },
+  {
+    id: "HJOB-8",
+    group: "HJOB",
+    text: "`POST /api/prompt` takes a client's `prompt_id`: a canonical lowercase UUID becomes the job id on every interface, another value is 400 `invalid_prompt_id`, and an id already used answers with that prompt and never starts a second run.",
   },
 ];
 

@@ -28,6 +28,8 @@ import host from "./checks/hosted/host.ts";
 import ws from "./checks/hosted/ws.ts";
 import ver from "./checks/contract/ver.ts";
 import lbl from "./checks/jobs/lbl.ts";
+import sdk from "./checks/jobs/sdk.ts";
+import hjob from "./checks/hosted/hjob.ts";
 
 /** Every check of the suite, in rule-group order. */
 export const ALL_CHECKS: readonly Check[] = [
@@ -52,6 +54,8 @@ export const ALL_CHECKS: readonly Check[] = [
   ws,
   ver,
   lbl,
+  sdk,
+  hjob,
 ].flat();
 
 /** Options with their defaults. */

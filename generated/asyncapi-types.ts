@@ -43,6 +43,8 @@ export type NodeProgressState = {
   max: number;
   /** The node's state; pending nodes are left out of the message, so in practice `running`, `finished` or `error`. */
   state: "pending" | "running" | "finished" | "error";
+  /** What a running node spends its time on (`loading`...), where the engine says it; in front of ComfyUI, what ComfyUI sent. Absent when nothing is said. */
+  activity?: string;
   /** A node id of the workflow graph, as a string. */
   node_id: NodeId;
   /** The job id (`prompt_id` of `POST /api/prompt`); filter messages on it. */

@@ -16,7 +16,7 @@ export const JOB_ERROR_CODES = ["node_execution_error", "invalid_input", "missin
 export const NON_RETRYABLE_JOB_ERROR_CODES = ["invalid_input", "missing_model"] as const;
 
 /** Every value of ErrorCode, in the spec's order. */
-export const ERROR_CODES = ["invalid_request", "unauthorized", "insufficient_credits", "forbidden", "not_found", "blob_not_found", "hash_mismatch", "payload_too_large", "range_not_satisfiable", "invalid_workflow", "workflow_format_ui", "missing_asset", "idempotency_key_reuse", "deployment_stopped", "metadata_invalid", "metadata_not_supported", "invalid_metadata_filter", "queue_full", "deployment_not_ready", "too_many_streams", "rate_limited", "upstream_error", "insufficient_storage"] as const;
+export const ERROR_CODES = ["invalid_request", "unauthorized", "insufficient_credits", "forbidden", "not_found", "blob_not_found", "hash_mismatch", "payload_too_large", "range_not_satisfiable", "invalid_workflow", "workflow_format_ui", "missing_asset", "idempotency_key_reuse", "deployment_stopped", "metadata_invalid", "metadata_not_supported", "invalid_metadata_filter", "invalid_cursor", "queue_full", "deployment_not_ready", "too_many_streams", "rate_limited", "upstream_error", "insufficient_storage"] as const;
 
 /** Every value of HostedFileType, in the spec's order. */
 export const HOSTED_FILE_TYPES = ["output", "temp", "input"] as const;
@@ -38,6 +38,15 @@ export const HOSTED_JOB_STATUS_BY_JOB_STATUS = {
 /** The terminal values of HostedJobStatus (`x-terminal`): a status that never changes. */
 export const TERMINAL_HOSTED_JOB_STATUSES = ["success", "error", "non_retryable_error", "lost", "cancelled"] as const;
 
+/** Every value of HostedJobListStatus, in the spec's order. */
+export const HOSTED_JOB_LIST_STATUSES = ["pending", "in_progress", "completed", "failed", "cancelled"] as const;
+
+/** Every value of HostedJobSortBy, in the spec's order. */
+export const HOSTED_JOB_SORT_BYS = ["created_at", "execution_duration", "create_time", "execution_time"] as const;
+
+/** Every value of HostedJobSortOrder, in the spec's order. */
+export const HOSTED_JOB_SORT_ORDERS = ["asc", "desc"] as const;
+
 /** Each error code's only HTTP status, from the `x-error-codes` of the responses that carry it. */
 export const ERROR_CODE_STATUS = {
   invalid_request: 400,
@@ -57,6 +66,7 @@ export const ERROR_CODE_STATUS = {
   metadata_invalid: 422,
   metadata_not_supported: 422,
   invalid_metadata_filter: 400,
+  invalid_cursor: 400,
   queue_full: 429,
   deployment_not_ready: 429,
   too_many_streams: 429,
@@ -72,6 +82,7 @@ export const HOSTED_ERROR_TYPE_STATUS = {
   workflow_format_ui: 400,
   missing_asset: 400,
   idempotency_key_reuse: 400,
+  invalid_prompt_id: 400,
   unauthorized: 401,
   insufficient_credits: 402,
   forbidden: 403,

@@ -12,6 +12,7 @@ export interface V2Handlers<Ctx> {
   cancelJob: OperationHandler<"cancelJob", Ctx>;
   streamJobEvents: OperationHandler<"streamJobEvents", Ctx>;
   getJobWorkflow: OperationHandler<"getJobWorkflow", Ctx>;
+  getJobLogs: OperationHandler<"getJobLogs", Ctx>;
   uploadAsset: OperationHandler<"uploadAsset", Ctx>;
   createAssetFromHash: OperationHandler<"createAssetFromHash", Ctx>;
   checkAssetHash: OperationHandler<"checkAssetHash", Ctx>;
@@ -37,6 +38,11 @@ export interface HostedHandlers<Ctx> {
   hostedManageHistory: OperationHandler<"hostedManageHistory", Ctx>;
   hostedGetHistoryEntry: OperationHandler<"hostedGetHistoryEntry", Ctx>;
   hostedGetSystemStats: OperationHandler<"hostedGetSystemStats", Ctx>;
+  hostedListJobs: OperationHandler<"hostedListJobs", Ctx>;
+  hostedCancelJobs: OperationHandler<"hostedCancelJobs", Ctx>;
+  hostedGetJob: OperationHandler<"hostedGetJob", Ctx>;
+  hostedCancelJob: OperationHandler<"hostedCancelJob", Ctx>;
+  hostedGetFeatures: OperationHandler<"hostedGetFeatures", Ctx>;
   hostedWebSocket: OperationHandler<"hostedWebSocket", Ctx>;
 }
 

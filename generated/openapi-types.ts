@@ -9,7 +9,9 @@ export interface paths {
         };
         /**
          * List the caller's jobs
-         * @description The caller's jobs, newest first, with cursor pagination. Entries carry no `logs`.
+         * @description The caller's jobs, newest first, with cursor pagination. Entries carry no `logs`. Each entry
+         *     is the full job plus the official SDK's item fields `create_time`, `update_time` and
+         *     `deployment_id` (since 2.2.0). A cursor this server did not issue is 400 `invalid_cursor`.
          *     `metadata[key]=value` filters by label (deepObject style, up to 3 filters, all must match,
          *     combined with `status` and the cursor); a malformed filter (an empty or invalid key, more
          *     than 3 filters, a repeated key, a value longer than 256 characters) is 400
@@ -139,6 +141,30 @@ export interface paths {
          * @description The graph as it was submitted, in the API format. Never carries `extra_data`.
          */
         get: operations["getJobWorkflow"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/jobs/{id}/logs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a job's log
+         * @description The job's captured standard output as a resource of its own (since 2.2.0): the same log, with
+         *     the same lifetime, that `GET /api/v2/jobs/{id}` embeds as `logs`. 204 when the job has no
+         *     log: the surface captures none (self-hosted, hosted cloud), the job has not finished, it
+         *     predates capture, or it ran on the public demo deployment, which withholds logs on read.
+         *     Clients follow `urls.logs` and ask nothing where the job carries no such link.
+         */
+        get: operations["getJobLogs"];
         put?: never;
         post?: never;
         delete?: never;
@@ -374,8 +400,9 @@ export interface paths {
         put?: never;
         /**
          * Queue a prompt
-         * @description Queues an API-format graph as a job; `prompt_id` is the job id. `client_id`, `number` and
-         *     `front` are accepted and ignored. `extra_data.api_key_vendor_org` reaches partner nodes for
+         * @description Queues an API-format graph as a job; `prompt_id` is the job id (the client's own when it
+         *     gives one, see HostedPromptRequest). `client_id`, `number` and `front` are accepted and
+         *     ignored. `extra_data.api_key_vendor_org` reaches partner nodes for
          *     this run and is never kept. An invalid graph answers 400 in ComfyUI's shape.
          */
         post: operations["hostedQueuePrompt"];
@@ -417,7 +444,10 @@ export interface paths {
         /**
          * Download a file by its file info
          * @description Answers 302 with a `Location` that is a signed URL: it carries its own authorization and
-         *     serves the bytes with their media type. Follow it without the API key, which must never reach
+         *     serves the bytes with their media type, with `X-Content-Type-Options: nosniff`, and as an
+         *     attachment when the type could run script in a browser (HTML, SVG, XML, JavaScript, CSS),
+         *     as ComfyUI's `/view` does (a presigned link to a bucket carries the attachment, not
+         *     `nosniff`, which a bucket's response overrides cannot set). Follow it without the API key, which must never reach
          *     the storage host. Names with `..`, absolute paths or other escapes are refused.
          */
         get: operations["hostedView"];
@@ -534,6 +564,128 @@ export interface paths {
          * @description The server's system information in ComfyUI's shape.
          */
         get: operations["hostedGetSystemStats"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/jobs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The caller's jobs, filtered, sorted and paged
+         * @description ComfyUI's job list (its `GET /api/jobs`), from flowgate's durable record: a restart loses
+         *     nothing. Pending, running and finished prompts of the caller (a prompt taken out of the
+         *     history with `POST /api/history` is left out, as in ComfyUI), each a summary without its
+         *     graph. Parameters are read as ComfyUI reads them: `status` is a comma list of
+         *     HostedJobListStatus values, `sort_by` one of HostedJobSortBy (`create_time` and
+         *     `execution_time` are Comfy Cloud's names of `created_at` and `execution_duration`),
+         *     `sort_order` `asc` or `desc` (default), `limit` a positive integer (none: every job),
+         *     `offset` an integer (a negative one counts as 0). A bad value answers 400 with ComfyUI's
+         *     `{error}` string body. Jobs of equal sort key are listed in submission order, so pages do
+         *     not overlap. `workflow_id` matches the workflow id a ComfyUI frontend sends in
+         *     `extra_data.extra_pnginfo.workflow.id`; flowgate keeps no `extra_data`, so no job carries
+         *     one yet and the filter matches none.
+         */
+        get: operations["hostedListJobs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/jobs/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel several jobs
+         * @description As ComfyUI's `POST /api/jobs/cancel`: every id is checked first, and one that is not a
+         *     canonical lowercase UUID answers 400 with `invalid_ids` and cancels nothing. Then each
+         *     pending or running job of the caller is canceled; finished, unknown and other callers' ids
+         *     are no-ops. `cancelled` is true when at least one job was stopped. A job that starts
+         *     running during the call is still stopped.
+         */
+        post: operations["hostedCancelJobs"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/jobs/{job_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One job in full
+         * @description ComfyUI's full job: the summary fields plus `workflow` (`prompt`, and `extra_data`, always
+         *     empty: flowgate keeps none of it), and once finished `outputs` (ComfyUI's node outputs) and
+         *     `execution_status` (its history status). 404 with ComfyUI's `{error}` body for an id the
+         *     caller has no job under.
+         */
+        get: operations["hostedGetJob"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/jobs/{job_id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel one job
+         * @description As ComfyUI's `POST /api/jobs/{job_id}/cancel`: a pending job leaves the queue, a running one
+         *     is interrupted, and `cancelled` says whether either happened; a finished, unknown or other
+         *     caller's id answers `{"cancelled": false}`, and an id that is not a canonical lowercase UUID
+         *     is 400. A job that starts running during the call is
+         *     still stopped.
+         */
+        post: operations["hostedCancelJob"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/features": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The server's feature flags
+         * @description The same flags the WebSocket's `feature_flags` answer carries (one source).
+         */
+        get: operations["hostedGetFeatures"];
         put?: never;
         post?: never;
         delete?: never;
@@ -805,6 +957,13 @@ export interface components {
              * @description Cancellation (POST).
              */
             cancel: string;
+            /**
+             * Format: uri-reference
+             * @description The job's log (GET, since 2.2.0). Present only where the surface serves logs to this
+             *     caller (serverless deployments, not the public demo deployment); a client that finds no
+             *     link knows there is no log and asks nothing.
+             */
+            logs?: string;
         };
         /**
          * @description What the workflow's code wrote to standard output (serverless surfaces only). Capture is
@@ -813,12 +972,18 @@ export interface components {
          * @example {
          *       "text": "hello from FlowgatePrint\n",
          *       "truncated": false,
-         *       "captured_at": "2026-11-21T10:00:03.000Z"
+         *       "captured_at": "2026-11-21T10:00:03.000Z",
+         *       "complete": true
          *     }
          */
         JobLogs: {
             /** @description Standard output in write order; untrusted, render it as plain text; its shape is not stable. */
             text: string;
+            /**
+             * @description True when the log is final: the job has ended and nothing more will be added (since
+             *     2.2.0; servers of 2.2.0 and later always send it, and send a log only once it is final).
+             */
+            complete?: boolean;
             /** @description True when `text` is only the tail of a longer output. */
             truncated: boolean;
             /**
@@ -949,7 +1114,8 @@ export interface components {
          *       "logs": {
          *         "text": "hello\n",
          *         "truncated": false,
-         *         "captured_at": "2026-11-21T10:00:01.300Z"
+         *         "captured_at": "2026-11-21T10:00:01.300Z",
+         *         "complete": true
          *       }
          *     }
          */
@@ -984,6 +1150,51 @@ export interface components {
             logs?: never;
         };
         /**
+         * @description A listed job: the full job without `logs`, plus the item fields of the official v2 SDK's
+         *     listing (since 2.2.0; servers of 2.2.0 and later always send them).
+         * @example {
+         *       "id": "0192f4a8-6c1e-7b3a-9f21-3c5d8e7a1b42",
+         *       "status": "queued",
+         *       "created_at": "2026-11-21T10:00:00.000Z",
+         *       "started_at": null,
+         *       "completed_at": null,
+         *       "expires_at": "2026-11-28T10:00:00.000Z",
+         *       "queue_position": 0,
+         *       "progress": null,
+         *       "outputs": [],
+         *       "error": null,
+         *       "urls": {
+         *         "self": "/api/v2/jobs/0192f4a8-6c1e-7b3a-9f21-3c5d8e7a1b42",
+         *         "events": "/api/v2/jobs/0192f4a8-6c1e-7b3a-9f21-3c5d8e7a1b42/events",
+         *         "cancel": "/api/v2/jobs/0192f4a8-6c1e-7b3a-9f21-3c5d8e7a1b42/cancel"
+         *       },
+         *       "metrics": {
+         *         "queue_ms": null,
+         *         "execution_ms": null
+         *       },
+         *       "metadata": {},
+         *       "create_time": "2026-11-21T10:00:00.000Z",
+         *       "update_time": "2026-11-21T10:00:00.000Z",
+         *       "deployment_id": null
+         *     }
+         */
+        JobListItem: components["schemas"]["JobWithoutLogs"] & {
+            /**
+             * Format: date-time
+             * @description When the job was accepted; equals `created_at`.
+             */
+            create_time?: string;
+            /**
+             * Format: date-time
+             * @description The job's last recorded change: the latest of its creation, start, end and output
+             *     commits (a progress snapshot or a cancel request that has not ended the run yet
+             *     does not move it).
+             */
+            update_time?: string;
+            /** @description The serverless deployment the job ran on; null on the other surfaces. */
+            deployment_id?: string | null;
+        };
+        /**
          * @description One page of the caller's jobs, newest first.
          * @example {
          *       "jobs": [
@@ -1006,7 +1217,11 @@ export interface components {
          *           "metrics": {
          *             "queue_ms": null,
          *             "execution_ms": null
-         *           }
+         *           },
+         *           "metadata": {},
+         *           "create_time": "2026-11-21T10:00:00.000Z",
+         *           "update_time": "2026-11-21T10:00:00.000Z",
+         *           "deployment_id": null
          *         }
          *       ],
          *       "next_cursor": null
@@ -1014,7 +1229,7 @@ export interface components {
          */
         JobList: {
             /** @description The jobs of this page. */
-            jobs: components["schemas"]["JobWithoutLogs"][];
+            jobs: components["schemas"]["JobListItem"][];
             /** @description Pass as `cursor` for the next page; null on the last page. */
             next_cursor: string | null;
         };
@@ -1348,14 +1563,15 @@ export interface components {
          *     `hash_mismatch` 409, `payload_too_large` 413, `range_not_satisfiable` 416,
          *     `invalid_workflow` 422, `workflow_format_ui` 422, `missing_asset` 422,
          *     `idempotency_key_reuse` 422, `deployment_stopped` 422, `metadata_invalid` 422,
-         *     `metadata_not_supported` 422, `invalid_metadata_filter` 400, `queue_full` 429,
+         *     `metadata_not_supported` 422, `invalid_metadata_filter` 400, `invalid_cursor` 400 (since
+         *     2.2.0), `queue_full` 429,
          *     `deployment_not_ready` 429, `too_many_streams` 429, `rate_limited` 429, `upstream_error` 500,
          *     `insufficient_storage` 507.
          *     Every 429 carries `Retry-After`. More codes may be added within v2.
          * @example invalid_workflow
          * @enum {string}
          */
-        ErrorCode: "invalid_request" | "unauthorized" | "insufficient_credits" | "forbidden" | "not_found" | "blob_not_found" | "hash_mismatch" | "payload_too_large" | "range_not_satisfiable" | "invalid_workflow" | "workflow_format_ui" | "missing_asset" | "idempotency_key_reuse" | "deployment_stopped" | "metadata_invalid" | "metadata_not_supported" | "invalid_metadata_filter" | "queue_full" | "deployment_not_ready" | "too_many_streams" | "rate_limited" | "upstream_error" | "insufficient_storage";
+        ErrorCode: "invalid_request" | "unauthorized" | "insufficient_credits" | "forbidden" | "not_found" | "blob_not_found" | "hash_mismatch" | "payload_too_large" | "range_not_satisfiable" | "invalid_workflow" | "workflow_format_ui" | "missing_asset" | "idempotency_key_reuse" | "deployment_stopped" | "metadata_invalid" | "metadata_not_supported" | "invalid_metadata_filter" | "invalid_cursor" | "queue_full" | "deployment_not_ready" | "too_many_streams" | "rate_limited" | "upstream_error" | "insufficient_storage";
         /**
          * @description Every v2 error body, from every layer.
          * @example {
@@ -1547,8 +1763,15 @@ export interface components {
             number?: number;
             /** @description Accepted and ignored. */
             front?: boolean;
-            /** @description Accepted and ignored; the server assigns the id. */
-            prompt_id?: string;
+            /**
+             * @description The job's id, chosen by the client, as ComfyUI takes it: a canonical lowercase UUID,
+             *     else 400 `invalid_prompt_id`; absent or null, the server assigns one. The prompt id is
+             *     the job id on every interface. An id the caller already used starts no second run: the
+             *     answer is the one for the existing job (its `prompt_id` and `number`), whatever the
+             *     graph, so a client that resubmits after losing the first answer (or a restart) finds its
+             *     prompt. An id another caller used answers 400 `invalid_prompt_id`.
+             */
+            prompt_id?: string | null;
         };
         /**
          * @description The queued prompt.
@@ -1913,6 +2136,156 @@ export interface components {
             devices: Record<string, unknown>[];
         };
         /**
+         * @description A job's status in ComfyUI's job API (`in_progress` covers a run being canceled; `failed` covers a run that timed out).
+         * @example completed
+         * @enum {string}
+         */
+        HostedJobListStatus: "pending" | "in_progress" | "completed" | "failed" | "cancelled";
+        /**
+         * @description Sort key of the job list; `create_time` and `execution_time` are Comfy Cloud's names of the other two.
+         * @example execution_duration
+         * @enum {string}
+         */
+        HostedJobSortBy: "created_at" | "execution_duration" | "create_time" | "execution_time";
+        /**
+         * @description Sort direction of the job list.
+         * @example asc
+         * @enum {string}
+         */
+        HostedJobSortOrder: "asc" | "desc";
+        /**
+         * @description A job in ComfyUI's job API shape. As in ComfyUI, a field with no value is left out (an
+         *     unfinished job has no `execution_end_time`). Times are epoch milliseconds. The list carries
+         *     the summary fields; `GET /api/jobs/{job_id}` adds `workflow`, and for a finished job
+         *     `outputs` and `execution_status`.
+         * @example {
+         *       "id": "0192f4a8-6c1e-7b3a-9f21-3c5d8e7a1b42",
+         *       "status": "completed",
+         *       "priority": 7,
+         *       "create_time": 1764300000000,
+         *       "execution_start_time": 1764300000120,
+         *       "execution_end_time": 1764300001450,
+         *       "outputs_count": 1,
+         *       "previewable_outputs_count": 1,
+         *       "preview_output": {
+         *         "filename": "flowgate_00001_.png",
+         *         "subfolder": "",
+         *         "type": "output",
+         *         "nodeId": "2",
+         *         "mediaType": "images"
+         *       }
+         *     }
+         */
+        HostedJob: {
+            /** @description The prompt id, which is the job id. */
+            id: string;
+            status: components["schemas"]["HostedJobListStatus"];
+            /** @description The queue number (as `number` of `POST /api/prompt`). */
+            priority: number;
+            /** @description When the prompt was queued. */
+            create_time: number;
+            /** @description When it started running. */
+            execution_start_time?: number;
+            /** @description When it finished. */
+            execution_end_time?: number;
+            /** @description The `execution_error` message data of a failed job (as on the WebSocket, with its timestamp). */
+            execution_error?: Record<string, unknown>;
+            /** @description Output files of the job. */
+            outputs_count: number;
+            /** @description Outputs a frontend can preview (images, video, audio, 3D, text). */
+            previewable_outputs_count: number;
+            /** @description The output a frontend shows first, as ComfyUI picks it (a saved image, video or audio before a preview, before text), a file info with `nodeId` and `mediaType`. */
+            preview_output?: Record<string, unknown>;
+            /** @description The ComfyUI workflow id the prompt was queued with, when known. */
+            workflow_id?: string;
+            /** @description Only on `GET /api/jobs/{job_id}`. */
+            workflow?: {
+                prompt: components["schemas"]["Workflow"];
+                /** @description Always empty; flowgate never keeps `extra_data` (its secrets least of all). */
+                extra_data: Record<string, unknown>;
+            };
+            /** @description Only on `GET /api/jobs/{job_id}` of a finished job; node outputs keyed by node id, as in the history. */
+            outputs?: {
+                [key: string]: components["schemas"]["HostedNodeOutputs"];
+            };
+            /** @description Only on `GET /api/jobs/{job_id}` of a finished job; the history entry's `status`. */
+            execution_status?: Record<string, unknown>;
+        };
+        /**
+         * @description One page of the caller's jobs.
+         * @example {
+         *       "jobs": [],
+         *       "pagination": {
+         *         "offset": 0,
+         *         "limit": 20,
+         *         "total": 0,
+         *         "has_more": false
+         *       }
+         *     }
+         */
+        HostedJobList: {
+            /** @description The jobs of the page. */
+            jobs: components["schemas"]["HostedJob"][];
+            /** @description Where the page sits. */
+            pagination: {
+                /** @description Jobs skipped. */
+                offset: number;
+                /** @description The page size asked for; null when none was. */
+                limit: number | null;
+                /** @description Jobs matching the filters, on every page. */
+                total: number;
+                /** @description Whether jobs follow this page. */
+                has_more: boolean;
+            };
+        };
+        /**
+         * @description Jobs to cancel; each id is checked by the handler, so that malformed ones are named in `invalid_ids`.
+         * @example {
+         *       "job_ids": [
+         *         "0192f4a8-6c1e-7b3a-9f21-3c5d8e7a1b42"
+         *       ]
+         *     }
+         */
+        HostedCancelJobsRequest: {
+            /** @description Job ids (canonical lowercase UUIDs). */
+            job_ids: unknown[];
+        };
+        /**
+         * @description ComfyUI's cancel answer.
+         * @example {
+         *       "cancelled": true
+         *     }
+         */
+        HostedCancelResult: {
+            /** @description Whether a pending or running job was stopped. */
+            cancelled: boolean;
+        };
+        /**
+         * @description The server's feature flags, ComfyUI's `GET /api/features`; the WebSocket's `feature_flags` answer carries the same.
+         * @example {
+         *       "supports_preview_metadata": true,
+         *       "max_upload_size": 536870912
+         *     }
+         */
+        HostedFeatures: {
+            /** @description Previews with metadata (binary type 4) are sent to a client that asks for them. */
+            supports_preview_metadata: boolean;
+            /** @description The largest upload accepted, in bytes. */
+            max_upload_size: number;
+        };
+        /**
+         * @description ComfyUI's error body of its job API (a string, unlike the other hosted errors).
+         * @example {
+         *       "error": "sort_order must be one of: asc, desc"
+         *     }
+         */
+        HostedJobsError: {
+            /** @description What is wrong. */
+            error: string;
+            /** @description The ids of a cancel batch that are not canonical lowercase UUIDs. */
+            invalid_ids?: string[];
+        };
+        /**
          * @description Error body of the hosted interface, ComfyUI's shape; `node_errors` for an invalid graph.
          * @example {
          *       "error": {
@@ -1969,7 +2342,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description `invalid_request` (as for every operation: bad `status`, `limit` or `cursor`) or `invalid_metadata_filter` (a malformed `metadata[key]` filter: an empty or invalid key, more than 3 filters, a repeated key, a value longer than 256 characters). */
+        /** @description `invalid_request` (as for every operation: bad `status` or `limit`, a `cursor` longer than 512 characters), `invalid_cursor` (a `cursor` this server did not issue; since 2.2.0) or `invalid_metadata_filter` (a malformed `metadata[key]` filter: an empty or invalid key, more than 3 filters, a repeated key, a value longer than 256 characters). */
         ListBadRequest: {
             headers: {
                 [name: string]: unknown;
@@ -2429,6 +2802,38 @@ export interface components {
                 "application/json": components["schemas"]["HostedError"];
             };
         };
+        /**
+         * @description A bad value of the job API, in ComfyUI's `{error}` string shape (with `invalid_ids` for a
+         *     cancel batch). A request that fails the spec's own checks before ComfyUI's are applied (a
+         *     body that is not JSON, a parameter longer than its bound) answers the hosted error object.
+         */
+        HostedJobsBadRequest: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": "limit must be a positive integer"
+                 *     }
+                 */
+                "application/json": components["schemas"]["HostedJobsError"] | components["schemas"]["HostedError"];
+            };
+        };
+        /** @description The caller has no job under this id; ComfyUI's `{error}` shape. */
+        HostedJobNotFound: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": "Job not found"
+                 *     }
+                 */
+                "application/json": components["schemas"]["HostedJobsError"];
+            };
+        };
         /** @description Internal server error; the message is generic. */
         HostedInternalError: {
             headers: {
@@ -2456,6 +2861,10 @@ export interface components {
         AssetId: string;
         /** @description Prompt id, which is the job id. */
         PromptId: string;
+        /** @description The job id, which is the prompt id. */
+        HostedJobId: string;
+        /** @description The job id, a canonical lowercase UUID: another value is 400, as the batch cancel refuses it (ComfyUI answers it with cancelled false). */
+        HostedCancelJobId: string;
         /** @description A blob hash, `blake3:<64 hex>`. */
         BlobHash: components["schemas"]["Blake3Hash"];
         /** @description Single-use key, a client-generated UUID recommended; see the operation's idempotency rules. */
@@ -2477,7 +2886,7 @@ export interface operations {
                 status?: components["schemas"]["JobStatus"];
                 /** @description Page size, 1 to 100. */
                 limit?: number;
-                /** @description The `next_cursor` of the previous page; opaque. */
+                /** @description The `next_cursor` of the previous page; opaque. One this server did not issue is 400 `invalid_cursor` (since 2.2.0). */
                 cursor?: string;
                 /** @description Label filters, `metadata[key]=value`: only jobs carrying every one of these labels (up to 3). Since 2.1.0. */
                 metadata?: components["schemas"]["JobMetadataFilter"];
@@ -2516,7 +2925,11 @@ export interface operations {
                      *           "metrics": {
                      *             "queue_ms": null,
                      *             "execution_ms": null
-                     *           }
+                     *           },
+                     *           "metadata": {},
+                     *           "create_time": "2026-11-21T10:00:00.000Z",
+                     *           "update_time": "2026-11-21T10:00:00.000Z",
+                     *           "deployment_id": null
                      *         }
                      *       ],
                      *       "next_cursor": null
@@ -2739,6 +3152,50 @@ export interface operations {
                      */
                     "application/json": components["schemas"]["JobWorkflow"];
                 };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["UpstreamError"];
+        };
+    };
+    getJobLogs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Job id (a UUID). */
+                id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The job's log. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "text": "hello from FlowgatePrint\n",
+                     *       "truncated": false,
+                     *       "captured_at": "2026-11-21T10:00:03.000Z",
+                     *       "complete": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JobLogs"];
+                };
+            };
+            /** @description The job has no log to show. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["Unauthorized"];
@@ -3215,7 +3672,7 @@ export interface operations {
                     "application/json": components["schemas"]["HostedPromptResult"];
                 };
             };
-            /** @description The request or the graph is invalid; the body is ComfyUI's validation error shape. */
+            /** @description The request, its `prompt_id` (type `invalid_prompt_id`) or the graph is invalid; the body is ComfyUI's validation error shape. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3500,6 +3957,151 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["HostedSystemStats"];
+                };
+            };
+            401: components["responses"]["HostedUnauthorized"];
+            500: components["responses"]["HostedInternalError"];
+        };
+    };
+    hostedListJobs: {
+        parameters: {
+            query?: {
+                /** @description Comma list of HostedJobListStatus values; none lists every status. */
+                status?: string;
+                /** @description Only jobs of this ComfyUI workflow id. */
+                workflow_id?: string;
+                /** @description A HostedJobSortBy value, in any letter case (as ComfyUI reads it); default `created_at`. Another value is ComfyUI's 400, so the schema admits any string. */
+                sort_by?: components["schemas"]["HostedJobSortBy"] | string;
+                /** @description A HostedJobSortOrder value, in any letter case (as ComfyUI reads it); default `desc`. Another value is ComfyUI's 400, so the schema admits any string. */
+                sort_order?: components["schemas"]["HostedJobSortOrder"] | string;
+                /** @description At most this many jobs (a positive integer); none lists them all. */
+                limit?: string;
+                /** @description Jobs to skip (an integer; a negative one counts as 0). */
+                offset?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of jobs. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HostedJobList"];
+                };
+            };
+            400: components["responses"]["HostedJobsBadRequest"];
+            401: components["responses"]["HostedUnauthorized"];
+            500: components["responses"]["HostedInternalError"];
+        };
+    };
+    hostedCancelJobs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "job_ids": [
+                 *         "0192f4a8-6c1e-7b3a-9f21-3c5d8e7a1b42"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["HostedCancelJobsRequest"];
+            };
+        };
+        responses: {
+            /** @description Whether a job was stopped. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HostedCancelResult"];
+                };
+            };
+            400: components["responses"]["HostedJobsBadRequest"];
+            401: components["responses"]["HostedUnauthorized"];
+            500: components["responses"]["HostedInternalError"];
+        };
+    };
+    hostedGetJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The job id, which is the prompt id. */
+                job_id: components["parameters"]["HostedJobId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The job. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HostedJob"];
+                };
+            };
+            400: components["responses"]["HostedBadRequest"];
+            401: components["responses"]["HostedUnauthorized"];
+            404: components["responses"]["HostedJobNotFound"];
+            500: components["responses"]["HostedInternalError"];
+        };
+    };
+    hostedCancelJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The job id, a canonical lowercase UUID: another value is 400, as the batch cancel refuses it (ComfyUI answers it with cancelled false). */
+                job_id: components["parameters"]["HostedCancelJobId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Whether the job was stopped. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HostedCancelResult"];
+                };
+            };
+            400: components["responses"]["HostedBadRequest"];
+            401: components["responses"]["HostedUnauthorized"];
+            500: components["responses"]["HostedInternalError"];
+        };
+    };
+    hostedGetFeatures: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The flags. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HostedFeatures"];
                 };
             };
             401: components["responses"]["HostedUnauthorized"];

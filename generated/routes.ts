@@ -8,6 +8,7 @@ export type OperationId =
   | "cancelJob"
   | "streamJobEvents"
   | "getJobWorkflow"
+  | "getJobLogs"
   | "uploadAsset"
   | "createAssetFromHash"
   | "checkAssetHash"
@@ -29,6 +30,11 @@ export type OperationId =
   | "hostedManageHistory"
   | "hostedGetHistoryEntry"
   | "hostedGetSystemStats"
+  | "hostedListJobs"
+  | "hostedCancelJobs"
+  | "hostedGetJob"
+  | "hostedCancelJob"
+  | "hostedGetFeatures"
   | "hostedWebSocket"
   | "getHealth"
   | "getReadiness"
@@ -99,6 +105,7 @@ export const routes: readonly RouteSpec[] = [
         "validator": "response_listJobs_400",
         "errorCodes": [
           "invalid_request",
+          "invalid_cursor",
           "invalid_metadata_filter"
         ],
         "retryAfter": false
@@ -602,6 +609,91 @@ export const routes: readonly RouteSpec[] = [
       "500": {
         "contentType": "application/json",
         "validator": "response_getJobWorkflow_500",
+        "errorCodes": [
+          "upstream_error"
+        ],
+        "retryAfter": false
+      }
+    }
+  },
+  {
+    "operationId": "getJobLogs",
+    "method": "GET",
+    "path": "/api/v2/jobs/{id}/logs",
+    "url": "/api/v2/jobs/:id/logs",
+    "family": "v2",
+    "tags": [
+      "jobs"
+    ],
+    "security": [
+      [
+        "bearerAuth"
+      ],
+      []
+    ],
+    "websocket": false,
+    "requestBody": null,
+    "validators": {
+      "path": "path_getJobLogs",
+      "query": null,
+      "header": null
+    },
+    "responses": {
+      "200": {
+        "contentType": "application/json",
+        "validator": "response_getJobLogs_200",
+        "errorCodes": [],
+        "retryAfter": false
+      },
+      "204": {
+        "contentType": null,
+        "validator": null,
+        "errorCodes": [],
+        "retryAfter": false
+      },
+      "400": {
+        "contentType": "application/json",
+        "validator": "response_getJobLogs_400",
+        "errorCodes": [
+          "invalid_request"
+        ],
+        "retryAfter": false
+      },
+      "401": {
+        "contentType": "application/json",
+        "validator": "response_getJobLogs_401",
+        "errorCodes": [
+          "unauthorized"
+        ],
+        "retryAfter": false
+      },
+      "403": {
+        "contentType": "application/json",
+        "validator": "response_getJobLogs_403",
+        "errorCodes": [
+          "forbidden"
+        ],
+        "retryAfter": false
+      },
+      "404": {
+        "contentType": "application/json",
+        "validator": "response_getJobLogs_404",
+        "errorCodes": [
+          "not_found"
+        ],
+        "retryAfter": false
+      },
+      "429": {
+        "contentType": "application/json",
+        "validator": "response_getJobLogs_429",
+        "errorCodes": [
+          "rate_limited"
+        ],
+        "retryAfter": true
+      },
+      "500": {
+        "contentType": "application/json",
+        "validator": "response_getJobLogs_500",
         "errorCodes": [
           "upstream_error"
         ],
@@ -2023,6 +2115,257 @@ export const routes: readonly RouteSpec[] = [
       "500": {
         "contentType": "application/json",
         "validator": "response_hostedGetSystemStats_500",
+        "errorCodes": [],
+        "retryAfter": false
+      }
+    }
+  },
+  {
+    "operationId": "hostedListJobs",
+    "method": "GET",
+    "path": "/api/jobs",
+    "url": "/api/jobs",
+    "family": "hosted",
+    "tags": [
+      "hosted"
+    ],
+    "security": [
+      [
+        "apiKeyHeader"
+      ],
+      []
+    ],
+    "websocket": false,
+    "requestBody": null,
+    "validators": {
+      "path": null,
+      "query": "query_hostedListJobs",
+      "header": null
+    },
+    "responses": {
+      "200": {
+        "contentType": "application/json",
+        "validator": "response_hostedListJobs_200",
+        "errorCodes": [],
+        "retryAfter": false
+      },
+      "400": {
+        "contentType": "application/json",
+        "validator": "response_hostedListJobs_400",
+        "errorCodes": [],
+        "retryAfter": false
+      },
+      "401": {
+        "contentType": "application/json",
+        "validator": "response_hostedListJobs_401",
+        "errorCodes": [],
+        "retryAfter": false
+      },
+      "500": {
+        "contentType": "application/json",
+        "validator": "response_hostedListJobs_500",
+        "errorCodes": [],
+        "retryAfter": false
+      }
+    }
+  },
+  {
+    "operationId": "hostedCancelJobs",
+    "method": "POST",
+    "path": "/api/jobs/cancel",
+    "url": "/api/jobs/cancel",
+    "family": "hosted",
+    "tags": [
+      "hosted"
+    ],
+    "security": [
+      [
+        "apiKeyHeader"
+      ],
+      []
+    ],
+    "websocket": false,
+    "requestBody": {
+      "required": true,
+      "contentTypes": [
+        "application/json"
+      ],
+      "validator": "request_hostedCancelJobs"
+    },
+    "validators": {
+      "path": null,
+      "query": null,
+      "header": null
+    },
+    "responses": {
+      "200": {
+        "contentType": "application/json",
+        "validator": "response_hostedCancelJobs_200",
+        "errorCodes": [],
+        "retryAfter": false
+      },
+      "400": {
+        "contentType": "application/json",
+        "validator": "response_hostedCancelJobs_400",
+        "errorCodes": [],
+        "retryAfter": false
+      },
+      "401": {
+        "contentType": "application/json",
+        "validator": "response_hostedCancelJobs_401",
+        "errorCodes": [],
+        "retryAfter": false
+      },
+      "500": {
+        "contentType": "application/json",
+        "validator": "response_hostedCancelJobs_500",
+        "errorCodes": [],
+        "retryAfter": false
+      }
+    }
+  },
+  {
+    "operationId": "hostedGetJob",
+    "method": "GET",
+    "path": "/api/jobs/{job_id}",
+    "url": "/api/jobs/:job_id",
+    "family": "hosted",
+    "tags": [
+      "hosted"
+    ],
+    "security": [
+      [
+        "apiKeyHeader"
+      ],
+      []
+    ],
+    "websocket": false,
+    "requestBody": null,
+    "validators": {
+      "path": "path_hostedGetJob",
+      "query": null,
+      "header": null
+    },
+    "responses": {
+      "200": {
+        "contentType": "application/json",
+        "validator": "response_hostedGetJob_200",
+        "errorCodes": [],
+        "retryAfter": false
+      },
+      "400": {
+        "contentType": "application/json",
+        "validator": "response_hostedGetJob_400",
+        "errorCodes": [],
+        "retryAfter": false
+      },
+      "401": {
+        "contentType": "application/json",
+        "validator": "response_hostedGetJob_401",
+        "errorCodes": [],
+        "retryAfter": false
+      },
+      "404": {
+        "contentType": "application/json",
+        "validator": "response_hostedGetJob_404",
+        "errorCodes": [],
+        "retryAfter": false
+      },
+      "500": {
+        "contentType": "application/json",
+        "validator": "response_hostedGetJob_500",
+        "errorCodes": [],
+        "retryAfter": false
+      }
+    }
+  },
+  {
+    "operationId": "hostedCancelJob",
+    "method": "POST",
+    "path": "/api/jobs/{job_id}/cancel",
+    "url": "/api/jobs/:job_id/cancel",
+    "family": "hosted",
+    "tags": [
+      "hosted"
+    ],
+    "security": [
+      [
+        "apiKeyHeader"
+      ],
+      []
+    ],
+    "websocket": false,
+    "requestBody": null,
+    "validators": {
+      "path": "path_hostedCancelJob",
+      "query": null,
+      "header": null
+    },
+    "responses": {
+      "200": {
+        "contentType": "application/json",
+        "validator": "response_hostedCancelJob_200",
+        "errorCodes": [],
+        "retryAfter": false
+      },
+      "400": {
+        "contentType": "application/json",
+        "validator": "response_hostedCancelJob_400",
+        "errorCodes": [],
+        "retryAfter": false
+      },
+      "401": {
+        "contentType": "application/json",
+        "validator": "response_hostedCancelJob_401",
+        "errorCodes": [],
+        "retryAfter": false
+      },
+      "500": {
+        "contentType": "application/json",
+        "validator": "response_hostedCancelJob_500",
+        "errorCodes": [],
+        "retryAfter": false
+      }
+    }
+  },
+  {
+    "operationId": "hostedGetFeatures",
+    "method": "GET",
+    "path": "/api/features",
+    "url": "/api/features",
+    "family": "hosted",
+    "tags": [
+      "hosted"
+    ],
+    "security": [
+      [
+        "apiKeyHeader"
+      ],
+      []
+    ],
+    "websocket": false,
+    "requestBody": null,
+    "validators": {
+      "path": null,
+      "query": null,
+      "header": null
+    },
+    "responses": {
+      "200": {
+        "contentType": "application/json",
+        "validator": "response_hostedGetFeatures_200",
+        "errorCodes": [],
+        "retryAfter": false
+      },
+      "401": {
+        "contentType": "application/json",
+        "validator": "response_hostedGetFeatures_401",
+        "errorCodes": [],
+        "retryAfter": false
+      },
+      "500": {
+        "contentType": "application/json",
+        "validator": "response_hostedGetFeatures_500",
         "errorCodes": [],
         "retryAfter": false
       }

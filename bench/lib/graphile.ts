@@ -11,9 +11,9 @@ import { BENCH_DATABASE_URL } from "./postgres.ts";
 const CHILD = resolve(ROOT, "bench/lib/graphile-child.ts");
 const quiet = new Logger(() => () => undefined);
 
-/** Adds `noop` jobs to graphile-worker's queue in `schema` (migrated on open). */
-export async function graphileUtils(schema: string): Promise<WorkerUtils> {
-  const utils = await makeWorkerUtils({ connectionString: BENCH_DATABASE_URL, schema, logger: quiet });
+/** Adds `noop` jobs to graphile-worker's queue in `schema` (migrated on open) of the database at `connectionString`. */
+export async function graphileUtils(schema: string, connectionString = BENCH_DATABASE_URL): Promise<WorkerUtils> {
+  const utils = await makeWorkerUtils({ connectionString, schema, logger: quiet });
   await utils.migrate();
   return utils;
 }
@@ -33,8 +33,14 @@ export interface GraphileRunner {
  * Starts a runner of `concurrency` on `schema` and waits until it listens for jobs. The handlers
  * hear every job from the start: jobs queued before may run before the runner says it listens.
  */
-export async function startGraphileRunner(schema: string, concurrency: number, handlers: GraphileHandlers, timeoutMs = 60_000): Promise<GraphileRunner> {
-  const spec: GraphileChildSpec = { connectionString: BENCH_DATABASE_URL, schema, concurrency };
+export async function startGraphileRunner(
+  schema: string,
+  concurrency: number,
+  handlers: GraphileHandlers,
+  timeoutMs = 60_000,
+  connectionString = BENCH_DATABASE_URL,
+): Promise<GraphileRunner> {
+  const spec: GraphileChildSpec = { connectionString, schema, concurrency };
   const child: ChildProcess = spawn(process.execPath, [CHILD, JSON.stringify(spec)], {
     cwd: ROOT,
     stdio: ["ignore", "inherit", "inherit", "ipc"],

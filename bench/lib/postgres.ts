@@ -51,3 +51,41 @@ export function schemaUrl(schema: string): string {
 export function withoutPassword(url: string): string {
   return url.replace(/\/\/([^:@/]+):[^@/]*@/, "//$1:***@");
 }
+
+/**
+ * A fresh database of our own, `fg_bench_db_<random>`, created: `pg_stat_database` then counts its
+ * workload alone (the bench's transactions per job). Drop it with dropBenchDatabase.
+ */
+export async function createBenchDatabase(): Promise<string> {
+  const name = `fg_bench_db_${randomBytes(6).toString("hex")}`;
+  await adminQuery(`CREATE DATABASE ${name}`);
+  return name;
+}
+
+/** Drops one of our databases, ending its connections. */
+export async function dropBenchDatabase(name: string): Promise<void> {
+  if (!/^fg_bench_db_[0-9a-f]+$/.test(name)) throw new Error(`refusing to drop ${name}: not a bench database`);
+  await adminQuery(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+}
+
+/** The URL of the bench's server, on database `name`. */
+export function databaseUrl(name: string): string {
+  return BENCH_DATABASE_URL.replace(/\/[^/?]*(\?|$)/, `/${name}$1`);
+}
+
+/**
+ * The transactions committed in database `name` so far, once none of its backends is left (each
+ * reports its counts as it exits; before, at most once a second), read from another database.
+ */
+export async function committedOnceIdle(name: string, deadlineMs = 60_000): Promise<number> {
+  const deadline = Date.now() + deadlineMs;
+  for (;;) {
+    const [row] = await adminQuery(
+      `SELECT (SELECT xact_commit FROM pg_stat_database WHERE datname = '${name}')::bigint AS commits,
+        (SELECT count(*) FROM pg_stat_activity WHERE datname = '${name}')::int AS backends`,
+    );
+    if (Number(row!.backends) === 0) return Number(row!.commits);
+    if (Date.now() > deadline) throw new Error(`database ${name} still has ${String(row!.backends)} backends`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}

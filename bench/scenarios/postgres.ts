@@ -30,10 +30,14 @@
 // submit → running, one job at a time (flowgate: POST /api/v2/jobs to an API node, run by a
 // `flowgate worker`, until the node's hosted socket says `execution_start`; graphile-worker:
 // addJob until its no-op task starts in a runner process), and trivial jobs completed per second
-// by one and by two workers of the same concurrency, the jobs queued before the workers start.
+// by one and by two workers of the same concurrency, the jobs queued before the workers start,
+// with the database transactions each job cost: each tool drains in a database of its own, counted
+// by pg_stat_database from the queue written until every process of the drain exited.
 import { mkdtemp } from "node:fs/promises";
 import { join } from "node:path";
 import pg from "pg";
+import { uuidv7 } from "../../src/domain/ids.ts";
+import { openStore } from "../../src/store/index.ts";
 import { startWorker, type WorkerProcess } from "../lib/cli-worker.ts";
 import { spawnServer, type ServerChild } from "../lib/child.ts";
 import type { BenchContext } from "../lib/context.ts";
@@ -41,7 +45,16 @@ import { blockingGraph, fourOutputGraph, threeNodeGraph } from "../lib/graphs.ts
 import { graphileUtils, startGraphileRunner, type GraphileRunner } from "../lib/graphile.ts";
 import { pairedRounds, request, submit, submitLoad, waitJob, type LoadSpec } from "../lib/http.ts";
 import { JobSocket } from "../lib/job-socket.ts";
-import { createBenchSchema, dropBenchSchema, postgresUnavailable, schemaUrl } from "../lib/postgres.ts";
+import {
+  committedOnceIdle,
+  createBenchDatabase,
+  createBenchSchema,
+  databaseUrl,
+  dropBenchDatabase,
+  dropBenchSchema,
+  postgresUnavailable,
+  schemaUrl,
+} from "../lib/postgres.ts";
 import { judge, type Figure } from "../lib/report.ts";
 import { seedPostgresQueue, seedSqliteQueue, type SeededQueue } from "../lib/seed.ts";
 import { SsePool } from "../lib/sse-pool.ts";
@@ -487,6 +500,12 @@ function drainRate(ends: readonly bigint[]): number {
   return seconds > 0 ? (ends.length - from) / seconds : Number.NaN;
 }
 
+/** One drain: jobs completed per second, and database transactions per job. */
+interface Drain {
+  rate: number;
+  perJob: number;
+}
+
 /** graphile-worker's side: runner processes whose starts and successes resolve waits by payload n. */
 class GraphileSide {
   readonly runners: GraphileRunner[] = [];
@@ -495,8 +514,10 @@ class GraphileSide {
   /** Successes in arrival order (ns, the runners' clocks), for completion rates. */
   readonly ends: bigint[] = [];
   readonly #schema: string;
-  constructor(schema: string) {
+  readonly #url: string | undefined;
+  constructor(schema: string, url?: string) {
     this.#schema = schema;
+    this.#url = url;
   }
 
   async start(k: number): Promise<void> {
@@ -507,7 +528,9 @@ class GraphileSide {
         this.#successes.get(n)?.(t);
       },
     };
-    this.runners.push(...(await Promise.all(Array.from({ length: k }, () => startGraphileRunner(this.#schema, DISPATCH_CONCURRENCY, handlers)))));
+    this.runners.push(
+      ...(await Promise.all(Array.from({ length: k }, () => startGraphileRunner(this.#schema, DISPATCH_CONCURRENCY, handlers, undefined, this.#url)))),
+    );
   }
 
   async stop(): Promise<void> {
@@ -532,7 +555,8 @@ async function dispatch(ctx: BenchContext, schema: string, graphileSchema: strin
   const workers: WorkerProcess[] = [];
   const gw = new GraphileSide(graphileSchema);
   const utils = await graphileUtils(graphileSchema);
-  let closeDb = async () => undefined as unknown;
+  /** Databases of the drains' own (created below), dropped at the end. */
+  const databases: string[] = [];
   try {
     ctx.log(
       `postgres: dispatch: an API node (--no-dispatch) and flowgate workers; graphile-worker runners in schema ${graphileSchema}; concurrency ${DISPATCH_CONCURRENCY} each`,
@@ -547,13 +571,13 @@ async function dispatch(ctx: BenchContext, schema: string, graphileSchema: strin
     const apiUrl = api.url;
     socket = await JobSocket.open(apiUrl);
     const jobs = socket;
-    const startWorkers = async (k: number) => {
+    const startWorkers = async (k: number, databaseUrl = url) => {
       const dirs = await Promise.all(Array.from({ length: k }, () => mkdtemp(join(ctx.tmpRoot, "pg-dispatch-worker-"))));
       const started = await Promise.all(
         dirs.map((dir) =>
           startWorker([
             "--database-url",
-            url,
+            databaseUrl,
             "--data-dir",
             dir,
             "--blob-dir",
@@ -617,54 +641,108 @@ async function dispatch(ctx: BenchContext, schema: string, graphileSchema: strin
     await stopWorkers();
     await gw.stop();
 
-    // --- completions per second: N jobs queued, then k workers started together ---
+    // --- completions per second and transactions per job: N jobs queued, then k workers started together ---
+    // Each tool drains in a database of its own, so that pg_stat_database counts its workload
+    // alone: from the queue written (every backend gone) until the last process exited.
     const N = s.drainJobs;
-    // The workers' own record of each run's end (completed_at), not the API node's relay of it.
-    const db = new pg.Client({ connectionString: url });
-    await db.connect();
-    closeDb = () => db.end();
-    const flowgateDrain = async (k: number): Promise<number> => {
-      jobs.reset();
+    const fgDb = await createBenchDatabase();
+    databases.push(fgDb);
+    const gwDb = await createBenchDatabase();
+    databases.push(gwDb);
+    const fgUrl = databaseUrl(fgDb);
+    const drainBlobs = await mkdtemp(join(ctx.tmpRoot, "pg-drain-blobs-"));
+    const flowgateDrain = async (k: number): Promise<Drain> => {
+      // The queue, written through the store before the count starts: submissions are not the runs' cost.
+      const store = await openStore({ kind: "postgres", url: fgUrl });
       const ids: string[] = [];
-      let next = 0;
-      const submitter = async () => {
-        while (next++ < N) {
-          const res = await request(apiUrl, "POST", "/api/v2/jobs", { workflow: threeNodeGraph() });
-          if (res.status !== 201) throw new Error(`postgres dispatch: submit answered ${res.status}: ${res.text.slice(0, 300)}`);
-          ids.push(res.body.id as string);
+      try {
+        const now = Date.now();
+        for (let from = 0; from < N; from += 100) {
+          const batch = Array.from({ length: Math.min(100, N - from) }, () => uuidv7(now));
+          await Promise.all(
+            batch.map((id) =>
+              store.createJob({ id, owner: "", created_at: now, expires_at: now + 3_600_000, workflow: threeNodeGraph(), output_node_ids: ["3"] }),
+            ),
+          );
+          ids.push(...batch);
         }
-      };
-      await Promise.all(Array.from({ length: 16 }, submitter));
-      await startWorkers(k);
-      await until(() => ids.length === N && ids.every((id) => jobs.ended.has(id)), `${N} flowgate jobs to end`, DISPATCH_DEADLINE_MS + 100 * N);
-      await stopWorkers();
-      const { rows } = await db.query<{ status: string; completed_at: number }>(
-        "SELECT status, completed_at FROM jobs WHERE id = ANY($1) ORDER BY completed_at",
-        [ids],
-      );
+      } finally {
+        await store.close();
+      }
+      const before = await committedOnceIdle(fgDb);
+      const node = await spawnServer({
+        kind: "flowgate",
+        name: `api-drain-${k}`,
+        dataDir: await mkdtemp(join(ctx.tmpRoot, "pg-drain-api-")),
+        config: { databaseUrl: fgUrl, dispatch: false, blobDir: drainBlobs, queueLimit: QUEUE_LIMIT },
+      });
+      // Polled on a connection of its own: each poll is one transaction, counted out.
+      const db = new pg.Client({ connectionString: fgUrl });
+      let polls = 0;
+      let rows: Array<{ status: string; completed_at: number }> = [];
+      try {
+        await db.connect();
+        await startWorkers(k, fgUrl);
+        const deadline = Date.now() + DISPATCH_DEADLINE_MS + 100 * N;
+        for (;;) {
+          polls++;
+          const { rows: left } = await db.query<{ n: number }>(
+            "SELECT count(*)::int AS n FROM jobs WHERE id = ANY($1) AND status NOT IN ('succeeded', 'failed', 'canceled', 'expired')",
+            [ids],
+          );
+          if (left[0]!.n === 0) break;
+          if (Date.now() > deadline) throw new Error(`postgres dispatch: timed out waiting for ${N} flowgate jobs to end`);
+          await sleep(50);
+        }
+        polls++;
+        ({ rows } = await db.query<{ status: string; completed_at: number }>("SELECT status, completed_at FROM jobs WHERE id = ANY($1) ORDER BY completed_at", [
+          ids,
+        ]));
+      } finally {
+        await stopWorkers();
+        await node.stop();
+        await db.end().catch(() => undefined);
+      }
+      const after = await committedOnceIdle(fgDb);
       const failed = rows.filter((r) => r.status !== "succeeded").length;
-      if (failed > 0 || rows.length !== N) ctx.warn(`postgres dispatch: ${failed} of ${rows.length} flowgate jobs did not succeed (${N} submitted)`);
-      return drainRate(rows.filter((r) => r.completed_at !== null).map((r) => BigInt(r.completed_at) * 1_000_000n));
+      if (failed > 0 || rows.length !== N) ctx.warn(`postgres dispatch: ${failed} of ${rows.length} flowgate jobs did not succeed (${N} queued)`);
+      return {
+        rate: drainRate(rows.filter((r) => r.completed_at !== null).map((r) => BigInt(r.completed_at) * 1_000_000n)),
+        perJob: (after - before - polls) / N,
+      };
     };
-    const graphileDrain = async (k: number): Promise<number> => {
-      gw.ends.length = 0;
-      await utils.addJobs(Array.from({ length: N }, () => ({ identifier: "noop", payload: { n: ++n } })));
-      await gw.start(k);
-      await until(() => gw.ends.length >= N, `${N} graphile-worker jobs to succeed`, DISPATCH_DEADLINE_MS + 100 * N);
-      await gw.stop();
-      return drainRate([...gw.ends].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)));
+    const graphileDrain = async (k: number): Promise<Drain> => {
+      const side = new GraphileSide(graphileSchema, databaseUrl(gwDb));
+      const queue = await graphileUtils(graphileSchema, databaseUrl(gwDb));
+      try {
+        await queue.addJobs(Array.from({ length: N }, () => ({ identifier: "noop", payload: { n: ++n } })));
+      } finally {
+        await queue.release();
+      }
+      const before = await committedOnceIdle(gwDb);
+      try {
+        await side.start(k);
+        await until(() => side.ends.length >= N, `${N} graphile-worker jobs to succeed`, DISPATCH_DEADLINE_MS + 100 * N);
+      } finally {
+        await side.stop();
+      }
+      const after = await committedOnceIdle(gwDb);
+      return { rate: drainRate([...side.ends].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))), perJob: (after - before) / N };
     };
-    const rates: Record<`${"fg" | "gw"}${1 | 2}`, number[]> = { fg1: [], gw1: [], fg2: [], gw2: [] };
+    const drains: Record<`${"fg" | "gw"}${1 | 2}`, Drain[]> = { fg1: [], gw1: [], fg2: [], gw2: [] };
     for (let round = 1; round <= s.drainRounds; round++) {
       for (const k of [1, 2] as const) {
-        const fg = async () => rates[`fg${k}`].push(await flowgateDrain(k));
-        const gwr = async () => rates[`gw${k}`].push(await graphileDrain(k));
+        const fg = async () => drains[`fg${k}`].push(await flowgateDrain(k));
+        const gwr = async () => drains[`gw${k}`].push(await graphileDrain(k));
         for (const run of round % 2 === 1 ? [fg, gwr] : [gwr, fg]) await run();
       }
+      const last = (key: keyof typeof drains) => drains[key].at(-1)!;
       ctx.log(
-        `postgres: drain round ${round}: ${N} jobs; flowgate ${Math.round(rates.fg1.at(-1)!)}/s with one worker, ${Math.round(rates.fg2.at(-1)!)}/s with two; graphile-worker ${Math.round(rates.gw1.at(-1)!)}/s, ${Math.round(rates.gw2.at(-1)!)}/s`,
+        `postgres: drain round ${round}: ${N} jobs; flowgate ${Math.round(last("fg1").rate)}/s (${last("fg1").perJob.toFixed(2)} transactions/job) with one worker, ${Math.round(last("fg2").rate)}/s (${last("fg2").perJob.toFixed(2)}) with two; graphile-worker ${Math.round(last("gw1").rate)}/s (${last("gw1").perJob.toFixed(2)}), ${Math.round(last("gw2").rate)}/s (${last("gw2").perJob.toFixed(2)})`,
       );
     }
+    const rates = (key: keyof typeof drains) => drains[key].map((d) => d.rate);
+    const perJob = (key: keyof typeof drains) => drains[key].map((d) => d.perJob);
 
     const p = (rounds: number[][], q: number) => rounds.map((r) => percentile(r, q));
     const all = (rounds: number[][]) => rounds.flat();
@@ -695,16 +773,30 @@ async function dispatch(ctx: BenchContext, schema: string, graphileSchema: strin
       },
     ];
     for (const k of [1, 2] as const) {
-      figures.push({
-        scenario: label,
-        metric: `jobs completed per second, ${k === 1 ? "one worker" : "two workers"}`,
-        value: median(rates[`fg${k}`]),
-        unit: "jobs/s",
-        baseline: { name: `graphile-worker, ${k === 1 ? "one runner" : "two runners"}`, value: median(rates[`gw${k}`]), unit: "jobs/s" },
-        ratio: medianRatio(rates[`fg${k}`], rates[`gw${k}`]),
-        rounds: rates[`fg${k}`],
-        note: `${N.toLocaleString("en-US")} jobs queued, then the workers started together; timed from the ${Math.round(DRAIN_SKIP * 100)} % mark to the last end (flowgate: the jobs' completed_at, written by the workers; graphile-worker: the runners' job:success)`,
-      });
+      const who = k === 1 ? "one worker" : "two workers";
+      figures.push(
+        {
+          scenario: label,
+          metric: `jobs completed per second, ${who}`,
+          value: median(rates(`fg${k}`)),
+          unit: "jobs/s",
+          baseline: { name: `graphile-worker, ${k === 1 ? "one runner" : "two runners"}`, value: median(rates(`gw${k}`)), unit: "jobs/s" },
+          ratio: medianRatio(rates(`fg${k}`), rates(`gw${k}`)),
+          rounds: rates(`fg${k}`),
+          note: `${N.toLocaleString("en-US")} jobs queued, then the workers (and, for flowgate, an API node) started together; timed from the ${Math.round(DRAIN_SKIP * 100)} % mark to the last end (flowgate: the jobs' completed_at, written by the workers; graphile-worker: the runners' job:success)`,
+        },
+        {
+          scenario: label,
+          metric: `database transactions per job, ${who}`,
+          value: median(perJob(`fg${k}`)),
+          unit: "transactions",
+          baseline: { name: `graphile-worker, ${k === 1 ? "one runner" : "two runners"}`, value: median(perJob(`gw${k}`)), unit: "transactions" },
+          ratio: medianRatio(perJob(`fg${k}`), perJob(`gw${k}`)),
+          target: { on: "value", op: "<=", bound: 4 },
+          rounds: perJob(`fg${k}`),
+          note: "pg_stat_database.xact_commit of a database of the drain's own, from the queue written until every process exited (their start and stop included; the bench's polls counted out), over the jobs drained",
+        },
+      );
     }
     if (jobs.repeated > 0 || jobs.startSkipped > 0) {
       ctx.warn(
@@ -716,6 +808,7 @@ async function dispatch(ctx: BenchContext, schema: string, graphileSchema: strin
     socket?.close();
     await Promise.all([api?.stop().catch(() => undefined), ...workers.map((w) => w.stop().catch(() => undefined)), gw.stop().catch(() => undefined)]);
     await Promise.resolve(utils.release()).catch(() => undefined);
-    await closeDb().catch(() => undefined);
+    for (const d of databases)
+      await dropBenchDatabase(d).catch((err: unknown) => ctx.warn(`postgres: could not drop database ${d}: ${(err as Error).message}`));
   }
 }

@@ -396,7 +396,8 @@ export class Http {
         if (body) this.timeline.addAsset(body, "GET /api/v2/assets/{id}");
         return;
       case "hostedQueuePrompt":
-        if (typeof body?.prompt_id === "string")
+        // A prompt_id the client chose may name a prompt queued before (HJOB-8): its answer is that prompt, in any state.
+        if (typeof body?.prompt_id === "string" && !clientPromptId(ex.requestBody))
           this.timeline.add({ ...base, job: body.prompt_id, source: "POST /api/prompt", kind: "outcome", family: "hosted" });
         return;
       case "hostedGetJobStatus": {
@@ -514,5 +515,14 @@ function ruleSetOf(kind: BodyKind): string[] {
       return kind.event === "status" ? ["SSE-2", "JOB-1"] : kind.event === "progress" ? ["PRG-1"] : ["SSE-2"];
     case "ws":
       return ["WS-2", "WS-3"];
+  }
+}
+
+/** Whether a POST /api/prompt request body carries the client's own prompt_id. */
+function clientPromptId(requestBody: string | undefined): boolean {
+  try {
+    return typeof (JSON.parse(requestBody ?? "null") as { prompt_id?: unknown } | null)?.prompt_id === "string";
+  } catch {
+    return false;
   }
 }

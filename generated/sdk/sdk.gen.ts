@@ -2,7 +2,7 @@
 
 import { client } from './client.gen.ts';
 import { type Client, type ClientMeta, formDataBodySerializer, type Options as Options2, type RequestResult, type ServerSentEventsResult, type TDataShape } from './client/index.ts';
-import type { CancelJobData, CancelJobErrors, CancelJobResponses, CheckAssetHashData, CheckAssetHashErrors, CheckAssetHashResponses, CreateAssetFromHashData, CreateAssetFromHashErrors, CreateAssetFromHashResponses, CreateJobData, CreateJobErrors, CreateJobResponses, DeleteAssetData, DeleteAssetErrors, DeleteAssetResponses, GetAssetContentData, GetAssetContentErrors, GetAssetContentResponses, GetAssetData, GetAssetErrors, GetAssetResponses, GetHealthData, GetHealthResponses, GetJobData, GetJobErrors, GetJobResponses, GetJobWorkflowData, GetJobWorkflowErrors, GetJobWorkflowResponses, GetMetricsData, GetMetricsErrors, GetMetricsResponses, GetReadinessData, GetReadinessErrors, GetReadinessResponses, HostedGetHistoryData, HostedGetHistoryEntryData, HostedGetHistoryEntryErrors, HostedGetHistoryEntryResponses, HostedGetHistoryErrors, HostedGetHistoryResponses, HostedGetJobStatusData, HostedGetJobStatusErrors, HostedGetJobStatusResponses, HostedGetNodeInfoData, HostedGetNodeInfoErrors, HostedGetNodeInfoResponses, HostedGetObjectInfoData, HostedGetObjectInfoErrors, HostedGetObjectInfoResponses, HostedGetPromptInfoData, HostedGetPromptInfoErrors, HostedGetPromptInfoResponses, HostedGetQueueData, HostedGetQueueErrors, HostedGetQueueResponses, HostedGetSystemStatsData, HostedGetSystemStatsErrors, HostedGetSystemStatsResponses, HostedInterruptData, HostedInterruptErrors, HostedInterruptResponses, HostedManageHistoryData, HostedManageHistoryErrors, HostedManageHistoryResponses, HostedManageQueueData, HostedManageQueueErrors, HostedManageQueueResponses, HostedQueuePromptData, HostedQueuePromptErrors, HostedQueuePromptResponses, HostedUploadImageData, HostedUploadImageErrors, HostedUploadImageResponses, HostedUploadMaskData, HostedUploadMaskErrors, HostedUploadMaskResponses, HostedViewData, HostedViewErrors, HostedWebSocketData, HostedWebSocketErrors, ListJobsData, ListJobsErrors, ListJobsResponses, StreamJobEventsData, StreamJobEventsErrors, StreamJobEventsResponse, StreamJobEventsResponses, UploadAssetData, UploadAssetErrors, UploadAssetResponses } from './types.gen.ts';
+import type { CancelJobData, CancelJobErrors, CancelJobResponses, CheckAssetHashData, CheckAssetHashErrors, CheckAssetHashResponses, CreateAssetFromHashData, CreateAssetFromHashErrors, CreateAssetFromHashResponses, CreateJobData, CreateJobErrors, CreateJobResponses, DeleteAssetData, DeleteAssetErrors, DeleteAssetResponses, GetAssetContentData, GetAssetContentErrors, GetAssetContentResponses, GetAssetData, GetAssetErrors, GetAssetResponses, GetHealthData, GetHealthResponses, GetJobData, GetJobErrors, GetJobLogsData, GetJobLogsErrors, GetJobLogsResponses, GetJobResponses, GetJobWorkflowData, GetJobWorkflowErrors, GetJobWorkflowResponses, GetMetricsData, GetMetricsErrors, GetMetricsResponses, GetReadinessData, GetReadinessErrors, GetReadinessResponses, HostedCancelJobData, HostedCancelJobErrors, HostedCancelJobResponses, HostedCancelJobsData, HostedCancelJobsErrors, HostedCancelJobsResponses, HostedGetFeaturesData, HostedGetFeaturesErrors, HostedGetFeaturesResponses, HostedGetHistoryData, HostedGetHistoryEntryData, HostedGetHistoryEntryErrors, HostedGetHistoryEntryResponses, HostedGetHistoryErrors, HostedGetHistoryResponses, HostedGetJobData, HostedGetJobErrors, HostedGetJobResponses, HostedGetJobStatusData, HostedGetJobStatusErrors, HostedGetJobStatusResponses, HostedGetNodeInfoData, HostedGetNodeInfoErrors, HostedGetNodeInfoResponses, HostedGetObjectInfoData, HostedGetObjectInfoErrors, HostedGetObjectInfoResponses, HostedGetPromptInfoData, HostedGetPromptInfoErrors, HostedGetPromptInfoResponses, HostedGetQueueData, HostedGetQueueErrors, HostedGetQueueResponses, HostedGetSystemStatsData, HostedGetSystemStatsErrors, HostedGetSystemStatsResponses, HostedInterruptData, HostedInterruptErrors, HostedInterruptResponses, HostedListJobsData, HostedListJobsErrors, HostedListJobsResponses, HostedManageHistoryData, HostedManageHistoryErrors, HostedManageHistoryResponses, HostedManageQueueData, HostedManageQueueErrors, HostedManageQueueResponses, HostedQueuePromptData, HostedQueuePromptErrors, HostedQueuePromptResponses, HostedUploadImageData, HostedUploadImageErrors, HostedUploadImageResponses, HostedUploadMaskData, HostedUploadMaskErrors, HostedUploadMaskResponses, HostedViewData, HostedViewErrors, HostedWebSocketData, HostedWebSocketErrors, ListJobsData, ListJobsErrors, ListJobsResponses, StreamJobEventsData, StreamJobEventsErrors, StreamJobEventsResponse, StreamJobEventsResponses, UploadAssetData, UploadAssetErrors, UploadAssetResponses } from './types.gen.ts';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -21,7 +21,9 @@ export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends 
 /**
  * List the caller's jobs
  *
- * The caller's jobs, newest first, with cursor pagination. Entries carry no `logs`.
+ * The caller's jobs, newest first, with cursor pagination. Entries carry no `logs`. Each entry
+ * is the full job plus the official SDK's item fields `create_time`, `update_time` and
+ * `deployment_id` (since 2.2.0). A cursor this server did not issue is 400 `invalid_cursor`.
  * `metadata[key]=value` filters by label (deepObject style, up to 3 filters, all must match,
  * combined with `status` and the cursor); a malformed filter (an empty or invalid key, more
  * than 3 filters, a repeated key, a value longer than 256 characters) is 400
@@ -161,6 +163,26 @@ export const getJobWorkflow = <ThrowOnError extends boolean = false>(options: Op
             type: 'http'
         }],
     url: '/api/v2/jobs/{id}/workflow',
+    ...options
+});
+
+/**
+ * Read a job's log
+ *
+ * The job's captured standard output as a resource of its own (since 2.2.0): the same log, with
+ * the same lifetime, that `GET /api/v2/jobs/{id}` embeds as `logs`. 204 when the job has no
+ * log: the surface captures none (self-hosted, hosted cloud), the job has not finished, it
+ * predates capture, or it ran on the public demo deployment, which withholds logs on read.
+ * Clients follow `urls.logs` and ask nothing where the job carries no such link.
+ *
+ */
+export const getJobLogs = <ThrowOnError extends boolean = false>(options: Options<GetJobLogsData, ThrowOnError>): RequestResult<GetJobLogsResponses, GetJobLogsErrors, ThrowOnError> => (options.client ?? client).get<GetJobLogsResponses, GetJobLogsErrors, ThrowOnError>({
+    security: [{
+            key: 'bearerAuth',
+            scheme: 'bearer',
+            type: 'http'
+        }],
+    url: '/api/v2/jobs/{id}/logs',
     ...options
 });
 
@@ -369,8 +391,9 @@ export const hostedGetPromptInfo = <ThrowOnError extends boolean = false>(option
 /**
  * Queue a prompt
  *
- * Queues an API-format graph as a job; `prompt_id` is the job id. `client_id`, `number` and
- * `front` are accepted and ignored. `extra_data.api_key_vendor_org` reaches partner nodes for
+ * Queues an API-format graph as a job; `prompt_id` is the job id (the client's own when it
+ * gives one, see HostedPromptRequest). `client_id`, `number` and `front` are accepted and
+ * ignored. `extra_data.api_key_vendor_org` reaches partner nodes for
  * this run and is never kept. An invalid graph answers 400 in ComfyUI's shape.
  *
  */
@@ -402,7 +425,10 @@ export const hostedGetJobStatus = <ThrowOnError extends boolean = false>(options
  * Download a file by its file info
  *
  * Answers 302 with a `Location` that is a signed URL: it carries its own authorization and
- * serves the bytes with their media type. Follow it without the API key, which must never reach
+ * serves the bytes with their media type, with `X-Content-Type-Options: nosniff`, and as an
+ * attachment when the type could run script in a browser (HTML, SVG, XML, JavaScript, CSS),
+ * as ComfyUI's `/view` does (a presigned link to a bucket carries the attachment, not
+ * `nosniff`, which a bucket's response overrides cannot set). Follow it without the API key, which must never reach
  * the storage host. Names with `..`, absolute paths or other escapes are refused.
  *
  */
@@ -505,6 +531,91 @@ export const hostedGetHistoryEntry = <ThrowOnError extends boolean = false>(opti
 export const hostedGetSystemStats = <ThrowOnError extends boolean = false>(options?: Options<HostedGetSystemStatsData, ThrowOnError>): RequestResult<HostedGetSystemStatsResponses, HostedGetSystemStatsErrors, ThrowOnError> => (options?.client ?? client).get<HostedGetSystemStatsResponses, HostedGetSystemStatsErrors, ThrowOnError>({
     security: [{ name: 'X-API-Key', type: 'apiKey' }],
     url: '/api/system_stats',
+    ...options
+});
+
+/**
+ * The caller's jobs, filtered, sorted and paged
+ *
+ * ComfyUI's job list (its `GET /api/jobs`), from flowgate's durable record: a restart loses
+ * nothing. Pending, running and finished prompts of the caller (a prompt taken out of the
+ * history with `POST /api/history` is left out, as in ComfyUI), each a summary without its
+ * graph. Parameters are read as ComfyUI reads them: `status` is a comma list of
+ * HostedJobListStatus values, `sort_by` one of HostedJobSortBy (`create_time` and
+ * `execution_time` are Comfy Cloud's names of `created_at` and `execution_duration`),
+ * `sort_order` `asc` or `desc` (default), `limit` a positive integer (none: every job),
+ * `offset` an integer (a negative one counts as 0). A bad value answers 400 with ComfyUI's
+ * `{error}` string body. Jobs of equal sort key are listed in submission order, so pages do
+ * not overlap. `workflow_id` matches the workflow id a ComfyUI frontend sends in
+ * `extra_data.extra_pnginfo.workflow.id`; flowgate keeps no `extra_data`, so no job carries
+ * one yet and the filter matches none.
+ *
+ */
+export const hostedListJobs = <ThrowOnError extends boolean = false>(options?: Options<HostedListJobsData, ThrowOnError>): RequestResult<HostedListJobsResponses, HostedListJobsErrors, ThrowOnError> => (options?.client ?? client).get<HostedListJobsResponses, HostedListJobsErrors, ThrowOnError>({
+    security: [{ name: 'X-API-Key', type: 'apiKey' }],
+    url: '/api/jobs',
+    ...options
+});
+
+/**
+ * Cancel several jobs
+ *
+ * As ComfyUI's `POST /api/jobs/cancel`: every id is checked first, and one that is not a
+ * canonical lowercase UUID answers 400 with `invalid_ids` and cancels nothing. Then each
+ * pending or running job of the caller is canceled; finished, unknown and other callers' ids
+ * are no-ops. `cancelled` is true when at least one job was stopped. A job that starts
+ * running during the call is still stopped.
+ *
+ */
+export const hostedCancelJobs = <ThrowOnError extends boolean = false>(options: Options<HostedCancelJobsData, ThrowOnError>): RequestResult<HostedCancelJobsResponses, HostedCancelJobsErrors, ThrowOnError> => (options.client ?? client).post<HostedCancelJobsResponses, HostedCancelJobsErrors, ThrowOnError>({
+    security: [{ name: 'X-API-Key', type: 'apiKey' }],
+    url: '/api/jobs/cancel',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * One job in full
+ *
+ * ComfyUI's full job: the summary fields plus `workflow` (`prompt`, and `extra_data`, always
+ * empty: flowgate keeps none of it), and once finished `outputs` (ComfyUI's node outputs) and
+ * `execution_status` (its history status). 404 with ComfyUI's `{error}` body for an id the
+ * caller has no job under.
+ *
+ */
+export const hostedGetJob = <ThrowOnError extends boolean = false>(options: Options<HostedGetJobData, ThrowOnError>): RequestResult<HostedGetJobResponses, HostedGetJobErrors, ThrowOnError> => (options.client ?? client).get<HostedGetJobResponses, HostedGetJobErrors, ThrowOnError>({
+    security: [{ name: 'X-API-Key', type: 'apiKey' }],
+    url: '/api/jobs/{job_id}',
+    ...options
+});
+
+/**
+ * Cancel one job
+ *
+ * As ComfyUI's `POST /api/jobs/{job_id}/cancel`: a pending job leaves the queue, a running one
+ * is interrupted, and `cancelled` says whether either happened; a finished, unknown or other
+ * caller's id answers `{"cancelled": false}`, and an id that is not a canonical lowercase UUID
+ * is 400. A job that starts running during the call is
+ * still stopped.
+ *
+ */
+export const hostedCancelJob = <ThrowOnError extends boolean = false>(options: Options<HostedCancelJobData, ThrowOnError>): RequestResult<HostedCancelJobResponses, HostedCancelJobErrors, ThrowOnError> => (options.client ?? client).post<HostedCancelJobResponses, HostedCancelJobErrors, ThrowOnError>({
+    security: [{ name: 'X-API-Key', type: 'apiKey' }],
+    url: '/api/jobs/{job_id}/cancel',
+    ...options
+});
+
+/**
+ * The server's feature flags
+ *
+ * The same flags the WebSocket's `feature_flags` answer carries (one source).
+ */
+export const hostedGetFeatures = <ThrowOnError extends boolean = false>(options?: Options<HostedGetFeaturesData, ThrowOnError>): RequestResult<HostedGetFeaturesResponses, HostedGetFeaturesErrors, ThrowOnError> => (options?.client ?? client).get<HostedGetFeaturesResponses, HostedGetFeaturesErrors, ThrowOnError>({
+    security: [{ name: 'X-API-Key', type: 'apiKey' }],
+    url: '/api/features',
     ...options
 });
 

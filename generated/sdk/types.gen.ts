@@ -161,6 +161,13 @@ export type JobUrls = {
      * Cancellation (POST).
      */
     cancel: string;
+    /**
+     * The job's log (GET, since 2.2.0). Present only where the surface serves logs to this
+     * caller (serverless deployments, not the public demo deployment); a client that finds no
+     * link knows there is no log and asks nothing.
+     *
+     */
+    logs?: string;
 };
 
 /**
@@ -174,6 +181,12 @@ export type JobLogs = {
      * Standard output in write order; untrusted, render it as plain text; its shape is not stable.
      */
     text: string;
+    /**
+     * True when the log is final: the job has ended and nothing more will be added (since
+     * 2.2.0; servers of 2.2.0 and later always send it, and send a log only once it is final).
+     *
+     */
+    complete?: boolean;
     /**
      * True when `text` is only the tail of a longer output.
      */
@@ -274,13 +287,36 @@ export type Job = JobFields & {
 export type JobWithoutLogs = JobFields & {};
 
 /**
+ * A listed job: the full job without `logs`, plus the item fields of the official v2 SDK's
+ * listing (since 2.2.0; servers of 2.2.0 and later always send them).
+ *
+ */
+export type JobListItem = JobWithoutLogs & {
+    /**
+     * When the job was accepted; equals `created_at`.
+     */
+    create_time?: string;
+    /**
+     * The job's last recorded change: the latest of its creation, start, end and output
+     * commits (a progress snapshot or a cancel request that has not ended the run yet
+     * does not move it).
+     *
+     */
+    update_time?: string;
+    /**
+     * The serverless deployment the job ran on; null on the other surfaces.
+     */
+    deployment_id?: string | null;
+};
+
+/**
  * One page of the caller's jobs, newest first.
  */
 export type JobList = {
     /**
      * The jobs of this page.
      */
-    jobs: Array<JobWithoutLogs>;
+    jobs: Array<JobListItem>;
     /**
      * Pass as `cursor` for the next page; null on the last page.
      */
@@ -545,13 +581,14 @@ export type NodeErrors = {
  * `hash_mismatch` 409, `payload_too_large` 413, `range_not_satisfiable` 416,
  * `invalid_workflow` 422, `workflow_format_ui` 422, `missing_asset` 422,
  * `idempotency_key_reuse` 422, `deployment_stopped` 422, `metadata_invalid` 422,
- * `metadata_not_supported` 422, `invalid_metadata_filter` 400, `queue_full` 429,
+ * `metadata_not_supported` 422, `invalid_metadata_filter` 400, `invalid_cursor` 400 (since
+ * 2.2.0), `queue_full` 429,
  * `deployment_not_ready` 429, `too_many_streams` 429, `rate_limited` 429, `upstream_error` 500,
  * `insufficient_storage` 507.
  * Every 429 carries `Retry-After`. More codes may be added within v2.
  *
  */
-export type ErrorCode = 'invalid_request' | 'unauthorized' | 'insufficient_credits' | 'forbidden' | 'not_found' | 'blob_not_found' | 'hash_mismatch' | 'payload_too_large' | 'range_not_satisfiable' | 'invalid_workflow' | 'workflow_format_ui' | 'missing_asset' | 'idempotency_key_reuse' | 'deployment_stopped' | 'metadata_invalid' | 'metadata_not_supported' | 'invalid_metadata_filter' | 'queue_full' | 'deployment_not_ready' | 'too_many_streams' | 'rate_limited' | 'upstream_error' | 'insufficient_storage';
+export type ErrorCode = 'invalid_request' | 'unauthorized' | 'insufficient_credits' | 'forbidden' | 'not_found' | 'blob_not_found' | 'hash_mismatch' | 'payload_too_large' | 'range_not_satisfiable' | 'invalid_workflow' | 'workflow_format_ui' | 'missing_asset' | 'idempotency_key_reuse' | 'deployment_stopped' | 'metadata_invalid' | 'metadata_not_supported' | 'invalid_metadata_filter' | 'invalid_cursor' | 'queue_full' | 'deployment_not_ready' | 'too_many_streams' | 'rate_limited' | 'upstream_error' | 'insufficient_storage';
 
 /**
  * Every v2 error body, from every layer.
@@ -733,9 +770,15 @@ export type HostedPromptRequest = {
      */
     front?: boolean;
     /**
-     * Accepted and ignored; the server assigns the id.
+     * The job's id, chosen by the client, as ComfyUI takes it: a canonical lowercase UUID,
+     * else 400 `invalid_prompt_id`; absent or null, the server assigns one. The prompt id is
+     * the job id on every interface. An id the caller already used starts no second run: the
+     * answer is the one for the existing job (its `prompt_id` and `number`), whatever the
+     * graph, so a client that resubmits after losing the first answer (or a restart) finds its
+     * prompt. An id another caller used answers 400 `invalid_prompt_id`.
+     *
      */
-    prompt_id?: string;
+    prompt_id?: string | null;
 };
 
 /**
@@ -1026,6 +1069,179 @@ export type HostedSystemStats = {
 };
 
 /**
+ * A job's status in ComfyUI's job API (`in_progress` covers a run being canceled; `failed` covers a run that timed out).
+ */
+export type HostedJobListStatus = 'pending' | 'in_progress' | 'completed' | 'failed' | 'cancelled';
+
+/**
+ * Sort key of the job list; `create_time` and `execution_time` are Comfy Cloud's names of the other two.
+ */
+export type HostedJobSortBy = 'created_at' | 'execution_duration' | 'create_time' | 'execution_time';
+
+/**
+ * Sort direction of the job list.
+ */
+export type HostedJobSortOrder = 'asc' | 'desc';
+
+/**
+ * A job in ComfyUI's job API shape. As in ComfyUI, a field with no value is left out (an
+ * unfinished job has no `execution_end_time`). Times are epoch milliseconds. The list carries
+ * the summary fields; `GET /api/jobs/{job_id}` adds `workflow`, and for a finished job
+ * `outputs` and `execution_status`.
+ *
+ */
+export type HostedJob = {
+    /**
+     * The prompt id, which is the job id.
+     */
+    id: string;
+    status: HostedJobListStatus;
+    /**
+     * The queue number (as `number` of `POST /api/prompt`).
+     */
+    priority: number;
+    /**
+     * When the prompt was queued.
+     */
+    create_time: number;
+    /**
+     * When it started running.
+     */
+    execution_start_time?: number;
+    /**
+     * When it finished.
+     */
+    execution_end_time?: number;
+    /**
+     * The `execution_error` message data of a failed job (as on the WebSocket, with its timestamp).
+     */
+    execution_error?: {
+        [key: string]: unknown;
+    };
+    /**
+     * Output files of the job.
+     */
+    outputs_count: number;
+    /**
+     * Outputs a frontend can preview (images, video, audio, 3D, text).
+     */
+    previewable_outputs_count: number;
+    /**
+     * The output a frontend shows first, as ComfyUI picks it (a saved image, video or audio before a preview, before text), a file info with `nodeId` and `mediaType`.
+     */
+    preview_output?: {
+        [key: string]: unknown;
+    };
+    /**
+     * The ComfyUI workflow id the prompt was queued with, when known.
+     */
+    workflow_id?: string;
+    /**
+     * Only on `GET /api/jobs/{job_id}`.
+     */
+    workflow?: {
+        prompt: Workflow;
+        /**
+         * Always empty; flowgate never keeps `extra_data` (its secrets least of all).
+         */
+        extra_data: {
+            [key: string]: unknown;
+        };
+    };
+    /**
+     * Only on `GET /api/jobs/{job_id}` of a finished job; node outputs keyed by node id, as in the history.
+     */
+    outputs?: {
+        [key: string]: HostedNodeOutputs;
+    };
+    /**
+     * Only on `GET /api/jobs/{job_id}` of a finished job; the history entry's `status`.
+     */
+    execution_status?: {
+        [key: string]: unknown;
+    };
+};
+
+/**
+ * One page of the caller's jobs.
+ */
+export type HostedJobList = {
+    /**
+     * The jobs of the page.
+     */
+    jobs: Array<HostedJob>;
+    /**
+     * Where the page sits.
+     */
+    pagination: {
+        /**
+         * Jobs skipped.
+         */
+        offset: number;
+        /**
+         * The page size asked for; null when none was.
+         */
+        limit: number | null;
+        /**
+         * Jobs matching the filters, on every page.
+         */
+        total: number;
+        /**
+         * Whether jobs follow this page.
+         */
+        has_more: boolean;
+    };
+};
+
+/**
+ * Jobs to cancel; each id is checked by the handler, so that malformed ones are named in `invalid_ids`.
+ */
+export type HostedCancelJobsRequest = {
+    /**
+     * Job ids (canonical lowercase UUIDs).
+     */
+    job_ids: Array<unknown>;
+};
+
+/**
+ * ComfyUI's cancel answer.
+ */
+export type HostedCancelResult = {
+    /**
+     * Whether a pending or running job was stopped.
+     */
+    cancelled: boolean;
+};
+
+/**
+ * The server's feature flags, ComfyUI's `GET /api/features`; the WebSocket's `feature_flags` answer carries the same.
+ */
+export type HostedFeatures = {
+    /**
+     * Previews with metadata (binary type 4) are sent to a client that asks for them.
+     */
+    supports_preview_metadata: boolean;
+    /**
+     * The largest upload accepted, in bytes.
+     */
+    max_upload_size: number;
+};
+
+/**
+ * ComfyUI's error body of its job API (a string, unlike the other hosted errors).
+ */
+export type HostedJobsError = {
+    /**
+     * What is wrong.
+     */
+    error: string;
+    /**
+     * The ids of a cancel batch that are not canonical lowercase UUIDs.
+     */
+    invalid_ids?: Array<string>;
+};
+
+/**
  * Error body of the hosted interface, ComfyUI's shape; `node_errors` for an invalid graph.
  */
 export type HostedError = {
@@ -1107,9 +1323,15 @@ export type HostedPromptRequestWritable = {
      */
     front?: boolean;
     /**
-     * Accepted and ignored; the server assigns the id.
+     * The job's id, chosen by the client, as ComfyUI takes it: a canonical lowercase UUID,
+     * else 400 `invalid_prompt_id`; absent or null, the server assigns one. The prompt id is
+     * the job id on every interface. An id the caller already used starts no second run: the
+     * answer is the one for the existing job (its `prompt_id` and `number`), whatever the
+     * graph, so a client that resubmits after losing the first answer (or a restart) finds its
+     * prompt. An id another caller used answers 400 `invalid_prompt_id`.
+     *
      */
-    prompt_id?: string;
+    prompt_id?: string | null;
 };
 
 /**
@@ -1126,6 +1348,16 @@ export type AssetId = string;
  * Prompt id, which is the job id.
  */
 export type PromptId = string;
+
+/**
+ * The job id, which is the prompt id.
+ */
+export type HostedJobId = string;
+
+/**
+ * The job id, a canonical lowercase UUID: another value is 400, as the batch cancel refuses it (ComfyUI answers it with cancelled false).
+ */
+export type HostedCancelJobId = string;
 
 /**
  * A blob hash, `blake3:<64 hex>`.
@@ -1150,7 +1382,7 @@ export type ListJobsData = {
          */
         limit?: number;
         /**
-         * The `next_cursor` of the previous page; opaque.
+         * The `next_cursor` of the previous page; opaque. One this server did not issue is 400 `invalid_cursor` (since 2.2.0).
          */
         cursor?: string;
         /**
@@ -1163,7 +1395,7 @@ export type ListJobsData = {
 
 export type ListJobsErrors = {
     /**
-     * `invalid_request` (as for every operation: bad `status`, `limit` or `cursor`) or `invalid_metadata_filter` (a malformed `metadata[key]` filter: an empty or invalid key, more than 3 filters, a repeated key, a value longer than 256 characters).
+     * `invalid_request` (as for every operation: bad `status` or `limit`, a `cursor` longer than 512 characters), `invalid_cursor` (a `cursor` this server did not issue; since 2.2.0) or `invalid_metadata_filter` (a malformed `metadata[key]` filter: an empty or invalid key, more than 3 filters, a repeated key, a value longer than 256 characters).
      */
     400: ErrorEnvelope;
     /**
@@ -1494,6 +1726,60 @@ export type GetJobWorkflowResponses = {
 };
 
 export type GetJobWorkflowResponse = GetJobWorkflowResponses[keyof GetJobWorkflowResponses];
+
+export type GetJobLogsData = {
+    body?: never;
+    path: {
+        /**
+         * Job id (a UUID).
+         */
+        id: string;
+    };
+    query?: never;
+    url: '/api/v2/jobs/{id}/logs';
+};
+
+export type GetJobLogsErrors = {
+    /**
+     * `invalid_request`: the request envelope is malformed (not JSON, wrong or unknown fields, reserved fields, bad parameters, a JSON body nested deeper than 64 levels of arrays and objects: reason `too_deep`); `details.fields` lists each offending field.
+     */
+    400: ErrorEnvelope;
+    /**
+     * `unauthorized`: missing or invalid credentials.
+     */
+    401: ErrorEnvelope;
+    /**
+     * `forbidden`: authenticated but not allowed (for example an inactive subscription, or a tampered or expired signed link).
+     */
+    403: ErrorEnvelope;
+    /**
+     * `not_found`: no such resource for this caller (another caller's resource looks the same as a missing one).
+     */
+    404: ErrorEnvelope;
+    /**
+     * `rate_limited`: a configured request rate was exceeded; carries `Retry-After`.
+     */
+    429: ErrorEnvelope;
+    /**
+     * `upstream_error`: an unexpected failure in backing services. The message is one fixed, generic sentence, safe to display. Any operation can fail this way.
+     */
+    500: ErrorEnvelope;
+};
+
+export type GetJobLogsError = GetJobLogsErrors[keyof GetJobLogsErrors];
+
+export type GetJobLogsResponses = {
+    /**
+     * The job's log.
+     */
+    200: JobLogs;
+    /**
+     * The job has no log to show.
+     */
+    204: void;
+};
+
+export type GetJobLogsResponse = GetJobLogsResponses[keyof GetJobLogsResponses];
 
 export type UploadAssetData = {
     body: UploadAssetRequest;
@@ -2058,7 +2344,7 @@ export type HostedQueuePromptData = {
 
 export type HostedQueuePromptErrors = {
     /**
-     * The request or the graph is invalid; the body is ComfyUI's validation error shape.
+     * The request, its `prompt_id` (type `invalid_prompt_id`) or the graph is invalid; the body is ComfyUI's validation error shape.
      */
     400: HostedError;
     /**
@@ -2417,6 +2703,212 @@ export type HostedGetSystemStatsResponses = {
 };
 
 export type HostedGetSystemStatsResponse = HostedGetSystemStatsResponses[keyof HostedGetSystemStatsResponses];
+
+export type HostedListJobsData = {
+    body?: never;
+    path?: never;
+    query?: {
+        /**
+         * Comma list of HostedJobListStatus values; none lists every status.
+         */
+        status?: string;
+        /**
+         * Only jobs of this ComfyUI workflow id.
+         */
+        workflow_id?: string;
+        /**
+         * A HostedJobSortBy value, in any letter case (as ComfyUI reads it); default `created_at`. Another value is ComfyUI's 400, so the schema admits any string.
+         */
+        sort_by?: HostedJobSortBy | string;
+        /**
+         * A HostedJobSortOrder value, in any letter case (as ComfyUI reads it); default `desc`. Another value is ComfyUI's 400, so the schema admits any string.
+         */
+        sort_order?: HostedJobSortOrder | string;
+        /**
+         * At most this many jobs (a positive integer); none lists them all.
+         */
+        limit?: string;
+        /**
+         * Jobs to skip (an integer; a negative one counts as 0).
+         */
+        offset?: string;
+    };
+    url: '/api/jobs';
+};
+
+export type HostedListJobsErrors = {
+    /**
+     * A bad value of the job API, in ComfyUI's `{error}` string shape (with `invalid_ids` for a
+     * cancel batch). A request that fails the spec's own checks before ComfyUI's are applied (a
+     * body that is not JSON, a parameter longer than its bound) answers the hosted error object.
+     *
+     */
+    400: HostedJobsError | HostedError;
+    /**
+     * Invalid or missing API key.
+     */
+    401: HostedError;
+    /**
+     * Internal server error; the message is generic.
+     */
+    500: HostedError;
+};
+
+export type HostedListJobsError = HostedListJobsErrors[keyof HostedListJobsErrors];
+
+export type HostedListJobsResponses = {
+    /**
+     * One page of jobs.
+     */
+    200: HostedJobList;
+};
+
+export type HostedListJobsResponse = HostedListJobsResponses[keyof HostedListJobsResponses];
+
+export type HostedCancelJobsData = {
+    body: HostedCancelJobsRequest;
+    path?: never;
+    query?: never;
+    url: '/api/jobs/cancel';
+};
+
+export type HostedCancelJobsErrors = {
+    /**
+     * A bad value of the job API, in ComfyUI's `{error}` string shape (with `invalid_ids` for a
+     * cancel batch). A request that fails the spec's own checks before ComfyUI's are applied (a
+     * body that is not JSON, a parameter longer than its bound) answers the hosted error object.
+     *
+     */
+    400: HostedJobsError | HostedError;
+    /**
+     * Invalid or missing API key.
+     */
+    401: HostedError;
+    /**
+     * Internal server error; the message is generic.
+     */
+    500: HostedError;
+};
+
+export type HostedCancelJobsError = HostedCancelJobsErrors[keyof HostedCancelJobsErrors];
+
+export type HostedCancelJobsResponses = {
+    /**
+     * Whether a job was stopped.
+     */
+    200: HostedCancelResult;
+};
+
+export type HostedCancelJobsResponse = HostedCancelJobsResponses[keyof HostedCancelJobsResponses];
+
+export type HostedGetJobData = {
+    body?: never;
+    path: {
+        /**
+         * The job id, which is the prompt id.
+         */
+        job_id: string;
+    };
+    query?: never;
+    url: '/api/jobs/{job_id}';
+};
+
+export type HostedGetJobErrors = {
+    /**
+     * Invalid request (bad workflow, missing or malformed fields).
+     */
+    400: HostedError;
+    /**
+     * Invalid or missing API key.
+     */
+    401: HostedError;
+    /**
+     * The caller has no job under this id; ComfyUI's `{error}` shape.
+     */
+    404: HostedJobsError;
+    /**
+     * Internal server error; the message is generic.
+     */
+    500: HostedError;
+};
+
+export type HostedGetJobError = HostedGetJobErrors[keyof HostedGetJobErrors];
+
+export type HostedGetJobResponses = {
+    /**
+     * The job.
+     */
+    200: HostedJob;
+};
+
+export type HostedGetJobResponse = HostedGetJobResponses[keyof HostedGetJobResponses];
+
+export type HostedCancelJobData = {
+    body?: never;
+    path: {
+        /**
+         * The job id, a canonical lowercase UUID: another value is 400, as the batch cancel refuses it (ComfyUI answers it with cancelled false).
+         */
+        job_id: string;
+    };
+    query?: never;
+    url: '/api/jobs/{job_id}/cancel';
+};
+
+export type HostedCancelJobErrors = {
+    /**
+     * Invalid request (bad workflow, missing or malformed fields).
+     */
+    400: HostedError;
+    /**
+     * Invalid or missing API key.
+     */
+    401: HostedError;
+    /**
+     * Internal server error; the message is generic.
+     */
+    500: HostedError;
+};
+
+export type HostedCancelJobError = HostedCancelJobErrors[keyof HostedCancelJobErrors];
+
+export type HostedCancelJobResponses = {
+    /**
+     * Whether the job was stopped.
+     */
+    200: HostedCancelResult;
+};
+
+export type HostedCancelJobResponse = HostedCancelJobResponses[keyof HostedCancelJobResponses];
+
+export type HostedGetFeaturesData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/api/features';
+};
+
+export type HostedGetFeaturesErrors = {
+    /**
+     * Invalid or missing API key.
+     */
+    401: HostedError;
+    /**
+     * Internal server error; the message is generic.
+     */
+    500: HostedError;
+};
+
+export type HostedGetFeaturesError = HostedGetFeaturesErrors[keyof HostedGetFeaturesErrors];
+
+export type HostedGetFeaturesResponses = {
+    /**
+     * The flags.
+     */
+    200: HostedFeatures;
+};
+
+export type HostedGetFeaturesResponse = HostedGetFeaturesResponses[keyof HostedGetFeaturesResponses];
 
 export type HostedWebSocketData = {
     body?: never;

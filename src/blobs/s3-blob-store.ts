@@ -22,6 +22,7 @@ import {
 } from "@aws-sdk/client-s3";
 import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
 import { blake3Hex, createBlake3Hasher, isBlake3Hex, toBlake3Hash } from "../domain/blake3.ts";
+import { contentDisposition } from "../domain/content-types.ts";
 import { checkExpectedHash, checkMaxBytes, checkRange, chunksOf } from "./blob-input.ts";
 import { assertBlobKey } from "./blob-key.ts";
 import type { BlobSource, BlobStat, BlobStore, ByteRange, DownloadLink, PutOptions, PutResult, StagedPut } from "./blob-store.ts";
@@ -314,7 +315,7 @@ export class S3BlobStore implements BlobStore {
       Bucket: this.location.bucket,
       Key: this.objectKey(key),
       ResponseContentType: link.contentType,
-      ResponseContentDisposition: contentDisposition(link.fileName),
+      ResponseContentDisposition: contentDisposition(link.fileName, link.contentType),
     });
     return getSignedUrl(this.client, command, { expiresIn, signingDate });
   }
@@ -428,13 +429,6 @@ class Multipart {
 /** A buffer as chunks of at most `size` bytes (a large output goes up as a multipart upload). */
 async function* chunked(bytes: Uint8Array, size: number): AsyncGenerator<Uint8Array> {
   for (let at = 0; at < bytes.byteLength; at += size) yield bytes.subarray(at, at + size);
-}
-
-/** `Content-Disposition` of a download: shown inline, saved under its own name. */
-export function contentDisposition(fileName: string): string {
-  const base = fileName.split("/").pop() || "download";
-  const ascii = base.replace(/[^\x20-\x7e]|["\\]/g, "_");
-  return `inline; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(base)}`;
 }
 
 function copySource(bucket: string, key: string): string {

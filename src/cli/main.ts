@@ -16,6 +16,7 @@ const COMMANDS: Record<string, { load: () => Promise<Run>; help: string }> = {
   status: { load: async () => (await import("./jobs-commands.ts")).status, help: "show a job's status, progress, outputs and error" },
   cancel: { load: async () => (await import("./jobs-commands.ts")).cancel, help: "cancel a job" },
   list: { load: async () => (await import("./jobs-commands.ts")).list, help: "list your jobs, newest first" },
+  logs: { load: async () => (await import("./logs-command.ts")).logs, help: "print a finished job's log, where the server serves logs" },
   conformance: { load: async () => (await import("./delegates.ts")).conformance, help: "run the contract conformance suite against a server" },
   mock: { load: async () => (await import("./delegates.ts")).mock, help: "serve a Prism mock of the spec" },
   keys: { load: async () => (await import("./admin.ts")).keys, help: "create or revoke API keys (cloud, serverless)" },

@@ -42,7 +42,7 @@ export async function worker(argv: string[]): Promise<void> {
     import("./create-engine.ts"),
   ]);
   const engine = createEngine(config);
-  const runtime = await openRuntime(config, { engine: engineAdapter(engine) }).catch(async (err: unknown) => {
+  const runtime = await openRuntime(config, { engine: engineAdapter(engine), followsOthers: false }).catch(async (err: unknown) => {
     await engine.close?.();
     throw err;
   });

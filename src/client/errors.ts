@@ -67,6 +67,8 @@ export class MetadataInvalidError extends FlowgateApiError {}
 export class MetadataNotSupportedError extends FlowgateApiError {}
 /** 400 `invalid_metadata_filter`: a `metadata[key]` listing filter is malformed. */
 export class InvalidMetadataFilterError extends FlowgateApiError {}
+/** 400 `invalid_cursor`: a listing `cursor` this server did not issue. */
+export class InvalidCursorError extends FlowgateApiError {}
 /** 429 `queue_full`: retry after `retryAfter` seconds. */
 export class QueueFullError extends FlowgateApiError {}
 /** 429 `deployment_not_ready`: still provisioning; retry after `retryAfter` seconds. */
@@ -101,6 +103,7 @@ export const ERROR_CLASSES = {
   metadata_invalid: MetadataInvalidError,
   metadata_not_supported: MetadataNotSupportedError,
   invalid_metadata_filter: InvalidMetadataFilterError,
+  invalid_cursor: InvalidCursorError,
   queue_full: QueueFullError,
   deployment_not_ready: DeploymentNotReadyError,
   too_many_streams: TooManyStreamsError,

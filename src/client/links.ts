@@ -20,6 +20,8 @@ export function withResolvedLinks<T extends Job>(job: T, responseUrl: string): T
       self: resolveLink(job.urls.self, responseUrl),
       events: resolveLink(job.urls.events, responseUrl),
       cancel: resolveLink(job.urls.cancel, responseUrl),
+      // Only a non-empty link is one: an empty string must not become a request for `/jobs//logs`.
+      ...(job.urls.logs ? { logs: resolveLink(job.urls.logs, responseUrl) } : {}),
     },
     outputs: job.outputs.map((o) => withResolvedOutput(o, responseUrl)),
   };

@@ -11,6 +11,10 @@ export type Progress = Schemas["Progress"];
 export type Output = Schemas["Output"];
 export type JobError = Schemas["JobError"];
 export type JobUrls = Schemas["JobUrls"];
+/** A job's captured standard output (`GET` of its `urls.logs`). */
+export type JobLogs = Schemas["JobLogs"];
+/** A listed job: the job plus the official SDK's item fields (`create_time`, `update_time`, `deployment_id`). */
+export type JobListItem = Schemas["JobListItem"];
 export type Asset = Schemas["Asset"];
 export type Workflow = Schemas["Workflow"];
 export type ErrorCode = Schemas["ErrorCode"];
@@ -25,7 +29,7 @@ export type HostedNodeDefinitions = Schemas["HostedNodeDefinitions"];
 
 /** One page of `GET /api/v2/jobs`. */
 export interface JobPage {
-  jobs: Job[];
+  jobs: JobListItem[];
   next_cursor: string | null;
 }
 

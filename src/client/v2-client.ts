@@ -13,7 +13,7 @@ import { successBody } from "./responses.ts";
 import { blobOf, hashSource, nameOf, type UploadSource } from "./local-files.ts";
 import { Transport, type RetryOptions, type RetryPolicy } from "./transport.ts";
 import type { Sleep } from "./retry.ts";
-import type { Asset, Job, JobPage, JobStatus, Workflow } from "./types.ts";
+import type { Asset, Job, JobListItem, JobLogs, JobPage, JobStatus, Workflow } from "./types.ts";
 
 /** The default address of a local `flowgate serve`. */
 export const DEFAULT_BASE_URL = "http://127.0.0.1:8189";
@@ -128,7 +128,7 @@ export class FlowgateClient {
   }
 
   /** Every job of the caller, page after page. */
-  async *listAll(options: Omit<ListOptions, "cursor"> = {}): AsyncGenerator<Job> {
+  async *listAll(options: Omit<ListOptions, "cursor"> = {}): AsyncGenerator<JobListItem> {
     let cursor: string | undefined;
     do {
       const page = await this.list({ ...options, cursor });
@@ -146,6 +146,21 @@ export class FlowgateClient {
       this.api.POST("/api/v2/jobs/{id}/cancel", { params: { path: { id } }, body: {}, signal: options.signal, fetch }),
     );
     return this.remember(withResolvedLinks(data, url));
+  }
+
+  /**
+   * A job's log, read from its `urls.logs` link (read with GET first when the job is not known
+   * yet); null when the job carries no such link (the surface serves no logs) or the server has
+   * none to show (204: not finished, nothing captured). Read afresh on every call.
+   */
+  async getLogs(ref: JobRef, options: { signal?: AbortSignal } = {}): Promise<JobLogs | null> {
+    const known = typeof ref === "string" ? this.links.get(ref) : (withResolvedJobUrls(ref) ?? this.links.get(ref.id));
+    const link = (known ?? (await this.get(ref, options)).urls).logs;
+    if (!link) return null;
+    const res = await this.transport.send(() => new Request(link, { signal: options.signal }), "idempotent");
+    if (!res.ok) throw await errorFromResponse(res, res.url || link);
+    if (res.status === 204) return null;
+    return successBody(res, "getJobLogs");
   }
 
   /** Polls until the job is terminal and returns it; `onProgress` sees every change. */
@@ -308,7 +323,7 @@ export class FlowgateClient {
     return (withResolvedJobUrls(ref) ?? this.links.get(ref.id))?.[which];
   }
 
-  private remember(job: Job): Job {
+  private remember<T extends Job>(job: T): T {
     this.links.delete(job.id);
     this.links.set(job.id, job.urls);
     if (this.links.size > MAX_REMEMBERED_LINKS) this.links.delete(this.links.keys().next().value!);

@@ -22,6 +22,11 @@ export function uuidv7(now: number = Date.now()): string {
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
+/** Whether a string is a UUID in canonical lowercase form, the only spelling ComfyUI takes as a client's prompt id. */
+export function isCanonicalUuid(value: unknown): value is string {
+  return isUuid(value) && value === value.toLowerCase();
+}
+
 /** Whether a string is a UUID in canonical form. */
 export function isUuid(value: unknown): value is string {
   return typeof value === "string" && UUID_RE.test(value);

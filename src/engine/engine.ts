@@ -72,6 +72,12 @@ export interface ProgressEvent {
   max: number;
 }
 
+/** onActivity: what a running node spends its time on, as ComfyUI's progress_state says (`loading`...); null once it says nothing. */
+export interface ActivityEvent {
+  node_id: string;
+  activity: string | null;
+}
+
 /** onPreview: a JPEG preview from a node with steps. */
 export interface PreviewEvent {
   node_id: string;
@@ -116,6 +122,8 @@ export interface ExecuteOptions {
   /** Awaited before the run goes on: the caller commits each output durably. */
   onOutput?(output: EngineOutput): MaybePromise;
   onProgress?(event: ProgressEvent): MaybePromise;
+  /** Backends that report it (ComfyUI's progress_state `activity`): a change of what the running node is doing. */
+  onActivity?(event: ActivityEvent): MaybePromise;
   onPreview?(event: PreviewEvent): MaybePromise;
   /** Standard output of the run, in write order. */
   onLog?(text: string): MaybePromise;

@@ -1,5 +1,6 @@
 // Public surface of the workflow engine. The engine knows nothing of jobs or HTTP.
 export type {
+  ActivityEvent,
   AssetResolver,
   Engine,
   EngineOutput,

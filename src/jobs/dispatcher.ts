@@ -8,7 +8,8 @@ import { DrainRate } from "./drain-rate.ts";
 import { FairQueue } from "./fair-queue.ts";
 import type { LeaseOptions } from "./job-leases.ts";
 import { runJob, type JobRunDeps } from "./job-run.ts";
-import type { JobSecrets, JobSource, RunStart } from "./job-source.ts";
+import type { JobQueue } from "./job-queue.ts";
+import type { JobSecrets, JobSource, RunStart, SourceHost } from "./job-source.ts";
 import { LeasedJobSource } from "./leased-job-source.ts";
 import { LocalJobSource } from "./local-job-source.ts";
 
@@ -27,11 +28,21 @@ export interface DispatcherOptions extends JobRunDeps {
 const RETRY_FIRST_MS = 100;
 const RETRY_MAX_MS = 5_000;
 
+/**
+ * Where the dispatcher is in its life, in order: `idle` until `start`, `dispatching` (fills free
+ * slots), `draining` (a stop: no job starts, the runs in flight may finish within the grace),
+ * `aborting` (the grace is over: every run, even one a fill launches later, is aborted).
+ */
+export type DispatcherMode = "idle" | "dispatching" | "draining" | "aborting";
+
+/** A fill of the free slots: none under way, one under way, or one under way that must run once more. */
+type FillState = "idle" | "filling" | "again";
+
 /** The queue, the slots, and the runs in flight. */
-export class Dispatcher {
+export class Dispatcher implements JobQueue {
   /** Waiting jobs in start order, and each owner's running count. */
-  readonly queue = new FairQueue();
-  readonly drain = new DrainRate();
+  private readonly queue = new FairQueue();
+  private readonly drain = new DrainRate();
   private readonly o: DispatcherOptions;
   /** Where the jobs to start come from. */
   private readonly source: JobSource;
@@ -41,17 +52,12 @@ export class Dispatcher {
   /** Secrets of queued and running jobs, in memory only, dropped when the run ends. */
   private readonly extras = new Map<string, JobSecrets>();
   private readonly inflight = new Set<Promise<unknown>>();
-  /** The queue was read from the store (`load`). */
+  /** The queue was read from the store (`load`): a fact of the queue, not a mode (a stop may come before). */
   private loaded = false;
-  /** Jobs start only after `start` (recovery) ran. */
-  private started = false;
-  private pumping = false;
-  private pumpAgain = false;
-  private stopped = false;
+  private mode: DispatcherMode = "idle";
+  private filling: FillState = "idle";
   /** Ends the grace period of a stop under way. */
   private endGrace: (() => void) | undefined;
-  /** Set when a stop's grace is over: every run, even one a fill launches later, is aborted. */
-  private abortingRuns = false;
   /** Store writes failing now and being retried: "start" (a fill), or the id of a run's end. */
   private readonly failingWrites = new Set<string>();
   /** Backoff of the next fill after a failed one, and its timer. */
@@ -62,7 +68,7 @@ export class Dispatcher {
 
   constructor(options: DispatcherOptions) {
     this.o = options;
-    const host = {
+    const host: SourceHost = {
       store: options.store,
       events: options.events,
       now: options.now,
@@ -112,12 +118,12 @@ export class Dispatcher {
   async start(): Promise<void> {
     await this.load();
     await this.source.start();
-    this.started = true;
+    if (this.mode === "idle") this.mode = "dispatching";
     this.pump();
   }
 
   /** A job just committed as queued. */
-  enqueue(job: JobRecord, extra: { api_key_vendor_org?: string } | undefined): void {
+  enqueue(job: JobRecord, extra: JobSecrets | undefined): void {
     if (extra && Object.keys(extra).length > 0) this.extras.set(job.id, extra);
     this.queue.push(job.id, job.owner);
     this.pump();
@@ -194,6 +200,26 @@ export class Dispatcher {
     return this.running.size;
   }
 
+  /** Jobs waiting in this process's queue (with leases: those this node knows). */
+  get waiting(): number {
+    return this.queue.size;
+  }
+
+  /** The ids of the jobs waiting in this process's queue, in start order. */
+  waitingIds(): string[] {
+    return [...this.queue.entries()];
+  }
+
+  /** Seconds until `ahead` jobs have left the queue at the recent drain rate. */
+  retryAfterSeconds(ahead: number): number {
+    return this.drain.retryAfterSeconds(ahead, this.o.now());
+  }
+
+  /** A queued job left without running (a cancel): it counts toward the drain rate. */
+  left(): void {
+    this.drain.record(this.o.now());
+  }
+
   /** Whether a store write of the dispatcher is failing (and being retried): readiness reports it. */
   get failing(): boolean {
     return this.failingWrites.size > 0 || this.source.failing;
@@ -204,6 +230,11 @@ export class Dispatcher {
     return this.stopped;
   }
 
+  /** A stop came: no job starts any more (`draining` or `aborting`). */
+  private get stopped(): boolean {
+    return this.mode === "draining" || this.mode === "aborting";
+  }
+
   /**
    * Stops starting jobs, lets the runs in flight finish for up to `graceMs`, then aborts what
    * still runs and waits for it to settle. Queued jobs stay queued: they run after a restart.
@@ -211,7 +242,7 @@ export class Dispatcher {
    */
   async stop(graceMs = 0): Promise<void> {
     const again = this.stopped;
-    this.stopped = true;
+    if (!again) this.mode = "draining";
     if (again) this.endGrace?.();
     else if (graceMs > 0 && this.inflight.size > 0) {
       let timer: NodeJS.Timeout | undefined;
@@ -223,7 +254,7 @@ export class Dispatcher {
       clearTimeout(timer);
       this.endGrace = undefined;
     }
-    this.abortingRuns = true;
+    this.mode = "aborting";
     clearTimeout(this.fillRetry);
     // Runs stopped before their end, and queued jobs whose secrets die with this process: the
     // source gives them up (with leases, so that they end now rather than a lease later).
@@ -242,16 +273,16 @@ export class Dispatcher {
 
   /** Fills free slots from the queue; a call during a fill makes it run once more after. */
   pump(): void {
-    if (this.stopped || !this.started) return;
-    if (this.pumping) {
-      this.pumpAgain = true;
+    if (this.mode !== "dispatching") return;
+    if (this.filling !== "idle") {
+      this.filling = "again";
       return;
     }
     // Every slot is taken (the usual case while a queue waits): the end of a run pumps again.
     if (this.running.size >= this.o.concurrency) return;
     // An API node: workers run the jobs, but for those whose secrets only this node holds.
     if (!this.source.wantsWork()) return;
-    this.pumping = true;
+    this.filling = "filling";
     const p = this.fill()
       .then(() => {
         // A fill that ended without a store failure: starts work (or there was nothing to start).
@@ -260,12 +291,10 @@ export class Dispatcher {
       })
       .catch(() => this.fillFailed())
       .finally(() => {
-        this.pumping = false;
+        const again = this.filling === "again";
+        this.filling = "idle";
         this.inflight.delete(p);
-        if (this.pumpAgain) {
-          this.pumpAgain = false;
-          this.pump();
-        }
+        if (again) this.pump();
       });
     this.inflight.add(p);
   }
@@ -301,7 +330,7 @@ export class Dispatcher {
           throw err;
         }
         this.failingWrites.add(jobId);
-        if (this.abortingRuns) throw err;
+        if (this.mode === "aborting") throw err;
         await this.pause(delay);
       }
     }
@@ -329,17 +358,17 @@ export class Dispatcher {
   }
 
   /** Runs a job the source started (see RunStart). */
-  private launch({ job, hooks, aborted = false, fence = { workerId: null, epoch: 0 }, resume = false }: RunStart): void {
+  private launch({ job, hooks, aborted = false, fence = { workerId: null, epoch: 0 }, resume = false, workflow }: RunStart): void {
     const controller = new AbortController();
     const detacher = new AbortController();
     // A fill that was committing this start when the stop came launches it late: stop it too.
-    if (this.abortingRuns || aborted) controller.abort();
+    if (this.mode === "aborting" || aborted) controller.abort();
     this.running.set(job.id, controller);
     this.detachers.set(job.id, detacher);
     this.queue.started(job.owner);
     const extra = this.extras.get(job.id) ?? {};
     const deps = { ...this.o, persistEnd: <T>(write: () => Promise<T>, giveUp?: (err: unknown) => boolean) => this.persistEnd(job.id, write, giveUp) };
-    const p = runJob(deps, job, extra, controller.signal, hooks, fence, resume, detacher.signal)
+    const p = runJob(deps, job, extra, controller.signal, hooks, fence, resume, detacher.signal, workflow)
       .catch(() => null)
       .finally(() => {
         this.failingWrites.delete(job.id);

@@ -76,6 +76,7 @@ async function runOnce(engine: Engine, graph: Record<string, unknown>, o: RunOpt
       onNodeStart: o.onNodeStart,
       onNodeDone: o.onNodeDone,
       onProgress: o.onProgress,
+      ...(o.onActivity ? { onActivity: o.onActivity } : {}),
       onPreview: o.onPreview,
       onOutput: o.onOutput,
       onLog: o.onLog,

@@ -3,9 +3,9 @@
 // failures pass through it as the engine reports them: one shape from the backend to the job.
 import type { components } from "../../generated/openapi-types.ts";
 import type { ComfyExecutionDetails, JobErrorCode } from "../domain/failures.ts";
-import type { ComfyValidationError, EngineOutput, NodeDoneEvent, NodeEvent, PreviewEvent, ProgressEvent, StartEvent } from "../engine/index.ts";
+import type { ActivityEvent, ComfyValidationError, EngineOutput, NodeDoneEvent, NodeEvent, PreviewEvent, ProgressEvent, StartEvent } from "../engine/index.ts";
 
-export type { NodeDoneEvent, NodeEvent, PreviewEvent, ProgressEvent, StartEvent } from "../engine/index.ts";
+export type { ActivityEvent, NodeDoneEvent, NodeEvent, PreviewEvent, ProgressEvent, StartEvent } from "../engine/index.ts";
 
 /**
  * Outcome of validating a graph; `node_errors` is the spec's NodeErrors of `invalid_workflow`,
@@ -63,6 +63,8 @@ export interface RunOptions {
   onNodeStart(event: NodeEvent): void;
   onNodeDone(event: NodeDoneEvent): void;
   onProgress(event: ProgressEvent): void;
+  /** What the running node is doing, where the backend says (ComfyUI's progress_state `activity`). */
+  onActivity?(event: ActivityEvent): void;
   onPreview(event: PreviewEvent): void;
   /**
    * Awaited: the output is durable before the run goes on; with JobRunDeps.endWithOutputs, those of

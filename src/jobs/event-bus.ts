@@ -15,6 +15,7 @@ export type JobEvent =
   | { type: "node_done"; job_id: string; owner: string; node_id: string; class_type: string; ui: Record<string, unknown> | null }
   | { type: "cached"; job_id: string; owner: string; node_ids: string[] }
   | { type: "step"; job_id: string; owner: string; node_id: string; value: number; max: number }
+  | { type: "activity"; job_id: string; owner: string; node_id: string; activity: string | null }
   | { type: "log"; job_id: string; owner: string; text: string };
 
 export type JobEventListener = (event: JobEvent) => void;

@@ -14,4 +14,9 @@ export interface LeaseOptions {
    * jobs submitted to it with secrets: only it holds them, in memory).
    */
   dispatch: boolean;
+  /**
+   * Told after each claim whether this process wants to hear of new jobs at once: true when the
+   * claim left slots free (nothing more was claimable), false when it filled them.
+   */
+  wantWakes?: (on: boolean) => void;
 }

@@ -7,6 +7,7 @@ import {
   type JobPatch,
   type JobRecord,
   type JobStatus,
+  type JsonObject,
   type RunFence,
   type Store,
 } from "../store/index.ts";
@@ -48,6 +49,12 @@ export interface JobRunDeps {
    * processes hear runs through a relay: they must hear the outputs before the end commits.
    */
   endWithOutputs?: boolean;
+  /**
+   * Least time between two progress writes of a run (default 0: each turn's newest snapshot is
+   * written). The first is written at once: other processes' streams hear a progress event before
+   * the end. What a run reports after its last write, its end carries.
+   */
+  progressEveryMs?: number;
 }
 
 /** What the dispatcher hears of a run whose job is still `queued` (an engine with its own queue). */
@@ -64,6 +71,7 @@ export interface QueuedRunHooks {
  * `resume`: the job was running when an earlier process died, and the engine follows that run
  * (EnginePort.resumesRuns); outputs it recorded then are not recorded twice. `detach`: stops
  * following the run without touching it in the engine (another process took the job over).
+ * `workflow`: the job's graph, when the caller read it with the job (else the run reads it).
  */
 export async function runJob(
   deps: JobRunDeps,
@@ -74,9 +82,10 @@ export async function runJob(
   fence: RunFence = { workerId: null, epoch: 0 },
   resume = false,
   detach?: AbortSignal,
+  workflow?: JsonObject,
 ): Promise<JobRecord | null> {
   // Within the async function: a failure to set the run up rejects, as a failed run does.
-  return new JobRun(deps, job, extra, outerSignal, hooks, fence, resume, detach).run();
+  return new JobRun(deps, job, extra, outerSignal, hooks, fence, resume, detach, workflow).run();
 }
 
 /** A job's node and class, where an output failed. */
@@ -133,6 +142,8 @@ class JobRun {
   /** A resumed run (see runJob): its outputs recorded before the restart, by node and content hash, with their names. */
   private readonly resume: boolean;
   private recordedBefore: Map<string, string> | null = null;
+  /** The graph, when the claim read it with the job. */
+  private readonly workflow: JsonObject | undefined;
 
   constructor(
     deps: JobRunDeps,
@@ -143,8 +154,10 @@ class JobRun {
     fence: RunFence,
     resume = false,
     detach?: AbortSignal,
+    workflow?: JsonObject,
   ) {
     this.resume = resume;
+    this.workflow = workflow;
     this.deps = deps;
     this.job = job;
     this.extra = extra;
@@ -165,14 +178,16 @@ class JobRun {
     // authoritative view) never shows less (PostgreSQL stores it a round trip after the run reports
     // it). One replaced before its write is never told; one stored once the end is being written
     // is left to the end, which tells the rest.
-    this.progressWrites = latestWins((progress: Progress) =>
-      deps.store.updateProgress(job.id, progress, progressFence).then(
-        (stored) => void (stored && !this.ending && deps.events.publish({ type: "progress", ...this.base, progress })),
-        (err: unknown) => {
-          if (this.ending && err instanceof LeaseLostError) return;
-          if (!this.refused(err)) throw err;
-        },
-      ),
+    this.progressWrites = latestWins(
+      (progress: Progress) =>
+        deps.store.updateProgress(job.id, progress, progressFence).then(
+          (stored) => void (stored && !this.ending && deps.events.publish({ type: "progress", ...this.base, progress })),
+          (err: unknown) => {
+            if (this.ending && err instanceof LeaseLostError) return;
+            if (!this.refused(err)) throw err;
+          },
+        ),
+      deps.progressEveryMs ?? 0,
     );
     this.rows = new OutputRows(deps.assets, undefined, { fence, persist: this.persist });
     this.outputNodesLeft = new Set(job.output_node_ids);
@@ -255,7 +270,7 @@ class JobRun {
   /** Runs the graph on the engine; how it ended (a failed graph read ends it failed). */
   private async runEngine(): Promise<RunEnd> {
     try {
-      const graph = (await this.persist(() => this.deps.store.getJobWorkflow(this.job.id))) ?? {};
+      const graph = this.workflow ?? (await this.persist(() => this.deps.store.getJobWorkflow(this.job.id))) ?? {};
       if (this.resume)
         this.recordedBefore = new Map(
           (await this.persist(() => this.deps.store.listJobOutputs(this.job.id))).map((a) => [`${a.node_id}\u0000${a.hash}`, a.name]),
@@ -317,6 +332,7 @@ class JobRun {
           this.report(tracker.step(node_id, value, max));
         });
       },
+      onActivity: ({ node_id, activity }) => this.inOrder(() => events.publish({ type: "activity", ...base, node_id, activity })),
       onPreview: ({ node_id, content_type, data }) => this.inOrder(() => events.publish({ type: "preview", ...base, node_id, content_type, data })),
       onOutput: (output) => track(this.commits, () => this.commitOutput(output)),
       onLog: (text) => {
@@ -562,19 +578,38 @@ function track(pending: Set<Promise<unknown>>, work: () => Promise<void>): Promi
 /**
  * Serializes writes of a value so that only the newest waiting value is written next. A write
  * starts once the event loop's turn is over: a turn's snapshots (a burst of node events) make one.
+ * With `gapMs`, a write also waits until `gapMs` passed since the last one; `idle` writes what
+ * waits at once.
  */
-function latestWins<T>(write: (value: T) => Promise<unknown>): { write(value: T): void; idle(): Promise<void>; settle(): Promise<void> } {
+function latestWins<T>(write: (value: T) => Promise<unknown>, gapMs = 0): { write(value: T): void; idle(): Promise<void>; settle(): Promise<void> } {
   let waiting: { value: T } | null = null;
   let running: Promise<void> | null = null;
   let writing: Promise<unknown> | null = null;
+  let notBefore = 0;
+  /** The wait for `notBefore`, and its early end (idle, settle). */
+  let gap: { timer: NodeJS.Timeout; end: () => void } | null = null;
+  let hurry = false;
+  const endGap = () => {
+    if (gap === null) return;
+    clearTimeout(gap.timer);
+    gap.end();
+    gap = null;
+  };
   const drain = async () => {
     await new Promise<void>((resolve) => setImmediate(resolve));
     while (waiting !== null) {
+      const wait = notBefore - Date.now();
+      if (wait > 0 && !hurry) {
+        await new Promise<void>((end) => (gap = { timer: setTimeout(end, wait), end }));
+        gap = null;
+        continue;
+      }
       const { value } = waiting;
       waiting = null;
       writing = write(value).catch(() => undefined);
       await writing;
       writing = null;
+      if (gapMs > 0) notBefore = Date.now() + gapMs;
     }
     running = null;
   };
@@ -585,11 +620,15 @@ function latestWins<T>(write: (value: T) => Promise<unknown>): { write(value: T)
     },
     /** Resolves once every value written so far has landed. */
     idle: async () => {
+      hurry = true;
+      endGap();
       await running;
+      hurry = false;
     },
     /** Drops the value waiting to be written, and resolves once the write under way has landed. */
     settle: async () => {
       waiting = null;
+      endGap();
       await writing;
     },
   };

@@ -13,20 +13,22 @@ import {
   type JobLogs,
   type JobRecord,
   type JobStatus,
+  type OffsetJobPage,
+  type OffsetJobsOptions,
   type Store,
 } from "../store/index.ts";
-import type { Dispatcher } from "./dispatcher.ts";
 import type { EnginePort, GraphValidation } from "./engine-port.ts";
 import { ownsJob, type Caller } from "../domain/caller.ts";
 import { notFound, ServiceError } from "../domain/errors.ts";
 import type { EventBus } from "./event-bus.ts";
+import type { JobQueue } from "./job-queue.ts";
 import { uuidv7 } from "../domain/ids.ts";
 
 export interface JobServiceOptions {
   store: Store;
   engine: EnginePort;
   assets: AssetService;
-  dispatcher: Dispatcher;
+  dispatcher: JobQueue;
   events: EventBus;
   now: () => number;
   retentionMs: number;
@@ -43,6 +45,8 @@ export interface Submission {
   /** Labels, within the contract's bounds (the envelope's validation checked them). */
   metadata?: JobLabels | undefined;
   idempotency_key?: string | undefined;
+  /** The job id the client chose (the hosted prompt_id, a checked UUID); absent: a new UUIDv7. */
+  id?: string | undefined;
 }
 
 /** Everything a read of a job returns. */
@@ -101,7 +105,7 @@ export class JobService {
     try {
       inserted = this.o.store.createJob(
         {
-          id: uuidv7(now),
+          id: submission.id ?? uuidv7(now),
           owner: caller.owner,
           deployment_id: caller.deployment_id ?? null,
           created_at: now,
@@ -127,7 +131,7 @@ export class JobService {
       if (err instanceof QueueFullError) {
         const given = submission.idempotency_key;
         if (given !== undefined && (await this.keyClaimed(caller.owner, given))) throw keyReused();
-        throw queueFull(this.o.dispatcher.drain.retryAfterSeconds(1, this.o.now()));
+        throw queueFull(this.o.dispatcher.retryAfterSeconds(1));
       }
       throw err;
     } finally {
@@ -167,9 +171,8 @@ export class JobService {
     if (!validation.ok) throw invalidWorkflow(validation);
     // A fast refusal from this process's queue; a shared one (PostgreSQL) is only partly known
     // here, and the store checks the bound exactly as it commits anyway.
-    const queued = this.o.dispatcher.queue.size + this.inserting;
-    if (!this.o.dispatcher.sharesQueue && queued >= this.o.queueLimit)
-      throw queueFull(this.o.dispatcher.drain.retryAfterSeconds(queued - this.o.queueLimit + 1, this.o.now()));
+    const queued = this.o.dispatcher.waiting + this.inserting;
+    if (!this.o.dispatcher.sharesQueue && queued >= this.o.queueLimit) throw queueFull(this.o.dispatcher.retryAfterSeconds(queued - this.o.queueLimit + 1));
     return validation;
   }
 
@@ -177,6 +180,12 @@ export class JobService {
   async get(caller: Caller, id: string, options: { withLogs?: boolean } = {}): Promise<JobSnapshot> {
     const job = await this.owned(caller, id);
     return this.snapshot(job, options.withLogs === true);
+  }
+
+  /** A finished job's captured log, or null when it has none (yet); 404 as `get` for a job that is not the caller's. */
+  async logs(caller: Caller, id: string): Promise<JobLogs | null> {
+    const job = await this.owned(caller, id);
+    return isTerminalStatus(job.status) ? this.o.store.getJobLogs(job.id) : null;
   }
 
   /** A snapshot of a job record the caller already owns. */
@@ -188,7 +197,7 @@ export class JobService {
     ]);
     // A row read as queued is always given a place (JOB-6): one the dispatcher does not hold yet
     // (its submission is still between commit and enqueue) comes after every job it holds.
-    const queuePosition = job.status === "queued" ? ((await this.o.dispatcher.position(job.id, job)) ?? this.o.dispatcher.queue.size) : null;
+    const queuePosition = job.status === "queued" ? ((await this.o.dispatcher.position(job.id, job)) ?? this.o.dispatcher.waiting) : null;
     return { job, outputs, queue_position: queuePosition, logs };
   }
 
@@ -210,7 +219,7 @@ export class JobService {
       return { jobs: await Promise.all(jobs.map((j) => this.snapshot(j))), next_cursor: page.next_cursor };
     } catch (err) {
       if (err instanceof InvalidCursorError) {
-        throw new ServiceError("invalid_request", "The request is invalid.", { fields: [{ field: "cursor", reason: "invalid_cursor" }] });
+        throw new ServiceError("invalid_cursor", "The cursor is invalid.");
       }
       throw err;
     }
@@ -229,7 +238,7 @@ export class JobService {
         moved = await this.o.store.transitionJob(id, ["queued"], "canceled", { completed_at: now });
         if (moved) {
           this.o.dispatcher.dequeue(id);
-          this.o.dispatcher.drain.record(now);
+          this.o.dispatcher.left();
         }
       }
       if (!moved) {
@@ -249,6 +258,15 @@ export class JobService {
     const graph = await this.o.store.getJobWorkflow(id);
     if (!graph) throw notFound();
     return graph;
+  }
+
+  /** The caller's jobs in the hosted history (every live one, the finished ones not taken out), sorted and paged by offset. */
+  atOffset(caller: Caller, options: Omit<OffsetJobsOptions, "deployment_id" | "now">): Promise<OffsetJobPage> {
+    return this.o.store.listJobsAtOffset(caller.owner, {
+      ...options,
+      now: this.o.now(),
+      ...(caller.deployment_id ? { deployment_id: caller.deployment_id } : {}),
+    });
   }
 
   /** The caller's running and canceling jobs, oldest first (at most its slots, so one page holds them). */
@@ -303,6 +321,11 @@ export class JobService {
   /** The graph of a job record the caller already holds, or `{}`. */
   async graphOf(job: JobRecord): Promise<Record<string, unknown>> {
     return (await this.o.store.getJobWorkflow(job.id)) ?? {};
+  }
+
+  /** Whether any caller's job has this id (a client-chosen id must be new). */
+  async exists(id: string): Promise<boolean> {
+    return (await this.o.store.getJob(id)) !== null;
   }
 
   /** The caller's job record, or 404 `not_found` (another caller's job looks missing). */

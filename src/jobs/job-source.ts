@@ -2,7 +2,7 @@
 // shared database under leases (LeasedJobSource). The dispatcher keeps the slots, launches the
 // runs and stops them; a source decides which job starts next, moves it out of `queued`, answers
 // queue positions, and recovers or releases what a process held.
-import type { JobRecord, RunFence, Store } from "../store/index.ts";
+import type { JobRecord, JsonObject, RunFence, Store } from "../store/index.ts";
 import type { EventBus } from "./event-bus.ts";
 import type { FairQueue } from "./fair-queue.ts";
 import type { QueuedRunHooks } from "./job-run.ts";
@@ -21,20 +21,36 @@ export interface RunStart {
   aborted?: boolean;
   /** A run an earlier process started, which the engine follows to its end (EnginePort.resumesRuns). */
   resume?: boolean;
+  /** The job's graph, when the source read it with the job (the run then reads none). */
+  workflow?: JsonObject;
 }
 
-/** What a source sees of its dispatcher. */
-export interface SourceHost {
+/** What a source reads of its process: the store, the live events, the clock, the log, the tiers. */
+export interface SourceEnv {
   store: Store;
   events: EventBus;
   now: () => number;
   log?: ((line: string) => void) | undefined;
   /** Jobs of one owner that may run at once (cloud tiers); unlimited when absent. */
   slotsFor?: ((owner: string) => Promise<number>) | undefined;
-  /** The jobs waiting in this process, in start order (with leases: those this node knows). */
-  queue: FairQueue;
-  /** Secrets of the queued and running jobs submitted to this process. */
-  secrets: Map<string, JobSecrets>;
+}
+
+/**
+ * The jobs waiting in this process, in start order (with leases: those this node knows), as a
+ * source reads them and takes them out; the dispatcher alone adds them and counts the runs.
+ */
+export type WaitingJobs = Pick<FairQueue, "size" | "entries" | "heads" | "position" | "waiting" | "running" | "remove">;
+
+/** Which jobs of this process have secrets here, and the drop of those of a job that left; the values stay with the dispatcher. */
+export interface HeldSecrets {
+  readonly size: number;
+  has(jobId: string): boolean;
+  keys(): Iterable<string>;
+  delete(jobId: string): boolean;
+}
+
+/** The dispatcher's runs, as a source steers them. */
+export interface RunControl {
   /** Ids of the jobs this process runs now. */
   runningIds(): string[];
   /** Slots free for another run now. */
@@ -53,6 +69,15 @@ export interface SourceHost {
   /** Asks for a fill of the free slots. */
   pump(): void;
 }
+
+/** What a source sees of its dispatcher: the process, the waiting jobs, the secrets held, the runs. */
+export interface SourceHost extends SourceEnv, RunControl {
+  queue: WaitingJobs;
+  secrets: HeldSecrets;
+}
+
+/** What the source of this process's own queue needs: it steers no run, it only asks whether one runs. */
+export type LocalSourceHost = SourceEnv & Pick<RunControl, "runs"> & Pick<SourceHost, "queue" | "secrets">;
 
 /** The queue the dispatcher starts jobs from. */
 export interface JobSource {

@@ -2,7 +2,7 @@
 // the store's JobLeases port. Jobs are claimed from the database, the next queued job of any
 // node, under a lease this process renews on a heartbeat; the in-memory queue then only answers
 // for the jobs this node knows, and positions and counts are read across every process.
-import type { JobRecord, RunFence } from "../store/index.ts";
+import type { JobRecord, JsonObject, RunFence } from "../store/index.ts";
 import type { LeaseOptions } from "./job-leases.ts";
 import type { JobSource, RunStart, SourceHost } from "./job-source.ts";
 import { SharedQueueCounts } from "./queue-counts.ts";
@@ -166,8 +166,8 @@ export class LeasedJobSource implements JobSource {
     const { leases, workerId, leaseMs, dispatch } = this.lease;
     if (this.claimUncertain) await this.readBack(launch);
     let claimed;
+    const free = Math.max(1, this.host.freeSlots());
     try {
-      const free = Math.max(1, this.host.freeSlots());
       claimed = this.engineQueues
         ? [await leases.claimQueued(workerId, leaseMs, this.host.slotsFor, [...this.host.secrets.keys()], !dispatch, this.engineResumes)].filter(
             (c) => c !== null,
@@ -178,20 +178,23 @@ export class LeasedJobSource implements JobSource {
       this.claimUncertain = true;
       throw err;
     }
-    for (const { job, epoch } of claimed) {
+    for (const { job, epoch, workflow } of claimed) {
       this.host.queue.remove(job.id);
-      this.launchClaimed(launch, job, false, { workerId, epoch });
+      this.launchClaimed(launch, job, false, { workerId, epoch }, workflow);
     }
+    // A worker whose slots the claim filled need not hear of new jobs until one frees.
+    this.lease.wantWakes?.(claimed.length < (this.engineQueues ? 1 : free));
     return claimed.length > 0;
   }
 
   /** Runs a claimed job: one still queued (claimQueued) waits in the engine until it reports the run started. */
-  private launchClaimed(launch: (start: RunStart) => void, job: JobRecord, aborted: boolean, fence: RunFence): void {
+  private launchClaimed(launch: (start: RunStart) => void, job: JobRecord, aborted: boolean, fence: RunFence, workflow?: JsonObject): void {
+    const read = workflow === undefined ? {} : { workflow };
     if (job.status !== "queued") {
       this.host.events.publish({ type: "status", job });
-      return launch({ job, aborted, fence });
+      return launch({ job, aborted, fence, ...read });
     }
-    launch(this.waitingStart(job, aborted, fence));
+    launch({ ...this.waitingStart(job, aborted, fence), ...read });
   }
 
   /** The start of a run of a job claimed while queued: it waits in the engine's queue until the engine starts it. */

@@ -4,13 +4,13 @@
 // graph running, and its position is what the engine reports ahead of it.
 import { TerminalStatusError, type JobRecord } from "../store/index.ts";
 import { PARTNER_KEY_LOST, WORKER_LOST } from "../domain/failures.ts";
-import type { JobSource, RunStart, SourceHost } from "./job-source.ts";
+import type { JobSource, LocalSourceHost, RunStart } from "./job-source.ts";
 
 /** Jobs from this process's own queue. */
 export class LocalJobSource implements JobSource {
   readonly shared = false;
   readonly failing = false;
-  private readonly host: SourceHost;
+  private readonly host: LocalSourceHost;
   /** Whether a run first waits in the engine's own queue (its job stays `queued` until it starts there). */
   private readonly engineQueues: boolean;
   /**
@@ -26,7 +26,7 @@ export class LocalJobSource implements JobSource {
   /** Jobs a dead process left running or canceling, to be followed in the engine (engineResumes): launched first. */
   private readonly resumed: JobRecord[] = [];
 
-  constructor(host: SourceHost, engineQueues: boolean, engineResumes = false) {
+  constructor(host: LocalSourceHost, engineQueues: boolean, engineResumes = false) {
     this.host = host;
     this.engineQueues = engineQueues;
     this.engineResumes = engineResumes;

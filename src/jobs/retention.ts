@@ -2,8 +2,8 @@
 // outputs and expired uploads are deleted, and blobs no record refers to are removed.
 import type { BlobStore } from "../blobs/index.ts";
 import type { Store } from "../store/index.ts";
-import type { Dispatcher } from "./dispatcher.ts";
 import type { EventBus } from "./event-bus.ts";
+import type { ExpiringJobs } from "./job-queue.ts";
 
 /** Jobs expired per store call. */
 const EXPIRE_BATCH = 500;
@@ -11,7 +11,7 @@ const EXPIRE_BATCH = 500;
 export interface ReaperOptions {
   store: Store;
   blobs: BlobStore;
-  dispatcher: Dispatcher;
+  dispatcher: ExpiringJobs;
   events: EventBus;
   now: () => number;
   /** The sweep of orphan blob files, run with each pass (it may skip passes); the number removed. */

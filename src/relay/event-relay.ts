@@ -23,8 +23,13 @@ export interface EventRelay {
   wake(): void;
   /** Resolves once everything sent so far has left (or was given up). */
   flushed(): Promise<void>;
-  /** Calls `onNotice` for what other processes report, in the order they committed it; returns the stop. */
-  listen(onNotice: (notice: RemoteNotice) => void): Promise<() => Promise<void>>;
+  /**
+   * Calls `onNotice` for what other processes report, in the order they committed it; returns the
+   * stop. `wakesOnly`: only the wakes (a process that follows no other process's jobs).
+   */
+  listen(onNotice: (notice: RemoteNotice) => void, options?: { wakesOnly?: boolean }): Promise<() => Promise<void>>;
+  /** With a wakes-only listener: whether wakes are wanted now (a worker with free slots and nothing claimable). */
+  wantWakes(on: boolean): void;
   close(): Promise<void>;
 }
 

@@ -1,5 +1,5 @@
 // The event relay of a PostgreSQL deployment. Run events go out as notifications on a channel of
-// the deployment's schema, batched per turn of the event loop and cut into parts that fit;
+// the deployment's schema, batched by time (EVENT_BATCH_MS) and cut into parts that fit;
 // status changes are notified by the jobs table's trigger. Both are heard on one connection, so
 // a run's events arrive before the end its process commits after them (notifications are
 // delivered in commit order). Previews go through Redis when `--redis-url` is set; without it,
@@ -16,6 +16,11 @@ import { BatchJoiner, encodeBatch } from "./wire.ts";
 
 /** The largest preview sent as notifications when there is no Redis (about 9 parts). */
 export const NOTIFY_PREVIEW_MAX_BYTES = 48 * 1024;
+/**
+ * How long a run's event waits for others to share its batch: every notifying commit costs each
+ * listening backend a transaction. A run's end sends what waits at once (flushed).
+ */
+export const EVENT_BATCH_MS = 50;
 /** Wait before listening again after the connection was lost. */
 const RELISTEN_MS = 1_000;
 
@@ -43,6 +48,10 @@ export class PostgresRelay implements EventRelay {
   #draining: Promise<void> | null = null;
   #batch = 0;
   #wake = false;
+  /** The send of the events waiting, EVENT_BATCH_MS after the first of them. */
+  #timer: NodeJS.Timeout | null = null;
+  /** A wakes-only listener (see wantWakes): whether wakes are wanted now, and the LISTEN/UNLISTEN that follows it. */
+  #wakes: { wanted: boolean; apply: () => void } | null = null;
 
   private constructor(pool: pg.Pool, options: PostgresRelayOptions, schema: string, redis: RedisPreviews | null) {
     this.#pool = pool;
@@ -73,20 +82,24 @@ export class PostgresRelay implements EventRelay {
       if (event.data.length > NOTIFY_PREVIEW_MAX_BYTES) return;
     }
     this.#pending.push(event);
-    this.#schedule();
+    this.#timer ??= setTimeout(() => this.#drainNow(), EVENT_BATCH_MS);
   }
 
   wake(): void {
     this.#wake = true;
-    this.#schedule();
-  }
-
-  /** Everything said in this turn goes out in one batch; what comes while a batch is sent goes in the next. */
-  #schedule(): void {
     this.#draining ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.#drain());
   }
 
+  /** Sends what waits now (a batch under way takes what came meanwhile in the next). */
+  #drainNow(): void {
+    clearTimeout(this.#timer ?? undefined);
+    this.#timer = null;
+    this.#draining ??= this.#drain();
+  }
+
+  /** Sends the events waiting for their batch now (a run's end commits once they left). */
   flushed(): Promise<void> {
+    if (this.#pending.length > 0) this.#drainNow();
     return this.#draining ?? Promise.resolve();
   }
 
@@ -111,11 +124,29 @@ export class PostgresRelay implements EventRelay {
   }
 
   /**
+   * With a wakes-only listener: whether this process wants wakes now. PostgreSQL signals every
+   * listening backend of the database at each notifying commit, whatever its channel, and each
+   * signal costs that backend a transaction: a busy worker does not listen. Wanting them again
+   * wakes this process once (the claim after LISTEN catches what was queued meanwhile).
+   */
+  wantWakes(on: boolean): void {
+    const wakes = this.#wakes;
+    if (wakes === null || wakes.wanted === on) return;
+    wakes.wanted = on;
+    wakes.apply();
+  }
+
+  /**
    * Listens on a connection of its own, opened again when lost (what was said while it was down
    * is not heard: subscribers resynchronize from reads). Changes and events of this process
    * itself are left out.
    */
-  async listen(onNotice: (notice: RemoteNotice) => void): Promise<() => Promise<void>> {
+  async listen(onNotice: (notice: RemoteNotice) => void, options: { wakesOnly?: boolean } = {}): Promise<() => Promise<void>> {
+    const wakesOnly = options.wakesOnly === true;
+    const wakes: { wanted: boolean; apply: () => void } | null = wakesOnly ? { wanted: true, apply: () => undefined } : null;
+    /** Whether the wakes-only connection listens now; its LISTEN and UNLISTEN go one after another. */
+    let listening = false;
+    let switching = Promise.resolve();
     const tag = this.#options.tag;
     const joiner = new BatchJoiner();
     const onStatus = (payload: string): void => {
@@ -159,8 +190,28 @@ export class PostgresRelay implements EventRelay {
         else onEvents(n.payload ?? "");
       });
       await c.connect();
-      await c.query(`LISTEN ${PG_STATUS_CHANNEL}; LISTEN "${this.#channel}"; LISTEN "${this.#wakeChannel}"`);
+      if (wakes === null) await c.query(`LISTEN ${PG_STATUS_CHANNEL}; LISTEN "${this.#channel}"; LISTEN "${this.#wakeChannel}"`);
+      else {
+        listening = false;
+        wakes.apply();
+        await switching;
+      }
     };
+    if (wakes !== null) {
+      wakes.apply = () => {
+        switching = switching
+          .then(async () => {
+            const c = client;
+            const want = wakes.wanted;
+            if (c === null || want === listening) return;
+            await c.query(want ? `LISTEN "${this.#wakeChannel}"` : `UNLISTEN "${this.#wakeChannel}"`);
+            listening = want;
+            if (want) onNotice({ kind: "wake" });
+          })
+          .catch(() => undefined); // a lost connection listens again as wanted when it is back
+      };
+      this.#wakes = wakes;
+    }
     try {
       await connect();
     } catch (err) {
@@ -169,11 +220,11 @@ export class PostgresRelay implements EventRelay {
       await (client as pg.Client | null)?.end().catch(() => undefined); // set inside connect
       throw err;
     }
-    const stopPreviews = this.#redis
-      ? await this.#redis.subscribe((sender, preview) => sender !== tag && onNotice({ kind: "events", events: [preview] }))
-      : null;
+    const stopPreviews =
+      this.#redis && !wakesOnly ? await this.#redis.subscribe((sender, preview) => sender !== tag && onNotice({ kind: "events", events: [preview] })) : null;
     return async () => {
       stopped = true;
+      if (this.#wakes === wakes) this.#wakes = null;
       clearTimeout(retry);
       await stopPreviews?.();
       await client?.end().catch(() => undefined);

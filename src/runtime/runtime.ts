@@ -72,6 +72,12 @@ export interface RuntimeOptions {
   onBackgroundError?: (err: unknown) => void;
   /** Where runs say why infrastructure ended or stopped them (default: standard error). */
   log?: (line: string) => void;
+  /**
+   * Whether anyone here follows other processes' jobs (streams, sockets: default true). A worker
+   * (no HTTP) hears only wakes: every notification a listener hears costs the database a
+   * transaction of that listener's.
+   */
+  followsOthers?: boolean;
 }
 
 /**
@@ -111,7 +117,19 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
   const directory = config.surface === "self-hosted" ? null : await openDirectory(database ?? config.dataDir);
   // On PostgreSQL several processes share the jobs: they are claimed under leases (src/store/job-leases.ts).
   const leases = database === null ? null : await PostgresLeases.open(database);
-  const lease: LeaseOptions | undefined = leases === null ? undefined : { leases, workerId: workerId(), leaseMs: config.leaseMs, dispatch: config.dispatch };
+  /** A process that follows no other's jobs (a worker) listens for wakes only while it has free slots and nothing to claim. */
+  const wakesOnly = options.followsOthers === false;
+  let wakeRelay: EventRelay | null = null;
+  const lease: LeaseOptions | undefined =
+    leases === null
+      ? undefined
+      : {
+          leases,
+          workerId: workerId(),
+          leaseMs: config.leaseMs,
+          dispatch: config.dispatch,
+          ...(wakesOnly ? { wantWakes: (on: boolean) => wakeRelay?.wantWakes(on) } : {}),
+        };
   const surface = new SurfacePolicy({
     surface: config.surface,
     token: config.token,
@@ -143,6 +161,8 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     names: new OutputNamer(store),
     // On PostgreSQL a relay carries a run's events to other processes, which must hear its outputs before its end.
     endWithOutputs: database === null,
+    // Each write is a transaction on a database every process shares: progress is written by time there.
+    ...(database === null ? {} : { progressEveryMs: PROGRESS_EVERY_MS }),
     mayStart: () => !space.short,
     ...(lease ? { lease } : {}),
     log,
@@ -234,7 +254,7 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
       return {
         store: storeOk,
         engine: engineOk,
-        queue: dispatcher.queue.size < config.queueLimit,
+        queue: dispatcher.waiting < config.queueLimit,
         dispatch: !dispatcher.stopping && !dispatcher.failing,
         storage: !space.short && !assets.pendingLeft,
         blobs: blobsOk,
@@ -251,7 +271,9 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
             () => dispatcher.pump(),
             (id, status) => dispatcher.queueChanged(id, status),
           ),
+          { wakesOnly },
         );
+      if (wakesOnly) wakeRelay = relay;
       await dispatcher.start();
       stopCharging = surface.chargeOnEnd(events, onBackgroundError);
       stopReaper = startReaper({ store, blobs, dispatcher, events, now, sweepOrphans }, config.reaperIntervalMs, onBackgroundError);
@@ -270,6 +292,9 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     },
   };
 }
+
+/** On PostgreSQL, least time between two progress writes of a run. */
+const PROGRESS_EVERY_MS = 500;
 
 /** Least time between two sweeps of orphan blob files. */
 const ORPHAN_SWEEP_EVERY_MS = 10 * 60_000;

@@ -56,7 +56,7 @@ export function mountRoutes(app: FastifyInstance, runtime: Runtime, handlers: Mo
       const caller = callers.get(request) ?? (await authenticate(route, request, runtime));
       const input = validateInput(route, request);
       const mount = prefix.replace(":deployment_id", String((request.params as Record<string, unknown>).deployment_id ?? ""));
-      const ctx: HandlerContext = { request, reply, caller, runtime, views: app.finishedViews, links: () => linkContext(request, runtime, mount) };
+      const ctx: HandlerContext = { request, reply, caller, runtime, views: app.finishedViews, links: () => linkContext(request, runtime, mount, caller) };
       const result = (await handler(input as never, ctx)) as HandlerResult;
       return send(reply, result);
     };
@@ -205,8 +205,9 @@ function validateInput(route: RouteSpec, request: FastifyRequest) {
   return { params, query, headers, body };
 }
 
-function linkContext(request: FastifyRequest, runtime: Runtime, mount: string): LinkContext {
+function linkContext(request: FastifyRequest, runtime: Runtime, mount: string, caller: Caller): LinkContext {
   return {
+    logs: runtime.surface.showsLogs(caller),
     mount,
     origin: runtime.config.publicUrl ?? requestOrigin(request),
     signer: runtime.signer,

@@ -3,7 +3,7 @@
 import type { components } from "../../generated/openapi-types.ts";
 import type { UrlSigner } from "../blobs/index.ts";
 import type { JobSnapshot } from "../jobs/job-service.ts";
-import type { AssetRecord, JobRecord } from "../store/index.ts";
+import type { AssetRecord, JobLogs, JobRecord } from "../store/index.ts";
 import { WORKFLOW_FAILED } from "../domain/failures.ts";
 
 type Schemas = components["schemas"];
@@ -17,6 +17,13 @@ export interface LinkContext {
   signer: UrlSigner;
   /** When a link signed now expires (asked at signing time: an event stream lives for hours). */
   expiresAt(): number;
+  /** Whether this caller is served logs, so that jobs link `urls.logs` (serverless, not the demo deployment). */
+  logs: boolean;
+}
+
+/** What a rendered job depends on besides the job: answers with equal keys are byte-identical. */
+export function linkKey(ctx: LinkContext): string {
+  return `${ctx.mount}|${ctx.origin}|${ctx.logs ? "logs" : ""}`;
 }
 
 /**
@@ -80,10 +87,10 @@ export function assetView(asset: AssetRecord, ctx: LinkContext, options: { creat
   };
 }
 
-/** Host-relative follow-up links of a job, with the mount prefix. */
-export function jobUrls(job: Pick<JobRecord, "id">, mount: string): Schemas["JobUrls"] {
+/** Host-relative follow-up links of a job, with the mount prefix; `logs` only where the caller is served logs. */
+export function jobUrls(job: Pick<JobRecord, "id">, mount: string, logs = false): Schemas["JobUrls"] {
   const self = `${mount}/api/v2/jobs/${job.id}`;
-  return { self, events: `${self}/events`, cancel: `${self}/cancel` };
+  return { self, events: `${self}/events`, cancel: `${self}/cancel`, ...(logs ? { logs: `${self}/logs` } : {}) };
 }
 
 /** A job as the contract's JobWithoutLogs: submission, cancellation, listing, the `status` event. */
@@ -100,7 +107,7 @@ export function jobView(s: JobSnapshot, ctx: LinkContext): Schemas["JobWithoutLo
     progress: job.progress ?? null,
     outputs: s.outputs.map((o) => outputView(o, ctx)),
     error: job.status === "failed" ? contractError(job.error) : null,
-    urls: jobUrls(job, ctx.mount),
+    urls: jobUrls(job, ctx.mount, ctx.logs),
     metadata: { ...job.metadata },
     metrics: {
       queue_ms: job.started_at === null ? null : job.started_at - job.created_at,
@@ -109,11 +116,24 @@ export function jobView(s: JobSnapshot, ctx: LinkContext): Schemas["JobWithoutLo
   };
 }
 
+/** A listed job: the job view plus the official SDK's item fields. */
+export function jobListItemView(s: JobSnapshot, ctx: LinkContext): Schemas["JobListItem"] {
+  const { job } = s;
+  let updated = Math.max(job.created_at, job.started_at ?? 0, job.completed_at ?? 0);
+  for (const o of s.outputs) updated = Math.max(updated, o.created_at);
+  return { ...jobView(s, ctx), create_time: iso(job.created_at), update_time: iso(updated), deployment_id: job.deployment_id };
+}
+
 /** A job as the contract's Job, the answer of `GET /api/v2/jobs/{id}`: with `logs` when captured. */
 export function jobWithLogsView(s: JobSnapshot, ctx: LinkContext): Schemas["Job"] {
   const view: Schemas["Job"] = jobView(s, ctx);
-  if (s.logs) view.logs = { text: s.logs.text, truncated: s.logs.truncated, captured_at: iso(s.logs.captured_at) };
+  if (s.logs) view.logs = logsView(s.logs);
   return view;
+}
+
+/** A finished job's log as the contract's JobLogs: only a finished job's log is served, so it is complete. */
+export function logsView(logs: JobLogs): Schemas["JobLogs"] {
+  return { text: logs.text, truncated: logs.truncated, captured_at: iso(logs.captured_at), complete: true };
 }
 
 /** A failed job's error as the contract's JobError: ComfyUI's own fields (`comfy`) are the hosted interface's only. */

@@ -2,7 +2,17 @@
 // dialect (SQLite or PostgreSQL) runs any SQL; a bad one rejects with a TypeError or RangeError
 // (InvalidCursorError for a malformed cursor), whichever database is behind.
 import { decodeCursor, encodeCursor } from "./cursor.ts";
-import { checkClaimInput, checkCount, checkNewAsset, checkNewJob, checkPendingBlob, checkStatus, distinctStatuses, labelFilters } from "./input-checks.ts";
+import {
+  checkClaimInput,
+  checkCount,
+  checkTime,
+  checkNewAsset,
+  checkNewJob,
+  checkPendingBlob,
+  checkStatus,
+  distinctStatuses,
+  labelFilters,
+} from "./input-checks.ts";
 import type { StoreDialect } from "./store-dialect.ts";
 import { DEFAULT_PENDING_READ, IDEMPOTENCY_TTL_MS, MAX_LABEL_FILTERS } from "./types.ts";
 import type {
@@ -20,6 +30,8 @@ import type {
   JobStatus,
   JsonObject,
   ListJobsOptions,
+  OffsetJobPage,
+  OffsetJobsOptions,
   NewAsset,
   NewJob,
   PendingBlob,
@@ -93,6 +105,21 @@ export class CheckedStore implements Store {
     });
     const jobs = rows.slice(0, limit);
     return { jobs, next_cursor: rows.length > limit ? encodeCursor(jobs[jobs.length - 1]!.seq) : null };
+  }
+
+  async listJobsAtOffset(owner: string, options: OffsetJobsOptions): Promise<OffsetJobPage> {
+    const limit = checkCount(options.limit, MAX_PAGE, "limit");
+    if (!Number.isSafeInteger(options.offset) || options.offset < 0) throw new RangeError("offset must be a non-negative integer");
+    checkTime(options.now, "now");
+    if (options.sort !== "created" && options.sort !== "duration") throw new RangeError("sort must be created or duration");
+    const statuses = options.status === undefined ? undefined : distinctStatuses(options.status);
+    if (statuses !== undefined && statuses.length === 0) return { jobs: [], total: 0 };
+    return this.#dialect.listJobsAtOffset(owner, {
+      ...options,
+      limit,
+      descending: options.descending === true,
+      ...(statuses === undefined ? {} : { status: statuses }),
+    });
   }
 
   async hideFromHistory(owner: string, ids: readonly string[] | null): Promise<number> {

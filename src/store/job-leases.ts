@@ -5,7 +5,7 @@
 // whose lease passed (`worker_lost`), but for those of a worker whose engine's runs outlive it
 // (ComfyUI), which a live worker of that kind adopts instead. The job row stays the single source
 // of truth.
-import type { JobRecord, JobStatus } from "./types.ts";
+import type { JobRecord, JobStatus, JsonObject } from "./types.ts";
 
 /** One owner's jobs in the deployment's queue and running. */
 export interface OwnerCounts {
@@ -18,6 +18,8 @@ export interface OwnerCounts {
 export interface ClaimedJob {
   job: JobRecord;
   epoch: number;
+  /** The job's graph, when the claim read it with the job (its run then reads none). */
+  workflow?: JsonObject;
 }
 
 /** A job taken over from a worker whose lease passed (JobLeases.adoptExpired). */

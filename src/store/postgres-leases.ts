@@ -8,6 +8,7 @@ import { inTransaction, openPostgresPool, postgresPool, type PostgresOptions } f
 import { QueuePositions } from "./postgres-positions.ts";
 import { PG_LEASE_SQL } from "./postgres-queries.ts";
 import { toJob } from "./postgres.ts";
+import { toWorkflow } from "./rows.ts";
 import type { JobRecord, JobStatus } from "./types.ts";
 
 /** Key of the advisory lock that serializes claims with tier limits across processes ("clai"): the limits stay exact. */
@@ -79,7 +80,7 @@ export class PostgresLeases implements JobLeases {
     const attempt = async (on: pg.Pool | pg.PoolClient, full: string[], count: number): Promise<ClaimedJob[]> => {
       for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
         const { rows } = await claim(on, full, round > 0, round > 0 ? 1 : count);
-        const claimed = rows.filter((row) => row.id !== null).map((row) => ({ job: toJob(row), epoch: Number(row.lease_epoch) }));
+        const claimed = rows.filter((row) => row.id !== null).map((row) => ({ job: toJob(row), epoch: Number(row.lease_epoch), workflow: toWorkflow(row) }));
         if (claimed.length > 0 || Number(rows[0]?.candidates ?? 0) === 0) return claimed;
       }
       return [];
@@ -126,7 +127,7 @@ export class PostgresLeases implements JobLeases {
           resumable,
         ]);
         const row = rows.find((r) => r.id !== null);
-        if (row !== undefined) return { job: toJob(row), epoch: Number(row.lease_epoch) };
+        if (row !== undefined) return { job: toJob(row), epoch: Number(row.lease_epoch), workflow: toWorkflow(row) };
       }
       return null;
     });

@@ -123,6 +123,22 @@ export function pgListJobsSql(byStatus: boolean, byDeployment: boolean, inHistor
 }
 
 /**
+ * An owner's jobs still in the hosted history, sorted, at an offset (listJobsAtOffset), each row
+ * with the number of jobs matching in all (one statement: page and total see one snapshot).
+ * $1 owner, $2 now, $3 limit, $4 offset, then the status set and the deployment when used; finished
+ * jobs past retention are left out, ties keep submission order.
+ */
+export function pgOffsetJobsSql(byStatus: boolean, byDeployment: boolean, sort: "created" | "duration", descending: boolean): string {
+  const dir = descending ? "DESC" : "ASC";
+  const key = sort === "duration" ? `CASE WHEN started_at IS NOT NULL AND completed_at IS NOT NULL THEN completed_at - started_at ELSE 0 END ${dir}, ` : "";
+  return `SELECT ${JOB_COLUMNS}, count(*) OVER () AS total FROM jobs
+    WHERE owner = $1 AND NOT history_hidden AND NOT (status IN ${TERMINAL} AND expires_at <= $2)
+    ${byStatus ? "AND status = ANY($5::text[])" : ""}
+    ${byDeployment ? `AND deployment_id = $${byStatus ? 6 : 5}` : ""}
+    ORDER BY ${key}seq ${dir} LIMIT $3 OFFSET $4`;
+}
+
+/**
  * An owner's jobs carrying every label of `labelCount` filters, newest first below a seq: the first
  * filter's (owner, key, value, seq) primary-key range drives backwards from the cursor, each other
  * one is a primary-key probe. $1 owner, $2 before, $3 limit, $4 keys[], $5 values[], then the
@@ -242,6 +258,7 @@ function expiredSql(q = ""): string {
  * of a claim that found every candidate held). A job committed while the claim waited may be
  * younger than $2: it never starts before its creation. The last column counts the candidates
  * (a row of nulls when none was claimed), so that a claim that found only held jobs retries.
+ * Each claimed row carries its graph: the run needs no read of its own.
  * `keepQueued` (claimQueued): the job stays queued, its started_at null ($2 is null then); a job
  * so claimed (lease_epoch raised while queued) is never claimed again. $8 then says whether the
  * worker's engine resumes runs (`resumable`: adopted when the lease passes, see adoptExpired).
@@ -263,7 +280,7 @@ function claimSql(where: string, wait: boolean, keepQueued = false): string {
       UPDATE jobs SET ${keepQueued ? "started_at = $2::bigint, resumable = $8::boolean" : "status = 'running', started_at = GREATEST($2::bigint, created_at)"}, worker_id = $1,
           lease_until = ${DB_NOW_MS} + $3, lease_epoch = jobs.lease_epoch + 1
         FROM picked WHERE jobs.seq = picked.seq AND jobs.status = 'queued' AND jobs.lease_epoch = 0
-        RETURNING ${JOB_COLUMNS.replace(/\b(\w+)\b/g, "jobs.$1")}, jobs.lease_epoch, picked.level)
+        RETURNING ${JOB_COLUMNS.replace(/\b(\w+)\b/g, "jobs.$1")}, jobs.lease_epoch, picked.level, jobs.workflow::text AS workflow)
   SELECT claimed.*, (SELECT count(*) FROM candidates)::int AS candidates
     FROM (SELECT 1) one LEFT JOIN claimed ON true ORDER BY claimed.level, claimed.seq`;
 }

@@ -11,7 +11,7 @@ import { hasLabels, insertedJob } from "./input-checks.ts";
 import { BatchedReads } from "./batched-reads.ts";
 import { GroupCommit } from "./group-commit.ts";
 import { inTransaction, openPostgresPool, type PostgresOptions } from "./postgres-pool.ts";
-import { PG_INSERT_JOBS, PG_INSERT_JOBS_BOUNDED, PG_SQL, pgListJobsSql, pgListLabeledJobsSql } from "./postgres-queries.ts";
+import { PG_INSERT_JOBS, PG_INSERT_JOBS_BOUNDED, PG_SQL, pgListJobsSql, pgListLabeledJobsSql, pgOffsetJobsSql } from "./postgres-queries.ts";
 import { stampSnapshot } from "./postgres-positions.ts";
 import { PG_QUEUE_LOCK, PG_TERMINAL_SQLSTATE } from "./postgres-schema.ts";
 import { PG_ROWS, toPendingBlob, toWorkflow, type Row } from "./rows.ts";
@@ -32,6 +32,8 @@ import type {
   JsonObject,
   NewAsset,
   NewJob,
+  OffsetJobPage,
+  OffsetJobsOptions,
   PendingBlob,
   PurgeResult,
   RunFence,
@@ -142,6 +144,21 @@ export class PostgresStore implements StoreDialect {
     // page's plan, which costs several times its execution, is made once per connection.
     if (!STATEMENT_NAMES.has(sql)) STATEMENT_NAMES.set(sql, `fg_list_jobs_${STATEMENT_NAMES.size}`);
     return (await this.#query(sql, params)).rows.map(toJob);
+  }
+
+  async listJobsAtOffset(owner: string, query: OffsetJobsOptions): Promise<OffsetJobPage> {
+    const byStatus = query.status !== undefined;
+    const byDeployment = query.deployment_id !== undefined;
+    const filters: unknown[] = [];
+    if (byStatus) filters.push(query.status);
+    if (byDeployment) filters.push(query.deployment_id);
+    const sql = pgOffsetJobsSql(byStatus, byDeployment, query.sort, query.descending);
+    if (!STATEMENT_NAMES.has(sql)) STATEMENT_NAMES.set(sql, `fg_offset_jobs_${STATEMENT_NAMES.size}`);
+    const { rows } = await this.#query(sql, [owner, query.now, query.limit, query.offset, ...filters]);
+    if (rows.length > 0) return { jobs: rows.map(toJob), total: Number(rows[0]!.total) };
+    // A page past the end carries no row to count with: count at offset 0, one row is enough.
+    const first = query.offset === 0 ? [] : (await this.#query(sql, [owner, query.now, 1, 0, ...filters])).rows;
+    return { jobs: [], total: first.length > 0 ? Number(first[0]!.total) : 0 };
   }
 
   async hideFromHistory(owner: string, ids: readonly string[] | null): Promise<number> {

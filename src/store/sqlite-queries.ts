@@ -110,6 +110,20 @@ export function listLabeledJobsSql(labelCount: number, statusCount: number, byDe
     ORDER BY l0.seq DESC LIMIT :limit`;
 }
 
+/**
+ * An owner's jobs still in the hosted history, sorted, at an offset (listJobsAtOffset), or with
+ * `count` their number. :now hides finished jobs past retention; ties keep submission order.
+ */
+export function offsetJobsSql(statusCount: number, byDeployment: boolean, sort: "created" | "duration", descending: boolean, count: boolean): string {
+  const where = `WHERE owner = :owner AND history_hidden = 0 AND NOT (status IN ${TERMINAL} AND expires_at <= :now)
+    ${statusCount > 0 ? `AND status IN (${inList("s", statusCount)})` : ""}
+    ${byDeployment ? "AND deployment_id = :deployment_id" : ""}`;
+  if (count) return `SELECT COUNT(*) AS n FROM jobs ${where}`;
+  const dir = descending ? "DESC" : "ASC";
+  const key = sort === "duration" ? `CASE WHEN started_at IS NOT NULL AND completed_at IS NOT NULL THEN completed_at - started_at ELSE 0 END ${dir}, ` : "";
+  return `SELECT ${JOB_COLUMNS} FROM jobs ${where} ORDER BY ${key}seq ${dir} LIMIT :limit OFFSET :offset`;
+}
+
 /** Guarded transition: changes status (and the flagged patch fields) only from the listed statuses. */
 export function transitionSql(fromCount: number): string {
   return `UPDATE jobs SET status = :to,

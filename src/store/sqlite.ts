@@ -16,7 +16,7 @@ import { DatabaseSync } from "node:sqlite";
 import type { SQLInputValue, SQLOutputValue, StatementSync } from "node:sqlite";
 import { CheckedStore } from "./checked-store.ts";
 import { IdempotencyKeyReused, LeaseLostError, TerminalStatusError, UnknownJobError } from "./errors.ts";
-import { SQL, jobsInStatusSql, listJobsSql, listLabeledJobsSql, transitionSql } from "./sqlite-queries.ts";
+import { SQL, jobsInStatusSql, listJobsSql, offsetJobsSql, listLabeledJobsSql, transitionSql } from "./sqlite-queries.ts";
 import { Checkpointer } from "./checkpointer.ts";
 import { FileSync } from "./file-sync.ts";
 import { GroupCommit } from "./group-commit.ts";
@@ -39,6 +39,8 @@ import type {
   JsonObject,
   NewAsset,
   NewJob,
+  OffsetJobPage,
+  OffsetJobsOptions,
   PendingBlob,
   PurgeResult,
   RunFence,
@@ -212,6 +214,19 @@ export class SqliteStore implements StoreDialect {
     });
     if (byDeployment) params.deployment_id = query.deployment_id!;
     return statement.all(params).map(toJob);
+  }
+
+  async listJobsAtOffset(owner: string, query: OffsetJobsOptions): Promise<OffsetJobPage> {
+    const statusCount = query.status?.length ?? 0;
+    const byDeployment = query.deployment_id !== undefined;
+    const shape = `${statusCount}:${byDeployment}:${query.sort}:${query.descending}`;
+    const params: Params = { owner, now: query.now, ...bindList("s", query.status ?? []) };
+    if (byDeployment) params.deployment_id = query.deployment_id!;
+    const page = this.#variant(`offset:${shape}`, () => offsetJobsSql(statusCount, byDeployment, query.sort, query.descending, false));
+    const count = this.#variant(`offset-count:${shape}`, () => offsetJobsSql(statusCount, byDeployment, query.sort, query.descending, true));
+    // Both reads run in one synchronous step, so no write of this process comes between them.
+    const jobs = page.all({ ...params, limit: query.limit, offset: query.offset }).map(toJob);
+    return { jobs, total: count.get(params)!.n as number };
   }
 
   async hideFromHistory(owner: string, ids: readonly string[] | null): Promise<number> {

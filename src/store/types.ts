@@ -195,6 +195,28 @@ export interface ListJobsOptions {
   metadata?: JobLabels;
 }
 
+/** Filters, order and offset paging of listJobsAtOffset (the hosted job list, as ComfyUI pages it). */
+export interface OffsetJobsOptions {
+  /** Only jobs in one of these statuses; absent: any status. */
+  status?: readonly JobStatus[];
+  deployment_id?: string;
+  /** Clock (epoch ms): a finished job past its expires_at is left out, as GET leaves it out before the reaper purges it. */
+  now: number;
+  /** `created`: submission order; `duration`: completed_at - started_at (0 for a job without both). Ties keep submission order. */
+  sort: "created" | "duration";
+  descending: boolean;
+  /** Page size, 1..1000. */
+  limit: number;
+  /** Jobs skipped, from 0. */
+  offset: number;
+}
+
+/** One page of listJobsAtOffset and how many jobs match in all. */
+export interface OffsetJobPage {
+  jobs: JobRecord[];
+  total: number;
+}
+
 /** How many label filters one listing may combine. */
 export const MAX_LABEL_FILTERS = 3;
 
@@ -310,6 +332,8 @@ export interface Store {
   getJobLogs(id: string): Promise<JobLogs | null>;
   /** An owner's jobs, newest first, paged by an opaque cursor (InvalidCursorError when malformed). */
   listJobs(owner: string, options: ListJobsOptions): Promise<JobPage>;
+  /** An owner's jobs still in the hosted history (every live one, the finished ones not hidden), sorted, at an offset, with their count. */
+  listJobsAtOffset(owner: string, options: OffsetJobsOptions): Promise<OffsetJobPage>;
   /**
    * Takes an owner's finished jobs out of the hosted interface's history (ComfyUI's POST /history):
    * the named ones, or all of them when `ids` is null. Live jobs and other owners' are left alone;

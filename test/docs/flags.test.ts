@@ -8,6 +8,7 @@ import { ACCOUNTS, DEPLOYMENTS, KEYS, MIGRATE } from "../../src/cli/admin.ts";
 import type { CommandSpec } from "../../src/cli/command.ts";
 import { CONFORMANCE, MOCK } from "../../src/cli/delegates.ts";
 import { CANCEL, LIST, STATUS } from "../../src/cli/jobs-commands.ts";
+import { LOGS } from "../../src/cli/logs-command.ts";
 import { RUN } from "../../src/cli/run.ts";
 import { read, tableRows } from "./markdown.ts";
 
@@ -40,7 +41,7 @@ function documentedCommandFlags(text: string): string[] {
   return rows;
 }
 
-const COMMANDS: CommandSpec[] = [RUN, STATUS, CANCEL, LIST, MOCK, CONFORMANCE, KEYS, ACCOUNTS, DEPLOYMENTS, MIGRATE];
+const COMMANDS: CommandSpec[] = [RUN, STATUS, CANCEL, LIST, LOGS, MOCK, CONFORMANCE, KEYS, ACCOUNTS, DEPLOYMENTS, MIGRATE];
 
 describe("docs/configuration.md against SERVE_FLAGS", () => {
   it("documents every flag of serve with its variable, and no other", () => {

@@ -47,7 +47,7 @@ describe("a full queue", () => {
 
   it("IDEM: a submission arriving while the first with its key is being written is a reuse, not queue_full", async () => {
     const waiting = [];
-    while (s.runtime.dispatcher.queue.size < 3) waiting.push((await s.api.submit(delayGraph(60))).id);
+    while (s.runtime.dispatcher.waiting < 3) waiting.push((await s.api.submit(delayGraph(60))).id);
     // The second submission is checked against the bound while the first holds the last place
     // but is not written yet (the store writes a turn's inserts at the next setImmediate).
     const submit = () => s.runtime.jobs.submit({ owner: "" }, { workflow: delayGraph(60), idempotency_key: "same-turn" });

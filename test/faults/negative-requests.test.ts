@@ -188,7 +188,10 @@ function expectDeclared(route: RouteSpec, answer: { status: number; headers: Hea
   const json = (answer.headers.get("content-type") ?? "").includes("json") && answer.text !== "" ? (JSON.parse(answer.text) as Record<string, any>) : undefined;
   if (answer.status >= 400 && route.method !== "HEAD") {
     expect(json, `error without a JSON body: ${where}`).toBeDefined();
-    if (route.family === "hosted") {
+    if (route.family === "hosted" && typeof json?.error === "string") {
+      // ComfyUI's job API (/api/jobs*) answers its own bad values with an {error} string; the declared schema says where.
+      expect(route.url.startsWith("/api/jobs"), where).toBe(true);
+    } else if (route.family === "hosted") {
       expect(typeof json!.error?.type, where).toBe("string");
       expect(typeof json!.error?.message, where).toBe("string");
     } else {

@@ -6,7 +6,7 @@ import type { RemoteNotice, RunEvent } from "../../src/relay/event-relay.ts";
 import { NOTIFY_PREVIEW_MAX_BYTES, PostgresRelay } from "../../src/relay/postgres-relay.ts";
 import { BatchJoiner, encodeBatch, PART_BYTES } from "../../src/relay/wire.ts";
 import { openStore, type Store } from "../../src/store/index.ts";
-import { createTestSchema, dropTestSchema, postgresUnavailable, TEST_DATABASE_URL } from "../postgres/pg.ts";
+import { adminQuery, createTestSchema, dropTestSchema, postgresUnavailable, TEST_DATABASE_URL } from "../postgres/pg.ts";
 import { redisUnavailable, TEST_REDIS_URL } from "../postgres/redis.ts";
 import { newJob, T0 } from "../store/helpers.ts";
 
@@ -137,6 +137,58 @@ describe.skipIf(unavailable !== null)("PostgresRelay", () => {
     expect(heard).toHaveLength(1);
     expect(heard[0]).toMatchObject({ type: "preview", node_id: "1", content_type: "image/png" });
     expect((heard[0] as Extract<RunEvent, { type: "preview" }>).data.equals(data)).toBe(true);
+  });
+
+  it("sends the events of several turns in one batch, at once when flushed", async () => {
+    const worker = await relay("worker1");
+    const onApi = await hear(await relay("api1"));
+    const sent: RunEvent[] = Array.from({ length: 3 }, (_, i) => ({ type: "step", ...base, node_id: "1", value: i + 1, max: 3 }));
+    for (const e of sent) {
+      worker.send(e);
+      await new Promise((r) => setImmediate(r)); // each in a turn of its own
+    }
+    await worker.flushed();
+    await until(
+      () => onApi,
+      (n) => n.length >= 1,
+      "the batch",
+    );
+    expect(onApi).toEqual([{ kind: "events", events: sent }]);
+  });
+
+  it("a wakes-only listener hears wakes only while it wants them, and is woken when it wants them again", async () => {
+    const api = await relay("api1");
+    const worker = await relay("worker1");
+    const onWorker: RemoteNotice[] = [];
+    stops.push(await worker.listen((n) => onWorker.push(n), { wakesOnly: true }));
+    await until(
+      () => onWorker,
+      (n) => n.length >= 1,
+      "the wake of its first LISTEN",
+    );
+    api.send({ type: "step", ...base, node_id: "1", value: 1, max: 1 });
+    await api.flushed();
+    api.wake();
+    await api.flushed();
+    await until(
+      () => onWorker,
+      (n) => n.length >= 2,
+      "the submission's wake",
+    );
+    worker.wantWakes(false);
+    const lastQuery = async () =>
+      String((await adminQuery("SELECT query FROM pg_stat_activity WHERE application_name = 'flowgate-listen worker1'"))[0]?.query ?? "");
+    for (let i = 0; !(await lastQuery()).startsWith("UNLISTEN"); i++) {
+      if (i > 200) throw new Error("the wakes-only listener did not UNLISTEN");
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    worker.wantWakes(true); // LISTEN again: woken once more, to look for what was queued meanwhile
+    await until(
+      () => onWorker,
+      (n) => n.length >= 3,
+      "the wake of listening again",
+    );
+    expect(onWorker).toEqual([{ kind: "wake" }, { kind: "wake" }, { kind: "wake" }]);
   });
 
   it("a wake reaches the other processes once per turn, not the waking one", async () => {

@@ -43,6 +43,7 @@ describe("with a static token", () => {
         "getAsset",
         "getAssetContent",
         "getJob",
+        "getJobLogs",
         "getJobWorkflow",
         "listJobs",
         "streamJobEvents",
@@ -82,6 +83,7 @@ describe("with a static token", () => {
     expect(done.status).toBe("succeeded");
     expect((await authed.get("/api/v2/jobs")).status).toBe(200);
     expect((await authed.get(`/api/v2/jobs/${job.id}/workflow`)).status).toBe(200);
+    expect((await authed.get(`/api/v2/jobs/${job.id}/logs`)).status).toBe(204); // self-hosted serves no logs
     expect((await authed.post(`/api/v2/jobs/${job.id}/cancel`)).status).toBe(200);
     const up = await upload(authed, [{ name: "file", file: randomBytes(32) }]);
     expect(up.status).toBe(201);

@@ -202,9 +202,9 @@ describe("codes, scope and version", () => {
     },
   );
 
-  it("VER-1 the contract served is v2 (2.1.0, additive over 2.0.0); other versions are unknown routes", async () => {
+  it("VER-1 the contract served is v2 (2.2.0, additive over 2.0.0); other versions are unknown routes", async () => {
     const spec = readFileSync(new URL("../../spec/openapi.yaml", import.meta.url), "utf8");
-    expect(/^info:\n(?: {2}.*\n)*? {2}version: 2\.1\.0$/m.test(spec)).toBe(true);
+    expect(/^info:\n(?: {2}.*\n)*? {2}version: 2\.2\.0$/m.test(spec)).toBe(true);
     expectError(await s.api.get("/api/v3/jobs"), 404, "not_found");
     expectError(await s.api.get("/api/v1/jobs"), 404, "not_found");
   });
@@ -228,7 +228,7 @@ describe("probes", () => {
       await q.api.waitJob(running.id, (j) => j.status === "running", "running");
       // A start is visible (GET says running) a moment before its fsync ends and it leaves the queue.
       await waitFor(
-        () => q.runtime.dispatcher.queue.size,
+        () => q.runtime.dispatcher.waiting,
         (n) => n === 0,
         "the start to be durable",
       );

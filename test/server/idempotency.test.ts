@@ -112,7 +112,7 @@ describe("claim and release", () => {
       await q.api.waitJob(running.id, (j) => j.status === "running", "running");
       // A start is visible before it is durable; until then the job still holds its queue place.
       await waitFor(
-        () => q.runtime.dispatcher.queue.size,
+        () => q.runtime.dispatcher.waiting,
         (n) => n === 0,
         "the start to be durable",
       );

@@ -303,7 +303,7 @@ describe("listing and the workflow", () => {
         const r = await l.api.get(`/api/v2/jobs?${bad}`);
         expect(r.status, bad).toBe(400);
         expectValid(v.response_listJobs_400, r.body);
-        expect(r.body.error.code).toBe("invalid_request");
+        expect(r.body.error.code).toBe(bad.startsWith("cursor=") ? "invalid_cursor" : "invalid_request");
       }
     } finally {
       await l.stop();

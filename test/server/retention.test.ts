@@ -78,7 +78,7 @@ describe("retention", () => {
 
     // The run was stopped and the queued job never started.
     await waitForIdle(s);
-    expect(s.runtime.dispatcher.queue.size).toBe(0);
+    expect(s.runtime.dispatcher.waiting).toBe(0);
     expect(await s.runtime.store.getJob(waiting.id)).toBeNull();
     expectError(await s.api.get(`/api/v2/jobs/${job.id}`), 404, "not_found");
     expectError(await s.api.post(`/api/v2/jobs/${job.id}/cancel`), 404, "not_found");
@@ -93,11 +93,11 @@ describe("retention", () => {
     await s.api.waitJob(running.id, (j) => j.status === "running", "running");
     const count = 520; // over the reaper's batch of 500
     for (let i = 0; i < count; i += 40) await Promise.all(Array.from({ length: Math.min(40, count - i) }, () => s.api.submit(delayGraph(600))));
-    expect(s.runtime.dispatcher.queue.size).toBe(count);
+    expect(s.runtime.dispatcher.waiting).toBe(count);
     s.clock.advance(HOUR);
     expect((await reap()).expired).toBe(count + 1);
     await waitForIdle(s);
-    expect(s.runtime.dispatcher.queue.size).toBe(0);
+    expect(s.runtime.dispatcher.waiting).toBe(0);
     expect(await s.runtime.dispatcher.liveCount("")).toBe(0);
     expect(await s.runtime.store.countQueued()).toBe(0);
   });

@@ -311,7 +311,7 @@ describe("the bounded queue (429 queue_full)", () => {
       await q.api.waitJob(running.id, (j) => j.status === "running", "running");
       // A start is visible before it is durable; until then the job still holds its queue place.
       await waitFor(
-        () => q.runtime.dispatcher.queue.size,
+        () => q.runtime.dispatcher.waiting,
         (n) => n === 0,
         "the start to be durable",
       );
@@ -338,7 +338,7 @@ describe("the bounded queue (429 queue_full)", () => {
       await q.api.waitJob(running.id, (j) => j.status === "running", "running");
       // A start is visible before it is durable; until then the job still holds its queue place.
       await waitFor(
-        () => q.runtime.dispatcher.queue.size,
+        () => q.runtime.dispatcher.waiting,
         (n) => n === 0,
         "the start to be durable",
       );
@@ -348,7 +348,7 @@ describe("the bounded queue (429 queue_full)", () => {
       expect(created.length + refused.length).toBe(20);
       for (const r of refused) expectError(r, 429, "queue_full", v.response_createJob_429);
       expect(created).toHaveLength(3);
-      expect(q.runtime.dispatcher.queue.size).toBe(3);
+      expect(q.runtime.dispatcher.waiting).toBe(3);
     } finally {
       await q.stop();
     }

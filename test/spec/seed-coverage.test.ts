@@ -57,7 +57,7 @@ describe("the spec's own error codes and version", () => {
     for (const code of codeEnum) expect(statusesByCode.has(code), `${code} is never declared`).toBe(true);
   });
 
-  it("info.version is a 2.x minor of the v2 contract, 2.1.0 with labels (VER-1)", () => {
-    expect((doc.info as JsonObject).version).toBe("2.1.0");
+  it("info.version is a 2.x minor of the v2 contract, 2.2.0 with labels, listing items and logs (VER-1)", () => {
+    expect((doc.info as JsonObject).version).toBe("2.2.0");
   });
 });

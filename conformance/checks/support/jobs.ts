@@ -73,7 +73,7 @@ export function isJob(v: unknown): v is Job {
   return !!v && typeof v === "object" && typeof (v as { id?: unknown }).id === "string";
 }
 
-const SUFFIX = { self: "", events: "/events", cancel: "/cancel" } as const;
+const SUFFIX = { self: "", events: "/events", cancel: "/cancel", logs: "/logs" } as const;
 export type LinkName = keyof typeof SUFFIX;
 
 /** Where a job's link leads (resolved against the origin of its answer) and where a client would build it. */
@@ -106,6 +106,20 @@ async function tryRequest(t: T, method: string, url: string, auth: Auth | undefi
     if (fatal) throw err;
     return undefined;
   }
+}
+
+/**
+ * GETs a job's link as a client follows it (the client-built address where the job has none). A
+ * link that answers 404 where the client-built address does not is URL-3's defect (URL-2's when
+ * it lacks the prefix, reported by linkOf), and the client-built address's answer is returned.
+ */
+export async function getLink(t: T, ref: JobRef, name: LinkName, auth?: Auth): Promise<Exchange> {
+  const { url, fallback, link, prefixed } = linkOf(t, ref, name);
+  const first = await tryRequest(t, "GET", url, auth, url === fallback);
+  if (url === fallback || (first && first.status !== 404)) return first!;
+  const fb = await t.http.request("GET", fallback, { auth });
+  if (fb.status !== 404 && prefixed) linkBroken(t, name, link, ref.from, first, fallback);
+  return fb;
 }
 
 /** Reads a job by following urls.self. */

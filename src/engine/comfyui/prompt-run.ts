@@ -74,6 +74,8 @@ export class PromptRun {
   private stopping: "cancel" | "timeout" | null = null;
   private stopTimer: NodeJS.Timeout | null = null;
   private current: string | null = null;
+  /** The last `activity` ComfyUI gave each node (null: none). */
+  private readonly activities = new Map<string, string | null>();
   /** ComfyUI started the prompt (onRunning was called). */
   private running = false;
   /** Its execution_start came over the socket: this process saw the start live. */
@@ -256,8 +258,27 @@ export class PromptRun {
       }
       case "executed":
         return this.nodeExecuted(this.nodeId(d), isPlainObject(d.output) ? d.output : {});
+      case "progress_state":
+        return this.activityOf(d);
       default:
-        return; // execution_start, progress_state, status...: nothing to map
+        return; // execution_start, status...: nothing to map
+    }
+  }
+
+  /**
+   * Passes on a change of a running node's `activity` in ComfyUI's progress_state (newer ComfyUIs
+   * send it; the state of a node comes before its `executing`, so any running node of the graph counts).
+   */
+  private activityOf(d: Record<string, unknown>): void {
+    if (!isPlainObject(d.nodes)) return;
+    for (const [node, entry] of Object.entries(d.nodes)) {
+      if (!isPlainObject(entry) || entry.state !== "running" || !Object.hasOwn(this.o.graph, node)) continue;
+      const activity = typeof entry.activity === "string" ? entry.activity : null;
+      if (activity === (this.activities.get(node) ?? null)) continue;
+      this.activities.set(node, activity);
+      void Promise.resolve()
+        .then(() => this.o.callbacks.onActivity?.({ node_id: node, activity }))
+        .catch(() => undefined);
     }
   }
 

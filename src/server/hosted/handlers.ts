@@ -3,14 +3,18 @@ import os from "node:os";
 import type { HostedHandlers, OperationInput, OperationResult } from "../../../generated/handlers.ts";
 import type { components } from "../../../generated/openapi-types.ts";
 import { ServiceError } from "../../domain/errors.ts";
+import { isCanonicalUuid } from "../../domain/ids.ts";
 import { VERSION } from "../../domain/version.ts";
-import type { AssetRecord, JobRecord } from "../../store/index.ts";
+import { isTerminalStatus, type AssetRecord, type JobRecord } from "../../store/index.ts";
 import type { HandlerContext } from "../handler-context.ts";
 import type { Runtime } from "../../runtime/runtime.ts";
 import { signedContentUrl } from "../views.ts";
 import { historyEntry, nodeOutputs, queueEntry } from "./comfy-shapes.ts";
+import { serverFeatures } from "./features.ts";
 import { assertSafeName } from "./file-names.ts";
-import { InvalidPromptError } from "./hosted-errors.ts";
+import { hostedErrorBody, InvalidPromptError } from "./hosted-errors.ts";
+import { JobListQueryError, readJobListQuery } from "./job-list-query.ts";
+import { fullJob, jobStatusesOf, jobSummary } from "./job-views.ts";
 import { hostedStatus } from "./status-map.ts";
 import { uploadImage, uploadMask } from "./uploads.ts";
 
@@ -56,6 +60,52 @@ async function cancelEach(ctx: HandlerContext, ids: readonly string[]): Promise<
   }
 }
 
+/** Jobs of one `GET /api/jobs` page at most (ComfyUI has no bound; `has_more` tells a client without a limit that more follow). */
+export const JOB_LIST_PAGE_MAX = 1000;
+
+/** A job's node outputs in ComfyUI's shape (text inline). */
+async function outputsOf(ctx: HandlerContext, job: JobRecord): Promise<ReturnType<typeof nodeOutputs>> {
+  if (job.status === "queued") return {};
+  const { outputs } = await ctx.runtime.jobs.graphAndOutputs(job);
+  return nodeOutputs(outputs, await inlineTexts(ctx.runtime, outputs));
+}
+
+/**
+ * Cancels one of the caller's jobs by id: true when it was pending or running and is now stopped.
+ * The cancel itself tries pending then running, so a job that starts in between is still stopped;
+ * finished, unknown and other callers' ids are no-ops.
+ */
+async function cancelJobById(ctx: HandlerContext, id: string): Promise<boolean> {
+  const job = isCanonicalUuid(id) ? await findJob(ctx, id) : null;
+  if (!job || isTerminalStatus(job.status) || job.status === "canceling") return false;
+  const after = await ctx.runtime.jobs.cancel(ctx.caller, id).catch((err: unknown) => {
+    if (err instanceof ServiceError) return null; // gone meanwhile (expired and purged)
+    throw err;
+  });
+  return after !== null && (after.job.status === "canceled" || after.job.status === "canceling");
+}
+
+/** The answer to a prompt id already used: the existing job's, when it is the caller's. */
+async function promptAgain(ctx: HandlerContext, id: string): Promise<OperationResult<"hostedQueuePrompt"> | null> {
+  const job = await ctx.runtime.jobs.owned(ctx.caller, id).catch(() => null);
+  return job ? { status: 200, body: { prompt_id: job.id, number: job.seq, node_errors: {} } } : null;
+}
+
+/** ComfyUI's 400 for a client prompt id it does not take. */
+function invalidPromptId(message: string): OperationResult<"hostedQueuePrompt"> {
+  return {
+    status: 400,
+    body: {
+      ...hostedErrorBody(
+        "invalid_prompt_id",
+        message,
+        "prompt_id must be a UUID string in canonical lowercase hyphenated form; omit it to let the server generate one",
+      ),
+      node_errors: {},
+    },
+  };
+}
+
 /** The caller's job by prompt id, or null. */
 async function findJob(ctx: HandlerContext, id: string): Promise<JobRecord | null> {
   return ctx.runtime.jobs.owned(ctx.caller, id).catch(() => null);
@@ -83,10 +133,28 @@ export const hostedHandlers: HostedHandlers<HandlerContext> = {
   async hostedQueuePrompt(input: OperationInput<"hostedQueuePrompt">, ctx): Promise<OperationResult<"hostedQueuePrompt">> {
     const prompt = input.body.prompt as Record<string, unknown>;
     const key = input.body.extra_data?.api_key_vendor_org;
+    // As ComfyUI: absent or null lets the server choose; anything else must be a canonical UUID.
+    const given = (input.body as { prompt_id?: unknown }).prompt_id ?? undefined;
+    if (given !== undefined && !isCanonicalUuid(given)) return invalidPromptId("prompt_id must be a valid UUID");
+    if (given !== undefined) {
+      // An id already used never starts a second run: the caller gets its existing prompt back.
+      const again = await promptAgain(ctx, given);
+      if (again) return again;
+      if (await ctx.runtime.jobs.exists(given)) return invalidPromptId("prompt_id is already in use");
+    }
     try {
-      const { job } = await ctx.runtime.jobs.submit(ctx.caller, { workflow: prompt, extra_data: key === undefined ? undefined : { api_key_vendor_org: key } });
+      const { job } = await ctx.runtime.jobs.submit(ctx.caller, {
+        workflow: prompt,
+        extra_data: key === undefined ? undefined : { api_key_vendor_org: key },
+        id: given,
+      });
       return { status: 200, body: { prompt_id: job.id, number: job.seq, node_errors: {} } };
     } catch (err) {
+      // A concurrent submission of the same id won the insert: answer as for it.
+      if (given !== undefined && !(err instanceof ServiceError)) {
+        const again = await promptAgain(ctx, given);
+        if (again) return again;
+      }
       if (err instanceof ServiceError && err.code === "invalid_workflow") {
         // The hosted interface answers with ComfyUI's own body of the errors.
         const v = await ctx.runtime.engine.validate(prompt);
@@ -168,6 +236,53 @@ export const hostedHandlers: HostedHandlers<HandlerContext> = {
     if (input.body.clear === true) await ctx.runtime.jobs.leaveHistory(ctx.caller, null);
     if (input.body.delete !== undefined) await ctx.runtime.jobs.leaveHistory(ctx.caller, input.body.delete);
     return { status: 200 };
+  },
+
+  async hostedListJobs(input: OperationInput<"hostedListJobs">, ctx): Promise<OperationResult<"hostedListJobs">> {
+    let query: ReturnType<typeof readJobListQuery>;
+    try {
+      query = readJobListQuery(input.query ?? {});
+    } catch (err) {
+      if (err instanceof JobListQueryError) return { status: 400, body: { error: err.message } };
+      throw err;
+    }
+    const pagination = (total: number, count: number) => ({ offset: query.offset, limit: query.limit, total, has_more: query.offset + count < total });
+    // flowgate keeps no extra_data, so no job carries a ComfyUI workflow id: the filter matches none.
+    if (query.workflowId !== null) return { status: 200, body: { jobs: [], pagination: pagination(0, 0) } };
+    const page = await ctx.runtime.jobs.atOffset(ctx.caller, {
+      ...(query.statuses ? { status: jobStatusesOf(query.statuses) } : {}),
+      sort: query.sort,
+      descending: query.descending,
+      limit: Math.min(query.limit ?? JOB_LIST_PAGE_MAX, JOB_LIST_PAGE_MAX),
+      offset: query.offset,
+    });
+    const jobs = await Promise.all(page.jobs.map(async (job) => jobSummary(job, await outputsOf(ctx, job))));
+    return { status: 200, body: { jobs, pagination: pagination(page.total, jobs.length) } };
+  },
+
+  async hostedGetJob(input: OperationInput<"hostedGetJob">, ctx): Promise<OperationResult<"hostedGetJob">> {
+    const job = isCanonicalUuid(input.params.job_id) ? await findJob(ctx, input.params.job_id) : null;
+    // A finished prompt taken out of the history is gone for this API, as in ComfyUI.
+    if (!job || (isTerminalStatus(job.status) && !(await ctx.runtime.jobs.inHistory(job)))) return { status: 404, body: { error: "Job not found" } };
+    const { workflow, outputs } = await ctx.runtime.jobs.graphAndOutputs(job);
+    return { status: 200, body: fullJob(job, workflow, nodeOutputs(outputs, await inlineTexts(ctx.runtime, outputs))) };
+  },
+
+  async hostedCancelJob(input: OperationInput<"hostedCancelJob">, ctx): Promise<OperationResult<"hostedCancelJob">> {
+    return { status: 200, body: { cancelled: await cancelJobById(ctx, input.params.job_id) } };
+  },
+
+  async hostedCancelJobs(input: OperationInput<"hostedCancelJobs">, ctx): Promise<OperationResult<"hostedCancelJobs">> {
+    const ids: unknown[] = input.body.job_ids;
+    // Every id is checked before anything is canceled, as ComfyUI does.
+    const invalid = ids.filter((id) => !isCanonicalUuid(id)).map((id) => (typeof id === "string" ? id : JSON.stringify(id)));
+    if (invalid.length > 0) return { status: 400, body: { error: "job_ids contains invalid id(s)", invalid_ids: invalid } };
+    const outcomes = await Promise.all([...new Set(ids as string[])].map((id) => cancelJobById(ctx, id)));
+    return { status: 200, body: { cancelled: outcomes.includes(true) } };
+  },
+
+  async hostedGetFeatures(_input, ctx): Promise<OperationResult<"hostedGetFeatures">> {
+    return { status: 200, body: serverFeatures(ctx.runtime) };
   },
 
   async hostedGetSystemStats(): Promise<OperationResult<"hostedGetSystemStats">> {

@@ -12,7 +12,16 @@ import { isTerminalStatus, type JobRecord } from "../../store/index.ts";
 import type { Runtime } from "../../runtime/runtime.ts";
 import { previewImageFrame, previewWithMetadataFrame, textFrame } from "../../wire/binary-frames.ts";
 import { executionError } from "./comfy-shapes.ts";
+import { serverFeatures } from "./features.ts";
 import { hostedErrorBody } from "./hosted-errors.ts";
+
+/** What progress_state says of one node: its progress, and what it is doing where the engine said. */
+interface NodeProgress {
+  value: number;
+  max: number;
+  state: "running" | "finished";
+  activity?: string;
+}
 
 /** Above this much unsent data a socket gets no previews. */
 export const PREVIEW_BACKLOG_BYTES = 2 * 1024 * 1024;
@@ -43,7 +52,7 @@ export class HostedSockets {
   /** Node currently executing per job, for TEXT frames of its output. */
   private readonly currentNode = new Map<string, { id: string; classType: string }>();
   /** Per job, the nodes that started (running or finished), as ComfyUI's progress registry holds them for `progress_state`. */
-  private readonly progress = new Map<string, Map<string, { value: number; max: number; state: "running" | "finished" }>>();
+  private readonly progress = new Map<string, Map<string, NodeProgress>>();
   /** Per job, the nodes that executed (not from cache), in order: `executed` of execution_error and execution_interrupted. */
   private readonly executed = new Map<string, string[]>();
   /** Per owner, the runs whose closing `executing` (no node) is due: ComfyUI sends it after the `status` of the run's end. */
@@ -121,7 +130,7 @@ export class HostedSockets {
         const msg = JSON.parse(String(data)) as { type?: unknown; data?: { supports_preview_metadata?: unknown } };
         if (msg.type === "feature_flags") {
           client.previewMetadata = msg.data?.supports_preview_metadata === true;
-          this.send(client, { type: "feature_flags", data: { supports_preview_metadata: true, max_upload_size: this.runtime.config.maxUploadBytes } });
+          this.send(client, { type: "feature_flags", data: serverFeatures(this.runtime) });
         }
       } catch {
         // Clients may send anything; only feature_flags means something here.
@@ -218,7 +227,7 @@ export class HostedSockets {
   }
 
   /** ComfyUI's `progress_state`: every node of the run that started, with its state, after each change. */
-  private progressState(owner: string, jobId: string, nodeId: string, change: { value: number; max: number; state: "running" | "finished" }): void {
+  private progressState(owner: string, jobId: string, nodeId: string, change: NodeProgress): void {
     let nodes = this.progress.get(jobId);
     if (!nodes) this.progress.set(jobId, (nodes = new Map()));
     nodes.set(nodeId, change);
@@ -226,6 +235,7 @@ export class HostedSockets {
     const data: Record<string, NodeProgressState> = Object.create(null);
     for (const [id, s] of nodes) {
       data[id] = { value: s.value, max: s.max, state: s.state, node_id: id, prompt_id: jobId, display_node_id: id, parent_node_id: null, real_node_id: id };
+      if (s.activity !== undefined) data[id].activity = s.activity;
     }
     this.broadcast(owner, { type: "progress_state", data: { prompt_id: jobId, nodes: data } });
   }
@@ -243,15 +253,25 @@ export class HostedSockets {
         return this.onStatus(e.job, timestamp);
       case "cached":
         return this.broadcast(owner, { type: "execution_cached", data: { nodes: e.node_ids, prompt_id: e.job_id, timestamp } });
-      case "node_start":
+      case "node_start": {
         this.currentNode.set(e.job_id, { id: e.node_id, classType: e.class_type });
-        // ComfyUI's order: the registry's progress_state (the node running), then `executing`.
-        this.progressState(owner, e.job_id, e.node_id, { value: 0, max: 1, state: "running" });
+        // ComfyUI's order: the registry's progress_state (the node running), then `executing`; an activity said just before stays.
+        const said = this.progress.get(e.job_id)?.get(e.node_id)?.activity;
+        this.progressState(owner, e.job_id, e.node_id, { value: 0, max: 1, state: "running", ...(said === undefined ? {} : { activity: said }) });
         return this.broadcast(owner, { type: "executing", data: { node: e.node_id, display_node: e.node_id, prompt_id: e.job_id } });
-      case "step":
-        // ComfyUI's order: the registry's progress_state, then `progress`.
-        this.progressState(owner, e.job_id, e.node_id, { value: e.value, max: e.max, state: "running" });
+      }
+      case "activity": {
+        // As ComfyUI's set_activity: the node's state again, with (or without) what it is doing; no `progress`.
+        const prior = this.progress.get(e.job_id)?.get(e.node_id) ?? { value: 0, max: 1, state: "running" as const };
+        const { activity: _, ...rest } = prior;
+        return this.progressState(owner, e.job_id, e.node_id, e.activity === null ? rest : { ...rest, activity: e.activity });
+      }
+      case "step": {
+        // ComfyUI's order: the registry's progress_state, then `progress`; the node's activity stays until it changes.
+        const activity = this.progress.get(e.job_id)?.get(e.node_id)?.activity;
+        this.progressState(owner, e.job_id, e.node_id, { value: e.value, max: e.max, state: "running", ...(activity === undefined ? {} : { activity }) });
         return this.broadcast(owner, { type: "progress", data: { value: e.value, max: e.max, prompt_id: e.job_id, node: e.node_id } });
+      }
       case "node_done": {
         // The engine's ui object is ComfyUI's node output, passed on as the engine gave it.
         if (e.ui)
@@ -267,7 +287,12 @@ export class HostedSockets {
           this.executed.set(e.job_id, list);
         }
         const max = prior?.max ?? 1;
-        return this.progressState(owner, e.job_id, e.node_id, { value: max, max, state: "finished" });
+        return this.progressState(owner, e.job_id, e.node_id, {
+          value: max,
+          max,
+          state: "finished",
+          ...(prior?.activity === undefined ? {} : { activity: prior.activity }),
+        });
       }
       case "preview":
         return this.sendPreview(owner, e);

@@ -1,4 +1,5 @@
 // v2 asset handlers: streaming uploads, reuse by hash, records, ranged content, deletion.
+import { contentDisposition, isActiveContentType } from "../../domain/content-types.ts";
 import type { MultipartFile } from "@fastify/multipart";
 import type { OperationInput, OperationResult } from "../../../generated/handlers.ts";
 import { ServiceError } from "../../domain/errors.ts";
@@ -136,6 +137,9 @@ export async function getAssetContent(input: OperationInput<"getAssetContent">, 
     throw new ServiceError("range_not_satisfiable", "The requested range is not satisfiable.", { size: asset.size_bytes });
   }
   reply.header("content-type", asset.content_type);
+  // As ComfyUI's /view: no sniffing, and a type that could run script in this origin is a download.
+  reply.header("x-content-type-options", "nosniff");
+  if (isActiveContentType(asset.content_type)) reply.header("content-disposition", contentDisposition(asset.file_path ?? asset.name, asset.content_type));
   reply.header("accept-ranges", "bytes");
   if (asset.hash) reply.header("etag", `"${asset.hash}"`);
   reply.header("cache-control", "private, max-age=3600");

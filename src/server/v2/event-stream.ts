@@ -9,7 +9,7 @@ import type { JobEvent } from "../../jobs/event-bus.ts";
 import { ServiceError } from "../../domain/errors.ts";
 import { isTerminalStatus, statusRank, type JobRecord } from "../../store/index.ts";
 import type { Runtime } from "../../runtime/runtime.ts";
-import { jobView, outputView, type LinkContext } from "../views.ts";
+import { jobView, linkKey, outputView, type LinkContext } from "../views.ts";
 import { LatestWins } from "./latest-wins.ts";
 
 const PROGRESS_INTERVAL_MS = 250;
@@ -100,7 +100,7 @@ export class EventStreams {
       res,
       counted,
       links,
-      linkKey: `${links.mount}|${links.origin}`,
+      linkKey: linkKey(links),
       progress: new LatestWins(PROGRESS_INTERVAL_MS, write),
       preview: new LatestWins(1000 / this.runtime.config.streamPreviewRate, (p: LatestPreview) => write(previewFrame(p))),
       ready: false,

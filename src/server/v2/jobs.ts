@@ -1,7 +1,7 @@
 // v2 job handlers: thin translations between HTTP and the job lifecycle.
 import type { OperationInput, OperationResult } from "../../../generated/handlers.ts";
 import type { HandlerContext } from "../handler-context.ts";
-import { jobView, jobWithLogsView } from "../views.ts";
+import { jobListItemView, jobView, jobWithLogsView, linkKey, logsView } from "../views.ts";
 import type { JobStatus } from "../../store/index.ts";
 import { ServiceError } from "../../domain/errors.ts";
 
@@ -34,7 +34,7 @@ export async function listJobs(input: OperationInput<"listJobs">, ctx: HandlerCo
     ...(input.query?.metadata === undefined ? {} : { metadata: input.query.metadata as Record<string, string> }),
   });
   const links = ctx.links();
-  return { status: 200, body: { jobs: page.jobs.map((s) => jobView(s, links)), next_cursor: page.next_cursor } };
+  return { status: 200, body: { jobs: page.jobs.map((s) => jobListItemView(s, links)), next_cursor: page.next_cursor } };
 }
 
 const JSON_TYPE = { "content-type": "application/json; charset=utf-8" };
@@ -50,13 +50,27 @@ export async function getJob(input: OperationInput<"getJob">, ctx: HandlerContex
   }
   // Every link of one answer carries the same expiry, which keys the finished-job cache.
   const expiresAt = links.expiresAt();
-  const linkKey = `${links.mount}|${links.origin}`;
+  const key = linkKey(links);
   const views = ctx.views;
-  const cached = views.get(ctx.caller, input.params.id, linkKey, expiresAt, ctx.runtime.now());
+  const cached = views.get(ctx.caller, input.params.id, key, expiresAt, ctx.runtime.now());
   if (cached) return { status: 200, body: cached, headers: JSON_TYPE };
   const snapshot = await ctx.runtime.jobs.get(ctx.caller, input.params.id);
   const view = jobView(snapshot, { ...links, expiresAt: () => expiresAt });
-  return { status: 200, body: views.render(snapshot.job, linkKey, expiresAt, view), headers: JSON_TYPE };
+  return { status: 200, body: views.render(snapshot.job, key, expiresAt, view), headers: JSON_TYPE };
+}
+
+/**
+ * GET /api/v2/jobs/{id}/logs: the log `GET /api/v2/jobs/{id}` embeds, under the same rules; 204
+ * where there is none to show (no capture on this surface, not finished, the demo deployment).
+ */
+export async function getJobLogs(input: OperationInput<"getJobLogs">, ctx: HandlerContext): Promise<OperationResult<"getJobLogs">> {
+  if (!ctx.runtime.surface.showsLogs(ctx.caller)) {
+    // Still the caller's job or 404, exactly as GET of the job answers.
+    await ctx.runtime.jobs.owned(ctx.caller, input.params.id);
+    return { status: 204 };
+  }
+  const logs = await ctx.runtime.jobs.logs(ctx.caller, input.params.id);
+  return logs ? { status: 200, body: logsView(logs) } : { status: 204 };
 }
 
 /** POST /api/v2/jobs/{id}/cancel */

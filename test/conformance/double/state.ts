@@ -65,6 +65,11 @@ export type Breakage =
   | "declinedFilterIgnored" // LBL-6 (with labels: false): a filtered listing answers 200 with every job
   | "idemIgnoresLabels" // LBL-7: a reused key with the same workflow and other labels makes a new job
   | "logHeadKept" // LOG-7: a log over the capture bound keeps its head, not its tail
+  // Breakages of the official SDK's listing and logs (contract 2.2, the SDK extension group):
+  | "listItemsWithoutUpdateTime" // SDK-1: listed jobs carry no update_time
+  | "cursorAsInvalidRequest" // SDK-2: a cursor not issued is 400 invalid_request (reason invalid_cursor)
+  | "logsLinkMissing" // SDK-3: jobs link no urls.logs where logs are served
+  | "logsOfRunningJob" // SDK-4: the logs resource answers 200 (an empty log) for a job not finished
   | "expiredSoonAfterEnd"; // ST-4: from 2 s after its end, a finished job reads expired (a reaper that does not wait for expires_at)
 
 export interface DoubleOptions {

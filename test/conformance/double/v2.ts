@@ -3,7 +3,7 @@ import { blake3 } from "hash-wasm";
 import * as validators from "../../../generated/validators.js";
 import { isAssetRef, validateGraph } from "./engine.ts";
 import type { JobRec, State } from "./state.ts";
-import { assetView, fail, jobView, outputView, progressView, send, type Req } from "./views.ts";
+import { assetView, fail, jobView, logsView, outputView, progressView, send, showsLog, type Req } from "./views.ts";
 
 const TERMINAL = new Set(["succeeded", "canceled", "failed", "expired"]);
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -92,10 +92,14 @@ function listJobs(s: State, req: Req, account: string): void {
     !/^\d+$/.test(limit) ||
     Number(limit) < 1 ||
     Number(limit) > 100 ||
-    (status !== null && !["queued", "running", "succeeded", "canceling", "canceled", "failed", "expired"].includes(status)) ||
-    (cursor !== null && !/^\d{1,15}$/.test(cursor))
+    (status !== null && !["queued", "running", "succeeded", "canceling", "canceled", "failed", "expired"].includes(status))
   ) {
     return fail(res, 400, "invalid_request", "The query is invalid.", { fields: [{ field: "limit", reason: "invalid" }] });
+  }
+  if (cursor !== null && !/^\d{1,15}$/.test(cursor)) {
+    if (s.broken("cursorAsInvalidRequest"))
+      return fail(res, 400, "invalid_request", "The query is invalid.", { fields: [{ field: "cursor", reason: "invalid_cursor" }] });
+    return fail(res, 400, "invalid_cursor", "The cursor is invalid.");
   }
   const parsed = labelFilters(s, req.query);
   if ("bad" in parsed)
@@ -336,6 +340,12 @@ export async function handleV2(s: State, req: Req, auth: ReturnType<State["accou
     if (!needAuth()) return;
     const j = job(decodeURIComponent(match[1]!));
     return j ? send(res, 200, { format: "api", workflow: j.workflow, ...(j.leakedExtra ? { extra_data: j.leakedExtra } : {}) }) : undefined;
+  }
+  if ((match = m(/^\/api\/v2\/jobs\/([^/]+)\/logs$/)) && method === "GET") {
+    if (!needAuth()) return;
+    const j = job(decodeURIComponent(match[1]!));
+    if (!j) return;
+    return showsLog(s, j) || s.broken("logsOfRunningJob") ? send(res, 200, logsView(j)) : send(res, 204);
   }
   if (path === "/api/v2/assets" && method === "POST") return needAuth() ? upload(s, req, authed!.account) : undefined;
   if (path === "/api/v2/assets/from-hash" && method === "POST") {

@@ -83,6 +83,32 @@ export function assetView(s: State, a: Asset, origin: string): Record<string, un
   };
 }
 
+/** Whether the double serves logs: serverless, not the demo deployment. */
+export function servesLogs(s: State): boolean {
+  return s.o.surface === "serverless" && !s.o.demo;
+}
+
+/** Whether a job has a log to show (GET embeds it; the logs resource answers 200). */
+export function showsLog(s: State, job: JobRec): boolean {
+  return servesLogs(s) && TERMINAL.has(job.status);
+}
+
+/** A job's log as JobLogs: complete, since only a finished job's log is shown. */
+export function logsView(job: JobRec): Record<string, unknown> {
+  return { text: job.log, truncated: job.logTruncated, captured_at: iso(job.logAt ?? new Date()), complete: true };
+}
+
+/** The serverless deployment of the double: the last segment of its mount prefix. */
+function deploymentOf(s: State): string {
+  return s.o.prefix.split("/").filter(Boolean).pop() ?? "default";
+}
+
+/** The latest of a job's recorded moments: creation, start, end, output commits. */
+function lastChange(job: JobRec): Date {
+  const times = [job.createdAt, job.startedAt, job.completedAt, ...job.outputs.map((a) => a.createdAt)].filter((d): d is Date => d !== null);
+  return new Date(Math.max(...times.map((d) => d.getTime())));
+}
+
 /** The job's progress as answers show it. */
 export function progressView(s: State, job: JobRec): Record<string, unknown> | null {
   if (!job.progress) return null;
@@ -104,6 +130,7 @@ export function jobView(
   if ((get && ended && job.readsSinceEnd >= 2 && s.broken("outputsDropOnReread")) || (on === "terminal-event" && s.broken("sseTerminalSubset")))
     outputs = outputs.slice(0, -1);
   const base = `${prefix}/api/v2/jobs/${job.id}`;
+  const logsLink = servesLogs(s) && !s.broken("logsLinkMissing") ? { logs: `${base}/logs` } : {};
   const status =
     s.broken("statusOutsideEnum") && job.status === "running"
       ? "processing"
@@ -125,7 +152,7 @@ export function jobView(
     progress: get && job.status === "running" && job.streams > 0 && s.broken("getHidesProgressWhileStreamed") ? null : progressView(s, job),
     outputs: outputs.map((a) => outputView(s, a, origin)),
     error: s.broken("errorOnSucceeded") && job.status === "succeeded" ? { code: "none", message: "no error" } : job.error,
-    urls: { self: s.broken("brokenSelfLink") ? `${base}/self` : base, events: `${base}/events`, cancel: `${base}/cancel` },
+    urls: { self: s.broken("brokenSelfLink") ? `${base}/self` : base, events: `${base}/events`, cancel: `${base}/cancel`, ...logsLink },
     metrics: {
       queue_ms: job.startedAt ? job.startedAt.getTime() - job.createdAt.getTime() : null,
       execution_ms:
@@ -135,8 +162,13 @@ export function jobView(
   };
   if (on === "cancel" && s.broken("labelsDroppedOnCancel")) view.metadata = {};
   else if ((on === "event" || on === "terminal-event") && s.broken("labelsMissingOnSse")) delete view.metadata;
-  const logs = { text: job.log, truncated: job.logTruncated, captured_at: iso(job.logAt ?? new Date()) };
-  if (on === "get" && s.o.surface === "serverless" && !s.o.demo && TERMINAL.has(job.status)) view.logs = logs;
+  if (on === "list") {
+    view.create_time = view.created_at;
+    if (!s.broken("listItemsWithoutUpdateTime")) view.update_time = iso(lastChange(job));
+    view.deployment_id = s.o.surface === "serverless" ? deploymentOf(s) : null;
+  }
+  const logs = logsView(job);
+  if (on === "get" && servesLogs(s) && TERMINAL.has(job.status)) view.logs = logs;
   else if (on === "get" && s.broken("nullLogs")) view.logs = null;
   if (on === "post" && s.broken("logsOnPost")) view.logs = logs;
   if (s.broken("omitField")) delete view.completed_at;

@@ -59,6 +59,8 @@ describe.skipIf(unavailable !== null)("PostgresLeases", () => {
     const batch = await a.claimMany("w", 30_000, T0, undefined, [], false, 4);
     expect(batch.map((c) => c.job.id)).toEqual(serial);
     expect(batch.every((c) => c.job.status === "running" && c.epoch === 1)).toBe(true);
+    // Each with its graph, as the store keeps it: the run reads none.
+    for (const c of batch) expect(c.workflow).toEqual(await store.getJobWorkflow(c.job.id));
     // Two processes claiming at once, in batches, until nothing is left.
     const taken: string[] = [];
     const drain = async (leases: PostgresLeases, worker: string) => {
