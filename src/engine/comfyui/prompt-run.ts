@@ -164,8 +164,11 @@ export class PromptRun {
     const { http } = this.o;
     const id = this.promptId;
     let interrupted = false;
+    /** The stop found the prompt in the queue: its leaving it is the stop's doing (or a cancel ComfyUI ignored). */
+    let seen = false;
     for (let wait = 10; !this.settled; wait = Math.min(wait * 2, 500)) {
       const q = await http.queue().catch(() => null); // unreachable: the reconcile's lostAfterMs still applies
+      if (q && (q.pending.includes(id) || q.running.includes(id))) seen = true;
       if (q?.pending.includes(id)) {
         await http.deletePending([id]).catch(() => undefined);
         continue; // read again: it may have started between the read and the delete
@@ -176,9 +179,10 @@ export class PromptRun {
           await http.interrupt(id).catch(() => undefined);
         }
       } else if (q) {
-        // It left the queue: removed or interrupted (canceled), or it had finished before the
-        // stop (a prompt followed by the reconcile, whose end was not read yet): that end stands.
-        const entry = await http.history(id).catch(() => null);
+        // It left the queue (removed, interrupted, or run to its end despite the cancel): canceled.
+        // Gone before the stop came, it had finished (a prompt followed by the reconcile, its end
+        // not read yet): that end stands.
+        const entry = seen ? null : await http.history(id).catch(() => null);
         if (entry && outcomeOfHistory(entry).kind !== "interrupted" && !this.settled) return this.endAfterAll(entry);
         return this.settleStopped();
       }
