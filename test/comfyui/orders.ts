@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { EmbeddedEngine } from "../../src/engine/embedded-engine.ts";
 import type { CliProcess } from "../cli/cli.ts";
 import type { FaultDeployment } from "../faults/deployment.ts";
-import { waitFor, type Api } from "../server/helpers.ts";
+import { waitFor } from "../server/helpers.ts";
 import { ROOT } from "./helpers.ts";
 
 /** A small deterministic generator (mulberry32): the same seed, the same schedule. */
@@ -251,7 +251,7 @@ export async function exploreOrder(seed: number, setup: OrdersSetup): Promise<vo
     const ended = [];
     for (const id of jobs) ended.push(await api.waitJob(id, (j) => TERMINAL.includes(j.status), `job ${id} to end`, 120_000));
     step(`every job ended: ${ended.map((j) => `${j.id.slice(-4)} ${j.status}${j.error ? ` ${j.error.code}` : ""}`).join(", ")}`);
-    await checkInvariants(ended, await double.records(), restartedAt, d, api);
+    await checkInvariants(ended, await double.records(), restartedAt, d);
   } catch (err) {
     for (const w of workers) {
       const said = w.p
@@ -278,7 +278,7 @@ export async function exploreOrder(seed: number, setup: OrdersSetup): Promise<vo
  * restart); a succeeded job's run times are the double's within 1 s; one output record per
  * succeeded job, none written by a process that lost its lease (the status and output history).
  */
-async function checkInvariants(jobs: any[], records: ExecutionRecord[], restartedAt: number | null, d: FaultDeployment, api: Api): Promise<void> {
+async function checkInvariants(jobs: any[], records: ExecutionRecord[], restartedAt: number | null, d: FaultDeployment): Promise<void> {
   const problems: string[] = [];
   for (const job of jobs) {
     const mine = records.filter((r) => r.promptId === job.id);
@@ -305,6 +305,5 @@ async function checkInvariants(jobs: any[], records: ExecutionRecord[], restarte
     if (job.status === "failed" && starts.length === 0 && !job.error?.message) problems.push(`${tag}: never executed, and its error does not say why`);
   }
   for (const v of await d.violations()) problems.push(v);
-  void api;
   if (problems.length > 0) throw new Error(problems.join("\n"));
 }
