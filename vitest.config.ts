@@ -10,8 +10,12 @@ export const TEST_PROJECTS = {
   unit: ["architecture", "docs", "domain", "engine", "jobs", "spec"],
   /** A real HTTP server, SQLite or PostgreSQL, real sockets, in the test's process. */
   integration: ["assets", "blobs", "client", "comfyui", "hosted", "relay", "server", "store", "surfaces"],
-  /** Separate processes, faults on them, packages installed, a browser, the conformance suite and the bench. */
-  e2e: ["bench", "cli", "conformance", "faults", "packaging", "ui"],
+  /**
+   * Separate processes, faults on them, packages installed, a browser, the conformance suite and the
+   * bench; spec-tools: the spec's checks that run a tool in a process of its own (tsc over a copy of
+   * the project, the Prism mock).
+   */
+  e2e: ["bench", "cli", "conformance", "faults", "packaging", "spec-tools", "ui"],
 } as const;
 
 export default defineConfig({

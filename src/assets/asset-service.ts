@@ -75,9 +75,6 @@ export class AssetService {
   private readonly o: AssetServiceOptions;
   /** settlePending calls under way. */
   readonly #settling = new Set<Promise<unknown>>();
-  /** Kept bytes not written back yet for lack of space, and the timer that tries again. */
-  #pendingLeft = false;
-  #writeBackRetry: NodeJS.Timeout | undefined;
 
   constructor(options: AssetServiceOptions) {
     this.o = options;
@@ -329,7 +326,7 @@ export class AssetService {
   /**
    * Staged outputs whose records committed with their bytes kept (transitionJobWithAssets'
    * `pending`): once the files are durable the store forgets the bytes. A failed fsync leaves
-   * them kept, for restorePending at the next start.
+   * them kept, for the write-back at the next start (pending-write-back.ts).
    */
   async settlePending(stored: readonly StoredOutput[]): Promise<void> {
     const kept = stored.filter((s) => s.pending !== null);
@@ -350,46 +347,6 @@ export class AssetService {
   async flushStaged(): Promise<void> {
     await this.o.blobs.flushStaged();
     await Promise.allSettled([...this.#settling]);
-  }
-
-  /**
-   * Writes back the bytes the store kept for staged outputs (a power loss came before their files
-   * were durable), then forgets them; the count written back. Run at start, before serving.
-   */
-  async restorePending(): Promise<number> {
-    let restored = 0;
-    for (let page = await this.o.store.pendingBlobs(); page.length > 0; page = await this.o.store.pendingBlobs(page[page.length - 1]!.key)) {
-      for (const blob of page) if (await this.o.blobs.restore(blob.key, blob.bytes)) restored++;
-      await this.o.store.dropPendingBlobs(page.map((b) => b.key));
-    }
-    return restored;
-  }
-
-  /**
-   * restorePending at start, on a blob filesystem that may be full: then the server starts all
-   * the same (not ready: `pendingLeft`), and the write-back is tried again every `retryMs` until
-   * the bytes fit. Any other failure throws, as restorePending does.
-   */
-  async restorePendingWhenRoom(retryMs = 1_000, onError: (err: unknown) => void = () => undefined): Promise<void> {
-    try {
-      await this.restorePending();
-      this.#pendingLeft = false;
-    } catch (err) {
-      if (!isOutOfSpace(err)) throw err;
-      this.#pendingLeft = true;
-      this.#writeBackRetry = setTimeout(() => void this.restorePendingWhenRoom(retryMs, onError).catch(onError), retryMs);
-      this.#writeBackRetry.unref();
-    }
-  }
-
-  /** Whether outputs' kept bytes still wait to be written back (their blob filesystem was full). */
-  get pendingLeft(): boolean {
-    return this.#pendingLeft;
-  }
-
-  /** Stops the retried write-back (a stop: the next start tries again). */
-  stopWriteBack(): void {
-    clearTimeout(this.#writeBackRetry);
   }
 
   /** Stored outputs whose records will never be written: blobs they created that nothing uses go again. */

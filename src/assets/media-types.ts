@@ -1,6 +1,6 @@
 // Media types of stored files, from the caller's word, the bytes, or the file name.
 import path from "node:path";
-import { sniff } from "../engine/media/sniff.ts";
+import { sniff } from "../engine/index.ts";
 
 const BY_EXTENSION: Record<string, string> = {
   ".png": "image/png",

@@ -1,8 +1,7 @@
 // Admin commands of the cloud and serverless surfaces, against the data directory or the
 // PostgreSQL database (safe while the server runs): `flowgate keys|accounts|deployments ...`.
 import path from "node:path";
-import { DEPLOYMENT_STATES, PG_SCHEMA_VERSION, openDirectory, openStore, type DeploymentState, type Directory } from "../store/index.ts";
-import { SCHEMA_VERSION as SQLITE_SCHEMA_VERSION } from "../store/sqlite-schema.ts";
+import { DEPLOYMENT_STATES, PG_SCHEMA_VERSION, SQLITE_SCHEMA_VERSION, openDirectory, openStore, type DeploymentState, type Directory } from "../store/index.ts";
 import { generateApiKey, hashApiKey, keyPrefix } from "../surfaces/api-keys.ts";
 import { helpText, parseCommand, stringFlag, UsageError, type CommandSpec, type FlagSpec } from "./command.ts";
 

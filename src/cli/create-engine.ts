@@ -1,7 +1,5 @@
 // The engine of `flowgate serve` and `flowgate worker` (imported by them only once flags are read).
-import { ComfyUIEngine } from "../engine/comfyui/index.ts";
-import { EmbeddedEngine } from "../engine/embedded-engine.ts";
-import type { Engine } from "../engine/engine.ts";
+import { ComfyUIEngine, EmbeddedEngine, type Engine } from "../engine/index.ts";
 import type { Config } from "../config/config.ts";
 
 /** The engine the configuration asks for. */

@@ -72,16 +72,38 @@ export async function conformance(argv: string[]): Promise<void> {
   process.exit(code);
 }
 
-/** `flowgate mock ...`: scripts/mock.ts is a script, so it runs as a child with the same arguments. */
+/** Prism's major version the mock runs (the checkout's dev dependency, or fetched by npx in an installed package). */
+const PRISM = "@stoplight/prism-cli@5";
+
+/**
+ * How `flowgate mock` starts: the checkout's scripts/mock.ts (Prism behind the proxy that gives its
+ * errors the contract's envelope), or, in an installed package, Prism itself through npx on the
+ * package's spec/openapi.yaml, with a line saying so.
+ */
+export function mockLaunch(argv: string[], root: string): { command: string; args: string[]; note: string | null } {
+  const base = root.replace(/\/?$/, "/");
+  if (existsSync(`${base}scripts/mock.ts`)) return { command: process.execPath, args: ["--import", "tsx", `${base}scripts/mock.ts`, ...argv], note: null };
+  const spec = [`${base}spec/openapi.yaml`, `${base}../spec/openapi.yaml`].find((file) => existsSync(file)) ?? `${base}../spec/openapi.yaml`;
+  const { values } = parseCommand(MOCK, argv);
+  const args = ["--yes", PRISM, "mock", spec, "--port", String(values.port ?? "4010"), "--host", String(values.host ?? "127.0.0.1")];
+  if (values.dynamic === true) args.push("--dynamic");
+  const note = `flowgate mock: running Prism (${PRISM}, fetched by npx on first use) on ${spec}; a checkout's npm run mock also gives Prism's errors the contract's envelope.\n`;
+  return { command: "npx", args, note };
+}
+
+/** `flowgate mock ...`: a child process with the same arguments (scripts/mock.ts in a checkout, Prism through npx when installed). */
 export async function mock(argv: string[]): Promise<void> {
   if (parseCommand(MOCK, argv, {}).help) return void process.stdout.write(helpText(MOCK)); // a mistyped flag is a usage error here, not in the child
-  if (!existsSync(`${ROOT}scripts/mock.ts`)) {
-    process.stderr.write("flowgate mock: runs from a checkout of flowgate (scripts/mock.ts and its dev dependencies); an installed package has neither.\n");
-    process.exitCode = 1;
-    return;
-  }
-  const child = spawn(process.execPath, ["--import", "tsx", `${ROOT}scripts/mock.ts`, ...argv], { cwd: ROOT, stdio: "inherit" });
+  const launch = mockLaunch(argv, ROOT);
+  if (launch.note) process.stderr.write(launch.note);
+  const child = spawn(launch.command, launch.args, { cwd: ROOT, stdio: "inherit" });
   for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, () => child.kill(signal));
-  const code = await new Promise<number>((resolve) => child.on("exit", (c, s) => resolve(c ?? 128 + (s ? (constants.signals[s] ?? 0) : 0))));
+  const code = await new Promise<number>((resolve) => {
+    child.on("error", (err) => {
+      process.stderr.write(`flowgate mock: cannot start ${launch.command}: ${err.message}\n`);
+      resolve(1);
+    });
+    child.on("exit", (c, s) => resolve(c ?? 128 + (s ? (constants.signals[s] ?? 0) : 0)));
+  });
   process.exitCode = code;
 }

@@ -38,8 +38,8 @@ function labelText(job: Job): string {
   return labels.length === 0 ? "" : `  ${labels.map(([k, v]) => `${k}=${v}`).join(" ")}`;
 }
 
-/** The job's execution error, for humans. */
-export function jobErrorText(error: NonNullable<Job["error"]>): string {
+/** The job's execution error, for humans; the traceback (the engine's stack) only when asked. */
+export function jobErrorText(error: NonNullable<Job["error"]>, withTraceback = true): string {
   const where = error.node_id ? ` (node ${error.node_id}${error.class_type ? ` ${error.class_type}` : ""})` : "";
-  return `${error.code}: ${error.message}${where}${error.traceback ? `\n${error.traceback}` : ""}`;
+  return `${error.code}: ${error.message}${where}${withTraceback && error.traceback ? `\n${error.traceback}` : ""}`;
 }

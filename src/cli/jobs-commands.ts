@@ -1,7 +1,9 @@
 // `flowgate status <id>`, `flowgate cancel <id>`, `flowgate list`.
 import type { JobStatus } from "../client/types.ts";
 import { CONNECTION_FLAGS, helpText, labelFlags, onePositional, parseCommand, stringFlag, UsageError, type CommandSpec } from "./command.ts";
+import { FlowgateApiError } from "../client/errors.ts";
 import { clientFrom } from "./connection.ts";
+import { invokedAs, shellWord } from "./invocation.ts";
 import { jobRow, jobSummary } from "./job-text.ts";
 
 /** Flags and help of `flowgate status`. */
@@ -39,8 +41,19 @@ export async function status(argv: string[]): Promise<void> {
   const parsed = parseCommand(STATUS, argv);
   if (parsed.help) return void process.stdout.write(helpText(STATUS));
   const id = onePositional(parsed, "job id");
-  const job = await clientFrom(parsed).get(id);
+  const client = clientFrom(parsed);
+  const job = await client.get(id).catch((err: unknown) => {
+    throw err instanceof FlowgateApiError && err.code === "not_found" ? new Error(unknownJobText(id, client.baseUrl)) : err;
+  });
   process.stdout.write(parsed.values.json ? `${JSON.stringify(job, null, 2)}\n` : jobSummary(job));
+}
+
+/** What a 404 on a job means to the person who typed its id. */
+export function unknownJobText(id: string, baseUrl: string): string {
+  return (
+    `no job ${id} at ${baseUrl} (not_found, HTTP 404): the id is mistyped, the job passed its expires_at and was deleted, ` +
+    `it belongs to another caller (another --token), or it is on another server (--base-url)`
+  );
 }
 
 /** `flowgate cancel <id>` */
@@ -61,8 +74,9 @@ export async function list(argv: string[]): Promise<void> {
   const limit = limitText === undefined ? undefined : Number(limitText);
   if (limit !== undefined && (!Number.isInteger(limit) || limit < 1 || limit > 100)) throw new UsageError(`--limit must be 1 to 100, got "${limitText}"`);
   const labels = labelFlags(parsed.values.label);
+  const status = stringFlag(parsed.values, "status");
   const page = await clientFrom(parsed).list({
-    status: stringFlag(parsed.values, "status") as JobStatus | undefined,
+    status: status as JobStatus | undefined,
     limit,
     cursor: stringFlag(parsed.values, "cursor"),
     ...(labels ? { metadata: labels } : {}),
@@ -70,5 +84,25 @@ export async function list(argv: string[]): Promise<void> {
   if (parsed.values.json) return void process.stdout.write(`${JSON.stringify(page, null, 2)}\n`);
   for (const job of page.jobs) process.stdout.write(`${jobRow(job)}\n`);
   if (page.jobs.length === 0) process.stdout.write("no jobs\n");
-  if (page.next_cursor) process.stdout.write(`more: flowgate list --cursor ${page.next_cursor}\n`);
+  if (page.next_cursor) process.stdout.write(`more: ${nextPageCommand({ status, labels, limit, baseUrl: baseUrlFlag(argv, parsed) }, page.next_cursor)}\n`);
+}
+
+/** The command that lists the next page of the same listing: the same filters, size and server, as the user can run it. */
+export function nextPageCommand(
+  listing: { status?: string | undefined; labels?: Record<string, string> | undefined; limit?: number | undefined; baseUrl?: string | undefined },
+  cursor: string,
+  command = invokedAs(),
+): string {
+  const words = [command, "list"];
+  if (listing.status !== undefined) words.push("--status", listing.status);
+  for (const [k, v] of Object.entries(listing.labels ?? {})) words.push("--label", shellWord(`${k}=${v}`));
+  if (listing.limit !== undefined) words.push("--limit", String(listing.limit));
+  if (listing.baseUrl !== undefined) words.push("--base-url", shellWord(listing.baseUrl));
+  words.push("--cursor", shellWord(cursor));
+  return words.join(" ");
+}
+
+/** --base-url when it was given on the command line (from FLOWGATE_BASE_URL it carries over by itself). */
+function baseUrlFlag(argv: string[], parsed: ReturnType<typeof parseCommand>): string | undefined {
+  return argv.some((a) => a === "--base-url" || a.startsWith("--base-url=")) ? stringFlag(parsed.values, "base-url") : undefined;
 }

@@ -2,6 +2,7 @@
 // when that command runs, so `flowgate --help` and `--version` load no server, engine or client.
 import { UsageError } from "./command.ts";
 import { closest, flagHint } from "./suggest.ts";
+import { invokedAs } from "./invocation.ts";
 import { VERSION } from "../domain/version.ts";
 
 type Run = (argv: string[]) => Promise<void>;
@@ -54,12 +55,14 @@ if (!command || command === "--help" || command === "-h" || command === "help") 
     await (await COMMANDS[command]!.load())(rest);
   } catch (err) {
     if (err instanceof UsageError) {
-      process.stderr.write(`flowgate ${command}: ${err.message}\nRun flowgate ${command} --help for usage.\n`);
+      process.stderr.write(`flowgate ${command}: ${err.message}\nRun ${invokedAs()} ${command} --help for usage.\n`);
       process.exitCode = 2;
     } else {
       const { describeError } = await import("./connection.ts");
       process.stderr.write(`flowgate ${command}: ${describeError(err)}\n`);
       process.exitCode = 1;
     }
+    // A command that failed is over: what a half-started server had opened must not keep it alive.
+    process.exit();
   }
 }

@@ -87,6 +87,7 @@ export class ProgressView {
   private drawn = false;
   private lastPlain = "";
   private ticker: NodeJS.Timeout | null = null;
+  private stopped = false;
 
   constructor(out: ViewOutput, mode: ProgressMode, now: () => number = Date.now) {
     this.out = out;
@@ -124,8 +125,9 @@ export class ProgressView {
     if (redraw) this.draw();
   }
 
-  /** Stops redrawing and leaves the last state on screen. */
+  /** Stops redrawing for good (events still in flight draw nothing) and leaves the last state on screen. */
   stop(): void {
+    this.stopped = true;
     if (this.ticker) clearInterval(this.ticker);
     this.ticker = null;
     if (this.mode === "bar" && this.drawn) this.out.write("\n");
@@ -147,7 +149,8 @@ export class ProgressView {
   }
 
   private draw(): void {
-    if (this.mode === "none") return;
+    // After a stop the lines that follow (Ctrl-C's, the job's end) must not share a line with a redrawn bar.
+    if (this.mode === "none" || this.stopped) return;
     const s = this.snapshot();
     if (this.mode === "bar") {
       this.out.write(`\r\x1b[2K${renderBar(s, this.out.columns || 80)}`);

@@ -9,6 +9,7 @@ import { assetReference, type Job, type Workflow } from "../client/types.ts";
 import { CONNECTION_FLAGS, helpText, labelFlags, onePositional, parseCommand, stringFlag, UsageError, type CommandSpec } from "./command.ts";
 import { clientFrom, describeError } from "./connection.ts";
 import { parseInputFlag, resolveInputTarget, setInput } from "./graph-inputs.ts";
+import { invokedAs } from "./invocation.ts";
 import { jobErrorText } from "./job-text.ts";
 import { ProgressView, type ProgressMode } from "./progress-view.ts";
 import { parseJson } from "../domain/exact-json.ts";
@@ -152,7 +153,9 @@ export async function run(argv: string[]): Promise<void> {
   if (settings.json) process.stdout.write(`${JSON.stringify({ job, files, previews }, null, 2)}\n`);
   else for (const f of files) process.stdout.write(`${f.path}\n`);
   if (job.status !== "succeeded") {
-    process.stderr.write(`flowgate run: job ${job.id} ${job.status}${job.error ? `\n${jobErrorText(job.error)}` : ""}\n`);
+    // The message says what went wrong; the engine's stack is for whoever debugs the node, on request.
+    const traceback = job.error?.traceback ? `\n(the traceback: ${invokedAs()} status ${job.id})` : "";
+    process.stderr.write(`flowgate run: job ${job.id} ${job.status}${job.error ? `\n${jobErrorText(job.error, false)}${traceback}` : ""}\n`);
     process.exitCode = 1;
   } else if (!settings.json) {
     process.stderr.write(`job ${job.id} succeeded: ${job.outputs.length} output(s)${settings.download ? ` in ${settings.outDir}` : ""}\n`);

@@ -1,6 +1,7 @@
 // `flowgate serve`: the reference server, on the embedded engine or in front of ComfyUI. The
 // server and the engines are imported once the flags are read, so --help and a usage error are quick.
 import { loadConfig, SERVE_FLAGS, settingsLine, type Config } from "../config/config.ts";
+import { parseS3Url } from "../blobs/s3-location.ts";
 import { UsageError } from "./command.ts";
 import { stopWhenOrphaned } from "./parent-watch.ts";
 import { explainParseError } from "./suggest.ts";
@@ -19,11 +20,19 @@ export function flagLines(flags: ReadonlyArray<[string, { env: string; help: str
 
 /** The configuration of serve and worker; every mistake in it is a usage error (exit 2), with the nearest flag for a mistyped one. */
 export function configFrom(argv: string[]): Config {
+  let config: Config;
   try {
-    return loadConfig(argv);
+    config = loadConfig(argv);
   } catch (err) {
     throw new UsageError(explainParseError((err as Error).message, Object.keys(SERVE_FLAGS)));
   }
+  try {
+    // The bucket's name and prefix are checked here, before anything opens, rather than by the store.
+    if (config.blobStore !== null) parseS3Url(config.blobStore);
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+  return config;
 }
 
 /** Runs the server until SIGINT or SIGTERM. */
@@ -44,6 +53,8 @@ export async function serve(argv: string[]): Promise<void> {
     throw err;
   });
   process.stdout.write(`flowgate: ${settingsLine(config)}\nflowgate: listening on ${server.url}\n`);
+  // Where a person goes next (the settings line above is for whoever reads the log later).
+  process.stdout.write(`flowgate: dashboard ${server.url}/  API reference ${server.url}/docs\n`);
   let closing = false;
   // npm's SIGTERM does not reach us through its shell: leaving with the parent is the same stop.
   stopWhenOrphaned(() => process.emit("SIGTERM"));

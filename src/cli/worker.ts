@@ -20,6 +20,7 @@ const HTTP_ONLY = new Set([
   "max-upload-size",
   "blob-proxy",
   "labels",
+  "log-format",
 ]);
 
 /** Usage of `flowgate worker`. */

@@ -75,7 +75,10 @@ export interface Config {
   /** On SIGTERM/SIGINT, how long running jobs may finish before they are stopped; 0 stops them at once. */
   shutdownGraceMs: number;
   /** Log level of the server's JSON log. */
-  logLevel: string;
+  /** pino level; null = by format (warn on a terminal's pretty log, info for JSON). */
+  logLevel: string | null;
+  /** `pretty` (text lines), `json` (pino), or `auto`: pretty when standard output is a terminal. */
+  logFormat: "auto" | "pretty" | "json";
   /** Disk space held in `<dataDir>/space-reserve`, released when the disk fills; 0 keeps none. */
   spaceReserveBytes: number;
   /** Operator token of GET /metrics; null = open on self-hosted, not served on cloud/serverless. */
@@ -141,7 +144,11 @@ export const SERVE_FLAGS = {
     env: "FLOWGATE_SHUTDOWN_GRACE",
     help: "on SIGTERM or SIGINT, how long running jobs may finish, like 25s or 5m; 0 stops them at once (default 25s)",
   },
-  "log-level": { env: "FLOWGATE_LOG_LEVEL", help: "fatal, error, warn, info (default), debug" },
+  "log-level": {
+    env: "FLOWGATE_LOG_LEVEL",
+    help: "fatal, error, warn, info, debug (default: warn on a terminal, where requests are not listed; info otherwise)",
+  },
+  "log-format": { env: "FLOWGATE_LOG_FORMAT", help: "pretty (text lines), json (pino) or auto (default: pretty on a terminal, json otherwise)" },
   "space-reserve": {
     env: "FLOWGATE_SPACE_RESERVE",
     help: "disk space held back for recording job ends and deletes when the disk fills, like 8MB; 0 holds none (default 8MB)",
@@ -276,6 +283,10 @@ export function loadConfig(argv: string[] = [], env: NodeJS.ProcessEnv = process
     throw new Error("--redis-url needs --database-url: it carries previews between the processes of a PostgreSQL deployment");
   const labels = get("labels") ?? "on";
   if (labels !== "on" && labels !== "off") throw new Error(`--labels must be on or off, got "${labels}"`);
+  const logLevel = get("log-level") || null;
+  if (logLevel !== null && !LOG_LEVELS.includes(logLevel)) throw new Error(`--log-level must be one of ${LOG_LEVELS.join(", ")}, got "${logLevel}"`);
+  const logFormat = get("log-format") || "auto";
+  if (!["auto", "pretty", "json"].includes(logFormat)) throw new Error(`--log-format must be pretty, json or auto, got "${logFormat}"`);
   const noDispatch = values["no-dispatch"] === true || /^(1|true|yes)$/i.test(env.FLOWGATE_NO_DISPATCH ?? "");
   if (noDispatch && databaseUrl === null) throw new Error("--no-dispatch needs --database-url: API nodes and workers share jobs through PostgreSQL");
   return {
@@ -317,11 +328,15 @@ export function loadConfig(argv: string[] = [], env: NodeJS.ProcessEnv = process
     logLimitBytes: 64 * 1024,
     reaperIntervalMs: 60_000,
     shutdownGraceMs: parseDuration(get("shutdown-grace") ?? "25s", { allowZero: true }),
-    logLevel: get("log-level") ?? "info",
+    logLevel,
+    logFormat: logFormat as Config["logFormat"],
     spaceReserveBytes: parseSize(get("space-reserve") ?? "8MB"),
     metricsToken: get("metrics-token") || null,
   };
 }
+
+/** pino's levels, quietest last. */
+const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace"];
 
 /** The settings as printed at start: secrets shown only as set or unset. */
 export function describeConfig(c: Config): Record<string, unknown> {

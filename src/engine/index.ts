@@ -12,6 +12,7 @@ export type {
   OutputType,
   PreviewEvent,
   ProgressEvent,
+  RecordedTimes,
   ResolvedAsset,
   StartEvent,
   UiDict,
@@ -23,6 +24,7 @@ export { EmbeddedEngine, EngineValidationError, type EmbeddedEngineOptions } fro
 export {
   EngineError,
   ExecutionCancelledError,
+  isAbortError,
   MissingModelError,
   NodeInputError,
   PartnerNodeError,
@@ -36,4 +38,4 @@ export { describeErrors, type FieldError, type ValidationReason, type Validation
 export type { ComfyErrorItem, ComfyNodeErrors, ComfyValidationError } from "./comfy-errors.ts";
 export type { NodeInfo, ObjectInfo } from "./object-info.ts";
 export type { NodeDefinition, NodeContext, NodeResult, NodeFile } from "./node-spec.ts";
-export { sniff, type Sniffed } from "./media/sniff.ts";
+export { extensionFor, sniff, type Sniffed } from "./media/sniff.ts";

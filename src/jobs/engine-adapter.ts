@@ -1,8 +1,5 @@
 // Adapts an engine backend (src/engine's Engine) to the port the job lifecycle uses.
-import { findAssetReferences } from "../engine/asset-refs.ts";
-import { EngineBusyError, type Engine, type RecordedTimes } from "../engine/engine.ts";
-import { EngineError, ExecutionCancelledError, isAbortError } from "../engine/errors.ts";
-import { isUiFormat } from "../engine/graph.ts";
+import { EngineBusyError, EngineError, ExecutionCancelledError, findAssetReferences, isAbortError, isUiFormat, type Engine, type RecordedTimes } from "../engine/index.ts";
 import type { EnginePort, GraphValidation, RecordedRunTimes, RunEnd, RunOptions } from "./engine-port.ts";
 import { ServiceError } from "../domain/errors.ts";
 import { WORKFLOW_FAILED } from "../domain/failures.ts";

@@ -6,10 +6,7 @@
 // small ones go as notifications and larger ones are dropped (a newer preview follows).
 import { createHash } from "node:crypto";
 import pg from "pg";
-import { openPostgresPool, PG_TYPES, type PostgresOptions } from "../store/postgres-pool.ts";
-import { PG_STATUS_CHANNEL } from "../store/postgres-schema.ts";
-import { toJob } from "../store/postgres.ts";
-import type { JobStatus } from "../store/index.ts";
+import { jobFromPostgresRow, openPostgresPool, PG_STATUS_CHANNEL, PG_TYPES, type JobStatus, type PostgresOptions } from "../store/index.ts";
 import type { EventRelay, RemoteNotice, RunEvent } from "./event-relay.ts";
 import { RedisPreviews } from "./redis-previews.ts";
 import { BatchJoiner, encodeBatch } from "./wire.ts";
@@ -156,7 +153,8 @@ export class PostgresRelay implements EventRelay {
         if (typeof n.by === "string" && n.by.endsWith(` ${tag}`)) return; // this process made it and published it
         const notice: RemoteNotice = { kind: "status", id: n.id, owner: n.owner, status: n.status as JobStatus };
         // The row as the change wrote it (migration 11), when it fit: no read back.
-        if (typeof n.job === "object" && n.job !== null && (n.job as { id?: unknown }).id === n.id) notice.job = toJob(n.job as Record<string, unknown>);
+        if (typeof n.job === "object" && n.job !== null && (n.job as { id?: unknown }).id === n.id)
+          notice.job = jobFromPostgresRow(n.job as Record<string, unknown>);
         onNotice(notice);
       } catch {
         // not ours

@@ -6,6 +6,7 @@ import { hostname } from "node:os";
 import type { Config } from "../config/config.ts";
 import { AssetService } from "../assets/asset-service.ts";
 import { sweepOrphanBlobs } from "../assets/orphan-blobs.ts";
+import { PendingWriteBack } from "../assets/pending-write-back.ts";
 import { DataDirLock } from "../datadir/lock.ts";
 import { StorageSpace, watchFailures } from "../datadir/space.ts";
 import { Dispatcher } from "../jobs/dispatcher.ts";
@@ -14,8 +15,7 @@ import { EventBus } from "../jobs/event-bus.ts";
 import { JobService } from "../jobs/job-service.ts";
 import { OutputNamer } from "../jobs/output-names.ts";
 import { startReaper } from "../jobs/retention.ts";
-import { openDirectory, openStore, type Directory, type Store } from "../store/index.ts";
-import { PostgresLeases } from "../store/postgres-leases.ts";
+import { openDirectory, openStore, PostgresLeases, type Directory, type Store } from "../store/index.ts";
 import type { LeaseOptions } from "../jobs/job-leases.ts";
 import { followRemote, type EventRelay } from "../relay/event-relay.ts";
 import { PostgresRelay } from "../relay/postgres-relay.ts";
@@ -181,6 +181,8 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
       await surface.beforeSubmit(caller);
     },
   });
+  // Outputs' bytes the store kept at a run's end, written back at start (a power loss came before their files were durable).
+  const writeBack = new PendingWriteBack(store, blobs);
   let relay: EventRelay | null = null;
   /** Closes what was opened, the space watch and the connections, whether the start finished or not. */
   const closeOpened = async (): Promise<void> => {
@@ -201,10 +203,10 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     if (waker) events.subscribeAll((e) => e.type === "status" && (e.job.status === "queued" ? waker.wake() : dispatcher.queueChanged()));
     // Outputs a power loss caught between their end's commit and their files' fsync: before any read.
     // On a full blob filesystem the server starts not ready, and writes them back once they fit.
-    await assets.restorePendingWhenRoom(1_000, options.onBackgroundError);
+    await writeBack.restoreWhenRoom(1_000, options.onBackgroundError);
     await dispatcher.load();
   } catch (err) {
-    assets.stopWriteBack();
+    writeBack.stop();
     await closeOpened();
     throw err;
   }
@@ -256,7 +258,7 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
         engine: engineOk,
         queue: dispatcher.waiting < config.queueLimit,
         dispatch: !dispatcher.stopping && !dispatcher.failing,
-        storage: !space.short && !assets.pendingLeft,
+        storage: !space.short && !writeBack.left,
         blobs: blobsOk,
       };
     },
@@ -285,7 +287,7 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
       stopCharging();
       await stopListening();
       await dispatcher.stop();
-      assets.stopWriteBack();
+      writeBack.stop();
       await assets.flushStaged(); // staged outputs get their names now rather than at the next start
       await closeOpened();
       lock.release();

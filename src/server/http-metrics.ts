@@ -7,6 +7,14 @@ import type { FlowgateMetrics } from "../metrics/metrics.ts";
 /** The route label of requests that matched no route. */
 export const UNMATCHED_ROUTE = "(unmatched)";
 
+/**
+ * Route config that names the label of routes sharing one: a route per built file (hashed names,
+ * new ones on every build) would make the label's values grow without bound.
+ */
+export interface MetricsRouteConfig {
+  metricsRoute?: string;
+}
+
 type Observer = (reply: FastifyReply) => void;
 
 /** An observer for one method and route template. */
@@ -25,7 +33,7 @@ function observerFor(metrics: FlowgateMetrics, method: string, route: string): O
  */
 export function measureHttp(app: FastifyInstance, metrics: FlowgateMetrics): Observer {
   app.addHook("onRoute", (route) => {
-    const template = route.url ?? route.path;
+    const template = (route.config as MetricsRouteConfig | undefined)?.metricsRoute ?? route.url ?? route.path;
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     // A route of several methods (GET and HEAD) is labelled by the method of each request.
     const observers = new Map(methods.map((m) => [m, observerFor(metrics, m, template)]));

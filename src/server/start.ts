@@ -4,6 +4,7 @@ import { pino } from "pino";
 import type { Config } from "../config/config.ts";
 import type { EnginePort } from "../jobs/engine-port.ts";
 import { buildApp } from "./app.ts";
+import { prettyStream } from "./pretty-log.ts";
 import { openRuntime, type Runtime } from "../runtime/runtime.ts";
 
 export interface RunningServer {
@@ -22,14 +23,16 @@ export interface RunningServer {
 /** Starts a server for `config` with `engine`; `quiet` silences the request log (tests). */
 export async function startServer(config: Config, engine: EnginePort, options: { quiet?: boolean; now?: () => number } = {}): Promise<RunningServer> {
   // Request logs carry the path only: query strings may hold signatures or tokens.
+  const pretty = logFormatOf(config) === "pretty";
   const logger = options.quiet
     ? false
     : {
-        level: config.logLevel,
+        // A terminal is for a person: requests are listed only when asked (--log-level info).
+        level: config.logLevel ?? (pretty ? "warn" : "info"),
         serializers: { req: (req: { method: string; url: string }) => ({ method: req.method, path: req.url.split("?")[0] }) },
-        // Lines leave through the thread pool, not a blocking write each; pino flushes what is
-        // left when the process exits (a SIGKILL can lose the lines of the write under way).
-        stream: pino.destination({ dest: 1, sync: false }),
+        // JSON lines leave through the thread pool, not a blocking write each; pino flushes what
+        // is left when the process exits (a SIGKILL can lose the lines of the write under way).
+        stream: pretty ? prettyStream(process.stdout) : pino.destination({ dest: 1, sync: false }),
       };
   // Lock the data directory, listen, and only then recover and dispatch: a server that cannot
   // listen exits without having touched a job.
@@ -58,6 +61,11 @@ export async function startServer(config: Config, engine: EnginePort, options: {
       await runtime.close();
     },
   };
+}
+
+/** The log format `auto` resolves to: pretty on a terminal, JSON for pipes, files and collectors. */
+export function logFormatOf(config: Pick<Config, "logFormat">, isTTY = process.stdout.isTTY === true): "pretty" | "json" {
+  return config.logFormat === "auto" ? (isTTY ? "pretty" : "json") : config.logFormat;
 }
 
 /** A listen failure in one clear sentence (the cause kept); other failures unchanged. */

@@ -9,6 +9,7 @@ import type { FastifyInstance, FastifyReply } from "fastify";
 import { ServiceError } from "../domain/errors.ts";
 import { COMPRESSIBLE, sendCompressed } from "./compressed-files.ts";
 import { toEnvelope } from "./error-envelope.ts";
+import type { MetricsRouteConfig } from "./http-metrics.ts";
 
 /** The package root: two levels up in a checkout (src/server), three from the build (dist/src/server). */
 const ROOT =
@@ -17,6 +18,9 @@ const ROOT =
 /** Where `npm run build:ui` writes the pages. */
 export const UI_DIST = resolve(ROOT, "ui/dist");
 const SPEC_DIR = resolve(ROOT, "spec");
+
+/** Every file of the build is measured as one route, the static wildcard's, whatever its (hashed) name. */
+const STATIC_FILES: MetricsRouteConfig = { metricsRoute: "/ui/*" };
 
 /** Serves the pages and the spec documents; without a UI build the pages answer 404 saying so. */
 export async function mountUi(app: FastifyInstance, dist = UI_DIST): Promise<void> {
@@ -36,7 +40,7 @@ export async function mountUi(app: FastifyInstance, dist = UI_DIST): Promise<voi
     for (const file of largeTextFiles(dist)) {
       const rel = relative(dist, file).split(sep).join("/");
       const cacheControl = rel.startsWith("assets/") ? "public, max-age=31536000, immutable" : "no-cache";
-      app.get(`/ui/${rel}`, (request, reply) => sendCompressed(request, reply, file, COMPRESSIBLE[extname(file)]!, cacheControl));
+      app.get(`/ui/${rel}`, { config: STATIC_FILES }, (request, reply) => sendCompressed(request, reply, file, COMPRESSIBLE[extname(file)]!, cacheControl));
     }
   }
   const fresh = { cacheControl: false } as const;

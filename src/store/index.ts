@@ -19,6 +19,13 @@ export type * from "./job-leases.ts";
 export { DEPLOYMENT_STATES } from "./directory.ts";
 export type { PostgresOptions } from "./postgres-pool.ts";
 export { PG_SCHEMA_VERSION } from "./postgres-schema.ts";
+export { SCHEMA_VERSION as SQLITE_SCHEMA_VERSION } from "./sqlite-schema.ts";
+// What the processes of a PostgreSQL deployment share beside the Store: the leases of leased
+// dispatch, and for the event relay (src/relay) a pool, the status channel and the job row's reading.
+export { PostgresLeases } from "./postgres-leases.ts";
+export { openPostgresPool, PG_TYPES } from "./postgres-pool.ts";
+export { PG_STATUS_CHANNEL } from "./postgres-schema.ts";
+export { toJob as jobFromPostgresRow } from "./postgres.ts";
 
 /** Where the store lives: the embedded SQLite file (default) or a PostgreSQL database. */
 export type StoreOptions = ({ kind?: "sqlite" } & SqliteStoreOptions) | ({ kind: "postgres" } & PostgresOptions);

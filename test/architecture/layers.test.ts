@@ -62,6 +62,15 @@ describe("layers", () => {
     expect([...units].filter((u) => !(u in LAYERS))).toEqual([]);
   });
 
+  it("other folders reach store/ and engine/ through their entry point (index.ts)", () => {
+    // The CLI's spelling suggestions: the engine's entry would load every engine at each command's start.
+    const allowed = new Set(["cli/suggest.ts: ../engine/suggest.ts"]);
+    const deep = crossImports()
+      .filter(({ to, where }) => (to === "store" || to === "engine") && !/\/(store|engine)\/index\.ts$/.test(where) && !allowed.has(where))
+      .map((i) => `${i.from} -> ${i.to} (${i.where})`);
+    expect(deep).toEqual([]);
+  });
+
   it("imports go to a lower layer only", () => {
     const imports = crossImports();
     expect(imports.length).toBeGreaterThan(50); // the scan sees the imports it judges

@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { AssetService, type StoredOutput } from "../../src/assets/asset-service.ts";
+import { PendingWriteBack } from "../../src/assets/pending-write-back.ts";
 import { FileBlobStore } from "../../src/blobs/index.ts";
 import { openStore, type JobRecord, type Store } from "../../src/store/index.ts";
 
@@ -151,12 +152,13 @@ describe("staged outputs", () => {
     store = await openStore({ dataDir: dir });
     const blobs = await FileBlobStore.open(dir);
     const assets = service(blobs);
-    expect(await assets.restorePending()).toBe(2);
+    const writeBack = new PendingWriteBack(store, blobs);
+    expect(await writeBack.restore()).toBe(2);
     expect(await store.pendingBlobs()).toEqual([]);
     for (const record of await store.listJobOutputs(job.id)) {
       expect(Buffer.from((await assets.contents(record)) as Buffer).toString()).toBe(record.name.replace(".png", ""));
     }
     // Nothing left to do at the start after.
-    expect(await assets.restorePending()).toBe(0);
+    expect(await writeBack.restore()).toBe(0);
   });
 });

@@ -5,10 +5,10 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runConformance } from "../../src/cli/delegates.ts";
+import { mockLaunch, runConformance } from "../../src/cli/delegates.ts";
 import { FlowgateClient, type Job } from "../../src/index.ts";
 import { delayGraph, imageGraph, startTestServer, waitFor, type TestServer } from "../client/fixtures.ts";
-import { eventually, runCli, startCli } from "./cli.ts";
+import { eventually, ROOT, runCli, startCli } from "./cli.ts";
 
 const TOKEN = "cli-token";
 let server: TestServer;
@@ -56,10 +56,13 @@ describe("status, cancel, list", () => {
     expect(JSON.parse(json.stdout)).toMatchObject({ id: done.id, status: "succeeded" });
   });
 
-  it("status of an unknown job exits 1 with not_found", async () => {
-    const r = await runCli(["status", crypto.randomUUID()], env);
+  it("status of an unknown job exits 1, saying what a 404 can mean", async () => {
+    const id = crypto.randomUUID();
+    const r = await runCli(["status", id], env);
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain("not_found (HTTP 404)");
+    expect(r.stderr).toContain(`no job ${id} at ${server.url} (not_found, HTTP 404)`);
+    expect(r.stderr).toContain("expires_at");
+    expect(r.stderr).toContain("another caller");
   });
 
   it("cancel cancels a running job", async () => {
@@ -87,8 +90,19 @@ describe("status, cancel, list", () => {
     expect(json.jobs.length).toBeGreaterThan(0);
     expect(json.jobs.every((j) => j.status === "succeeded")).toBe(true);
     await client.submit(imageGraph());
-    const page = await runCli(["list", "--limit", "1"], env);
-    expect(page.stdout).toMatch(/more: flowgate list --cursor \S+/);
+    await client.submit(imageGraph(), { metadata: { batch: "hint" } });
+    await client.wait(await client.submit(imageGraph(), { metadata: { batch: "hint" } }));
+    // The hint keeps the filters and the page size: followed literally, it lists the next page of the same listing.
+    const first = await runCli(["list", "--limit", "1", "--label", "batch=hint"], env);
+    const hint = /^more: (npx )?flowgate (list .*)$/m.exec(first.stdout);
+    expect(hint, first.stdout).not.toBeNull();
+    expect(hint![2]).toMatch(/^list --label batch=hint --limit 1 --cursor \S+$/);
+    const next = await runCli(hint![2]!.split(" "), env);
+    expect(next.code, next.stderr).toBe(0);
+    const rows = (out: string) => out.split("\n").filter((l) => /^[0-9a-f-]{36} /.test(l));
+    expect(rows(next.stdout)).toHaveLength(1);
+    expect(rows(next.stdout)[0]).toContain("batch=hint");
+    expect(rows(next.stdout)[0]).not.toBe(rows(first.stdout)[0]);
     expect((await runCli(["list", "--limit", "0"], env)).code).toBe(2);
   });
 
@@ -167,6 +181,35 @@ describe("conformance", () => {
 });
 
 describe("mock", () => {
+  it("runs scripts/mock.ts in a checkout, and Prism through npx on the package's spec where the package is installed", async () => {
+    const inCheckout = mockLaunch(["--port", "4011"], ROOT);
+    expect(inCheckout.args.slice(-3)).toEqual([`${ROOT}scripts/mock.ts`, "--port", "4011"]);
+    expect(inCheckout.note).toBeNull();
+    // An installed package: dist/ beside spec/, no scripts/.
+    const pkg = await mkdtemp(join(tmpdir(), "flowgate-installed-"));
+    try {
+      await mkdir(join(pkg, "dist"));
+      await mkdir(join(pkg, "spec"));
+      await writeFile(join(pkg, "spec/openapi.yaml"), "openapi: 3.1.0\n");
+      const installed = mockLaunch(["--port", "4012", "--dynamic"], join(pkg, "dist"));
+      expect(installed.command).toBe("npx");
+      expect(installed.args).toEqual([
+        "--yes",
+        "@stoplight/prism-cli@5",
+        "mock",
+        `${pkg}/dist/../spec/openapi.yaml`,
+        "--port",
+        "4012",
+        "--host",
+        "127.0.0.1",
+        "--dynamic",
+      ]);
+      expect(installed.note).toContain("fetched by npx");
+    } finally {
+      await rm(pkg, { recursive: true, force: true });
+    }
+  });
+
   it("starts the Prism mock of the spec on the port asked for", async () => {
     const port = await new Promise<number>((resolve) => {
       const probe = createServer().listen(0, "127.0.0.1", () => {

@@ -117,4 +117,17 @@ describe("ProgressView", () => {
     expect(out).toContain("a message\n");
     expect(out.at(-1)).toBe("\n");
   });
+
+  it("draws nothing after stop: events still in flight after Ctrl-C leave the last line its own", () => {
+    const out: string[] = [];
+    const view = new ProgressView({ write: (t) => out.push(t), columns: 100 }, "bar", () => 0);
+    view.job(job("running", progress(0.5)));
+    view.stop();
+    const written = out.length;
+    view.progress(progress(0.6));
+    view.job(job("canceling", progress(0.6)));
+    expect(out).toHaveLength(written);
+    view.note("job x canceled");
+    expect(out.slice(written)).toEqual(["job x canceled\n"]);
+  });
 });

@@ -101,6 +101,11 @@ describe("flowgate run (plain output)", () => {
     expect(r.stderr).toMatch(/job \S+ failed/);
     expect(r.stderr).toContain("partner_node_error");
     expect(r.stderr).toContain("node 1 FlowgatePartnerCall");
+    // The engine's stack stays out of the message; the line says where it is.
+    expect(r.stderr).not.toMatch(/\n\s+at /);
+    const id = /job (\S+) failed/.exec(r.stderr)![1]!;
+    expect(r.stderr).toMatch(new RegExp(`the traceback: (npx )?flowgate status ${id}`));
+    expect((await runCli(["status", id], env)).stdout).toMatch(/\n\s+at /);
   });
 
   it("exits 1 with per-node details when the server rejects the workflow", async () => {

@@ -67,6 +67,47 @@ describe("--version and --help", () => {
       expect(heavy, `flowgate ${args.join(" ")}`).toEqual([]);
     }
   });
+
+  it("a server on SQLite and blobs on disk never loads the AWS SDK (it is imported only for --blob-store s3://)", async () => {
+    const hook = join(dir, "hook-serve.mjs");
+    await writeFile(
+      hook,
+      `import { registerHooks } from "node:module";\nimport { appendFileSync } from "node:fs";\n` +
+        `registerHooks({ load(url, context, next) { appendFileSync(process.env.LOADED_LOG, url + "\\n"); return next(url, context); } });\n`,
+    );
+    const log = join(dir, "loaded-serve.txt");
+    const child = spawn(process.execPath, ["--import", hook, BIN, "serve", "--port", "0", "--data-dir", join(dir, "lazy-s3")], {
+      cwd: ROOT,
+      env: { ...process.env, LOADED_LOG: log },
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    let out = "";
+    child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
+    const closed = new Promise((resolve) => child.on("close", resolve));
+    const url = await eventually(() => /listening on (http:\S+)/.exec(out)?.[1], "the server listening");
+    // A job runs, so its outputs reach the blob store: still no SDK.
+    const job = (await (
+      await fetch(`${url}/api/v2/jobs`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({
+          workflow: {
+            "1": { class_type: "EmptyImage", inputs: { width: 8, height: 8, batch_size: 1, color: Math.floor(Math.random() * 0xffffff) } },
+            "2": { class_type: "SaveImage", inputs: { images: ["1", 0], filename_prefix: "lazy" } },
+          },
+        }),
+      })
+    ).json()) as { id: string };
+    await eventually(
+      async () => ((await (await fetch(`${url}/api/v2/jobs/${job.id}`)).json()) as { status: string }).status === "succeeded" || undefined,
+      "the job done",
+    );
+    child.kill("SIGTERM");
+    await closed;
+    const loaded = (await readFile(log, "utf8")).trim().split("\n");
+    expect(loaded.some((u) => u.includes("/src/blobs/file-blob-store.ts"))).toBe(true);
+    expect(loaded.filter((u) => /\/node_modules\/@aws-sdk\/|\/src\/blobs\/s3-blob-store\.ts/.test(u))).toEqual([]);
+  });
 });
 
 describe("usage errors: exit 2 and the nearest name", () => {
@@ -86,7 +127,7 @@ describe("usage errors: exit 2 and the nearest name", () => {
     const serve = await runCli(["serve", "--prot", "0"]);
     expect(serve.code).toBe(2);
     expect(serve.stderr).toContain("unknown flag --prot; did you mean --port?");
-    expect(serve.stderr).toContain("Run flowgate serve --help for usage.");
+    expect(serve.stderr).toMatch(/Run (npx )?flowgate serve --help for usage\./);
     const mock = await runCli(["mock", "--prot", "4010"]);
     expect(mock.code).toBe(2);
     expect(mock.stderr).toContain("unknown flag --prot; did you mean --port?");
@@ -96,7 +137,15 @@ describe("usage errors: exit 2 and the nearest name", () => {
   });
 
   it("serve and worker exit 2 on a bad value or a missing flag, as run does", async () => {
-    for (const args of [["serve", "--port", "http"], ["serve", "--engine", "comfy"], ["serve", "--no-dispatch"], ["worker"], ["worker", "--lease", "soon"]]) {
+    for (const args of [
+      ["serve", "--port", "http"],
+      ["serve", "--engine", "comfy"],
+      ["serve", "--no-dispatch"],
+      ["worker"],
+      ["worker", "--lease", "soon"],
+      ["serve", "--blob-store", "s3://b/p"],
+      ["worker", "--database-url", "postgres://127.0.0.1:9/x", "--blob-store", "s3://Bucket/p"],
+    ]) {
       const r = await runCli([...args, "--data-dir", join(dir, "data")]);
       expect(r.code, `${args.join(" ")}: ${r.stderr}`).toBe(2);
       expect(r.stderr).toMatch(/--\w/);

@@ -2,7 +2,7 @@
 // spec, which serves the spec's examples. The examples show a job with logs on GET, so the mock
 // stands for a serverless surface.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startMock, type Mock } from "../spec/mock-server.ts";
+import { startMock, type Mock } from "../spec-tools/mock-server.ts";
 import { ALL_CHECKS, runConformance } from "../../conformance/index.ts";
 import { failureLines } from "./helpers.ts";
 

@@ -79,3 +79,104 @@ export function tableRows(text: string): string[][] {
 export function read(relative: string): string {
   return readFileSync(path.join(ROOT, relative), "utf8");
 }
+
+/** A fenced shell block (```sh, ```bash, ```shell) of a Markdown text, with the line its code starts on. */
+export interface ShellBlock {
+  line: number;
+  code: string;
+}
+
+/** Every fenced shell block of a text. */
+export function shellBlocks(text: string): ShellBlock[] {
+  const blocks: ShellBlock[] = [];
+  let current: ShellBlock | null = null;
+  let fenced = false;
+  text.split("\n").forEach((line, i) => {
+    if (/^\s*```/.test(line)) {
+      if (!fenced && /^\s*```(sh|bash|shell)\s*$/.test(line)) current = { line: i + 2, code: "" };
+      else if (fenced && current) {
+        blocks.push(current);
+        current = null;
+      }
+      fenced = !fenced;
+      return;
+    }
+    if (current) current.code += `${line}\n`;
+  });
+  return blocks;
+}
+
+/** A word of a shell command: its text with the quotes removed, and whether any of it was quoted. */
+export interface ShellWord {
+  text: string;
+  quoted: boolean;
+  /** The unquoted characters of the word (what the shell expands or globs). */
+  bare: string;
+}
+
+/**
+ * The simple commands of a block of shell code, each as its words: quotes honoured, backslash
+ * line continuations joined, comments dropped, split at `&&`, `||`, `;`, `|`, `&` and newlines.
+ * Enough of the shell for the commands documentation shows (no here-docs or substitutions inside
+ * substitutions).
+ */
+export function shellCommands(code: string): ShellWord[][] {
+  const commands: ShellWord[][] = [];
+  let words: ShellWord[] = [];
+  let word: ShellWord | null = null;
+  const endWord = () => {
+    if (word) words.push(word);
+    word = null;
+  };
+  const endCommand = () => {
+    endWord();
+    if (words.length > 0) commands.push(words);
+    words = [];
+  };
+  const grow = (text: string, quoted: boolean) => {
+    word ??= { text: "", quoted: false, bare: "" };
+    word.text += text;
+    if (quoted) word.quoted = true;
+    else word.bare += text;
+  };
+  for (let i = 0; i < code.length; i++) {
+    const c = code[i]!;
+    if (c === "\\" && code[i + 1] === "\n") {
+      i++;
+    } else if (c === "'") {
+      const end = code.indexOf("'", i + 1);
+      grow(code.slice(i + 1, end === -1 ? code.length : end), true);
+      i = end === -1 ? code.length : end;
+    } else if (c === '"') {
+      let j = i + 1;
+      while (j < code.length && code[j] !== '"') j += code[j] === "\\" ? 2 : 1;
+      grow(code.slice(i + 1, j), true);
+      i = j;
+    } else if (c === "#" && word === null) {
+      while (i + 1 < code.length && code[i + 1] !== "\n") i++;
+    } else if (c === "\n" || c === ";" || c === "&" || c === "|") {
+      endCommand();
+      if ((c === "&" || c === "|") && code[i + 1] === c) i++;
+    } else if (c === " " || c === "\t") {
+      endWord();
+    } else {
+      grow(c, false);
+    }
+  }
+  endCommand();
+  return commands;
+}
+
+/** The statements of a block as the text a shell would read: a quote left open or a trailing backslash carries into the next line. */
+export function shellStatements(code: string): string[] {
+  const statements: string[] = [];
+  let pending = "";
+  for (const line of code.split("\n")) {
+    pending += pending === "" ? line : `\n${line}`;
+    const openQuote = (pending.replace(/"[^"]*"/g, "").match(/'/g)?.length ?? 0) % 2 === 1;
+    if (openQuote || pending.endsWith("\\")) continue;
+    if (pending.trim() !== "" && !pending.trim().startsWith("#")) statements.push(pending);
+    pending = "";
+  }
+  return statements;
+}

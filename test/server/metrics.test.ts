@@ -1,9 +1,12 @@
 // GET /metrics: Prometheus' text format read back by a real parser; the families and their
 // labels after real traffic; no label value is a job id; the operator token per surface.
 import { randomUUID } from "node:crypto";
+import { readdir } from "node:fs/promises";
+import { join } from "node:path";
 import parsePrometheusTextFormat from "parse-prometheus-text-format";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FlowgateMetrics } from "../../src/metrics/metrics.ts";
+import { UI_DIST } from "../../src/server/ui.ts";
 import { sample, scrape } from "./metrics-scrape.ts";
 import { delayGraph, expectError, imageGraph, SseClient, startTestServer, waitFor, type TestServer } from "./helpers.ts";
 
@@ -21,6 +24,8 @@ describe("GET /metrics (self-hosted, open)", () => {
     await server.api.waitTerminal(job.id);
     await server.api.get(`/api/v2/jobs/${randomUUID()}`); // 404 on a known route
     await server.api.get(`/no/such/${randomUUID()}`); // no route at all
+    const assets = (await readdir(join(UI_DIST, "assets"))).map((f) => `/ui/assets/${f}`);
+    for (const path of [...assets, "/ui/scalar/standalone.js"]) expect((await server.api.get(path)).status, path).toBe(200);
     const running = await server.api.submit(delayGraph(30));
     const stream = new SseClient(`${server.url}/api/v2/jobs/${running.id}/events`);
     await stream.waitUntil((c) => c.events.length > 0, "the first event");
@@ -38,6 +43,12 @@ describe("GET /metrics (self-hosted, open)", () => {
     expect(count("flowgate_http_request_duration_seconds", { method: "GET", route: "/api/v2/jobs/:id", status: "404" })).toBe(1);
     expect(count("flowgate_http_request_duration_seconds", { method: "GET", route: "(unmatched)", status: "404" })).toBe(1);
     expect(sample(families, "flowgate_http_request_duration_seconds_bucket", { route: "/api/v2/jobs", le: "+Inf" })).toBeDefined();
+    // The build's files (hashed names, new ones each build) share the static route's label.
+    expect(count("flowgate_http_request_duration_seconds", { method: "GET", route: "/ui/*", status: "200" })).toBeGreaterThanOrEqual(assets.length);
+    const routes = new Set(
+      families.get("flowgate_http_request_duration_seconds_count")!.metrics.map((m) => (m as { labels: Record<string, string> }).labels.route),
+    );
+    expect([...routes].filter((r) => r?.startsWith("/ui/") && r !== "/ui/*")).toEqual([]);
 
     expect(Number(sample(families, "flowgate_jobs_total", { status: "succeeded" })?.value)).toBeGreaterThanOrEqual(1);
     expect(Number(sample(families, "flowgate_jobs_total", { status: "queued" })?.value)).toBeGreaterThanOrEqual(2);

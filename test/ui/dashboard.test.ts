@@ -4,6 +4,7 @@
 // One file for every browser test: the UI build they share is made once, never by two at once.
 import { join } from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
+import { parse } from "yaml";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { ROOT, startTestServer, unique, type TestServer } from "../server/helpers.ts";
 import { DOC_SHOTS, hasChromium, LAUNCH, prepareUi, SHOTS } from "./browser.ts";
@@ -95,6 +96,7 @@ describe.skipIf(!hasChromium)("dashboard in Chromium", { timeout: 90_000 }, () =
     await expect.poll(() => page.locator("h1").textContent()).toBe("Submit a workflow");
     const gate = unique("sampled");
     await page.getByLabel("Workflow (API format JSON)").fill(JSON.stringify(samplerGraph(120, { gate }), null, 2));
+    await page.getByLabel("Labels (optional)").fill("project=ui run=1");
     await shot("01-submit");
     await recordStepLines(page);
     await page.getByRole("button", { name: "Submit job" }).click();
@@ -110,6 +112,8 @@ describe.skipIf(!hasChromium)("dashboard in Chromium", { timeout: 90_000 }, () =
     await preview.waitFor({ state: "visible", timeout: 20_000 });
     await expect.poll(() => preview.evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth > 0)).toBe(true);
     await expect.poll(() => page.locator("#job-status").textContent()).toBe("running");
+    // The labels typed on the submit page are the job's.
+    expect(await page.locator("#job-labels li").allTextContents()).toEqual(["project=ui", "run=1"]);
     const pct = async () => Number((await page.locator(".progress-pct").first().textContent())!.replace("%", ""));
     await expect.poll(async () => (await pct()) > 0 && (await pct()) < 100).toBe(true);
     await expect.poll(() => page.locator("#job-step").textContent(), { timeout: 20_000 }).toBe("node 2 TestGate · 1/3 nodes");
@@ -121,6 +125,11 @@ describe.skipIf(!hasChromium)("dashboard in Chromium", { timeout: 90_000 }, () =
     await output.waitFor({ state: "visible" });
     await expect.poll(() => output.evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth)).toBe(512);
     expect(await page.locator(".progress-pct").first().textContent()).toBe("100%");
+    // Finished: the output is the picture; the last live frame is gone rather than shown stale beside it.
+    await expect.poll(() => page.locator("#job-preview").isVisible()).toBe(false);
+    // The caption's facts ("1.2 MB", "node 3") each stay on one line.
+    for (const fact of await page.locator("#job-outputs .output-meta .nowrap").all())
+      expect(await fact.evaluate((el) => el.getClientRects().length), (await fact.textContent()) ?? "").toBe(1);
     await shot("03-job-succeeded");
   });
 
@@ -220,9 +229,29 @@ describe.skipIf(!hasChromium)("dashboard in Chromium", { timeout: 90_000 }, () =
     await page.goto(`${server.url}/docs`);
     await expect.poll(() => page.getByText("Submit a workflow", { exact: false }).count(), { timeout: 30_000 }).toBeGreaterThan(0);
     await shot("08-docs");
+    expect(await page.locator("#flowgate-dashboard-link").getAttribute("href")).toBe("/");
+    // A first try of "List the caller's jobs" on a fresh server lists every job: no label filter ticked.
+    await page.goto(`${server.url}/docs#tag/jobs/GET/api/v2/jobs`);
+    const tryIt = page
+      .locator("section", { hasText: "List the caller" })
+      .last()
+      .getByRole("button", { name: /Test Request/i })
+      .first();
+    await tryIt.waitFor({ timeout: 30_000 });
+    await tryIt.click();
+    const dialog = page.locator('[role="dialog"]').last();
+    await dialog.getByText("metadata", { exact: true }).first().waitFor();
+    const sent = page.waitForRequest((r) => new URL(r.url()).pathname === "/api/v2/jobs" && r.method() === "GET");
+    await page.keyboard.press("Control+Enter");
+    expect(new URL((await sent).url()).search).not.toContain("metadata");
+    await page.keyboard.press("Escape");
     await page.goto(`${server.url}/docs/events`);
     await page.getByRole("heading", { name: "Job event stream (SSE)" }).waitFor();
     expect(await page.locator("#jobEvents-preview").textContent()).toContain("data_base64");
+    // One contract, one version on both pages; the description speaks of the page's world, not of files beside it.
+    const { info } = parse(await (await fetch(`${server.url}/docs/openapi.yaml`)).text()) as { info: { version: string } };
+    expect(await page.locator("h1").first().textContent()).toContain(`v${info.version}`);
+    expect(await page.locator("main").textContent()).not.toContain("beside this file");
     await shot("09-events");
     expect(foreign).toEqual([]);
   });
@@ -438,6 +467,17 @@ describe.skipIf(!hasChromium).each(VIEWPORTS)("what a user meets at $width x $he
     await server.api.waitTerminal(job.id);
     const narrow = await browser.newPage({ viewport: { width: 360, height: 740 } });
     try {
+      // A running job whose current node has a title (one long word): the row holds the id, the class, the title and the "running" badge.
+      const running = await server.api.submit({
+        "1": { class_type: "PrimitiveString", inputs: { value: unique("narrow") } },
+        "2": { class_type: "FlowgateDelay", inputs: { value: ["1", 0], seconds: 60 }, _meta: { title: "finalupscalepass" } },
+        "3": { class_type: "PreviewAny", inputs: { source: ["2", 0] } },
+      });
+      await narrow.goto(`${server.url}/#/jobs/${running.id}`);
+      await narrow.locator(".nodes li.current .badge-running").waitFor();
+      expect(await sidewaysOverflow(narrow), "a running job's page").toBeLessThanOrEqual(0);
+      await narrow.screenshot({ path: join(SHOTS, "phone-360-job-running.png") });
+      await server.api.post(`/api/v2/jobs/${running.id}/cancel`);
       const ready: Record<string, string> = {
         "/": "table.jobs tbody tr",
         "/#/submit": "#workflow",

@@ -16,17 +16,26 @@ window.Scalar.createApiReference("#reference", {
   showDeveloperTools: "never",
   // Requests from the reference go to the server that serves it.
   servers: [{ url: window.location.origin, description: "This server" }],
-  customCss: ".flowgate-events-link{display:block;margin:8px 12px;font-size:13px}",
   metaData: { title: "flowgate API reference" },
 });
 
-// A link to the AsyncAPI catalogue, which Scalar does not render.
-const link = document.createElement("a");
-link.href = "/docs/events";
-link.textContent = "Event catalogue (SSE and WebSocket) →";
-link.className = "flowgate-events-link";
-link.style.cssText =
-  "position:fixed;right:16px;bottom:16px;z-index:1000;padding:8px 12px;border-radius:6px;background:#4f46e5;color:#fff;font:13px system-ui,sans-serif;text-decoration:none;box-shadow:0 2px 8px rgba(0,0,0,.2)";
-document.body.append(link);
+// Links out of the reference: back to the dashboard, and to the AsyncAPI catalogue, which Scalar does not render.
+const links = document.createElement("nav");
+links.setAttribute("aria-label", "flowgate");
+links.style.cssText = "position:fixed;right:16px;bottom:16px;z-index:1000;display:flex;gap:8px";
+for (const [href, text, id] of [
+  ["/", "← Dashboard", "flowgate-dashboard-link"],
+  ["/docs/events", "Event catalogue (SSE and WebSocket) →", "flowgate-events-link"],
+] as const) {
+  const link = document.createElement("a");
+  link.href = href;
+  link.textContent = text;
+  link.id = id;
+  link.className = "flowgate-events-link";
+  link.style.cssText =
+    "padding:8px 12px;border-radius:6px;background:#4f46e5;color:#fff;font:13px system-ui,sans-serif;text-decoration:none;box-shadow:0 2px 8px rgba(0,0,0,.2)";
+  links.append(link);
+}
+document.body.append(links);
 
 export {};

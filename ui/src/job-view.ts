@@ -112,7 +112,9 @@ export function jobView(root: HTMLElement, id: string, onError: (err: unknown) =
         logs.truncated ? h("p", { className: "muted small" }, "Only the end of the log was kept.") : null,
         h("pre", { className: "log" }, logs.text),
       );
-    if (preview) {
+    // A finished job shows its outputs; the last live frame of it would only repeat them, stale.
+    if (!active) previewBox.hidden = true;
+    else if (preview) {
       previewBox.hidden = false;
       let img = previewBox.querySelector("img");
       if (!img) {
@@ -235,7 +237,12 @@ function outputItem(o: Output): HTMLElement {
       "div",
       { className: "output-meta" },
       h("a", { href: url, download: o.name }, o.name),
-      h("span", { className: "muted small" }, ` ${o.type} · ${o.content_type} · ${formatBytes(o.size_bytes)} · node ${o.node_id}`),
+      // Each fact stays on one line ("1.2 MB" never splits); the line breaks between them.
+      " ",
+      ...[o.type, o.content_type, formatBytes(o.size_bytes), `node ${o.node_id}`].flatMap((fact, i) => [
+        i > 0 ? h("span", { className: "muted small" }, " · ") : null,
+        h("span", { className: "muted small nowrap" }, fact),
+      ]),
     ),
   );
 }

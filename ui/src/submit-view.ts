@@ -9,6 +9,7 @@ import video from "../../examples/video.json" with { type: "json" };
 import { api, ApiError, uploadAsset, type Asset, type Job, type NodeError } from "./api.ts";
 import { formatBytes, h, replace } from "./dom.ts";
 import type { Graph } from "./graph.ts";
+import { parseLabels } from "./widgets.ts";
 
 /** Nodes listed with the errors; a larger graph lists only its failing nodes. */
 const LIST_ALL_NODES_UP_TO = 40;
@@ -149,6 +150,26 @@ export function submitView(root: HTMLElement, onSubmitted: (job: Job) => void, o
     uploaded,
   );
 
+  // Labels stored with the job (`metadata`), as the list's filter box takes them.
+  const labelsInput = h("input", {
+    id: "job-labels-input",
+    placeholder: "project=cats run=1",
+    autocomplete: "off",
+    spellcheck: false,
+    "aria-describedby": "job-labels-help",
+  });
+  const labelsRow = h(
+    "div",
+    { className: "upload-row" },
+    h("label", { for: "job-labels-input" }, "Labels (optional)"),
+    labelsInput,
+    h(
+      "p",
+      { id: "job-labels-help", className: "muted small" },
+      "key=value, separated by spaces (up to 16, never secrets): shown with the job and usable as a filter of the list.",
+    ),
+  );
+
   const form = h(
     "form",
     { className: "card", "aria-labelledby": "submit-title", novalidate: true },
@@ -156,6 +177,7 @@ export function submitView(root: HTMLElement, onSubmitted: (job: Job) => void, o
     drop,
     fileInput,
     upload,
+    labelsRow,
     errors,
     h("div", { className: "actions" }, button),
   );
@@ -169,7 +191,14 @@ export function submitView(root: HTMLElement, onSubmitted: (job: Job) => void, o
       replace(errors, h("p", { className: "error" }, `This is not valid JSON: ${(err as Error).message}`));
       return textarea.focus();
     }
-    const body = isRecord(parsed) && isRecord(parsed.workflow) ? parsed : { workflow: parsed };
+    const body: Record<string, unknown> = isRecord(parsed) && isRecord(parsed.workflow) ? parsed : { workflow: parsed };
+    const labels = parseLabels(labelsInput.value.split(/\s+/).filter(Boolean), "job");
+    if ("error" in labels) {
+      replace(errors, h("p", { className: "error" }, labels.error));
+      return labelsInput.focus();
+    }
+    // The box adds to the labels a pasted body carries; a key in both takes the box's value.
+    if (labels.labels.length > 0) body.metadata = { ...(isRecord(body.metadata) ? body.metadata : {}), ...Object.fromEntries(labels.labels) };
     button.disabled = true;
     button.textContent = "Submitting…";
     try {

@@ -42,8 +42,11 @@ export function labelsHref(labels: ReadonlyArray<readonly [string, string]>, sta
   return text ? `#/?${text}` : "#/";
 }
 
-/** `key=value` pairs (the filter box: separated by spaces; the address: one `label` each), or what is wrong with them. */
-export function parseLabels(pairs: readonly string[]): { labels: Array<[string, string]> } | { error: string } {
+/**
+ * `key=value` pairs (the filter box and the submit page: separated by spaces; the address: one
+ * `label` each), or what is wrong with them. A filter takes 3 labels at most, a job 16.
+ */
+export function parseLabels(pairs: readonly string[], use: "filter" | "job" = "filter"): { labels: Array<[string, string]> } | { error: string } {
   const labels: Array<[string, string]> = [];
   for (const pair of pairs) {
     const at = pair.indexOf("=");
@@ -53,7 +56,8 @@ export function parseLabels(pairs: readonly string[]): { labels: Array<[string, 
     if (value.length > 256) return { error: `The value of ${key} is longer than 256 characters.` };
     labels.push([key, value]);
   }
-  if (labels.length > 3) return { error: "Filter by at most 3 labels." };
+  if (use === "filter" && labels.length > 3) return { error: "Filter by at most 3 labels." };
+  if (use === "job" && labels.length > 16) return { error: "A job carries at most 16 labels." };
   return { labels };
 }
 

@@ -29,6 +29,16 @@ interface JobList {
   pagination: { offset: number; limit: number | null; total: number; has_more: boolean };
 }
 
+/** Whether a hosted path belongs to ComfyUI's job API (this group's routes). */
+export function isJobApiPath(path: string): boolean {
+  return path === "/api/jobs" || path.startsWith("/api/jobs/") || path === "/api/features";
+}
+
+/** Skips the check where the surface does not serve ComfyUI's job API (GET /api/jobs answers 404). */
+export async function skipUnlessJobApi(t: T): Promise<void> {
+  await list(t, "?limit=1");
+}
+
 /** GET /api/jobs with a query; skips the check where the surface does not serve the job API. */
 async function list(t: T, query = ""): Promise<{ ex: Exchange; body?: JobList }> {
   const ex = await t.http.request("GET", t.http.url(`/api/jobs${query}`));

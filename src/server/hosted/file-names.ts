@@ -1,6 +1,6 @@
 // File names of the hosted interface: flat, content-addressed storage, and names that can
 // never leave the store (no separators, no `..`, nothing absolute).
-import { extensionFor } from "../../engine/media/sniff.ts";
+import { extensionFor } from "../../engine/index.ts";
 import { ServiceError } from "../../domain/errors.ts";
 
 /** The stored name of uploaded bytes: the same bytes always get the same name. */

@@ -155,6 +155,12 @@ export async function handleHosted(s: State, req: Req, account: string): Promise
     const j = mine(decodeURIComponent(m[1]!));
     return send(res, 200, j?.completedAt ? { [j.id]: history(j) } : {});
   }
+  // The double serves no job API: it answers those routes as ComfyUI 0.3.64's aiohttp does a
+  // route it does not have, so the suite's HJOB checks see a surface that does not serve them.
+  if (path === "/api/jobs" || path.startsWith("/api/jobs/") || path === "/api/features") {
+    res.writeHead(404, { "content-type": "text/plain; charset=utf-8" });
+    return void res.end("404: Not Found");
+  }
   hostedFail(res, 404, "not_found", "Not found.");
 }
 

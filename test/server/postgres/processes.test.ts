@@ -80,10 +80,10 @@ describe.skipIf(unavailable !== null)("processes on PostgreSQL", () => {
     const dir = await tempDir();
     const w = await runCli(["worker", "--data-dir", dir]);
     expect(w.code).toBe(2);
-    expect(w.stderr).toMatch(/^flowgate worker: a worker needs --database-url[^\n]*\nRun flowgate worker --help for usage.\n$/);
+    expect(w.stderr).toMatch(/^flowgate worker: a worker needs --database-url[^\n]*\nRun (npx )?flowgate worker --help for usage.\n$/);
     const s = await runCli(["serve", "--no-dispatch", "--data-dir", dir, "--port", "0"]);
     expect(s.code).toBe(2);
-    expect(s.stderr).toMatch(/^flowgate serve: --no-dispatch needs --database-url[^\n]*\nRun flowgate serve --help for usage.\n$/);
+    expect(s.stderr).toMatch(/^flowgate serve: --no-dispatch needs --database-url[^\n]*\nRun (npx )?flowgate serve --help for usage.\n$/);
   });
 
   it("an API node without dispatch takes the job and a worker process runs it to success", async () => {
