@@ -1,5 +1,14 @@
 // Adapts an engine backend (src/engine's Engine) to the port the job lifecycle uses.
-import { EngineBusyError, EngineError, ExecutionCancelledError, findAssetReferences, isAbortError, isUiFormat, type Engine, type RecordedTimes } from "../engine/index.ts";
+import {
+  EngineBusyError,
+  EngineError,
+  ExecutionCancelledError,
+  findAssetReferences,
+  isAbortError,
+  isUiFormat,
+  type Engine,
+  type RecordedTimes,
+} from "../engine/index.ts";
 import type { EnginePort, GraphValidation, RecordedRunTimes, RunEnd, RunOptions } from "./engine-port.ts";
 import { ServiceError } from "../domain/errors.ts";
 import { WORKFLOW_FAILED } from "../domain/failures.ts";
