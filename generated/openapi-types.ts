@@ -1395,8 +1395,9 @@ export interface components {
         };
         /**
          * @description Labels of a job: at most 16 pairs; keys of 1 to 40 characters from `A-Z a-z 0-9 _ - .`;
-         *     values strings of at most 256 characters. Stored, listed and echoed in clear: never a place
-         *     for secrets. A map outside these bounds is 422 `metadata_invalid`.
+         *     values strings of at most 256 characters, well-formed Unicode without U+0000 (NUL and lone
+         *     surrogates are refused, as PostgreSQL cannot keep them). Stored, listed and echoed in
+         *     clear: never a place for secrets. A map outside these bounds is 422 `metadata_invalid`.
          * @example {
          *       "project": "cats",
          *       "run": "42"
@@ -2342,7 +2343,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description `invalid_request` (as for every operation: bad `status` or `limit`, a `cursor` longer than 512 characters), `invalid_cursor` (a `cursor` this server did not issue; since 2.2.0) or `invalid_metadata_filter` (a malformed `metadata[key]` filter: an empty or invalid key, more than 3 filters, a repeated key, a value longer than 256 characters). */
+        /** @description `invalid_request` (as for every operation: bad `status` or `limit`, a `cursor` longer than 512 characters), `invalid_cursor` (a `cursor` this server did not issue; since 2.2.0) or `invalid_metadata_filter` (a malformed `metadata[key]` filter: an empty or invalid key, more than 3 filters, a repeated key, a value longer than 256 characters or holding NUL or a lone surrogate). */
         ListBadRequest: {
             headers: {
                 [name: string]: unknown;
@@ -2612,6 +2613,8 @@ export interface components {
         /** @description `upstream_error`: an unexpected failure in backing services. The message is one fixed, generic sentence, safe to display. Any operation can fail this way. */
         UpstreamError: {
             headers: {
+                /** @description Present when the failure came from a dependency that is unavailable for now (the database, object storage); seconds to wait before retrying. */
+                "Retry-After"?: number;
                 [name: string]: unknown;
             };
             content: {

@@ -47,6 +47,7 @@ export interface ResponseSpec {
   validator: string | null;
   /** Error codes this status may carry (v2 operations). */
   errorCodes: string[];
+  /** Every answer of this status carries Retry-After (the spec's header is required; an optional one, as on 500, is not counted). */
   retryAfter: boolean;
 }
 

@@ -21,11 +21,12 @@ export function routesSource(doc: JsonObject, eventSchemas: Record<string, Json>
     const responses: Record<string, unknown> = {};
     for (const [status, resp] of Object.entries((op.responses as JsonObject) ?? {})) {
       const r = deref<JsonObject>(doc, resp);
+      const retryAfter = deref<JsonObject | undefined>(doc, (r.headers as JsonObject | undefined)?.["Retry-After"] as Json);
       responses[status] = {
         contentType: Object.keys((r.content as JsonObject | undefined) ?? {})[0] ?? null,
         validator: has(names.response(status)) ? names.response(status) : null,
         errorCodes: (r["x-error-codes"] as string[] | undefined) ?? [],
-        retryAfter: Boolean((r.headers as JsonObject | undefined)?.["Retry-After"]),
+        retryAfter: retryAfter?.required === true,
       };
     }
     const security = ((op.security as Json[] | undefined) ?? globalSecurity).map((req) => Object.keys(req as JsonObject));
@@ -66,6 +67,7 @@ export interface ResponseSpec {
   validator: string | null;
   /** Error codes this status may carry (v2 operations). */
   errorCodes: string[];
+  /** Every answer of this status carries Retry-After (the spec's header is required; an optional one, as on 500, is not counted). */
   retryAfter: boolean;
 }
 

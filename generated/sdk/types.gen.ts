@@ -423,8 +423,9 @@ export type SubmitJobRequest = {
 
 /**
  * Labels of a job: at most 16 pairs; keys of 1 to 40 characters from `A-Z a-z 0-9 _ - .`;
- * values strings of at most 256 characters. Stored, listed and echoed in clear: never a place
- * for secrets. A map outside these bounds is 422 `metadata_invalid`.
+ * values strings of at most 256 characters, well-formed Unicode without U+0000 (NUL and lone
+ * surrogates are refused, as PostgreSQL cannot keep them). Stored, listed and echoed in
+ * clear: never a place for secrets. A map outside these bounds is 422 `metadata_invalid`.
  *
  */
 export type JobMetadata = {
@@ -1395,7 +1396,7 @@ export type ListJobsData = {
 
 export type ListJobsErrors = {
     /**
-     * `invalid_request` (as for every operation: bad `status` or `limit`, a `cursor` longer than 512 characters), `invalid_cursor` (a `cursor` this server did not issue; since 2.2.0) or `invalid_metadata_filter` (a malformed `metadata[key]` filter: an empty or invalid key, more than 3 filters, a repeated key, a value longer than 256 characters).
+     * `invalid_request` (as for every operation: bad `status` or `limit`, a `cursor` longer than 512 characters), `invalid_cursor` (a `cursor` this server did not issue; since 2.2.0) or `invalid_metadata_filter` (a malformed `metadata[key]` filter: an empty or invalid key, more than 3 filters, a repeated key, a value longer than 256 characters or holding NUL or a lone surrogate).
      */
     400: ErrorEnvelope;
     /**

@@ -3,10 +3,15 @@
 import type { Readable } from "node:stream";
 import { HashMismatchError, PayloadTooLargeError, parseBlake3Hash, type BlobStore, type ByteRange, type PutResult } from "../blobs/index.ts";
 import type { AssetFolder, AssetRecord, AssetType, NewAsset, PendingBlob, RunFence, Store } from "../store/index.ts";
+import type { BlobHealth } from "../blobs/blob-health.ts";
 import { isOutOfSpace } from "../datadir/space.ts";
+import { isDependencyUnavailable } from "../domain/network-errors.ts";
 import { notFound, ServiceError } from "../domain/errors.ts";
 import { uuidv7 } from "../domain/ids.ts";
 import { isMediaType, mediaTypeFromName, sniffMediaType } from "./media-types.ts";
+
+/** See AssetServiceOptions.outputWaitMs. */
+export const OUTPUT_WAIT_MS = 60_000;
 
 export interface AssetServiceOptions {
   store: Store;
@@ -20,6 +25,10 @@ export interface AssetServiceOptions {
   space?: { assertRoom(): void };
   /** Downloads go through this server even where the blob store could serve them itself (`--blob-proxy`). */
   proxyDownloads?: boolean;
+  /** The blob store's availability: an output's put that finds it unavailable waits for it, up to `outputWaitMs`. */
+  blobHealth?: Pick<BlobHealth, "waitAvailable" | "noteFailure">;
+  /** Longest wait of an output's put for an unavailable blob store, in ms (default 60 s). */
+  outputWaitMs?: number;
 }
 
 /** What an upload says about its bytes. */
@@ -286,8 +295,8 @@ export class AssetService {
    */
   async storeOutput(job: { id: string; owner: string; expires_at: number }, file: OutputFile, options: { stage?: boolean } = {}): Promise<StoredOutput> {
     this.o.space?.assertRoom();
-    const staged = options.stage === true ? await this.o.blobs.stage(file.data) : null;
-    const put = staged ?? (await this.o.blobs.put(file.data));
+    const staged = options.stage === true ? await this.whileUnavailable(() => this.o.blobs.stage(file.data)) : null;
+    const put = staged ?? (await this.whileUnavailable(() => this.o.blobs.put(file.data)));
     // File times are wall-clock whatever clock the service runs on; +1 covers the sub-ms part of
     // our own write's mtime.
     const putAt = Date.now() + 1;
@@ -310,6 +319,25 @@ export class AssetService {
     };
     const pending = staged?.pending ? { key: put.key, bytes: staged.pending } : null;
     return { record, put, putAt, pending, durable: staged?.durable ?? Promise.resolve(null) };
+  }
+
+  /**
+   * Runs a blob write again while the blob store is unavailable (an outage of the bucket), once
+   * it answers again, for up to outputWaitMs in all: a run outlives a short outage. Other
+   * failures, and one that lasts longer, are the caller's.
+   */
+  private async whileUnavailable<T>(write: () => Promise<T>): Promise<T> {
+    const health = this.o.blobHealth;
+    const until = performance.now() + (this.o.outputWaitMs ?? OUTPUT_WAIT_MS);
+    for (;;) {
+      try {
+        return await write();
+      } catch (err) {
+        if (health === undefined || !isDependencyUnavailable(err)) throw err;
+        health.noteFailure(err);
+        if (!(await health.waitAvailable(until - performance.now()))) throw err;
+      }
+    }
   }
 
   /**

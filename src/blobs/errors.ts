@@ -1,6 +1,7 @@
 // Typed failures of the blob store, so the HTTP layer maps them without parsing messages.
 // (Plain fields rather than constructor parameter properties: the code stays runnable with
 // Node's built-in type stripping.)
+import { DependencyUnavailableError } from "../domain/network-errors.ts";
 
 /** The bytes did not hash to the expected value; nothing was stored. */
 export class HashMismatchError extends Error {
@@ -40,4 +41,9 @@ export class BlobNotFoundError extends Error {
     super(`blob not found: ${key}`);
     this.key = key;
   }
+}
+
+/** The blob store did not answer, or not within its bound: retrying later may succeed. */
+export class BlobUnavailableError extends DependencyUnavailableError {
+  override readonly name = "BlobUnavailableError";
 }

@@ -26,7 +26,7 @@ import { contentDisposition } from "../domain/content-types.ts";
 import { checkExpectedHash, checkMaxBytes, checkRange, chunksOf } from "./blob-input.ts";
 import { assertBlobKey } from "./blob-key.ts";
 import type { BlobSource, BlobStat, BlobStore, ByteRange, DownloadLink, PutOptions, PutResult, StagedPut } from "./blob-store.ts";
-import { BlobNotFoundError, HashMismatchError, PayloadTooLargeError } from "./errors.ts";
+import { BlobNotFoundError, BlobUnavailableError, HashMismatchError, PayloadTooLargeError } from "./errors.ts";
 import { hostAndPort, networkReason } from "../domain/network-errors.ts";
 import { s3Url, type S3Location } from "./s3-location.ts";
 
@@ -45,6 +45,10 @@ export interface S3BlobStoreOptions {
   client?: S3Client;
   /** Clock of presigned URLs' signing time (tests sign links in the past). */
   now?: () => number;
+  /** Longest wait for one request, the SDK's retries included, before BlobUnavailableError (default 60 s). */
+  requestBoundMs?: number;
+  /** Longest wait of `check` (readiness), in ms (default 2 s). */
+  checkBoundMs?: number;
 }
 
 /** See S3BlobStoreOptions.partBytes. */
@@ -60,6 +64,10 @@ const PARTS_IN_FLIGHT = 2;
 export const S3_TOUCH_MARGIN_MS = 10 * 60 * 1000;
 /** Temp objects (a crash between completing an upload and copying it) older than this go at open. */
 const STALE_TEMP_MS = 24 * 60 * 60 * 1000;
+/** See S3BlobStoreOptions.requestBoundMs. */
+export const S3_REQUEST_BOUND_MS = 60_000;
+/** See S3BlobStoreOptions.checkBoundMs. */
+export const S3_CHECK_BOUND_MS = 2_000;
 /** Longest validity of a SigV4 presigned URL. */
 const MAX_PRESIGN_S = 7 * 24 * 60 * 60;
 
@@ -67,16 +75,22 @@ const MAX_PRESIGN_S = 7 * 24 * 60 * 60;
 export class S3BlobStore implements BlobStore {
   readonly location: S3Location;
   readonly client: S3Client;
+  /** The client's `send`, bounded by requestBoundMs. */
+  readonly #send: S3Client["send"];
+  /** The client's `send`, bounded by checkBoundMs. */
+  readonly #probe: S3Client["send"];
   readonly #partBytes: number;
   readonly #now: () => number;
 
   /** The endpoint given (null: AWS's own, by region), for messages. */
   readonly #endpoint: string | null;
 
-  private constructor(location: S3Location, client: S3Client, partBytes: number, now: () => number, endpoint: string | null) {
+  private constructor(location: S3Location, client: S3Client, partBytes: number, now: () => number, endpoint: string | null, bounds: [number, number]) {
     this.location = location;
     this.#endpoint = endpoint;
     this.client = client;
+    this.#send = boundedSend(client, bounds[0]);
+    this.#probe = boundedSend(client, bounds[1]);
     this.#partBytes = partBytes;
     this.#now = now;
   }
@@ -93,10 +107,12 @@ export class S3BlobStore implements BlobStore {
         forcePathStyle: options.forcePathStyle ?? endpoint !== null,
         maxAttempts: options.maxAttempts ?? 5,
         retryMode: "standard",
-        // A bucket that stops answering fails requests (500 upstream_error, readiness 503) instead of holding them.
+        // A bucket that stops answering fails requests (500 upstream_error, readiness 503) instead of
+        // holding them; each request is bounded as a whole too (boundedSend), retries included.
         requestHandler: { connectionTimeout: 5_000, requestTimeout: 60_000 },
       });
-    const store = new S3BlobStore(options.location, client, partBytes, options.now ?? Date.now, endpoint);
+    const bounds: [number, number] = [options.requestBoundMs ?? S3_REQUEST_BOUND_MS, options.checkBoundMs ?? S3_CHECK_BOUND_MS];
+    const store = new S3BlobStore(options.location, client, partBytes, options.now ?? Date.now, endpoint, bounds);
     store.removeStaleTemps().catch(() => undefined); // housekeeping only: a bucket down now is seen by readiness
     return store;
   }
@@ -151,7 +167,7 @@ export class S3BlobStore implements BlobStore {
         partSize += chunk.byteLength;
         while (partSize >= this.#partBytes) {
           upload ??= await Multipart.start(
-            this.client,
+            this.#send,
             this.location.bucket,
             expectedHex === null ? `${this.location.prefix}tmp/${randomUUID()}` : this.objectKey(expectedHex),
           );
@@ -181,7 +197,7 @@ export class S3BlobStore implements BlobStore {
       }
       await multipart.complete();
       try {
-        await this.client.send(
+        await this.#send(
           new CopyObjectCommand({ Bucket: this.location.bucket, Key: this.objectKey(key), CopySource: copySource(this.location.bucket, multipart.key) }),
         );
       } finally {
@@ -207,7 +223,7 @@ export class S3BlobStore implements BlobStore {
   async #putSmall(key: string, bytes: Uint8Array): Promise<PutResult> {
     const result = { key, hash: toBlake3Hash(key), size: bytes.byteLength };
     if (await this.#reuse(key)) return { ...result, created: false };
-    await this.client.send(new PutObjectCommand({ Bucket: this.location.bucket, Key: this.objectKey(key), Body: bytes, ContentLength: bytes.byteLength }));
+    await this.#send(new PutObjectCommand({ Bucket: this.location.bucket, Key: this.objectKey(key), Body: bytes, ContentLength: bytes.byteLength }));
     return { ...result, created: true };
   }
 
@@ -217,7 +233,7 @@ export class S3BlobStore implements BlobStore {
     if (head === null) return false;
     if (Date.now() - head.mtimeMs > S3_TOUCH_MARGIN_MS / 2) {
       const Key = this.objectKey(key);
-      await this.client.send(
+      await this.#send(
         new CopyObjectCommand({
           Bucket: this.location.bucket,
           Key,
@@ -241,7 +257,7 @@ export class S3BlobStore implements BlobStore {
   /** Writes kept bytes back (a blob staged on a filesystem store before a switch); false when they do not hash to `key`. */
   async restore(key: string, bytes: Uint8Array): Promise<boolean> {
     if ((await blake3Hex(bytes)) !== key) return false;
-    await this.client.send(new PutObjectCommand({ Bucket: this.location.bucket, Key: this.objectKey(key), Body: bytes, ContentLength: bytes.byteLength }));
+    await this.#send(new PutObjectCommand({ Bucket: this.location.bucket, Key: this.objectKey(key), Body: bytes, ContentLength: bytes.byteLength }));
     return true;
   }
 
@@ -261,7 +277,7 @@ export class S3BlobStore implements BlobStore {
     const { start, end } = checkRange(range);
     const Range = start === undefined && end === undefined ? undefined : end === undefined ? `bytes=${start}-` : `bytes=${start ?? 0}-${end}`;
     try {
-      const out = await this.client.send(new GetObjectCommand({ Bucket: this.location.bucket, Key: this.objectKey(key), ...(Range ? { Range } : {}) }));
+      const out = await this.#send(new GetObjectCommand({ Bucket: this.location.bucket, Key: this.objectKey(key), ...(Range ? { Range } : {}) }));
       return out.Body as Readable;
     } catch (error) {
       if (isNotFound(error)) throw new BlobNotFoundError(key);
@@ -292,16 +308,33 @@ export class S3BlobStore implements BlobStore {
     }
   }
 
-  /** Rejects, saying where and why, while the bucket cannot be reached. */
+  /**
+   * Rejects, saying what is wrong in words an operator can act on: the client's configuration
+   * (no region, no credentials), or the bucket that cannot be reached or does not answer within
+   * checkBoundMs (readiness answers in that bound, whatever the bucket does).
+   */
   async check(): Promise<void> {
     try {
-      await this.client.send(new HeadBucketCommand({ Bucket: this.location.bucket }));
+      await this.#probe(new HeadBucketCommand({ Bucket: this.location.bucket }));
     } catch (err) {
-      const where = this.#endpoint === null ? "AWS S3" : hostAndPort(this.#endpoint, this.#endpoint.startsWith("https:") ? 443 : 80);
-      const status = (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
-      const why = networkReason(err) ?? (status === 404 ? "no such bucket" : status === 403 ? "access denied: check the credentials" : (err as Error).message);
-      throw new Error(`cannot reach object storage at ${where} (bucket ${this.location.bucket}: ${why}); check --blob-store and --s3-endpoint`, { cause: err });
+      throw new Error(this.#checkFailure(err), { cause: err });
     }
+  }
+
+  #checkFailure(err: unknown): string {
+    const message = (err as Error).message ?? String(err);
+    // The SDK's configuration, read from the environment: nothing was sent.
+    if (/region is missing/i.test(message)) return "object storage needs a region: set AWS_REGION (for example us-east-1; R2: auto)";
+    if ((err as Error).name === "CredentialsProviderError") {
+      return "object storage needs credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE, or an instance role)";
+    }
+    const where = this.#endpoint === null ? "AWS S3" : hostAndPort(this.#endpoint, this.#endpoint.startsWith("https:") ? 443 : 80);
+    const status = statusOf(err);
+    const why =
+      err instanceof BlobUnavailableError
+        ? message.replace(/^object storage /, "")
+        : (networkReason(err) ?? (status === 404 ? "no such bucket" : status === 403 ? "access denied: check the credentials" : message));
+    return `cannot reach object storage at ${where} (bucket ${this.location.bucket}: ${why}); check --blob-store and --s3-endpoint`;
   }
 
   /**
@@ -336,7 +369,7 @@ export class S3BlobStore implements BlobStore {
   async *#list(prefix: string, delimiter?: string): AsyncGenerator<{ key: string; mtimeMs: number }> {
     let token: string | undefined;
     do {
-      const page = await this.client.send(
+      const page = await this.#send(
         new ListObjectsV2Command({
           Bucket: this.location.bucket,
           Prefix: prefix,
@@ -351,7 +384,7 @@ export class S3BlobStore implements BlobStore {
 
   async #head(objectKey: string): Promise<BlobStat | null> {
     try {
-      const head = await this.client.send(new HeadObjectCommand({ Bucket: this.location.bucket, Key: objectKey }));
+      const head = await this.#send(new HeadObjectCommand({ Bucket: this.location.bucket, Key: objectKey }));
       return { size: head.ContentLength ?? 0, mtimeMs: head.LastModified?.getTime() ?? 0 };
     } catch (error) {
       if (isNotFound(error)) return null;
@@ -360,31 +393,31 @@ export class S3BlobStore implements BlobStore {
   }
 
   async #deleteObject(objectKey: string): Promise<void> {
-    await this.client.send(new DeleteObjectCommand({ Bucket: this.location.bucket, Key: objectKey }));
+    await this.#send(new DeleteObjectCommand({ Bucket: this.location.bucket, Key: objectKey }));
   }
 }
 
 /** One multipart upload under way: parts go up a few at a time, in order of their numbers. */
 class Multipart {
   readonly key: string;
-  readonly #client: S3Client;
+  readonly #send: S3Client["send"];
   readonly #bucket: string;
   readonly #uploadId: string;
   readonly #parts: CompletedPart[] = [];
   readonly #inFlight = new Set<Promise<void>>();
   #failure: unknown = null;
 
-  private constructor(client: S3Client, bucket: string, key: string, uploadId: string) {
-    this.#client = client;
+  private constructor(send: S3Client["send"], bucket: string, key: string, uploadId: string) {
+    this.#send = send;
     this.#bucket = bucket;
     this.key = key;
     this.#uploadId = uploadId;
   }
 
-  static async start(client: S3Client, bucket: string, key: string): Promise<Multipart> {
-    const created = await client.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: key }));
+  static async start(send: S3Client["send"], bucket: string, key: string): Promise<Multipart> {
+    const created = await send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: key }));
     if (!created.UploadId) throw new Error("the bucket gave no UploadId");
-    return new Multipart(client, bucket, key, created.UploadId);
+    return new Multipart(send, bucket, key, created.UploadId);
   }
 
   /** Sends the next part (`release` runs once the bytes are no longer needed); resolves once a slot is free for the one after (a failure of any part rejects). */
@@ -392,8 +425,9 @@ class Multipart {
     if (this.#failure !== null) throw this.#failure;
     const PartNumber = this.#parts.length + 1;
     this.#parts.push({ PartNumber });
-    const sent = this.#client
-      .send(new UploadPartCommand({ Bucket: this.#bucket, Key: this.key, UploadId: this.#uploadId, PartNumber, Body: bytes, ContentLength: bytes.byteLength }))
+    const sent = this.#send(
+      new UploadPartCommand({ Bucket: this.#bucket, Key: this.key, UploadId: this.#uploadId, PartNumber, Body: bytes, ContentLength: bytes.byteLength }),
+    )
       .then(
         (out) => void (this.#parts[PartNumber - 1] = { PartNumber, ETag: out.ETag }),
         (error: unknown) => void (this.#failure ??= error),
@@ -414,7 +448,7 @@ class Multipart {
   }
 
   async complete(): Promise<void> {
-    await this.#client.send(
+    await this.#send(
       new CompleteMultipartUploadCommand({ Bucket: this.#bucket, Key: this.key, UploadId: this.#uploadId, MultipartUpload: { Parts: this.#parts } }),
     );
   }
@@ -422,8 +456,28 @@ class Multipart {
   /** Drops the upload and its parts: no object is made. */
   async abort(): Promise<void> {
     await Promise.allSettled(this.#inFlight);
-    await this.#client.send(new AbortMultipartUploadCommand({ Bucket: this.#bucket, Key: this.key, UploadId: this.#uploadId }));
+    await this.#send(new AbortMultipartUploadCommand({ Bucket: this.#bucket, Key: this.key, UploadId: this.#uploadId }));
   }
+}
+
+/**
+ * The client's `send` bounded as a whole (the SDK's retries included): past `boundMs` the request
+ * is aborted and BlobUnavailableError says so. The timer ends with the answer, so the body of a
+ * GET streams for as long as it takes.
+ */
+function boundedSend(client: S3Client, boundMs: number): S3Client["send"] {
+  return (async (command: Parameters<S3Client["send"]>[0]) => {
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(), boundMs);
+    try {
+      return await client.send(command as never, { abortSignal: controller.signal });
+    } catch (err) {
+      if (controller.signal.aborted) throw new BlobUnavailableError(`object storage did not answer within ${boundMs / 1000} s`, { cause: err });
+      throw err;
+    } finally {
+      clearTimeout(timer);
+    }
+  }) as S3Client["send"];
 }
 
 /** A buffer as chunks of at most `size` bytes (a large output goes up as a multipart upload). */

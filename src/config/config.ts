@@ -72,6 +72,8 @@ export interface Config {
   /** Bound of a captured log, in bytes. */
   logLimitBytes: number;
   reaperIntervalMs: number;
+  /** Longest wait of a running job's output for unavailable blob storage before the job fails, in ms. */
+  blobWaitMs: number;
   /** On SIGTERM/SIGINT, how long running jobs may finish before they are stopped; 0 stops them at once. */
   shutdownGraceMs: number;
   /** Log level of the server's JSON log. */
@@ -327,6 +329,7 @@ export function loadConfig(argv: string[] = [], env: NodeJS.ProcessEnv = process
     wsPingIntervalMs: 30_000,
     logLimitBytes: 64 * 1024,
     reaperIntervalMs: 60_000,
+    blobWaitMs: 60_000,
     shutdownGraceMs: parseDuration(get("shutdown-grace") ?? "25s", { allowZero: true }),
     logLevel,
     logFormat: logFormat as Config["logFormat"],

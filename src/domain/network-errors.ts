@@ -33,3 +33,31 @@ export function networkReason(err: unknown): string | null {
   if (typeof e?.message === "string" && /timeout/i.test(e.message)) return "the host does not answer";
   return null;
 }
+
+/** A dependency (database, object storage) that did not answer: the failure passes once it is back. */
+export class DependencyUnavailableError extends Error {
+  override readonly name: string = "DependencyUnavailableError";
+}
+
+/** PostgreSQL states of a server that is down, starting, stopping or full of connections. */
+const UNAVAILABLE_SQLSTATE = /^(08...|57P0[123]|53300)$/;
+/** The words of a driver whose connection broke or never opened. */
+const UNAVAILABLE_MESSAGE =
+  /connection terminated|terminating connection|timeout exceeded when trying to connect|connection (is )?closed|server closed the connection|the database system is (starting up|shutting down|in recovery mode)/i;
+
+/**
+ * Whether a failure comes from a dependency that is unreachable or unavailable now (a refused or
+ * broken connection, a timeout, a database shutting down, a bucket answering 5xx), rather than
+ * from the request: retrying later may succeed. Looks through `cause`.
+ */
+export function isDependencyUnavailable(err: unknown, depth = 0): boolean {
+  if (err === null || typeof err !== "object" || depth > 4) return false;
+  if (err instanceof DependencyUnavailableError || networkReason(err) !== null) return true;
+  const e = err as { code?: unknown; message?: unknown; name?: unknown; $metadata?: { httpStatusCode?: unknown }; cause?: unknown };
+  if (typeof e.code === "string" && UNAVAILABLE_SQLSTATE.test(e.code)) return true;
+  if (typeof e.message === "string" && UNAVAILABLE_MESSAGE.test(e.message)) return true;
+  if (e.name === "TimeoutError" || e.name === "RequestTimeout") return true;
+  const status = e.$metadata?.httpStatusCode;
+  if (typeof status === "number" && status >= 500) return true;
+  return isDependencyUnavailable(e.cause, depth + 1);
+}

@@ -127,6 +127,17 @@ export interface ExecuteOptions {
   onPreview?(event: PreviewEvent): MaybePromise;
   /** Standard output of the run, in write order. */
   onLog?(text: string): MaybePromise;
+  /**
+   * Once, before the run settles, when the backend recorded when it started or ended and this
+   * process did not see that live (a run followed after a takeover or collected): the backend's times win.
+   */
+  onRecordedTimes?(times: RecordedTimes): void;
+}
+
+/** When a backend recorded a run's start and end (epoch ms), each only where this process did not see it live. */
+export interface RecordedTimes {
+  startedAt?: number;
+  endedAt?: number;
 }
 
 /** What a finished run reports. */

@@ -12,6 +12,7 @@ export type {
   OutputType,
   PreviewEvent,
   ProgressEvent,
+  RecordedTimes,
   ResolvedAsset,
   StartEvent,
   UiDict,

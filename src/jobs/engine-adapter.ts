@@ -1,6 +1,15 @@
 // Adapts an engine backend (src/engine's Engine) to the port the job lifecycle uses.
-import { EngineBusyError, EngineError, ExecutionCancelledError, findAssetReferences, isAbortError, isUiFormat, type Engine } from "../engine/index.ts";
-import type { EnginePort, GraphValidation, RunEnd, RunOptions } from "./engine-port.ts";
+import {
+  EngineBusyError,
+  EngineError,
+  ExecutionCancelledError,
+  findAssetReferences,
+  isAbortError,
+  isUiFormat,
+  type Engine,
+  type RecordedTimes,
+} from "../engine/index.ts";
+import type { EnginePort, GraphValidation, RecordedRunTimes, RunEnd, RunOptions } from "./engine-port.ts";
 import { ServiceError } from "../domain/errors.ts";
 import { WORKFLOW_FAILED } from "../domain/failures.ts";
 
@@ -35,6 +44,14 @@ async function admit(engine: Engine): Promise<void> {
 }
 
 async function run(engine: Engine, graph: Record<string, unknown>, o: RunOptions): Promise<RunEnd> {
+  let times: RecordedRunTimes | undefined;
+  const end = await runOnce(engine, graph, o, (t) => {
+    times = { ...(t.startedAt !== undefined ? { started_at: t.startedAt } : {}), ...(t.endedAt !== undefined ? { completed_at: t.endedAt } : {}) };
+  });
+  return times ? { ...end, times } : end;
+}
+
+async function runOnce(engine: Engine, graph: Record<string, unknown>, o: RunOptions, onRecordedTimes: (t: RecordedTimes) => void): Promise<RunEnd> {
   try {
     // A backend whose runs live in this process stops them when detached, as when canceled.
     const detachable = engine.resumesRuns === true;
@@ -69,6 +86,7 @@ async function run(engine: Engine, graph: Record<string, unknown>, o: RunOptions
       onPreview: o.onPreview,
       onOutput: o.onOutput,
       onLog: o.onLog,
+      onRecordedTimes,
     });
     return { kind: "succeeded" };
   } catch (err) {

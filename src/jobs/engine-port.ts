@@ -74,8 +74,14 @@ export interface RunOptions {
   onLog(text: string): void;
 }
 
-/** How a run ended when it did not succeed. */
-export type RunEnd = { kind: "succeeded" } | { kind: "failed"; error: RunFailure } | { kind: "canceled" };
+/** How a run ended; `times`: when the engine recorded its start and end, where this process did not see them live. */
+export type RunEnd = ({ kind: "succeeded" } | { kind: "failed"; error: RunFailure } | { kind: "canceled" }) & { times?: RecordedRunTimes };
+
+/** A run's start and end as the engine recorded them (epoch ms): they replace this process's clock. */
+export interface RecordedRunTimes {
+  started_at?: number;
+  completed_at?: number;
+}
 
 /** An engine backend as the lifecycle sees it. */
 export interface EnginePort {

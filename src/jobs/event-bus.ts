@@ -75,6 +75,11 @@ export class EventBus {
     };
   }
 
+  /** Whether events go to other processes too (relayTo). */
+  get relays(): boolean {
+    return this.outbox !== null;
+  }
+
   /** Sends the events of this process's runs (all but status changes) to other processes too. */
   relayTo(outbox: EventOutbox): void {
     this.outbox = outbox;
@@ -125,6 +130,11 @@ export class EventBus {
     }
     if (set) for (const l of [...set]) safeCall(l, event);
     for (const [l, wants] of this.allRemote) if (wants(owner)) safeCall(l, event);
+  }
+
+  /** Ids of the jobs with subscribers here (a relay's listener reads them again after it was lost). */
+  followedJobs(): string[] {
+    return [...this.byJob.keys()];
   }
 
   /** Open subscriptions of one job (tests and metrics). */

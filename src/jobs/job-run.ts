@@ -13,7 +13,7 @@ import {
 } from "../store/index.ts";
 import { UPSTREAM_FAILURE, WORKFLOW_FAILED } from "../domain/failures.ts";
 import { isOutOfSpace } from "../datadir/space.ts";
-import type { EnginePort, RunEnd, RunFailure, RunOptions, RunOutput } from "./engine-port.ts";
+import type { EnginePort, RecordedRunTimes, RunEnd, RunFailure, RunOptions, RunOutput } from "./engine-port.ts";
 import type { EventBus } from "./event-bus.ts";
 import { LogCapture } from "./log-capture.ts";
 import type { OutputNamer } from "./output-names.ts";
@@ -196,8 +196,9 @@ class JobRun {
 
   /** The run from start to end: the job it ended, or null when its end was not written. */
   async run(): Promise<JobRecord | null> {
-    const end = await this.decideEnd(await this.runEngine());
-    return this.publishEnd(await this.commitEnd(end));
+    const engineEnd = await this.runEngine();
+    const end = await this.decideEnd(engineEnd);
+    return this.publishEnd(await this.commitEnd(end, engineEnd.times));
   }
 
   /** True (and the run stopped) when `err` says the run no longer holds its job. */
@@ -366,6 +367,9 @@ class JobRun {
         void deps.assets.discardOutputs([stored]);
         return;
       }
+      // A record is fenced on a running job: the move to running (which may still be in flight
+      // when the engine reports its first output at once) lands first.
+      await this.runningCommitted;
       // The record of an output of the last output node waits for the run's end (written
       // in its commit); any other is written now, before the run goes on.
       asset = last ? this.rows.hold(stored, node) : Promise.resolve(await deps.assets.recordOutput(stored, { fence: this.fence, persist: this.persist }));
@@ -428,13 +432,16 @@ class JobRun {
    * success whose records do not fit fails as when an output's bytes do not. Null when nothing
    * moved: the job ended elsewhere.
    */
-  private async commitEnd(decided: RunEnd): Promise<{ job: JobRecord; assets: AssetRecord[] } | null> {
+  private async commitEnd(decided: RunEnd, recorded: RecordedRunTimes | undefined): Promise<{ job: JobRecord; assets: AssetRecord[] } | null> {
     const { deps, job, fence } = this;
     const { store } = deps;
     let end = decided;
     const held = this.rows.takeForEnd();
 
-    // Other processes hear the run's events before its end (notifications go in commit order).
+    // Other processes hear the run's events before its end (notifications go in commit order):
+    // every event the run reported is handed to the relay first (where one is in use, the last
+    // outputs' records are not held for the end: endWithOutputs is off).
+    if (deps.events.relays && deps.endWithOutputs !== true) await this.startCommit;
     await deps.events.relayed();
 
     this.ending = true;
@@ -445,11 +452,13 @@ class JobRun {
             const { text, truncated } = this.log.result();
             await store.setLogs(job.id, { text, truncated, captured_at: deps.now() }, fence);
           }
-          const now = deps.now();
+          // What the engine recorded and this process did not see live (a run taken over or collected) wins over its clock.
+          const now = recorded?.completed_at ?? deps.now();
+          const times = { completed_at: now, ...(recorded?.started_at !== undefined ? { started_at: recorded.started_at } : {}) };
           if (end.kind === "succeeded") {
             const progress = this.tracker.finish();
             try {
-              return await settle(store, job.id, "succeeded", { completed_at: now, progress }, held.stored, fence);
+              return await settle(store, job.id, "succeeded", { ...times, progress }, held.stored, fence);
             } catch (err) {
               if (!isOutOfSpace(err) || held.stored.length === 0) throw err;
               // The records do not fit: the job fails as when an output's bytes do not.
@@ -458,8 +467,8 @@ class JobRun {
               held.stored.length = 0;
             }
           }
-          if (end.kind === "failed") return settle(store, job.id, "failed", { completed_at: now, error: { ...end.error } }, [], fence);
-          return settle(store, job.id, "canceled", { completed_at: now }, [], fence);
+          if (end.kind === "failed") return settle(store, job.id, "failed", { ...times, error: { ...end.error } }, [], fence);
+          return settle(store, job.id, "canceled", times, [], fence);
         }).catch((err: unknown) => {
           if (this.refused(err)) return null;
           throw err;
@@ -512,7 +521,11 @@ async function settle(
     if (fromRunning) return fromRunning;
     // A run that succeeded after a late cancel request ends canceled with its final progress:
     // the stream may already have published it, and the job must not read as less.
-    return await move("canceling", "canceled", { completed_at: patch.completed_at ?? null, ...(patch.progress ? { progress: patch.progress } : {}) });
+    return await move("canceling", "canceled", {
+      completed_at: patch.completed_at ?? null,
+      ...(patch.started_at !== undefined ? { started_at: patch.started_at } : {}),
+      ...(patch.progress ? { progress: patch.progress } : {}),
+    });
   } catch (err) {
     if (err instanceof TerminalStatusError) return null;
     throw err;

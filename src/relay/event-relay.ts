@@ -1,7 +1,7 @@
 // Live events across processes (PostgreSQL deployments): what the processes tell each other,
 // and how a process turns what it hears into events for its own subscribers, in the order heard.
 import type { EventBus, JobEvent } from "../jobs/event-bus.ts";
-import { statusRank, type JobRecord, type JobStatus, type Store } from "../store/index.ts";
+import { isTerminalStatus, statusRank, type JobRecord, type JobStatus, type Store } from "../store/index.ts";
 
 /** An event of a run, as relayed (status changes travel as notices of the database instead). */
 export type RunEvent = Exclude<JobEvent, { type: "status" }>;
@@ -13,7 +13,9 @@ export type RemoteNotice =
   /** Events of runs another process runs. */
   | { kind: "events"; events: RunEvent[] }
   /** Another process queued jobs: look for work now rather than at the next heartbeat. */
-  | { kind: "wake" };
+  | { kind: "wake" }
+  /** The listener was lost and listens again: what was said meanwhile was not heard, and must be read. */
+  | { kind: "resync" };
 
 /** The transport between the processes of one deployment. */
 export interface EventRelay {
@@ -37,7 +39,9 @@ export interface EventRelay {
  * Turns notices into remote events on the bus, one after another so they go out in the order
  * heard (a status is read from the store first). Jobs nobody here listens to are skipped, and so
  * are the jobs this process runs: its own events tell more. A wake calls `onWake` at once, and
- * `onQueueChange` hears of every wake and status change.
+ * `onQueueChange` hears of every wake and status change. After a resync (the listener was lost),
+ * every job a stream or socket here follows is read again and its status told where it changed,
+ * so that an end said in the gap still reaches them.
  */
 export function followRemote(
   store: Store,
@@ -47,14 +51,34 @@ export function followRemote(
   onQueueChange: (jobId?: string, status?: JobStatus) => void,
 ): (notice: RemoteNotice) => void {
   let chain = Promise.resolve();
+  /** Jobs of other processes heard of, not yet ended, that someone here follows (the hosted socket follows them by owner). */
+  const unfinished = new Set<string>();
   return (notice) => {
     if (notice.kind === "wake") {
       onQueueChange();
       return onWake();
     }
+    if (notice.kind === "resync") {
+      onQueueChange();
+      onWake();
+      const ids = new Set([...events.followedJobs(), ...unfinished]);
+      for (const id of ids) {
+        if (runsHere(id)) continue;
+        chain = chain
+          .then(async () => {
+            const job = await store.getJob(id);
+            if (job === null || isTerminalStatus(job.status)) unfinished.delete(id);
+            if (job !== null && events.wantsRemote(id, job.owner)) events.publishRemote({ type: "status", job });
+          })
+          .catch(() => undefined); // a failed read: that stream resynchronizes on its next event or reconnect
+      }
+      return;
+    }
     if (notice.kind === "status") {
       onQueueChange(notice.id, notice.status);
       if (runsHere(notice.id) || !events.wantsRemote(notice.id, notice.owner)) return;
+      if (isTerminalStatus(notice.status)) unfinished.delete(notice.id);
+      else unfinished.add(notice.id);
       chain = chain
         .then(async () => {
           const job = notice.job ?? (await store.getJob(notice.id));

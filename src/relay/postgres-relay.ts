@@ -134,9 +134,10 @@ export class PostgresRelay implements EventRelay {
   }
 
   /**
-   * Listens on a connection of its own, opened again when lost (what was said while it was down
-   * is not heard: subscribers resynchronize from reads). Changes and events of this process
-   * itself are left out.
+   * Listens on a connection of its own, opened again when lost; once the full listener listens
+   * again a `resync` notice says that what was said meanwhile was not heard (the follower reads
+   * it back; a wakes-only listener wakes instead). Changes and events of this process itself are
+   * left out.
    */
   async listen(onNotice: (notice: RemoteNotice) => void, options: { wakesOnly?: boolean } = {}): Promise<() => Promise<void>> {
     const wakesOnly = options.wakesOnly === true;
@@ -166,6 +167,7 @@ export class PostgresRelay implements EventRelay {
     };
     let client: pg.Client | null = null;
     let stopped = false;
+    let listened = false;
     let retry: NodeJS.Timeout | undefined;
     const connect = async (): Promise<void> => {
       const c = new pg.Client({
@@ -188,8 +190,12 @@ export class PostgresRelay implements EventRelay {
         else onEvents(n.payload ?? "");
       });
       await c.connect();
-      if (wakes === null) await c.query(`LISTEN ${PG_STATUS_CHANNEL}; LISTEN "${this.#channel}"; LISTEN "${this.#wakeChannel}"`);
-      else {
+      if (wakes === null) {
+        await c.query(`LISTEN ${PG_STATUS_CHANNEL}; LISTEN "${this.#channel}"; LISTEN "${this.#wakeChannel}"`);
+        // Listening again after a loss: what was committed in the gap is read, not heard.
+        if (listened && client === c && !stopped) onNotice({ kind: "resync" });
+        listened = true;
+      } else {
         listening = false;
         wakes.apply();
         await switching;

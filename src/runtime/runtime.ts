@@ -1,6 +1,6 @@
 // Everything a running server holds, opened from the configuration: store, blobs, signer,
 // engine, events, dispatcher, services and the reaper. HTTP-free, so tools and tests reuse it.
-import { UrlSigner, loadOrCreateSigningKey, openBlobStore, type BlobStore } from "../blobs/index.ts";
+import { BlobHealth, UrlSigner, loadOrCreateSigningKey, openBlobStore, type BlobStore } from "../blobs/index.ts";
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type { Config } from "../config/config.ts";
@@ -108,8 +108,27 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
   const tag = randomBytes(6).toString("hex");
   const database = config.databaseUrl === null ? null : ({ kind: "postgres", url: config.databaseUrl, applicationName: `flowgate ${tag}` } as const);
   const store = watchFailures(metrics.instrumentStore(await openStore(database ?? { dataDir: config.dataDir })), noteFailure);
-  const blobs = watchFailures(await openBlobStore(config), noteFailure);
   const log = options.log ?? ((line: string) => void process.stderr.write(`flowgate: ${line}\n`));
+  // While the blob store is unavailable no job starts (it could not store its outputs): the queue
+  // waits, and resumes when a probe finds the store back. Each change is logged once.
+  let blobsDown = 0;
+  const opened = await openBlobStore(config);
+  const blobHealth = new BlobHealth(opened, {
+    onChange: (available, reason) => {
+      if (!available) blobsDown = Date.now();
+      else dispatcher?.pump();
+      const why = reason instanceof Error ? reason.message : String(reason);
+      log(
+        available
+          ? `blob storage answers again after ${Math.round((Date.now() - blobsDown) / 1000)} s; dispatch resumes`
+          : `blob storage is unavailable (${why}); dispatch waits`,
+      );
+    },
+  });
+  const blobs = watchFailures(
+    watchFailures(opened, (err) => blobHealth.noteFailure(err)),
+    noteFailure,
+  );
   // A bucket down at start is a readiness failure, not a crash: the operator is told once, in words.
   if (config.blobStore !== null) void blobs.check().catch((err: unknown) => log(`${(err as Error).message}; not ready until it answers`));
   const signer = new UrlSigner(config.signingKey ?? (await loadOrCreateSigningKey(config.dataDir)));
@@ -147,6 +166,8 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     maxUploadBytes: config.maxUploadBytes,
     space,
     proxyDownloads: config.blobProxy,
+    blobHealth,
+    outputWaitMs: config.blobWaitMs,
   });
   dispatcher = new Dispatcher({
     store,
@@ -163,7 +184,7 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     endWithOutputs: database === null,
     // Each write is a transaction on a database every process shares: progress is written by time there.
     ...(database === null ? {} : { progressEveryMs: PROGRESS_EVERY_MS }),
-    mayStart: () => !space.short,
+    mayStart: () => !space.short && blobHealth.available,
     ...(lease ? { lease } : {}),
     log,
   });
@@ -187,6 +208,7 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
   /** Closes what was opened, the space watch and the connections, whether the start finished or not. */
   const closeOpened = async (): Promise<void> => {
     space.close();
+    blobHealth.close();
     await store.close();
     await blobs.close();
     await directory?.close();
@@ -248,10 +270,7 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
           () => false,
         ),
         options.engine.ready().catch(() => false),
-        blobs.check().then(
-          () => true,
-          () => false,
-        ),
+        blobHealth.check(), // within the store's own short bound, whatever the bucket does
       ]);
       return {
         store: storeOk,

@@ -10,6 +10,7 @@ import { malformedJson, toEnvelope, unsupportedContentType } from "./error-envel
 import { toHostedError } from "./hosted/hosted-errors.ts";
 import type { HandlerContext } from "./handler-context.ts";
 import { measureHttp } from "./http-metrics.ts";
+import { failureLogOf } from "./failure-log.ts";
 import { mountRoutes } from "./mount.ts";
 import { operationsHandlers } from "./operations.ts";
 import { hostedHandlers } from "./hosted/handlers.ts";
@@ -103,8 +104,7 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
     // Failures before a handler runs (body parsing, limits) answer in the route's own shape.
     const hosted = request.routeOptions.config?.family === "hosted";
     const env = hosted ? toHostedError(err) : toEnvelope(err);
-    if (env.status >= 500)
-      request.log.error({ err: { type: (err as Error)?.name, message: (err as Error)?.message, stack: (err as Error)?.stack } }, "unexpected failure");
+    if (env.status >= 500) failureLogOf(runtime).note(request.log, err);
     reply.code(env.status).headers(env.headers).send(env.body);
   });
   app.setNotFoundHandler((_request, reply) => {

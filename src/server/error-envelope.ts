@@ -3,6 +3,7 @@
 import { isOutOfSpace } from "../datadir/space.ts";
 import type { ErrorCode } from "../domain/errors.ts";
 import { ServiceError } from "../domain/errors.ts";
+import { isDependencyUnavailable } from "../domain/network-errors.ts";
 import { ERROR_CODE_STATUS } from "../../generated/enums.ts";
 import type { components } from "../../generated/openapi-types.ts";
 
@@ -11,6 +12,14 @@ export const STATUS_OF: Readonly<Record<ErrorCode, number>> = ERROR_CODE_STATUS;
 
 /** The fixed message of `upstream_error`: nothing of the cause reaches a client. */
 export const UPSTREAM_MESSAGE = "Something went wrong on our side. Please try again.";
+
+/** Seconds a client waits before retrying an answer caused by an unavailable dependency (database, storage). */
+export const UNAVAILABLE_RETRY_AFTER_S = 5;
+
+/** Retry-After of a 500 caused by a dependency that is unavailable now (an outage passes); null for any other failure. */
+export function unavailableRetryAfter(err: unknown): string | null {
+  return !(err instanceof ServiceError) && isDependencyUnavailable(err) ? String(UNAVAILABLE_RETRY_AFTER_S) : null;
+}
 
 /** An envelope response: status, body and headers. */
 export interface EnvelopeResponse {
@@ -25,6 +34,8 @@ export function toEnvelope(err: unknown): EnvelopeResponse {
   const headers: Record<string, string> = {};
   const status = STATUS_OF[e.code];
   if (status === 429) headers["retry-after"] = String(Math.max(0, Math.ceil(e.retryAfter ?? 1)));
+  const retry = status === 500 ? unavailableRetryAfter(err) : null;
+  if (retry !== null) headers["retry-after"] = retry;
   const error: EnvelopeResponse["body"]["error"] = { code: e.code, message: e.message };
   if (e.details) error.details = e.details;
   if (status === 416 && e.details && typeof e.details.size === "number") headers["content-range"] = `bytes */${e.details.size}`;

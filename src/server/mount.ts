@@ -1,6 +1,7 @@
 // Mounts the generated route table on Fastify: parameters and bodies are validated with the
 // generated validators, the caller is authenticated, and the handler named by the operationId
 // runs. Handlers stay thin; errors all go through the envelope.
+import { failureLogOf } from "./failure-log.ts";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { ValidateFunction } from "ajv";
 import { routes, type RouteSpec } from "../../generated/routes.ts";
@@ -70,7 +71,7 @@ export function mountRoutes(app: FastifyInstance, runtime: Runtime, handlers: Mo
             } catch (err) {
               if (reply.sent) throw err;
               const e = toHostedError(err);
-              if (e.status >= 500) request.log.error({ err: { type: (err as Error)?.name, message: (err as Error)?.message } }, "unexpected failure");
+              if (e.status >= 500) failureLogOf(runtime).note(request.log, err);
               return reply.code(e.status).headers(e.headers).send(e.body);
             }
           };
@@ -169,7 +170,13 @@ export function foldDeepObjects(query: Record<string, unknown>): Record<string, 
     if (target !== undefined && (typeof target !== "object" || target === null || Array.isArray(target))) continue;
     const obj = (target as Record<string, unknown> | undefined) ?? {};
     // A key given twice is an array (a repeated filter), refused as a value that is not a string.
-    obj[key] = Object.hasOwn(obj, key) ? [obj[key], value].flat() : value;
+    // Defined, not assigned: `metadata[__proto__]=x` is a key like any other, not the prototype.
+    Object.defineProperty(obj, key, {
+      value: Object.hasOwn(obj, key) ? [obj[key], value].flat() : value,
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
     out[param] = obj;
   }
   return out;

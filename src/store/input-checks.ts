@@ -67,12 +67,23 @@ export function checkNewJob(job: NewJob): void {
   if (job.metadata !== undefined) checkLabels(job.metadata, "metadata");
 }
 
-/** TypeError unless `labels` is a plain map of strings to strings ({} allowed). */
+/**
+ * TypeError unless `labels` is a plain map of strings to strings ({} allowed), each well-formed
+ * Unicode without NUL: PostgreSQL keeps neither NUL nor a lone surrogate, and both stores must
+ * answer alike.
+ */
 export function checkLabels(labels: unknown, what: string): void {
   if (typeof labels !== "object" || labels === null || Array.isArray(labels)) throw new TypeError(`${what} must be an object`);
   for (const [k, v] of Object.entries(labels)) {
     if (k === "" || typeof v !== "string") throw new TypeError(`${what} must map non-empty keys to strings`);
+    if (!storable(k) || !storable(v)) throw new TypeError(`${what} must hold well-formed text without NUL`);
   }
+}
+
+/** Text both stores keep as given: well-formed Unicode without NUL. */
+function storable(text: string): boolean {
+  // In a `u` pattern a surrogate pair is one code point: the class matches only a lone half.
+  return !/[\u0000\uD800-\uDFFF]/u.test(text);
 }
 
 /** Whether a job has at least one label. */

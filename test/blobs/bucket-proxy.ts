@@ -21,6 +21,8 @@ export interface BucketProxy {
   readonly throttled: number;
   /** Requests passed to the bucket so far. */
   readonly forwarded: number;
+  /** Connections reset because the bucket was cut, so far (a client knocking at it). */
+  readonly refused: number;
   close(): Promise<void>;
 }
 
@@ -30,11 +32,15 @@ export async function startBucketProxy(target: string): Promise<BucketProxy> {
   let throttle = 0;
   let throttled = 0;
   let forwarded = 0;
+  let refused = 0;
   const sockets = new Set<Socket>();
   let holding: ((method: string, url: string) => boolean) | null = null;
   const heldSockets: Socket[] = [];
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
-    if (cut) return void req.socket.destroy();
+    if (cut) {
+      refused++;
+      return void req.socket.destroy();
+    }
     if (throttle > 0) {
       throttle--;
       throttled++;
@@ -53,7 +59,10 @@ export async function startBucketProxy(target: string): Promise<BucketProxy> {
     req.pipe(upstream);
   });
   server.on("connection", (socket) => {
-    if (cut) return void socket.destroy();
+    if (cut) {
+      refused++;
+      return void socket.destroy();
+    }
     sockets.add(socket);
     socket.on("close", () => sockets.delete(socket));
   });
@@ -86,6 +95,9 @@ export async function startBucketProxy(target: string): Promise<BucketProxy> {
     },
     get forwarded() {
       return forwarded;
+    },
+    get refused() {
+      return refused;
     },
     async close() {
       for (const s of sockets) s.destroy();

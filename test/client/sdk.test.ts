@@ -110,6 +110,13 @@ describe("the generated SDK against a running server", () => {
     const file = Object.values(entry.data![promptId]!.outputs)[0]!.images![0]!;
     const history = await call("hostedGetHistory", () => sdk.hostedGetHistory({ client, query: { max_items: 10 } }));
     expect(Object.keys(history.data ?? {})).toContain(promptId);
+    // ComfyUI's job API: the finished prompt listed and read in full, the server's feature flags.
+    const jobs = await call("hostedListJobs", () => sdk.hostedListJobs({ client, query: { status: "completed", limit: "10" } }));
+    expect(jobs.data?.jobs.map((j) => j.id)).toContain(promptId);
+    const job = await call("hostedGetJob", () => sdk.hostedGetJob({ client, path: { job_id: promptId } }));
+    expect(job.data?.status).toBe("completed");
+    const features = await call("hostedGetFeatures", () => sdk.hostedGetFeatures({ client }));
+    expect(features.response?.status).toBe(200);
     // Deleting it from history hides it there, as ComfyUI does; the job itself stays readable.
     expect((await call("hostedManageHistory", () => sdk.hostedManageHistory({ client, body: { delete: [promptId] } }))).response?.status).toBe(200);
     expect(Object.keys((await sdk.hostedGetHistory({ client, query: { max_items: 10 } })).data ?? {})).not.toContain(promptId);
@@ -123,6 +130,9 @@ describe("the generated SDK against a running server", () => {
     const queue = await call("hostedGetQueue", () => sdk.hostedGetQueue({ client }));
     expect([...queue.data!.queue_running, ...queue.data!.queue_pending].map((e) => e[1])).toContain(pending);
     expect((await call("hostedManageQueue", () => sdk.hostedManageQueue({ client, body: { delete: [pending] } }))).response?.status).toBe(200);
+    // A finished prompt cancels as a no-op, one at a time and in a batch, as in ComfyUI.
+    expect((await call("hostedCancelJob", () => sdk.hostedCancelJob({ client, path: { job_id: promptId } }))).data?.cancelled).toBe(false);
+    expect((await call("hostedCancelJobs", () => sdk.hostedCancelJobs({ client, body: { job_ids: [promptId] } }))).data?.cancelled).toBe(false);
     expect((await call("hostedInterrupt", () => sdk.hostedInterrupt({ client, body: {} }))).response?.status).toBe(200);
     const info = await call("hostedGetPromptInfo", () => sdk.hostedGetPromptInfo({ client }));
     expect(info.data?.exec_info).toBeDefined();

@@ -32,6 +32,10 @@ export interface FakeOptions {
   worker?: boolean;
   /** Drops the connection of a POST /prompt without an answer, before or after queueing the prompt (its fate unknown to the client). */
   dropPrompt?: (body: any) => "before" | "after" | undefined;
+  /** With `worker`: how long a prompt's first node takes (a long node; an interrupt for the prompt ends it interrupted). */
+  runMs?: (promptId: string) => number;
+  /** With `worker`: told when an execution starts and ends (ComfyUI's timestamps), e.g. to keep a count that outlives this double. */
+  onExecution?: (event: { type: "start" | "end"; promptId: string; at: number; status?: "success" | "error" | "interrupted" }) => void;
   /** With `worker`: the prompt fails at this node with ComfyUI's execution_error (exception type and message), instead of succeeding. */
   fail?: (promptId: string) => { node: string; exception_type: string; exception_message: string } | undefined;
 }
@@ -63,6 +67,8 @@ export class FakeComfyUI {
   /** The prompt held at its first node now (see `holding`), if any. */
   held: string | null = null;
   private releaseHeld: (() => void) | null = null;
+  /** The prompt whose long first node (`runMs`) runs now, and what ends that node early. */
+  private longNode: { id: string; interrupt: () => void } | null = null;
   /** An interrupt came for the held prompt: it ends interrupted when released. */
   private interrupting = false;
   url = "";
@@ -71,6 +77,8 @@ export class FakeComfyUI {
   private readonly server: http.Server;
   private readonly wss = new WebSocketServer({ noServer: true });
   private readonly sockets = new Set<WebSocket>();
+  /** The client id each socket connected with (`/ws?clientId=`). */
+  private readonly clientIds = new Map<WebSocket, string | null>();
   private promptWaiters: Array<(body: any) => void> = [];
   private readonly prompts: any[] = [];
   private counter = 0;
@@ -86,12 +94,16 @@ export class FakeComfyUI {
       this.offeredExtensions.push(String(req.headers["sec-websocket-extensions"] ?? ""));
       this.wss.handleUpgrade(req, socket, head, (ws) => {
         this.sockets.add(ws);
+        this.clientIds.set(ws, new URL(req.url ?? "/", "http://x").searchParams.get("clientId"));
         let first = true;
         ws.on("message", (data, isBinary) => {
           if (first && !isBinary) this.handshakes.push(JSON.parse(String(data)));
           first = false;
         });
-        ws.on("close", () => this.sockets.delete(ws));
+        ws.on("close", () => {
+          this.sockets.delete(ws);
+          this.clientIds.delete(ws);
+        });
         ws.send(
           JSON.stringify({
             type: "status",
@@ -132,6 +144,12 @@ export class FakeComfyUI {
   /** Sends a JSON message to every socket. */
   send(type: string, data: Record<string, unknown>): void {
     for (const ws of this.sockets) ws.send(JSON.stringify({ type, data }));
+  }
+
+  /** Sends a JSON message to the sockets of one client id, or to every socket when null (ComfyUI's send_sync with a sid). */
+  sendTo(clientId: string | null, type: string, data: Record<string, unknown>): void {
+    if (clientId === null) return this.send(type, data);
+    for (const ws of this.sockets) if (this.clientIds.get(ws) === clientId) ws.send(JSON.stringify({ type, data }));
   }
 
   /** Sends the queue's size to every socket, as ComfyUI does on every change of its queue. */
@@ -216,6 +234,9 @@ export class FakeComfyUI {
       if (status === 200 && this.held !== null && (rec.json?.prompt_id ?? this.held) === this.held) {
         this.interrupting = true;
         this.release();
+      } else if (status === 200 && this.longNode !== null && (rec.json?.prompt_id ?? this.longNode.id) === this.longNode.id) {
+        this.interrupting = true;
+        this.longNode.interrupt();
       }
       return void res.writeHead(status).end();
     }
@@ -273,26 +294,49 @@ export class FakeComfyUI {
     this.startRunning(id);
     this.executions.set(id, (this.executions.get(id) ?? 0) + 1);
     const prompt: Record<string, { class_type: string }> = this.bodies.get(id)?.prompt ?? {};
+    // Like ComfyUI, a prompt's messages go to the client that queued it (all clients when it named none).
+    const clientId: string | null = this.bodies.get(id)?.client_id ?? null;
     const messages: [string, Record<string, unknown>][] = [];
     const tick = () => new Promise((r) => setImmediate(r));
     const recorded = (type: string, data: Record<string, unknown>) => {
       messages.push([type, data]);
-      this.send(type, data);
+      this.sendTo(clientId, type, data);
     };
-    recorded("execution_start", { prompt_id: id, timestamp: Date.now() });
+    const startedAt = Date.now();
+    recorded("execution_start", { prompt_id: id, timestamp: startedAt });
+    this.o.onExecution?.({ type: "start", promptId: id, at: startedAt });
     recorded("execution_cached", { nodes: [], prompt_id: id, timestamp: Date.now() });
     const outputs: Record<string, unknown> = {};
     const failure = this.o.fail?.(id);
     for (const [index, [node, n]] of Object.entries(prompt).entries()) {
-      this.send("executing", { node, display_node: node, prompt_id: id });
+      this.sendTo(clientId, "executing", { node, display_node: node, prompt_id: id });
       await tick();
-      if (this.holding && (this.holdAt === null ? index === 0 : node === this.holdAt)) {
+      const longMs = index === 0 ? (this.o.runMs?.(id) ?? 0) : 0;
+      if (longMs > 0) {
+        await new Promise<void>((r) => {
+          const t = setTimeout(r, longMs);
+          this.longNode = {
+            id,
+            interrupt: () => {
+              clearTimeout(t);
+              r();
+            },
+          };
+        });
+        this.longNode = null;
+      }
+      const holdHere = this.holding && (this.holdAt === null ? index === 0 : node === this.holdAt);
+      if (holdHere) {
         this.held = id;
         await new Promise<void>((r) => (this.releaseHeld = r));
         this.held = null;
+      }
+      if (holdHere || longMs > 0) {
         if (this.interrupting) {
           this.interrupting = false;
-          recorded("execution_interrupted", { prompt_id: id, node_id: node, node_type: n.class_type, executed: Object.keys(outputs), timestamp: Date.now() });
+          const at = Date.now();
+          recorded("execution_interrupted", { prompt_id: id, node_id: node, node_type: n.class_type, executed: Object.keys(outputs), timestamp: at });
+          this.o.onExecution?.({ type: "end", promptId: id, at, status: "interrupted" });
           this.finish(id, { prompt: [this.counter, id, prompt, {}, []], outputs, status: { status_str: "error", completed: false, messages }, meta: {} });
           await tick();
           return;
@@ -312,6 +356,7 @@ export class FakeComfyUI {
           timestamp: Date.now(),
         };
         recorded("execution_error", error);
+        this.o.onExecution?.({ type: "end", promptId: id, at: error.timestamp, status: "error" });
         this.finish(id, { prompt: [this.counter, id, prompt, {}, []], outputs, status: { status_str: "error", completed: false, messages }, meta: {} });
         await tick();
         return;
@@ -320,11 +365,13 @@ export class FakeComfyUI {
       if (def?.output_node) {
         const ui = { text: [`${id}:${node}`] };
         outputs[node] = ui;
-        this.send("executed", { node, display_node: node, output: ui, prompt_id: id });
+        this.sendTo(clientId, "executed", { node, display_node: node, output: ui, prompt_id: id });
       }
     }
-    recorded("execution_success", { prompt_id: id, timestamp: Date.now() });
-    this.send("executing", { node: null, prompt_id: id });
+    const endedAt = Date.now();
+    recorded("execution_success", { prompt_id: id, timestamp: endedAt });
+    this.o.onExecution?.({ type: "end", promptId: id, at: endedAt, status: "success" });
+    this.sendTo(clientId, "executing", { node: null, prompt_id: id });
     this.finish(id, {
       prompt: [this.counter, id, prompt, {}, Object.keys(outputs)],
       outputs,
@@ -346,6 +393,16 @@ export class FakeComfyUI {
     this.queue.running = this.queue.running.filter((p) => p !== id);
     this.history.set(id, entry);
     this.broadcastStatus();
+  }
+
+  /** When the double recorded a finished prompt's start and end (its history messages' `timestamp`s). */
+  recordedTimes(id: string): { startedAt: number; endedAt: number } {
+    const messages = (this.history.get(id) as { status: { messages: [string, { timestamp?: number }][] } } | undefined)?.status.messages ?? [];
+    const at = (types: string[]) => messages.find(([t]) => types.includes(t))?.[1].timestamp;
+    const startedAt = at(["execution_start"]);
+    const endedAt = at(["execution_success", "execution_error", "execution_interrupted"]);
+    if (startedAt === undefined || endedAt === undefined) throw new Error(`prompt ${id} has no finished history entry`);
+    return { startedAt, endedAt };
   }
 
   /** Forgets a prompt entirely (a restarted ComfyUI). */

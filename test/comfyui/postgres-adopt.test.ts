@@ -24,6 +24,8 @@ const LEASE_MS = 1000;
  * that one starts on a busy machine.
  */
 const API_LEASE_MS = 60_000;
+/** The lease of two workers that both run jobs while one is stopped. */
+const BOTH_LEASE_MS = 3000;
 
 const graph = (text: string) => ({
   "1": { class_type: "PrimitiveString", inputs: { value: text } },
@@ -56,6 +58,15 @@ async function deployment(options: ConstructorParameters<typeof FakeComfyUI>[0] 
 /** Whether the job's row carries this worker process's id (`host:pid:random`). */
 const heldBy = (row: Record<string, unknown>, w: CliProcess) => String(row.worker_id).includes(`:${w.child.pid}:`);
 
+/** A job's recorded run times equal the double's (within 1 s): started_at, completed_at and execution_ms. */
+function expectTimesOfDouble(job: { id: string; started_at: string; completed_at: string; metrics: { execution_ms: number } }, fake: FakeComfyUI): void {
+  const { startedAt, endedAt } = fake.recordedTimes(job.id);
+  const off = (iso: string, at: number) => Math.abs(Date.parse(iso) - at);
+  expect(off(job.started_at, startedAt), `started_at of ${job.id}`).toBeLessThanOrEqual(1000);
+  expect(off(job.completed_at, endedAt), `completed_at of ${job.id}`).toBeLessThanOrEqual(1000);
+  expect(Math.abs(job.metrics.execution_ms - (endedAt - startedAt)), `execution_ms of ${job.id}`).toBeLessThanOrEqual(1000);
+}
+
 /** SIGKILLs a worker and waits for its exit. */
 async function kill(w: CliProcess): Promise<void> {
   if (w.child.exitCode === null && w.child.signalCode === null) {
@@ -84,6 +95,8 @@ describe.skipIf(unavailable !== null)("a worker in front of ComfyUI dies holding
     expect(done.status, JSON.stringify(done.error)).toBe("succeeded");
     expect(done.outputs.map((o: { node_id: string }) => o.node_id)).toEqual(["2"]);
     expect(await fetch(done.outputs[0].url).then((r) => r.text())).toBe(`${job.id}:2`);
+    // Its end is ComfyUI's, not the moment the second worker collected it.
+    expectTimesOfDouble(done, fake);
     const row = await d.job(job.id);
     expect(heldBy(row, second)).toBe(true);
     expect(Number(row.lease_epoch)).toBe(2); // the first worker's claim, then the takeover's
@@ -189,6 +202,67 @@ describe.skipIf(unavailable !== null)("a worker in front of ComfyUI dies holding
     expect(fake.executions.get(job.id)).toBe(1);
     expect(await d.outputs(job.id)).toHaveLength(1);
     expect(await d.violations()).toEqual([]);
+  });
+});
+
+describe.skipIf(unavailable !== null)("both workers started before the jobs: the survivor takes over what ComfyUI holds (PostgreSQL)", () => {
+  /**
+   * Two workers connected to ComfyUI before any prompt reached it; the holder of the running prompt
+   * (which holds pending ones too) is stopped by `stop`: the other worker takes its jobs over and
+   * each prompt runs once, to success, none failed while ComfyUI runs it.
+   */
+  async function bothStartedFirst(stop: (holder: CliProcess) => Promise<void>, after?: (holder: CliProcess) => Promise<void>) {
+    const fake = await new FakeComfyUI({ objectInfo: OBJECT_INFO, worker: true }).start();
+    cleanup.push(() => fake.stop());
+    const { api } = await d.apiNode({ leaseMs: API_LEASE_MS, flags: comfy(fake) });
+    // Leases long enough that the survivor's own renewals hold on a busy machine (its jobs never lapse).
+    const first = await d.worker({ leaseMs: BOTH_LEASE_MS, flags: comfy(fake) });
+    const second = await d.worker({ leaseMs: BOTH_LEASE_MS, flags: comfy(fake) });
+    fake.holding = true;
+    const jobs: { id: string }[] = [];
+    for (let i = 0; i < 5; i++) jobs.push(await api.submit(graph(`both-first-${i}`)));
+    const running = await until(() => fake.held ?? undefined, "a prompt running in ComfyUI");
+    const row = await d.waitForJob(running, (r) => r.status === "running", "the running job's row");
+    const holder = heldBy(row, first) ? first : second;
+    const survivor = holder === first ? second : first;
+    // The holder of the running prompt holds a pending one there too (each worker takes as many as its concurrency).
+    const holderJobs = await until(async () => {
+      const ids = [];
+      for (const j of jobs) if (heldBy(await d.job(j.id), holder)) ids.push(j.id);
+      return ids.some((id) => fake.queue.pending.includes(id)) ? ids : undefined;
+    }, "a pending prompt of the holder in ComfyUI");
+    await stop(holder);
+    for (const id of holderJobs) await d.waitForJob(id, (r) => heldBy(r, survivor), `job ${id} taken over`);
+    await after?.(holder);
+    // ComfyUI goes on with what it holds; nothing failed meanwhile.
+    expect(fake.held).toBe(running);
+    for (const j of jobs) expect((await d.job(j.id)).status, j.id).not.toBe("failed");
+    fake.release();
+    for (const j of jobs) {
+      const done = await api.waitJob(j.id, (x) => ["succeeded", "failed", "canceled"].includes(x.status), `job ${j.id} to end`, 30_000);
+      expect(done.status, JSON.stringify(done.error)).toBe("succeeded");
+      expect(fake.executions.get(j.id), `executions of ${j.id}`).toBe(1);
+      expectTimesOfDouble(done, fake);
+      expect(await d.outputs(j.id)).toHaveLength(1);
+    }
+    expect(fake.calls("POST", "/prompt")).toHaveLength(jobs.length);
+    expect(await d.violations()).toEqual([]);
+  }
+
+  it("SIGKILL of the worker whose prompt ComfyUI runs: each prompt runs once, none fails", { timeout: 120_000 }, async () => {
+    await bothStartedFirst(kill);
+  });
+
+  it("SIGSTOP of that worker past its lease, then SIGCONT: each prompt runs once, the paused worker writes nothing", { timeout: 120_000 }, async () => {
+    await bothStartedFirst(
+      async (holder) => {
+        holder.child.kill("SIGSTOP");
+        cleanup.push(async () => void holder.child.kill("SIGCONT"));
+      },
+      async (holder) => {
+        holder.child.kill("SIGCONT");
+      },
+    );
   });
 });
 

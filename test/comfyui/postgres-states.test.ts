@@ -21,14 +21,14 @@ afterEach(async () => {
   cleanup.length = 0;
 });
 
-/** A ComfyUI double whose worker waits, and a flowgate in front of it on a fresh PostgreSQL schema with short leases. */
+/** A ComfyUI double whose worker waits, and a flowgate in front of it on a fresh PostgreSQL schema with short leases (2 s). */
 async function setup(): Promise<{ fake: FakeComfyUI; front: Front; schema: string }> {
   const fake = await new FakeComfyUI({ objectInfo: OBJECT_INFO, worker: true }).start();
   cleanup.push(() => fake.stop());
   fake.paused = true;
   const schema = await createTestSchema();
   cleanup.push(() => dropTestSchema(schema));
-  const front = await startFront([fake.url], ["--database-url", schemaUrl(schema), "--lease", "300ms"]);
+  const front = await startFront([fake.url], ["--database-url", schemaUrl(schema), "--lease", "2s"]);
   cleanup.push(() => front.stop());
   return { fake, front, schema };
 }
@@ -48,7 +48,7 @@ describe.skipIf(unavailable !== null)("in front of ComfyUI on PostgreSQL", () =>
     cleanup.push(async () => stream.close());
     await until(() => (fake.queue.pending.includes(id) ? true : undefined), "the prompt waiting in ComfyUI");
 
-    // The lease is renewed while it waits (several heartbeats of a 300 ms lease), and nothing fails it.
+    // The lease is renewed while it waits (several heartbeats of a 2 s lease: short enough to see four renewals soon, long enough that a busy machine never lets it pass), and nothing fails it.
     const leases = new Set<string>();
     await until(async () => {
       const r = await row(schema, id);

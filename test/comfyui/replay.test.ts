@@ -103,8 +103,11 @@ describe("comfyui backend: replayed message sequences", () => {
     fake.send("executed", p({ node: "10", output: { files: [{ filename: "f_00001_.csv", subfolder: "", type: "output" }] } }));
     fake.send("execution_success", p({}));
     const done = await result;
-    // Every output node (the cached one too) sent `executed` on the socket the run listened to since its POST.
-    expect(fake.calls("GET", `/history/${id}`)).toHaveLength(0);
+    // Every output node (the cached one too) sent `executed` on the socket the run listened to since
+    // its POST: no history read after it (the one before it asked whether ComfyUI held the prompt already).
+    const post = fake.requests.findIndex((r) => r.method === "POST" && r.path === "/prompt");
+    expect(fake.requests.slice(post).filter((r) => r.method === "GET" && r.path === `/history/${id}`)).toHaveLength(0);
+    expect(fake.requests.slice(0, post).filter((r) => r.method === "GET" && r.path === `/history/${id}`)).toHaveLength(1);
 
     expect(rec.events[0]![0]).toBe("start");
     expect(rec.events[0]![2]).toEqual({ "1": 2 });
@@ -306,6 +309,32 @@ describe("comfyui backend: replayed message sequences", () => {
       (e: unknown) => e,
     );
     expect(err).toBeInstanceOf(ExecutionCancelledError);
+  });
+
+  it("a stop that finds the prompt already finished in ComfyUI (its end not read yet) ends as ComfyUI recorded, outputs included", async () => {
+    // Reconciled rarely: the end is in ComfyUI's history and not read yet when the stop comes.
+    const { fake, engine } = await setup({}, { pollIntervalMs: 60_000 });
+    const controller = new AbortController();
+    const rec = recorder();
+    const result = engine.execute(DELAY_GRAPH, { ...rec.options, signal: controller.signal });
+    const { prompt_id: id } = await fake.nextPrompt();
+    // It ran and finished with no message reaching this client (as for a prompt another process queued).
+    fake.startRunning(id);
+    fake.finish(id, {
+      outputs: { "3": { text: ["done"] } },
+      status: {
+        status_str: "success",
+        completed: true,
+        messages: [
+          ["execution_start", { prompt_id: id, timestamp: 1 }],
+          ["execution_success", { prompt_id: id, timestamp: 2 }],
+        ],
+      },
+    });
+    controller.abort();
+    const done = await result;
+    expect(done.outputs.map((o) => o.node_id)).toEqual(["3"]);
+    expect(fake.calls("POST", "/interrupt")).toHaveLength(0);
   });
 
   it("cancel of a prompt still pending in ComfyUI's queue deletes it from the queue", async () => {

@@ -81,4 +81,28 @@ describe.skipIf(unavailable !== null)("a worker's database outage", () => {
     expect(await d.job(job.id)).toMatchObject({ status: "failed", completed_at: failed.completed_at });
     expect(await d.violations()).toEqual([]);
   });
+
+  it("an API node without its database answers 500 upstream_error with Retry-After (both interfaces), logs the outage once, and answers 200 again once it is back", async () => {
+    const { proxy, url } = await d.proxied();
+    const { api, server } = await d.apiNode({ leaseMs: 30_000, url });
+    const job = await api.submit(delayedImageGraph(1, "retry-after"));
+    proxy.cut();
+    for (const res of [await api.get(`/api/v2/jobs/${job.id}`), await api.post("/api/v2/jobs", { workflow: delayedImageGraph(1, "retry-after") })]) {
+      expect(res.status, res.text).toBe(500);
+      expect(res.body.error.code).toBe("upstream_error");
+      expect(res.headers.get("retry-after")).toMatch(/^\d+$/);
+    }
+    const hosted = await api.get("/api/queue");
+    expect(hosted.status, hosted.text).toBe(500);
+    expect(hosted.headers.get("retry-after")).toMatch(/^\d+$/);
+    // The outage is logged once, without a stack; the requests it fails are not logged one by one.
+    expect(server.output().match(/a dependency is unavailable/g)).toHaveLength(1);
+    expect(server.output()).not.toContain("unexpected failure");
+    proxy.heal();
+    await waitFor(
+      () => api.get(`/api/v2/jobs/${job.id}`),
+      (r) => r.status === 200,
+      "the job readable again",
+    );
+  });
 });

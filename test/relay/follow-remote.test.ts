@@ -66,4 +66,27 @@ describe("followRemote", () => {
       { status: "failed", completed_at: T0 + 2 },
     ]);
   });
+
+  it("a resync reads back every job followed here and tells the status it reached meanwhile, once", async () => {
+    const events = new EventBus();
+    const seen: JobStatus[] = [];
+    events.subscribe("j1", (e) => e.type === "status" && seen.push(e.job.status));
+    let row = job("running");
+    const store = { getJob: async () => row } as unknown as Store;
+    const follow = followRemote(
+      store,
+      events,
+      () => false,
+      () => undefined,
+      () => undefined,
+    );
+    follow({ kind: "status", id: "j1", owner: "alice", status: "running" });
+    await new Promise(setImmediate);
+    row = job("succeeded"); // its end was said while the listener was down
+    follow({ kind: "resync" });
+    await new Promise(setImmediate);
+    follow({ kind: "resync" });
+    await new Promise(setImmediate);
+    expect(seen).toEqual(["running", "succeeded"]);
+  });
 });

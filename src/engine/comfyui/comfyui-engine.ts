@@ -284,10 +284,9 @@ export class ComfyUIEngine implements Engine {
     secrets: string[],
     unread?: { any: boolean },
   ): Promise<PromptRun | null> {
+    // Asked of each instance now, never answered from an earlier read: another worker may have
+    // handed it the prompt after this process first connected.
     for (const instance of this.pool.instances) {
-      const may = await instance.mayHold(promptId);
-      if (may === null && unread) unread.any = true;
-      if (!may) continue;
       const held = await instance.find(promptId).catch(() => undefined);
       if (held === undefined && unread) unread.any = true;
       if (held) return this.adopt(instance, held, promptId, graph, registry, options, secrets);

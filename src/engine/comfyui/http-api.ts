@@ -198,12 +198,6 @@ export class ComfyHttp {
     return isObject(entry) ? (entry as HistoryEntry) : null;
   }
 
-  /** The prompt ids GET /history lists (every prompt ComfyUI still remembers as finished). */
-  async historyIds(): Promise<string[]> {
-    const body = await this.json("GET", "/history");
-    return isObject(body) ? Object.keys(body) : [];
-  }
-
   /** POST /upload/image into the input folder, overwriting a file of the same name. */
   async uploadImage(bytes: Uint8Array, filename: string, contentType: string): Promise<FileInfo> {
     const form = new FormData();

@@ -64,12 +64,6 @@ export class Instance {
   private reconciling = false;
   /** Prompts given up here while it was unreachable and submitted elsewhere: deleted from its queue when it is back. */
   private readonly abandoned = new Set<string>();
-  /**
-   * The prompt ids the instance held (queued, running or in its history) at first contact or
-   * since it came back after an outage: prompts an earlier flowgate process submitted. Read once,
-   * so a new prompt costs no request; null until asked for or after an outage.
-   */
-  private heldIds: Promise<Set<string> | null> | null = null;
   private readonly timer: NodeJS.Timeout;
 
   private readonly timings: InstanceTimings;
@@ -166,19 +160,10 @@ export class Instance {
   }
 
   /**
-   * Whether the instance may hold this prompt already (an earlier flowgate process submitted
-   * it): true when its id was in the queue or the history read at first contact or since the
-   * instance came back; null when it cannot be read now (unreachable): it holds nothing we could follow now.
+   * Where the instance holds a prompt now, or null when it never saw it (or forgot it): queue
+   * first, then history. Always read at the moment of asking: another flowgate process may have
+   * handed it the prompt a moment ago, so no earlier read answers for now.
    */
-  async mayHold(promptId: string): Promise<boolean | null> {
-    const reading = (this.heldIds ??= this.readHeld());
-    const ids = await reading;
-    // Unreadable now (unreachable): read again next time.
-    if (ids === null && this.heldIds === reading) this.heldIds = null;
-    return ids === null ? null : ids.has(promptId);
-  }
-
-  /** Where the instance holds a prompt now, or null when it never saw it (or forgot it): queue first, then history. */
   async find(promptId: string): Promise<HeldPrompt | null> {
     const q = await this.http.queue();
     if (q.running.includes(promptId)) return { state: "running" };
@@ -186,16 +171,6 @@ export class Instance {
     if (at >= 0) return { state: "pending", ahead: q.running.length + at };
     const entry = await this.http.history(promptId);
     return entry ? { state: "finished", entry } : null;
-  }
-
-  private async readHeld(): Promise<Set<string> | null> {
-    try {
-      const q = await this.http.queue();
-      const finished = await this.http.historyIds();
-      return new Set([...q.running, ...q.pending, ...finished]);
-    } catch {
-      return null;
-    }
   }
 
   /** Follows an accepted prompt; messages that arrived before are replayed first. */
@@ -267,9 +242,6 @@ export class Instance {
     // First contact, or back after an outage (it may have restarted elsewhere): where are its outputs?
     if (!reconnected || afterOutage) {
       void this.outputs.discover();
-      // What it holds now: prompts of an earlier flowgate process are followed, not submitted again.
-      if (afterOutage) this.heldIds = this.readHeld();
-      else this.heldIds ??= this.readHeld();
     }
     if (this.abandoned.size > 0) {
       // Back: prompts that went elsewhere meanwhile must not run here too.

@@ -71,6 +71,23 @@ export function decodeBinary(frame: Buffer): BinaryFrame | null {
 }
 
 /** What a history entry says about the end of its prompt. */
+/** Ends of a prompt in ComfyUI's history messages. */
+const END_MESSAGES = new Set(["execution_success", "execution_error", "execution_interrupted"]);
+
+/** When ComfyUI recorded a prompt's start and end (the `timestamp`, ms, of its history messages), where it did. */
+export function timesOfHistory(entry: { status?: { messages?: unknown[] } }): { startedAt?: number; endedAt?: number } {
+  const times: { startedAt?: number; endedAt?: number } = {};
+  for (const item of entry.status?.messages ?? []) {
+    if (!Array.isArray(item)) continue;
+    const [type, data] = item as [unknown, unknown];
+    const at = typeof data === "object" && data !== null ? (data as Record<string, unknown>).timestamp : undefined;
+    if (typeof at !== "number" || !Number.isFinite(at)) continue;
+    if (type === "execution_start") times.startedAt = at;
+    else if (typeof type === "string" && END_MESSAGES.has(type)) times.endedAt = at;
+  }
+  return times;
+}
+
 export function outcomeOfHistory(entry: { status?: { status_str?: string; completed?: boolean; messages?: unknown[] } }): Outcome {
   const status = entry.status;
   // History without a status (old ComfyUI) is only written for prompts that ran.

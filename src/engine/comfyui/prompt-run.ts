@@ -9,7 +9,7 @@ import { isPlainObject } from "../graph.ts";
 import type { NodeRegistry } from "../nodes/registry.ts";
 import { jobErrorOf } from "./error-mapping.ts";
 import { ComfyHttpError, ComfyUnreachableError, type ComfyHttp, type HistoryEntry } from "./http-api.ts";
-import { outcomeOf, outcomeOfHistory, type BinaryFrame, type ComfyMessage, type Outcome } from "./messages.ts";
+import { outcomeOf, outcomeOfHistory, timesOfHistory, type BinaryFrame, type ComfyMessage, type Outcome } from "./messages.ts";
 import type { OutputFolder } from "./output-folder.ts";
 import { materialize, outputKey, outputsOfUi } from "./outputs.ts";
 
@@ -78,6 +78,8 @@ export class PromptRun {
   private readonly activities = new Map<string, string | null>();
   /** ComfyUI started the prompt (onRunning was called). */
   private running = false;
+  /** Its execution_start came over the socket: this process saw the start live. */
+  private startSeen = false;
   private readonly started = new Set<string>();
   private readonly done = new Set<string>();
   private readonly cached = new Set<string>();
@@ -162,8 +164,11 @@ export class PromptRun {
     const { http } = this.o;
     const id = this.promptId;
     let interrupted = false;
+    /** The stop found the prompt in the queue: its leaving it is the stop's doing (or a cancel ComfyUI ignored). */
+    let seen = false;
     for (let wait = 10; !this.settled; wait = Math.min(wait * 2, 500)) {
       const q = await http.queue().catch(() => null); // unreachable: the reconcile's lostAfterMs still applies
+      if (q && (q.pending.includes(id) || q.running.includes(id))) seen = true;
       if (q?.pending.includes(id)) {
         await http.deletePending([id]).catch(() => undefined);
         continue; // read again: it may have started between the read and the delete
@@ -174,10 +179,23 @@ export class PromptRun {
           await http.interrupt(id).catch(() => undefined);
         }
       } else if (q) {
-        return this.settleStopped(); // it left the queue: removed, interrupted or finished
+        // It left the queue (removed, interrupted, or run to its end despite the cancel): canceled.
+        // Gone before the stop came, it had finished (a prompt followed by the reconcile, its end
+        // not read yet): that end stands.
+        const entry = seen ? null : await http.history(id).catch(() => null);
+        if (entry && outcomeOfHistory(entry).kind !== "interrupted" && !this.settled) return this.endAfterAll(entry);
+        return this.settleStopped();
       }
       await new Promise((r) => setTimeout(r, wait));
     }
+  }
+
+  /** A stop found the prompt finished in ComfyUI before it: the run ends as ComfyUI recorded, its outputs delivered. */
+  private endAfterAll(entry: HistoryEntry): void {
+    this.stopping = null;
+    if (this.stopTimer) clearTimeout(this.stopTimer);
+    this.stopTimer = null;
+    this.push({ kind: "history", entry });
   }
 
   /** Stops following the prompt, which goes on in ComfyUI untouched (another process follows it now): the run settles canceled. */
@@ -193,11 +211,14 @@ export class PromptRun {
   }
 
   private async handle(event: RunEvent): Promise<void> {
-    // ComfyUI sends a prompt's messages (execution_start first) only once its worker took it.
-    if ((event.kind === "message" || event.kind === "running") && !this.running) {
+    // ComfyUI sends a prompt's messages (execution_start first) only once its worker took it; a
+    // history entry says it ran too (a prompt followed by the reconcile may go from pending to
+    // finished between two reads): the job is running before its outputs are recorded.
+    if ((event.kind === "message" || event.kind === "running" || event.kind === "history") && !this.running) {
       this.running = true;
       await this.o.callbacks.onRunning?.();
     }
+    if (event.kind === "message" && event.message.type === "execution_start") this.startSeen = true;
     if (event.kind === "running") return;
     if (event.kind === "reassign") {
       if (this.running || this.stopping || this.ending) return;
@@ -324,6 +345,7 @@ export class PromptRun {
     this.ending = true;
     const entry = known ?? (this.socketToldAll(said) ? null : await this.confirm());
     if (this.settled) return;
+    if (entry) this.reportRecordedTimes(entry, known !== undefined);
     if (this.stopping) return this.settleStopped();
     let outcome: Outcome = entry ? outcomeOfHistory(entry) : said.kind === "ended" ? { kind: "success" } : said;
     // The socket's error carries the traceback; history may only summarize it.
@@ -342,6 +364,19 @@ export class PromptRun {
     const data = (outcome as { data?: Record<string, unknown> }).data ?? {};
     const jobError = jobErrorOf(data, (cls) => this.o.registry.get(cls)?.api_node === true, this.o.secrets);
     return this.settle(() => this.rejectResult(new EngineError(jobError)));
+  }
+
+  /**
+   * ComfyUI's own times of what this process did not see live: the start unless its
+   * execution_start came over the socket, the end when it was learnt from history.
+   */
+  private reportRecordedTimes(entry: HistoryEntry, endFromHistory: boolean): void {
+    const { startedAt, endedAt } = timesOfHistory(entry);
+    const times = {
+      ...(!this.startSeen && startedAt !== undefined ? { startedAt } : {}),
+      ...(endFromHistory && endedAt !== undefined ? { endedAt } : {}),
+    };
+    if (times.startedAt !== undefined || times.endedAt !== undefined) this.o.callbacks.onRecordedTimes?.(times);
   }
 
   /**

@@ -6,7 +6,7 @@ import type { components } from "../../../generated/openapi-types.ts";
 import { ServiceError } from "../../domain/errors.ts";
 import { isOutOfSpace } from "../../datadir/space.ts";
 import type { ComfyValidationError } from "../../engine/index.ts";
-import { insufficientStorage, UPSTREAM_MESSAGE } from "../error-envelope.ts";
+import { insufficientStorage, unavailableRetryAfter, UPSTREAM_MESSAGE } from "../error-envelope.ts";
 
 /** The hosted error body (the spec's HostedError), with the fields flowgate always sends. */
 export type HostedErrorBody = components["schemas"]["HostedError"] & { error: { details: string; extra_info: Record<string, unknown> } };
@@ -45,7 +45,10 @@ export function toHostedError(err: unknown): HostedErrorResponse {
     if ((err as { code?: unknown })?.code === "FST_FILES_LIMIT") return plain(400, "invalid_request", "Upload one file per request.");
     if (typeof statusCode === "number" && statusCode === 413) return plain(413, "payload_too_large", "The request body is too large.");
     if (typeof statusCode === "number" && statusCode >= 400 && statusCode < 500) return plain(400, "invalid_request", "The request is invalid.");
-    return plain(500, "internal_error", UPSTREAM_MESSAGE);
+    const r = plain(500, "internal_error", UPSTREAM_MESSAGE);
+    const retry = unavailableRetryAfter(err);
+    if (retry !== null) r.headers["retry-after"] = retry;
+    return r;
   }
   // On this interface an inactive subscription is a 429, as the seed's table says.
   if (err.details?.inactive_subscription) {

@@ -87,11 +87,63 @@ export async function uploadImage(ctx: HandlerContext) {
   }
 }
 
-/** POST /api/upload/mask: the mask's alpha replaces the original's, as ComfyUI does (both decoded in memory). */
+/** A file part's bytes, refused with 413 at the first byte past `maxBytes` (the multipart limit lets one more through). */
+async function readBounded(part: MultipartFile, maxBytes: number): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of part.file as AsyncIterable<Buffer>) {
+    size += chunk.byteLength;
+    if (size > maxBytes) throw new ServiceError("payload_too_large", "The request body is too large.");
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks, size);
+}
+
+/**
+ * Bytes a pixel of the mask route costs while it composes: the original as RGBA, the mask's alpha,
+ * the original's RGB and the composed RGBA, 8 bits a channel (sharp's own working memory aside).
+ */
+const MASK_BYTES_PER_PIXEL = 12;
+
+/** The most pixels an image of the mask route may decode to: what `--job-memory` allows a job. */
+function maskPixelLimit(ctx: HandlerContext): number {
+  return Math.max(1, Math.floor(ctx.runtime.config.jobMemoryBytes / MASK_BYTES_PER_PIXEL));
+}
+
+function undecodable(): ServiceError {
+  return new ServiceError("invalid_request", "The image or mask could not be decoded.", { fields: [{ field: "image", reason: "invalid_image" }] });
+}
+
+/**
+ * The dimensions an image's header declares, read without decoding it; an image that would decode
+ * to more than `limit` pixels (a small file can declare a huge image) is refused here.
+ */
+async function checkedSize(bytes: Buffer, field: string, limit: number): Promise<{ width: number; height: number }> {
+  let width: number | undefined;
+  let height: number | undefined;
+  try {
+    ({ width, height } = await sharp(bytes, { limitInputPixels: false }).metadata()); // the header only: the bound is checked below, in words
+  } catch {
+    throw undecodable();
+  }
+  if (!width || !height) throw undecodable();
+  if (width * height > limit) {
+    throw new ServiceError(
+      "invalid_request",
+      `The ${field === "image" ? "mask" : "original image"} is too large to decode here: ${width}x${height} pixels, at most ${limit}.`,
+      {
+        fields: [{ field, reason: "too_large" }],
+      },
+    );
+  }
+  return { width, height };
+}
+
+/** POST /api/upload/mask: the mask's alpha replaces the original's, as ComfyUI does (both decoded in memory, bounded first). */
 export async function uploadMask(ctx: HandlerContext) {
   const form = await readForm(
     ctx,
-    (part) => part.toBuffer(),
+    (part) => readBounded(part, ctx.runtime.config.maxUploadBytes),
     async () => undefined,
   );
   const folder = folderOf(form.fields.type);
@@ -107,18 +159,20 @@ export async function uploadMask(ctx: HandlerContext) {
   assertSafeName(ref.filename, "original_ref.filename", false);
   const original = await ctx.runtime.assets.readUploadByName(ctx.caller.owner, ref.filename);
   if (!original) throw new ServiceError("not_found", "The original image was not found.");
+  // Both headers are read before anything is decoded: a decompression bomb costs no memory.
+  const limitInputPixels = maskPixelLimit(ctx);
+  const { width, height } = await checkedSize(original.bytes, "original_ref", limitInputPixels);
+  await checkedSize(form.file, "image", limitInputPixels);
   let composed: Buffer;
   try {
-    const base = sharp(original.bytes).ensureAlpha();
-    const { width, height } = await base.metadata();
-    const alpha = await sharp(form.file).ensureAlpha().resize(width, height, { fit: "fill" }).extractChannel(3).raw().toBuffer();
-    const rgb = await sharp(original.bytes).removeAlpha().raw().toBuffer({ resolveWithObject: true });
+    const alpha = await sharp(form.file, { limitInputPixels }).ensureAlpha().resize(width, height, { fit: "fill" }).extractChannel(3).raw().toBuffer();
+    const rgb = await sharp(original.bytes, { limitInputPixels }).removeAlpha().raw().toBuffer({ resolveWithObject: true });
     composed = await sharp(rgb.data, { raw: { width: rgb.info.width, height: rgb.info.height, channels: 3 } })
       .joinChannel(alpha, { raw: { width: rgb.info.width, height: rgb.info.height, channels: 1 } })
       .png()
       .toBuffer();
   } catch {
-    throw new ServiceError("invalid_request", "The image or mask could not be decoded.", { fields: [{ field: "image", reason: "invalid_image" }] });
+    throw undecodable();
   }
   const stored = await ctx.runtime.assets.storeUpload(composed, "mask.png");
   try {

@@ -1,0 +1,29 @@
+// The ComfyUI double (fake-comfyui.ts, with its worker) in a process of its own, so that it
+// outlives flowgate's processes and can itself be killed and restarted (its queue and history
+// lost, as ComfyUI's are). Every execution's start and end is appended to a log file, which
+// outlives the double: the count of executions per prompt id survives its restarts.
+//   node test/comfyui/double-process.ts --object-info FILE --log FILE [--port N] [--run-ms N]
+// Prints `double listening on URL` once it answers.
+import { appendFileSync, readFileSync } from "node:fs";
+import { parseArgs } from "node:util";
+import { FakeComfyUI } from "./fake-comfyui.ts";
+
+const { values } = parseArgs({
+  options: {
+    "object-info": { type: "string" },
+    log: { type: "string" },
+    port: { type: "string", default: "0" },
+    "run-ms": { type: "string", default: "0" },
+  },
+});
+const log = values.log!;
+const runMs = Number(values["run-ms"]);
+const fake = await new FakeComfyUI({
+  objectInfo: JSON.parse(readFileSync(values["object-info"]!, "utf8")),
+  worker: true,
+  runMs: () => runMs,
+  // Synchronous: a record is on disk before the double goes on (a SIGKILL loses none).
+  onExecution: (e) => appendFileSync(log, `${JSON.stringify(e)}\n`),
+}).start(Number(values.port));
+process.stdout.write(`double listening on ${fake.url}\n`);
+process.on("SIGTERM", () => void fake.stop().then(() => process.exit(0)));

@@ -1,0 +1,40 @@
+// Exactly once in front of ComfyUI, over the orders deployments produce (orders.ts): a bounded
+// number of seeded schedules per run (each seed printed; EXPLORE_ORDERS_SEED=N replays one,
+// EXPLORE_ORDERS_SEEDS=N runs N; `npm run explore:orders -- --seeds 200` runs many).
+import { afterEach, beforeEach, describe, it } from "vitest";
+import { FaultDeployment } from "../faults/deployment.ts";
+import { postgresUnavailable } from "../postgres/pg.ts";
+import { exploreOrder } from "./orders.ts";
+
+const unavailable = await postgresUnavailable();
+/** The workers' lease: takeovers come soon, renewals still hold on a busy machine. */
+const LEASE_MS = 3000;
+/** The API node's: it leaves a job a worker in front of ComfyUI held to the adopters. */
+const API_LEASE_MS = 60_000;
+
+const replay = process.env.EXPLORE_ORDERS_SEED;
+const count = Number(process.env.EXPLORE_ORDERS_SEEDS ?? 2);
+const first = Number(process.env.EXPLORE_ORDERS_FIRST_SEED ?? Math.floor(Math.random() * 1_000_000));
+const seeds = replay !== undefined ? [Number(replay)] : Array.from({ length: count }, (_, i) => first + i);
+
+let d: FaultDeployment;
+beforeEach(async () => {
+  if (unavailable === null) d = await FaultDeployment.open();
+});
+afterEach(async () => {
+  await d?.close();
+});
+
+describe.skipIf(unavailable !== null)(
+  "every prompt runs once, whatever the order of deaths and takeovers (PostgreSQL, the double in a process of its own)",
+  () => {
+    for (const seed of seeds) {
+      it(`seed ${seed}`, { timeout: 240_000 }, async () => {
+        console.log(`orders: seed ${seed} (replay: EXPLORE_ORDERS_SEED=${seed} npx vitest run test/comfyui/orders.test.ts)`);
+        await exploreOrder(seed, { d, leaseMs: LEASE_MS, apiLeaseMs: API_LEASE_MS });
+      });
+    }
+  },
+);
+
+if (unavailable !== null) it.skip(`skipped: ${unavailable}`, () => undefined);

@@ -1,0 +1,309 @@
+// The order-exploring harness of the exactly-once guarantee in front of ComfyUI: real processes
+// (an API node `serve --no-dispatch`, `worker --engine comfyui`s, the ComfyUI double in a process
+// of its own) driven through a seeded schedule of the orders deployments produce (the adopting
+// worker started before or after the prompts; the holder SIGKILLed, SIGSTOPped past its lease
+// then continued, or SIGTERMed; one or two takeovers in a row; the double restarted, its queue
+// lost), then the invariants checked for every job against the double's own execution log.
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { EmbeddedEngine } from "../../src/engine/embedded-engine.ts";
+import type { CliProcess } from "../cli/cli.ts";
+import type { FaultDeployment } from "../faults/deployment.ts";
+import { waitFor } from "../server/helpers.ts";
+import { ROOT } from "./helpers.ts";
+
+/** A small deterministic generator (mulberry32): the same seed, the same schedule. */
+export function seeded(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** One execution record of the double (see double-process.ts). */
+interface ExecutionRecord {
+  type: "start" | "end";
+  promptId: string;
+  at: number;
+  status?: "success" | "error" | "interrupted";
+}
+
+/** The ComfyUI double in a child process; `restart` kills it (its queue and history are lost) and starts it on the same port. */
+export class DoubleProcess {
+  url = "";
+  private child: ChildProcess | null = null;
+  private port = 0;
+  private readonly dir: string;
+  private readonly runMs: number;
+
+  private constructor(dir: string, runMs: number) {
+    this.dir = dir;
+    this.runMs = runMs;
+  }
+
+  /** Starts a double whose prompts take `runMs` each (one at a time, as ComfyUI's worker). */
+  static async start(runMs: number): Promise<DoubleProcess> {
+    const dir = await mkdtemp(join(tmpdir(), "fg-double-"));
+    await writeFile(join(dir, "object-info.json"), JSON.stringify(new EmbeddedEngine().nodeDefinitionsSync()));
+    const d = new DoubleProcess(dir, runMs);
+    await d.spawn();
+    return d;
+  }
+
+  private async spawn(): Promise<void> {
+    const args = ["test/comfyui/double-process.ts", "--object-info", join(this.dir, "object-info.json"), "--log", this.logFile];
+    const child = spawn(process.execPath, [...args, "--port", String(this.port), "--run-ms", String(this.runMs)], {
+      cwd: ROOT,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    this.child = child;
+    let out = "";
+    child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
+    child.stderr!.on("data", (d: Buffer) => (out += d.toString()));
+    const url = await waitFor(
+      () => /double listening on (\S+)/.exec(out)?.[1] ?? (child.exitCode !== null ? "exited" : undefined),
+      (u) => u !== undefined,
+      "the ComfyUI double to listen",
+      30_000,
+    );
+    if (url === "exited") throw new Error(`the ComfyUI double did not start:\n${out}`);
+    this.url = url!;
+    this.port = Number(new URL(this.url).port);
+  }
+
+  private get logFile(): string {
+    return join(this.dir, "executions.jsonl");
+  }
+
+  /** Every execution start and end so far, across restarts. */
+  async records(): Promise<ExecutionRecord[]> {
+    const text = await readFile(this.logFile, "utf8").catch(() => "");
+    return text
+      .split("\n")
+      .filter((l) => l.trim() !== "")
+      .map((l) => JSON.parse(l) as ExecutionRecord);
+  }
+
+  /** Its queue now (running and pending prompt ids). */
+  async queue(): Promise<{ running: string[]; pending: string[] }> {
+    const body = (await (await fetch(`${this.url}/queue`)).json()) as { queue_running: unknown[][]; queue_pending: unknown[][] };
+    return { running: body.queue_running.map((e) => String(e[1])), pending: body.queue_pending.map((e) => String(e[1])) };
+  }
+
+  /** SIGKILLs it and starts it again on the same port: a ComfyUI restarted, its queue and history gone. */
+  async restart(): Promise<void> {
+    await this.kill();
+    await this.spawn();
+  }
+
+  private async kill(): Promise<void> {
+    const child = this.child;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const closed = new Promise((r) => child.once("close", r));
+    child.kill("SIGKILL");
+    await closed;
+  }
+
+  async stop(): Promise<void> {
+    await this.kill();
+    await rm(this.dir, { recursive: true, force: true });
+  }
+}
+
+/** What one seed's run did, step by step (printed with a failure). */
+export type Trace = string[];
+
+/** A worker of the run and what happened to it. */
+interface Worker {
+  name: string;
+  p: CliProcess;
+  state: "live" | "killed" | "stopped" | "terminated";
+}
+
+const TERMINAL = ["succeeded", "failed", "canceled"];
+const graph = (text: string) => ({
+  "1": { class_type: "PrimitiveString", inputs: { value: text } },
+  "2": { class_type: "PreviewAny", inputs: { source: ["1", 0] } },
+});
+
+/** Settings of the processes of a run. */
+export interface OrdersSetup {
+  d: FaultDeployment;
+  /** The workers' lease (short: takeovers come soon). */
+  leaseMs: number;
+  /** The API node's lease (long: it never fails a job an adopter should take). */
+  apiLeaseMs: number;
+}
+
+/**
+ * Runs one seed's schedule and checks the invariants; throws with the seed and the trace when one
+ * does not hold. The double's log counts each prompt's executions across its restarts.
+ */
+export async function exploreOrder(seed: number, setup: OrdersSetup): Promise<void> {
+  const rnd = seeded(seed);
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)]!;
+  const trace: Trace = [];
+  const step = (s: string) => trace.push(`${new Date().toISOString()} ${s}`);
+  const { d, leaseMs, apiLeaseMs } = setup;
+  const runMs = 800 + Math.floor(rnd() * 1200);
+  const double = await DoubleProcess.start(runMs);
+  let restartedAt: number | null = null;
+  const workers: Worker[] = [];
+  try {
+    const flags = () => ["--engine", "comfyui", "--comfyui-url", double.url, "--comfyui-output-dir", "off"];
+    const { api } = await d.apiNode({ leaseMs: apiLeaseMs, flags: flags() });
+    const addWorker = async (why: string) => {
+      const w: Worker = { name: `w${workers.length + 1}`, p: await d.worker({ leaseMs, flags: flags() }), state: "live" };
+      workers.push(w);
+      step(`${w.name} (pid ${w.p.child.pid}) started ${why}`);
+      return w;
+    };
+    const adopterFirst = rnd() < 0.5;
+    step(`seed ${seed}: prompts take ${runMs} ms; the second worker starts ${adopterFirst ? "before" : "after"} the prompts`);
+    await addWorker("first");
+    if (adopterFirst) await addWorker("before the jobs");
+    const jobs: string[] = [];
+    for (let i = 0; i < 4; i++) jobs.push((await api.submit(graph(`orders-${seed}-${i}`))).id);
+    step(`submitted ${jobs.length} jobs`);
+    await waitFor(
+      () => double.queue(),
+      (q) => q.running.length > 0,
+      "a prompt running in the double",
+      30_000,
+    );
+    if (!adopterFirst) await addWorker("after the prompts reached the double");
+
+    const rounds = rnd() < 0.4 ? 2 : 1;
+    const restartRound = rnd() < 0.25 ? Math.floor(rnd() * rounds) : -1;
+    for (let round = 0; round < rounds; round++) {
+      const live = workers.filter((w) => w.state === "live");
+      // Where the prompts are: the holder of the running one, or any live worker holding jobs.
+      const rows = await Promise.all(jobs.map((id) => d.job(id)));
+      const holds = (w: Worker, r: Record<string, unknown>) => String(r.worker_id).includes(`:${w.p.child.pid}:`) && !TERMINAL.includes(String(r.status));
+      const q = await double.queue();
+      const runningHolder = live.find((w) => rows.some((r, i) => holds(w, r) && q.running.includes(jobs[i]!)));
+      const holding = live.filter((w) => rows.some((r) => holds(w, r)));
+      const victim = runningHolder && rnd() < 0.7 ? runningHolder : holding.length > 0 ? pick(holding) : null;
+      if (!victim) {
+        step(`round ${round + 1}: no live worker holds a job; nothing to signal`);
+        break;
+      }
+      const how = pick(["SIGKILL", "SIGSTOP", "SIGTERM"] as const);
+      const theirs = jobs.filter((_, i) => holds(victim, rows[i]!));
+      // Someone must be left to take over: a new worker, started before the signal, after it, or
+      // (a SIGKILL) only once the double finished everything while nobody watched.
+      const alone = live.length === 1;
+      const adopter = alone ? pick(how === "SIGKILL" ? (["before", "after", "unwatched"] as const) : (["before", "after"] as const)) : null;
+      if (adopter === "before") await addWorker("to take over (before the signal)");
+      step(
+        `round ${round + 1}: ${how} ${victim.name} holding ${theirs.length} job(s) (${theirs.map((id) => id.slice(-4)).join(",")}); double queue ${JSON.stringify({ running: q.running.length, pending: q.pending.length })}`,
+      );
+      if (how === "SIGKILL") {
+        const closed = new Promise((r) => victim.p.child.once("close", r));
+        victim.p.child.kill("SIGKILL");
+        await closed;
+        victim.state = "killed";
+      } else if (how === "SIGTERM") {
+        const closed = new Promise((r) => victim.p.child.once("close", r));
+        victim.p.child.kill("SIGTERM");
+        await closed;
+        victim.state = "terminated";
+      } else {
+        victim.p.child.kill("SIGSTOP");
+        victim.state = "stopped";
+      }
+      if (adopter === "unwatched") {
+        await waitFor(
+          () => double.queue(),
+          (q) => q.running.length + q.pending.length === 0,
+          "the double to finish every prompt while nobody watched",
+          60_000,
+        );
+        step("the double finished every prompt while no worker was alive");
+      }
+      if (adopter !== null && adopter !== "before") await addWorker("to take over (after the signal)");
+      if (round === restartRound) {
+        restartedAt = Date.now();
+        await double.restart();
+        step("the double restarted: its queue and history are gone");
+      }
+      // The victim's jobs are taken over (or end) before the next step.
+      await waitFor(
+        () => Promise.all(theirs.map((id) => d.job(id))),
+        (rs) => rs.every((r) => TERMINAL.includes(String(r.status)) || !String(r.worker_id).includes(`:${victim.p.child.pid}:`)),
+        `the jobs of ${victim.name} taken over or ended`,
+        60_000,
+      );
+      step(`round ${round + 1}: ${victim.name}'s jobs taken over or ended`);
+      if (victim.state === "stopped") {
+        victim.p.child.kill("SIGCONT");
+        victim.state = "live";
+        step(`${victim.name} continued`);
+      }
+    }
+
+    const ended = [];
+    for (const id of jobs) ended.push(await api.waitJob(id, (j) => TERMINAL.includes(j.status), `job ${id} to end`, 120_000));
+    step(`every job ended: ${ended.map((j) => `${j.id.slice(-4)} ${j.status}${j.error ? ` ${j.error.code}` : ""}`).join(", ")}`);
+    await checkInvariants(ended, await double.records(), restartedAt, d);
+  } catch (err) {
+    for (const w of workers) {
+      const said = w.p
+        .stderr()
+        .split("\n")
+        .filter((l) => l.includes("job "));
+      if (said.length > 0) step(`${w.name} logged:\n  ${said.join("\n  ")}`);
+    }
+    throw new Error(
+      `orders seed ${seed} failed (replay: EXPLORE_ORDERS_SEED=${seed} npx vitest run test/comfyui/orders.test.ts):\n${(err as Error).message}\n${trace.join("\n")}`,
+      {
+        cause: err,
+      },
+    );
+  } finally {
+    for (const w of workers) if (w.state === "stopped") w.p.child.kill("SIGCONT");
+    await double.stop();
+  }
+}
+
+/**
+ * For every job: its prompt executed at most once, and exactly once when it succeeded; its end
+ * state is the double's (a success there is a success here, unless the double forgot it in a
+ * restart); a succeeded job's run times are the double's within 1 s; one output record per
+ * succeeded job, none written by a process that lost its lease (the status and output history).
+ */
+async function checkInvariants(jobs: any[], records: ExecutionRecord[], restartedAt: number | null, d: FaultDeployment): Promise<void> {
+  const problems: string[] = [];
+  for (const job of jobs) {
+    const mine = records.filter((r) => r.promptId === job.id);
+    const starts = mine.filter((r) => r.type === "start");
+    const end = mine.find((r) => r.type === "end");
+    const tag = `job ${job.id} (${job.status}${job.error ? ` ${job.error.code}` : ""})`;
+    if (starts.length > 1) problems.push(`${tag}: its prompt executed ${starts.length} times`);
+    if (job.status === "succeeded") {
+      if (starts.length !== 1 || end?.status !== "success") problems.push(`${tag}: succeeded, but the double's record is ${JSON.stringify(mine)}`);
+      else {
+        const off = (iso: string, at: number) => Math.abs(Date.parse(iso) - at);
+        if (off(job.started_at, starts[0]!.at) > 1000)
+          problems.push(`${tag}: started_at ${job.started_at}, the double started it at ${new Date(starts[0]!.at).toISOString()}`);
+        if (off(job.completed_at, end.at) > 1000)
+          problems.push(`${tag}: completed_at ${job.completed_at}, the double ended it at ${new Date(end.at).toISOString()}`);
+      }
+      if (job.outputs.length !== 1) problems.push(`${tag}: ${job.outputs.length} outputs`);
+      if ((await d.outputs(job.id)).length !== 1) problems.push(`${tag}: ${(await d.outputs(job.id)).length} output records`);
+    } else if (end?.status === "success") {
+      // The double succeeded: only its restart (history lost before anyone collected it) excuses another end.
+      const forgotten = restartedAt !== null && end.at < restartedAt && job.status === "failed" && job.error?.code === "worker_lost";
+      if (!forgotten) problems.push(`${tag}: the double ran its prompt to success`);
+    }
+    if (job.status === "failed" && starts.length === 0 && !job.error?.message) problems.push(`${tag}: never executed, and its error does not say why`);
+  }
+  for (const v of await d.violations()) problems.push(v);
+  if (problems.length > 0) throw new Error(problems.join("\n"));
+}
