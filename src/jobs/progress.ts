@@ -1,6 +1,4 @@
 // Progress snapshots weighted by node count and sampler step; the value never goes back in a run.
-// The weight is work: a node is one unit, and a node that reports steps (a sampler) is one unit per
-// step, so a 8000-step sampler before a save reads 92% at step 7357, not the 46% of a node count.
 
 /** The contract's Progress object. */
 export interface Progress {
@@ -18,8 +16,6 @@ export interface Progress {
 export class ProgressTracker {
   private total = 0;
   private readonly done = new Set<string>();
-  /** The step count of each node that reported steps: its weight. */
-  private readonly stepsOf = new Map<string, number>();
   private current: { node: string; cls: string; step: number | null; steps: number | null } | null = null;
   private last = 0;
 
@@ -45,7 +41,6 @@ export class ProgressTracker {
       this.current.step = value;
       this.current.steps = max;
     }
-    if (max > 0) this.stepsOf.set(nodeId, max);
     return this.snapshot();
   }
 
@@ -64,13 +59,8 @@ export class ProgressTracker {
 
   private snapshot(): Progress {
     const total = Math.max(this.total, this.done.size);
-    const weight = (id: string) => Math.max(1, this.stepsOf.get(id) ?? 1);
-    let doneWork = 0;
-    for (const id of this.done) doneWork += weight(id);
-    const steppedNotDone = [...this.stepsOf.keys()].filter((id) => !this.done.has(id));
-    const totalWork = doneWork + Math.max(0, total - this.done.size - steppedNotDone.length) + steppedNotDone.reduce((sum, id) => sum + weight(id), 0);
-    const within = this.current?.steps ? Math.min(this.current.steps, this.current.step ?? 0) : 0;
-    const raw = totalWork === 0 ? 0 : (doneWork + within) / totalWork;
+    const within = this.current?.steps ? Math.min(1, (this.current.step ?? 0) / this.current.steps) : 0;
+    const raw = total === 0 ? 0 : (this.done.size + within) / total;
     // Never report going back, and keep 1 for the end of a successful run.
     this.last = Math.max(this.last, Math.min(raw, 0.999999));
     return {
