@@ -49,12 +49,6 @@ export interface JobRunDeps {
    * processes hear runs through a relay: they must hear the outputs before the end commits.
    */
   endWithOutputs?: boolean;
-  /**
-   * Least time between two progress writes of a run (default 0: each turn's newest snapshot is
-   * written). The first is written at once: other processes' streams hear a progress event before
-   * the end. What a run reports after its last write, its end carries.
-   */
-  progressEveryMs?: number;
 }
 
 /** What the dispatcher hears of a run whose job is still `queued` (an engine with its own queue). */
@@ -178,16 +172,14 @@ class JobRun {
     // authoritative view) never shows less (PostgreSQL stores it a round trip after the run reports
     // it). One replaced before its write is never told; one stored once the end is being written
     // is left to the end, which tells the rest.
-    this.progressWrites = latestWins(
-      (progress: Progress) =>
-        deps.store.updateProgress(job.id, progress, progressFence).then(
-          (stored) => void (stored && !this.ending && deps.events.publish({ type: "progress", ...this.base, progress })),
-          (err: unknown) => {
-            if (this.ending && err instanceof LeaseLostError) return;
-            if (!this.refused(err)) throw err;
-          },
-        ),
-      deps.progressEveryMs ?? 0,
+    this.progressWrites = latestWins((progress: Progress) =>
+      deps.store.updateProgress(job.id, progress, progressFence).then(
+        (stored) => void (stored && !this.ending && deps.events.publish({ type: "progress", ...this.base, progress })),
+        (err: unknown) => {
+          if (this.ending && err instanceof LeaseLostError) return;
+          if (!this.refused(err)) throw err;
+        },
+      ),
     );
     this.rows = new OutputRows(deps.assets, undefined, { fence, persist: this.persist });
     this.outputNodesLeft = new Set(job.output_node_ids);
@@ -581,38 +573,19 @@ function track(pending: Set<Promise<unknown>>, work: () => Promise<void>): Promi
 /**
  * Serializes writes of a value so that only the newest waiting value is written next. A write
  * starts once the event loop's turn is over: a turn's snapshots (a burst of node events) make one.
- * With `gapMs`, a write also waits until `gapMs` passed since the last one; `idle` writes what
- * waits at once.
  */
-function latestWins<T>(write: (value: T) => Promise<unknown>, gapMs = 0): { write(value: T): void; idle(): Promise<void>; settle(): Promise<void> } {
+function latestWins<T>(write: (value: T) => Promise<unknown>): { write(value: T): void; idle(): Promise<void>; settle(): Promise<void> } {
   let waiting: { value: T } | null = null;
   let running: Promise<void> | null = null;
   let writing: Promise<unknown> | null = null;
-  let notBefore = 0;
-  /** The wait for `notBefore`, and its early end (idle, settle). */
-  let gap: { timer: NodeJS.Timeout; end: () => void } | null = null;
-  let hurry = false;
-  const endGap = () => {
-    if (gap === null) return;
-    clearTimeout(gap.timer);
-    gap.end();
-    gap = null;
-  };
   const drain = async () => {
     await new Promise<void>((resolve) => setImmediate(resolve));
     while (waiting !== null) {
-      const wait = notBefore - Date.now();
-      if (wait > 0 && !hurry) {
-        await new Promise<void>((end) => (gap = { timer: setTimeout(end, wait), end }));
-        gap = null;
-        continue;
-      }
       const { value } = waiting;
       waiting = null;
       writing = write(value).catch(() => undefined);
       await writing;
       writing = null;
-      if (gapMs > 0) notBefore = Date.now() + gapMs;
     }
     running = null;
   };
@@ -623,15 +596,11 @@ function latestWins<T>(write: (value: T) => Promise<unknown>, gapMs = 0): { writ
     },
     /** Resolves once every value written so far has landed. */
     idle: async () => {
-      hurry = true;
-      endGap();
       await running;
-      hurry = false;
     },
     /** Drops the value waiting to be written, and resolves once the write under way has landed. */
     settle: async () => {
       waiting = null;
-      endGap();
       await writing;
     },
   };

@@ -1,5 +1,5 @@
 // The event relay of a PostgreSQL deployment. Run events go out as notifications on a channel of
-// the deployment's schema, batched by time (EVENT_BATCH_MS) and cut into parts that fit;
+// the deployment's schema, batched per turn of the event loop and cut into parts that fit;
 // status changes are notified by the jobs table's trigger. Both are heard on one connection, so
 // a run's events arrive before the end its process commits after them (notifications are
 // delivered in commit order). Previews go through Redis when `--redis-url` is set; without it,
@@ -13,11 +13,6 @@ import { BatchJoiner, encodeBatch } from "./wire.ts";
 
 /** The largest preview sent as notifications when there is no Redis (about 9 parts). */
 export const NOTIFY_PREVIEW_MAX_BYTES = 48 * 1024;
-/**
- * How long a run's event waits for others to share its batch: every notifying commit costs each
- * listening backend a transaction. A run's end sends what waits at once (flushed).
- */
-export const EVENT_BATCH_MS = 50;
 /** Wait before listening again after the connection was lost. */
 const RELISTEN_MS = 1_000;
 
@@ -45,8 +40,6 @@ export class PostgresRelay implements EventRelay {
   #draining: Promise<void> | null = null;
   #batch = 0;
   #wake = false;
-  /** The send of the events waiting, EVENT_BATCH_MS after the first of them. */
-  #timer: NodeJS.Timeout | null = null;
   /** A wakes-only listener (see wantWakes): whether wakes are wanted now, and the LISTEN/UNLISTEN that follows it. */
   #wakes: { wanted: boolean; apply: () => void } | null = null;
 
@@ -79,24 +72,24 @@ export class PostgresRelay implements EventRelay {
       if (event.data.length > NOTIFY_PREVIEW_MAX_BYTES) return;
     }
     this.#pending.push(event);
-    this.#timer ??= setTimeout(() => this.#drainNow(), EVENT_BATCH_MS);
+    this.#schedule();
   }
 
   wake(): void {
     this.#wake = true;
+    this.#schedule();
+  }
+
+  /**
+   * Everything said in this turn goes out in one batch; what comes while a batch is sent goes in
+   * the next. (Batches held longer, by time, let another node hear a run's end before its events.)
+   */
+  #schedule(): void {
     this.#draining ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.#drain());
   }
 
-  /** Sends what waits now (a batch under way takes what came meanwhile in the next). */
-  #drainNow(): void {
-    clearTimeout(this.#timer ?? undefined);
-    this.#timer = null;
-    this.#draining ??= this.#drain();
-  }
-
-  /** Sends the events waiting for their batch now (a run's end commits once they left). */
+  /** Resolves once the events said so far left (a batch under way takes what came meanwhile in the next). */
   flushed(): Promise<void> {
-    if (this.#pending.length > 0) this.#drainNow();
     return this.#draining ?? Promise.resolve();
   }
 

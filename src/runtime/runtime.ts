@@ -182,8 +182,6 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     names: new OutputNamer(store),
     // On PostgreSQL a relay carries a run's events to other processes, which must hear its outputs before its end.
     endWithOutputs: database === null,
-    // Each write is a transaction on a database every process shares: progress is written by time there.
-    ...(database === null ? {} : { progressEveryMs: PROGRESS_EVERY_MS }),
     mayStart: () => !space.short && blobHealth.available,
     ...(lease ? { lease } : {}),
     log,
@@ -313,9 +311,6 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     },
   };
 }
-
-/** On PostgreSQL, least time between two progress writes of a run. */
-const PROGRESS_EVERY_MS = 500;
 
 /** Least time between two sweeps of orphan blob files. */
 const ORPHAN_SWEEP_EVERY_MS = 10 * 60_000;

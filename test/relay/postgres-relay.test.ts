@@ -139,23 +139,6 @@ describe.skipIf(unavailable !== null)("PostgresRelay", () => {
     expect((heard[0] as Extract<RunEvent, { type: "preview" }>).data.equals(data)).toBe(true);
   });
 
-  it("sends the events of several turns in one batch, at once when flushed", async () => {
-    const worker = await relay("worker1");
-    const onApi = await hear(await relay("api1"));
-    const sent: RunEvent[] = Array.from({ length: 3 }, (_, i) => ({ type: "step", ...base, node_id: "1", value: i + 1, max: 3 }));
-    for (const e of sent) {
-      worker.send(e);
-      await new Promise((r) => setImmediate(r)); // each in a turn of its own
-    }
-    await worker.flushed();
-    await until(
-      () => onApi,
-      (n) => n.length >= 1,
-      "the batch",
-    );
-    expect(onApi).toEqual([{ kind: "events", events: sent }]);
-  });
-
   it("a wakes-only listener hears wakes only while it wants them, and is woken when it wants them again", async () => {
     const api = await relay("api1");
     const worker = await relay("worker1");
