@@ -21,14 +21,23 @@ vi.setConfig({ expect: { poll: { timeout: 10_000 } } });
  * A sampler whose image waits before it is saved, `seconds` or until the test opens `gate`
  * (a server with Gates' node): previews arrive, then the job holds still.
  */
-function samplerGraph(steps: number, hold: { seconds: number } | { gate: string }): Record<string, unknown> {
+/**
+ * A sampler (node 1) held after it by `hold` (node 2) and saved (node 3). With `startGate`, the
+ * sampler's seed first passes that gate (nodes 4 and 5), so a page can be open before it samples.
+ */
+function samplerGraph(steps: number, hold: { seconds: number } | { gate: string }, startGate?: string): Record<string, unknown> {
+  const seed = Math.floor(Math.random() * 1e9);
   return {
-    "1": { class_type: "FlowgateSampler", inputs: { seed: Math.floor(Math.random() * 1e9), steps, width: 512, height: 384 }, _meta: { title: "sampler" } },
+    "1": { class_type: "FlowgateSampler", inputs: { seed: startGate ? ["5", 0] : seed, steps, width: 512, height: 384 }, _meta: { title: "sampler" } },
     "2":
       "gate" in hold
         ? { class_type: "TestGate", inputs: { value: ["1", 0], gate: hold.gate } }
         : { class_type: "FlowgateDelay", inputs: { value: ["1", 0], seconds: hold.seconds } },
     "3": { class_type: "SaveImage", inputs: { images: ["2", 0], filename_prefix: "dashboard" } },
+    ...(startGate && {
+      "4": { class_type: "PrimitiveInt", inputs: { value: seed } },
+      "5": { class_type: "TestGate", inputs: { value: ["4", 0], gate: startGate } },
+    }),
   };
 }
 
@@ -95,18 +104,23 @@ describe.skipIf(!hasChromium)("dashboard in Chromium", { timeout: 90_000 }, () =
     await page.goto(`${server.url}/#/submit`);
     await expect.poll(() => page.locator("h1").textContent()).toBe("Submit a workflow");
     const gate = unique("sampled");
-    await page.getByLabel("Workflow (API format JSON)").fill(JSON.stringify(samplerGraph(120, { gate }), null, 2));
+    const start = unique("start");
+    await page.getByLabel("Workflow (API format JSON)").fill(JSON.stringify(samplerGraph(120, { gate }, start), null, 2));
     await page.getByLabel("Labels (optional)").fill("project=ui run=1");
     await shot("01-submit");
     await recordStepLines(page);
     await page.getByRole("button", { name: "Submit job" }).click();
 
     await page.waitForURL(/#\/jobs\/[0-9a-f-]{36}$/);
+    // The sampler starts only once the page follows the job (it shows the job held at the first
+    // gate), so its steps reach the page's stream rather than the gap before the stream opens.
+    await expect.poll(() => page.locator("#job-step").textContent(), { timeout: 20_000 }).toBe("node 5 TestGate · 1/5 nodes");
+    gates.open(start);
     // The sampler's steps are on the page for as long as it samples, a second or less: what the
     // page drew is read from its record, not caught by polling (which a busy machine slows).
     await expect
       .poll(() => stepLines(page), { timeout: 20_000 })
-      .toContainEqual(expect.stringMatching(/^node 1 FlowgateSampler · step \d+\/120 · 0\/3 nodes$/));
+      .toContainEqual(expect.stringMatching(/^node 1 FlowgateSampler · step \d+\/120 · 2\/5 nodes$/));
     // Then the job holds at the gate, running, until the page has been looked at.
     const preview = page.locator("#job-preview");
     await preview.waitFor({ state: "visible", timeout: 20_000 });
@@ -116,7 +130,7 @@ describe.skipIf(!hasChromium)("dashboard in Chromium", { timeout: 90_000 }, () =
     expect(await page.locator("#job-labels li").allTextContents()).toEqual(["project=ui", "run=1"]);
     const pct = async () => Number((await page.locator(".progress-pct").first().textContent())!.replace("%", ""));
     await expect.poll(async () => (await pct()) > 0 && (await pct()) < 100).toBe(true);
-    await expect.poll(() => page.locator("#job-step").textContent(), { timeout: 20_000 }).toBe("node 2 TestGate · 1/3 nodes");
+    await expect.poll(() => page.locator("#job-step").textContent(), { timeout: 20_000 }).toBe("node 2 TestGate · 3/5 nodes");
     await shot("02-job-running");
 
     gates.open(gate);
