@@ -591,8 +591,8 @@ export interface paths {
          *     `offset` an integer (a negative one counts as 0). A bad value answers 400 with ComfyUI's
          *     `{error}` string body. Jobs of equal sort key are listed in submission order, so pages do
          *     not overlap. `workflow_id` matches the workflow id a ComfyUI frontend sends in
-         *     `extra_data.extra_pnginfo.workflow.id`; flowgate keeps no `extra_data`, so no job carries
-         *     one yet and the filter matches none.
+         *     `extra_data.extra_pnginfo.workflow.id` (a string of at most 256 characters; the only part of
+         *     `extra_data` flowgate keeps); jobs submitted without one never match.
          */
         get: operations["hostedListJobs"];
         put?: never;
@@ -1186,9 +1186,9 @@ export interface components {
             create_time?: string;
             /**
              * Format: date-time
-             * @description The job's last recorded change: the latest of its creation, start, end and output
-             *     commits (a progress snapshot or a cancel request that has not ended the run yet
-             *     does not move it).
+             * @description The job's last recorded change: its latest status change (creation, start, a cancel
+             *     request, its end) or output commit, whichever came last. A progress snapshot does
+             *     not move it.
              */
             update_time?: string;
             /** @description The serverless deployment the job ran on; null on the other surfaces. */
@@ -1755,7 +1755,11 @@ export interface components {
             prompt: components["schemas"]["Workflow"];
             /** @description Accepted and ignored. */
             client_id?: string;
-            /** @description Per-submission data; `api_key_vendor_org` is forwarded to partner nodes and never kept, other keys are ignored. */
+            /**
+             * @description Per-submission data; `api_key_vendor_org` is forwarded to partner nodes and never kept;
+             *     `extra_pnginfo.workflow.id` (a string of at most 256 characters) is kept as the job's
+             *     `workflow_id` for `GET /api/jobs`; other keys are ignored.
+             */
             extra_data?: {
                 /** @description API key for partner nodes. */
                 api_key_vendor_org?: string;

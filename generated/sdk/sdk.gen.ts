@@ -547,8 +547,8 @@ export const hostedGetSystemStats = <ThrowOnError extends boolean = false>(optio
  * `offset` an integer (a negative one counts as 0). A bad value answers 400 with ComfyUI's
  * `{error}` string body. Jobs of equal sort key are listed in submission order, so pages do
  * not overlap. `workflow_id` matches the workflow id a ComfyUI frontend sends in
- * `extra_data.extra_pnginfo.workflow.id`; flowgate keeps no `extra_data`, so no job carries
- * one yet and the filter matches none.
+ * `extra_data.extra_pnginfo.workflow.id` (a string of at most 256 characters; the only part of
+ * `extra_data` flowgate keeps); jobs submitted without one never match.
  *
  */
 export const hostedListJobs = <ThrowOnError extends boolean = false>(options?: Options<HostedListJobsData, ThrowOnError>): RequestResult<HostedListJobsResponses, HostedListJobsErrors, ThrowOnError> => (options?.client ?? client).get<HostedListJobsResponses, HostedListJobsErrors, ThrowOnError>({

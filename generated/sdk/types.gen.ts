@@ -297,9 +297,9 @@ export type JobListItem = JobWithoutLogs & {
      */
     create_time?: string;
     /**
-     * The job's last recorded change: the latest of its creation, start, end and output
-     * commits (a progress snapshot or a cancel request that has not ended the run yet
-     * does not move it).
+     * The job's last recorded change: its latest status change (creation, start, a cancel
+     * request, its end) or output commit, whichever came last. A progress snapshot does
+     * not move it.
      *
      */
     update_time?: string;
@@ -1307,7 +1307,10 @@ export type HostedPromptRequestWritable = {
      */
     client_id?: string;
     /**
-     * Per-submission data; `api_key_vendor_org` is forwarded to partner nodes and never kept, other keys are ignored.
+     * Per-submission data; `api_key_vendor_org` is forwarded to partner nodes and never kept;
+     * `extra_pnginfo.workflow.id` (a string of at most 256 characters) is kept as the job's
+     * `workflow_id` for `GET /api/jobs`; other keys are ignored.
+     *
      */
     extra_data?: {
         /**

@@ -6,6 +6,7 @@ import {
   QueueFullError,
   InvalidCursorError,
   TerminalStatusError,
+  isStorableWorkflowId,
   isTerminalStatus,
   TERMINAL_STATUSES,
   type AssetRecord,
@@ -47,6 +48,8 @@ export interface Submission {
   idempotency_key?: string | undefined;
   /** The job id the client chose (the hosted prompt_id, a checked UUID); absent: a new UUIDv7. */
   id?: string | undefined;
+  /** The ComfyUI workflow id (`extra_data.extra_pnginfo.workflow.id`), kept with the job when storable; ignored otherwise. */
+  workflow_id?: unknown;
 }
 
 /** Everything a read of a job returns. */
@@ -114,6 +117,8 @@ export class JobService {
           output_node_ids: validation.output_node_ids,
           secrets_given: submission.extra_data !== undefined && Object.keys(submission.extra_data).length > 0,
           ...(submission.metadata === undefined ? {} : { metadata: submission.metadata }),
+          // A frontend's workflow id: a value no filter could ask for (too long, not text) is not kept, as it could never match.
+          ...(isStorableWorkflowId(submission.workflow_id) ? { workflow_id: submission.workflow_id } : {}),
         },
         // The store checks the bound again as it commits: exact when several processes share it.
         {
@@ -242,7 +247,7 @@ export class JobService {
         }
       }
       if (!moved) {
-        moved = await this.o.store.transitionJob(id, ["running"], "canceling");
+        moved = await this.o.store.transitionJob(id, ["running"], "canceling", { updated_at: now });
         if (moved) this.o.dispatcher.abort(id);
       }
     } catch (err) {

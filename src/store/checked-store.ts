@@ -11,6 +11,7 @@ import {
   checkPendingBlob,
   checkStatus,
   distinctStatuses,
+  isStorableWorkflowId,
   labelFilters,
 } from "./input-checks.ts";
 import type { StoreDialect } from "./store-dialect.ts";
@@ -114,6 +115,8 @@ export class CheckedStore implements Store {
     if (options.sort !== "created" && options.sort !== "duration") throw new RangeError("sort must be created or duration");
     const statuses = options.status === undefined ? undefined : distinctStatuses(options.status);
     if (statuses !== undefined && statuses.length === 0) return { jobs: [], total: 0 };
+    // An id no job can have been stored with (too long, a NUL) matches none.
+    if (options.workflow_id !== undefined && !isStorableWorkflowId(options.workflow_id)) return { jobs: [], total: 0 };
     return this.#dialect.listJobsAtOffset(owner, {
       ...options,
       limit,
@@ -133,6 +136,7 @@ export class CheckedStore implements Store {
   async transitionJob(id: string, from: readonly JobStatus[], to: JobStatus, patch: JobPatch = {}, options: TransitionOptions = {}): Promise<JobRecord | null> {
     const fromStatuses = distinctStatuses(from);
     checkStatus(to);
+    if (patch.updated_at !== undefined) checkTime(patch.updated_at, "updated_at");
     if (fromStatuses.length === 0) return null;
     return this.#dialect.transitionJob(id, fromStatuses, to, patch, options);
   }
@@ -148,6 +152,7 @@ export class CheckedStore implements Store {
   ): Promise<{ job: JobRecord; assets: AssetRecord[] } | null> {
     const fromStatuses = distinctStatuses(from);
     checkStatus(to);
+    if (patch.updated_at !== undefined) checkTime(patch.updated_at, "updated_at");
     assets.forEach(checkNewAsset);
     pending.forEach(checkPendingBlob);
     if (fromStatuses.length === 0) return null;
