@@ -317,6 +317,12 @@ export class JobService {
     return isTerminalStatus(job.status) && !(await this.o.store.hiddenFromHistory(job.id));
   }
 
+  /** The outputs of job records the caller already holds (a page of a list), in one read; none for a queued job. */
+  async outputsOfJobs(jobs: readonly JobRecord[]): Promise<Map<string, AssetRecord[]>> {
+    const ran = jobs.filter((job) => job.status !== "queued").map((job) => job.id);
+    return ran.length === 0 ? new Map() : this.o.store.listOutputsOfJobs(ran);
+  }
+
   /** The graph and the outputs of a job record the caller already holds (hosted history and queue views). */
   async graphAndOutputs(job: JobRecord): Promise<{ workflow: Record<string, unknown>; outputs: AssetRecord[] }> {
     const [workflow, outputs] = await Promise.all([this.o.store.getJobWorkflow(job.id), this.o.store.listJobOutputs(job.id)]);

@@ -205,6 +205,17 @@ export class CheckedStore implements Store {
     return this.#dialect.listJobOutputs(jobId);
   }
 
+  async listOutputsOfJobs(jobIds: readonly string[]): Promise<Map<string, AssetRecord[]>> {
+    if (!Array.isArray(jobIds) || !jobIds.every((id) => typeof id === "string")) throw new TypeError("job ids must be an array of strings");
+    const ids = [...new Set(jobIds)];
+    if (ids.length > MAX_PAGE) throw new RangeError(`at most ${MAX_PAGE} job ids`);
+    if (ids.length === 0) return new Map();
+    const byJob = new Map<string, AssetRecord[]>(ids.map((id) => [id, []]));
+    // Rows come in (job, commit) order: each job's list keeps it.
+    for (const asset of await this.#dialect.listOutputsOfJobs(ids)) byJob.get(asset.job_id!)?.push(asset);
+    return byJob;
+  }
+
   deleteAsset(id: string): Promise<AssetDeletion | null> {
     return this.#dialect.deleteAsset(id);
   }

@@ -80,6 +80,7 @@ export const PG_SQL = {
     RETURNING ${ASSET_COLUMNS}`,
   getAsset: `SELECT ${ASSET_COLUMNS} FROM assets WHERE id = $1`,
   listJobOutputs: `SELECT ${ASSET_COLUMNS} FROM assets WHERE job_id = $1 ORDER BY seq`,
+  listOutputsOfJobs: `SELECT ${ASSET_COLUMNS} FROM assets WHERE job_id = ANY($1::text[]) ORDER BY job_id, seq`,
   deleteAsset: "DELETE FROM assets WHERE id = $1 RETURNING blob_key",
   findAssetByBlob: `SELECT ${ASSET_COLUMNS} FROM assets WHERE blob_key = $2 AND owner = $1 ORDER BY seq DESC LIMIT 1`,
   findAssetByName: `SELECT ${ASSET_COLUMNS} FROM assets WHERE owner = $1 AND name = $2

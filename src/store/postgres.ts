@@ -307,6 +307,10 @@ export class PostgresStore implements StoreDialect {
     return (await this.#query(PG_SQL.listJobOutputs, [jobId])).rows.map(toAsset);
   }
 
+  async listOutputsOfJobs(jobIds: readonly string[]): Promise<AssetRecord[]> {
+    return (await this.#query(PG_SQL.listOutputsOfJobs, [jobIds])).rows.map(toAsset);
+  }
+
   async deleteAsset(id: string): Promise<AssetDeletion | null> {
     return inTransaction(this.#pool, async (client) => {
       const row = await this.#one(PG_SQL.deleteAsset, [id], client);

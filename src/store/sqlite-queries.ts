@@ -50,6 +50,8 @@ export const SQL = {
     RETURNING ${ASSET_COLUMNS}`,
   getAsset: `SELECT ${ASSET_COLUMNS} FROM assets WHERE id = :id`,
   listJobOutputs: `SELECT ${ASSET_COLUMNS} FROM assets WHERE job_id = :job_id ORDER BY seq`,
+  // :ids a JSON array of job ids: one probe of assets_job_seq per id, whatever their number.
+  listOutputsOfJobs: `SELECT ${ASSET_COLUMNS} FROM assets WHERE job_id IN (SELECT value FROM json_each(:ids)) ORDER BY job_id, seq`,
   deleteAsset: "DELETE FROM assets WHERE id = :id RETURNING blob_key",
   findAssetByBlob: `SELECT ${ASSET_COLUMNS} FROM assets WHERE blob_key = :blob_key AND owner = :owner
     ORDER BY seq DESC LIMIT 1`,

@@ -370,6 +370,10 @@ export class SqliteStore implements StoreDialect {
     return this.#sql.listJobOutputs.all({ job_id: jobId }).map(toAsset);
   }
 
+  async listOutputsOfJobs(jobIds: readonly string[]): Promise<AssetRecord[]> {
+    return this.#sql.listOutputsOfJobs.all({ ids: JSON.stringify(jobIds) }).map(toAsset);
+  }
+
   async deleteAsset(id: string): Promise<AssetDeletion | null> {
     return this.#durable(
       this.#transaction(() => {

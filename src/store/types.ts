@@ -410,6 +410,8 @@ export interface Store {
   getAsset(id: string): Promise<AssetRecord | null>;
   /** A job's assets in commit order. */
   listJobOutputs(jobId: string): Promise<AssetRecord[]>;
+  /** The assets of several jobs (at most 1,000 ids, a page) in one read: each id mapped to its assets in commit order ([] for none). */
+  listOutputsOfJobs(jobIds: readonly string[]): Promise<Map<string, AssetRecord[]>>;
   /** Deletes an asset record; null when absent. */
   deleteAsset(id: string): Promise<AssetDeletion | null>;
   /** The owner's newest asset over the blob (proof it may use the blob), or null. */

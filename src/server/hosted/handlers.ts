@@ -70,11 +70,15 @@ function workflowIdOf(extraData: unknown): unknown {
 /** Jobs of one `GET /api/jobs` page at most (ComfyUI has no bound; `has_more` tells a client without a limit that more follow). */
 export const JOB_LIST_PAGE_MAX = 1000;
 
-/** A job's node outputs in ComfyUI's shape (text inline). */
-async function outputsOf(ctx: HandlerContext, job: JobRecord): Promise<ReturnType<typeof nodeOutputs>> {
-  if (job.status === "queued") return {};
-  const { outputs } = await ctx.runtime.jobs.graphAndOutputs(job);
-  return nodeOutputs(outputs, await inlineTexts(ctx.runtime, outputs));
+/** The node outputs of a page of jobs in ComfyUI's shape (text inline), their records read at once. */
+async function outputsOfPage(ctx: HandlerContext, jobs: readonly JobRecord[]): Promise<Array<ReturnType<typeof nodeOutputs>>> {
+  const byJob = await ctx.runtime.jobs.outputsOfJobs(jobs);
+  return Promise.all(
+    jobs.map(async (job) => {
+      const outputs = byJob.get(job.id) ?? [];
+      return nodeOutputs(outputs, await inlineTexts(ctx.runtime, outputs));
+    }),
+  );
 }
 
 /**
@@ -263,7 +267,8 @@ export const hostedHandlers: HostedHandlers<HandlerContext> = {
       limit: Math.min(query.limit ?? JOB_LIST_PAGE_MAX, JOB_LIST_PAGE_MAX),
       offset: query.offset,
     });
-    const jobs = await Promise.all(page.jobs.map(async (job) => jobSummary(job, await outputsOf(ctx, job))));
+    const outputs = await outputsOfPage(ctx, page.jobs);
+    const jobs = page.jobs.map((job, i) => jobSummary(job, outputs[i]!));
     return { status: 200, body: { jobs, pagination: pagination(page.total, jobs.length) } };
   },
 
