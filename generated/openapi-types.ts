@@ -663,9 +663,9 @@ export interface paths {
          * Cancel one job
          * @description As ComfyUI's `POST /api/jobs/{job_id}/cancel`: a pending job leaves the queue, a running one
          *     is interrupted, and `cancelled` says whether either happened; a finished, unknown or other
-         *     caller's id answers `{"cancelled": false}`, and an id that is not a canonical lowercase UUID
-         *     is 400. A job that starts running during the call is
-         *     still stopped.
+         *     caller's id answers `{"cancelled": false}`, as does an id that is not a canonical lowercase
+         *     UUID (no job can have it; only the batch cancel refuses such ids, with 400 `invalid_ids`).
+         *     A job that starts running during the call is still stopped.
          */
         post: operations["hostedCancelJob"];
         delete?: never;
@@ -2870,7 +2870,7 @@ export interface components {
         PromptId: string;
         /** @description The job id, which is the prompt id. */
         HostedJobId: string;
-        /** @description The job id, a canonical lowercase UUID: another value is 400, as the batch cancel refuses it (ComfyUI answers it with cancelled false). */
+        /** @description The job id. Any value is taken: one that is not a canonical lowercase UUID names no job and answers cancelled false, as in ComfyUI. */
         HostedCancelJobId: string;
         /** @description A blob hash, `blake3:<64 hex>`. */
         BlobHash: components["schemas"]["Blake3Hash"];
@@ -4075,7 +4075,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The job id, a canonical lowercase UUID: another value is 400, as the batch cancel refuses it (ComfyUI answers it with cancelled false). */
+                /** @description The job id. Any value is taken: one that is not a canonical lowercase UUID names no job and answers cancelled false, as in ComfyUI. */
                 job_id: components["parameters"]["HostedCancelJobId"];
             };
             cookie?: never;

@@ -597,9 +597,9 @@ export const hostedGetJob = <ThrowOnError extends boolean = false>(options: Opti
  *
  * As ComfyUI's `POST /api/jobs/{job_id}/cancel`: a pending job leaves the queue, a running one
  * is interrupted, and `cancelled` says whether either happened; a finished, unknown or other
- * caller's id answers `{"cancelled": false}`, and an id that is not a canonical lowercase UUID
- * is 400. A job that starts running during the call is
- * still stopped.
+ * caller's id answers `{"cancelled": false}`, as does an id that is not a canonical lowercase
+ * UUID (no job can have it; only the batch cancel refuses such ids, with 400 `invalid_ids`).
+ * A job that starts running during the call is still stopped.
  *
  */
 export const hostedCancelJob = <ThrowOnError extends boolean = false>(options: Options<HostedCancelJobData, ThrowOnError>): RequestResult<HostedCancelJobResponses, HostedCancelJobErrors, ThrowOnError> => (options.client ?? client).post<HostedCancelJobResponses, HostedCancelJobErrors, ThrowOnError>({

@@ -1359,7 +1359,7 @@ export type PromptId = string;
 export type HostedJobId = string;
 
 /**
- * The job id, a canonical lowercase UUID: another value is 400, as the batch cancel refuses it (ComfyUI answers it with cancelled false).
+ * The job id. Any value is taken: one that is not a canonical lowercase UUID names no job and answers cancelled false, as in ComfyUI.
  */
 export type HostedCancelJobId = string;
 
@@ -2851,7 +2851,7 @@ export type HostedCancelJobData = {
     body?: never;
     path: {
         /**
-         * The job id, a canonical lowercase UUID: another value is 400, as the batch cancel refuses it (ComfyUI answers it with cancelled false).
+         * The job id. Any value is taken: one that is not a canonical lowercase UUID names no job and answers cancelled false, as in ComfyUI.
          */
         job_id: string;
     };
