@@ -6,6 +6,7 @@ import {
   QueueFullError,
   InvalidCursorError,
   TerminalStatusError,
+  isStorableWorkflowId,
   isTerminalStatus,
   TERMINAL_STATUSES,
   type AssetRecord,
@@ -47,6 +48,8 @@ export interface Submission {
   idempotency_key?: string | undefined;
   /** The job id the client chose (the hosted prompt_id, a checked UUID); absent: a new UUIDv7. */
   id?: string | undefined;
+  /** The ComfyUI workflow id (`extra_data.extra_pnginfo.workflow.id`), kept with the job when storable; ignored otherwise. */
+  workflow_id?: unknown;
 }
 
 /** Everything a read of a job returns. */
@@ -114,6 +117,8 @@ export class JobService {
           output_node_ids: validation.output_node_ids,
           secrets_given: submission.extra_data !== undefined && Object.keys(submission.extra_data).length > 0,
           ...(submission.metadata === undefined ? {} : { metadata: submission.metadata }),
+          // A frontend's workflow id: a value no filter could ask for (too long, not text) is not kept, as it could never match.
+          ...(isStorableWorkflowId(submission.workflow_id) ? { workflow_id: submission.workflow_id } : {}),
         },
         // The store checks the bound again as it commits: exact when several processes share it.
         {
@@ -242,7 +247,7 @@ export class JobService {
         }
       }
       if (!moved) {
-        moved = await this.o.store.transitionJob(id, ["running"], "canceling");
+        moved = await this.o.store.transitionJob(id, ["running"], "canceling", { updated_at: now });
         if (moved) this.o.dispatcher.abort(id);
       }
     } catch (err) {
@@ -310,6 +315,12 @@ export class JobService {
   /** Whether a finished job the caller holds is still in the hosted history. */
   async inHistory(job: JobRecord): Promise<boolean> {
     return isTerminalStatus(job.status) && !(await this.o.store.hiddenFromHistory(job.id));
+  }
+
+  /** The outputs of job records the caller already holds (a page of a list), in one read; none for a queued job. */
+  async outputsOfJobs(jobs: readonly JobRecord[]): Promise<Map<string, AssetRecord[]>> {
+    const ran = jobs.filter((job) => job.status !== "queued").map((job) => job.id);
+    return ran.length === 0 ? new Map() : this.o.store.listOutputsOfJobs(ran);
   }
 
   /** The graph and the outputs of a job record the caller already holds (hosted history and queue views). */

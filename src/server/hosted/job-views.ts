@@ -83,6 +83,7 @@ export function jobSummary(job: JobRecord, outputs: NodeOutputs): Schemas["Hoste
     ...(job.completed_at === null ? {} : { execution_end_time: job.completed_at }),
     ...(job.status === "failed" || job.status === "expired" ? { execution_error: { ...executionError(job, null), timestamp: job.completed_at } } : {}),
     ...outputsSummary(outputs),
+    ...(job.workflow_id === null ? {} : { workflow_id: job.workflow_id }),
   };
 }
 
