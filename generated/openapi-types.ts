@@ -636,8 +636,8 @@ export interface paths {
         };
         /**
          * One job in full
-         * @description ComfyUI's full job: the summary fields plus `workflow` (`prompt`, and `extra_data`, always
-         *     empty: flowgate keeps none of it), and once finished `outputs` (ComfyUI's node outputs) and
+         * @description ComfyUI's full job: the summary fields plus `workflow` (`prompt`, and `extra_data` holding only
+         *     ComfyUI's own `create_time`: flowgate keeps none of the caller's), and once finished `outputs` (ComfyUI's node outputs) and
          *     `execution_status` (its history status). 404 with ComfyUI's `{error}` body for an id the
          *     caller has no job under.
          */
@@ -2211,8 +2211,11 @@ export interface components {
             /** @description Only on `GET /api/jobs/{job_id}`. */
             workflow?: {
                 prompt: components["schemas"]["Workflow"];
-                /** @description Always empty; flowgate never keeps `extra_data` (its secrets least of all). */
-                extra_data: Record<string, unknown>;
+                /** @description Only `create_time` (ms since the epoch, as ComfyUI adds it); flowgate never keeps the caller's `extra_data` (its secrets least of all). */
+                extra_data: {
+                    /** @description When the prompt was queued, in ms since the epoch. */
+                    create_time?: number;
+                };
             };
             /** @description Only on `GET /api/jobs/{job_id}` of a finished job; node outputs keyed by node id, as in the history. */
             outputs?: {

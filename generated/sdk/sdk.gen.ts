@@ -580,8 +580,8 @@ export const hostedCancelJobs = <ThrowOnError extends boolean = false>(options: 
 /**
  * One job in full
  *
- * ComfyUI's full job: the summary fields plus `workflow` (`prompt`, and `extra_data`, always
- * empty: flowgate keeps none of it), and once finished `outputs` (ComfyUI's node outputs) and
+ * ComfyUI's full job: the summary fields plus `workflow` (`prompt`, and `extra_data` holding only
+ * ComfyUI's own `create_time`: flowgate keeps none of the caller's), and once finished `outputs` (ComfyUI's node outputs) and
  * `execution_status` (its history status). 404 with ComfyUI's `{error}` body for an id the
  * caller has no job under.
  *

@@ -1146,10 +1146,13 @@ export type HostedJob = {
     workflow?: {
         prompt: Workflow;
         /**
-         * Always empty; flowgate never keeps `extra_data` (its secrets least of all).
+         * Only `create_time` (ms since the epoch, as ComfyUI adds it); flowgate never keeps the caller's `extra_data` (its secrets least of all).
          */
         extra_data: {
-            [key: string]: unknown;
+            /**
+             * When the prompt was queued, in ms since the epoch.
+             */
+            create_time?: number;
         };
     };
     /**

@@ -221,7 +221,7 @@ describe("GET /api/jobs/{id}", () => {
     const { prompt_id: id } = (await res.json()) as { prompt_id: string };
     await reaches(id, "completed");
     const full = await job(id);
-    expect(full.workflow).toEqual({ prompt, extra_data: {} });
+    expect(full.workflow).toEqual({ prompt, extra_data: { create_time: full.create_time } });
     expect(JSON.stringify(full)).not.toContain("secret-partner-key");
     expect(full.execution_status).toMatchObject({ status_str: "success", completed: true });
     expect(Object.keys(full.outputs ?? {})).toEqual(["2"]);

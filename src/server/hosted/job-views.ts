@@ -87,9 +87,13 @@ export function jobSummary(job: JobRecord, outputs: NodeOutputs): Schemas["Hoste
   };
 }
 
-/** The full job: the summary, the graph (never extra_data, which is not kept), and once finished its outputs and history status. */
+/**
+ * The full job: the summary, the graph, and once finished its outputs and history status. Of
+ * extra_data only ComfyUI's own `create_time`: the caller's is never kept.
+ */
 export function fullJob(job: JobRecord, workflow: Record<string, unknown>, outputs: NodeOutputs): Schemas["HostedJob"] {
-  const full: Schemas["HostedJob"] = { ...jobSummary(job, outputs), workflow: { prompt: workflow, extra_data: {} } };
+  const extra_data = { create_time: job.created_at };
+  const full: Schemas["HostedJob"] = { ...jobSummary(job, outputs), workflow: { prompt: workflow, extra_data } };
   if (isTerminalStatus(job.status)) {
     full.outputs = outputs;
     full.execution_status = historyEntry(job, workflow, outputs).status;
