@@ -24,6 +24,7 @@ import { notFound, ServiceError } from "../domain/errors.ts";
 import type { EventBus } from "./event-bus.ts";
 import type { JobQueue } from "./job-queue.ts";
 import { uuidv7 } from "../domain/ids.ts";
+import { risingPositions } from "./list-positions.ts";
 
 export interface JobServiceOptions {
   store: Store;
@@ -221,7 +222,8 @@ export class JobService {
       });
       // Jobs past retention are gone for listing as for GET, even before the reaper purges them.
       const jobs = page.jobs.filter((j) => !this.pastRetention(j));
-      return { jobs: await Promise.all(jobs.map((j) => this.snapshot(j))), next_cursor: page.next_cursor };
+      // The caller's own jobs: their places rise with submission in one answer (see risingPositions).
+      return { jobs: risingPositions(await Promise.all(jobs.map((j) => this.snapshot(j)))), next_cursor: page.next_cursor };
     } catch (err) {
       if (err instanceof InvalidCursorError) {
         throw new ServiceError("invalid_cursor", "The cursor is invalid.");
