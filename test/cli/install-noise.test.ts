@@ -16,11 +16,12 @@ const olderNode = systemMajor > 0 && systemMajor < 24 && spawnSync(`${SYSTEM_BIN
 describe("a checkout's commands print no install noise", () => {
   it.skipIf(!olderNode)(`npx flowgate --version under the machine's Node ${systemMajor} prints the version alone`, () => {
     // npx installs the checkout into its own cache on the first call (then npm checks the engines); a
-    // fresh cache makes every run of this test that first call.
+    // fresh cache makes every run of this test that first call. Offline: the tests never need the registry.
     const cache = mkdtempSync(path.join(tmpdir(), "flowgate-npx-cache-"));
     try {
-      const env: NodeJS.ProcessEnv = { ...process.env, PATH: `${SYSTEM_BIN}:/bin`, npm_config_cache: cache };
-      for (const key of Object.keys(env)) if (/^npm_config_(?!cache$)/i.test(key)) delete env[key];
+      const env: NodeJS.ProcessEnv = { ...process.env, PATH: `${SYSTEM_BIN}:/bin` };
+      for (const key of Object.keys(env)) if (/^npm_config_/i.test(key)) delete env[key];
+      Object.assign(env, { npm_config_cache: cache, npm_config_offline: "true" });
       const r = spawnSync(`${SYSTEM_BIN}/npx`, ["flowgate", "--version"], { cwd: ROOT, env, encoding: "utf8" });
       expect(r.status).toBe(0);
       expect(r.stderr).not.toContain("EBADENGINE");
