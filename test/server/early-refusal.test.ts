@@ -3,6 +3,7 @@
 // drops what the client still sends (up to a bound) before it closes.
 import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { pngOf } from "../engine/helpers.ts";
 import { startTestServer, type TestServer } from "../hosted/hosted-server.ts";
 
 const MB = 1024 * 1024;
@@ -68,32 +69,35 @@ function bodyOf(response: string): any {
 
 describe("an early refusal reaches a client that is still sending", () => {
   let s: TestServer;
+  // The mask route refuses bytes that are no image before their size: its file starts as a PNG.
+  let png: Buffer;
   beforeAll(async () => {
     s = await startTestServer(["--max-upload-size", "1MB"]);
+    png = await pngOf(4, 4, 3, new Array(48).fill(100));
   });
   afterAll(() => s.stop());
 
   const multipart = { "content-type": "multipart/form-data; boundary=xyz" };
-  const filePart = (field: string) =>
+  const filePart = (field: string) => () =>
     Buffer.from(`--xyz\r\ncontent-disposition: form-data; name="${field}"; filename="big.bin"\r\ncontent-type: application/octet-stream\r\n\r\n`);
-  const none = Buffer.alloc(0);
-  const cases: Array<[string, string, Record<string, string>, Buffer, number, string]> = [
+  const none = () => Buffer.alloc(0);
+  const cases: Array<[string, string, Record<string, string>, () => Buffer, number, string]> = [
     ["a JSON body past the body limit", "/api/v2/jobs", { "content-type": "application/json" }, none, 413, "payload_too_large"],
     ["a v2 upload of a type it does not take", "/api/v2/assets", { "content-type": "text/plain" }, none, 400, "invalid_request"],
     ["a v2 upload past --max-upload-size", "/api/v2/assets", multipart, filePart("file"), 413, "payload_too_large"],
     ["a hosted image upload past --max-upload-size", "/api/upload/image", multipart, filePart("image"), 413, "payload_too_large"],
-    ["a hosted mask upload past --max-upload-size", "/api/upload/mask", multipart, filePart("image"), 413, "payload_too_large"],
+    ["a hosted mask upload past --max-upload-size", "/api/upload/mask", multipart, () => Buffer.concat([filePart("image")(), png]), 413, "payload_too_large"],
   ];
   const codeOf = (body: any) => body?.error?.code ?? body?.error?.type;
   for (const [what, path, headers, prefix, status, code] of cases) {
     it(`${what}: a raw socket reads the ${status}`, async () => {
-      const res = await rawPost(s.url, path, headers, prefix);
+      const res = await rawPost(s.url, path, headers, prefix());
       expect(statusOf(res.response)).toBe(status);
       expect(codeOf(bodyOf(res.response))).toBe(code);
       expect(res.writeError).toBeNull(); // the server read the whole body: no write failed
     });
     it(`${what}: fetch with a streaming body reads the ${status}`, async () => {
-      const res = await fetchPost(`${s.url}${path}`, headers, prefix);
+      const res = await fetchPost(`${s.url}${path}`, headers, prefix());
       expect(res.status).toBe(status);
       expect(codeOf(res.body)).toBe(code);
     });
