@@ -1,6 +1,8 @@
 // `npm run chaos`: the faults of the published PostgreSQL queue comparisons, on a deployment of
 // real processes (an API node, two workers, blobs in an S3 bucket) over a PostgreSQL cluster of
-// this run's own (pg_createcluster: the shared server is never touched). Jobs are submitted at a
+// this run's own (the shared server is never touched): made with pg_createcluster when run as
+// root (PostgreSQL itself refuses to run as root), else with initdb and pg_ctl as this user, so
+// no scenario needs root. Without PostgreSQL's server programs it says so and runs nothing. Jobs are submitted at a
 // steady rate through each fault; per scenario it reports jobs lost (acknowledged, then absent),
 // run twice (more than one output record), stuck (not ended 60 s after the fault), the time from
 // the fault's end until the completion rate is back to 80 % of the rate before it, and the dead
@@ -8,14 +10,15 @@
 //
 //   npm run chaos [-- --only restart,crash-stop] [-- --rate 8]
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { existsSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import pg from "pg";
-import { startBucketProxy, type BucketProxy } from "../test/blobs/bucket-proxy.ts";
-import { startTestBucket, type TestBucket } from "../test/blobs/test-bucket.ts";
+import { startBucketProxy, type BucketProxy } from "./lib/bucket-proxy.ts";
+import { startLocalBucket, type LocalBucket } from "./lib/local-bucket.ts";
 
 const ROOT = join(import.meta.dirname, "..");
 const PG_VERSION = "15";
@@ -34,27 +37,55 @@ async function freePort(): Promise<number> {
   return port;
 }
 
+const PG_BIN = `/usr/lib/postgresql/${PG_VERSION}/bin`;
+const AS_ROOT = process.getuid?.() === 0;
+
+/**
+ * Why no cluster can be made here, or null. As root: pg_createcluster (the cluster runs as the
+ * postgres user). Else: initdb and pg_ctl as this user, which needs no root.
+ */
+function clusterUnavailable(): string | null {
+  if (AS_ROOT) {
+    return existsSync("/usr/bin/pg_createcluster") ? null : "run as root, it needs pg_createcluster (postgresql-common); run it as another user to use initdb";
+  }
+  return existsSync(join(PG_BIN, "initdb")) ? null : `it needs PostgreSQL ${PG_VERSION}'s server programs (${PG_BIN}/initdb, pg_ctl)`;
+}
+
 /** A PostgreSQL cluster of this run's own. */
 class Cluster {
   readonly name = `flowgate_chaos_${process.pid}`;
   port = 0;
+  /** The data directory, when made with initdb (not root). */
+  dir: string | null = null;
   get url(): string {
     return `postgres://postgres@127.0.0.1:${this.port}/postgres`;
   }
   async create(): Promise<void> {
     this.port = await freePort();
-    execFileSync("pg_createcluster", [PG_VERSION, this.name, "--port", String(this.port), "--", "--auth=trust"], { stdio: "ignore" });
+    if (AS_ROOT) {
+      execFileSync("pg_createcluster", [PG_VERSION, this.name, "--port", String(this.port), "--", "--auth=trust"], { stdio: "ignore" });
+    } else {
+      this.dir = await mkdtemp(join(tmpdir(), "flowgate-chaos-pg-"));
+      execFileSync(join(PG_BIN, "initdb"), ["-D", this.dir, "-U", "postgres", "--auth=trust"], { stdio: "ignore" });
+    }
     this.ctl("start");
   }
-  ctl(...a: string[]): void {
-    execFileSync("pg_ctlcluster", [PG_VERSION, this.name, ...a], { stdio: "ignore" });
+  /** pg_ctlcluster's actions (`start`, `stop -m immediate`, `restart -m fast`), on either kind. */
+  ctl(action: "start" | "stop" | "restart", ...options: string[]): void {
+    if (this.dir === null) return void execFileSync("pg_ctlcluster", [PG_VERSION, this.name, action, ...options], { stdio: "ignore" });
+    const server = action === "stop" ? [] : ["-l", join(this.dir, "log"), "-o", `-p ${this.port} -k ${this.dir} -c listen_addresses=127.0.0.1`];
+    execFileSync(join(PG_BIN, "pg_ctl"), ["-D", this.dir, "-w", ...options, ...server, action], { stdio: "ignore" });
   }
-  drop(): void {
+  async drop(): Promise<void> {
     try {
-      execFileSync("pg_dropcluster", [PG_VERSION, this.name, "--stop"], { stdio: "ignore" });
+      if (this.dir === null) execFileSync("pg_dropcluster", [PG_VERSION, this.name, "--stop"], { stdio: "ignore" });
+      else {
+        execFileSync(join(PG_BIN, "pg_ctl"), ["-D", this.dir, "-m", "immediate", "stop"], { stdio: "ignore" });
+      }
     } catch {
       // already gone
     }
+    if (this.dir !== null) await rm(this.dir, { recursive: true, force: true });
   }
 }
 
@@ -89,7 +120,7 @@ class Deployment {
   api = "";
   workers: Array<ReturnType<typeof flowgate>> = [];
   proxy!: BucketProxy;
-  bucket!: TestBucket;
+  bucket!: LocalBucket;
   readonly dirs: string[] = [];
   readonly cluster = new Cluster();
   db!: pg.Pool;
@@ -99,8 +130,8 @@ class Deployment {
     await this.cluster.create();
     this.db = new pg.Pool({ connectionString: this.cluster.url, max: 2 });
     this.db.on("error", () => undefined);
-    this.bucket = await startTestBucket();
-    this.proxy = await startBucketProxy(this.bucket.endpoint!);
+    this.bucket = await startLocalBucket();
+    this.proxy = await startBucketProxy(this.bucket.endpoint);
     const migrate = flowgate("serve", [...(await this.flags()), "--port", "0", "--no-dispatch"], this.bucket.env);
     this.apiNode = migrate;
     await until(() => /listening on (http:\/\/\S+)/.test(migrate.out()), "the API node listening");
@@ -137,7 +168,7 @@ class Deployment {
     await this.db?.end().catch(() => undefined);
     await this.proxy?.close();
     await this.bucket?.stop();
-    this.cluster.drop();
+    await this.cluster.drop();
     for (const dir of this.dirs) await rm(dir, { recursive: true, force: true });
   }
 
@@ -190,7 +221,18 @@ async function endedWithin(d: Deployment, label: string, ms: number): Promise<nu
   return Number(rows[0]!.n);
 }
 
+/** Jobs not ended yet, of every scenario. */
+async function unfinished(d: Deployment): Promise<number> {
+  const rows = await d.query<{ n: string }>(`SELECT count(*) AS n FROM jobs WHERE completed_at IS NULL`).catch(() => [{ n: "-1" }]);
+  return Number(rows[0]!.n);
+}
+
 async function measure(d: Deployment, s: Scenario): Promise<Record<string, string | number>> {
+  // A backlog left by the scenario before (a rate above what this host drains) would count as
+  // this one's stuck jobs: each starts on an empty queue.
+  await until(async () => (await unfinished(d)) === 0, "the queue drained before the scenario", 300_000).catch(() =>
+    process.stderr.write(`chaos: ${s.name} starts with jobs of earlier scenarios still queued\n`),
+  );
   const label = `${s.name}-${Date.now()}`;
   const load = submitter(d, label);
   await sleep(6_000);
@@ -319,6 +361,12 @@ const SCENARIOS: Scenario[] = [
 ];
 
 const only = args.only?.split(",");
+const unavailable = clusterUnavailable();
+if (unavailable !== null) {
+  console.error(`chaos: every scenario runs over a PostgreSQL cluster of its own, and none can be made here: ${unavailable}. Nothing was run.`);
+  process.exit(0);
+}
+process.stderr.write(`chaos: a cluster of its own, made with ${AS_ROOT ? "pg_createcluster (as root)" : "initdb and pg_ctl (as this user)"}\n`);
 const d = new Deployment();
 const results: Array<Record<string, string | number>> = [];
 try {

@@ -47,6 +47,8 @@ export interface S3BlobStoreOptions {
   now?: () => number;
   /** Longest wait for one request, the SDK's retries included, before BlobUnavailableError (default 60 s). */
   requestBoundMs?: number;
+  /** Longest a put may wait on the bucket across all its requests, before BlobUnavailableError (default 60 s, as one request). */
+  putBoundMs?: number;
   /** Longest wait of `check` (readiness), in ms (default 2 s). */
   checkBoundMs?: number;
 }
@@ -66,6 +68,8 @@ export const S3_TOUCH_MARGIN_MS = 10 * 60 * 1000;
 const STALE_TEMP_MS = 24 * 60 * 60 * 1000;
 /** See S3BlobStoreOptions.requestBoundMs. */
 export const S3_REQUEST_BOUND_MS = 60_000;
+/** See S3BlobStoreOptions.putBoundMs. */
+export const S3_PUT_BOUND_MS = S3_REQUEST_BOUND_MS;
 /** See S3BlobStoreOptions.checkBoundMs. */
 export const S3_CHECK_BOUND_MS = 2_000;
 /** Longest validity of a SigV4 presigned URL. */
@@ -81,16 +85,27 @@ export class S3BlobStore implements BlobStore {
   readonly #probe: S3Client["send"];
   readonly #partBytes: number;
   readonly #now: () => number;
+  readonly #requestBoundMs: number;
+  readonly #putBoundMs: number;
 
   /** The endpoint given (null: AWS's own, by region), for messages. */
   readonly #endpoint: string | null;
 
-  private constructor(location: S3Location, client: S3Client, partBytes: number, now: () => number, endpoint: string | null, bounds: [number, number]) {
+  private constructor(
+    location: S3Location,
+    client: S3Client,
+    partBytes: number,
+    now: () => number,
+    endpoint: string | null,
+    bounds: [request: number, check: number, put: number],
+  ) {
     this.location = location;
     this.#endpoint = endpoint;
     this.client = client;
     this.#send = boundedSend(client, bounds[0]);
     this.#probe = boundedSend(client, bounds[1]);
+    this.#requestBoundMs = bounds[0];
+    this.#putBoundMs = bounds[2];
     this.#partBytes = partBytes;
     this.#now = now;
   }
@@ -111,7 +126,11 @@ export class S3BlobStore implements BlobStore {
         // holding them; each request is bounded as a whole too (boundedSend), retries included.
         requestHandler: { connectionTimeout: 5_000, requestTimeout: 60_000 },
       });
-    const bounds: [number, number] = [options.requestBoundMs ?? S3_REQUEST_BOUND_MS, options.checkBoundMs ?? S3_CHECK_BOUND_MS];
+    const bounds: [number, number, number] = [
+      options.requestBoundMs ?? S3_REQUEST_BOUND_MS,
+      options.checkBoundMs ?? S3_CHECK_BOUND_MS,
+      options.putBoundMs ?? S3_PUT_BOUND_MS,
+    ];
     const store = new S3BlobStore(options.location, client, partBytes, options.now ?? Date.now, endpoint, bounds);
     store.removeStaleTemps().catch(() => undefined); // housekeeping only: a bucket down now is seen by readiness
     return store;
@@ -128,14 +147,23 @@ export class S3BlobStore implements BlobStore {
     return `${this.location.prefix}${key}`;
   }
 
-  /** Streams bytes into the bucket while hashing them, holding at most a few parts; see PutOptions for the refusals. */
+  /**
+   * Streams bytes into the bucket while hashing them, holding at most a few parts; see PutOptions
+   * for the refusals. The time it waits on the bucket, all its requests together, is bounded by
+   * putBoundMs (time waiting for the source's bytes is not counted).
+   */
   async put(source: BlobSource, options: PutOptions = {}): Promise<PutResult> {
+    return this.#put(source, options, new BucketBudget(this.#putBoundMs));
+  }
+
+  async #put(source: BlobSource, options: PutOptions, budget: BucketBudget): Promise<PutResult> {
     const expectedHex = checkExpectedHash(options.expectedHash);
     const maxBytes = checkMaxBytes(options.maxBytes);
-    if (source instanceof Uint8Array) return this.#putBuffer(source, expectedHex, maxBytes);
+    if (source instanceof Uint8Array) return this.#putBuffer(source, expectedHex, maxBytes, budget);
+    const send = boundedSend(this.client, this.#requestBoundMs, budget);
     // The name is known before the bytes: stored already, they are only hashed (checked), never
     // sent; else a large upload goes up under its name, completed only once the hash matched.
-    const known = expectedHex !== null && (await this.#reuse(expectedHex));
+    const known = expectedHex !== null && (await budget.charge(() => this.#reuse(expectedHex, send)));
     const hasher = await createBlake3Hasher();
     let size = 0;
     const part: Uint8Array[] = [];
@@ -166,39 +194,41 @@ export class S3BlobStore implements BlobStore {
         part.push(chunk);
         partSize += chunk.byteLength;
         while (partSize >= this.#partBytes) {
-          upload ??= await Multipart.start(
-            this.#send,
-            this.location.bucket,
-            expectedHex === null ? `${this.location.prefix}tmp/${randomUUID()}` : this.objectKey(expectedHex),
+          upload ??= await budget.charge(() =>
+            Multipart.start(send, this.location.bucket, expectedHex === null ? `${this.location.prefix}tmp/${randomUUID()}` : this.objectKey(expectedHex)),
           );
           const bytes = takePart();
-          await upload.add(bytes, () => free.push(bytes));
+          const adding = upload;
+          await budget.charge(() => adding.add(bytes, () => free.push(bytes)));
         }
       }
       const key = hasher.digestHex();
       if (expectedHex !== null && key !== expectedHex) throw new HashMismatchError(toBlake3Hash(expectedHex), toBlake3Hash(key));
       if (known) return { key, hash: toBlake3Hash(key), size, created: false };
-      if (upload === null) return await this.#putSmall(key, Buffer.concat(part, partSize));
-      if (partSize > 0) await upload.add(Buffer.concat(part, partSize));
-      await upload.drain();
+      if (upload === null) return await this.#putSmall(key, Buffer.concat(part, partSize), budget);
+      const last = upload;
+      await budget.charge(async () => {
+        if (partSize > 0) await last.add(Buffer.concat(part, partSize));
+        await last.drain();
+      });
       if (expectedHex !== null) {
-        await upload.complete(); // under its own name already: nothing to copy
+        await budget.charge(() => last.complete()); // under its own name already: nothing to copy
         upload = null;
         return { key, hash: toBlake3Hash(key), size, created: true };
       }
       const multipart = upload;
       upload = null;
       // Stored already: the parts are dropped, no object was ever made.
-      if (await this.#reuse(key)) {
+      if (await budget.charge(() => this.#reuse(key, send))) {
         // Parts an abort could not drop are no object either; a bucket lifecycle rule
         // (AbortIncompleteMultipartUpload) clears them.
         await multipart.abort().catch(() => undefined);
         return { key, hash: toBlake3Hash(key), size, created: false };
       }
-      await multipart.complete();
+      await budget.charge(() => multipart.complete());
       try {
-        await this.#send(
-          new CopyObjectCommand({ Bucket: this.location.bucket, Key: this.objectKey(key), CopySource: copySource(this.location.bucket, multipart.key) }),
+        await budget.charge(() =>
+          send(new CopyObjectCommand({ Bucket: this.location.bucket, Key: this.objectKey(key), CopySource: copySource(this.location.bucket, multipart.key) })),
         );
       } finally {
         await this.#deleteObject(multipart.key).catch(() => undefined); // else removed at a later open, once stale
@@ -211,29 +241,35 @@ export class S3BlobStore implements BlobStore {
   }
 
   /** A buffer is hashed first: bytes already stored cost a HEAD. */
-  async #putBuffer(bytes: Uint8Array, expectedHex: string | null, maxBytes: number | null): Promise<PutResult> {
+  async #putBuffer(bytes: Uint8Array, expectedHex: string | null, maxBytes: number | null, budget: BucketBudget): Promise<PutResult> {
     if (maxBytes !== null && bytes.byteLength > maxBytes) throw new PayloadTooLargeError(maxBytes);
     const key = await blake3Hex(bytes);
     if (expectedHex !== null && key !== expectedHex) throw new HashMismatchError(toBlake3Hash(expectedHex), toBlake3Hash(key));
-    if (bytes.byteLength > this.#partBytes) return this.put(chunked(bytes, this.#partBytes));
-    return this.#putSmall(key, bytes);
+    if (bytes.byteLength > this.#partBytes) return this.#put(chunked(bytes, this.#partBytes), {}, budget);
+    return this.#putSmall(key, bytes, budget);
   }
 
-  /** One PUT to the blob's name unless it is stored already (a HEAD); S3's PUT is atomic, so a reader never sees part of it. */
-  async #putSmall(key: string, bytes: Uint8Array): Promise<PutResult> {
+  /**
+   * One PUT to the blob's name unless it is stored already (a HEAD), both within `budget`; S3's
+   * PUT is atomic, so a reader never sees part of it.
+   */
+  async #putSmall(key: string, bytes: Uint8Array, budget: BucketBudget): Promise<PutResult> {
+    const send = boundedSend(this.client, this.#requestBoundMs, budget);
     const result = { key, hash: toBlake3Hash(key), size: bytes.byteLength };
-    if (await this.#reuse(key)) return { ...result, created: false };
-    await this.#send(new PutObjectCommand({ Bucket: this.location.bucket, Key: this.objectKey(key), Body: bytes, ContentLength: bytes.byteLength }));
+    if (await budget.charge(() => this.#reuse(key, send))) return { ...result, created: false };
+    await budget.charge(() =>
+      send(new PutObjectCommand({ Bucket: this.location.bucket, Key: this.objectKey(key), Body: bytes, ContentLength: bytes.byteLength })),
+    );
     return { ...result, created: true };
   }
 
   /** Whether the blob is stored; an old one is touched (see S3_TOUCH_MARGIN_MS). */
-  async #reuse(key: string): Promise<boolean> {
-    const head = await this.#head(this.objectKey(key));
+  async #reuse(key: string, send: S3Client["send"] = this.#send): Promise<boolean> {
+    const head = await this.#head(this.objectKey(key), send);
     if (head === null) return false;
     if (Date.now() - head.mtimeMs > S3_TOUCH_MARGIN_MS / 2) {
       const Key = this.objectKey(key);
-      await this.#send(
+      await send(
         new CopyObjectCommand({
           Bucket: this.location.bucket,
           Key,
@@ -248,7 +284,7 @@ export class S3BlobStore implements BlobStore {
 
   /** Stores a buffer durably at once: nothing is kept pending (there is no write-behind here). */
   async stage(bytes: Uint8Array): Promise<StagedPut> {
-    return { ...(await this.#putBuffer(bytes, null, null)), pending: null, durable: Promise.resolve(null) };
+    return { ...(await this.#putBuffer(bytes, null, null, new BucketBudget(this.#putBoundMs))), pending: null, durable: Promise.resolve(null) };
   }
 
   /** Nothing is ever staged. */
@@ -382,9 +418,9 @@ export class S3BlobStore implements BlobStore {
     } while (token);
   }
 
-  async #head(objectKey: string): Promise<BlobStat | null> {
+  async #head(objectKey: string, send: S3Client["send"] = this.#send): Promise<BlobStat | null> {
     try {
-      const head = await this.#send(new HeadObjectCommand({ Bucket: this.location.bucket, Key: objectKey }));
+      const head = await send(new HeadObjectCommand({ Bucket: this.location.bucket, Key: objectKey }));
       return { size: head.ContentLength ?? 0, mtimeMs: head.LastModified?.getTime() ?? 0 };
     } catch (error) {
       if (isNotFound(error)) return null;
@@ -461,18 +497,54 @@ class Multipart {
 }
 
 /**
- * The client's `send` bounded as a whole (the SDK's retries included): past `boundMs` the request
- * is aborted and BlobUnavailableError says so. The timer ends with the answer, so the body of a
- * GET streams for as long as it takes.
+ * What one operation (a put) may still wait on the bucket, across its requests: only the time it
+ * spends awaiting them is charged, not the time it waits for its source's bytes.
  */
-function boundedSend(client: S3Client, boundMs: number): S3Client["send"] {
+class BucketBudget {
+  readonly boundMs: number;
+  #spentMs = 0;
+  constructor(boundMs: number) {
+    this.boundMs = boundMs;
+  }
+
+  /** Milliseconds left. */
+  left(): number {
+    return this.boundMs - this.#spentMs;
+  }
+
+  /** Awaits `wait` (requests to the bucket), charging its time; none left: BlobUnavailableError. */
+  async charge<T>(wait: () => Promise<T>): Promise<T> {
+    if (this.left() <= 0) throw this.#spent();
+    const started = performance.now();
+    try {
+      return await wait();
+    } finally {
+      this.#spentMs += performance.now() - started;
+    }
+  }
+
+  #spent(): BlobUnavailableError {
+    return new BlobUnavailableError(`object storage did not take the upload within ${this.boundMs / 1000} s`);
+  }
+}
+
+/**
+ * The client's `send` bounded as a whole (the SDK's retries included): past `boundMs`, or past
+ * what `budget` has left when it starts, the request is aborted and BlobUnavailableError says so.
+ * The timer ends with the answer, so the body of a GET streams for as long as it takes.
+ */
+function boundedSend(client: S3Client, requestBoundMs: number, budget?: BucketBudget): S3Client["send"] {
   return (async (command: Parameters<S3Client["send"]>[0]) => {
+    const boundMs = Math.max(0, Math.min(requestBoundMs, budget?.left() ?? requestBoundMs));
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(), boundMs);
     try {
       return await client.send(command as never, { abortSignal: controller.signal });
     } catch (err) {
-      if (controller.signal.aborted) throw new BlobUnavailableError(`object storage did not answer within ${boundMs / 1000} s`, { cause: err });
+      if (controller.signal.aborted) {
+        const within = boundMs < requestBoundMs && budget ? `take the upload within ${budget.boundMs / 1000} s` : `answer within ${boundMs / 1000} s`;
+        throw new BlobUnavailableError(`object storage did not ${within}`, { cause: err });
+      }
       throw err;
     } finally {
       clearTimeout(timer);

@@ -6,6 +6,7 @@ import multipart from "@fastify/multipart";
 import type { V2Handlers } from "../../generated/handlers.ts";
 import { ServiceError } from "../domain/errors.ts";
 import { answerClientError } from "./client-errors.ts";
+import { lingerOnEarlyClose } from "./lingering-close.ts";
 import { malformedJson, toEnvelope, unsupportedContentType } from "./error-envelope.ts";
 import { toHostedError } from "./hosted/hosted-errors.ts";
 import type { HandlerContext } from "./handler-context.ts";
@@ -119,6 +120,7 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
   // preClose: before the server waits for its connections, which open streams would hold.
   app.addHook("preClose", async () => streams.close());
   endConnectionsOnClose(app);
+  lingerOnEarlyClose(app.server);
   absorbUpgradeSocketErrors(app.server);
   upgradeOnlyWebSockets(app.server, runtime.surface.servesHosted ? WS_PATHS : new Set());
   const v2: V2Handlers<HandlerContext> = {

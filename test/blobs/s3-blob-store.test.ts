@@ -8,7 +8,7 @@ import { Readable } from "node:stream";
 import { text } from "node:stream/consumers";
 import { S3Client } from "@aws-sdk/client-s3";
 import { blake3 as referenceBlake3 } from "hash-wasm";
-import { BlobNotFoundError, HashMismatchError, PayloadTooLargeError, parseS3Url } from "../../src/blobs/index.ts";
+import { BlobNotFoundError, BlobUnavailableError, HashMismatchError, PayloadTooLargeError, parseS3Url } from "../../src/blobs/index.ts";
 import { S3BlobStore, type S3BlobStoreOptions } from "../../src/blobs/s3-blob-store.ts";
 import { startBucketProxy, type BucketProxy } from "./bucket-proxy.ts";
 import { startTestBucket, type TestBucket } from "./test-bucket.ts";
@@ -241,4 +241,26 @@ describe("S3BlobStore: a bucket that throttles, or cannot be reached", () => {
     await s.check();
     expect((await s.putBytes(Buffer.from("after heal"))).created).toBe(true);
   });
+});
+
+describe.skipIf(!plainHttp)("S3BlobStore: a put's requests share one bound", () => {
+  // Each request answers within the request bound, but a put's HEAD and PUT together do not
+  // answer within the put's: the put gives up at its bound, not at the sum of its requests'.
+  it("a small put whose HEAD and PUT each take most of the bound fails BlobUnavailableError, as does a streamed one", async () => {
+    const proxy = await startBucketProxy(bucket.endpoint!);
+    try {
+      const s = await store("put-bound/", { endpoint: proxy.endpoint, maxAttempts: 1, requestBoundMs: 3_000, putBoundMs: 3_000 });
+      proxy.delay(2_000);
+      const small = await s.put(Buffer.from("a slow bucket")).catch((err: unknown) => err);
+      expect(small).toBeInstanceOf(BlobUnavailableError);
+      expect((small as Error).message).toMatch(/did not take the upload within 3 s/);
+      const streamed = await s.put(inChunks(pattern(1000, 7), 100)).catch((err: unknown) => err);
+      expect(streamed).toBeInstanceOf(BlobUnavailableError);
+      proxy.delay(0);
+      expect((await s.put(Buffer.from("a bucket back to speed"))).created).toBe(true);
+      await s.close();
+    } finally {
+      await proxy.close();
+    }
+  }, 30_000);
 });

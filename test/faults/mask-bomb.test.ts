@@ -1,6 +1,7 @@
 // POST /api/upload/mask decodes two images: a small PNG that declares a huge image (a
 // decompression bomb) is refused from its header, before anything is decoded, as the original
 // (`original_ref`) and as the mask alike; an image within the bound is composed as before.
+import { connect } from "node:net";
 import { crc32, deflateSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as v from "../../generated/validators.js";
@@ -54,6 +55,81 @@ async function uploadMask(mask: Buffer, original: string): Promise<{ status: num
   const res = await fetch(`${s.url}/api/upload/mask`, { method: "POST", body: form });
   return { status: res.status, body: await res.json() };
 }
+
+/**
+ * A raw POST /api/upload/mask that declares a 100 MB body and sends only `parts` (form parts, in
+ * order): the answer, which must come while the body is still incomplete, or never.
+ */
+function answerBeforeTheBody(parts: Array<{ name: string; filename?: string; bytes: Buffer }>): Promise<{ status: number; body: any }> {
+  const { hostname, port } = new URL(s.url);
+  const sent = Buffer.concat(
+    parts.flatMap((p) => [
+      Buffer.from(`--xyz\r\ncontent-disposition: form-data; name="${p.name}"${p.filename ? `; filename="${p.filename}"` : ""}\r\n\r\n`),
+      p.bytes,
+      ...(p.filename ? [] : [Buffer.from("\r\n")]),
+    ]),
+  );
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname);
+    const received: Buffer[] = [];
+    socket.on("data", (chunk: Buffer) => received.push(chunk));
+    socket.on("error", reject);
+    // The server ends its side once it has answered (it reads on meanwhile): the answer is whole.
+    socket.on("end", () => {
+      socket.destroy();
+      const text = Buffer.concat(received).toString("utf8");
+      resolve({ status: Number(text.slice(9, 12)), body: JSON.parse(text.slice(text.indexOf("\r\n\r\n") + 4)) });
+    });
+    socket.write(
+      `POST /api/upload/mask HTTP/1.1\r\nHost: ${hostname}\r\nContent-Type: multipart/form-data; boundary=xyz\r\nContent-Length: ${100 * 1024 * 1024}\r\n\r\n`,
+    );
+    socket.write(sent);
+  });
+}
+
+describe("POST /api/upload/mask refuses before reading what it does not need", () => {
+  it("a mask whose header declares too many pixels is refused from its first bytes", async () => {
+    const original = await uploadImage(await pngOf(4, 4, 3, new Array(48).fill(100)));
+    const bomb = bombPng(12_000, 12_000);
+    const res = await answerBeforeTheBody([
+      { name: "original_ref", bytes: Buffer.from(JSON.stringify({ filename: original })) },
+      { name: "image", filename: "mask.png", bytes: bomb.subarray(0, 8192) },
+    ]);
+    expect(res.status).toBe(400);
+    expect(JSON.parse(res.body.error.details).fields).toEqual([{ field: "image", reason: "too_large" }]);
+  });
+
+  it("an original_ref sent before the image is checked before the image is read", async () => {
+    const res = await answerBeforeTheBody([
+      { name: "original_ref", bytes: Buffer.from(JSON.stringify({ filename: "missing.png" })) },
+      { name: "image", filename: "mask.png", bytes: Buffer.alloc(8192) },
+    ]);
+    expect(res.status).toBe(404);
+    expect(res.body.error.type).toBe("not_found");
+  });
+
+  it("bytes that are no image format are refused from their first bytes", async () => {
+    const original = await uploadImage(await pngOf(4, 4, 3, new Array(48).fill(100)));
+    const res = await answerBeforeTheBody([
+      { name: "original_ref", bytes: Buffer.from(JSON.stringify({ filename: original })) },
+      { name: "image", filename: "mask.png", bytes: Buffer.alloc(8192, 0x61) },
+    ]);
+    expect(res.status).toBe(400);
+    expect(JSON.parse(res.body.error.details).fields).toEqual([{ field: "image", reason: "invalid_image" }]);
+  });
+
+  it("a mask file larger than an image of its declared size can be is 413 before the rest is read", async () => {
+    const original = await uploadImage(await pngOf(4, 4, 3, new Array(48).fill(100)));
+    const png = await pngOf(4, 4, 4, new Array(64).fill(200));
+    // A valid 4x4 PNG, then 2 MiB more: more than 4x4 pixels at any depth, plus the slack.
+    const res = await answerBeforeTheBody([
+      { name: "original_ref", bytes: Buffer.from(JSON.stringify({ filename: original })) },
+      { name: "image", filename: "mask.png", bytes: Buffer.concat([png, Buffer.alloc(2 * 1024 * 1024)]) },
+    ]);
+    expect(res.status).toBe(413);
+    expect(res.body.error.type).toBe("payload_too_large");
+  });
+});
 
 describe("POST /api/upload/mask against decompression bombs", () => {
   const bomb = bombPng(12_000, 12_000);

@@ -29,7 +29,13 @@ function* chunks(totalMB: number): Generator<Buffer> {
 }
 
 /** POSTs a multipart form whose file part streams `totalMB` MiB; the status and the JSON answer. */
-function streamUpload(url: string, field: string, totalMB: number, fieldsAfter: Record<string, string> = {}): Promise<{ status: number; body: any }> {
+function streamUpload(
+  url: string,
+  field: string,
+  totalMB: number,
+  fieldsAfter: Record<string, string> = {},
+  first: Buffer = Buffer.alloc(0),
+): Promise<{ status: number; body: any }> {
   const boundary = "----flowgate-upload-test";
   const head = Buffer.from(
     `--${boundary}\r\ncontent-disposition: form-data; name="${field}"; filename="big.bin"\r\ncontent-type: application/octet-stream\r\n\r\n`,
@@ -50,6 +56,7 @@ function streamUpload(url: string, field: string, totalMB: number, fieldsAfter: 
     req.on("error", reject);
     const it = chunks(totalMB);
     req.write(head);
+    req.write(first);
     const pump = () => {
       for (;;) {
         const next = it.next();
@@ -151,7 +158,8 @@ describe("--max-upload-size bounds every upload route", () => {
     const form = new FormData();
     form.append("image", new Blob([new Uint8Array(png)], { type: "image/png" }), "a.png");
     const up = (await (await fetch(`${s.url}/api/upload/image`, { method: "POST", body: form })).json()) as { name: string };
-    const res = await streamUpload(`${s.url}/api/upload/mask`, "image", 2, { original_ref: JSON.stringify({ filename: up.name }) });
+    // An image's header first: bytes that are no image are refused as such, before the bound.
+    const res = await streamUpload(`${s.url}/api/upload/mask`, "image", 2, { original_ref: JSON.stringify({ filename: up.name }) }, png);
     expect(res.status).toBe(413);
     expect(v.schema_HostedError(res.body)).toBe(true);
     expect(res.body.error.type).toBe("payload_too_large");

@@ -15,10 +15,15 @@ interface UploadForm<F> {
 }
 
 /**
- * Reads a hosted multipart form: one `image` file, given to `take` as it streams, and string
- * fields, which may come before or after it. When the form fails after `take`, `discard` undoes it.
+ * Reads a hosted multipart form: one `image` file, given to `take` as it streams with the fields
+ * read so far, and string fields, which may come before or after it. When the form fails after
+ * `take`, `discard` undoes it.
  */
-async function readForm<F>(ctx: HandlerContext, take: (file: MultipartFile) => Promise<F>, discard: (file: F) => Promise<void>): Promise<UploadForm<F>> {
+async function readForm<F>(
+  ctx: HandlerContext,
+  take: (file: MultipartFile, fieldsBefore: Readonly<Record<string, string>>) => Promise<F>,
+  discard: (file: F) => Promise<void>,
+): Promise<UploadForm<F>> {
   const request: FastifyRequest = ctx.request;
   if (!request.isMultipart()) throw new ServiceError("invalid_request", "Expected a multipart form.");
   const fields: Record<string, string> = {};
@@ -31,7 +36,7 @@ async function readForm<F>(ctx: HandlerContext, take: (file: MultipartFile) => P
       const part = next.value;
       if (part.type !== "file") fields[part.fieldname] = String(part.value ?? "");
       else if (part.fieldname !== "image" || taken) part.file.resume();
-      else taken = { file: await takeFile(part, take), filename: part.filename };
+      else taken = { file: await takeFile(part, (file) => take(file, fields)), filename: part.filename };
     }
   } catch (err) {
     if (taken) await discard(taken.file);
@@ -87,18 +92,6 @@ export async function uploadImage(ctx: HandlerContext) {
   }
 }
 
-/** A file part's bytes, refused with 413 at the first byte past `maxBytes` (the multipart limit lets one more through). */
-async function readBounded(part: MultipartFile, maxBytes: number): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of part.file as AsyncIterable<Buffer>) {
-    size += chunk.byteLength;
-    if (size > maxBytes) throw new ServiceError("payload_too_large", "The request body is too large.");
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks, size);
-}
-
 /**
  * Bytes a pixel of the mask route costs while it composes: the original as RGBA, the mask's alpha,
  * the original's RGB and the composed RGBA, 8 bits a channel (sharp's own working memory aside).
@@ -139,17 +132,19 @@ async function checkedSize(bytes: Buffer, field: string, limit: number): Promise
   return { width, height };
 }
 
-/** POST /api/upload/mask: the mask's alpha replaces the original's, as ComfyUI does (both decoded in memory, bounded first). */
-export async function uploadMask(ctx: HandlerContext) {
-  const form = await readForm(
-    ctx,
-    (part) => readBounded(part, ctx.runtime.config.maxUploadBytes),
-    async () => undefined,
-  );
-  const folder = folderOf(form.fields.type);
+/** The original a mask applies to: its bytes and dimensions, checked. */
+interface Original {
+  name: string;
+  bytes: Buffer;
+  width: number;
+  height: number;
+}
+
+/** The form's `original_ref`, found among the caller's uploads and its header checked against `limit`. */
+async function checkOriginal(ctx: HandlerContext, fields: Readonly<Record<string, string>>, limit: number): Promise<Original> {
   let ref: { filename?: unknown };
   try {
-    ref = JSON.parse(form.fields.original_ref ?? "");
+    ref = JSON.parse(fields.original_ref ?? "");
   } catch {
     throw new ServiceError("invalid_request", "The request is invalid.", { fields: [{ field: "original_ref", reason: "malformed_json" }] });
   }
@@ -159,14 +154,85 @@ export async function uploadMask(ctx: HandlerContext) {
   assertSafeName(ref.filename, "original_ref.filename", false);
   const original = await ctx.runtime.assets.readUploadByName(ctx.caller.owner, ref.filename);
   if (!original) throw new ServiceError("not_found", "The original image was not found.");
-  // Both headers are read before anything is decoded: a decompression bomb costs no memory.
+  return { name: ref.filename, bytes: original.bytes, ...(await checkedSize(original.bytes, "original_ref", limit)) };
+}
+
+/** Bytes of a mask read before its header is looked at, doubling up to MASK_PROBE_MAX_BYTES. */
+const MASK_PROBE_FIRST_BYTES = 4096;
+const MASK_PROBE_MAX_BYTES = 16 * 1024 * 1024;
+/**
+ * Most bytes per pixel a mask's file may hold (16-bit RGBA stored uncompressed is 8, a float
+ * TIFF 16), plus room for metadata: a larger file is refused without reading the rest.
+ */
+const MASK_FILE_BYTES_PER_PIXEL = 16;
+const MASK_FILE_SLACK_BYTES = 1024 * 1024;
+
+/**
+ * The mask's bytes, read as they stream and refused as soon as they can be: 413 at the first
+ * byte past `maxBytes` (the multipart limit lets one more through) or past what an image of the
+ * declared dimensions can hold, and 400 once its header declares more than `limit` pixels or
+ * is no image at all; the rest of the body is not waited for.
+ */
+async function readMask(part: MultipartFile, maxBytes: number, limit: number): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let bound = maxBytes;
+  let nextProbe: number | null = MASK_PROBE_FIRST_BYTES;
+  for await (const chunk of part.file as AsyncIterable<Buffer>) {
+    size += chunk.byteLength;
+    if (size > bound) throw new ServiceError("payload_too_large", "The request body is too large.");
+    chunks.push(chunk);
+    if (nextProbe === null || size < nextProbe) continue;
+    const header = await probeHeader(Buffer.concat(chunks, size), limit);
+    if (header === null) nextProbe = nextProbe * 2 > MASK_PROBE_MAX_BYTES ? null : nextProbe * 2;
+    else {
+      nextProbe = null;
+      bound = Math.min(maxBytes, header.width * header.height * MASK_FILE_BYTES_PER_PIXEL + MASK_FILE_SLACK_BYTES);
+      if (size > bound) throw new ServiceError("payload_too_large", "The request body is too large.");
+    }
+  }
+  return Buffer.concat(chunks, size);
+}
+
+/**
+ * The dimensions a mask's first bytes declare (refused past `limit`), or null while its header
+ * is not whole yet. Bytes whose format sharp does not know are refused: more cannot change that.
+ */
+async function probeHeader(bytes: Buffer, limit: number): Promise<{ width: number; height: number } | null> {
+  try {
+    const { width, height } = await sharp(bytes, { limitInputPixels: false }).metadata();
+    if (!width || !height) return null;
+  } catch (err) {
+    if (/unsupported image format/i.test((err as Error).message)) throw undecodable();
+    return null;
+  }
+  return checkedSize(bytes, "image", limit);
+}
+
+/**
+ * POST /api/upload/mask: the mask's alpha replaces the original's, as ComfyUI does (both decoded
+ * in memory, bounded first). Fields sent before the image are checked before it is read.
+ */
+export async function uploadMask(ctx: HandlerContext) {
   const limitInputPixels = maskPixelLimit(ctx);
-  const { width, height } = await checkedSize(original.bytes, "original_ref", limitInputPixels);
+  let original: Original | null = null;
+  const form = await readForm(
+    ctx,
+    async (part, before) => {
+      if (before.type !== undefined) folderOf(before.type);
+      if (before.original_ref !== undefined) original = await checkOriginal(ctx, before, limitInputPixels);
+      return readMask(part, ctx.runtime.config.maxUploadBytes, limitInputPixels);
+    },
+    async () => undefined,
+  );
+  const folder = folderOf(form.fields.type);
+  // Both headers are read before anything is decoded: a decompression bomb costs no memory.
+  const { name, bytes, width, height } = original ?? (await checkOriginal(ctx, form.fields, limitInputPixels));
   await checkedSize(form.file, "image", limitInputPixels);
   let composed: Buffer;
   try {
     const alpha = await sharp(form.file, { limitInputPixels }).ensureAlpha().resize(width, height, { fit: "fill" }).extractChannel(3).raw().toBuffer();
-    const rgb = await sharp(original.bytes, { limitInputPixels }).removeAlpha().raw().toBuffer({ resolveWithObject: true });
+    const rgb = await sharp(bytes, { limitInputPixels }).removeAlpha().raw().toBuffer({ resolveWithObject: true });
     composed = await sharp(rgb.data, { raw: { width: rgb.info.width, height: rgb.info.height, channels: 3 } })
       .joinChannel(alpha, { raw: { width: rgb.info.width, height: rgb.info.height, channels: 1 } })
       .png()
@@ -176,7 +242,7 @@ export async function uploadMask(ctx: HandlerContext) {
   }
   const stored = await ctx.runtime.assets.storeUpload(composed, "mask.png");
   try {
-    return await recordInput(ctx, stored, `${ref.filename.replace(/\.[^.]*$/, "")}.png`, folder);
+    return await recordInput(ctx, stored, `${name.replace(/\.[^.]*$/, "")}.png`, folder);
   } catch (err) {
     await ctx.runtime.assets.discardUpload(stored);
     throw err;
