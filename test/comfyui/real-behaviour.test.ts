@@ -213,6 +213,39 @@ describe("comfyui backend against real ComfyUI behaviour", () => {
     await waitJob(front.url, a, (j) => j.status === "canceled", "A canceled");
   });
 
+  it("an end seen live keeps the time it was seen while ComfyUI writes its history late", async () => {
+    const fake = await new FakeComfyUI({ objectInfo: OBJECT_INFO }).start();
+    fakes.push(fake);
+    const front = await startFront([fake.url]);
+    fronts.push(front);
+    const res = await call("POST", `${front.url}/api/v2/jobs`, { workflow: DELAY_GRAPH });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    const { prompt_id: id } = await fake.nextPrompt();
+    fake.startRunning(id);
+    fake.send("execution_start", { prompt_id: id, timestamp: Date.now() });
+    await waitJob(front.url, id, (j) => j.status === "running", "the job running");
+    const error = {
+      prompt_id: id,
+      node_id: "2",
+      node_type: "FlowgateDelay",
+      exception_type: "RuntimeError",
+      exception_message: "boom",
+      traceback: [],
+      executed: [],
+    };
+    const endedAt = Date.now();
+    fake.send("execution_error", { ...error, current_inputs: {}, current_outputs: {}, timestamp: endedAt });
+    // An error sends the front to history for the end's details; ComfyUI writes it only once its
+    // worker is done (collecting garbage may take seconds): the front asks a few times first.
+    const asked = fake.calls("GET", `/history/${id}`).length;
+    await until(() => (fake.calls("GET", `/history/${id}`).length >= asked + 3 ? true : undefined), "the front asking history");
+    const written = Date.now();
+    fake.finish(id, { outputs: {}, status: { status_str: "error", completed: false, messages: [["execution_error", { ...error, timestamp: endedAt }]] } });
+    const job = await waitJob(front.url, id, (j) => j.status === "failed", "the job failed");
+    expect(job.error.message).toContain("boom");
+    expect(Date.parse(job.completed_at)).toBeLessThan(written);
+  });
+
   it("a success whose cached output node sent no `executed` is completed from history", async () => {
     const { fake, engine } = await setup();
     const png = Buffer.from("\x89PNG cached");

@@ -343,9 +343,11 @@ export class PromptRun {
   /** Confirms the end from history, fetches outputs the socket never announced, and settles. */
   private async end(said: Outcome, known: HistoryEntry | undefined): Promise<void> {
     this.ending = true;
+    // An end seen live on the socket ended then, however long ComfyUI takes to write its history.
+    const seenAt = known === undefined ? Date.now() : undefined;
     const entry = known ?? (this.socketToldAll(said) ? null : await this.confirm());
     if (this.settled) return;
-    if (entry) this.reportRecordedTimes(entry, known !== undefined);
+    if (entry) this.reportRecordedTimes(entry, seenAt);
     if (this.stopping) return this.settleStopped();
     let outcome: Outcome = entry ? outcomeOfHistory(entry) : said.kind === "ended" ? { kind: "success" } : said;
     // The socket's error carries the traceback; history may only summarize it.
@@ -368,13 +370,15 @@ export class PromptRun {
 
   /**
    * ComfyUI's own times of what this process did not see live: the start unless its
-   * execution_start came over the socket, the end when it was learnt from history.
+   * execution_start came over the socket, the end when it was learnt from history. An end seen
+   * live (`seenAt`) but confirmed from history keeps the time it was seen, not the confirmation's.
    */
-  private reportRecordedTimes(entry: HistoryEntry, endFromHistory: boolean): void {
+  private reportRecordedTimes(entry: HistoryEntry, seenAt: number | undefined): void {
     const { startedAt, endedAt } = timesOfHistory(entry);
+    const end = seenAt ?? endedAt;
     const times = {
       ...(!this.startSeen && startedAt !== undefined ? { startedAt } : {}),
-      ...(endFromHistory && endedAt !== undefined ? { endedAt } : {}),
+      ...(end !== undefined ? { endedAt: end } : {}),
     };
     if (times.startedAt !== undefined || times.endedAt !== undefined) this.o.callbacks.onRecordedTimes?.(times);
   }
