@@ -31,6 +31,7 @@ const CASES: Array<{ breakage: Breakage; rules: string[]; double?: DoubleOptions
   { breakage: "sseSkipsRunning", rules: ["SSE-2"] },
   { breakage: "noUrlExpiresAt", rules: ["OUT-1"] },
   { breakage: "logHeadKept", rules: ["LOG-7"], double: serverless, run: { surface: "serverless", only: ["LOG"] } },
+  { breakage: "locationElsewhere", rules: ["LNK-1"] },
 ];
 
 describe("the suite's verdicts are precise", () => {

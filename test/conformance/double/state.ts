@@ -31,6 +31,7 @@ export type Breakage =
   | "terminalOutsideEnum" // ST-1: succeeded reported as "completed", forever
   | "noUrlExpiresAt" // OUT-1: outputs without url_expires_at
   | "idemNewJobOnReuse" // IDEM-2, IDEM-7: a reused key runs a second job
+  | "locationElsewhere" // LNK-1: a 201's Location names an id that does not exist
   // Breakages that only a comparison of two observations shows (the timeline's invariants):
   | "cancelingReadsRunning" // ST-3: GET shows a canceling job (which stays canceling 200 ms) as running
   | "terminalMetricsDrift" // ST-4: GET recomputes a finished job's execution_ms on every read
