@@ -256,8 +256,9 @@ async function upload(s: State, req: Req, account: string): Promise<void> {
     jobId: null,
     folder: "input",
   });
-  if (known) send(req.res, 200, assetView(s, a, req.origin));
-  else send(req.res, 201, assetView(s, a, req.origin), { location: createdLocation(s, "assets", a.id) });
+  const body = { ...assetView(s, a, req.origin), created_new: !known || s.broken("createdNewAlwaysTrue") };
+  if (known) send(req.res, 200, body);
+  else send(req.res, 201, body, { location: createdLocation(s, "assets", a.id) });
 }
 
 async function content(s: State, req: Req, id: string, account: string | undefined): Promise<void> {
@@ -271,7 +272,7 @@ async function content(s: State, req: Req, id: string, account: string | undefin
   const range = req.headers.range;
   const headers = {
     "content-type": s.broken("contentTypeNotBytes") && a.contentType === "image/png" ? "image/webp" : a.contentType,
-    etag: `"${a.hash}"`,
+    etag: `"${s.broken("etagPerAsset") ? a.id : a.hash}"`,
     "accept-ranges": "bytes",
   };
   const m = typeof range === "string" ? /^bytes=(\d*)-(\d*)$/.exec(range) : null;
@@ -373,7 +374,7 @@ export async function handleV2(s: State, req: Req, auth: ReturnType<State["accou
       jobId: null,
       folder: "input",
     });
-    return send(res, 201, assetView(s, a, req.origin), { location: createdLocation(s, "assets", a.id) });
+    return send(res, 201, { ...assetView(s, a, req.origin), created_new: false }, { location: createdLocation(s, "assets", a.id) });
   }
   if ((match = m(/^\/api\/v2\/assets\/by-hash\/([^/]+)$/)) && method === "HEAD") {
     if (!needAuth()) return;
