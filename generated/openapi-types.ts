@@ -1826,7 +1826,7 @@ export interface components {
             status: string;
         };
         /**
-         * @description ComfyUI's queue entry: `[number, prompt_id, prompt, extra_data, output_node_ids]`; `extra_data` is always empty because it is never kept.
+         * @description ComfyUI's queue entry: `[number, prompt_id, prompt, extra_data, output_node_ids]`; the caller's `extra_data` is never kept, so it holds only `create_time`, as ComfyUI adds it.
          * @example [
          *       7,
          *       "0192f4a8-6c1e-7b3a-9f21-3c5d8e7a1b42",
@@ -1841,7 +1841,9 @@ export interface components {
          *           }
          *         }
          *       },
-         *       {},
+         *       {
+         *         "create_time": 1730800000000
+         *       },
          *       [
          *         "2"
          *       ]
@@ -1851,7 +1853,10 @@ export interface components {
             number,
             string,
             Record<string, unknown>,
-            Record<string, unknown>,
+            {
+                /** @description When the prompt was queued, in ms since the epoch. */
+                create_time?: number;
+            },
             string[]
         ];
         /**

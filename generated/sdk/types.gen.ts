@@ -837,7 +837,7 @@ export type HostedJobStatus = {
 };
 
 /**
- * ComfyUI's queue entry: `[number, prompt_id, prompt, extra_data, output_node_ids]`; `extra_data` is always empty because it is never kept.
+ * ComfyUI's queue entry: `[number, prompt_id, prompt, extra_data, output_node_ids]`; the caller's `extra_data` is never kept, so it holds only `create_time`, as ComfyUI adds it.
  */
 export type HostedQueueEntry = [
     number,
@@ -846,7 +846,10 @@ export type HostedQueueEntry = [
         [key: string]: unknown;
     },
     {
-        [key: string]: unknown;
+        /**
+         * When the prompt was queued, in ms since the epoch.
+         */
+        create_time?: number;
     },
     Array<string>,
     unknown

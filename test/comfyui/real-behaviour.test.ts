@@ -2,6 +2,7 @@
 // definitions with `display_name: null`, POST /interrupt answering 404, sockets closed while
 // idle, and prompts waiting in ComfyUI's own queue behind other clients' work.
 import { afterEach, describe, expect, it } from "vitest";
+import * as v from "../../generated/validators.js";
 import { cloneJson } from "../../src/domain/exact-json.ts";
 import { ComfyUIEngine, type ComfyUIEngineOptions } from "../../src/engine/comfyui/index.ts";
 import { reconnectDelay } from "../../src/engine/comfyui/socket.ts";
@@ -66,6 +67,15 @@ describe("comfyui backend against real ComfyUI behaviour", () => {
     expect(defs.ImageInvert!.display_name).toBe("ImageInvert");
     expect(defs.EmptyImage!.display_name).toBe("EmptyImage");
     expect(defs.SaveImage!.display_name).toBe((OBJECT_INFO.SaveImage as Record<string, unknown>).display_name);
+  });
+
+  it("output_is_list [null] (ComfyUI's V3 text nodes) is served as false, as the contract's booleans", async () => {
+    const info = cloneJson(OBJECT_INFO) as Record<string, Record<string, unknown>>;
+    info.ImageInvert!.output_is_list = [null];
+    const { engine } = await setup({ objectInfo: info });
+    const defs = (await engine.nodeDefinitions()) as unknown as Record<string, Record<string, unknown>>;
+    expect(defs.ImageInvert!.output_is_list).toEqual([false]);
+    expect(v.schema_HostedNodeDefinitions(defs), JSON.stringify(v.schema_HostedNodeDefinitions.errors)).toBe(true);
   });
 
   it("the socket offers no permessage-deflate, which ComfyUI's aiohttp accepts: every message would be inflated", async () => {

@@ -177,7 +177,7 @@ describe("a ComfyUI client, unchanged", () => {
     expect(v.schema_HostedQueue(queue)).toBe(true);
     expect(queue.queue_running[0]?.[1]).toBe(running);
     expect(queue.queue_pending.map((e: any[]) => e[1])).toContain(pending);
-    expect(queue.queue_pending[0]?.[3]).toEqual({});
+    expect(queue.queue_pending[0]?.[3]).toEqual({ create_time: expect.any(Number) });
 
     await fetch(`${server.url}/api/queue`, {
       method: "POST",

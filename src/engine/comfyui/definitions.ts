@@ -84,9 +84,11 @@ export function mergeObjectInfo(infos: readonly Record<string, unknown>[]): Obje
 
 /**
  * ComfyUI sends `display_name: null` for nodes that set none (many V3 nodes); its own frontend
- * shows the class name then, and the contract promises a string: flowgate sends that name.
+ * shows the class name then, and the contract promises a string: flowgate sends that name. Some
+ * V3 text nodes send `output_is_list: [null]`, which its frontend reads as false: so does flowgate.
  */
 function normalizeEntry(name: string, entry: Record<string, unknown>): void {
   if (typeof entry.display_name !== "string" || entry.display_name === "")
     entry.display_name = typeof entry.name === "string" && entry.name !== "" ? entry.name : name;
+  if (Array.isArray(entry.output_is_list)) entry.output_is_list = entry.output_is_list.map((v) => v === true);
 }

@@ -32,9 +32,12 @@ export function nodeOutputs(assets: readonly AssetRecord[], texts: ReadonlyMap<s
   return byNode;
 }
 
-/** ComfyUI's queue entry `[number, prompt_id, prompt, extra_data, output_node_ids]`; extra_data is never kept. */
+/**
+ * ComfyUI's queue entry `[number, prompt_id, prompt, extra_data, output_node_ids]`. The caller's
+ * extra_data is never kept; ComfyUI's own `create_time` (ms), which its frontend shows, is the job's.
+ */
 export function queueEntry(job: JobRecord, workflow: Record<string, unknown>): Schemas["HostedQueueEntry"] {
-  return [job.seq, job.id, workflow, {}, job.output_node_ids];
+  return [job.seq, job.id, workflow, { create_time: job.created_at }, job.output_node_ids];
 }
 
 /** ComfyUI's history entry of a finished job. */
