@@ -2,7 +2,7 @@
 // position, started_at and completed_at.
 import { check, type T } from "../../check.ts";
 import { TERMINAL } from "../../machinery/contract.ts";
-import { cancelJob, endOf, pollJob, queuedJob, readJobOk, slowGraph, started, submitOk, waitTerminal, type Job, type JobRef } from "../support/jobs.ts";
+import { cancelJob, endOf, pollJob, queuedJob, readJobOk, slowGraph, started, submit, submitOk, waitTerminal, type Job, type JobRef } from "../support/jobs.ts";
 import { RFC3339 } from "../support/support.ts";
 import { defaultSlowGraph, prefixIds, simpleGraph } from "../support/workflows.ts";
 
@@ -102,7 +102,13 @@ export default [
       const { target } = await queuedJob(t);
       // Three more behind it, so that the queue outlasts the reads below even on a busy surface.
       const jobs = [target];
-      for (let i = 0; i < 3; i++) jobs.push(await submitOk(t, slowGraph(t)));
+      for (let i = 0; i < 3; i++) {
+        const { ex, ref } = await submit(t, slowGraph(t));
+        // A bounded queue may be full already (SUB-8): the jobs queued so far will do.
+        if (ex.status === 429) break;
+        if (!ref) t.fail(`the submission was not accepted (expected 201 with a job, got ${ex.status})`, ex);
+        jobs.push(ref);
+      }
       // The latest first: positions only fall over time, so a job read after one that was created
       // after it (each submission answered before the next was sent) must still be ahead of it.
       const reads: JobRef[] = [];
