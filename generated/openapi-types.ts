@@ -591,8 +591,8 @@ export interface paths {
          *     `offset` an integer (a negative one counts as 0). A bad value answers 400 with ComfyUI's
          *     `{error}` string body. Jobs of equal sort key are listed in submission order, so pages do
          *     not overlap. `workflow_id` matches the workflow id a ComfyUI frontend sends in
-         *     `extra_data.extra_pnginfo.workflow.id`; flowgate keeps no `extra_data`, so no job carries
-         *     one yet and the filter matches none.
+         *     `extra_data.extra_pnginfo.workflow.id` (a string of at most 256 characters; the only part of
+         *     `extra_data` flowgate keeps); jobs submitted without one never match.
          */
         get: operations["hostedListJobs"];
         put?: never;
@@ -636,8 +636,8 @@ export interface paths {
         };
         /**
          * One job in full
-         * @description ComfyUI's full job: the summary fields plus `workflow` (`prompt`, and `extra_data`, always
-         *     empty: flowgate keeps none of it), and once finished `outputs` (ComfyUI's node outputs) and
+         * @description ComfyUI's full job: the summary fields plus `workflow` (`prompt`, and `extra_data` holding only
+         *     ComfyUI's own `create_time`: flowgate keeps none of the caller's), and once finished `outputs` (ComfyUI's node outputs) and
          *     `execution_status` (its history status). 404 with ComfyUI's `{error}` body for an id the
          *     caller has no job under.
          */
@@ -663,9 +663,9 @@ export interface paths {
          * Cancel one job
          * @description As ComfyUI's `POST /api/jobs/{job_id}/cancel`: a pending job leaves the queue, a running one
          *     is interrupted, and `cancelled` says whether either happened; a finished, unknown or other
-         *     caller's id answers `{"cancelled": false}`, and an id that is not a canonical lowercase UUID
-         *     is 400. A job that starts running during the call is
-         *     still stopped.
+         *     caller's id answers `{"cancelled": false}`, as does an id that is not a canonical lowercase
+         *     UUID (no job can have it; only the batch cancel refuses such ids, with 400 `invalid_ids`).
+         *     A job that starts running during the call is still stopped.
          */
         post: operations["hostedCancelJob"];
         delete?: never;
@@ -1186,9 +1186,9 @@ export interface components {
             create_time?: string;
             /**
              * Format: date-time
-             * @description The job's last recorded change: the latest of its creation, start, end and output
-             *     commits (a progress snapshot or a cancel request that has not ended the run yet
-             *     does not move it).
+             * @description The job's last recorded change: its latest status change (creation, start, a cancel
+             *     request, its end) or output commit, whichever came last. A progress snapshot does
+             *     not move it.
              */
             update_time?: string;
             /** @description The serverless deployment the job ran on; null on the other surfaces. */
@@ -1755,7 +1755,11 @@ export interface components {
             prompt: components["schemas"]["Workflow"];
             /** @description Accepted and ignored. */
             client_id?: string;
-            /** @description Per-submission data; `api_key_vendor_org` is forwarded to partner nodes and never kept, other keys are ignored. */
+            /**
+             * @description Per-submission data; `api_key_vendor_org` is forwarded to partner nodes and never kept;
+             *     `extra_pnginfo.workflow.id` (a string of at most 256 characters) is kept as the job's
+             *     `workflow_id` for `GET /api/jobs`; other keys are ignored.
+             */
             extra_data?: {
                 /** @description API key for partner nodes. */
                 api_key_vendor_org?: string;
@@ -2207,8 +2211,11 @@ export interface components {
             /** @description Only on `GET /api/jobs/{job_id}`. */
             workflow?: {
                 prompt: components["schemas"]["Workflow"];
-                /** @description Always empty; flowgate never keeps `extra_data` (its secrets least of all). */
-                extra_data: Record<string, unknown>;
+                /** @description Only `create_time` (ms since the epoch, as ComfyUI adds it); flowgate never keeps the caller's `extra_data` (its secrets least of all). */
+                extra_data: {
+                    /** @description When the prompt was queued, in ms since the epoch. */
+                    create_time?: number;
+                };
             };
             /** @description Only on `GET /api/jobs/{job_id}` of a finished job; node outputs keyed by node id, as in the history. */
             outputs?: {
@@ -2871,7 +2878,7 @@ export interface components {
         PromptId: string;
         /** @description The job id, which is the prompt id. */
         HostedJobId: string;
-        /** @description The job id, a canonical lowercase UUID: another value is 400, as the batch cancel refuses it (ComfyUI answers it with cancelled false). */
+        /** @description The job id. Any value is taken: one that is not a canonical lowercase UUID names no job and answers cancelled false, as in ComfyUI. */
         HostedCancelJobId: string;
         /** @description A blob hash, `blake3:<64 hex>`. */
         BlobHash: components["schemas"]["Blake3Hash"];
@@ -4082,7 +4089,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The job id, a canonical lowercase UUID: another value is 400, as the batch cancel refuses it (ComfyUI answers it with cancelled false). */
+                /** @description The job id. Any value is taken: one that is not a canonical lowercase UUID names no job and answers cancelled false, as in ComfyUI. */
                 job_id: components["parameters"]["HostedCancelJobId"];
             };
             cookie?: never;

@@ -547,8 +547,8 @@ export const hostedGetSystemStats = <ThrowOnError extends boolean = false>(optio
  * `offset` an integer (a negative one counts as 0). A bad value answers 400 with ComfyUI's
  * `{error}` string body. Jobs of equal sort key are listed in submission order, so pages do
  * not overlap. `workflow_id` matches the workflow id a ComfyUI frontend sends in
- * `extra_data.extra_pnginfo.workflow.id`; flowgate keeps no `extra_data`, so no job carries
- * one yet and the filter matches none.
+ * `extra_data.extra_pnginfo.workflow.id` (a string of at most 256 characters; the only part of
+ * `extra_data` flowgate keeps); jobs submitted without one never match.
  *
  */
 export const hostedListJobs = <ThrowOnError extends boolean = false>(options?: Options<HostedListJobsData, ThrowOnError>): RequestResult<HostedListJobsResponses, HostedListJobsErrors, ThrowOnError> => (options?.client ?? client).get<HostedListJobsResponses, HostedListJobsErrors, ThrowOnError>({
@@ -580,8 +580,8 @@ export const hostedCancelJobs = <ThrowOnError extends boolean = false>(options: 
 /**
  * One job in full
  *
- * ComfyUI's full job: the summary fields plus `workflow` (`prompt`, and `extra_data`, always
- * empty: flowgate keeps none of it), and once finished `outputs` (ComfyUI's node outputs) and
+ * ComfyUI's full job: the summary fields plus `workflow` (`prompt`, and `extra_data` holding only
+ * ComfyUI's own `create_time`: flowgate keeps none of the caller's), and once finished `outputs` (ComfyUI's node outputs) and
  * `execution_status` (its history status). 404 with ComfyUI's `{error}` body for an id the
  * caller has no job under.
  *
@@ -597,9 +597,9 @@ export const hostedGetJob = <ThrowOnError extends boolean = false>(options: Opti
  *
  * As ComfyUI's `POST /api/jobs/{job_id}/cancel`: a pending job leaves the queue, a running one
  * is interrupted, and `cancelled` says whether either happened; a finished, unknown or other
- * caller's id answers `{"cancelled": false}`, and an id that is not a canonical lowercase UUID
- * is 400. A job that starts running during the call is
- * still stopped.
+ * caller's id answers `{"cancelled": false}`, as does an id that is not a canonical lowercase
+ * UUID (no job can have it; only the batch cancel refuses such ids, with 400 `invalid_ids`).
+ * A job that starts running during the call is still stopped.
  *
  */
 export const hostedCancelJob = <ThrowOnError extends boolean = false>(options: Options<HostedCancelJobData, ThrowOnError>): RequestResult<HostedCancelJobResponses, HostedCancelJobErrors, ThrowOnError> => (options.client ?? client).post<HostedCancelJobResponses, HostedCancelJobErrors, ThrowOnError>({

@@ -297,9 +297,9 @@ export type JobListItem = JobWithoutLogs & {
      */
     create_time?: string;
     /**
-     * The job's last recorded change: the latest of its creation, start, end and output
-     * commits (a progress snapshot or a cancel request that has not ended the run yet
-     * does not move it).
+     * The job's last recorded change: its latest status change (creation, start, a cancel
+     * request, its end) or output commit, whichever came last. A progress snapshot does
+     * not move it.
      *
      */
     update_time?: string;
@@ -1146,10 +1146,13 @@ export type HostedJob = {
     workflow?: {
         prompt: Workflow;
         /**
-         * Always empty; flowgate never keeps `extra_data` (its secrets least of all).
+         * Only `create_time` (ms since the epoch, as ComfyUI adds it); flowgate never keeps the caller's `extra_data` (its secrets least of all).
          */
         extra_data: {
-            [key: string]: unknown;
+            /**
+             * When the prompt was queued, in ms since the epoch.
+             */
+            create_time?: number;
         };
     };
     /**
@@ -1310,7 +1313,10 @@ export type HostedPromptRequestWritable = {
      */
     client_id?: string;
     /**
-     * Per-submission data; `api_key_vendor_org` is forwarded to partner nodes and never kept, other keys are ignored.
+     * Per-submission data; `api_key_vendor_org` is forwarded to partner nodes and never kept;
+     * `extra_pnginfo.workflow.id` (a string of at most 256 characters) is kept as the job's
+     * `workflow_id` for `GET /api/jobs`; other keys are ignored.
+     *
      */
     extra_data?: {
         /**
@@ -1359,7 +1365,7 @@ export type PromptId = string;
 export type HostedJobId = string;
 
 /**
- * The job id, a canonical lowercase UUID: another value is 400, as the batch cancel refuses it (ComfyUI answers it with cancelled false).
+ * The job id. Any value is taken: one that is not a canonical lowercase UUID names no job and answers cancelled false, as in ComfyUI.
  */
 export type HostedCancelJobId = string;
 
@@ -2851,7 +2857,7 @@ export type HostedCancelJobData = {
     body?: never;
     path: {
         /**
-         * The job id, a canonical lowercase UUID: another value is 400, as the batch cancel refuses it (ComfyUI answers it with cancelled false).
+         * The job id. Any value is taken: one that is not a canonical lowercase UUID names no job and answers cancelled false, as in ComfyUI.
          */
         job_id: string;
     };

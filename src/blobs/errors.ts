@@ -47,3 +47,13 @@ export class BlobNotFoundError extends Error {
 export class BlobUnavailableError extends DependencyUnavailableError {
   override readonly name = "BlobUnavailableError";
 }
+
+/** A configured feature needs an optional package that is not installed; the message says what to install. */
+export class MissingPackageError extends Error {
+  override readonly name = "MissingPackageError";
+  readonly packages: string[];
+  constructor(feature: string, packages: string[]) {
+    super(`${feature} needs ${packages.join(" and ")}, not installed: npm install ${packages.join(" ")}`);
+    this.packages = packages;
+  }
+}

@@ -18,7 +18,7 @@ export {
   toBlake3Hash,
 } from "../domain/blake3.ts";
 export type { Blake3Hasher } from "../domain/blake3.ts";
-export { BlobNotFoundError, BlobUnavailableError, HashMismatchError, InvalidBlobKeyError, PayloadTooLargeError } from "./errors.ts";
+export { BlobNotFoundError, BlobUnavailableError, HashMismatchError, InvalidBlobKeyError, MissingPackageError, PayloadTooLargeError } from "./errors.ts";
 export { BlobHealth, type BlobHealthOptions } from "./blob-health.ts";
 export { SIGNING_KEY_FILE, UrlSigner, loadOrCreateSigningKey } from "./signed-url.ts";
 export type { QueryInput, SignatureCheck, SignedUrl } from "./signed-url.ts";

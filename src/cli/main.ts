@@ -57,6 +57,11 @@ if (!command || command === "--help" || command === "-h" || command === "help") 
     if (err instanceof UsageError) {
       process.stderr.write(`flowgate ${command}: ${err.message}\nRun ${invokedAs()} ${command} --help for usage.\n`);
       process.exitCode = 2;
+    } else if ((err as Error | null)?.name === "MissingPackageError") {
+      // A configuration this install cannot serve (a bucket without the AWS SDK): one line, what to
+      // install. Known by name: main loads no server module up front.
+      process.stderr.write(`flowgate ${command}: ${(err as Error).message}\n`);
+      process.exitCode = 2;
     } else {
       const { describeError } = await import("./connection.ts");
       process.stderr.write(`flowgate ${command}: ${describeError(err)}\n`);

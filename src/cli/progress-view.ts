@@ -1,6 +1,8 @@
 // The live progress of `flowgate run`: a one-line bar redrawn in place on a terminal, plain
-// lines otherwise (logs, CI, pipes). Both show node, step, percent, elapsed and remaining time.
+// lines otherwise (logs, CI, pipes). Both show node, step, percent, elapsed and remaining time;
+// the percent and time left go by work (work-estimate.ts), not by the contract's node count.
 import { type Job, type JobStatus, type Progress, TERMINAL_STATUSES } from "../client/types.ts";
+import { WorkEstimate } from "./work-estimate.ts";
 
 /** How progress is shown: `bar` (terminal), `plain` (a line per change), `none`. */
 export type ProgressMode = "bar" | "plain" | "none";
@@ -9,6 +11,8 @@ export type ProgressMode = "bar" | "plain" | "none";
 export interface ProgressSnapshot {
   status: JobStatus;
   progress: Progress | null;
+  /** The fraction of work done, 0 to 1 (the CLI's own, not `progress.value`). */
+  fraction: number;
   queuePosition: number | null;
   elapsedMs: number;
   /** null until an estimate exists. */
@@ -24,8 +28,8 @@ export function formatDuration(ms: number): string {
   return h > 0 ? `${h}:${String(m).padStart(2, "0")}:${s}` : `${m}:${s}`;
 }
 
-function percentOf(p: Progress | null): number {
-  return Math.floor(Math.min(1, Math.max(0, p?.value ?? 0)) * 100);
+function percentOf(s: ProgressSnapshot): number {
+  return Math.floor(Math.min(1, Math.max(0, s.fraction)) * 100);
 }
 
 /** `node 2 FlowgateSampler  step 5/20`, or "" between nodes. */
@@ -46,7 +50,7 @@ function timeText(s: ProgressSnapshot): string {
 
 /** The one-line bar: `running [#####.....]  50%  node 1 FlowgateSampler  step 10/20  0:03 elapsed  ~0:03 left`, fitted to `columns`. */
 export function renderBar(s: ProgressSnapshot, columns = 80): string {
-  const percent = percentOf(s.progress);
+  const percent = percentOf(s);
   const head = statusText(s);
   // On a narrow terminal the node's class goes first, then the line is cut.
   const variants = [nodeText(s.progress), nodeText(s.progress, false)].map((node) =>
@@ -65,7 +69,7 @@ export function renderBar(s: ProgressSnapshot, columns = 80): string {
 export function plainLine(s: ProgressSnapshot): string {
   const node = nodeText(s.progress);
   const left = s.remainingMs !== null ? `, ~${formatDuration(s.remainingMs)} left` : "";
-  return `[${formatDuration(s.elapsedMs)}] ${statusText(s)} ${percentOf(s.progress)}%${node ? ` ${node.replace("  ", " ")}` : ""}${left}`;
+  return `[${formatDuration(s.elapsedMs)}] ${statusText(s)} ${percentOf(s)}%${node ? ` ${node.replace("  ", " ")}` : ""}${left}`;
 }
 
 /** A writable the view draws on (stderr). */
@@ -84,6 +88,7 @@ export class ProgressView {
   private status: JobStatus = "queued";
   private queuePosition: number | null = null;
   private progressValue: Progress | null = null;
+  private readonly work = new WorkEstimate();
   private drawn = false;
   private lastPlain = "";
   private ticker: NodeJS.Timeout | null = null;
@@ -106,12 +111,14 @@ export class ProgressView {
     this.status = job.status;
     this.queuePosition = job.queue_position;
     if (job.progress) this.progressValue = job.progress;
+    this.work.observe(job.progress ?? null, this.now());
     this.draw();
   }
 
   /** A progress snapshot. */
   progress(progress: Progress): void {
     this.progressValue = progress;
+    this.work.observe(progress, this.now());
     if (this.status === "queued") this.status = "running";
     this.draw();
   }
@@ -138,14 +145,27 @@ export class ProgressView {
   snapshot(): ProgressSnapshot {
     const now = this.now();
     if (this.runningSince === null && this.status !== "queued") this.runningSince = now;
+    const done = TERMINAL_STATUSES.includes(this.status);
+    const work = this.work.read(this.progressValue, this.status, now);
+    const remainingMs = done ? null : work.byWork ? work.remainingMs : this.byNodeCount(now);
+    return {
+      status: this.status,
+      progress: this.progressValue,
+      fraction: work.fraction,
+      queuePosition: this.queuePosition,
+      elapsedMs: now - this.startedAt,
+      remainingMs,
+    };
+  }
+
+  /** Time left for a run with no stepped node: the running time scaled by the node-count fraction. */
+  private byNodeCount(now: number): number | null {
     const value = this.progressValue?.value ?? 0;
     const running = this.runningSince === null ? 0 : now - this.runningSince;
-    const done = TERMINAL_STATUSES.includes(this.status);
     // No estimate before a second of running (early fractions say little about the rest), nor while
     // the current node reports no steps: the fraction stands still while it runs, and the estimate would only grow.
     const stepless = !!this.progressValue?.current_node && !this.progressValue.steps;
-    const remainingMs = done || stepless || running < 1000 || value < 0.01 || value >= 1 ? null : (running * (1 - value)) / value;
-    return { status: this.status, progress: this.progressValue, queuePosition: this.queuePosition, elapsedMs: now - this.startedAt, remainingMs };
+    return stepless || running < 1000 || value < 0.01 || value >= 1 ? null : (running * (1 - value)) / value;
   }
 
   private draw(): void {
@@ -158,7 +178,7 @@ export class ProgressView {
       return;
     }
     // Plain: a line when the status or node changes, or the percent crosses a tenth.
-    const key = `${statusText(s)}|${s.progress?.current_node ?? ""}|${Math.floor(percentOf(s.progress) / 10)}`;
+    const key = `${statusText(s)}|${s.progress?.current_node ?? ""}|${Math.floor(percentOf(s) / 10)}`;
     if (key === this.lastPlain) return;
     this.lastPlain = key;
     this.out.write(`${plainLine(s)}\n`);

@@ -110,6 +110,13 @@ export interface ExecuteOptions {
    * holds under `runId`, and never start it again; the run fails `worker_lost` when it holds nothing.
    */
   resumeOnly?: boolean;
+  /**
+   * Asked right before each hand-over of the run to a backend that queues it elsewhere (ComfyUI's
+   * POST /prompt): whether this process still holds the run (under leases, its lease renewed now).
+   * False: another process took it over; it is not handed over, and execute() rejects with
+   * ExecutionCancelledError. Rejects: unknown now, asked again.
+   */
+  holdsRun?(): Promise<boolean>;
   onStart?(event: StartEvent): MaybePromise;
   /** While the graph waits in a queue of the backend's own (Engine.queuesWork): how much work is ahead of it. */
   onQueued?(ahead: number): MaybePromise;

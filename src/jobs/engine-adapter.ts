@@ -61,6 +61,7 @@ async function runOnce(engine: Engine, graph: Record<string, unknown>, o: RunOpt
       signal: o.detach && !detachable ? AbortSignal.any([o.signal, o.detach]) : o.signal,
       ...(o.detach && detachable ? { detach: o.detach } : {}),
       extra: o.extra,
+      ...(o.holdsRun ? { holdsRun: o.holdsRun } : {}),
       async resolveAsset(ref) {
         const found = await o.resolveAsset(ref);
         if (!found) {

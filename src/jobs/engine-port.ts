@@ -49,6 +49,8 @@ export interface RunOptions {
    * process take it as `signal`.
    */
   detach?: AbortSignal;
+  /** Whether this process still holds the run, asked before the backend hands it over (ExecuteOptions.holdsRun). */
+  holdsRun?(): Promise<boolean>;
   /** Per-submission secrets (`extra_data`), in memory only. */
   extra: { api_key_vendor_org?: string };
   resolveAsset(ref: { id: string }): Promise<{ bytes: Buffer; hash: string; content_type: string } | null>;

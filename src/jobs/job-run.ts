@@ -57,6 +57,8 @@ export interface QueuedRunHooks {
   onQueued(ahead: number): void;
   /** The job is `running` now (or ended without a start the engine reported). */
   onRunning(): void;
+  /** Whether this process still holds the job, asked right before the engine hands the run over (its lease renewed now). */
+  holdsRun?(): Promise<boolean>;
 }
 
 /**
@@ -285,6 +287,7 @@ class JobRun {
       signal: this.signal,
       ...(this.detach ? { detach: this.detach } : {}),
       extra: this.extra,
+      ...(this.hooks?.holdsRun ? { holdsRun: this.hooks.holdsRun } : {}),
       resolveAsset: (ref) => assets.readOwned(job.owner, ref.id),
       resolveUpload: (name) => assets.readUploadByName(job.owner, name),
       onStart: (e) => {

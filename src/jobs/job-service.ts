@@ -6,6 +6,7 @@ import {
   QueueFullError,
   InvalidCursorError,
   TerminalStatusError,
+  isStorableWorkflowId,
   isTerminalStatus,
   TERMINAL_STATUSES,
   type AssetRecord,
@@ -23,6 +24,7 @@ import { notFound, ServiceError } from "../domain/errors.ts";
 import type { EventBus } from "./event-bus.ts";
 import type { JobQueue } from "./job-queue.ts";
 import { uuidv7 } from "../domain/ids.ts";
+import { risingPositions } from "./list-positions.ts";
 
 export interface JobServiceOptions {
   store: Store;
@@ -47,6 +49,8 @@ export interface Submission {
   idempotency_key?: string | undefined;
   /** The job id the client chose (the hosted prompt_id, a checked UUID); absent: a new UUIDv7. */
   id?: string | undefined;
+  /** The ComfyUI workflow id (`extra_data.extra_pnginfo.workflow.id`), kept with the job when storable; ignored otherwise. */
+  workflow_id?: unknown;
 }
 
 /** Everything a read of a job returns. */
@@ -114,6 +118,8 @@ export class JobService {
           output_node_ids: validation.output_node_ids,
           secrets_given: submission.extra_data !== undefined && Object.keys(submission.extra_data).length > 0,
           ...(submission.metadata === undefined ? {} : { metadata: submission.metadata }),
+          // A frontend's workflow id: a value no filter could ask for (too long, not text) is not kept, as it could never match.
+          ...(isStorableWorkflowId(submission.workflow_id) ? { workflow_id: submission.workflow_id } : {}),
         },
         // The store checks the bound again as it commits: exact when several processes share it.
         {
@@ -216,7 +222,8 @@ export class JobService {
       });
       // Jobs past retention are gone for listing as for GET, even before the reaper purges them.
       const jobs = page.jobs.filter((j) => !this.pastRetention(j));
-      return { jobs: await Promise.all(jobs.map((j) => this.snapshot(j))), next_cursor: page.next_cursor };
+      // The caller's own jobs: their places rise with submission in one answer (see risingPositions).
+      return { jobs: risingPositions(await Promise.all(jobs.map((j) => this.snapshot(j)))), next_cursor: page.next_cursor };
     } catch (err) {
       if (err instanceof InvalidCursorError) {
         throw new ServiceError("invalid_cursor", "The cursor is invalid.");
@@ -242,7 +249,7 @@ export class JobService {
         }
       }
       if (!moved) {
-        moved = await this.o.store.transitionJob(id, ["running"], "canceling");
+        moved = await this.o.store.transitionJob(id, ["running"], "canceling", { updated_at: now });
         if (moved) this.o.dispatcher.abort(id);
       }
     } catch (err) {
@@ -310,6 +317,12 @@ export class JobService {
   /** Whether a finished job the caller holds is still in the hosted history. */
   async inHistory(job: JobRecord): Promise<boolean> {
     return isTerminalStatus(job.status) && !(await this.o.store.hiddenFromHistory(job.id));
+  }
+
+  /** The outputs of job records the caller already holds (a page of a list), in one read; none for a queued job. */
+  async outputsOfJobs(jobs: readonly JobRecord[]): Promise<Map<string, AssetRecord[]>> {
+    const ran = jobs.filter((job) => job.status !== "queued").map((job) => job.id);
+    return ran.length === 0 ? new Map() : this.o.store.listOutputsOfJobs(ran);
   }
 
   /** The graph and the outputs of a job record the caller already holds (hosted history and queue views). */

@@ -200,7 +200,19 @@ export class LeasedJobSource implements JobSource {
   /** The start of a run of a job claimed while queued: it waits in the engine's queue until the engine starts it. */
   private waitingStart(job: JobRecord, aborted: boolean, fence: RunFence): RunStart {
     this.waitingInEngine.add(job.id);
-    return { job, aborted, fence, hooks: { onQueued: () => undefined, onRunning: () => void this.waitingInEngine.delete(job.id) } };
+    const hooks = { onQueued: () => undefined, onRunning: () => void this.waitingInEngine.delete(job.id), holdsRun: () => this.holds(job.id) };
+    return { job, aborted, fence, hooks };
+  }
+
+  /**
+   * Renews this worker's lease on a job now, right before its prompt goes to ComfyUI: false when
+   * another worker took it over (this one was stopped past its lease since its claim) or it ended.
+   */
+  private async holds(jobId: string): Promise<boolean> {
+    const { leases, workerId, leaseMs } = this.lease;
+    if ((await leases.renew(workerId, [jobId], leaseMs)).has(jobId)) return true;
+    this.host.log?.(`job ${jobId}: this worker no longer holds it (another worker took it over, or it ended); its prompt is not handed to ComfyUI`);
+    return false;
   }
 
   /**

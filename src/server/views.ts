@@ -119,7 +119,8 @@ export function jobView(s: JobSnapshot, ctx: LinkContext): Schemas["JobWithoutLo
 /** A listed job: the job view plus the official SDK's item fields. */
 export function jobListItemView(s: JobSnapshot, ctx: LinkContext): Schemas["JobListItem"] {
   const { job } = s;
-  let updated = Math.max(job.created_at, job.started_at ?? 0, job.completed_at ?? 0);
+  // The last status change, or a later output commit (outputs carry their own times).
+  let updated = job.updated_at;
   for (const o of s.outputs) updated = Math.max(updated, o.created_at);
   return { ...jobView(s, ctx), create_time: iso(job.created_at), update_time: iso(updated), deployment_id: job.deployment_id };
 }

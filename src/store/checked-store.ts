@@ -11,6 +11,7 @@ import {
   checkPendingBlob,
   checkStatus,
   distinctStatuses,
+  isStorableWorkflowId,
   labelFilters,
 } from "./input-checks.ts";
 import type { StoreDialect } from "./store-dialect.ts";
@@ -114,6 +115,8 @@ export class CheckedStore implements Store {
     if (options.sort !== "created" && options.sort !== "duration") throw new RangeError("sort must be created or duration");
     const statuses = options.status === undefined ? undefined : distinctStatuses(options.status);
     if (statuses !== undefined && statuses.length === 0) return { jobs: [], total: 0 };
+    // An id no job can have been stored with (too long, a NUL) matches none.
+    if (options.workflow_id !== undefined && !isStorableWorkflowId(options.workflow_id)) return { jobs: [], total: 0 };
     return this.#dialect.listJobsAtOffset(owner, {
       ...options,
       limit,
@@ -133,6 +136,7 @@ export class CheckedStore implements Store {
   async transitionJob(id: string, from: readonly JobStatus[], to: JobStatus, patch: JobPatch = {}, options: TransitionOptions = {}): Promise<JobRecord | null> {
     const fromStatuses = distinctStatuses(from);
     checkStatus(to);
+    if (patch.updated_at !== undefined) checkTime(patch.updated_at, "updated_at");
     if (fromStatuses.length === 0) return null;
     return this.#dialect.transitionJob(id, fromStatuses, to, patch, options);
   }
@@ -148,6 +152,7 @@ export class CheckedStore implements Store {
   ): Promise<{ job: JobRecord; assets: AssetRecord[] } | null> {
     const fromStatuses = distinctStatuses(from);
     checkStatus(to);
+    if (patch.updated_at !== undefined) checkTime(patch.updated_at, "updated_at");
     assets.forEach(checkNewAsset);
     pending.forEach(checkPendingBlob);
     if (fromStatuses.length === 0) return null;
@@ -198,6 +203,17 @@ export class CheckedStore implements Store {
 
   listJobOutputs(jobId: string): Promise<AssetRecord[]> {
     return this.#dialect.listJobOutputs(jobId);
+  }
+
+  async listOutputsOfJobs(jobIds: readonly string[]): Promise<Map<string, AssetRecord[]>> {
+    if (!Array.isArray(jobIds) || !jobIds.every((id) => typeof id === "string")) throw new TypeError("job ids must be an array of strings");
+    const ids = [...new Set(jobIds)];
+    if (ids.length > MAX_PAGE) throw new RangeError(`at most ${MAX_PAGE} job ids`);
+    if (ids.length === 0) return new Map();
+    const byJob = new Map<string, AssetRecord[]>(ids.map((id) => [id, []]));
+    // Rows come in (job, commit) order: each job's list keeps it.
+    for (const asset of await this.#dialect.listOutputsOfJobs(ids)) byJob.get(asset.job_id!)?.push(asset);
+    return byJob;
   }
 
   deleteAsset(id: string): Promise<AssetDeletion | null> {

@@ -12,6 +12,7 @@ import type { Store } from "./types.ts";
 export type * from "./types.ts";
 export { IDEMPOTENCY_TTL_MS, MAX_LABEL_FILTERS, JOB_STATUSES, LIVE_STATUSES, TERMINAL_STATUSES, isTerminalStatus, statusRank } from "./types.ts";
 export { IdempotencyKeyReused, InvalidCursorError, LeaseLostError, QueueFullError, TerminalStatusError, UnknownJobError } from "./errors.ts";
+export { isStorableWorkflowId } from "./input-checks.ts";
 export { SQLITE_FILE_NAME } from "./sqlite.ts";
 export type { SqliteStoreOptions } from "./sqlite.ts";
 export type * from "./directory.ts";

@@ -1,7 +1,7 @@
 // The argument checks CheckedStore applies in front of either database: a bad argument is a TypeError or
 // RangeError before any SQL runs, whatever the database.
-import { JOB_STATUSES } from "./types.ts";
-import type { JobRecord, JobStatus, NewAsset, NewJob, PendingBlob } from "./types.ts";
+import { JOB_STATUSES, MAX_WORKFLOW_ID_LENGTH } from "./types.ts";
+import type { JobPatch, JobRecord, JobStatus, NewAsset, NewJob, PendingBlob } from "./types.ts";
 
 /** The record a job's insert writes, without reading the row back; its seq comes from the insert. */
 export function insertedJob(job: NewJob): JobRecord {
@@ -20,7 +20,18 @@ export function insertedJob(job: NewJob): JobRecord {
     output_node_ids: [...job.output_node_ids],
     cost: job.cost ?? null,
     metadata: { ...(job.metadata ?? {}) },
+    workflow_id: job.workflow_id ?? null,
+    updated_at: job.created_at,
   };
+}
+
+/**
+ * The time a transition writes to updated_at: the patch's own, else the end or start it sets, else
+ * this process's clock (a move that sets no time, such as a cancel request). The store keeps the
+ * column from going back, so a later move never reads as older.
+ */
+export function changedAt(patch: JobPatch): number {
+  return patch.updated_at ?? patch.completed_at ?? patch.started_at ?? Date.now();
 }
 
 /** A blob to keep: a blake3 hex key and its bytes. */
@@ -65,6 +76,14 @@ export function checkNewJob(job: NewJob): void {
     throw new TypeError("workflow must be a JSON object");
   }
   if (job.metadata !== undefined) checkLabels(job.metadata, "metadata");
+  if (job.workflow_id != null && !isStorableWorkflowId(job.workflow_id)) {
+    throw new TypeError(`workflow_id must be well-formed text of 1 to ${MAX_WORKFLOW_ID_LENGTH} characters without NUL`);
+  }
+}
+
+/** Whether a ComfyUI workflow id can be kept: a non-empty string within MAX_WORKFLOW_ID_LENGTH, storable as given. */
+export function isStorableWorkflowId(value: unknown): value is string {
+  return typeof value === "string" && value !== "" && value.length <= MAX_WORKFLOW_ID_LENGTH && storable(value);
 }
 
 /**

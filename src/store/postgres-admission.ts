@@ -26,7 +26,7 @@ const UNLOCK_QUEUE = `SELECT pg_advisory_unlock(${PG_QUEUE_LOCK})`;
 /**
  * Inserts a batch (insertJobs) on one pooled connection. Each round trip of a batch is waited for
  * by every submission of the next one, so there are few. A batch with a queue bound whose keys can
- * all be claimed at once is one statement (flowgate_insert_jobs_bounded, migration 14): the
+ * all be claimed at once is one statement (flowgate_insert_jobs_bounded, migrations 14 and 15): the
  * queue's advisory lock, the span of the queue read once it is held, and the claims and the
  * insert, which commits by itself, releasing the lock. Only when the span leaves no certain room
  * for the batch does it take the slower path: the lock with the span, an exact count, the insert,
@@ -122,6 +122,7 @@ async function insertJobs(
         return claim === undefined ? null : claim.now + (claim.ttlMs ?? IDEMPOTENCY_TTL_MS);
       }),
       column((p) => (hasLabels(p.job.metadata) ? JSON.stringify(p.job.metadata) : null)),
+      column((p) => p.job.workflow_id ?? null),
       ...(bounded ? [column((p) => p.queueLimit ?? null)] : []),
     ],
   });

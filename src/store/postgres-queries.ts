@@ -50,13 +50,15 @@ export const PG_SQL = {
   // A fenced output record first share-locks its job while the fence holds: an end or a lease
   // failure that commits meanwhile waits for the record, or the record sees the job gone.
   lockFence: `SELECT 1 AS held FROM jobs WHERE id = $1 AND status IN ${RUN_SQL} AND ${fence(2, 3)} FOR SHARE`,
-  // $1 id, $2 to, $3 from[], then (flag, value) per patch field: the column keeps its value when the flag is false.
+  // $1 id, $2 to, $3 from[], then (flag, value) per patch field: the column keeps its value when the flag is false;
+  // $17 the time of the move (updated_at never goes back).
   transition: `UPDATE jobs SET status = $2,
       started_at = CASE WHEN $4::boolean THEN $5::bigint ELSE started_at END,
       completed_at = CASE WHEN $6::boolean THEN $7::bigint ELSE completed_at END,
       progress = CASE WHEN $8::boolean THEN $9::json ELSE progress END,
       error = CASE WHEN $10::boolean THEN $11::json ELSE error END,
-      cost = CASE WHEN $12::boolean THEN $13::float8 ELSE cost END
+      cost = CASE WHEN $12::boolean THEN $13::float8 ELSE cost END,
+      updated_at = GREATEST(COALESCE(updated_at, created_at), $17::bigint)
     WHERE id = $1 AND status = ANY($3::text[]) AND ($14::boolean IS NOT TRUE OR ${fence(15, 16)})
     RETURNING ${JOB_COLUMNS}`,
 
@@ -78,6 +80,7 @@ export const PG_SQL = {
     RETURNING ${ASSET_COLUMNS}`,
   getAsset: `SELECT ${ASSET_COLUMNS} FROM assets WHERE id = $1`,
   listJobOutputs: `SELECT ${ASSET_COLUMNS} FROM assets WHERE job_id = $1 ORDER BY seq`,
+  listOutputsOfJobs: `SELECT ${ASSET_COLUMNS} FROM assets WHERE job_id = ANY($1::text[]) ORDER BY job_id, seq`,
   deleteAsset: "DELETE FROM assets WHERE id = $1 RETURNING blob_key",
   findAssetByBlob: `SELECT ${ASSET_COLUMNS} FROM assets WHERE blob_key = $2 AND owner = $1 ORDER BY seq DESC LIMIT 1`,
   findAssetByName: `SELECT ${ASSET_COLUMNS} FROM assets WHERE owner = $1 AND name = $2
@@ -94,7 +97,7 @@ export const PG_SQL = {
   // CTE: a subquery with LIMIT may be rescanned while its rows change.
   expireJobs: `WITH picked AS MATERIALIZED (
       SELECT id FROM jobs WHERE status IN ${LIVE} AND expires_at <= $1 ORDER BY expires_at LIMIT $2 FOR UPDATE)
-    UPDATE jobs SET status = 'expired', completed_at = $1 FROM picked
+    UPDATE jobs SET status = 'expired', completed_at = $1, updated_at = GREATEST(COALESCE(updated_at, created_at), $1) FROM picked
     WHERE jobs.id = picked.id AND status IN ${LIVE} AND expires_at <= $1
     RETURNING ${qualifiedJobColumns("jobs")}`,
   purgeableJobs: `SELECT id FROM jobs WHERE expires_at <= $1 AND status IN ${TERMINAL} ORDER BY expires_at, seq LIMIT $2`,
@@ -125,16 +128,17 @@ export function pgListJobsSql(byStatus: boolean, byDeployment: boolean, inHistor
 /**
  * An owner's jobs still in the hosted history, sorted, at an offset (listJobsAtOffset), each row
  * with the number of jobs matching in all (one statement: page and total see one snapshot).
- * $1 owner, $2 now, $3 limit, $4 offset, then the status set and the deployment when used; finished
+ * $1 owner, $2 now, $3 limit, $4 offset, then the status set, the deployment and the workflow id when used; finished
  * jobs past retention are left out, ties keep submission order.
  */
-export function pgOffsetJobsSql(byStatus: boolean, byDeployment: boolean, sort: "created" | "duration", descending: boolean): string {
+export function pgOffsetJobsSql(byStatus: boolean, byDeployment: boolean, sort: "created" | "duration", descending: boolean, byWorkflow = false): string {
   const dir = descending ? "DESC" : "ASC";
   const key = sort === "duration" ? `CASE WHEN started_at IS NOT NULL AND completed_at IS NOT NULL THEN completed_at - started_at ELSE 0 END ${dir}, ` : "";
   return `SELECT ${JOB_COLUMNS}, count(*) OVER () AS total FROM jobs
     WHERE owner = $1 AND NOT history_hidden AND NOT (status IN ${TERMINAL} AND expires_at <= $2)
     ${byStatus ? "AND status = ANY($5::text[])" : ""}
     ${byDeployment ? `AND deployment_id = $${byStatus ? 6 : 5}` : ""}
+    ${byWorkflow ? `AND workflow_id = $${5 + Number(byStatus) + Number(byDeployment)}` : ""}
     ORDER BY ${key}seq ${dir} LIMIT $3 OFFSET $4`;
 }
 
@@ -168,13 +172,13 @@ export function pgListLabeledJobsSql(labelCount: number, byStatus: boolean, byDe
  * array per column, one element per job: $1 ids, $2 owners, $3 deployment_ids, $4 created_ats,
  * $5 expires_ats, $6 output_node_ids (JSON text), $7 costs, $8 workflows (JSON text), $9
  * secrets_given, $10 keys (null: none), $11 claim times (now), $12 claim expiries, $13 metadata
- * (JSON text, null: none). The labels of the jobs inserted go into job_labels in the same statement.
+ * (JSON text, null: none), $14 ComfyUI workflow ids (null: none). The labels of the jobs inserted go into job_labels in the same statement.
  */
 export const PG_INSERT_JOBS = `WITH batch AS MATERIALIZED (
     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::float8[], $8::text[],
-        $9::boolean[], $10::text[], $11::bigint[], $12::bigint[], $13::text[])
+        $9::boolean[], $10::text[], $11::bigint[], $12::bigint[], $13::text[], $14::text[])
       WITH ORDINALITY AS b(id, owner, deployment_id, created_at, expires_at, output_node_ids, cost, workflow, secrets_given,
-        key, claimed_at, claim_expires_at, metadata, ord)),
+        key, claimed_at, claim_expires_at, metadata, workflow_id, ord)),
   claimed AS (
     INSERT INTO idempotency_keys (owner, key, job_id, claimed_at, expires_at)
     SELECT owner, key, id, claimed_at, claim_expires_at FROM batch WHERE key IS NOT NULL ORDER BY owner, key
@@ -183,8 +187,10 @@ export const PG_INSERT_JOBS = `WITH batch AS MATERIALIZED (
       WHERE idempotency_keys.expires_at <= excluded.claimed_at
     RETURNING job_id),
   inserted AS (
-    INSERT INTO jobs (id, owner, deployment_id, status, created_at, expires_at, output_node_ids, cost, workflow, secrets_given, metadata)
-    SELECT id, owner, deployment_id, 'queued', created_at, expires_at, output_node_ids::json, cost, workflow::json, secrets_given, metadata::json
+    INSERT INTO jobs (id, owner, deployment_id, status, created_at, expires_at, output_node_ids, cost, workflow, secrets_given, metadata,
+        workflow_id, updated_at)
+    SELECT id, owner, deployment_id, 'queued', created_at, expires_at, output_node_ids::json, cost, workflow::json, secrets_given, metadata::json,
+        workflow_id, created_at
       FROM batch WHERE key IS NULL OR id IN (SELECT job_id FROM claimed) ORDER BY ord
     RETURNING id, seq, owner, metadata),
   labeled AS (
@@ -193,11 +199,11 @@ export const PG_INSERT_JOBS = `WITH batch AS MATERIALIZED (
   SELECT id, seq FROM inserted`;
 
 /**
- * PG_INSERT_JOBS under the queue bound, in one statement (migration 14's function): $14 each
+ * PG_INSERT_JOBS under the queue bound, in one statement (migration 15's function): $15 each
  * job's bound (null: none). One row with a null id when the span of the queue left no certain room.
  */
 export const PG_INSERT_JOBS_BOUNDED =
-  "SELECT id, seq FROM flowgate_insert_jobs_bounded($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::float8[], $8::text[], $9::boolean[], $10::text[], $11::bigint[], $12::bigint[], $13::text[], $14::bigint[])";
+  "SELECT id, seq FROM flowgate_insert_jobs_bounded($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::float8[], $8::text[], $9::boolean[], $10::text[], $11::bigint[], $12::bigint[], $13::text[], $14::text[], $15::bigint[])";
 
 /** The database's clock in epoch ms: every process compares leases on this one clock. */
 const DB_NOW_MS = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
@@ -277,7 +283,7 @@ function claimSql(where: string, wait: boolean, keepQueued = false): string {
       SELECT j.seq, c.level FROM candidates c JOIN jobs j ON j.seq = c.seq WHERE j.status = 'queued' AND j.lease_epoch = 0
       ORDER BY c.level, c.seq LIMIT $6 FOR UPDATE OF j${wait ? "" : " SKIP LOCKED"}),
     claimed AS (
-      UPDATE jobs SET ${keepQueued ? "started_at = $2::bigint, resumable = $8::boolean" : "status = 'running', started_at = GREATEST($2::bigint, created_at)"}, worker_id = $1,
+      UPDATE jobs SET ${keepQueued ? "started_at = $2::bigint, resumable = $8::boolean" : "status = 'running', started_at = GREATEST($2::bigint, created_at), updated_at = GREATEST($2::bigint, created_at, updated_at)"}, worker_id = $1,
           lease_until = ${DB_NOW_MS} + $3, lease_epoch = jobs.lease_epoch + 1
         FROM picked WHERE jobs.seq = picked.seq AND jobs.status = 'queued' AND jobs.lease_epoch = 0
         RETURNING ${JOB_COLUMNS.replace(/\b(\w+)\b/g, "jobs.$1")}, jobs.lease_epoch, picked.level, jobs.workflow::text AS workflow)
@@ -331,6 +337,7 @@ export const PG_LEASE_SQL = {
   failExpired: `WITH picked AS MATERIALIZED (
       SELECT id FROM jobs WHERE ${expiredSql()} ORDER BY lease_until NULLS FIRST LIMIT 500 FOR UPDATE SKIP LOCKED)
     UPDATE jobs SET status = CASE WHEN status = 'canceling' THEN 'canceled' ELSE 'failed' END, completed_at = $1,
+      updated_at = GREATEST(COALESCE(updated_at, created_at), $1),
       started_at = CASE WHEN status = 'queued' THEN $1 ELSE started_at END,
       error = CASE WHEN status = 'canceling' THEN error WHEN status = 'queued' AND lease_epoch = 0 THEN $3::json ELSE $2::json END
     FROM picked WHERE jobs.id = picked.id AND ${expiredSql("jobs.")}

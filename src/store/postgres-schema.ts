@@ -364,6 +364,73 @@ BEGIN
 END $fn$;
 `,
   },
+  {
+    version: 15,
+    description: "a job's ComfyUI workflow id and the time of its last status change",
+    sql: `
+-- As SQLite's migration 6: the workflow id is the only part of extra_data kept; updated_at is set
+-- at creation and by every status change, NULL in rows written before (read as the latest of
+-- created_at, started_at and completed_at).
+ALTER TABLE jobs ADD COLUMN workflow_id TEXT;
+ALTER TABLE jobs ADD COLUMN updated_at BIGINT;
+-- The notification's row carries both (JOB_COLUMNS).
+CREATE OR REPLACE FUNCTION jobs_notify_status() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  payload TEXT := json_build_object('schema', current_schema(), 'id', NEW.id, 'status', NEW.status, 'owner', NEW.owner,
+    'by', current_setting('application_name'), 'job', json_build_object('seq', NEW.seq, 'id', NEW.id, 'owner', NEW.owner,
+      'deployment_id', NEW.deployment_id, 'status', NEW.status, 'created_at', NEW.created_at, 'started_at', NEW.started_at,
+      'completed_at', NEW.completed_at, 'expires_at', NEW.expires_at, 'progress', NEW.progress, 'error', NEW.error,
+      'output_node_ids', NEW.output_node_ids, 'cost', NEW.cost, 'metadata', NEW.metadata, 'workflow_id', NEW.workflow_id,
+      'updated_at', NEW.updated_at))::text;
+BEGIN
+  IF octet_length(payload) > ${PG_NOTIFY_MAX_BYTES} THEN
+    payload := json_build_object('schema', current_schema(), 'id', NEW.id, 'status', NEW.status, 'owner', NEW.owner,
+      'by', current_setting('application_name'))::text;
+  END IF;
+  PERFORM pg_notify('${PG_STATUS_CHANNEL}', payload);
+  RETURN NULL;
+END $$;
+-- Migration 14's bounded insert with the workflow ids ($14; the bounds move to $15), beside the
+-- old one, which a process of the previous version may still call while a new one migrates.
+CREATE FUNCTION flowgate_insert_jobs_bounded(text[], text[], text[], bigint[], bigint[], text[], float8[], text[],
+    boolean[], text[], bigint[], bigint[], text[], text[], bigint[])
+  RETURNS TABLE (id text, seq bigint) LANGUAGE plpgsql VOLATILE AS $fn$
+#variable_conflict use_column
+DECLARE
+  span bigint;
+BEGIN
+  PERFORM pg_advisory_xact_lock(${PG_QUEUE_LOCK});
+  SELECT COALESCE(max(j.seq) - min(j.seq) + 1, 0) INTO span FROM jobs j WHERE j.status = 'queued';
+  IF EXISTS (SELECT 1 FROM unnest($15) WITH ORDINALITY AS l(bound, ord) WHERE span + l.ord - 1 >= l.bound) THEN
+    RETURN QUERY SELECT NULL::text, span;
+    RETURN;
+  END IF;
+  RETURN QUERY WITH batch AS MATERIALIZED (
+    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::float8[], $8::text[],
+        $9::boolean[], $10::text[], $11::bigint[], $12::bigint[], $13::text[], $14::text[])
+      WITH ORDINALITY AS b(id, owner, deployment_id, created_at, expires_at, output_node_ids, cost, workflow, secrets_given,
+        key, claimed_at, claim_expires_at, metadata, workflow_id, ord)),
+  claimed AS (
+    INSERT INTO idempotency_keys (owner, key, job_id, claimed_at, expires_at)
+    SELECT owner, key, id, claimed_at, claim_expires_at FROM batch WHERE key IS NOT NULL ORDER BY owner, key
+    ON CONFLICT (owner, key) DO UPDATE
+      SET job_id = excluded.job_id, claimed_at = excluded.claimed_at, expires_at = excluded.expires_at
+      WHERE idempotency_keys.expires_at <= excluded.claimed_at
+    RETURNING job_id),
+  inserted AS (
+    INSERT INTO jobs (id, owner, deployment_id, status, created_at, expires_at, output_node_ids, cost, workflow, secrets_given, metadata,
+        workflow_id, updated_at)
+    SELECT id, owner, deployment_id, 'queued', created_at, expires_at, output_node_ids::json, cost, workflow::json, secrets_given, metadata::json,
+        workflow_id, created_at
+      FROM batch WHERE key IS NULL OR id IN (SELECT job_id FROM claimed) ORDER BY ord
+    RETURNING id, seq, owner, metadata),
+  labeled AS (
+    INSERT INTO job_labels (owner, key, value, seq)
+    SELECT i.owner, l.key, l.value, i.seq FROM inserted i, json_each_text(i.metadata) l WHERE i.metadata IS NOT NULL)
+  SELECT id, seq FROM inserted;
+END $fn$;
+`,
+  },
 ];
 
 /** The schema version this code writes. */

@@ -10,6 +10,7 @@ import { CheckedStore } from "./checked-store.ts";
 import { LeaseLostError, TerminalStatusError, UnknownJobError } from "./errors.ts";
 import { BatchedReads } from "./batched-reads.ts";
 import { GroupCommit } from "./group-commit.ts";
+import { changedAt } from "./input-checks.ts";
 import { claim, insertBatchOnce, type PendingInsert } from "./postgres-admission.ts";
 import { inTransaction, openPostgresPool, type PostgresOptions } from "./postgres-pool.ts";
 import { PG_SQL, pgListJobsSql, pgListLabeledJobsSql, pgOffsetJobsSql } from "./postgres-queries.ts";
@@ -144,7 +145,8 @@ export class PostgresStore implements StoreDialect {
     const filters: unknown[] = [];
     if (byStatus) filters.push(query.status);
     if (byDeployment) filters.push(query.deployment_id);
-    const sql = pgOffsetJobsSql(byStatus, byDeployment, query.sort, query.descending);
+    if (query.workflow_id !== undefined) filters.push(query.workflow_id);
+    const sql = pgOffsetJobsSql(byStatus, byDeployment, query.sort, query.descending, query.workflow_id !== undefined);
     if (!STATEMENT_NAMES.has(sql)) STATEMENT_NAMES.set(sql, `fg_offset_jobs_${STATEMENT_NAMES.size}`);
     const { rows } = await this.#query(sql, [owner, query.now, query.limit, query.offset, ...filters]);
     if (rows.length > 0) return { jobs: rows.map(toJob), total: Number(rows[0]!.total) };
@@ -209,6 +211,7 @@ export class PostgresStore implements StoreDialect {
       fence !== undefined,
       fence?.workerId ?? null,
       fence?.epoch ?? 0,
+      changedAt(patch),
     ];
     try {
       const row = await this.#one(PG_SQL.transition, params, on);
@@ -302,6 +305,10 @@ export class PostgresStore implements StoreDialect {
 
   async listJobOutputs(jobId: string): Promise<AssetRecord[]> {
     return (await this.#query(PG_SQL.listJobOutputs, [jobId])).rows.map(toAsset);
+  }
+
+  async listOutputsOfJobs(jobIds: readonly string[]): Promise<AssetRecord[]> {
+    return (await this.#query(PG_SQL.listOutputsOfJobs, [jobIds])).rows.map(toAsset);
   }
 
   async deleteAsset(id: string): Promise<AssetDeletion | null> {

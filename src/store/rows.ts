@@ -57,6 +57,11 @@ function rowReader(codec: ColumnCodec): RowReader {
       output_node_ids: codec.json(row.output_node_ids) as string[],
       cost: row.cost as number | null,
       metadata: (nullableJson(row.metadata) as Record<string, string> | null) ?? {},
+      workflow_id: (row.workflow_id as string | null | undefined) ?? null,
+      // Null on a row written before the column existed: its last status change is its latest time.
+      updated_at:
+        (row.updated_at as number | null | undefined) ??
+        Math.max(row.created_at as number, (row.started_at as number | null) ?? 0, (row.completed_at as number | null) ?? 0),
     }),
     toLogs: (row) =>
       row.logs_captured_at === null

@@ -32,6 +32,8 @@ export const JOB_COLUMN_NAMES = columns<JobRecord>()([
   "output_node_ids",
   "cost",
   "metadata",
+  "workflow_id",
+  "updated_at",
 ]);
 
 /** The columns of an asset record, in its insert order. */

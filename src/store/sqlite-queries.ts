@@ -13,8 +13,9 @@ export function inList(prefix: string, count: number): string {
 export const SQL = {
   // The two statements of every submission bind by position and return nothing: the store
   // knows every value it wrote, and RETURNING plus named binding cost a third of their time.
-  insertJob: `INSERT INTO jobs (id, owner, deployment_id, status, created_at, expires_at, output_node_ids, cost, workflow, secrets_given, metadata)
-    VALUES (?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?)`,
+  insertJob: `INSERT INTO jobs (id, owner, deployment_id, status, created_at, expires_at, output_node_ids, cost, workflow, secrets_given, metadata,
+      workflow_id, updated_at)
+    VALUES (?1, ?2, ?3, 'queued', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?4)`,
   // Binds owner, key, value, seq.
   insertLabel: "INSERT INTO job_labels (owner, key, value, seq) VALUES (?, ?, ?, ?)",
   queuedWithSecrets: "SELECT id FROM jobs WHERE status = 'queued' AND secrets_given = 1 ORDER BY seq",
@@ -49,6 +50,8 @@ export const SQL = {
     RETURNING ${ASSET_COLUMNS}`,
   getAsset: `SELECT ${ASSET_COLUMNS} FROM assets WHERE id = :id`,
   listJobOutputs: `SELECT ${ASSET_COLUMNS} FROM assets WHERE job_id = :job_id ORDER BY seq`,
+  // :ids a JSON array of job ids: one probe of assets_job_seq per id, whatever their number.
+  listOutputsOfJobs: `SELECT ${ASSET_COLUMNS} FROM assets WHERE job_id IN (SELECT value FROM json_each(:ids)) ORDER BY job_id, seq`,
   deleteAsset: "DELETE FROM assets WHERE id = :id RETURNING blob_key",
   findAssetByBlob: `SELECT ${ASSET_COLUMNS} FROM assets WHERE blob_key = :blob_key AND owner = :owner
     ORDER BY seq DESC LIMIT 1`,
@@ -63,7 +66,7 @@ export const SQL = {
   // The reaper's statements name their index: without statistics the planner would rather walk
   // the (status, seq) index, i.e. every queued job, on each pass. Each WHERE repeats the
   // partial index's own predicate, which INDEXED BY requires.
-  expireJobs: `UPDATE jobs SET status = 'expired', completed_at = :now WHERE id IN (
+  expireJobs: `UPDATE jobs SET status = 'expired', completed_at = :now, updated_at = MAX(COALESCE(updated_at, created_at), :now) WHERE id IN (
       SELECT id FROM jobs INDEXED BY jobs_live_expires_at WHERE status IN ${LIVE} AND expires_at <= :now
       ORDER BY expires_at LIMIT :limit)
     RETURNING ${JOB_COLUMNS}`,
@@ -114,10 +117,18 @@ export function listLabeledJobsSql(labelCount: number, statusCount: number, byDe
  * An owner's jobs still in the hosted history, sorted, at an offset (listJobsAtOffset), or with
  * `count` their number. :now hides finished jobs past retention; ties keep submission order.
  */
-export function offsetJobsSql(statusCount: number, byDeployment: boolean, sort: "created" | "duration", descending: boolean, count: boolean): string {
+export function offsetJobsSql(
+  statusCount: number,
+  byDeployment: boolean,
+  sort: "created" | "duration",
+  descending: boolean,
+  count: boolean,
+  byWorkflow = false,
+): string {
   const where = `WHERE owner = :owner AND history_hidden = 0 AND NOT (status IN ${TERMINAL} AND expires_at <= :now)
     ${statusCount > 0 ? `AND status IN (${inList("s", statusCount)})` : ""}
-    ${byDeployment ? "AND deployment_id = :deployment_id" : ""}`;
+    ${byDeployment ? "AND deployment_id = :deployment_id" : ""}
+    ${byWorkflow ? "AND workflow_id = :workflow_id" : ""}`;
   if (count) return `SELECT COUNT(*) AS n FROM jobs ${where}`;
   const dir = descending ? "DESC" : "ASC";
   const key = sort === "duration" ? `CASE WHEN started_at IS NOT NULL AND completed_at IS NOT NULL THEN completed_at - started_at ELSE 0 END ${dir}, ` : "";
@@ -131,7 +142,8 @@ export function transitionSql(fromCount: number): string {
       completed_at = CASE WHEN :set_completed_at = 1 THEN :completed_at ELSE completed_at END,
       progress = CASE WHEN :set_progress = 1 THEN :progress ELSE progress END,
       error = CASE WHEN :set_error = 1 THEN :error ELSE error END,
-      cost = CASE WHEN :set_cost = 1 THEN :cost ELSE cost END
+      cost = CASE WHEN :set_cost = 1 THEN :cost ELSE cost END,
+      updated_at = MAX(COALESCE(updated_at, created_at), :updated_at)
     WHERE id = :id AND status IN (${inList("f", fromCount)})
     RETURNING ${JOB_COLUMNS}`;
 }

@@ -189,6 +189,18 @@ BEGIN
 END;
 `,
   },
+  {
+    version: 6,
+    description: "a job's ComfyUI workflow id and the time of its last status change",
+    sql: `
+-- The only part of extra_data ever kept (extra_pnginfo.workflow.id, what ComfyUI's job list filters
+-- by); NULL when the submission had none. NULL in rows written before this version.
+ALTER TABLE jobs ADD COLUMN workflow_id TEXT;
+-- Set at creation and by every status change (a cancel request included); NULL in rows written
+-- before this version, which read the latest of created_at, started_at and completed_at instead.
+ALTER TABLE jobs ADD COLUMN updated_at INTEGER;
+`,
+  },
 ];
 
 /** The schema version this code writes. */

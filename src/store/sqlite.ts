@@ -21,7 +21,7 @@ import { Checkpointer } from "./checkpointer.ts";
 import { FileSync } from "./file-sync.ts";
 import { GroupCommit } from "./group-commit.ts";
 import { SQLITE_ROWS, jsonOrNull, toPendingBlob, toWorkflow } from "./rows.ts";
-import { hasLabels, insertedJob } from "./input-checks.ts";
+import { changedAt, hasLabels, insertedJob } from "./input-checks.ts";
 import { TERMINAL_TRIGGER_MESSAGE, migrate } from "./sqlite-schema.ts";
 import type { JobQuery, StoreDialect } from "./store-dialect.ts";
 import { IDEMPOTENCY_TTL_MS } from "./types.ts";
@@ -163,6 +163,7 @@ export class SqliteStore implements StoreDialect {
       JSON.stringify(job.workflow),
       job.secrets_given === true ? 1 : 0,
       hasLabels(job.metadata) ? JSON.stringify(job.metadata) : null,
+      job.workflow_id ?? null,
     ];
     const committed = await this.#inserts.submit({ record: insertedJob(job), values, owner: job.owner, idempotency: options.idempotency });
     options.onCommitted?.(committed);
@@ -219,11 +220,13 @@ export class SqliteStore implements StoreDialect {
   async listJobsAtOffset(owner: string, query: OffsetJobsOptions): Promise<OffsetJobPage> {
     const statusCount = query.status?.length ?? 0;
     const byDeployment = query.deployment_id !== undefined;
-    const shape = `${statusCount}:${byDeployment}:${query.sort}:${query.descending}`;
+    const byWorkflow = query.workflow_id !== undefined;
+    const shape = `${statusCount}:${byDeployment}:${query.sort}:${query.descending}:${byWorkflow}`;
     const params: Params = { owner, now: query.now, ...bindList("s", query.status ?? []) };
     if (byDeployment) params.deployment_id = query.deployment_id!;
-    const page = this.#variant(`offset:${shape}`, () => offsetJobsSql(statusCount, byDeployment, query.sort, query.descending, false));
-    const count = this.#variant(`offset-count:${shape}`, () => offsetJobsSql(statusCount, byDeployment, query.sort, query.descending, true));
+    if (byWorkflow) params.workflow_id = query.workflow_id!;
+    const page = this.#variant(`offset:${shape}`, () => offsetJobsSql(statusCount, byDeployment, query.sort, query.descending, false, byWorkflow));
+    const count = this.#variant(`offset-count:${shape}`, () => offsetJobsSql(statusCount, byDeployment, query.sort, query.descending, true, byWorkflow));
     // Both reads run in one synchronous step, so no write of this process comes between them.
     const jobs = page.all({ ...params, limit: query.limit, offset: query.offset }).map(toJob);
     return { jobs, total: count.get(params)!.n as number };
@@ -275,6 +278,7 @@ export class SqliteStore implements StoreDialect {
       ...bindPatchField("progress", patch.progress === undefined ? undefined : jsonOrNull(patch.progress)),
       ...bindPatchField("error", patch.error === undefined ? undefined : jsonOrNull(patch.error)),
       ...bindPatchField("cost", patch.cost),
+      updated_at: changedAt(patch),
     };
     try {
       return writeReturning(statement, params);
@@ -364,6 +368,10 @@ export class SqliteStore implements StoreDialect {
 
   async listJobOutputs(jobId: string): Promise<AssetRecord[]> {
     return this.#sql.listJobOutputs.all({ job_id: jobId }).map(toAsset);
+  }
+
+  async listOutputsOfJobs(jobIds: readonly string[]): Promise<AssetRecord[]> {
+    return this.#sql.listOutputsOfJobs.all({ ids: JSON.stringify(jobIds) }).map(toAsset);
   }
 
   async deleteAsset(id: string): Promise<AssetDeletion | null> {

@@ -1,6 +1,6 @@
 // What each database's store implements behind CheckedStore (checked-store.ts): the Store's methods,
 // given arguments already checked and normalized, so that no dialect repeats a check.
-import type { JobRecord, JobStatus, PendingBlob, PurgeResult, Store } from "./types.ts";
+import type { AssetRecord, JobRecord, JobStatus, PendingBlob, PurgeResult, Store } from "./types.ts";
 
 /** A listing's filters as CheckedStore hands them on: checked, distinct, the cursor decoded. */
 export interface JobQuery {
@@ -24,7 +24,9 @@ export interface JobQuery {
  * optional counts and turned a listing into a JobQuery. The other methods take the Store's own
  * arguments, checked.
  */
-export interface StoreDialect extends Omit<Store, "listJobs" | "queuedJobs" | "pendingBlobs" | "expireJobs" | "purgeExpired"> {
+export interface StoreDialect extends Omit<Store, "listJobs" | "queuedJobs" | "pendingBlobs" | "expireJobs" | "purgeExpired" | "listOutputsOfJobs"> {
+  /** The assets of jobs `jobIds` (distinct, 1..MAX_PAGE), in one statement, ordered by job id, then commit order. */
+  listOutputsOfJobs(jobIds: readonly string[]): Promise<AssetRecord[]>;
   /** An owner's jobs matching `query`, newest first, at most `query.fetch`. */
   listJobs(owner: string, query: JobQuery): Promise<JobRecord[]>;
   /** Store.queuedJobs with its limit checked and defaulted. */

@@ -74,6 +74,14 @@ export interface JobRecord {
   cost: number | null;
   /** The labels it was submitted with ({} when none); fixed at creation. */
   metadata: JobLabels;
+  /** The ComfyUI workflow id it was submitted with (`extra_data.extra_pnginfo.workflow.id`), the only part of extra_data kept; null when none. */
+  workflow_id: string | null;
+  /**
+   * When its status last changed (creation, start, a cancel request, its end); a job stored before
+   * this was recorded reads the latest of created_at, started_at and completed_at. Progress
+   * snapshots and output commits do not move it (the outputs carry their own times).
+   */
+  updated_at: number;
 }
 
 /** A job's labels: key to value, both strings (bounds are the contract's, checked above the store). */
@@ -94,6 +102,8 @@ export interface NewJob {
   secrets_given?: boolean;
   /** Labels stored with the job and usable as listing filters; none when absent. */
   metadata?: JobLabels;
+  /** The ComfyUI workflow id of the submission (a string of at most MAX_WORKFLOW_ID_LENGTH); none when absent. */
+  workflow_id?: string | null;
   progress?: JobProgress | null;
   error?: JobFailure | null;
   cost?: number | null;
@@ -108,6 +118,8 @@ export interface JobLogs {
 
 /** Fields a transition may set alongside the status; an absent field is left unchanged, null clears it. */
 export interface JobPatch {
+  /** When the move happened, for updated_at; absent: completed_at, else started_at of the patch, else the store's clock. */
+  updated_at?: number;
   started_at?: number | null;
   completed_at?: number | null;
   progress?: JobProgress | null;
@@ -200,6 +212,8 @@ export interface OffsetJobsOptions {
   /** Only jobs in one of these statuses; absent: any status. */
   status?: readonly JobStatus[];
   deployment_id?: string;
+  /** Only jobs submitted with this ComfyUI workflow id. */
+  workflow_id?: string;
   /** Clock (epoch ms): a finished job past its expires_at is left out, as GET leaves it out before the reaper purges it. */
   now: number;
   /** `created`: submission order; `duration`: completed_at - started_at (0 for a job without both). Ties keep submission order. */
@@ -216,6 +230,9 @@ export interface OffsetJobPage {
   jobs: JobRecord[];
   total: number;
 }
+
+/** The longest ComfyUI workflow id kept (the hosted filter's own bound): a longer one could never be asked for. */
+export const MAX_WORKFLOW_ID_LENGTH = 256;
 
 /** How many label filters one listing may combine. */
 export const MAX_LABEL_FILTERS = 3;
@@ -393,6 +410,8 @@ export interface Store {
   getAsset(id: string): Promise<AssetRecord | null>;
   /** A job's assets in commit order. */
   listJobOutputs(jobId: string): Promise<AssetRecord[]>;
+  /** The assets of several jobs (at most 1,000 ids, a page) in one read: each id mapped to its assets in commit order ([] for none). */
+  listOutputsOfJobs(jobIds: readonly string[]): Promise<Map<string, AssetRecord[]>>;
   /** Deletes an asset record; null when absent. */
   deleteAsset(id: string): Promise<AssetDeletion | null>;
   /** The owner's newest asset over the blob (proof it may use the blob), or null. */

@@ -180,6 +180,27 @@ describe("S3BlobStore: presigned downloads", () => {
     expect(await ranged.text()).toBe("2345");
   });
 
+  it("pins the declared type and sends a type that could run script as an attachment (a presigned GET cannot carry nosniff)", async () => {
+    const s = await store("presign/");
+    const { key } = await s.putBytes(Buffer.from("<html><script>alert(1)</script></html>"));
+    const fetched = async (fileName: string, contentType: string) => {
+      const r = await fetch(await s.downloadUrl(key, { expiresAt: Date.now() + 60_000, fileName, contentType }));
+      expect(r.status).toBe(200);
+      await r.body?.cancel();
+      return { type: r.headers.get("content-type"), disposition: r.headers.get("content-disposition") };
+    };
+    for (const [name, type] of [
+      ["page.html", "text/html"],
+      ["drawing.svg", "image/svg+xml"],
+      ["feed.xml", "application/atom+xml"],
+    ] as const) {
+      expect(await fetched(`out/${name}`, type)).toEqual({ type, disposition: `attachment; filename="${name}"; filename*=UTF-8''${name}` });
+    }
+    // The same bytes declared as an image are served as the image they claim to be, shown inline:
+    // the bucket answers the link's type, whatever the object was stored with.
+    expect(await fetched("x.png", "image/png")).toEqual({ type: "image/png", disposition: `inline; filename="x.png"; filename*=UTF-8''x.png` });
+  });
+
   it("a link whose time is over is refused by the bucket", async () => {
     // Signed two hours ago, valid for one: expired now, with no wait.
     const past = await store("presign/", { now: () => Date.now() - 2 * 3_600_000 });

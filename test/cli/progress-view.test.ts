@@ -17,6 +17,7 @@ const progress = (value: number, extra: Partial<Progress> = {}): Progress => ({
 const snap = (s: Partial<ProgressSnapshot>): ProgressSnapshot => ({
   status: "running",
   progress: null,
+  fraction: s.progress?.value ?? 0,
   queuePosition: null,
   elapsedMs: 0,
   remainingMs: null,
@@ -65,44 +66,99 @@ describe("ProgressView", () => {
     return { status, progress: p, queue_position: status === "queued" ? 0 : null } as Job;
   }
 
-  it("estimates the time left from the running time and the fraction done", () => {
+  // A loader, a sampler and a save: what `flowgate run` showed as 45% at step 7357/8000.
+  const loader = (value = 0): Progress =>
+    progress(value, { nodes_done: 0, nodes_total: 3, current_node: "1", current_node_class: "LoadImage", step: null, steps: null });
+  const sampler = (step: number): Progress =>
+    progress((1 + step / 8000) / 3, { nodes_done: 1, nodes_total: 3, current_node: "2", current_node_class: "KSampler", step, steps: 8000 });
+  const save = (): Progress => progress(2 / 3, { nodes_done: 2, nodes_total: 3, current_node: "3", current_node_class: "SaveImage", step: null, steps: null });
+
+  it("goes by work: a sampler's steps at their observed rate, not the contract's node count", () => {
     let now = 1_000_000;
     const out: string[] = [];
     const view = new ProgressView({ write: (t) => out.push(t) }, "plain", () => now);
     view.job(job("queued"));
-    now += 2000;
-    view.job(job("running", progress(0)));
-    now += 4000;
-    view.progress(progress(0.25));
+    view.job(job("running", loader()));
+    now += 1000; // the loader took 1 s
+    view.progress(sampler(0));
+    for (let step = 100; step <= 7300; step += 100) {
+      now += 1000; // 10 ms a step
+      view.progress(sampler(step));
+    }
+    now += 570;
+    view.progress(sampler(7357));
     const s = view.snapshot();
-    expect(s.elapsedMs).toBe(6000);
-    expect(s.remainingMs).toBe(12_000);
-    expect(out.at(-1)).toBe("[0:06] running 25% node 1 FlowgateSampler step 10/20, ~0:12 left\n");
-    view.job(job("succeeded", progress(1)));
+    expect(s.progress!.value).toBeCloseTo((1 + 7357 / 8000) / 3); // the contract's value, passed on untouched
+    // Done: the loader's 1 s and 7357 steps; left: 643 steps and the save, weighed as the loader was.
+    expect(s.remainingMs).toBe(643 * 10 + 1000);
+    expect(s.fraction).toBeCloseTo((1000 + 73_570) / (1000 + 80_000 + 1000), 3);
+    expect(plainLine(s)).toBe("[1:15] running 90% node 2 KSampler step 7357/8000, ~0:07 left");
+    expect(out.at(-1)).toMatch(/ running 90% node 2 KSampler step \d+\/8000, ~0:0\d left\n$/); // a line per tenth
+    // The save holds the fraction (no going back, no promise of time), and the end is 100%.
+    now += 6430;
+    view.progress(save());
+    expect(view.snapshot().fraction).toBeCloseTo(s.fraction, 3);
     expect(view.snapshot().remainingMs).toBeNull();
+    view.job(job("succeeded", progress(1, { nodes_done: 3, nodes_total: 3, current_node: null, step: null, steps: null })));
+    expect(view.snapshot()).toMatchObject({ fraction: 1, remainingMs: null });
   });
 
-  it("shows no estimate while the current node reports no steps (its fraction stands still)", () => {
+  it("a sampler found half done (`flowgate wait`) is timed from the steps seen, not read as fast", () => {
     let now = 1_000_000;
     const view = new ProgressView({ write: () => undefined }, "plain", () => now);
-    view.job(job("running", progress(0)));
-    now += 3000;
-    view.progress(progress(1 / 3, { current_node: "2", current_node_class: "FlowgateDelay", step: null, steps: null }));
+    view.job(job("running", sampler(4000)));
     expect(view.snapshot().remainingMs).toBeNull();
+    now += 1000;
+    view.progress(sampler(4100));
+    // 10 ms a step; the save is unknown (never seen) and weighs nothing yet.
+    expect(view.snapshot().remainingMs).toBe(3900 * 10);
+    expect(view.snapshot().fraction).toBeCloseTo(4100 / 8000, 3);
+  });
+
+  it("never goes back while the step rate changes", () => {
+    let now = 1_000_000;
+    const view = new ProgressView({ write: () => undefined }, "plain", () => now);
+    view.job(job("running", sampler(0)));
+    now += 1000;
+    view.progress(sampler(4000)); // fast at first
+    const first = view.snapshot().fraction;
+    now += 60_000;
+    view.progress(sampler(4001)); // then slow: the rate falls, the estimate of what is done with it
+    expect(view.snapshot().fraction).toBeGreaterThanOrEqual(first);
+  });
+
+  it("without a stepped node, goes by node count; no estimate while a step-less node runs", () => {
+    let now = 1_000_000;
+    const delay = (value: number, node: string | null): Progress =>
+      progress(value, {
+        nodes_done: Math.round(value * 3),
+        nodes_total: 3,
+        current_node: node,
+        current_node_class: node && "FlowgateDelay",
+        step: null,
+        steps: null,
+      });
+    const view = new ProgressView({ write: () => undefined }, "plain", () => now);
+    view.job(job("running", delay(0, "1")));
+    now += 3000;
+    view.progress(delay(1 / 3, "2"));
+    expect(view.snapshot().remainingMs).toBeNull();
+    expect(view.snapshot().fraction).toBeCloseTo(1 / 3);
     now += 30_000;
     expect(view.snapshot().remainingMs).toBeNull();
     expect(plainLine(view.snapshot())).not.toContain("left");
-    view.progress(progress(0.5));
-    expect(view.snapshot().remainingMs).not.toBeNull();
+    view.progress(delay(2 / 3, null));
+    expect(view.snapshot().remainingMs).toBeCloseTo(33_000 / 2);
   });
 
   it("plain mode prints a line per status, node or tenth of progress, not per event", () => {
     const out: string[] = [];
     const view = new ProgressView({ write: (t) => out.push(t) }, "plain", () => 0);
-    view.job(job("running", progress(0.1)));
-    view.progress(progress(0.12, { step: 11 }));
-    view.progress(progress(0.15, { step: 12 }));
-    view.progress(progress(0.21, { step: 13 }));
+    const stepless = { step: null, steps: null };
+    view.job(job("running", progress(0.1, stepless)));
+    view.progress(progress(0.12, stepless));
+    view.progress(progress(0.15, stepless));
+    view.progress(progress(0.21, stepless));
     view.progress(progress(0.22, { current_node: "2", current_node_class: "SaveImage", step: null, steps: null }));
     expect(out).toHaveLength(3);
   });

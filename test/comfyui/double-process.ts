@@ -2,7 +2,9 @@
 // outlives flowgate's processes and can itself be killed and restarted (its queue and history
 // lost, as ComfyUI's are). Every execution's start and end is appended to a log file, which
 // outlives the double: the count of executions per prompt id survives its restarts.
-//   node test/comfyui/double-process.ts --object-info FILE --log FILE [--port N] [--run-ms N]
+// With --hold, the first prompt it runs stops at its first node until the double gets SIGUSR1 (a
+// prompt whose end the harness places: e.g. finishing in the middle of a takeover).
+//   node test/comfyui/double-process.ts --object-info FILE --log FILE [--port N] [--run-ms N] [--hold]
 // Prints `double listening on URL` once it answers.
 import { appendFileSync, readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
@@ -14,6 +16,7 @@ const { values } = parseArgs({
     log: { type: "string" },
     port: { type: "string", default: "0" },
     "run-ms": { type: "string", default: "0" },
+    hold: { type: "boolean", default: false },
   },
 });
 const log = values.log!;
@@ -25,5 +28,7 @@ const fake = await new FakeComfyUI({
   // Synchronous: a record is on disk before the double goes on (a SIGKILL loses none).
   onExecution: (e) => appendFileSync(log, `${JSON.stringify(e)}\n`),
 }).start(Number(values.port));
+fake.holding = values.hold === true;
+process.on("SIGUSR1", () => fake.release());
 process.stdout.write(`double listening on ${fake.url}\n`);
 process.on("SIGTERM", () => void fake.stop().then(() => process.exit(0)));

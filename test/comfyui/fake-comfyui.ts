@@ -17,6 +17,8 @@ export interface FakeOptions {
   objectInfo: Record<string, unknown>;
   /** Answers POST /prompt: a status and body, or undefined for ComfyUI's usual 200 (prompt_id echoed). */
   onPrompt?: (body: any) => { status: number; body: unknown } | undefined;
+  /** Runs (awaited) when a request arrived, before it is answered: e.g. to stop the client that sent it. */
+  onRequest?: (request: Recorded) => void | Promise<void>;
   /** Runs after a prompt was queued and before POST /prompt answers (messages may beat the answer). */
   beforeAnswer?: (promptId: string) => void;
   /** Status of POST /interrupt (default 200); 404 as a ComfyUI without the route answers. */
@@ -186,6 +188,7 @@ export class FakeComfyUI {
       json: isJson && body.length ? JSON.parse(body.toString()) : null,
     };
     this.requests.push(rec);
+    await this.o.onRequest?.(rec);
     const json = (status: number, value: unknown) => {
       res.writeHead(status, { "content-type": "application/json" });
       res.end(JSON.stringify(value));

@@ -1,10 +1,10 @@
 // Exactly once in front of ComfyUI, over the orders deployments produce (orders.ts): a bounded
 // number of seeded schedules per run (each seed printed; EXPLORE_ORDERS_SEED=N replays one,
-// EXPLORE_ORDERS_SEEDS=N runs N; `npm run explore:orders -- --seeds 200` runs many).
+// EXPLORE_ORDERS_SEEDS=N runs N; EXPLORE_ORDERS_TRACE=1 prints each passing seed's steps too; `npm run explore:orders -- --seeds 200` runs many).
 import { afterEach, beforeEach, describe, it } from "vitest";
 import { FaultDeployment } from "../faults/deployment.ts";
 import { postgresUnavailable } from "../postgres/pg.ts";
-import { exploreOrder } from "./orders.ts";
+import { exploreOrder, exploreSqliteFront } from "./orders.ts";
 
 const unavailable = await postgresUnavailable();
 /** The workers' lease: takeovers come soon, renewals still hold on a busy machine. */
@@ -36,5 +36,14 @@ describe.skipIf(unavailable !== null)(
     }
   },
 );
+
+describe("every prompt runs once when a single SQLite front is killed and restarted mid-run (the double in a process of its own)", () => {
+  for (const seed of seeds) {
+    it(`seed ${seed}`, { timeout: 240_000 }, async () => {
+      console.log(`orders (SQLite front): seed ${seed} (replay: EXPLORE_ORDERS_SEED=${seed} npx vitest run test/comfyui/orders.test.ts)`);
+      await exploreSqliteFront(seed);
+    });
+  }
+});
 
 if (unavailable !== null) it.skip(`skipped: ${unavailable}`, () => undefined);

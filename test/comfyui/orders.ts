@@ -3,7 +3,10 @@
 // of its own) driven through a seeded schedule of the orders deployments produce (the adopting
 // worker started before or after the prompts; the holder SIGKILLed, SIGSTOPped past its lease
 // then continued, or SIGTERMed; one or two takeovers in a row; the double restarted, its queue
-// lost), then the invariants checked for every job against the double's own execution log.
+// lost; the running prompt finishing during the takeover, between the holder's lease lapsing and
+// the adopter's look at the double), then the invariants checked for every job against the
+// double's own execution log. exploreSqliteFront does the same for a single `serve` on SQLite,
+// SIGKILLed mid-run and restarted on its data directory.
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -11,7 +14,8 @@ import { join } from "node:path";
 import { EmbeddedEngine } from "../../src/engine/embedded-engine.ts";
 import type { CliProcess } from "../cli/cli.ts";
 import type { FaultDeployment } from "../faults/deployment.ts";
-import { waitFor } from "../server/helpers.ts";
+import { adminQuery } from "../postgres/pg.ts";
+import { Api, spawnCli, waitFor, type CliServer } from "../server/helpers.ts";
 import { ROOT } from "./helpers.ts";
 
 /** A small deterministic generator (mulberry32): the same seed, the same schedule. */
@@ -41,23 +45,33 @@ export class DoubleProcess {
   private port = 0;
   private readonly dir: string;
   private readonly runMs: number;
+  /** The first run holds its first prompt until `release` (not after a restart). */
+  private hold: boolean;
 
-  private constructor(dir: string, runMs: number) {
+  private constructor(dir: string, runMs: number, hold: boolean) {
     this.dir = dir;
     this.runMs = runMs;
+    this.hold = hold;
   }
 
-  /** Starts a double whose prompts take `runMs` each (one at a time, as ComfyUI's worker). */
-  static async start(runMs: number): Promise<DoubleProcess> {
+  /** Starts a double whose prompts take `runMs` each (one at a time, as ComfyUI's worker); `hold`: the first one waits for `release`. */
+  static async start(runMs: number, hold = false): Promise<DoubleProcess> {
     const dir = await mkdtemp(join(tmpdir(), "fg-double-"));
     await writeFile(join(dir, "object-info.json"), JSON.stringify(new EmbeddedEngine().nodeDefinitionsSync()));
-    const d = new DoubleProcess(dir, runMs);
+    const d = new DoubleProcess(dir, runMs, hold);
     await d.spawn();
     return d;
   }
 
+  /** Lets the held prompt (see `start`) go on to its end. */
+  release(): void {
+    this.child?.kill("SIGUSR1");
+  }
+
   private async spawn(): Promise<void> {
     const args = ["test/comfyui/double-process.ts", "--object-info", join(this.dir, "object-info.json"), "--log", this.logFile];
+    if (this.hold) args.push("--hold");
+    this.hold = false;
     const child = spawn(process.execPath, [...args, "--port", String(this.port), "--run-ms", String(this.runMs)], {
       cwd: ROOT,
       stdio: ["ignore", "pipe", "pipe"],
@@ -152,7 +166,16 @@ export async function exploreOrder(seed: number, setup: OrdersSetup): Promise<vo
   const step = (s: string) => trace.push(`${new Date().toISOString()} ${s}`);
   const { d, leaseMs, apiLeaseMs } = setup;
   const runMs = 800 + Math.floor(rnd() * 1200);
-  const double = await DoubleProcess.start(runMs);
+  // Drawn apart, so that the schedules of the other choices stay those of earlier seeds.
+  const duringTakeover = seeded(seed ^ 0x7a4e0c3)() < 0.4;
+  const double = await DoubleProcess.start(runMs, duringTakeover);
+  let released = !duringTakeover;
+  const release = (when: string) => {
+    if (released) return;
+    released = true;
+    double.release();
+    step(`the double finishes the held prompt ${when}`);
+  };
   let restartedAt: number | null = null;
   const workers: Worker[] = [];
   try {
@@ -165,7 +188,9 @@ export async function exploreOrder(seed: number, setup: OrdersSetup): Promise<vo
       return w;
     };
     const adopterFirst = rnd() < 0.5;
-    step(`seed ${seed}: prompts take ${runMs} ms; the second worker starts ${adopterFirst ? "before" : "after"} the prompts`);
+    step(
+      `seed ${seed}: prompts take ${runMs} ms; the second worker starts ${adopterFirst ? "before" : "after"} the prompts${duringTakeover ? "; the first prompt is held until the takeover" : ""}`,
+    );
     await addWorker("first");
     if (adopterFirst) await addWorker("before the jobs");
     const jobs: string[] = [];
@@ -218,6 +243,20 @@ export async function exploreOrder(seed: number, setup: OrdersSetup): Promise<vo
         victim.p.child.kill("SIGSTOP");
         victim.state = "stopped";
       }
+      // The held prompt finishes during the takeover: once its holder's lease lapsed, while an
+      // adopter takes the job over (or before it looks at the double).
+      const heldJob = q.running[0];
+      if (!released && (adopter === "unwatched" || heldJob === undefined || !theirs.includes(heldJob))) release("right after the signal");
+      else if (!released) {
+        await waitFor(
+          () =>
+            adminQuery(`SELECT lease_until < (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS lapsed FROM ${d.schema}.jobs WHERE id = $1`, [heldJob]),
+          (rows) => rows[0]?.lapsed === true,
+          "the lease of the held prompt's job to lapse",
+          60_000,
+        );
+        release("between its holder's lease lapsing and the takeover");
+      }
       if (adopter === "unwatched") {
         await waitFor(
           () => double.queue(),
@@ -248,10 +287,12 @@ export async function exploreOrder(seed: number, setup: OrdersSetup): Promise<vo
       }
     }
 
+    release("after the rounds");
     const ended = [];
     for (const id of jobs) ended.push(await api.waitJob(id, (j) => TERMINAL.includes(j.status), `job ${id} to end`, 120_000));
     step(`every job ended: ${ended.map((j) => `${j.id.slice(-4)} ${j.status}${j.error ? ` ${j.error.code}` : ""}`).join(", ")}`);
     await checkInvariants(ended, await double.records(), restartedAt, d);
+    if (process.env.EXPLORE_ORDERS_TRACE) console.log(trace.join("\n"));
   } catch (err) {
     for (const w of workers) {
       const said = w.p
@@ -273,12 +314,108 @@ export async function exploreOrder(seed: number, setup: OrdersSetup): Promise<vo
 }
 
 /**
+ * One seed of a single `serve --engine comfyui` on SQLite, SIGKILLed mid-run and started again on
+ * the same data directory: killed while a prompt runs (after 0 to 2 prompts ended), then, while it
+ * is down, the double finishes nothing more, one prompt or every prompt; the restarted front
+ * follows, collects or submits each job's prompt. The same invariants, without the PostgreSQL
+ * history.
+ */
+export async function exploreSqliteFront(seed: number): Promise<void> {
+  const rnd = seeded(seed);
+  const trace: Trace = [];
+  const step = (s: string) => trace.push(`${new Date().toISOString()} ${s}`);
+  const runMs = 500 + Math.floor(rnd() * 1000);
+  const endedBefore = Math.floor(rnd() * 3);
+  const whileDown = (["nothing", "one", "all"] as const)[Math.floor(rnd() * 3)]!;
+  const double = await DoubleProcess.start(runMs);
+  const dataDir = await mkdtemp(join(tmpdir(), "fg-orders-sqlite-"));
+  const flags = [
+    "--data-dir",
+    dataDir,
+    "--port",
+    "0",
+    "--engine",
+    "comfyui",
+    "--comfyui-url",
+    double.url,
+    "--comfyui-output-dir",
+    "off",
+    "--shutdown-grace",
+    "0",
+  ];
+  let front: CliServer | null = null;
+  const ends = async () => (await double.records()).filter((r) => r.type === "end").length;
+  try {
+    step(`seed ${seed} (SQLite front): prompts take ${runMs} ms; killed after ${endedBefore} prompt(s) ended; while down the double finishes ${whileDown}`);
+    front = await spawnCli(flags);
+    let api = new Api(front.url);
+    const jobs: string[] = [];
+    for (let i = 0; i < 4; i++) jobs.push((await api.submit(graph(`orders-sqlite-${seed}-${i}`))).id);
+    step(`submitted ${jobs.length} jobs`);
+    await waitFor(
+      async () => ({ ended: await ends(), q: await double.queue() }),
+      ({ ended, q }) => ended >= endedBefore && q.running.length > 0,
+      `${endedBefore} prompt(s) ended and another running`,
+      60_000,
+    );
+    const q = await double.queue();
+    const child = front.child;
+    const closed = new Promise((r) => child.once("close", r));
+    child.kill("SIGKILL");
+    await closed;
+    front = null;
+    step(`SIGKILL of the front; double queue ${JSON.stringify({ running: q.running.length, pending: q.pending.length })}`);
+    if (whileDown !== "nothing") {
+      const target = whileDown === "all" ? null : (await ends()) + 1;
+      await waitFor(
+        async () => ({ ended: await ends(), q: await double.queue() }),
+        ({ ended, q }) => (target === null ? q.running.length + q.pending.length === 0 : ended >= target),
+        "the double to finish prompts while the front is down",
+        60_000,
+      );
+      step(`the double finished ${whileDown === "all" ? "every prompt" : "one prompt"} while the front was down`);
+    }
+    front = await spawnCli(flags);
+    api = new Api(front.url);
+    step("the front started again on its data directory");
+    const ended = [];
+    for (const id of jobs) ended.push(await api.waitJob(id, (j) => TERMINAL.includes(j.status), `job ${id} to end`, 120_000));
+    step(`every job ended: ${ended.map((j) => `${j.id.slice(-4)} ${j.status}${j.error ? ` ${j.error.code}` : ""}`).join(", ")}`);
+    await checkInvariants(ended, await double.records(), null);
+    if (process.env.EXPLORE_ORDERS_TRACE) console.log(trace.join("\n"));
+  } catch (err) {
+    if (front)
+      step(
+        `the front logged:\n  ${front
+          .output()
+          .split("\n")
+          .filter((l) => l.includes("job "))
+          .join("\n  ")}`,
+      );
+    throw new Error(
+      `orders (SQLite front) seed ${seed} failed (replay: EXPLORE_ORDERS_SEED=${seed} npx vitest run test/comfyui/orders.test.ts):\n${(err as Error).message}\n${trace.join("\n")}`,
+      { cause: err },
+    );
+  } finally {
+    if (front) {
+      const child = front.child;
+      const closed = new Promise((r) => child.once("close", r));
+      child.kill("SIGKILL");
+      await closed;
+    }
+    await double.stop();
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}
+
+/**
  * For every job: its prompt executed at most once, and exactly once when it succeeded; its end
  * state is the double's (a success there is a success here, unless the double forgot it in a
  * restart); a succeeded job's run times are the double's within 1 s; one output record per
- * succeeded job, none written by a process that lost its lease (the status and output history).
+ * succeeded job, none written by a process that lost its lease (the status and output history,
+ * on PostgreSQL: `d`).
  */
-async function checkInvariants(jobs: any[], records: ExecutionRecord[], restartedAt: number | null, d: FaultDeployment): Promise<void> {
+async function checkInvariants(jobs: any[], records: ExecutionRecord[], restartedAt: number | null, d?: FaultDeployment): Promise<void> {
   const problems: string[] = [];
   for (const job of jobs) {
     const mine = records.filter((r) => r.promptId === job.id);
@@ -296,7 +433,7 @@ async function checkInvariants(jobs: any[], records: ExecutionRecord[], restarte
           problems.push(`${tag}: completed_at ${job.completed_at}, the double ended it at ${new Date(end.at).toISOString()}`);
       }
       if (job.outputs.length !== 1) problems.push(`${tag}: ${job.outputs.length} outputs`);
-      if ((await d.outputs(job.id)).length !== 1) problems.push(`${tag}: ${(await d.outputs(job.id)).length} output records`);
+      if (d && (await d.outputs(job.id)).length !== 1) problems.push(`${tag}: ${(await d.outputs(job.id)).length} output records`);
     } else if (end?.status === "success") {
       // The double succeeded: only its restart (history lost before anyone collected it) excuses another end.
       const forgotten = restartedAt !== null && end.at < restartedAt && job.status === "failed" && job.error?.code === "worker_lost";
@@ -304,6 +441,6 @@ async function checkInvariants(jobs: any[], records: ExecutionRecord[], restarte
     }
     if (job.status === "failed" && starts.length === 0 && !job.error?.message) problems.push(`${tag}: never executed, and its error does not say why`);
   }
-  for (const v of await d.violations()) problems.push(v);
+  for (const v of d ? await d.violations() : []) problems.push(v);
   if (problems.length > 0) throw new Error(problems.join("\n"));
 }

@@ -266,6 +266,55 @@ describe.skipIf(unavailable !== null)("both workers started before the jobs: the
   });
 });
 
+describe.skipIf(unavailable !== null)("a worker stopped between its claim and its POST /prompt (PostgreSQL)", () => {
+  it("finds the job taken over when it goes on, and never posts the prompt: it runs once, under the worker that took it over", {
+    timeout: 120_000,
+  }, async () => {
+    // The first worker asks ComfyUI whether it holds the prompt (GET /history/{id}) right before
+    // it posts it: it is stopped there, past its lease, and the answer waits for it.
+    let first: CliProcess | undefined;
+    let stopped = false;
+    const fake = await new FakeComfyUI({
+      objectInfo: OBJECT_INFO,
+      worker: true,
+      onRequest: (r) => {
+        if (!stopped && first && r.method === "GET" && r.path.startsWith("/history/")) {
+          stopped = true;
+          first.child.kill("SIGSTOP");
+        }
+      },
+    }).start();
+    cleanup.push(() => fake.stop());
+    const { api } = await d.apiNode({ leaseMs: API_LEASE_MS, flags: comfy(fake) });
+    first = await d.worker({ leaseMs: LEASE_MS, flags: comfy(fake) });
+    cleanup.push(async () => void first!.child.kill("SIGCONT"));
+    const job = await api.submit(graph("stopped-before-post"));
+    await until(() => (stopped ? true : undefined), "the first worker stopped before its POST");
+    expect(heldBy(await d.job(job.id), first)).toBe(true);
+
+    const second = await d.worker({ leaseMs: LEASE_MS, flags: comfy(fake) });
+    await d.waitForJob(job.id, (r) => heldBy(r, second), "the second worker to take the job over");
+    const done = await api.waitJob(job.id, (j) => ["succeeded", "failed", "canceled"].includes(j.status), "the job to end", 30_000);
+    expect(done.status, JSON.stringify(done.error)).toBe("succeeded");
+    expect(fake.calls("POST", "/prompt")).toHaveLength(1);
+
+    // Resumed, the first worker finds its lease gone before it posts: it leaves the job alone.
+    first.child.kill("SIGCONT");
+    const gaveUp = `job ${job.id}: this worker no longer holds it`;
+    await waitFor(
+      () => first!.stderr(),
+      (e) => e.includes(gaveUp) || fake.calls("POST", "/prompt").length > 1,
+      "the first worker to give the job up (or to post the prompt again)",
+    );
+    expect(fake.calls("POST", "/prompt")).toHaveLength(1);
+    expect(first.stderr()).toContain(gaveUp);
+    expect(fake.executions.get(job.id)).toBe(1);
+    expect((await api.job(job.id)).status).toBe("succeeded");
+    expect(await d.outputs(job.id)).toHaveLength(1);
+    expect(await d.violations()).toEqual([]);
+  });
+});
+
 describe.skipIf(unavailable !== null)("a worker on the embedded engine dies holding a job (PostgreSQL)", () => {
   it("the job still ends worker_lost once the lease passes, never run again", { timeout: 90_000 }, async () => {
     const { api } = await d.apiNode({ leaseMs: LEASE_MS });

@@ -2,7 +2,7 @@
 // URL with brackets or braces has -g (curl globs them otherwise, and -s hides the error), what the
 // shell would glob or cut is quoted, and a flowgate command is one a checkout can run (npx
 // flowgate), with a subcommand and flags that exist. test/server/readme-commands.test.ts runs the
-// README's first job against a real server.
+// README's first job against a real server, test/cli/readme-walkthrough.test.ts its examples walkthrough.
 import { spawnSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import { ACCOUNTS, DEPLOYMENTS, KEYS, MIGRATE } from "../../src/cli/admin.ts";

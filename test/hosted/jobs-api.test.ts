@@ -171,13 +171,37 @@ describe("GET /api/jobs", () => {
     expect(seen).toEqual(all.jobs.map((j) => j.id));
     expect((await list("?offset=-5&limit=1")).pagination).toMatchObject({ offset: 0, has_more: true });
     expect((await list(`?offset=${all.pagination.total + 3}`)).jobs).toEqual([]);
-    // flowgate keeps no extra_data, so no job carries a ComfyUI workflow id.
+    // No job here was queued with a ComfyUI workflow id.
     expect((await list("?workflow_id=abc")).pagination.total).toBe(0);
     // The bare route as ComfyUI serves it.
     expect((await (await get("/jobs?limit=1")).json()) as JobList).toMatchObject({ pagination: { limit: 1 } });
 
     gates.open("list-running");
     await reaches(pending, "completed");
+  });
+
+  it("keeps the workflow id a ComfyUI frontend sends, and filters by it", async () => {
+    const workflow = randomUUID();
+    const withId = async (id: unknown) => {
+      const res = await post("/api/prompt", { prompt: text(), extra_data: { extra_pnginfo: { workflow: { id, nodes: [] } }, api_key_vendor_org: "k-secret" } });
+      expect(res.status).toBe(200);
+      return ((await res.json()) as { prompt_id: string }).prompt_id;
+    };
+    const mine = [await withId(workflow), await withId(workflow)];
+    const other = await withId(randomUUID());
+    const unkept = [await withId(7), await withId("x".repeat(257))];
+    for (const id of [...mine, other, ...unkept]) await reaches(id, "completed");
+
+    const filtered = await list(`?workflow_id=${workflow}`);
+    expect(filtered.jobs.map((j) => j.id)).toEqual([...mine].reverse());
+    expect(filtered.pagination).toEqual({ offset: 0, limit: null, total: 2, has_more: false });
+    expect(filtered.jobs.every((j) => (j as Job & { workflow_id?: string }).workflow_id === workflow)).toBe(true);
+    expect((await list(`?workflow_id=${workflow}&limit=1&offset=1`)).jobs.map((j) => j.id)).toEqual([mine[0]]);
+    // An id that is not a string, or longer than a filter can ask for, is not kept: the item has none.
+    const byId = new Map((await list()).jobs.map((j) => [j.id, j as Job & { workflow_id?: string }]));
+    expect(byId.get(unkept[0]!)!.workflow_id).toBeUndefined();
+    expect(byId.get(unkept[1]!)!.workflow_id).toBeUndefined();
+    expect(((await job(mine[0]!)) as Job & { workflow_id?: string }).workflow_id).toBe(workflow);
   });
 
   it("answers bad values with ComfyUI's 400 {error}", async () => {
@@ -197,7 +221,7 @@ describe("GET /api/jobs/{id}", () => {
     const { prompt_id: id } = (await res.json()) as { prompt_id: string };
     await reaches(id, "completed");
     const full = await job(id);
-    expect(full.workflow).toEqual({ prompt, extra_data: {} });
+    expect(full.workflow).toEqual({ prompt, extra_data: { create_time: full.create_time } });
     expect(JSON.stringify(full)).not.toContain("secret-partner-key");
     expect(full.execution_status).toMatchObject({ status_str: "success", completed: true });
     expect(Object.keys(full.outputs ?? {})).toEqual(["2"]);
@@ -229,7 +253,12 @@ describe("cancel", () => {
     expect(await cancel(running)).toBe(true);
     await reaches(running, "cancelled");
     expect(await cancel(randomUUID())).toBe(false);
-    expect((await post("/api/jobs/not-a-uuid/cancel", {})).status).toBe(400);
+    // As ComfyUI: an id no job can have is a no-op too (only the batch refuses malformed ids).
+    for (const id of ["not-a-uuid", randomUUID().toUpperCase(), "%00"]) {
+      const res = await post(`/api/jobs/${id}/cancel`, {});
+      expect(res.status, id).toBe(200);
+      expect(await res.json()).toEqual({ cancelled: false });
+    }
   });
 
   it("cancels a batch; a malformed id refuses the whole batch with invalid_ids", async () => {

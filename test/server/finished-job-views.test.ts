@@ -23,6 +23,8 @@ function job(status: JobStatus, over: Partial<JobRecord> = {}): JobRecord {
     output_node_ids: ["9"],
     cost: null,
     metadata: {},
+    workflow_id: null,
+    updated_at: T,
     ...over,
   };
 }

@@ -25,6 +25,28 @@ describe("assets", () => {
     expect(await t.store.listJobOutputs("other")).toEqual([]);
   });
 
+  it("reads the outputs of a page of jobs in one call, each job's in commit order", async () => {
+    const jobs = [];
+    for (let i = 0; i < 3; i++) {
+      const job = await t.store.createJob(newJob());
+      await t.store.transitionJob(job.id, ["queued"], "running", { started_at: T0 });
+      jobs.push(job);
+    }
+    const [a, b, empty] = jobs as [(typeof jobs)[0], (typeof jobs)[0], (typeof jobs)[0]];
+    // Interleaved commits: each job's list must keep its own order.
+    const committed = [];
+    for (let i = 0; i < 6; i++) committed.push(await t.store.addAsset(newAsset({ job_id: (i % 2 === 0 ? a : b).id, node_id: String(i), type: "image" })));
+    const unknown = "0192f4a8-6c1e-7b3a-9f21-3c5d8e7a1b42";
+    const byJob = await t.store.listOutputsOfJobs([b.id, a.id, empty.id, unknown, a.id]);
+    expect([...byJob.keys()]).toEqual([b.id, a.id, empty.id, unknown]);
+    for (const job of [a, b, empty]) expect(byJob.get(job.id)).toEqual(await t.store.listJobOutputs(job.id));
+    expect(byJob.get(a.id)!.map((o) => o.node_id)).toEqual(["0", "2", "4"]);
+    expect(byJob.get(b.id)!.map((o) => o.node_id)).toEqual(["1", "3", "5"]);
+    expect(byJob.get(unknown)).toEqual([]);
+    expect(await t.store.listOutputsOfJobs([])).toEqual(new Map());
+    await expect(t.store.listOutputsOfJobs(Array.from({ length: 1001 }, (_, i) => `j${i}`))).rejects.toThrow(RangeError);
+  });
+
   it("keeps every field of an upload, with its own expiry", async () => {
     const upload = newAsset({
       folder: "input",

@@ -13,7 +13,7 @@ afterEach(async () => {
 
 describe("createJob and reads", () => {
   it("stores a queued job and assigns increasing seq", async () => {
-    const input = newJob({ deployment_id: "dep-1", cost: 2.5 });
+    const input = newJob({ deployment_id: "dep-1", cost: 2.5, workflow_id: "wf-7" });
     const first = await t.store.createJob(input);
     expect(first).toEqual({
       id: input.id,
@@ -30,8 +30,11 @@ describe("createJob and reads", () => {
       output_node_ids: ["2"],
       cost: 2.5,
       metadata: {},
+      workflow_id: "wf-7",
+      updated_at: input.created_at,
     });
     const second = await t.store.createJob(newJob());
+    expect(second.workflow_id).toBeNull();
     expect(second.seq).toBeGreaterThan(first.seq);
     expect(await t.store.getJob(input.id)).toEqual(first);
   });

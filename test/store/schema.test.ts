@@ -68,6 +68,7 @@ describe.runIf(onSqlite)("query plans", () => {
     "listAll",
     "listOneStatus",
     "listJobOutputs",
+    "listOutputsOfJobs",
     "findAssetByBlob",
     "findAssetByName",
     "expireJobs",
@@ -86,6 +87,7 @@ describe.runIf(onSqlite)("query plans", () => {
     listAll: "jobs_owner_seq",
     listOneStatus: "jobs_owner_status_seq",
     listJobOutputs: "assets_job_seq",
+    listOutputsOfJobs: "assets_job_seq",
     findAssetByBlob: "assets_blob_owner_seq",
     findAssetByName: "assets_owner_name_seq",
     blobReferenced: "assets_blob_owner_seq",
@@ -117,7 +119,8 @@ describe.runIf(onSqlite)("query plans", () => {
   it.each(Object.keys(statements))("%s never scans a whole table", (name) => {
     const plan = planOf(statements[name]!);
     expect(
-      plan.filter((step) => /^SCAN /.test(step)),
+      // A bound JSON list of ids (json_each) is walked whole by design: it is the argument, not a table.
+      plan.filter((step) => /^SCAN (?!json_each VIRTUAL TABLE)/.test(step)),
       plan.join(" | "),
     ).toEqual([]);
     if (noSort.includes(name))

@@ -112,6 +112,39 @@ describe("transitionJob", () => {
   });
 });
 
+describe("updated_at: the time of the last status change", () => {
+  it("is the creation, then each move's time (a cancel request included), and never goes back", async () => {
+    const s = t.store;
+    const job = await s.createJob(newJob({ created_at: T0 }));
+    expect(job.updated_at).toBe(T0);
+    expect((await s.getJob(job.id))!.updated_at).toBe(T0);
+    expect((await s.transitionJob(job.id, ["queued"], "running", { started_at: T0 + 10 }))!.updated_at).toBe(T0 + 10);
+    // A progress snapshot is no status change.
+    await s.updateProgress(job.id, { value: 0.5, max: 1 } as never);
+    expect((await s.getJob(job.id))!.updated_at).toBe(T0 + 10);
+    // A cancel request sets no start or end: its own time says when.
+    expect((await s.transitionJob(job.id, ["running"], "canceling", { updated_at: T0 + 30 }))!.updated_at).toBe(T0 + 30);
+    expect((await s.getJob(job.id))!.updated_at).toBe(T0 + 30);
+    // An end stamped earlier than the request (another process's clock) does not move it back.
+    expect((await s.transitionJob(job.id, ["canceling"], "canceled", { completed_at: T0 + 20 }))!.updated_at).toBe(T0 + 30);
+  });
+
+  it("is the end of a job the reaper expired, and the latest recorded time of a row written before the column", async () => {
+    const s = t.store;
+    const job = await s.createJob(newJob({ created_at: T0, expires_at: T0 + 50 }));
+    const [expired] = await s.expireJobs(T0 + 60);
+    expect(expired).toMatchObject({ id: job.id, status: "expired", completed_at: T0 + 60, updated_at: T0 + 60 });
+    expect((await s.getJob(job.id))!.updated_at).toBe(T0 + 60);
+    await t.sql("UPDATE jobs SET updated_at = NULL WHERE id = ?", job.id);
+    expect((await s.getJob(job.id))!.updated_at).toBe(T0 + 60);
+    const queued = await s.createJob(newJob({ created_at: T0 + 5 }));
+    await t.sql("UPDATE jobs SET updated_at = NULL WHERE id = ?", queued.id);
+    expect((await s.getJob(queued.id))!.updated_at).toBe(T0 + 5);
+    // The first move after that starts from the recorded times.
+    expect((await s.transitionJob(queued.id, ["queued"], "running", { started_at: T0 + 7 }))!.updated_at).toBe(T0 + 7);
+  });
+});
+
 describe("transitionJobWithAssets (a run's end with its last outputs, one commit)", () => {
   const outputOf = (job: JobRecord, i: number) => newAsset({ owner: job.owner, job_id: job.id, node_id: "2", type: "image", blob_key: blobKey(String(i)) });
 

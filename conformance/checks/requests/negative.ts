@@ -130,8 +130,8 @@ function oversized(valid: Record<string, unknown>, bytes: number): Uint8Array {
 }
 
 const BAD_IDS = ["not-a-uuid", "x".repeat(300), "%2e%2e", "%00", "'%20OR%201%3D1--", "%F0%9F%92%A5"];
-// Operations whose unknown ids are answered 200 with an empty object, as in ComfyUI.
-const UNKNOWN_IS_OK = new Set(["hostedGetNodeInfo", "hostedGetHistoryEntry"]);
+// Operations whose unknown ids are answered 200 (an empty object; cancelled false), as in ComfyUI.
+const UNKNOWN_IS_OK = new Set(["hostedGetNodeInfo", "hostedGetHistoryEntry", "hostedCancelJob"]);
 
 function pathCases(route: RouteSpec): NegativeCase[] {
   const params = [...route.path.matchAll(/\{([^}]+)\}/g)].map((x) => x[1]!);

@@ -236,6 +236,9 @@ export class ComfyUIEngine implements Engine {
         const body: Record<string, unknown> = { prompt, client_id: instance.clientId, prompt_id: promptId };
         // The partner key travels in this request only; it is never kept or logged.
         if (key) body.extra_data = { [PARTNER_KEY]: key };
+        // Under leases, posted only while this process still holds the job, its lease renewed now: a
+        // process stopped since its claim never posts a prompt another one has taken over.
+        if (!(await stillHolds(options, deadline))) throw new ExecutionCancelledError();
         phase = "post";
         const connectionAtPost = instance.connection;
         const accepted = await instance.http.postPrompt(body);
@@ -412,6 +415,19 @@ function classTypesOf(graph: Record<string, unknown>): string[] {
   const out = new Set<string>();
   for (const node of Object.values(graph)) if (isPlainObject(node) && typeof node.class_type === "string") out.add(node.class_type);
   return [...out];
+}
+
+/** Whether the caller still holds the run (ExecuteOptions.holdsRun), asked again every 500 ms while it cannot tell, until `deadline`. */
+async function stillHolds(options: ExecuteOptions, deadline: number): Promise<boolean> {
+  if (!options.holdsRun) return true;
+  for (;;) {
+    try {
+      return await options.holdsRun();
+    } catch (err) {
+      if (Date.now() >= deadline || options.signal?.aborted) throw err;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
 }
 
 /** Failures after which the prompt certainly was not queued, so it may go elsewhere. */

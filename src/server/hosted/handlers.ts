@@ -60,14 +60,25 @@ async function cancelEach(ctx: HandlerContext, ids: readonly string[]): Promise<
   }
 }
 
+/** The workflow id a ComfyUI frontend sends in `extra_data.extra_pnginfo.workflow.id` (read as ComfyUI's jobs.py reads it), or undefined. */
+function workflowIdOf(extraData: unknown): unknown {
+  const field = (value: unknown, key: string): unknown =>
+    typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>)[key] : undefined;
+  return field(field(field(extraData, "extra_pnginfo"), "workflow"), "id");
+}
+
 /** Jobs of one `GET /api/jobs` page at most (ComfyUI has no bound; `has_more` tells a client without a limit that more follow). */
 export const JOB_LIST_PAGE_MAX = 1000;
 
-/** A job's node outputs in ComfyUI's shape (text inline). */
-async function outputsOf(ctx: HandlerContext, job: JobRecord): Promise<ReturnType<typeof nodeOutputs>> {
-  if (job.status === "queued") return {};
-  const { outputs } = await ctx.runtime.jobs.graphAndOutputs(job);
-  return nodeOutputs(outputs, await inlineTexts(ctx.runtime, outputs));
+/** The node outputs of a page of jobs in ComfyUI's shape (text inline), their records read at once. */
+async function outputsOfPage(ctx: HandlerContext, jobs: readonly JobRecord[]): Promise<Array<ReturnType<typeof nodeOutputs>>> {
+  const byJob = await ctx.runtime.jobs.outputsOfJobs(jobs);
+  return Promise.all(
+    jobs.map(async (job) => {
+      const outputs = byJob.get(job.id) ?? [];
+      return nodeOutputs(outputs, await inlineTexts(ctx.runtime, outputs));
+    }),
+  );
 }
 
 /**
@@ -150,6 +161,7 @@ export const hostedHandlers: HostedHandlers<HandlerContext> = {
         workflow: prompt,
         extra_data: key === undefined ? undefined : { api_key_vendor_org: key },
         id: given,
+        workflow_id: workflowIdOf(input.body.extra_data),
       });
       return { status: 200, body: { prompt_id: job.id, number: job.seq, node_errors: {} } };
     } catch (err) {
@@ -250,16 +262,16 @@ export const hostedHandlers: HostedHandlers<HandlerContext> = {
       throw err;
     }
     const pagination = (total: number, count: number) => ({ offset: query.offset, limit: query.limit, total, has_more: query.offset + count < total });
-    // flowgate keeps no extra_data, so no job carries a ComfyUI workflow id: the filter matches none.
-    if (query.workflowId !== null) return { status: 200, body: { jobs: [], pagination: pagination(0, 0) } };
     const page = await ctx.runtime.jobs.atOffset(ctx.caller, {
       ...(query.statuses ? { status: jobStatusesOf(query.statuses) } : {}),
+      ...(query.workflowId === null ? {} : { workflow_id: query.workflowId }),
       sort: query.sort,
       descending: query.descending,
       limit: Math.min(query.limit ?? JOB_LIST_PAGE_MAX, JOB_LIST_PAGE_MAX),
       offset: query.offset,
     });
-    const jobs = await Promise.all(page.jobs.map(async (job) => jobSummary(job, await outputsOf(ctx, job))));
+    const outputs = await outputsOfPage(ctx, page.jobs);
+    const jobs = page.jobs.map((job, i) => jobSummary(job, outputs[i]!));
     return { status: 200, body: { jobs, pagination: pagination(page.total, jobs.length) } };
   },
 

@@ -83,12 +83,17 @@ export function jobSummary(job: JobRecord, outputs: NodeOutputs): Schemas["Hoste
     ...(job.completed_at === null ? {} : { execution_end_time: job.completed_at }),
     ...(job.status === "failed" || job.status === "expired" ? { execution_error: { ...executionError(job, null), timestamp: job.completed_at } } : {}),
     ...outputsSummary(outputs),
+    ...(job.workflow_id === null ? {} : { workflow_id: job.workflow_id }),
   };
 }
 
-/** The full job: the summary, the graph (never extra_data, which is not kept), and once finished its outputs and history status. */
+/**
+ * The full job: the summary, the graph, and once finished its outputs and history status. Of
+ * extra_data only ComfyUI's own `create_time`: the caller's is never kept.
+ */
 export function fullJob(job: JobRecord, workflow: Record<string, unknown>, outputs: NodeOutputs): Schemas["HostedJob"] {
-  const full: Schemas["HostedJob"] = { ...jobSummary(job, outputs), workflow: { prompt: workflow, extra_data: {} } };
+  const extra_data = { create_time: job.created_at };
+  const full: Schemas["HostedJob"] = { ...jobSummary(job, outputs), workflow: { prompt: workflow, extra_data } };
   if (isTerminalStatus(job.status)) {
     full.outputs = outputs;
     full.execution_status = historyEntry(job, workflow, outputs).status;
