@@ -276,6 +276,7 @@ export const EXTENSION_GROUPS: Readonly<Record<string, string>> = {
   LBL: "Labels (contract 2.1)",
   SDK: "The official SDK's listing items, cursor errors and logs resource (contract 2.2)",
   HJOB: "Hosted job API (ComfyUI's /api/jobs)",
+  LNK: "The created resource's Location and links (additive to 2.x)",
 };
 
 /** Rules of the extension groups, from spec/openapi.yaml (2.1.0: job labels, issue #37; 2.2.0: the official SDK's listing and logs, issue #50; the hosted job API, issues #45 and #43). */
@@ -375,6 +376,12 @@ export const EXTENSION_RULES: readonly Rule[] = [
     id: "HJOB-8",
     group: "HJOB",
     text: "`POST /api/prompt` takes a client's `prompt_id`: a canonical lowercase UUID becomes the job id on every interface, another value is 400 `invalid_prompt_id`, and an id already used answers with that prompt and never starts a second run.",
+  },
+  // Every 201 names what it created (issue #46), for clients and stateful fuzzers that follow it.
+  {
+    id: "LNK-1",
+    group: "LNK",
+    text: "Every 201 (a job submitted, an asset uploaded or created from a hash) carries a `Location` header, absolute or host-relative with the mount prefix, that a GET resolved against the answer's origin answers 200 with the created resource (the same `id`).",
   },
 ];
 

@@ -37,6 +37,7 @@ import lbl from "./checks/jobs/lbl.ts";
 import explore from "./checks/jobs/explore.ts";
 import sdk from "./checks/jobs/sdk.ts";
 import hjob from "./checks/hosted/hjob.ts";
+import lnk from "./checks/outputs/lnk.ts";
 
 /** Every check of the suite, in rule-group order. */
 export const ALL_CHECKS: readonly Check[] = [
@@ -65,6 +66,7 @@ export const ALL_CHECKS: readonly Check[] = [
   explore,
   sdk,
   hjob,
+  lnk,
 ].flat();
 
 /** Options with their defaults. */

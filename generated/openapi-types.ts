@@ -3009,6 +3009,8 @@ export interface operations {
             /** @description The job was created and queued. The body is the job without `logs`. */
             201: {
                 headers: {
+                    /** @description The created job's address, the same as its `urls.self` (host-relative with the surface's mount prefix, or absolute). */
+                    Location: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3248,6 +3250,8 @@ export interface operations {
             /** @description The bytes were new to the caller; a new asset record was created over them. */
             201: {
                 headers: {
+                    /** @description The created asset record's address, `GET /api/v2/assets/{id}` (host-relative with the surface's mount prefix, or absolute). */
+                    Location: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3296,6 +3300,8 @@ export interface operations {
             /** @description A new asset record was created over the blob. */
             201: {
                 headers: {
+                    /** @description The created asset record's address, `GET /api/v2/assets/{id}` (host-relative with the surface's mount prefix, or absolute). */
+                    Location: string;
                     [name: string]: unknown;
                 };
                 content: {

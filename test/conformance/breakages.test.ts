@@ -31,6 +31,13 @@ const CASES: Array<{ breakage: Breakage; rules: string[]; double?: DoubleOptions
   { breakage: "sseSkipsRunning", rules: ["SSE-2"] },
   { breakage: "noUrlExpiresAt", rules: ["OUT-1"] },
   { breakage: "logHeadKept", rules: ["LOG-7"], double: serverless, run: { surface: "serverless", only: ["LOG"] } },
+  { breakage: "locationElsewhere", rules: ["LNK-1"] },
+  // Well-formed fields that say something else than they mean.
+  { breakage: "metricsInSeconds", rules: ["JOB-5"] },
+  { breakage: "queuePositionConstant", rules: ["JOB-6"] },
+  { breakage: "urlExpiresAtLate", rules: ["OUT-5"] },
+  { breakage: "etagPerAsset", rules: ["AST-3"] },
+  { breakage: "createdNewAlwaysTrue", rules: ["AST-4"] },
 ];
 
 describe("the suite's verdicts are precise", () => {

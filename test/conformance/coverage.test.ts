@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { Coverage, CONTRACT_ROUTES, receivedMessages } from "../../conformance/machinery/coverage.ts";
 import { formatConsole, toJUnit } from "../../conformance/machinery/report.ts";
 import { buildReport, resolveOptions } from "../../conformance/runner.ts";
+import { belowRecordedCoverage, reachedDetail } from "./helpers.ts";
 
 describe("the coverage index", () => {
   it("counts operations, statuses, query parameters and messages from the specs", () => {
@@ -45,5 +46,26 @@ describe("the coverage index", () => {
     expect(text).toMatch(/not reached \(operations\), never reached: GET \/api\/v2\/jobs \(listJobs\)/);
     expect(JSON.parse(JSON.stringify(report)).coverage.operations.reached).toBe(1);
     expect(toJUnit(report)).toMatch(/<property name="coverage.operations" value="1\/\d+"\/>/);
+  });
+});
+
+describe("the recorded coverage gate", () => {
+  // Recording mode writes the file instead of comparing: not a run to record from.
+  it.skipIf(process.env.FLOWGATE_RECORD_COVERAGE === "1")("names each recorded status and query parameter a run did not reach", () => {
+    const c = new Coverage("");
+    c.exchange("POST", "http://h/api/v2/jobs", 201);
+    const report = buildReport(
+      resolveOptions({ baseUrl: "http://h" }),
+      false,
+      Date.now(),
+      [],
+      c.index(() => undefined),
+    );
+    expect(reachedDetail(report)).toEqual({ statuses: ["createJob 201"], queryParameters: [] });
+    const below = belowRecordedCoverage(report, "self-hosted");
+    expect(below.length).toBeGreaterThan(10);
+    expect(below).toContain("status getJob 200: recorded, not reached");
+    expect(below).toContain("query parameter listJobs ?cursor: recorded, not reached");
+    expect(below).not.toContain("status createJob 201: recorded, not reached");
   });
 });

@@ -1,5 +1,9 @@
 // Runs the suite in-process against a test double, with timings that suit a test run.
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { runConformance, type ConformanceOptions, type Report } from "../../conformance/index.ts";
+import { Coverage } from "../../conformance/machinery/coverage.ts";
 import type { Directory } from "../../src/store/index.ts";
 import { generateApiKey, hashApiKey, keyPrefix } from "../../src/surfaces/api-keys.ts";
 import { startDouble, type DoubleOptions } from "./double/server.ts";
@@ -97,3 +101,38 @@ export function coverageGaps(r: Report, allowMessages: readonly string[] = []): 
  * no source in it, and the SSE `log` event is reserved (the spec: not emitted in contract 2.0.0).
  */
 export const FLOWGATE_NEVER_SENDS = ["WebSocket /ws notification", "SSE /api/v2/jobs/{id}/events log"];
+
+/** Where the statuses and query parameters a reference-server run reaches are recorded, per surface. */
+const RECORDED_COVERAGE = path.join(path.dirname(fileURLToPath(import.meta.url)), "coverage-recorded.json");
+
+type Recorded = Record<string, { statuses: string[]; queryParameters: string[] }>;
+
+/** The documented statuses and query parameters a run reached (every one of the specs not in its `unreached`). */
+export function reachedDetail(r: Report): { statuses: string[]; queryParameters: string[] } {
+  // An index of nothing reached lists every id of the specs as unreached.
+  const all = new Coverage("").index(() => undefined);
+  const missed = (k: "statuses" | "queryParameters") => new Set(r.coverage?.[k].unreached.map((u) => u.id) ?? all[k].unreached.map((u) => u.id));
+  const reached = (k: "statuses" | "queryParameters") => all[k].unreached.map((u) => u.id).filter((id) => !missed(k).has(id));
+  return { statuses: reached("statuses"), queryParameters: reached("queryParameters") };
+}
+
+/**
+ * The recorded statuses and query parameters of `surface` that this run did not reach: empty
+ * when it reached at least the recorded set. With FLOWGATE_RECORD_COVERAGE=1 the run's own
+ * reach is recorded instead (and nothing is missing).
+ */
+export function belowRecordedCoverage(r: Report, surface: string): string[] {
+  const recorded: Recorded = existsSync(RECORDED_COVERAGE) ? (JSON.parse(readFileSync(RECORDED_COVERAGE, "utf8")) as Recorded) : {};
+  const now = reachedDetail(r);
+  if (process.env.FLOWGATE_RECORD_COVERAGE === "1") {
+    recorded[surface] = now;
+    writeFileSync(RECORDED_COVERAGE, `${JSON.stringify(recorded, null, 2)}\n`);
+    return [];
+  }
+  const was = recorded[surface];
+  if (!was) return [`no coverage recorded for ${surface} (run with FLOWGATE_RECORD_COVERAGE=1)`];
+  return [
+    ...was.statuses.filter((s) => !now.statuses.includes(s)).map((s) => `status ${s}: recorded, not reached`),
+    ...was.queryParameters.filter((q) => !now.queryParameters.includes(q)).map((q) => `query parameter ${q}: recorded, not reached`),
+  ];
+}

@@ -4,7 +4,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { runConformance } from "../../conformance/index.ts";
 import { openDirectory, type Directory } from "../../src/store/index.ts";
 import { startTestServer, type TestServer } from "../hosted/hosted-server.ts";
-import { accountKey, coverageGaps, failureLines, FAST, FLOWGATE_NEVER_SENDS } from "./helpers.ts";
+import { accountKey, belowRecordedCoverage, coverageGaps, failureLines, FAST, FLOWGATE_NEVER_SENDS } from "./helpers.ts";
 
 describe("the reference server keeps the contract", () => {
   let server: TestServer | null = null;
@@ -32,8 +32,11 @@ describe("the reference server keeps the contract", () => {
       token: "static-token",
       fillQueue: 12,
     });
+    // Recorded before the verdict, so that FLOWGATE_RECORD_COVERAGE=1 records even a run with a failure.
+    const below = belowRecordedCoverage(report, "self-hosted");
     expect(report.ok, failureLines(report)).toBe(true);
     expect(coverageGaps(report, FLOWGATE_NEVER_SENDS)).toEqual([]);
+    expect(below).toEqual([]);
   }, 300_000);
 
   it("cloud, with a second account, one without credits and one not allowed", async () => {
@@ -50,8 +53,10 @@ describe("the reference server keeps the contract", () => {
       forbiddenToken: await accountKey(dir!, "lapsed", { subscription_active: false }),
       fillQueue: 12,
     });
+    const below = belowRecordedCoverage(report, "cloud");
     expect(report.ok, failureLines(report)).toBe(true);
     expect(coverageGaps(report, FLOWGATE_NEVER_SENDS)).toEqual([]);
+    expect(below).toEqual([]);
   }, 300_000);
 
   it("serverless behind the gateway mount, with deployments not ready and stopped", async () => {
@@ -77,16 +82,20 @@ describe("the reference server keeps the contract", () => {
       stoppedUrl: `${server!.url}/deployment/gone`,
       fillQueue: 12,
     });
+    const below = belowRecordedCoverage(report, "serverless");
     expect(report.ok, failureLines(report)).toBe(true);
     expect(coverageGaps(report, FLOWGATE_NEVER_SENDS)).toEqual([]);
+    expect(below).toEqual([]);
   }, 300_000);
 
   it("the serverless demo deployment", async () => {
     await start(["--surface", "serverless"]);
     await dir!.createDeployment({ id: "demo", state: "ready", demo: true, created_at: Date.now() });
     const report = await runConformance({ ...FAST, explore: 3, oversizeMb: 12, baseUrl: `${server!.url}/deployment/demo`, surface: "serverless", demo: true });
+    const below = belowRecordedCoverage(report, "demo");
     expect(report.ok, failureLines(report)).toBe(true);
     expect(coverageGaps(report, FLOWGATE_NEVER_SENDS)).toEqual([]);
+    expect(below).toEqual([]);
   }, 300_000);
 
   it("self-hosted declining labels (--labels off): the labels checks skip, saying why, and LBL-6 passes", async () => {

@@ -76,6 +76,32 @@ export default [
     for (const [ex, r] of [[a, x], [b, y]] as const) if (r.hash !== null) t.expect(r.hash === expected, `hash ${r.hash}, the bytes hash to ${expected}`, ex);
   }),
 
+  check("AST-3 the content's ETag is the blob's blake3 hash, the same for the same bytes", async (t: T) => {
+    const bytes = pngBytes(4, 3, [nonce(255), nonce(255), nonce(255), 255]);
+    const expected = `"${await blake3Of(bytes)}"`;
+    const ups = [await upload(t, bytes), await upload(t, bytes)];
+    for (const up of ups) {
+      t.need(up.status < 300, `the upload answered ${up.status} (AST-4)`);
+      const ex = await download(t, (up.json as Asset).url);
+      t.need(ex.status === 200, `the asset's url answered ${ex.status} (OUT-5)`);
+      // A storage URL (a bucket's presigned link) carries the store's own tag: only the contract's route is judged.
+      t.need(/\/api\/v2\/assets\/[^/]+\/content$/.test(new URL(ex.url).pathname), `the asset's bytes came from a storage URL (${new URL(ex.url).origin}), whose ETag is the store's`);
+      const etag = ex.headers.get("etag");
+      t.expect(etag === expected, `the content of asset ${(up.json as Asset).id} has ETag ${etag}, its bytes hash to ${expected}`, ex);
+    }
+  }),
+
+  check("AST-4 created_new tells an upload of new bytes (201, true) from one over bytes the caller had (200, false)", async (t: T) => {
+    const bytes = pngBytes(5, 2, [nonce(255), nonce(255), nonce(255), 255]);
+    const first = await upload(t, bytes);
+    const again = await upload(t, bytes);
+    t.need(first.status < 300 && again.status < 300, `the uploads answered ${first.status} and ${again.status}`);
+    const [a, b] = [first.json as Asset & { created_new?: unknown }, again.json as Asset & { created_new?: unknown }];
+    t.need(a.created_new !== undefined || b.created_new !== undefined, "neither upload answered created_new (optional in the contract)");
+    t.expect(first.status === 201 && a.created_new === true, `the first upload of new bytes answered ${first.status} with created_new ${JSON.stringify(a.created_new)}`, first);
+    t.expect(again.status === 200 && b.created_new === false, `the same bytes uploaded again answered ${again.status} with created_new ${JSON.stringify(b.created_new)}`, again);
+  }),
+
   check("AST-4 upload: POST /api/v2/assets stores a file as an asset the caller owns", async (t: T) => {
     const bytes = pngBytes(3, 3, [nonce(255), 1, 2, 255]);
     const ex = await upload(t, bytes);

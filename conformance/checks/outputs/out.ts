@@ -52,7 +52,13 @@ export default [
     t.need(end.job.outputs.length > 0, "the job has no outputs (reported under OUT-2)");
     for (const o of end.job.outputs) {
       // A missing url_expires_at is OUT-1's: this check judges the link, not the field.
-      if (o.url_expires_at !== undefined) t.expect(Date.parse(o.url_expires_at) > Date.now(), `url_expires_at ${o.url_expires_at} has passed already`);
+      if (o.url_expires_at !== undefined) {
+        t.expect(Date.parse(o.url_expires_at) > Date.now(), `url_expires_at ${o.url_expires_at} has passed already`);
+        // A link signed the contract's way carries its own expiry (`expires`, Unix seconds): the field must tell the same.
+        const own = signedExpiry(o.url, end.ex?.url);
+        if (own !== undefined)
+          t.expect(Math.abs(Date.parse(o.url_expires_at) - own * 1000) < 1000, `url_expires_at ${o.url_expires_at}, but the link's own expires is ${new Date(own * 1000).toISOString()}`, end.ex);
+      }
       const ex = await download(t, o.url);
       if (!t.expect(ex.status === 200, `GET ${o.url} without a token answered ${ex.status}`, ex)) continue;
       t.expect(ex.bytes.byteLength === o.size_bytes, `the url served ${ex.bytes.byteLength} bytes, size_bytes says ${o.size_bytes}`, ex);
@@ -60,3 +66,11 @@ export default [
     }
   }),
 ];
+
+/** The `expires` of a link to the contract's signed content route (`/api/v2/assets/{id}/content?expires=&signature=`), else undefined. */
+function signedExpiry(url: string, base = "http://invalid"): number | undefined {
+  const u = new URL(url, base);
+  const expires = u.searchParams.get("expires");
+  if (!/\/api\/v2\/assets\/[^/]+\/content$/.test(u.pathname) || !u.searchParams.has("signature") || expires === null || !/^\d+$/.test(expires)) return undefined;
+  return Number(expires);
+}

@@ -41,7 +41,9 @@ export async function uploadAsset(_input: OperationInput<"uploadAsset">, ctx: Ha
     throw err;
   }
   if (!result) throw invalidRequest([{ field: "file", reason: "missing" }]);
-  return { status: result.created ? 201 : 200, body: assetView(result.asset, ctx.links(), { createdNew: result.created }) };
+  const links = ctx.links();
+  const body = assetView(result.asset, links, { createdNew: result.created });
+  return result.created ? { status: 201, body, headers: { location: assetLocation(body.id, links.mount) } } : { status: 200, body };
 }
 
 async function storeFile(ctx: HandlerContext, part: MultipartFile, fields: Record<string, string>, tags: string[]) {
@@ -73,7 +75,14 @@ export async function createAssetFromHash(input: OperationInput<"createAssetFrom
     tags: input.body.tags,
   });
   // The bytes were already held: from-hash never makes a new blob.
-  return { status: created ? 201 : 200, body: assetView(asset, ctx.links(), { createdNew: false }) };
+  const links = ctx.links();
+  const body = assetView(asset, links, { createdNew: false });
+  return created ? { status: 201, body, headers: { location: assetLocation(body.id, links.mount) } } : { status: 200, body };
+}
+
+/** The `Location` of a created asset record: its host-relative address under the mount prefix. */
+function assetLocation(id: string, mount: string): string {
+  return `${mount}/api/v2/assets/${id}`;
 }
 
 /** HEAD /api/v2/assets/by-hash/{hash}: no body either way. */

@@ -21,7 +21,8 @@ export async function createJob(input: OperationInput<"createJob">, ctx: Handler
     ...(input.body.metadata === undefined ? {} : { metadata: input.body.metadata }),
     idempotency_key: input.headers["idempotency-key"],
   });
-  return { status: 201, body: jobView(snapshot, ctx.links()) };
+  const view = jobView(snapshot, ctx.links());
+  return { status: 201, body: view, headers: { location: view.urls.self } };
 }
 
 /** GET /api/v2/jobs */

@@ -31,6 +31,13 @@ export type Breakage =
   | "terminalOutsideEnum" // ST-1: succeeded reported as "completed", forever
   | "noUrlExpiresAt" // OUT-1: outputs without url_expires_at
   | "idemNewJobOnReuse" // IDEM-2, IDEM-7: a reused key runs a second job
+  | "locationElsewhere" // LNK-1: a 201's Location names an id that does not exist
+  // Breakages of what a field means, each well-formed (issue #46):
+  | "metricsInSeconds" // JOB-5: execution_ms counts seconds
+  | "queuePositionConstant" // JOB-6: every queued job reports queue_position 0
+  | "urlExpiresAtLate" // OUT-5: url_expires_at a day after the signed link's own expiry
+  | "etagPerAsset" // AST-3: the content's ETag is the asset id, not the blob's hash
+  | "createdNewAlwaysTrue" // AST-4: an upload over bytes the caller had says created_new true
   // Breakages that only a comparison of two observations shows (the timeline's invariants):
   | "cancelingReadsRunning" // ST-3: GET shows a canceling job (which stays canceling 200 ms) as running
   | "terminalMetricsDrift" // ST-4: GET recomputes a finished job's execution_ms on every read

@@ -190,7 +190,8 @@ async function createJob(s: State, req: Req, account: string, noCredits: boolean
   }
   const job = s.createJob(account, workflow, body.extra_data, metadata);
   const partner = (body.extra_data as { api_key_vendor_org?: unknown } | undefined)?.api_key_vendor_org;
-  send(req.res, 201, jobView(s, job, req.origin, "post"), s.broken("extraDataInHeader") && typeof partner === "string" ? { "x-partner-key": partner } : {});
+  const echoed: Record<string, string> = s.broken("extraDataInHeader") && typeof partner === "string" ? { "x-partner-key": partner } : {};
+  send(req.res, 201, jobView(s, job, req.origin, "post"), { location: createdLocation(s, "jobs", job.id), ...echoed });
 }
 
 function stream(s: State, req: Req, job: JobRec): void {
@@ -255,7 +256,9 @@ async function upload(s: State, req: Req, account: string): Promise<void> {
     jobId: null,
     folder: "input",
   });
-  send(req.res, known ? 200 : 201, assetView(s, a, req.origin));
+  const body = { ...assetView(s, a, req.origin), created_new: !known || s.broken("createdNewAlwaysTrue") };
+  if (known) send(req.res, 200, body);
+  else send(req.res, 201, body, { location: createdLocation(s, "assets", a.id) });
 }
 
 async function content(s: State, req: Req, id: string, account: string | undefined): Promise<void> {
@@ -269,7 +272,7 @@ async function content(s: State, req: Req, id: string, account: string | undefin
   const range = req.headers.range;
   const headers = {
     "content-type": s.broken("contentTypeNotBytes") && a.contentType === "image/png" ? "image/webp" : a.contentType,
-    etag: `"${a.hash}"`,
+    etag: `"${s.broken("etagPerAsset") ? a.id : a.hash}"`,
     "accept-ranges": "bytes",
   };
   const m = typeof range === "string" ? /^bytes=(\d*)-(\d*)$/.exec(range) : null;
@@ -288,6 +291,11 @@ async function content(s: State, req: Req, id: string, account: string | undefin
   }
   req.res.writeHead(200, { ...headers, "content-length": String(size) });
   req.res.end(Buffer.from(a.bytes));
+}
+
+/** The `Location` of a 201: the created job or asset under the mount prefix (another one's id when broken). */
+function createdLocation(s: State, kind: "jobs" | "assets", id: string): string {
+  return `${s.o.prefix}/api/v2/${kind}/${s.broken("locationElsewhere") ? crypto.randomUUID() : id}`;
 }
 
 /** Handles a request under /api/v2 (path without the mount prefix). */
@@ -366,7 +374,7 @@ export async function handleV2(s: State, req: Req, auth: ReturnType<State["accou
       jobId: null,
       folder: "input",
     });
-    return send(res, 201, assetView(s, a, req.origin));
+    return send(res, 201, { ...assetView(s, a, req.origin), created_new: false }, { location: createdLocation(s, "assets", a.id) });
   }
   if ((match = m(/^\/api\/v2\/assets\/by-hash\/([^/]+)$/)) && method === "HEAD") {
     if (!needAuth()) return;

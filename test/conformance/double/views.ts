@@ -42,7 +42,7 @@ export function assetUrl(s: State, a: Asset, origin: string): { url: string; url
   const expires = Math.floor(Date.now() / 1000) + 3600;
   return {
     url: `${origin}${s.o.prefix}/api/v2/assets/${a.id}/content?expires=${expires}&signature=${s.sign(a.id, expires)}`,
-    url_expires_at: new Date(expires * 1000).toISOString(),
+    url_expires_at: new Date((expires + (s.broken("urlExpiresAtLate") ? 86_400 : 0)) * 1000).toISOString(),
   };
 }
 
@@ -148,7 +148,10 @@ export function jobView(
     started_at: iso(job.startedAt),
     completed_at: iso(job.completedAt),
     expires_at: iso(job.expiresAt),
-    queue_position: s.broken("queuePositionWhileRunning") && job.status === "running" ? 0 : s.queuePosition(job),
+    queue_position:
+      (s.broken("queuePositionWhileRunning") && job.status === "running") || (s.broken("queuePositionConstant") && job.status === "queued")
+        ? 0
+        : s.queuePosition(job),
     progress: get && job.status === "running" && job.streams > 0 && s.broken("getHidesProgressWhileStreamed") ? null : progressView(s, job),
     outputs: outputs.map((a) => outputView(s, a, origin)),
     error: s.broken("errorOnSucceeded") && job.status === "succeeded" ? { code: "none", message: "no error" } : job.error,
@@ -156,7 +159,12 @@ export function jobView(
     metrics: {
       queue_ms: job.startedAt ? job.startedAt.getTime() - job.createdAt.getTime() : null,
       execution_ms:
-        job.startedAt && job.completedAt ? (get && s.broken("terminalMetricsDrift") ? Date.now() : job.completedAt.getTime()) - job.startedAt.getTime() : null,
+        job.startedAt && job.completedAt
+          ? Math.round(
+              ((get && s.broken("terminalMetricsDrift") ? Date.now() : job.completedAt.getTime()) - job.startedAt.getTime()) /
+                (s.broken("metricsInSeconds") ? 1000 : 1),
+            )
+          : null,
     },
     metadata: { ...job.metadata },
   };
