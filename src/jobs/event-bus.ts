@@ -2,7 +2,7 @@
 // truth, so a subscriber that misses an event resynchronizes from a read. With several processes
 // (PostgreSQL), the events of runs go out to the others through a relay (src/relay/) and come
 // back in through `publishRemote`.
-import type { AssetRecord, JobRecord, JobStatus } from "../store/index.ts";
+import type { AssetRecord, JobRecord, JobStatus, Notifications } from "../store/index.ts";
 import type { Progress } from "./progress.ts";
 
 /** One live event of one job. */
@@ -34,6 +34,8 @@ export interface EventOutbox {
   send(event: Exclude<JobEvent, { type: "status" }>): void;
   /** Resolves once everything sent so far is on its way: a run's end commits after its events. */
   flushed(): Promise<void>;
+  /** Runs a run's write once what was sent before has committed, with the events still waiting to ride in its transaction. */
+  carry<T>(write: (notify: Notifications | undefined) => Promise<T>): Promise<T>;
 }
 
 /** Fan-out of job events by job id, plus listeners of every job (the hosted WebSocket). */
@@ -88,6 +90,14 @@ export class EventBus {
   /** Resolves once the events published so far have left for the other processes (at once without a relay). */
   async relayed(): Promise<void> {
     await this.outbox?.flushed();
+  }
+
+  /**
+   * Runs a write of a run; with a relay, after the events sent before it have committed, and with
+   * those still waiting in its own transaction (one commit instead of two; still in order).
+   */
+  carry<T>(write: (notify: Notifications | undefined) => Promise<T>): Promise<T> {
+    return this.outbox === null ? write(undefined) : this.outbox.carry(write);
   }
 
   /** Whether anyone here listens to what other processes report of this job (of this owner, when known). */
