@@ -441,6 +441,9 @@ class JobRun {
     if (deps.events.relays && deps.endWithOutputs !== true) await this.startCommit;
 
     this.ending = true;
+    // A success's final snapshot goes out as progress too (publishEnd); to other processes it goes
+    // in the end's own statement, after the run's last events, only if the job moved to succeeded.
+    const final = end.kind === "succeeded" ? [{ type: "progress" as const, ...this.base, progress: this.tracker.finish() }] : [];
     const ended = this.leaseLost
       ? null
       : await this.persist(() =>
@@ -466,7 +469,7 @@ class JobRun {
             }
             if (end.kind === "failed") return settle(store, job.id, "failed", { ...times, error: { ...end.error } }, [], fence, notify);
             return settle(store, job.id, "canceled", times, [], fence, notify);
-          }),
+          }, final),
         ).catch((err: unknown) => {
           if (this.refused(err)) return null;
           throw err;
@@ -487,7 +490,8 @@ class JobRun {
     // What the run reported before its end goes out before it.
     await this.startCommit;
     // The final snapshot (value 1) goes out as progress too, so streams end on job.progress.
-    if (finished?.status === "succeeded") this.deps.events.publish({ type: "progress", ...this.base, progress: this.tracker.finish() });
+    // (Other processes heard it in the end's statement: see commitEnd.)
+    if (finished?.status === "succeeded") this.deps.events.publish({ type: "progress", ...this.base, progress: this.tracker.finish() }, true);
     if (finished) this.deps.events.publish({ type: "status", job: finished });
     return finished;
   }
@@ -508,8 +512,9 @@ async function settle(
 ): Promise<{ job: JobRecord; assets: AssetRecord[] } | null> {
   const records = outputs.map((s) => s.record);
   const pending = outputs.flatMap((s) => (s.pending === null ? [] : [s.pending]));
-  // The run's last events ride in the first move's transaction (sent whether it moves or not).
-  let riding = notify;
+  // The run's last events ride in the first move's transaction (sent whether it moves or not);
+  // what goes only with a success (its final progress) never with another end.
+  let riding = notify === undefined || to === "succeeded" ? notify : { channel: notify.channel, payloads: notify.payloads };
   // Records (and staged bytes) go with whichever move lands, in its transaction; none is written if none does.
   const move = async (from: JobStatus, to: JobStatus, patch: JobPatch) => {
     const notify = riding;

@@ -27,9 +27,10 @@ export interface EventRelay {
   flushed(): Promise<void>;
   /**
    * Runs a write of a run once what was sent before has committed, giving it the events waiting
-   * to go out in its own transaction (they are sent again later if it fails).
+   * to go out in its own transaction (they are sent again later if it fails), and `then`, sent
+   * after them only when the write changes its row.
    */
-  carry<T>(write: (notify: Notifications | undefined) => Promise<T>): Promise<T>;
+  carry<T>(write: (notify: Notifications | undefined) => Promise<T>, then?: readonly RunEvent[]): Promise<T>;
   /**
    * Calls `onNotice` for what other processes report, in the order they committed it; returns the
    * stop. `wakesOnly`: only the wakes (a process that follows no other process's jobs).

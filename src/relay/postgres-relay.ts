@@ -109,11 +109,13 @@ export class PostgresRelay implements EventRelay {
     return { events, parts: encodeBatch(this.#options.tag, this.#batch++, events) };
   }
 
-  carry<T>(write: (notify: Notifications | undefined) => Promise<T>): Promise<T> {
+  carry<T>(write: (notify: Notifications | undefined) => Promise<T>, then: readonly RunEvent[] = []): Promise<T> {
     return this.#inTurn(async () => {
       const taken = this.#take();
+      const after = then.length === 0 ? [] : encodeBatch(this.#options.tag, this.#batch++, [...then]);
       try {
-        return await write(taken === null ? undefined : { channel: this.#channel, payloads: taken.parts });
+        if (taken === null && after.length === 0) return await write(undefined);
+        return await write({ channel: this.#channel, payloads: taken?.parts ?? [], ...(after.length > 0 ? { then: after } : {}) });
       } catch (err) {
         // Not committed: the events go with the next write or batch, still in order.
         if (taken !== null) {

@@ -131,6 +131,9 @@ export const PG_NOTIFYING_SQL = {
   updateProgressNotify: notifying(PG_SQL.updateProgress, 3),
   updateProgressFencedNotify: notifying(PG_SQL.updateProgressFenced, 5),
   transitionNotify: notifying(PG_SQL.transition, 17),
+  // The same, then $19's payloads only when the row moved (the select list's subquery runs only for a row).
+  transitionNotifyThen: `${notifying(PG_SQL.transition, 17).replace(/\)\s*UPDATE jobs/, "), fg_moved AS (UPDATE jobs")})
+    SELECT fg_moved.*, (SELECT count(pg_notify($17, p)) FROM unnest($19::text[]) AS p) AS fg_then FROM fg_moved`,
   notify: "SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p",
 } as const;
 

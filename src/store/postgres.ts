@@ -179,8 +179,9 @@ export class PostgresStore implements StoreDialect {
     notify?: Notifications,
   ): Promise<{ job: JobRecord; assets: AssetRecord[] } | null> {
     return inTransaction(this.#pool, async (client) => {
-      const job = await this.#transition(id, from, to, patch, client, fence, notify);
+      const job = await this.#transition(id, from, to, patch, client, fence, notify && { channel: notify.channel, payloads: notify.payloads });
       if (job === null) return null;
+      if (notify?.then?.length) await client.query(PG_NOTIFYING_SQL.notify, [notify.channel, notify.then]);
       for (const blob of pending) await client.query(PG_SQL.keepBlob, [blob.key, Buffer.from(blob.bytes.buffer, blob.bytes.byteOffset, blob.bytes.byteLength)]);
       const added: AssetRecord[] = [];
       for (const asset of assets) added.push(await this.#insertAsset(asset, client));
@@ -214,9 +215,11 @@ export class PostgresStore implements StoreDialect {
       fence?.epoch ?? 0,
     ];
     try {
-      const row = notify?.payloads.length
-        ? await this.#one(PG_NOTIFYING_SQL.transitionNotify, [...params, notify.channel, notify.payloads], on)
-        : await this.#one(PG_SQL.transition, params, on);
+      const row = notify?.then?.length
+        ? await this.#one(PG_NOTIFYING_SQL.transitionNotifyThen, [...params, notify.channel, notify.payloads, notify.then], on)
+        : notify?.payloads.length
+          ? await this.#one(PG_NOTIFYING_SQL.transitionNotify, [...params, notify.channel, notify.payloads], on)
+          : await this.#one(PG_SQL.transition, params, on);
       return row === undefined ? null : toJob(row);
     } catch (error) {
       if (sqlState(error) === PG_TERMINAL_SQLSTATE) throw new TerminalStatusError(id, { cause: error });

@@ -168,6 +168,8 @@ export interface RunFence {
 export interface Notifications {
   channel: string;
   payloads: readonly string[];
+  /** Sent after `payloads` only when the write changes its row (a run's final progress, with its end). */
+  then?: readonly string[];
 }
 
 export interface TransitionOptions {

@@ -75,15 +75,26 @@ describe.skipIf(unavailable !== null)("a run's events carried by its writes", ()
     expect(await worker.carry((notify) => s.updateProgress(job.id, progress, undefined, notify))).toBe(true);
     worker.send(nodeDone);
     worker.send({ type: "log", ...base, text: "done" });
-    const ended = await worker.carry((notify) => s.transitionJob(job.id, ["running"], "succeeded", { completed_at: T0 + 1 }, notify ? { notify } : {}));
+    const final: RunEvent = {
+      type: "progress",
+      ...base,
+      progress: { value: 1, nodes_done: 2, nodes_total: 2, current_node: null, current_node_class: null, step: null, steps: null, message: null },
+    };
+    const end = (id: string) =>
+      worker.carry((notify) => s.transitionJob(id, ["running"], "succeeded", { completed_at: T0 + 1 }, notify ? { notify } : {}), [final]);
+    // A job that does not move hears the events said, not what goes only with the end.
+    const queued = await s.createJob(newJob());
+    worker.send({ type: "log", ...base, text: "before" });
+    expect(await end(queued.id)).toBeNull();
+    const ended = await end(job.id);
     expect(ended?.status).toBe("succeeded");
     await worker.flushed();
     await waitFor(
       () => heard.length,
-      (n) => n >= 5,
+      (n) => n >= 7,
       "the events and the end",
     );
-    expect(heard).toEqual(["status:running", "node_start", "node_done", "log", "status:succeeded"]);
+    expect(heard).toEqual(["status:running", "node_start", "node_done", "log", "log", "progress", "status:succeeded"]);
     expect((await s.getJob(job.id))?.progress).toBeTruthy();
   });
 
