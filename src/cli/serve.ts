@@ -62,11 +62,11 @@ export async function serve(argv: string[]): Promise<void> {
     process.on(signal, () => {
       if (closing) {
         // A second signal: stop the running jobs now instead of waiting for them.
-        void server.runtime.dispatcher.stop();
+        void server.runtime.stopRuns();
         return;
       }
       closing = true;
-      const running = server.runtime.dispatcher.runningCount;
+      const running = server.runtime.queue.running();
       const grace = config.shutdownGraceMs;
       if (running > 0 && grace > 0) {
         process.stdout.write(`flowgate: stopping; waiting up to ${grace / 1000}s for ${running} running job(s) (${signal} again stops them now)\n`);

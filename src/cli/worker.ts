@@ -63,13 +63,13 @@ export async function worker(argv: string[]): Promise<void> {
   for (const signal of ["SIGINT", "SIGTERM"] as const) {
     process.on(signal, () => {
       if (closing) {
-        void runtime.dispatcher.stop(); // a second signal: stop the running jobs now
+        void runtime.stopRuns(); // a second signal: stop the running jobs now
         return;
       }
       closing = true;
       clearInterval(keepAlive);
-      runtime.dispatcher
-        .stop(config.shutdownGraceMs)
+      runtime
+        .stopRuns(config.shutdownGraceMs)
         .then(() => runtime.close())
         .then(() => engine.close?.())
         .then(

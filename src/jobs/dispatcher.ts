@@ -9,7 +9,7 @@ import { FairQueue } from "./fair-queue.ts";
 import type { LeaseOptions } from "./job-leases.ts";
 import { runJob, type JobRunDeps } from "./job-run.ts";
 import type { JobQueue } from "./job-queue.ts";
-import type { JobSecrets, JobSource, RunStart, SourceHost } from "./job-source.ts";
+import type { JobFeed, JobSecrets, JobSource, QueueCounts, QueueNotices, RunStart, SourceHost, SourceLifecycle } from "./job-source.ts";
 import { LeasedJobSource } from "./leased-job-source.ts";
 import { LocalJobSource } from "./local-job-source.ts";
 
@@ -44,8 +44,11 @@ export class Dispatcher implements JobQueue {
   private readonly queue = new FairQueue();
   private readonly drain = new DrainRate();
   private readonly o: DispatcherOptions;
-  /** Where the jobs to start come from. */
-  private readonly source: JobSource;
+  /** Where the jobs to start come from: one source, which each part of the dispatcher sees as it needs. */
+  private readonly sourceLifecycle: SourceLifecycle;
+  private readonly feed: JobFeed;
+  private readonly notices: QueueNotices;
+  private readonly counts: QueueCounts;
   private readonly running = new Map<string, AbortController>();
   /** Per run: stops following it, leaving it where the engine runs it (another process took the job over). */
   private readonly detachers = new Map<string, AbortController>();
@@ -89,9 +92,13 @@ export class Dispatcher implements JobQueue {
       },
       pump: () => this.pump(),
     };
-    this.source = options.lease
+    const source: JobSource = options.lease
       ? new LeasedJobSource(host, options.lease, options.engine.queuesWork, options.engine.resumesRuns)
       : new LocalJobSource(host, options.engine.queuesWork, options.engine.resumesRuns);
+    this.sourceLifecycle = source;
+    this.feed = source;
+    this.notices = source;
+    this.counts = source;
   }
 
   /**
@@ -117,7 +124,7 @@ export class Dispatcher implements JobQueue {
    */
   async start(): Promise<void> {
     await this.load();
-    await this.source.start();
+    await this.sourceLifecycle.start();
     if (this.mode === "idle") this.mode = "dispatching";
     this.pump();
   }
@@ -133,7 +140,7 @@ export class Dispatcher implements JobQueue {
   dequeue(jobId: string): void {
     this.queue.remove(jobId);
     this.extras.delete(jobId);
-    if (this.source.dequeued(jobId)) this.running.get(jobId)?.abort();
+    if (this.notices.dequeued(jobId)) this.running.get(jobId)?.abort();
   }
 
   /**
@@ -142,7 +149,7 @@ export class Dispatcher implements JobQueue {
    * in the engine's queue. With leases, counted in the database across every process.
    */
   position(jobId: string, read?: JobRecord): Promise<number | null> {
-    return this.source.position(jobId, read);
+    return this.counts.position(jobId, read);
   }
 
   /**
@@ -152,7 +159,7 @@ export class Dispatcher implements JobQueue {
    * time. A GET (`position`) counts exactly.
    */
   positionOfNew(job: JobRecord): Promise<number | null> {
-    return this.source.positionOfNew(job);
+    return this.counts.positionOfNew(job);
   }
 
   /**
@@ -161,31 +168,31 @@ export class Dispatcher implements JobQueue {
    * node's queue that another process took or ended leaves it at once, not at the next heartbeat.
    */
   queueChanged(jobId?: string, status?: string): void {
-    this.source.changed();
+    this.notices.changed();
     if (jobId === undefined || status === "queued" || !this.queue.remove(jobId)) return;
     if (!this.running.has(jobId)) this.extras.delete(jobId);
   }
 
   /** Whether the queue is shared by several processes (PostgreSQL leases): this node's queue is then only what it knows of it. */
   get sharesQueue(): boolean {
-    return this.source.shared;
+    return this.counts.shared;
   }
 
   /** An owner's jobs waiting or running (canceling ones included until their run ends); with leases, across every process. */
   liveCount(owner: string): Promise<number> {
-    return this.source.liveCount(owner);
+    return this.counts.liveCount(owner);
   }
 
   /** Jobs waiting; with leases, in the database across every process. */
   queueDepth(): Promise<number> {
-    return this.source.queueDepth();
+    return this.counts.queueDepth();
   }
 
   /** Asks a running job to stop at its next node or step boundary. */
   abort(jobId: string): boolean {
     const controller = this.running.get(jobId);
     // A job whose start is being committed: its launch aborts it.
-    if (controller === undefined && this.source.abortStarting(jobId)) return true;
+    if (controller === undefined && this.feed.abortStarting(jobId)) return true;
     controller?.abort();
     return controller !== undefined;
   }
@@ -222,7 +229,7 @@ export class Dispatcher implements JobQueue {
 
   /** Whether a store write of the dispatcher is failing (and being retried): readiness reports it. */
   get failing(): boolean {
-    return this.failingWrites.size > 0 || this.source.failing;
+    return this.failingWrites.size > 0 || this.feed.failing;
   }
 
   /** Whether the dispatcher has stopped starting jobs (a stop or a drain is under way or done). */
@@ -262,8 +269,8 @@ export class Dispatcher implements JobQueue {
     for (const c of this.running.values()) c.abort();
     for (const wake of [...this.wakers]) wake();
     await this.settled();
-    this.source.stop();
-    if (!again) await this.source.release(unfinished);
+    this.sourceLifecycle.stop();
+    if (!again) await this.sourceLifecycle.release(unfinished);
   }
 
   /** Resolves once no fill and no run is in flight (a fill under way may still launch one run). */
@@ -281,7 +288,7 @@ export class Dispatcher implements JobQueue {
     // Every slot is taken (the usual case while a queue waits): the end of a run pumps again.
     if (this.running.size >= this.o.concurrency) return;
     // An API node: workers run the jobs, but for those whose secrets only this node holds.
-    if (!this.source.wantsWork()) return;
+    if (!this.feed.wantsWork()) return;
     this.filling = "filling";
     const p = this.fill()
       .then(() => {
@@ -353,7 +360,7 @@ export class Dispatcher implements JobQueue {
   private async fill(): Promise<void> {
     const launch = (start: RunStart): void => this.launch(start);
     while (!this.stopped && this.running.size < this.o.concurrency && (this.o.mayStart?.() ?? true)) {
-      if (!(await this.source.startNext(launch))) return;
+      if (!(await this.feed.startNext(launch))) return;
     }
   }
 
@@ -374,7 +381,7 @@ export class Dispatcher implements JobQueue {
         this.failingWrites.delete(job.id);
         this.running.delete(job.id);
         this.detachers.delete(job.id);
-        this.source.runEnded(job.id);
+        this.feed.runEnded(job.id);
         this.extras.delete(job.id);
         this.queue.ended(job.owner);
         this.inflight.delete(p);

@@ -79,14 +79,27 @@ export interface SourceHost extends SourceEnv, RunControl {
 /** What the source of this process's own queue needs: it steers no run, it only asks whether one runs. */
 export type LocalSourceHost = SourceEnv & Pick<RunControl, "runs"> & Pick<SourceHost, "queue" | "secrets">;
 
-/** The queue the dispatcher starts jobs from. */
-export interface JobSource {
-  /** Whether several processes share the queue (this node's queue is then only what it knows). */
-  readonly shared: boolean;
-  /** Whether a store write of the source is failing (and being retried): readiness reports it. */
-  readonly failing: boolean;
+/*
+ * The queue the dispatcher starts jobs from, split by who in the dispatcher calls what: its
+ * start and stop (SourceLifecycle), its fills and runs (JobFeed), the job service's changes to
+ * the queue (QueueNotices), and the counts it answers for the service, metrics and sockets
+ * (QueueCounts). Each part of the dispatcher holds the source under the one it needs.
+ */
+
+/** The dispatcher's start and stop, as a source follows them. */
+export interface SourceLifecycle {
   /** Begins: recovers what a dead process left, or joins the shared queue. */
   start(): Promise<void>;
+  /** Stops the source's own timers (the runs have settled). */
+  stop(): void;
+  /** Gives up, at a stop, the jobs this process held (`ids`: its unfinished runs and secret jobs). */
+  release(ids: readonly string[]): Promise<void>;
+}
+
+/** What the dispatcher's fills and runs ask of a source. */
+export interface JobFeed {
+  /** Whether a store write of the source is failing (and being retried): readiness reports it. */
+  readonly failing: boolean;
   /** Whether a fill should look for work now. */
   wantsWork(): boolean;
   /**
@@ -98,12 +111,22 @@ export interface JobSource {
   startNext(launch: (start: RunStart) => void): Promise<boolean>;
   /** Asks a job whose start is being committed to start aborted; false when none is. */
   abortStarting(jobId: string): boolean;
-  /** A queued job left the queue (cancel, expiry): whether its run waits in the engine's queue and must be stopped. */
-  dequeued(jobId: string): boolean;
   /** A run of this process ended. */
   runEnded(jobId: string): void;
+}
+
+/** Changes to the queue the dispatcher passes on (from the job service, the reaper, other processes). */
+export interface QueueNotices {
+  /** A queued job left the queue (cancel, expiry): whether its run waits in the engine's queue and must be stopped. */
+  dequeued(jobId: string): boolean;
   /** The queue moved (here or in another process). */
   changed(): void;
+}
+
+/** The queue's positions and counts, which the dispatcher answers for the job service, metrics and sockets. */
+export interface QueueCounts {
+  /** Whether several processes share the queue (this node's queue is then only what it knows). */
+  readonly shared: boolean;
   /**
    * Jobs or engine work ahead of a queued job (0: next to start); null when it is not queued
    * (`read`: the job's record as the store just read it, which may spare a round trip).
@@ -115,8 +138,7 @@ export interface JobSource {
   liveCount(owner: string): Promise<number>;
   /** Jobs waiting. */
   queueDepth(): Promise<number>;
-  /** Stops the source's own timers (the runs have settled). */
-  stop(): void;
-  /** Gives up, at a stop, the jobs this process held (`ids`: its unfinished runs and secret jobs). */
-  release(ids: readonly string[]): Promise<void>;
 }
+
+/** A whole source, as the dispatcher builds it (LocalJobSource, LeasedJobSource). */
+export interface JobSource extends SourceLifecycle, JobFeed, QueueNotices, QueueCounts {}

@@ -15,21 +15,23 @@ import { EventBus } from "../jobs/event-bus.ts";
 import { JobService } from "../jobs/job-service.ts";
 import { OutputNamer } from "../jobs/output-names.ts";
 import { startReaper } from "../jobs/retention.ts";
-import { openDirectory, openStore, PostgresLeases, type Directory, type Store } from "../store/index.ts";
+import { openDirectory, openStore, PostgresLeases, type Directory, type JobRecord, type Store } from "../store/index.ts";
 import type { LeaseOptions } from "../jobs/job-leases.ts";
 import { followRemote, type EventRelay } from "../relay/event-relay.ts";
 import { PostgresRelay } from "../relay/postgres-relay.ts";
 import { FlowgateMetrics } from "../metrics/metrics.ts";
 import { SurfacePolicy } from "../surfaces/surface-policy.ts";
 
+/**
+ * What the HTTP layer is given: the services, and narrow views of the queue. Never the store or
+ * the dispatcher: a handler goes through the job and asset services, which keep their rules.
+ */
 export interface Runtime {
   config: Config;
-  store: Store;
   blobs: BlobStore;
   signer: UrlSigner;
   engine: EnginePort;
   events: EventBus;
-  dispatcher: Dispatcher;
   jobs: JobService;
   assets: AssetService;
   /** What differs between self-hosted, cloud and serverless. */
@@ -40,13 +42,45 @@ export interface Runtime {
   directory: Directory | null;
   /** Prometheus metrics of this server. */
   metrics: FlowgateMetrics;
+  /** The queue's counts (metrics, sockets) and whether a job runs here. */
+  queue: QueueView;
+  /** The job as stored now, whoever owns it (an event stream's greeting); null when unknown. */
+  currentJob(id: string): Promise<JobRecord | null>;
   /** Processes running jobs now: on PostgreSQL those of the deployment holding a live lease, else this one while it runs a job. */
   busyWorkers(): Promise<number>;
   now: () => number;
   /** What a load balancer should know: each check, true when it passes. */
   readiness(): Promise<Readiness>;
+}
+
+/** The queue as the HTTP layer sees it. */
+export interface QueueView {
+  /** Jobs waiting; with leases, across every process. */
+  depth(): Promise<number>;
+  /** Jobs this process runs now. */
+  running(): number;
+  /** An owner's jobs waiting or running (a socket's `queue_remaining`); with leases, across every process. */
+  liveCount(owner: string): Promise<number>;
+  /** Seconds the oldest queued job has waited; 0 when none waits. */
+  oldestQueuedSeconds(): Promise<number>;
+  /** Whether this process runs the job now. */
+  runsHere(jobId: string): boolean;
+}
+
+/**
+ * The whole runtime, as its opener holds it (the server's start, the worker, tests): the HTTP
+ * layer's view plus the store, the dispatcher and the lifecycle.
+ */
+export interface FullRuntime extends Runtime {
+  store: Store;
+  dispatcher: Dispatcher;
   /** Recovers after a crash and starts dispatching and the reaper; call it once the server listens. */
   start(): Promise<void>;
+  /**
+   * Stops starting jobs; the running ones get `graceMs` to finish, then are stopped. Queued jobs
+   * stay queued. A second call stops the running jobs at once.
+   */
+  stopRuns(graceMs?: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -84,7 +118,7 @@ export interface RuntimeOptions {
  * Takes the data directory's lock (DataDirInUseError when another server holds it), then opens
  * the store and blobs under it and loads the queue. No job is touched until `start()`.
  */
-export async function openRuntime(config: Config, options: RuntimeOptions): Promise<Runtime> {
+export async function openRuntime(config: Config, options: RuntimeOptions): Promise<FullRuntime> {
   const lock = await DataDirLock.acquire(config.dataDir);
   try {
     return await openLocked(config, options, lock);
@@ -94,7 +128,7 @@ export async function openRuntime(config: Config, options: RuntimeOptions): Prom
   }
 }
 
-async function openLocked(config: Config, options: RuntimeOptions, lock: DataDirLock): Promise<Runtime> {
+async function openLocked(config: Config, options: RuntimeOptions, lock: DataDirLock): Promise<FullRuntime> {
   const now = options.now ?? Date.now;
   let dispatcher: Dispatcher | undefined;
   // Space returning lifts the short state by itself: the queue resumes.
@@ -259,6 +293,17 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     space,
     directory,
     metrics,
+    queue: {
+      depth: () => dispatcher.queueDepth(),
+      running: () => dispatcher.runningCount,
+      liveCount: (owner) => dispatcher.liveCount(owner),
+      async oldestQueuedSeconds() {
+        const [oldest] = await store.queuedJobs(1);
+        return oldest === undefined ? 0 : Math.max(0, (now() - oldest.created_at) / 1000);
+      },
+      runsHere: (jobId) => dispatcher.runs(jobId),
+    },
+    currentJob: (id) => store.getJob(id),
     busyWorkers: leases === null ? async () => (dispatcher.runningCount > 0 ? 1 : 0) : () => leases.busyWorkers(),
     now,
     async readiness() {
@@ -298,6 +343,7 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
       stopReaper = startReaper({ store, blobs, dispatcher, events, now, sweepOrphans }, config.reaperIntervalMs, onBackgroundError);
       void sweepOrphans().catch(onBackgroundError); // off the start's path: a large store takes a while
     },
+    stopRuns: (graceMs) => dispatcher.stop(graceMs),
     async close() {
       metrics.close();
       stopReaper();

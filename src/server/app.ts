@@ -139,15 +139,12 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
   }
   await mountUi(app);
   runtime.metrics.observeSources({
-    queueDepth: () => runtime.dispatcher.queueDepth(),
-    runningJobs: () => runtime.dispatcher.runningCount,
+    queueDepth: () => runtime.queue.depth(),
+    runningJobs: () => runtime.queue.running(),
     openEventStreams: () => streams.size,
     openWebSockets: () => app.hostedSockets?.size ?? 0,
     upstreams: () => runtime.engine.upstreams?.() ?? [],
-    oldestQueuedSeconds: async () => {
-      const [oldest] = await runtime.store.queuedJobs(1);
-      return oldest === undefined ? 0 : Math.max(0, (runtime.now() - oldest.created_at) / 1000);
-    },
+    oldestQueuedSeconds: () => runtime.queue.oldestQueuedSeconds(),
     readiness: async () => {
       const checks = await runtime.readiness();
       return { ready: Object.values(checks).every(Boolean), checks };

@@ -10,6 +10,7 @@ export interface HandlerContext {
   request: FastifyRequest;
   reply: FastifyReply;
   caller: Caller;
+  /** The runtime as the HTTP layer sees it: the services and narrow ports, no store, no dispatcher. */
   runtime: Runtime;
   /** Rendered views of finished jobs, for repeated GETs (the HTTP layer's cache). */
   views: FinishedJobViews;

@@ -5,11 +5,12 @@ import type { Config } from "../config/config.ts";
 import type { EnginePort } from "../jobs/engine-port.ts";
 import { buildApp } from "./app.ts";
 import { prettyStream } from "./pretty-log.ts";
-import { openRuntime, type Runtime } from "../runtime/runtime.ts";
+import { openRuntime, type FullRuntime } from "../runtime/runtime.ts";
 
 export interface RunningServer {
   app: FastifyInstance;
-  runtime: Runtime;
+  /** The whole runtime: the app was given only its HTTP view. */
+  runtime: FullRuntime;
   /** http://host:port of the listener. */
   url: string;
   /**
@@ -56,7 +57,7 @@ export async function startServer(config: Config, engine: EnginePort, options: {
     runtime,
     url,
     async close({ graceMs = 0 } = {}) {
-      if (graceMs > 0) await runtime.dispatcher.stop(graceMs);
+      if (graceMs > 0) await runtime.stopRuns(graceMs);
       await app.close();
       await runtime.close();
     },

@@ -133,7 +133,7 @@ describe("concurrency", () => {
       const third = await c2.api.job(jobs[2].id);
       expect(third.status).toBe("queued");
       expect(third.queue_position).toBe(0);
-      expect(c2.runtime.dispatcher.runningCount).toBe(2);
+      expect(c2.runtime.queue.running()).toBe(2);
       await c2.api.post(`/api/v2/jobs/${jobs[0].id}/cancel`);
       await c2.api.waitJob(jobs[2].id, (j) => j.status === "running", "third running");
     } finally {

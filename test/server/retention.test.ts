@@ -98,7 +98,7 @@ describe("retention", () => {
     expect((await reap()).expired).toBe(count + 1);
     await waitForIdle(s);
     expect(s.runtime.dispatcher.waiting).toBe(0);
-    expect(await s.runtime.dispatcher.liveCount("")).toBe(0);
+    expect(await s.runtime.queue.liveCount("")).toBe(0);
     expect(await s.runtime.store.countQueued()).toBe(0);
   });
 
@@ -152,7 +152,7 @@ describe("retention", () => {
 
 async function waitForIdle(server: TestServer): Promise<void> {
   await waitFor(
-    () => server.runtime.dispatcher.runningCount,
+    () => server.runtime.queue.running(),
     (n) => n === 0,
     "no run in flight",
   );

@@ -146,7 +146,11 @@ describe("stopping the server", () => {
     };
     const job = await s.api.submit(delayGraph(600));
     const closing = closeOrHang(() => s.close());
-    await waitFor(() => s.runtime.dispatcher.stopping, Boolean, "the stop");
+    await waitFor(
+      () => s.runtime.readiness(),
+      (r) => !r.dispatch,
+      "the stop",
+    );
     release();
     expect(await closing).toBe("closed");
     expect(await storedStatus(s.dataDir, job.id)).toBe("running");
@@ -196,7 +200,7 @@ describe("stopping with a grace period", () => {
       (r) => r.status === 503,
       "draining",
     );
-    void t.runtime.dispatcher.stop(); // a second signal
+    void t.runtime.stopRuns(); // a second signal
     expect(await closing).toBe("closed");
     await t.stop();
   });

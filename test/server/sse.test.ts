@@ -130,7 +130,7 @@ describe("the stream", () => {
     await c.waitUntil((x) => x.of("status").some((e) => e.json.status === "running"), "running");
     // Two changes made durable by one fsync may be published in either order; a read may show a
     // change before its event: reports of an older status reach the stream late.
-    const record = (await s.runtime.store.getJob(job.id))!;
+    const record = (await s.runtime.currentJob(job.id))!;
     s.runtime.events.publish({ type: "status", job: { ...record, status: "queued", started_at: null } });
     s.runtime.events.publish({ type: "status", job: record });
     await s.api.post(`/api/v2/jobs/${job.id}/cancel`);

@@ -87,7 +87,7 @@ async function cancelJobById(ctx: HandlerContext, id: string): Promise<boolean> 
 
 /** The answer to a prompt id already used: the existing job's, when it is the caller's. */
 async function promptAgain(ctx: HandlerContext, id: string): Promise<OperationResult<"hostedQueuePrompt"> | null> {
-  const job = await ctx.runtime.jobs.owned(ctx.caller, id).catch(() => null);
+  const job = await findJob(ctx, id);
   return job ? { status: 200, body: { prompt_id: job.id, number: job.seq, node_errors: {} } } : null;
 }
 
@@ -106,9 +106,12 @@ function invalidPromptId(message: string): OperationResult<"hostedQueuePrompt"> 
   };
 }
 
-/** The caller's job by prompt id, or null. */
+/** The caller's job by prompt id, or null; a failing database is an outage, not an unknown prompt. */
 async function findJob(ctx: HandlerContext, id: string): Promise<JobRecord | null> {
-  return ctx.runtime.jobs.owned(ctx.caller, id).catch(() => null);
+  return ctx.runtime.jobs.owned(ctx.caller, id).catch((err: unknown) => {
+    if (err instanceof ServiceError && err.code === "not_found") return null;
+    throw err;
+  });
 }
 
 export const hostedHandlers: HostedHandlers<HandlerContext> = {

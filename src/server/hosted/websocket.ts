@@ -144,7 +144,7 @@ export class HostedSockets {
       }
     });
     ws.on("error", () => ws.terminate());
-    void this.runtime.dispatcher.liveCount(owner).then(
+    void this.runtime.queue.liveCount(owner).then(
       (queue_remaining) => {
         if (!this.lastRemaining.has(owner)) this.lastRemaining.set(owner, queue_remaining);
         this.send(client, { type: "status", data: { status: { exec_info: { queue_remaining } }, sid: clientId } });
@@ -217,7 +217,7 @@ export class HostedSockets {
       const sendEnds = () => {
         for (const prompt_id of ends) this.broadcast(owner, { type: "executing", data: { node: null, prompt_id } });
       };
-      void this.runtime.dispatcher.liveCount(owner).then((queue_remaining) => {
+      void this.runtime.queue.liveCount(owner).then((queue_remaining) => {
         if (this.byOwner.has(owner)) this.lastRemaining.set(owner, queue_remaining);
         this.broadcast(owner, { type: "status", data: { status: { exec_info: { queue_remaining } } } });
         sendEnds();

@@ -135,7 +135,7 @@ export class EventStreams {
   /** Writes the connect-time snapshot (and the latest progress and preview) to a new stream. */
   private async greet(job: JobRecord, stream: Stream): Promise<void> {
     const { res, links } = stream;
-    const current = (await this.runtime.store.getJob(job.id)) ?? job;
+    const current = (await this.runtime.currentJob(job.id)) ?? job;
     const snapshot = await this.runtime.jobs.snapshot(current);
     res.write(frame({ event: "status", data: jobView(snapshot, links) }));
     stream.rank = statusRank(current.status);
@@ -191,7 +191,7 @@ export class EventStreams {
       js.unsubscribe();
       this.jobs.delete(jobId);
       // A preview of a job another process runs would never see its end here.
-      if (!this.runtime.dispatcher.runs(jobId)) this.latestPreview.delete(jobId);
+      if (!this.runtime.queue.runsHere(jobId)) this.latestPreview.delete(jobId);
     }
   }
 
