@@ -115,7 +115,7 @@ export class PostgresRelay implements EventRelay {
       const after = then.length === 0 ? [] : encodeBatch(this.#options.tag, this.#batch++, [...then]);
       try {
         if (taken === null && after.length === 0) return await write(undefined);
-        return await write({ channel: this.#channel, payloads: taken?.parts ?? [], ...(after.length > 0 ? { then: after } : {}) });
+        return await write({ channel: this.#channel, payloads: taken?.parts ?? [], ...(after.length > 0 ? { ifMoved: after } : {}) });
       } catch (err) {
         // Not committed: the events go with the next write or batch, still in order.
         if (taken !== null) {

@@ -181,7 +181,7 @@ export class PostgresStore implements StoreDialect {
     return inTransaction(this.#pool, async (client) => {
       const job = await this.#transition(id, from, to, patch, client, fence, notify && { channel: notify.channel, payloads: notify.payloads });
       if (job === null) return null;
-      if (notify?.then?.length) await client.query(PG_NOTIFYING_SQL.notify, [notify.channel, notify.then]);
+      if (notify?.ifMoved?.length) await client.query(PG_NOTIFYING_SQL.notify, [notify.channel, notify.ifMoved]);
       for (const blob of pending) await client.query(PG_SQL.keepBlob, [blob.key, Buffer.from(blob.bytes.buffer, blob.bytes.byteOffset, blob.bytes.byteLength)]);
       const added: AssetRecord[] = [];
       for (const asset of assets) added.push(await this.#insertAsset(asset, client));
@@ -215,8 +215,8 @@ export class PostgresStore implements StoreDialect {
       fence?.epoch ?? 0,
     ];
     try {
-      const row = notify?.then?.length
-        ? await this.#one(PG_NOTIFYING_SQL.transitionNotifyThen, [...params, notify.channel, notify.payloads, notify.then], on)
+      const row = notify?.ifMoved?.length
+        ? await this.#one(PG_NOTIFYING_SQL.transitionNotifyThen, [...params, notify.channel, notify.payloads, notify.ifMoved], on)
         : notify?.payloads.length
           ? await this.#one(PG_NOTIFYING_SQL.transitionNotify, [...params, notify.channel, notify.payloads], on)
           : await this.#one(PG_SQL.transition, params, on);

@@ -169,7 +169,7 @@ export interface Notifications {
   channel: string;
   payloads: readonly string[];
   /** Sent after `payloads` only when the write changes its row (a run's final progress, with its end). */
-  then?: readonly string[];
+  ifMoved?: readonly string[];
 }
 
 export interface TransitionOptions {
