@@ -2,7 +2,7 @@
 // truth, so a subscriber that misses an event resynchronizes from a read. With several processes
 // (PostgreSQL), the events of runs go out to the others through a relay (src/relay/) and come
 // back in through `publishRemote`.
-import type { AssetRecord, JobRecord, JobStatus } from "../store/index.ts";
+import type { AssetRecord, JobRecord, JobStatus, Notifications } from "../store/index.ts";
 import type { Progress } from "./progress.ts";
 
 /** One live event of one job. */
@@ -34,6 +34,11 @@ export interface EventOutbox {
   send(event: Exclude<JobEvent, { type: "status" }>): void;
   /** Resolves once everything sent so far is on its way: a run's end commits after its events. */
   flushed(): Promise<void>;
+  /**
+   * Runs a run's write once what was sent before has committed, with the events still waiting to
+   * ride in its transaction, and `then` after them only when the write changes its row.
+   */
+  carry<T>(write: (notify: Notifications | undefined) => Promise<T>, then?: readonly Exclude<JobEvent, { type: "status" }>[]): Promise<T>;
 }
 
 /** Fan-out of job events by job id, plus listeners of every job (the hosted WebSocket). */
@@ -90,6 +95,14 @@ export class EventBus {
     await this.outbox?.flushed();
   }
 
+  /**
+   * Runs a write of a run; with a relay, after the events sent before it have committed, and with
+   * those still waiting in its own transaction (one commit instead of two; still in order).
+   */
+  carry<T>(write: (notify: Notifications | undefined) => Promise<T>, then?: readonly Exclude<JobEvent, { type: "status" }>[]): Promise<T> {
+    return this.outbox === null ? write(undefined) : this.outbox.carry(write, then);
+  }
+
   /** Whether anyone here listens to what other processes report of this job (of this owner, when known). */
   wantsRemote(jobId: string, owner?: string): boolean {
     if (this.byJob.has(jobId)) return true;
@@ -98,8 +111,11 @@ export class EventBus {
     return false;
   }
 
-  /** Delivers an event; a throwing listener never disturbs the others or the run. */
-  publish(event: JobEvent): void {
+  /**
+   * Delivers an event; a throwing listener never disturbs the others or the run. `carried`: the
+   * other processes were told already (it rode in a write's transaction, see `carry`).
+   */
+  publish(event: JobEvent, carried = false): void {
     const jobId = event.type === "status" ? event.job.id : event.job_id;
     const set = this.byJob.get(jobId);
     let heard = false;
@@ -110,7 +126,7 @@ export class EventBus {
     }
     if (set && !heard) for (const l of [...set]) safeCall(l, event);
     for (const l of this.all) safeCall(l, event);
-    if (this.outbox && event.type !== "status") this.outbox.send(event);
+    if (this.outbox && event.type !== "status" && !carried) this.outbox.send(event);
   }
 
   /**

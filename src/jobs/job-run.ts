@@ -8,6 +8,7 @@ import {
   type JobRecord,
   type JobStatus,
   type JsonObject,
+  type Notifications,
   type RunFence,
   type Store,
 } from "../store/index.ts";
@@ -174,14 +175,17 @@ class JobRun {
     // authoritative view) never shows less (PostgreSQL stores it a round trip after the run reports
     // it). One replaced before its write is never told; one stored once the end is being written
     // is left to the end, which tells the rest.
+    // With a relay, the run's events said before a snapshot ride in its write's transaction.
     this.progressWrites = latestWins((progress: Progress) =>
-      deps.store.updateProgress(job.id, progress, progressFence).then(
-        (stored) => void (stored && !this.ending && deps.events.publish({ type: "progress", ...this.base, progress })),
-        (err: unknown) => {
-          if (this.ending && err instanceof LeaseLostError) return;
-          if (!this.refused(err)) throw err;
-        },
-      ),
+      deps.events
+        .carry((notify) => deps.store.updateProgress(job.id, progress, progressFence, notify))
+        .then(
+          (stored) => void (stored && !this.ending && deps.events.publish({ type: "progress", ...this.base, progress })),
+          (err: unknown) => {
+            if (this.ending && err instanceof LeaseLostError) return;
+            if (!this.refused(err)) throw err;
+          },
+        ),
     );
     this.rows = new OutputRows(deps.assets, undefined, { fence, persist: this.persist });
     this.outputNodesLeft = new Set(job.output_node_ids);
@@ -434,37 +438,42 @@ class JobRun {
     const held = this.rows.takeForEnd();
 
     // Other processes hear the run's events before its end (notifications go in commit order):
-    // every event the run reported is handed to the relay first (where one is in use, the last
-    // outputs' records are not held for the end: endWithOutputs is off).
+    // every event the run reported is handed to the relay first, and those still waiting ride in
+    // the end's own transaction, before its status (where a relay is in use, the last outputs'
+    // records are not held for the end: endWithOutputs is off).
     if (deps.events.relays && deps.endWithOutputs !== true) await this.startCommit;
-    await deps.events.relayed();
 
     this.ending = true;
+    // A success's final snapshot goes out as progress too (publishEnd); to other processes it goes
+    // in the end's own statement, after the run's last events, only if the job moved to succeeded.
+    const final = end.kind === "succeeded" ? [{ type: "progress" as const, ...this.base, progress: this.tracker.finish() }] : [];
     const ended = this.leaseLost
       ? null
-      : await this.persist(async () => {
-          if (deps.captureLogs) {
-            const { text, truncated } = this.log.result();
-            await store.setLogs(job.id, { text, truncated, captured_at: deps.now() }, fence);
-          }
-          // What the engine recorded and this process did not see live (a run taken over or collected) wins over its clock.
-          const now = recorded?.completed_at ?? deps.now();
-          const times = { completed_at: now, ...(recorded?.started_at !== undefined ? { started_at: recorded.started_at } : {}) };
-          if (end.kind === "succeeded") {
-            const progress = this.tracker.finish();
-            try {
-              return await settle(store, job.id, "succeeded", { ...times, progress }, held.stored, fence);
-            } catch (err) {
-              if (!isOutOfSpace(err) || held.stored.length === 0) throw err;
-              // The records do not fit: the job fails as when an output's bytes do not.
-              end = { kind: "failed", error: outOfSpace(held.nodes[0]!) };
-              await held.done(null);
-              held.stored.length = 0;
+      : await this.persist(() =>
+          deps.events.carry(async (notify) => {
+            if (deps.captureLogs) {
+              const { text, truncated } = this.log.result();
+              await store.setLogs(job.id, { text, truncated, captured_at: deps.now() }, fence);
             }
-          }
-          if (end.kind === "failed") return settle(store, job.id, "failed", { ...times, error: { ...end.error } }, [], fence);
-          return settle(store, job.id, "canceled", times, [], fence);
-        }).catch((err: unknown) => {
+            // What the engine recorded and this process did not see live (a run taken over or collected) wins over its clock.
+            const now = recorded?.completed_at ?? deps.now();
+            const times = { completed_at: now, ...(recorded?.started_at !== undefined ? { started_at: recorded.started_at } : {}) };
+            if (end.kind === "succeeded") {
+              const progress = this.tracker.finish();
+              try {
+                return await settle(store, job.id, "succeeded", { ...times, progress }, held.stored, fence, notify);
+              } catch (err) {
+                if (!isOutOfSpace(err) || held.stored.length === 0) throw err;
+                // The records do not fit: the job fails as when an output's bytes do not.
+                end = { kind: "failed", error: outOfSpace(held.nodes[0]!) };
+                await held.done(null);
+                held.stored.length = 0;
+              }
+            }
+            if (end.kind === "failed") return settle(store, job.id, "failed", { ...times, error: { ...end.error } }, [], fence, notify);
+            return settle(store, job.id, "canceled", times, [], fence, notify);
+          }, final),
+        ).catch((err: unknown) => {
           if (this.refused(err)) return null;
           throw err;
         });
@@ -484,7 +493,8 @@ class JobRun {
     // What the run reported before its end goes out before it.
     await this.startCommit;
     // The final snapshot (value 1) goes out as progress too, so streams end on job.progress.
-    if (finished?.status === "succeeded") this.deps.events.publish({ type: "progress", ...this.base, progress: this.tracker.finish() });
+    // (Other processes heard it in the end's statement: see commitEnd.)
+    if (finished?.status === "succeeded") this.deps.events.publish({ type: "progress", ...this.base, progress: this.tracker.finish() }, true);
     if (finished) this.deps.events.publish({ type: "status", job: finished });
     return finished;
   }
@@ -501,13 +511,19 @@ async function settle(
   patch: JobPatch,
   outputs: readonly StoredOutput[],
   fence: RunFence,
+  notify?: Notifications,
 ): Promise<{ job: JobRecord; assets: AssetRecord[] } | null> {
   const records = outputs.map((s) => s.record);
   const pending = outputs.flatMap((s) => (s.pending === null ? [] : [s.pending]));
+  // The run's last events ride in the first move's transaction (sent whether it moves or not);
+  // what goes only with a success (its final progress) never with another end.
+  let riding = notify === undefined || to === "succeeded" ? notify : { channel: notify.channel, payloads: notify.payloads };
   // Records (and staged bytes) go with whichever move lands, in its transaction; none is written if none does.
   const move = async (from: JobStatus, to: JobStatus, patch: JobPatch) => {
-    if (records.length > 0) return store.transitionJobWithAssets(id, [from], to, patch, records, pending, fence);
-    const job = await store.transitionJob(id, [from], to, patch, { fence });
+    const notify = riding;
+    riding = undefined;
+    if (records.length > 0) return store.transitionJobWithAssets(id, [from], to, patch, records, pending, fence, notify);
+    const job = await store.transitionJob(id, [from], to, patch, notify === undefined ? { fence } : { fence, notify });
     return job && { job, assets: [] };
   };
   try {

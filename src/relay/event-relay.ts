@@ -1,7 +1,7 @@
 // Live events across processes (PostgreSQL deployments): what the processes tell each other,
 // and how a process turns what it hears into events for its own subscribers, in the order heard.
 import type { EventBus, JobEvent } from "../jobs/event-bus.ts";
-import { isTerminalStatus, statusRank, type JobRecord, type JobStatus, type Store } from "../store/index.ts";
+import { isTerminalStatus, statusRank, type JobRecord, type JobStatus, type Notifications, type Store } from "../store/index.ts";
 
 /** An event of a run, as relayed (status changes travel as notices of the database instead). */
 export type RunEvent = Exclude<JobEvent, { type: "status" }>;
@@ -25,6 +25,12 @@ export interface EventRelay {
   wake(): void;
   /** Resolves once everything sent so far has left (or was given up). */
   flushed(): Promise<void>;
+  /**
+   * Runs a write of a run once what was sent before has committed, giving it the events waiting
+   * to go out in its own transaction (they are sent again later if it fails), and `then`, sent
+   * after them only when the write changes its row.
+   */
+  carry<T>(write: (notify: Notifications | undefined) => Promise<T>, then?: readonly RunEvent[]): Promise<T>;
   /**
    * Calls `onNotice` for what other processes report, in the order they committed it; returns the
    * stop. `wakesOnly`: only the wakes (a process that follows no other process's jobs).

@@ -6,7 +6,7 @@
 // small ones go as notifications and larger ones are dropped (a newer preview follows).
 import { createHash } from "node:crypto";
 import pg from "pg";
-import { jobFromPostgresRow, openPostgresPool, PG_STATUS_CHANNEL, PG_TYPES, type JobStatus, type PostgresOptions } from "../store/index.ts";
+import { jobFromPostgresRow, openPostgresPool, PG_STATUS_CHANNEL, PG_TYPES, type JobStatus, type Notifications, type PostgresOptions } from "../store/index.ts";
 import type { EventRelay, RemoteNotice, RunEvent } from "./event-relay.ts";
 import { RedisPreviews } from "./redis-previews.ts";
 import { BatchJoiner, encodeBatch } from "./wire.ts";
@@ -38,6 +38,8 @@ export class PostgresRelay implements EventRelay {
   readonly #redis: RedisPreviews | null;
   #pending: RunEvent[] = [];
   #draining: Promise<void> | null = null;
+  /** The last batch or carried write of this process's events: the next one waits for it. */
+  #tail: Promise<void> = Promise.resolve();
   #batch = 0;
   #wake = false;
   /** A wakes-only listener (see wantWakes): whether wakes are wanted now, and the LISTEN/UNLISTEN that follows it. */
@@ -81,36 +83,71 @@ export class PostgresRelay implements EventRelay {
   }
 
   /**
-   * Everything said in this turn goes out in one batch; what comes while a batch is sent goes in
-   * the next. (Batches held longer, by time, let another node hear a run's end before its events.)
+   * What is said in a turn goes out in one batch, a turn later: a write of a run asked for in the
+   * same turn (a progress snapshot, the end) takes the batch into its own transaction first (see
+   * `carry`). (Batches held longer, by time, let another node hear a run's end before its events.)
    */
   #schedule(): void {
-    this.#draining ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.#drain());
+    this.#draining ??= new Promise<void>((resolve) => setImmediate(() => setImmediate(resolve))).then(() => this.#inTurn(() => this.#drain()));
+  }
+
+  /** Runs `step` once every batch and carried write before it has committed: this process's notifications commit in the order said. */
+  #inTurn<T>(step: () => Promise<T>): Promise<T> {
+    const run = this.#tail.then(step);
+    this.#tail = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    return run;
+  }
+
+  /** The events waiting, as one batch's parts (null: none), taken out of the queue. */
+  #take(): { events: RunEvent[]; parts: string[] } | null {
+    if (this.#pending.length === 0) return null;
+    const events = this.#pending;
+    this.#pending = [];
+    return { events, parts: encodeBatch(this.#options.tag, this.#batch++, events) };
+  }
+
+  carry<T>(write: (notify: Notifications | undefined) => Promise<T>, then: readonly RunEvent[] = []): Promise<T> {
+    return this.#inTurn(async () => {
+      const taken = this.#take();
+      const after = then.length === 0 ? [] : encodeBatch(this.#options.tag, this.#batch++, [...then]);
+      try {
+        if (taken === null && after.length === 0) return await write(undefined);
+        return await write({ channel: this.#channel, payloads: taken?.parts ?? [], ...(after.length > 0 ? { ifMoved: after } : {}) });
+      } catch (err) {
+        // Not committed: the events go with the next write or batch, still in order.
+        if (taken !== null) {
+          this.#pending.unshift(...taken.events);
+          this.#schedule();
+        }
+        throw err;
+      }
+    });
   }
 
   /** Resolves once the events said so far left (a batch under way takes what came meanwhile in the next). */
-  flushed(): Promise<void> {
-    return this.#draining ?? Promise.resolve();
+  async flushed(): Promise<void> {
+    await this.#draining;
+    await this.#tail;
   }
 
   async #drain(): Promise<void> {
-    while (this.#pending.length > 0 || this.#wake) {
-      if (this.#wake) {
-        // One wake per turn however many jobs were queued in it: idle workers look for work now.
-        // Sent after the insert's commit, in a transaction that writes nothing: a NOTIFY in the
-        // insert's own transaction would hold PostgreSQL's notification lock (one for the whole
-        // server) through that commit's WAL flush, and submissions measured 30 % slower so.
-        this.#wake = false;
-        await this.#pool.query("SELECT pg_notify($1, $2)", [this.#wakeChannel, this.#options.tag]).catch(() => undefined);
-        continue;
-      }
-      const events = this.#pending;
-      this.#pending = [];
-      const parts = encodeBatch(this.#options.tag, this.#batch++, events);
-      // One statement: the parts commit together. A failure loses these live events only.
-      await this.#pool.query("SELECT pg_notify($1, part) FROM unnest($2::text[]) AS part", [this.#channel, parts]).catch(() => undefined);
-    }
+    // Cleared first: what is said from now on is scheduled again, behind this batch.
     this.#draining = null;
+    if (this.#wake) {
+      // One wake per turn however many jobs were queued in it: idle workers look for work now.
+      // Sent after the insert's commit, in a transaction that writes nothing: a NOTIFY in the
+      // insert's own transaction would hold PostgreSQL's notification lock (one for the whole
+      // server) through that commit's WAL flush, and submissions measured 30 % slower so.
+      this.#wake = false;
+      await this.#pool.query("SELECT pg_notify($1, $2)", [this.#wakeChannel, this.#options.tag]).catch(() => undefined);
+    }
+    const taken = this.#take();
+    // One statement: the parts commit together. A failure loses these live events only.
+    if (taken !== null)
+      await this.#pool.query("SELECT pg_notify($1, part) FROM unnest($2::text[]) AS part", [this.#channel, taken.parts]).catch(() => undefined);
   }
 
   /**

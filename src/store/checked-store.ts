@@ -40,6 +40,7 @@ import type {
   PurgeResult,
   RunFence,
   Store,
+  Notifications,
   TransitionOptions,
 } from "./types.ts";
 
@@ -149,6 +150,7 @@ export class CheckedStore implements Store {
     assets: readonly NewAsset[],
     pending: readonly PendingBlob[] = [],
     fence?: RunFence,
+    notify?: Notifications,
   ): Promise<{ job: JobRecord; assets: AssetRecord[] } | null> {
     const fromStatuses = distinctStatuses(from);
     checkStatus(to);
@@ -156,7 +158,7 @@ export class CheckedStore implements Store {
     assets.forEach(checkNewAsset);
     pending.forEach(checkPendingBlob);
     if (fromStatuses.length === 0) return null;
-    return this.#dialect.transitionJobWithAssets(id, fromStatuses, to, patch, assets, pending, fence);
+    return this.#dialect.transitionJobWithAssets(id, fromStatuses, to, patch, assets, pending, fence, notify);
   }
 
   async pendingBlobs(afterKey = "", limit = DEFAULT_PENDING_READ): Promise<PendingBlob[]> {
@@ -167,8 +169,8 @@ export class CheckedStore implements Store {
     return this.#dialect.dropPendingBlobs(keys);
   }
 
-  updateProgress(id: string, progress: JobProgress | null, fence?: RunFence): Promise<boolean> {
-    return this.#dialect.updateProgress(id, progress, fence);
+  updateProgress(id: string, progress: JobProgress | null, fence?: RunFence, notify?: Notifications): Promise<boolean> {
+    return this.#dialect.updateProgress(id, progress, fence, notify);
   }
 
   setLogs(id: string, logs: JobLogs | null, fence?: RunFence): Promise<boolean> {

@@ -116,6 +116,30 @@ export const PG_SQL = {
     DELETE FROM idempotency_keys k USING picked WHERE k.owner = picked.owner AND k.key = picked.key AND k.expires_at <= $1`,
 } as const;
 
+/**
+ * `update` (one UPDATE with one WHERE) that first sends notifications, $`n` the channel and $`n+1`
+ * the payloads, in its own statement: a run's events ride on its writes. The payloads go out
+ * whether or not a row matches (an uncorrelated condition is checked once, before any row), and
+ * before the status trigger's own (AFTER triggers fire at the statement's end).
+ */
+function notifying(update: string, n: number): string {
+  const where = /\bWHERE\b/;
+  if (!where.test(update)) throw new Error("notifying: the statement has no WHERE");
+  return `WITH fg_notified AS MATERIALIZED (SELECT count(pg_notify($${n}, p)) AS c FROM unnest($${n + 1}::text[]) AS p)
+    ${update.replace(where, "WHERE (SELECT c FROM fg_notified) >= 0 AND")}`;
+}
+
+/** The run's writes that carry its events (see `notifying`): the same parameters, then channel and payloads. */
+export const PG_NOTIFYING_SQL = {
+  updateProgressNotify: notifying(PG_SQL.updateProgress, 3),
+  updateProgressFencedNotify: notifying(PG_SQL.updateProgressFenced, 5),
+  transitionNotify: notifying(PG_SQL.transition, 17),
+  // The same, then $19's payloads only when the row moved (the select list's subquery runs only for a row).
+  transitionNotifyThen: `${notifying(PG_SQL.transition, 17).replace(/\)\s*UPDATE jobs/, "), fg_moved AS (UPDATE jobs")})
+    SELECT fg_moved.*, (SELECT count(pg_notify($17, p)) FROM unnest($19::text[]) AS p) AS fg_then FROM fg_moved`,
+  notify: "SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p",
+} as const;
+
 /** An owner's jobs newest first below a seq; $1 owner, $2 before, $3 limit, then the status set and the deployment when used. */
 export function pgListJobsSql(byStatus: boolean, byDeployment: boolean, inHistory = false): string {
   return `SELECT ${JOB_COLUMNS} FROM jobs WHERE owner = $1 AND seq < $2

@@ -13,7 +13,7 @@ import { GroupCommit } from "./group-commit.ts";
 import { changedAt } from "./input-checks.ts";
 import { claim, insertBatchOnce, type PendingInsert } from "./postgres-admission.ts";
 import { inTransaction, openPostgresPool, type PostgresOptions } from "./postgres-pool.ts";
-import { PG_SQL, pgListJobsSql, pgListLabeledJobsSql, pgOffsetJobsSql } from "./postgres-queries.ts";
+import { PG_NOTIFYING_SQL, PG_SQL, pgListJobsSql, pgListLabeledJobsSql, pgOffsetJobsSql } from "./postgres-queries.ts";
 import { stampSnapshot } from "./postgres-positions.ts";
 import { PG_TERMINAL_SQLSTATE } from "./postgres-schema.ts";
 import { PG_ROWS, toPendingBlob, toWorkflow, type Row } from "./rows.ts";
@@ -32,6 +32,7 @@ import type {
   JsonObject,
   NewAsset,
   NewJob,
+  Notifications,
   OffsetJobPage,
   OffsetJobsOptions,
   PendingBlob,
@@ -49,7 +50,7 @@ export const toJob = PG_ROWS.toJob;
  * The store's fixed statements by text, each with a name: a named statement is parsed and
  * planned once per connection, not on every call (node-postgres prepares it on first use).
  */
-const STATEMENT_NAMES = new Map(Object.entries(PG_SQL).map(([key, text]) => [text as string, `fg_${key}`]));
+const STATEMENT_NAMES = new Map(Object.entries({ ...PG_SQL, ...PG_NOTIFYING_SQL }).map(([key, text]) => [text as string, `fg_${key}`]));
 type Queryable = pg.Pool | pg.PoolClient;
 
 const PG_FOREIGN_KEY_VIOLATION = "23503";
@@ -164,7 +165,7 @@ export class PostgresStore implements StoreDialect {
   }
 
   async transitionJob(id: string, from: readonly JobStatus[], to: JobStatus, patch: JobPatch = {}, options: TransitionOptions = {}): Promise<JobRecord | null> {
-    const job = await this.#transition(id, from, to, patch, this.#pool, options.fence);
+    const job = await this.#transition(id, from, to, patch, this.#pool, options.fence, options.notify);
     options.onCommitted?.(job); // a commit here is durable already
     return job;
   }
@@ -177,10 +178,12 @@ export class PostgresStore implements StoreDialect {
     assets: readonly NewAsset[],
     pending: readonly PendingBlob[] = [],
     fence?: RunFence,
+    notify?: Notifications,
   ): Promise<{ job: JobRecord; assets: AssetRecord[] } | null> {
     return inTransaction(this.#pool, async (client) => {
-      const job = await this.#transition(id, from, to, patch, client, fence);
+      const job = await this.#transition(id, from, to, patch, client, fence, notify && { channel: notify.channel, payloads: notify.payloads });
       if (job === null) return null;
+      if (notify?.ifMoved?.length) await client.query(PG_NOTIFYING_SQL.notify, [notify.channel, notify.ifMoved]);
       for (const blob of pending) await client.query(PG_SQL.keepBlob, [blob.key, Buffer.from(blob.bytes.buffer, blob.bytes.byteOffset, blob.bytes.byteLength)]);
       const added: AssetRecord[] = [];
       for (const asset of assets) added.push(await this.#insertAsset(asset, client));
@@ -196,6 +199,7 @@ export class PostgresStore implements StoreDialect {
     patch: JobPatch,
     on: Queryable,
     fence?: RunFence,
+    notify?: Notifications,
   ): Promise<JobRecord | null> {
     const field = (value: unknown) => [value !== undefined, value ?? null];
     const json = (value: JsonObject | null | undefined) => (value === undefined ? undefined : value === null ? null : JSON.stringify(value));
@@ -214,7 +218,11 @@ export class PostgresStore implements StoreDialect {
       changedAt(patch),
     ];
     try {
-      const row = await this.#one(PG_SQL.transition, params, on);
+      const row = notify?.ifMoved?.length
+        ? await this.#one(PG_NOTIFYING_SQL.transitionNotifyThen, [...params, notify.channel, notify.payloads, notify.ifMoved], on)
+        : notify?.payloads.length
+          ? await this.#one(PG_NOTIFYING_SQL.transitionNotify, [...params, notify.channel, notify.payloads], on)
+          : await this.#one(PG_SQL.transition, params, on);
       return row === undefined ? null : toJob(row);
     } catch (error) {
       if (sqlState(error) === PG_TERMINAL_SQLSTATE) throw new TerminalStatusError(id, { cause: error });
@@ -222,10 +230,20 @@ export class PostgresStore implements StoreDialect {
     }
   }
 
-  async updateProgress(id: string, progress: JobProgress | null, fence?: RunFence): Promise<boolean> {
+  async updateProgress(id: string, progress: JobProgress | null, fence?: RunFence, notify?: Notifications): Promise<boolean> {
     const json = progress === null ? null : JSON.stringify(progress);
-    if (fence === undefined) return ((await this.#query(PG_SQL.updateProgress, [id, json])).rowCount ?? 0) > 0;
-    if (((await this.#query(PG_SQL.updateProgressFenced, [id, json, fence.workerId, fence.epoch])).rowCount ?? 0) === 0) throw new LeaseLostError(id);
+    const sent = notify?.payloads.length ? [notify.channel, notify.payloads] : null;
+    if (fence === undefined) {
+      const { rowCount } = sent
+        ? await this.#query(PG_NOTIFYING_SQL.updateProgressNotify, [id, json, ...sent])
+        : await this.#query(PG_SQL.updateProgress, [id, json]);
+      return (rowCount ?? 0) > 0;
+    }
+    const params = [id, json, fence.workerId, fence.epoch];
+    const { rowCount } = sent
+      ? await this.#query(PG_NOTIFYING_SQL.updateProgressFencedNotify, [...params, ...sent])
+      : await this.#query(PG_SQL.updateProgressFenced, params);
+    if ((rowCount ?? 0) === 0) throw new LeaseLostError(id);
     return true;
   }
 

@@ -172,9 +172,23 @@ export interface RunFence {
   epoch: number;
 }
 
+/**
+ * Notifications a write sends in its own transaction, before those its change makes (PostgreSQL's
+ * NOTIFY: a run's events ride on its writes instead of costing transactions of their own). A store
+ * without listeners (SQLite) ignores them.
+ */
+export interface Notifications {
+  channel: string;
+  payloads: readonly string[];
+  /** Sent after `payloads` only when the write changes its row (a run's final progress, with its end). */
+  ifMoved?: readonly string[];
+}
+
 export interface TransitionOptions {
   /** Moves the job only while `fence` holds. */
   fence?: RunFence;
+  /** Sent in the move's transaction (even when nothing moves), before its own status notification. */
+  notify?: Notifications;
   /**
    * Called once the move has committed (with the job) or was refused (null), which may be a
    * moment before it is durable: a write that only needs the row moved (the job's end after its
@@ -381,6 +395,7 @@ export interface Store {
     assets: readonly NewAsset[],
     pending?: readonly PendingBlob[],
     fence?: RunFence,
+    notify?: Notifications,
   ): Promise<{ job: JobRecord; assets: AssetRecord[] } | null>;
   /** Blobs kept by transitionJobWithAssets, in key order after `afterKey`, at most `limit` (default 100): the startup restore. */
   pendingBlobs(afterKey?: string, limit?: number): Promise<PendingBlob[]>;
@@ -391,7 +406,7 @@ export interface Store {
    * reads see it, not once it is durable: a snapshot matters only while its run goes on (a crash
    * ends the run), and readers must see the current one, not one an fsync behind the events.
    */
-  updateProgress(id: string, progress: JobProgress | null, fence?: RunFence): Promise<boolean>;
+  updateProgress(id: string, progress: JobProgress | null, fence?: RunFence, notify?: Notifications): Promise<boolean>;
   /** Stores (or clears) a job's captured log, whatever its status (unless fenced); false when the job is absent. */
   setLogs(id: string, logs: JobLogs | null, fence?: RunFence): Promise<boolean>;
 

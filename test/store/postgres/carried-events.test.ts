@@ -1,0 +1,126 @@
+// A run's events ride in its writes' transactions (issue #48): what a process said before a
+// progress snapshot or its end commits with that write, and another process hears it in the
+// same order as before, ahead of the end's status. Real PostgreSQL notifications, two relays
+// standing for a worker and an API node.
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { RemoteNotice, RunEvent } from "../../../src/relay/event-relay.ts";
+import { PostgresRelay } from "../../../src/relay/postgres-relay.ts";
+import { openStore, type Store } from "../../../src/store/index.ts";
+import { createTestSchema, dropTestSchema, postgresUnavailable, TEST_DATABASE_URL } from "../../postgres/pg.ts";
+import { waitFor } from "../../server/helpers.ts";
+import { newJob, T0 } from "../helpers.ts";
+
+const unavailable = await postgresUnavailable();
+
+let schema: string;
+let open: Array<{ close(): Promise<void> }>;
+let stops: Array<() => Promise<void>>;
+
+beforeEach(async () => {
+  if (unavailable !== null) return;
+  schema = await createTestSchema();
+  open = [];
+  stops = [];
+});
+
+afterEach(async () => {
+  if (unavailable !== null) return;
+  for (const stop of stops) await stop();
+  for (const o of open) await o.close();
+  await dropTestSchema(schema);
+});
+
+async function relay(tag: string): Promise<PostgresRelay> {
+  const r = await PostgresRelay.open({ url: TEST_DATABASE_URL, schema, tag, redisUrl: null });
+  open.push(r);
+  return r;
+}
+
+async function store(): Promise<Store> {
+  const s = await openStore({ kind: "postgres", url: TEST_DATABASE_URL, schema });
+  open.push(s);
+  return s;
+}
+
+/** What `r` hears, in order, as event types and statuses. */
+async function hear(r: PostgresRelay): Promise<string[]> {
+  const heard: string[] = [];
+  stops.push(
+    await r.listen((n: RemoteNotice) => {
+      if (n.kind === "events") heard.push(...n.events.map((e) => e.type));
+      else if (n.kind === "status") heard.push(`status:${n.status}`);
+    }),
+  );
+  return heard;
+}
+
+describe.skipIf(unavailable !== null)("a run's events carried by its writes", () => {
+  it("go out in the write's transaction, in order, and before the end's status", async () => {
+    const s = await store();
+    const worker = await relay("worker1");
+    const heard = await hear(await relay("api1"));
+    const job = await s.createJob(newJob());
+    await s.transitionJob(job.id, ["queued"], "running", { started_at: T0 });
+    await waitFor(
+      () => heard.length,
+      (n) => n === 1,
+      "the start",
+    );
+    const base = { job_id: job.id, owner: job.owner };
+    const nodeStart: RunEvent = { type: "node_start", ...base, node_id: "1", class_type: "EmptyImage" };
+    const nodeDone: RunEvent = { type: "node_done", ...base, node_id: "1", class_type: "EmptyImage", ui: null };
+
+    worker.send(nodeStart);
+    const progress = { value: 0.5, nodes_done: 1, nodes_total: 2 };
+    expect(await worker.carry((notify) => s.updateProgress(job.id, progress, undefined, notify))).toBe(true);
+    worker.send(nodeDone);
+    worker.send({ type: "log", ...base, text: "done" });
+    const final: RunEvent = {
+      type: "progress",
+      ...base,
+      progress: { value: 1, nodes_done: 2, nodes_total: 2, current_node: null, current_node_class: null, step: null, steps: null, message: null },
+    };
+    const end = (id: string) =>
+      worker.carry((notify) => s.transitionJob(id, ["running"], "succeeded", { completed_at: T0 + 1 }, notify ? { notify } : {}), [final]);
+    // A job that does not move hears the events said, not what goes only with the end.
+    const queued = await s.createJob(newJob());
+    worker.send({ type: "log", ...base, text: "before" });
+    expect(await end(queued.id)).toBeNull();
+    const ended = await end(job.id);
+    expect(ended?.status).toBe("succeeded");
+    await worker.flushed();
+    await waitFor(
+      () => heard.length,
+      (n) => n >= 7,
+      "the events and the end",
+    );
+    expect(heard).toEqual(["status:running", "node_start", "node_done", "log", "log", "progress", "status:succeeded"]);
+    expect((await s.getJob(job.id))?.progress).toBeTruthy();
+  });
+
+  it("go out even when the write matches no row, and with a later write or batch when it fails", async () => {
+    const s = await store();
+    const worker = await relay("worker1");
+    const heard = await hear(await relay("api1"));
+    const queued = await s.createJob(newJob());
+    const base = { job_id: queued.id, owner: queued.owner };
+    worker.send({ type: "log", ...base, text: "a" });
+    // A queued job takes no snapshot: nothing matches, the events still go.
+    expect(await worker.carry((notify) => s.updateProgress(queued.id, { value: 0.1, nodes_done: 0, nodes_total: 2 }, undefined, notify))).toBe(false);
+    await waitFor(
+      () => heard.length,
+      (n) => n === 1,
+      "the first log",
+    );
+    worker.send({ type: "log", ...base, text: "b" });
+    await expect(worker.carry(() => Promise.reject(new Error("the write failed")))).rejects.toThrow("the write failed");
+    worker.send({ type: "step", ...base, node_id: "1", value: 1, max: 2 });
+    await worker.flushed();
+    await waitFor(
+      () => heard.length,
+      (n) => n >= 3,
+      "the events after the failed write",
+    );
+    expect(heard).toEqual(["log", "log", "step"]);
+  });
+});
