@@ -17,18 +17,24 @@ async function upload(t: T, bytes: Uint8Array, extra: Record<string, string> = {
     { name: "file", value: bytes, filename: "conformance.png", contentType: "image/png" },
   ]);
   const ex = await t.http.request("POST", t.http.url("/api/v2/assets"), { body, headers: { "content-type": contentType } });
-  if (ex.status === 404 || ex.status === 405) t.skip(`POST /api/v2/assets answered ${ex.status}${codeOf(ex.json) ? ` ${codeOf(ex.json)}` : ""}: uploads are not offered here (open in the contract)`);
+  if (ex.status === 404 || ex.status === 405)
+    t.skip(`POST /api/v2/assets answered ${ex.status}${codeOf(ex.json) ? ` ${codeOf(ex.json)}` : ""}: uploads are not offered here (open in the contract)`);
   return ex;
 }
 
 /** An image asset the caller owns: an upload where offered, else an output. */
 async function ownImage(t: T): Promise<Asset> {
-  const { body, contentType } = multipart([{ name: "file", value: pngBytes(4, 4, [nonce(255), 0, 0, 255]), filename: "conformance.png", contentType: "image/png" }]);
+  const { body, contentType } = multipart([
+    { name: "file", value: pngBytes(4, 4, [nonce(255), 0, 0, 255]), filename: "conformance.png", contentType: "image/png" },
+  ]);
   const up = await t.http.request("POST", t.http.url("/api/v2/assets"), { body, headers: { "content-type": contentType } });
   if (up.status === 200 || up.status === 201) return up.json as Asset;
   const end = await runOk(t, simpleGraph());
   const out = end.job.outputs.find((o) => o.type === "image");
-  t.need(out, `uploads answered ${up.status}, and the simple graph's job ${endOf(end.job)} with no image output (types ${JSON.stringify(end.job.outputs.map((o) => o.type))}) to use as an asset`);
+  t.need(
+    out,
+    `uploads answered ${up.status}, and the simple graph's job ${endOf(end.job)} with no image output (types ${JSON.stringify(end.job.outputs.map((o) => o.type))}) to use as an asset`,
+  );
   return { id: out.id, hash: out.hash, size_bytes: out.size_bytes, content_type: out.content_type, url: out.url };
 }
 
@@ -41,7 +47,11 @@ export default [
     const ex = t.ex(response)!;
     t.expect(ex.status === 200 && (ex.json as Asset)?.id === out.id, `GET of output asset ${out.id} answered ${ex.status}`, ex);
     const unknown = t.ex((await t.api.GET("/api/v2/assets/{id}", { params: { path: { id: crypto.randomUUID() } } })).response)!;
-    t.expect(unknown.status === 404 && codeOf(unknown.json) === "not_found", `an unknown asset answered ${unknown.status} ${codeOf(unknown.json) ?? ""}`, unknown);
+    t.expect(
+      unknown.status === 404 && codeOf(unknown.json) === "not_found",
+      `an unknown asset answered ${unknown.status} ${codeOf(unknown.json) ?? ""}`,
+      unknown,
+    );
   }),
 
   check("AST-2 a workflow uses the caller's own asset through a core/ASSET reference", async (t: T) => {
@@ -73,7 +83,11 @@ export default [
     const [x, y] = [a.json as Asset, b.json as Asset];
     t.expect(x.id !== y.id, "both uploads returned the same asset id", b);
     const expected = await blake3Of(bytes);
-    for (const [ex, r] of [[a, x], [b, y]] as const) if (r.hash !== null) t.expect(r.hash === expected, `hash ${r.hash}, the bytes hash to ${expected}`, ex);
+    for (const [ex, r] of [
+      [a, x],
+      [b, y],
+    ] as const)
+      if (r.hash !== null) t.expect(r.hash === expected, `hash ${r.hash}, the bytes hash to ${expected}`, ex);
   }),
 
   check("AST-3 the content's ETag is the blob's blake3 hash, the same for the same bytes", async (t: T) => {
@@ -85,7 +99,10 @@ export default [
       const ex = await download(t, (up.json as Asset).url);
       t.need(ex.status === 200, `the asset's url answered ${ex.status} (OUT-5)`);
       // A storage URL (a bucket's presigned link) carries the store's own tag: only the contract's route is judged.
-      t.need(/\/api\/v2\/assets\/[^/]+\/content$/.test(new URL(ex.url).pathname), `the asset's bytes came from a storage URL (${new URL(ex.url).origin}), whose ETag is the store's`);
+      t.need(
+        /\/api\/v2\/assets\/[^/]+\/content$/.test(new URL(ex.url).pathname),
+        `the asset's bytes came from a storage URL (${new URL(ex.url).origin}), whose ETag is the store's`,
+      );
       const etag = ex.headers.get("etag");
       t.expect(etag === expected, `the content of asset ${(up.json as Asset).id} has ETag ${etag}, its bytes hash to ${expected}`, ex);
     }
@@ -98,8 +115,16 @@ export default [
     t.need(first.status < 300 && again.status < 300, `the uploads answered ${first.status} and ${again.status}`);
     const [a, b] = [first.json as Asset & { created_new?: unknown }, again.json as Asset & { created_new?: unknown }];
     t.need(a.created_new !== undefined || b.created_new !== undefined, "neither upload answered created_new (optional in the contract)");
-    t.expect(first.status === 201 && a.created_new === true, `the first upload of new bytes answered ${first.status} with created_new ${JSON.stringify(a.created_new)}`, first);
-    t.expect(again.status === 200 && b.created_new === false, `the same bytes uploaded again answered ${again.status} with created_new ${JSON.stringify(b.created_new)}`, again);
+    t.expect(
+      first.status === 201 && a.created_new === true,
+      `the first upload of new bytes answered ${first.status} with created_new ${JSON.stringify(a.created_new)}`,
+      first,
+    );
+    t.expect(
+      again.status === 200 && b.created_new === false,
+      `the same bytes uploaded again answered ${again.status} with created_new ${JSON.stringify(b.created_new)}`,
+      again,
+    );
   }),
 
   check("AST-4 upload: POST /api/v2/assets stores a file as an asset the caller owns", async (t: T) => {
@@ -118,8 +143,15 @@ export default [
   check("AST-4 from-hash and by-hash with a hash the caller cannot use are 404 blob_not_found", async (t: T) => {
     const hash = `blake3:${[...crypto.getRandomValues(new Uint8Array(32))].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
     const ex = await t.http.request("POST", t.http.url("/api/v2/assets/from-hash"), { json: { hash } });
-    if (ex.status === 405 || (ex.status === 404 && codeOf(ex.json) === "not_found")) t.skip(`POST /api/v2/assets/from-hash answered ${ex.status}${codeOf(ex.json) ? ` ${codeOf(ex.json)}` : ""}: from-hash is not offered here (open in the contract)`);
-    t.expect(ex.status === 404 && codeOf(ex.json) === "blob_not_found", `from-hash of an unknown hash: expected 404 blob_not_found, got ${ex.status} ${codeOf(ex.json) ?? ""}`, ex);
+    if (ex.status === 405 || (ex.status === 404 && codeOf(ex.json) === "not_found"))
+      t.skip(
+        `POST /api/v2/assets/from-hash answered ${ex.status}${codeOf(ex.json) ? ` ${codeOf(ex.json)}` : ""}: from-hash is not offered here (open in the contract)`,
+      );
+    t.expect(
+      ex.status === 404 && codeOf(ex.json) === "blob_not_found",
+      `from-hash of an unknown hash: expected 404 blob_not_found, got ${ex.status} ${codeOf(ex.json) ?? ""}`,
+      ex,
+    );
     const head = await t.http.request("HEAD", t.http.url(`/api/v2/assets/by-hash/${hash}`));
     t.expect(head.status === 404, `HEAD by-hash of an unknown hash answered ${head.status}`, head);
   }),
@@ -128,7 +160,8 @@ export default [
     const a = await submitOk(t, simpleGraph());
     const b = await submitOk(t, simpleGraph());
     const ex = await t.http.request("GET", t.http.url("/api/v2/jobs?limit=20"));
-    if (ex.status === 404 || ex.status === 405) t.skip(`GET /api/v2/jobs answered ${ex.status}${codeOf(ex.json) ? ` ${codeOf(ex.json)}` : ""}: listing is not offered here (open in the contract)`);
+    if (ex.status === 404 || ex.status === 405)
+      t.skip(`GET /api/v2/jobs answered ${ex.status}${codeOf(ex.json) ? ` ${codeOf(ex.json)}` : ""}: listing is not offered here (open in the contract)`);
     const ids = ((ex.json as { jobs?: Array<{ id: string }> })?.jobs ?? []).map((j) => j.id);
     const [ia, ib] = [ids.indexOf(a.job.id), ids.indexOf(b.job.id)];
     t.expect(ia >= 0 && ib >= 0, "the list lacks the caller's two newest jobs", ex);
@@ -138,7 +171,10 @@ export default [
   check("AST-4 asset content honours Range (206) and refuses an unsatisfiable one (416)", async (t: T) => {
     const end = await runOk(t, simpleGraph());
     const out = end.job.outputs[0];
-    t.need(out && out.size_bytes > 4, `the simple graph's job ${endOf(end.job)} with ${out ? `a first output of ${out.size_bytes} bytes` : "no output"}; a range needs more than 4`);
+    t.need(
+      out && out.size_bytes > 4,
+      `the simple graph's job ${endOf(end.job)} with ${out ? `a first output of ${out.size_bytes} bytes` : "no output"}; a range needs more than 4`,
+    );
     // With credentials the content answers bytes or, as production does, a redirect to a link
     // that needs none: the range is then asked of that link, without credentials.
     let url = t.http.url(`/api/v2/assets/${out.id}/content`);
@@ -149,9 +185,15 @@ export default [
       url = new URL(location!, part.url).toString();
       part = await t.http.request("GET", url, { auth: "none", raw: true, headers: { range: "bytes=0-3" } });
     }
-    if (part.status === 404 || part.status === 405) t.skip(`GET ${redirected ? "the content's redirect" : "/api/v2/assets/{id}/content"} answered ${part.status}: asset content is not offered here (open in the contract)`);
+    if (part.status === 404 || part.status === 405)
+      t.skip(
+        `GET ${redirected ? "the content's redirect" : "/api/v2/assets/{id}/content"} answered ${part.status}: asset content is not offered here (open in the contract)`,
+      );
     t.expect(part.status === 206 && part.bytes.byteLength === 4, `Range bytes=0-3 answered ${part.status} with ${part.bytes.byteLength} bytes`, part);
-    const beyond = await t.http.request("GET", url, { ...(redirected ? { auth: "none" as const, raw: true } : {}), headers: { range: `bytes=${out.size_bytes + 10}-` } });
+    const beyond = await t.http.request("GET", url, {
+      ...(redirected ? { auth: "none" as const, raw: true } : {}),
+      headers: { range: `bytes=${out.size_bytes + 10}-` },
+    });
     t.expect(beyond.status === 416, `an unsatisfiable Range answered ${beyond.status}`, beyond);
   }),
 ];

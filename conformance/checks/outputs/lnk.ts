@@ -35,7 +35,8 @@ async function upload(t: T, bytes: Uint8Array): Promise<Exchange> {
     { name: "file", value: bytes, filename: "conformance-location.png", contentType: "image/png" },
   ]);
   const ex = await t.http.request("POST", t.http.url("/api/v2/assets"), { body, headers: { "content-type": contentType } });
-  if (ex.status === 404 || ex.status === 405) t.skip(`POST /api/v2/assets answered ${ex.status}${codeOf(ex.json) ? ` ${codeOf(ex.json)}` : ""}: uploads are not offered here (open in the contract)`);
+  if (ex.status === 404 || ex.status === 405)
+    t.skip(`POST /api/v2/assets answered ${ex.status}${codeOf(ex.json) ? ` ${codeOf(ex.json)}` : ""}: uploads are not offered here (open in the contract)`);
   return ex;
 }
 
@@ -51,10 +52,14 @@ export default [
     const asset = up.json as { id: string; hash: string | null };
     await locationLeadsTo(t, `POST /api/v2/assets (asset ${asset.id})`, up, asset.id);
     t.need(asset.hash, "the uploaded asset has no hash yet to create another record from");
-    const from = await t.http.request("POST", t.http.url("/api/v2/assets/from-hash"), { json: { hash: asset.hash, file_path: "conformance-location-copy.png" } });
-    if (from.status === 405 || (from.status === 404 && codeOf(from.json) === "not_found")) t.skip(`POST /api/v2/assets/from-hash answered ${from.status}: from-hash is not offered here (open in the contract)`);
+    const from = await t.http.request("POST", t.http.url("/api/v2/assets/from-hash"), {
+      json: { hash: asset.hash, file_path: "conformance-location-copy.png" },
+    });
+    if (from.status === 405 || (from.status === 404 && codeOf(from.json) === "not_found"))
+      t.skip(`POST /api/v2/assets/from-hash answered ${from.status}: from-hash is not offered here (open in the contract)`);
     // A from-hash that finds an identical record answers 200 without Location: nothing was created.
-    if (from.status === 201) await locationLeadsTo(t, `POST /api/v2/assets/from-hash (asset ${(from.json as { id: string }).id})`, from, (from.json as { id: string }).id);
+    if (from.status === 201)
+      await locationLeadsTo(t, `POST /api/v2/assets/from-hash (asset ${(from.json as { id: string }).id})`, from, (from.json as { id: string }).id);
     else t.expect(from.status === 200, `from-hash of the caller's own upload answered ${from.status}`, from);
   }),
 ];

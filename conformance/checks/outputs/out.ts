@@ -20,8 +20,16 @@ export default [
   check("OUT-2 an image output is typed image and a text output text; no output node is dropped", async (t: T) => {
     const end = await runOk(t, mixedGraph());
     const byNode = (id: string) => end.job.outputs.filter((o) => o.node_id === id);
-    t.expect(byNode("3").some((o) => o.type === "image"), `SaveImage (node 3) has no image output: ${JSON.stringify(byNode("3").map((o) => o.type))}`, end.ex);
-    t.expect(byNode("5").some((o) => o.type === "text"), `PreviewAny (node 5) has no text output: ${JSON.stringify(byNode("5").map((o) => o.type))}`, end.ex);
+    t.expect(
+      byNode("3").some((o) => o.type === "image"),
+      `SaveImage (node 3) has no image output: ${JSON.stringify(byNode("3").map((o) => o.type))}`,
+      end.ex,
+    );
+    t.expect(
+      byNode("5").some((o) => o.type === "text"),
+      `PreviewAny (node 5) has no text output: ${JSON.stringify(byNode("5").map((o) => o.type))}`,
+      end.ex,
+    );
   }),
 
   check("OUT-3 each output id resolves at GET /api/v2/assets/{id} while the job is retained", async (t: T) => {
@@ -57,12 +65,20 @@ export default [
         // A link signed the contract's way carries its own expiry (`expires`, Unix seconds): the field must tell the same.
         const own = signedExpiry(o.url, end.ex?.url);
         if (own !== undefined)
-          t.expect(Math.abs(Date.parse(o.url_expires_at) - own * 1000) < 1000, `url_expires_at ${o.url_expires_at}, but the link's own expires is ${new Date(own * 1000).toISOString()}`, end.ex);
+          t.expect(
+            Math.abs(Date.parse(o.url_expires_at) - own * 1000) < 1000,
+            `url_expires_at ${o.url_expires_at}, but the link's own expires is ${new Date(own * 1000).toISOString()}`,
+            end.ex,
+          );
       }
       const ex = await download(t, o.url);
       if (!t.expect(ex.status === 200, `GET ${o.url} without a token answered ${ex.status}`, ex)) continue;
       t.expect(ex.bytes.byteLength === o.size_bytes, `the url served ${ex.bytes.byteLength} bytes, size_bytes says ${o.size_bytes}`, ex);
-      t.expect(mediaType(ex.headers.get("content-type")) === mediaType(o.content_type), `the url served ${ex.headers.get("content-type")}, content_type says ${o.content_type}`, ex);
+      t.expect(
+        mediaType(ex.headers.get("content-type")) === mediaType(o.content_type),
+        `the url served ${ex.headers.get("content-type")}, content_type says ${o.content_type}`,
+        ex,
+      );
     }
   }),
 ];
@@ -71,6 +87,7 @@ export default [
 function signedExpiry(url: string, base = "http://invalid"): number | undefined {
   const u = new URL(url, base);
   const expires = u.searchParams.get("expires");
-  if (!/\/api\/v2\/assets\/[^/]+\/content$/.test(u.pathname) || !u.searchParams.has("signature") || expires === null || !/^\d+$/.test(expires)) return undefined;
+  if (!/\/api\/v2\/assets\/[^/]+\/content$/.test(u.pathname) || !u.searchParams.has("signature") || expires === null || !/^\d+$/.test(expires))
+    return undefined;
   return Number(expires);
 }

@@ -21,7 +21,11 @@ async function followsTo(t: T, ref: JobRef, name: string, link: string): Promise
     return;
   }
   const ex = await t.http.request(name === "cancel" ? "POST" : "GET", url);
-  t.expect(ex.status === 200 && isJob(ex.json) && ex.json.id === ref.job.id, `urls.${name} ${link} (resolved to ${url}) answered ${ex.status}, not this job`, ex);
+  t.expect(
+    ex.status === 200 && isJob(ex.json) && ex.json.id === ref.job.id,
+    `urls.${name} ${link} (resolved to ${url}) answered ${ex.status}, not this job`,
+    ex,
+  );
 }
 
 export default [
