@@ -120,34 +120,45 @@ export interface RuntimeOptions {
  */
 export async function openRuntime(config: Config, options: RuntimeOptions): Promise<FullRuntime> {
   const lock = await DataDirLock.acquire(config.dataDir);
+  // What opened before a later part failed to open, closed newest first: an embedder that
+  // catches the failure keeps no connection, file or timer of it.
+  const opened: Array<() => unknown> = [];
   try {
-    return await openLocked(config, options, lock);
+    return await openLocked(config, options, lock, opened);
   } catch (err) {
+    for (const close of opened.reverse())
+      await Promise.resolve()
+        .then(close)
+        .catch(() => undefined);
     lock.release();
     throw err;
   }
 }
 
-async function openLocked(config: Config, options: RuntimeOptions, lock: DataDirLock): Promise<FullRuntime> {
+async function openLocked(config: Config, options: RuntimeOptions, lock: DataDirLock, opened: Array<() => unknown>): Promise<FullRuntime> {
   const now = options.now ?? Date.now;
   let dispatcher: Dispatcher | undefined;
   // Space returning lifts the short state by itself: the queue resumes.
   const space = await StorageSpace.open({ dataDir: config.dataDir, reserveBytes: config.spaceReserveBytes, onChange: (short) => short || dispatcher?.pump() });
+  opened.push(() => space.close());
   // Every store and blob failure passes by the space watch: one that is for space, wherever it
   // happened, makes the directory short.
   const noteFailure = (err: unknown) => void space.noteFailure(err);
   const metrics = new FlowgateMetrics();
+  opened.push(() => metrics.close());
   // PostgreSQL when configured (shared by every node), else the SQLite file of the data dir. Its
   // connections carry this process's tag, so that it can tell its own changes in notifications.
   const tag = randomBytes(6).toString("hex");
   const database = config.databaseUrl === null ? null : ({ kind: "postgres", url: config.databaseUrl, applicationName: `flowgate ${tag}` } as const);
   const store = watchFailures(metrics.instrumentStore(await openStore(database ?? { dataDir: config.dataDir })), noteFailure);
+  opened.push(() => store.close());
   const log = options.log ?? ((line: string) => void process.stderr.write(`flowgate: ${line}\n`));
   // While the blob store is unavailable no job starts (it could not store its outputs): the queue
   // waits, and resumes when a probe finds the store back. Each change is logged once.
   let blobsDown = 0;
-  const opened = await openBlobStore(config);
-  const blobHealth = new BlobHealth(opened, {
+  const openedBlobs = await openBlobStore(config);
+  opened.push(() => openedBlobs.close());
+  const blobHealth = new BlobHealth(openedBlobs, {
     onChange: (available, reason) => {
       if (!available) blobsDown = Date.now();
       else dispatcher?.pump();
@@ -160,16 +171,19 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     },
   });
   const blobs = watchFailures(
-    watchFailures(opened, (err) => blobHealth.noteFailure(err)),
+    watchFailures(openedBlobs, (err) => blobHealth.noteFailure(err)),
     noteFailure,
   );
   // A bucket down at start is a readiness failure, not a crash: the operator is told once, in words.
   if (config.blobStore !== null) void blobs.check().catch((err: unknown) => log(`${(err as Error).message}; not ready until it answers`));
   const signer = new UrlSigner(config.signingKey ?? (await loadOrCreateSigningKey(config.dataDir)));
   const events = new EventBus();
+  opened.push(() => blobHealth.close());
   const directory = config.surface === "self-hosted" ? null : await openDirectory(database ?? config.dataDir);
+  opened.push(() => directory?.close());
   // On PostgreSQL several processes share the jobs: they are claimed under leases (src/store/job-leases.ts).
   const leases = database === null ? null : await PostgresLeases.open(database);
+  opened.push(() => leases?.close());
   /** A process that follows no other's jobs (a worker) listens for wakes only while it has free slots and nothing to claim. */
   const wakesOnly = options.followsOthers === false;
   let wakeRelay: EventRelay | null = null;
@@ -237,7 +251,7 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
   // Outputs' bytes the store kept at a run's end, written back at start (a power loss came before their files were durable).
   const writeBack = new PendingWriteBack(store, blobs);
   let relay: EventRelay | null = null;
-  /** Closes what was opened, the space watch and the connections, whether the start finished or not. */
+  /** Closes what was opened, the space watch and the connections, at the runtime's close. */
   const closeOpened = async (): Promise<void> => {
     space.close();
     blobHealth.close();
@@ -250,6 +264,7 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
   try {
     // Live events of runs reach the other processes through the relay.
     relay = database === null ? null : await PostgresRelay.open({ ...database, tag, redisUrl: config.redisUrl });
+    opened.push(() => relay?.close());
     if (relay && config.dispatch) events.relayTo(relay);
     // A submission wakes the idle workers at once, not at their next heartbeat.
     // Any other status change here moves the queue the positions of new jobs are counted in.
@@ -261,8 +276,7 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     await dispatcher.load();
   } catch (err) {
     writeBack.stop();
-    await closeOpened();
-    throw err;
+    throw err; // openRuntime closes what was opened
   }
   metrics.observeJobs(events); // before the start, so that recovered jobs count too
   // Orphan blob files (a crash between bytes and record): swept at start, then with the reaper,
