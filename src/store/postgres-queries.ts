@@ -116,27 +116,36 @@ export const PG_SQL = {
     DELETE FROM idempotency_keys k USING picked WHERE k.owner = picked.owner AND k.key = picked.key AND k.expires_at <= $1`,
 } as const;
 
+/** The highest `$n` a statement uses: the parameters a notifying form appends come after it. */
+function lastParam(sql: string): number {
+  return Math.max(0, ...[...sql.matchAll(/\$(\d+)/g)].map((m) => Number(m[1])));
+}
+
 /**
- * `update` (one UPDATE with one WHERE) that first sends notifications, $`n` the channel and $`n+1`
- * the payloads, in its own statement: a run's events ride on its writes. The payloads go out
- * whether or not a row matches (an uncorrelated condition is checked once, before any row), and
- * before the status trigger's own (AFTER triggers fire at the statement's end).
+ * `update` (one UPDATE with one WHERE) that first sends notifications, its next two parameters the
+ * channel and the payloads, in its own statement: a run's events ride on its writes. The payloads
+ * go out whether or not a row matches (an uncorrelated condition is checked once, before any row),
+ * and before the status trigger's own (AFTER triggers fire at the statement's end).
  */
-function notifying(update: string, n: number): string {
+function notifying(update: string): string {
   const where = /\bWHERE\b/;
   if (!where.test(update)) throw new Error("notifying: the statement has no WHERE");
+  const n = lastParam(update) + 1;
   return `WITH fg_notified AS MATERIALIZED (SELECT count(pg_notify($${n}, p)) AS c FROM unnest($${n + 1}::text[]) AS p)
     ${update.replace(where, "WHERE (SELECT c FROM fg_notified) >= 0 AND")}`;
 }
 
+/** The transition's channel parameter in its notifying forms (the payloads follow, then those sent only when the row moved). */
+const TRANSITION_CHANNEL = lastParam(PG_SQL.transition) + 1;
+
 /** The run's writes that carry its events (see `notifying`): the same parameters, then channel and payloads. */
 export const PG_NOTIFYING_SQL = {
-  updateProgressNotify: notifying(PG_SQL.updateProgress, 3),
-  updateProgressFencedNotify: notifying(PG_SQL.updateProgressFenced, 5),
-  transitionNotify: notifying(PG_SQL.transition, 17),
-  // The same, then $19's payloads only when the row moved (the select list's subquery runs only for a row).
-  transitionNotifyThen: `${notifying(PG_SQL.transition, 17).replace(/\)\s*UPDATE jobs/, "), fg_moved AS (UPDATE jobs")})
-    SELECT fg_moved.*, (SELECT count(pg_notify($17, p)) FROM unnest($19::text[]) AS p) AS fg_then FROM fg_moved`,
+  updateProgressNotify: notifying(PG_SQL.updateProgress),
+  updateProgressFencedNotify: notifying(PG_SQL.updateProgressFenced),
+  transitionNotify: notifying(PG_SQL.transition),
+  // The same, then the payloads sent only when the row moved (the select list's subquery runs only for a row).
+  transitionNotifyThen: `${notifying(PG_SQL.transition).replace(/\)\s*UPDATE jobs/, "), fg_moved AS (UPDATE jobs")})
+    SELECT fg_moved.*, (SELECT count(pg_notify($${TRANSITION_CHANNEL}, p)) FROM unnest($${TRANSITION_CHANNEL + 2}::text[]) AS p) AS fg_then FROM fg_moved`,
   notify: "SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p",
 } as const;
 
