@@ -336,6 +336,9 @@ export class Dispatcher implements JobQueue {
           this.failingWrites.delete(jobId);
           throw err;
         }
+        // Said once per run: an end that never lands (a programming error in its statement, say) is not silent.
+        if (!this.failingWrites.has(jobId))
+          this.o.log?.(`job ${jobId}: its end did not commit (${(err as Error)?.message ?? String(err)}); retrying until it does`);
         this.failingWrites.add(jobId);
         if (this.mode === "aborting") throw err;
         await this.pause(delay);
