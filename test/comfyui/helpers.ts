@@ -165,3 +165,16 @@ export function waitJob(base: string, id: string, done: (job: any) => boolean, w
 }
 
 export { TERMINAL } from "../server/helpers.ts";
+
+/** A quick graph that prints `text`: a prompt of two light nodes, told apart by its text. */
+export function textGraph(text: string): Record<string, unknown> {
+  return {
+    "1": { class_type: "PrimitiveString", inputs: { value: text } },
+    "2": { class_type: "PreviewAny", inputs: { source: ["1", 0] } },
+  };
+}
+
+/** The flags of a flowgate process in front of the ComfyUI at `url`, reading no output folder of its own. */
+export function comfyFlags(url: string): string[] {
+  return ["--engine", "comfyui", "--comfyui-url", url, "--comfyui-output-dir", "off"];
+}

@@ -16,7 +16,7 @@ import type { CliProcess } from "../cli/cli.ts";
 import type { FaultDeployment } from "../faults/deployment.ts";
 import { adminQuery } from "../postgres/pg.ts";
 import { Api, spawnCli, waitFor, type CliServer } from "../server/helpers.ts";
-import { ROOT } from "./helpers.ts";
+import { comfyFlags, ROOT, textGraph } from "./helpers.ts";
 
 /** A small deterministic generator (mulberry32): the same seed, the same schedule. */
 export function seeded(seed: number): () => number {
@@ -141,10 +141,6 @@ interface Worker {
 }
 
 const TERMINAL = ["succeeded", "failed", "canceled"];
-const graph = (text: string) => ({
-  "1": { class_type: "PrimitiveString", inputs: { value: text } },
-  "2": { class_type: "PreviewAny", inputs: { source: ["1", 0] } },
-});
 
 /** Settings of the processes of a run. */
 export interface OrdersSetup {
@@ -179,7 +175,7 @@ export async function exploreOrder(seed: number, setup: OrdersSetup): Promise<vo
   let restartedAt: number | null = null;
   const workers: Worker[] = [];
   try {
-    const flags = () => ["--engine", "comfyui", "--comfyui-url", double.url, "--comfyui-output-dir", "off"];
+    const flags = () => comfyFlags(double.url);
     const { api } = await d.apiNode({ leaseMs: apiLeaseMs, flags: flags() });
     const addWorker = async (why: string) => {
       const w: Worker = { name: `w${workers.length + 1}`, p: await d.worker({ leaseMs, flags: flags() }), state: "live" };
@@ -194,7 +190,7 @@ export async function exploreOrder(seed: number, setup: OrdersSetup): Promise<vo
     await addWorker("first");
     if (adopterFirst) await addWorker("before the jobs");
     const jobs: string[] = [];
-    for (let i = 0; i < 4; i++) jobs.push((await api.submit(graph(`orders-${seed}-${i}`))).id);
+    for (let i = 0; i < 4; i++) jobs.push((await api.submit(textGraph(`orders-${seed}-${i}`))).id);
     step(`submitted ${jobs.length} jobs`);
     await waitFor(
       () => double.queue(),
@@ -350,7 +346,7 @@ export async function exploreSqliteFront(seed: number): Promise<void> {
     front = await spawnCli(flags);
     let api = new Api(front.url);
     const jobs: string[] = [];
-    for (let i = 0; i < 4; i++) jobs.push((await api.submit(graph(`orders-sqlite-${seed}-${i}`))).id);
+    for (let i = 0; i < 4; i++) jobs.push((await api.submit(textGraph(`orders-sqlite-${seed}-${i}`))).id);
     step(`submitted ${jobs.length} jobs`);
     await waitFor(
       async () => ({ ended: await ends(), q: await double.queue() }),

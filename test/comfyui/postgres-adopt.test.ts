@@ -12,7 +12,7 @@ import { delayedImageGraph } from "../fixtures/graphs.ts";
 import { adminQuery, postgresUnavailable } from "../postgres/pg.ts";
 import { waitFor } from "../server/helpers.ts";
 import { FakeComfyUI } from "./fake-comfyui.ts";
-import { until } from "./helpers.ts";
+import { comfyFlags, textGraph, until } from "./helpers.ts";
 
 const unavailable = await postgresUnavailable();
 const OBJECT_INFO = new EmbeddedEngine().nodeDefinitionsSync() as unknown as Record<string, unknown>;
@@ -27,11 +27,6 @@ const API_LEASE_MS = 60_000;
 /** The lease of two workers that both run jobs while one is stopped. */
 const BOTH_LEASE_MS = 3000;
 
-const graph = (text: string) => ({
-  "1": { class_type: "PrimitiveString", inputs: { value: text } },
-  "2": { class_type: "PreviewAny", inputs: { source: ["1", 0] } },
-});
-
 let d: FaultDeployment;
 const cleanup: Array<() => Promise<unknown>> = [];
 beforeEach(async () => {
@@ -43,15 +38,12 @@ afterEach(async () => {
   await d?.close();
 });
 
-/** The flags of a process in front of the double. */
-const comfy = (fake: FakeComfyUI) => ["--engine", "comfyui", "--comfyui-url", fake.url, "--comfyui-output-dir", "off"];
-
 /** A ComfyUI double whose worker runs prompts, an API node and a first worker in front of it. */
 async function deployment(options: ConstructorParameters<typeof FakeComfyUI>[0] = { objectInfo: OBJECT_INFO }) {
   const fake = await new FakeComfyUI({ ...options, objectInfo: OBJECT_INFO, worker: true }).start();
   cleanup.push(() => fake.stop());
-  const { api } = await d.apiNode({ leaseMs: API_LEASE_MS, flags: comfy(fake) });
-  const first = await d.worker({ leaseMs: LEASE_MS, flags: comfy(fake) });
+  const { api } = await d.apiNode({ leaseMs: API_LEASE_MS, flags: comfyFlags(fake.url) });
+  const first = await d.worker({ leaseMs: LEASE_MS, flags: comfyFlags(fake.url) });
   return { fake, api, first };
 }
 
@@ -80,7 +72,7 @@ describe.skipIf(unavailable !== null)("a worker in front of ComfyUI dies holding
   it("another worker collects the prompt ComfyUI finished meanwhile: succeeded with its outputs, run once", { timeout: 90_000 }, async () => {
     const { fake, api, first } = await deployment();
     fake.holding = true;
-    const job = await api.submit(graph("finished-meanwhile"));
+    const job = await api.submit(textGraph("finished-meanwhile"));
     await until(() => (fake.held === job.id ? true : undefined), "the prompt running in ComfyUI");
     const running = await d.waitForJob(job.id, (r) => r.status === "running", "the job running");
     expect(heldBy(running, first)).toBe(true);
@@ -90,7 +82,7 @@ describe.skipIf(unavailable !== null)("a worker in front of ComfyUI dies holding
     await until(() => (fake.history.has(job.id) ? true : undefined), "ComfyUI to finish the prompt");
     expect((await d.job(job.id)).status).toBe("running");
 
-    const second = await d.worker({ leaseMs: LEASE_MS, flags: comfy(fake) });
+    const second = await d.worker({ leaseMs: LEASE_MS, flags: comfyFlags(fake.url) });
     const done = await api.waitJob(job.id, (j) => j.status !== "running", "the job to end", 30_000);
     expect(done.status, JSON.stringify(done.error)).toBe("succeeded");
     expect(done.outputs.map((o: { node_id: string }) => o.node_id)).toEqual(["2"]);
@@ -110,10 +102,10 @@ describe.skipIf(unavailable !== null)("a worker in front of ComfyUI dies holding
   it("another worker follows the prompt ComfyUI still runs to its end, run once", { timeout: 90_000 }, async () => {
     const { fake, api, first } = await deployment();
     fake.holding = true;
-    const job = await api.submit(graph("still-running"));
+    const job = await api.submit(textGraph("still-running"));
     await until(() => (fake.held === job.id ? true : undefined), "the prompt running in ComfyUI");
     await d.waitForJob(job.id, (r) => r.status === "running" && heldBy(r, first), "the job running on the first worker");
-    const second = await d.worker({ leaseMs: LEASE_MS, flags: comfy(fake) });
+    const second = await d.worker({ leaseMs: LEASE_MS, flags: comfyFlags(fake.url) });
     await kill(first);
     // Taken over while ComfyUI still runs it: still running, under the second worker's claim.
     const adopted = await d.waitForJob(job.id, (r) => heldBy(r, second), "the second worker to take the job over");
@@ -135,7 +127,7 @@ describe.skipIf(unavailable !== null)("a worker in front of ComfyUI dies holding
       objectInfo: OBJECT_INFO,
       onPrompt: () => (refusing ? { status: 503, body: { error: "busy" } } : undefined),
     });
-    const job = await api.submit(graph("never-received"));
+    const job = await api.submit(textGraph("never-received"));
     await until(() => (fake.calls("POST", "/prompt").length > 0 ? true : undefined), "the first worker to try to submit the prompt");
     const claimed = await d.waitForJob(job.id, (r) => heldBy(r, first), "the job claimed by the first worker");
     expect(claimed).toMatchObject({ status: "queued", started_at: null, lease_epoch: "1" });
@@ -143,7 +135,7 @@ describe.skipIf(unavailable !== null)("a worker in front of ComfyUI dies holding
     refusing = false;
     expect(fake.executions.has(job.id)).toBe(false);
 
-    const second = await d.worker({ leaseMs: LEASE_MS, flags: comfy(fake) });
+    const second = await d.worker({ leaseMs: LEASE_MS, flags: comfyFlags(fake.url) });
     const done = await api.waitJob(job.id, (j) => ["succeeded", "failed", "canceled"].includes(j.status), "the job to end", 30_000);
     expect(done.status, JSON.stringify(done.error)).toBe("succeeded");
     expect(heldBy(await d.job(job.id), second)).toBe(true);
@@ -155,7 +147,7 @@ describe.skipIf(unavailable !== null)("a worker in front of ComfyUI dies holding
   it("a job canceling when its worker died ends canceled, its prompt stopped in ComfyUI by the worker that took it over", { timeout: 90_000 }, async () => {
     const { fake, api, first } = await deployment({ objectInfo: OBJECT_INFO, interruptStatus: 500 });
     fake.holding = true;
-    const job = await api.submit(graph("canceling"));
+    const job = await api.submit(textGraph("canceling"));
     await until(() => (fake.held === job.id ? true : undefined), "the prompt running in ComfyUI");
     await d.waitForJob(job.id, (r) => r.status === "running", "the job running");
     // ComfyUI fails the interrupt: the job stays canceling while the first worker waits for the prompt to stop.
@@ -165,7 +157,7 @@ describe.skipIf(unavailable !== null)("a worker in front of ComfyUI dies holding
     fake.interruptStatus = 200;
     const interrupts = fake.calls("POST", "/interrupt").length;
 
-    await d.worker({ leaseMs: LEASE_MS, flags: comfy(fake) });
+    await d.worker({ leaseMs: LEASE_MS, flags: comfyFlags(fake.url) });
     const done = await api.waitJob(job.id, (j) => j.status !== "canceling" && j.status !== "running", "the job to end", 30_000);
     expect(done.status).toBe("canceled");
     expect(fake.calls("POST", "/interrupt").length).toBeGreaterThan(interrupts);
@@ -177,10 +169,10 @@ describe.skipIf(unavailable !== null)("a worker in front of ComfyUI dies holding
   it("a worker paused past its lease leaves the prompt to the worker that took its job over, and writes nothing", { timeout: 90_000 }, async () => {
     const { fake, api, first } = await deployment();
     fake.holding = true;
-    const job = await api.submit(graph("paused-holder"));
+    const job = await api.submit(textGraph("paused-holder"));
     await until(() => (fake.held === job.id ? true : undefined), "the prompt running in ComfyUI");
     await d.waitForJob(job.id, (r) => r.status === "running" && heldBy(r, first), "the job running on the first worker");
-    const second = await d.worker({ leaseMs: LEASE_MS, flags: comfy(fake) });
+    const second = await d.worker({ leaseMs: LEASE_MS, flags: comfyFlags(fake.url) });
     first.child.kill("SIGSTOP");
     cleanup.push(async () => void first.child.kill("SIGCONT"));
     await d.waitForJob(job.id, (r) => heldBy(r, second), "the second worker to take the job over");
@@ -214,13 +206,13 @@ describe.skipIf(unavailable !== null)("both workers started before the jobs: the
   async function bothStartedFirst(stop: (holder: CliProcess) => Promise<void>, after?: (holder: CliProcess) => Promise<void>) {
     const fake = await new FakeComfyUI({ objectInfo: OBJECT_INFO, worker: true }).start();
     cleanup.push(() => fake.stop());
-    const { api } = await d.apiNode({ leaseMs: API_LEASE_MS, flags: comfy(fake) });
+    const { api } = await d.apiNode({ leaseMs: API_LEASE_MS, flags: comfyFlags(fake.url) });
     // Leases long enough that the survivor's own renewals hold on a busy machine (its jobs never lapse).
-    const first = await d.worker({ leaseMs: BOTH_LEASE_MS, flags: comfy(fake) });
-    const second = await d.worker({ leaseMs: BOTH_LEASE_MS, flags: comfy(fake) });
+    const first = await d.worker({ leaseMs: BOTH_LEASE_MS, flags: comfyFlags(fake.url) });
+    const second = await d.worker({ leaseMs: BOTH_LEASE_MS, flags: comfyFlags(fake.url) });
     fake.holding = true;
     const jobs: { id: string }[] = [];
-    for (let i = 0; i < 5; i++) jobs.push(await api.submit(graph(`both-first-${i}`)));
+    for (let i = 0; i < 5; i++) jobs.push(await api.submit(textGraph(`both-first-${i}`)));
     const running = await until(() => fake.held ?? undefined, "a prompt running in ComfyUI");
     const row = await d.waitForJob(running, (r) => r.status === "running", "the running job's row");
     const holder = heldBy(row, first) ? first : second;
@@ -285,14 +277,14 @@ describe.skipIf(unavailable !== null)("a worker stopped between its claim and it
       },
     }).start();
     cleanup.push(() => fake.stop());
-    const { api } = await d.apiNode({ leaseMs: API_LEASE_MS, flags: comfy(fake) });
-    first = await d.worker({ leaseMs: LEASE_MS, flags: comfy(fake) });
+    const { api } = await d.apiNode({ leaseMs: API_LEASE_MS, flags: comfyFlags(fake.url) });
+    first = await d.worker({ leaseMs: LEASE_MS, flags: comfyFlags(fake.url) });
     cleanup.push(async () => void first!.child.kill("SIGCONT"));
-    const job = await api.submit(graph("stopped-before-post"));
+    const job = await api.submit(textGraph("stopped-before-post"));
     await until(() => (stopped ? true : undefined), "the first worker stopped before its POST");
     expect(heldBy(await d.job(job.id), first)).toBe(true);
 
-    const second = await d.worker({ leaseMs: LEASE_MS, flags: comfy(fake) });
+    const second = await d.worker({ leaseMs: LEASE_MS, flags: comfyFlags(fake.url) });
     await d.waitForJob(job.id, (r) => heldBy(r, second), "the second worker to take the job over");
     const done = await api.waitJob(job.id, (j) => ["succeeded", "failed", "canceled"].includes(j.status), "the job to end", 30_000);
     expect(done.status, JSON.stringify(done.error)).toBe("succeeded");

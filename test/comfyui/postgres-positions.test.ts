@@ -7,18 +7,13 @@ import { EmbeddedEngine } from "../../src/engine/embedded-engine.ts";
 import { FaultDeployment } from "../faults/deployment.ts";
 import { postgresUnavailable } from "../postgres/pg.ts";
 import { FakeComfyUI } from "./fake-comfyui.ts";
-import { until } from "./helpers.ts";
+import { comfyFlags, textGraph, until } from "./helpers.ts";
 
 const unavailable = await postgresUnavailable();
 const OBJECT_INFO = new EmbeddedEngine().nodeDefinitionsSync() as unknown as Record<string, unknown>;
 const LEASE_MS = 3000;
 /** Deeper than the positions counted exactly (8), so that both ways of placing a job are seen. */
 const JOBS = 12;
-
-const graph = (text: string) => ({
-  "1": { class_type: "PrimitiveString", inputs: { value: text } },
-  "2": { class_type: "PreviewAny", inputs: { source: ["1", 0] } },
-});
 
 let d: FaultDeployment;
 const cleanup: Array<() => Promise<unknown>> = [];
@@ -31,21 +26,19 @@ afterEach(async () => {
   await d?.close();
 });
 
-const comfy = (fake: FakeComfyUI) => ["--engine", "comfyui", "--comfyui-url", fake.url, "--comfyui-output-dir", "off"];
-
 describe.skipIf(unavailable !== null)("queue positions in front of ComfyUI (PostgreSQL)", () => {
   it("are never shared by two queued jobs and never step back, while prompts wait in and leave ComfyUI's queue", { timeout: 120_000 }, async () => {
     const fake = await new FakeComfyUI({ objectInfo: OBJECT_INFO, worker: true, runMs: () => 300 }).start();
     cleanup.push(() => fake.stop());
     fake.paused = true;
-    const { api } = await d.apiNode({ leaseMs: LEASE_MS, flags: comfy(fake) });
-    await d.worker({ leaseMs: LEASE_MS, flags: comfy(fake) });
-    await d.worker({ leaseMs: LEASE_MS, flags: comfy(fake) });
+    const { api } = await d.apiNode({ leaseMs: LEASE_MS, flags: comfyFlags(fake.url) });
+    await d.worker({ leaseMs: LEASE_MS, flags: comfyFlags(fake.url) });
+    await d.worker({ leaseMs: LEASE_MS, flags: comfyFlags(fake.url) });
 
     const ids: string[] = [];
     const seen = new Map<string, number[]>();
     for (let i = 0; i < JOBS; i++) {
-      const job = await api.submit(graph(`position-${i}`));
+      const job = await api.submit(textGraph(`position-${i}`));
       ids.push(job.id);
       seen.set(job.id, job.queue_position === null ? [] : [job.queue_position]);
     }
