@@ -30,8 +30,11 @@ export function releaseDeadStorage(): Promise<void> {
   releasing = (async () => {
     try {
       // The worker first: the main thread's collection frees a buffer only once no thread holds it.
+      // A collection that fails leaves the memory as it was; it never fails the run.
       await collectPixelWorker().catch(() => {});
       fullCollection();
+    } catch {
+      // See above.
     } finally {
       releasing = null;
     }
