@@ -2903,10 +2903,7 @@ export interface operations {
                 limit?: number;
                 /** @description The `next_cursor` of the previous page; opaque. One this server did not issue is 400 `invalid_cursor` (since 2.2.0). */
                 cursor?: string;
-                /**
-                 * @description Label filters, `metadata[key]=value`: only jobs carrying every one of these labels (up to 3). Since 2.1.0.
-                 * @example {}
-                 */
+                /** @description Label filters, `metadata[key]=value`: only jobs carrying every one of these labels (up to 3). Since 2.1.0. */
                 metadata?: components["schemas"]["JobMetadataFilter"];
             };
             header?: never;

@@ -244,7 +244,9 @@ describe.skipIf(!hasChromium)("dashboard in Chromium", { timeout: 90_000 }, () =
     await expect.poll(() => page.getByText("Submit a workflow", { exact: false }).count(), { timeout: 30_000 }).toBeGreaterThan(0);
     await shot("08-docs");
     expect(await page.locator("#flowgate-dashboard-link").getAttribute("href")).toBe("/");
-    // A first try of "List the caller's jobs" on a fresh server lists every job: no label filter ticked.
+    // A first try of "List the caller's jobs" lists the caller's jobs, a new one among them: the
+    // label filter is there to fill in, empty and not ticked (the schema's example label is not sent).
+    const listed = await server.api.submit(delayGraph(0));
     await page.goto(`${server.url}/docs#tag/jobs/GET/api/v2/jobs`);
     const tryIt = page
       .locator("section", { hasText: "List the caller" })
@@ -254,11 +256,19 @@ describe.skipIf(!hasChromium)("dashboard in Chromium", { timeout: 90_000 }, () =
     await tryIt.waitFor({ timeout: 30_000 });
     await tryIt.click();
     const dialog = page.locator('[role="dialog"]').last();
-    await dialog.getByText("metadata", { exact: true }).first().waitFor();
+    const labelFilter = dialog.locator('input[aria-label="Include metadata in request"]');
+    await labelFilter.waitFor({ state: "attached" });
+    expect(await labelFilter.isChecked()).toBe(false);
     const sent = page.waitForRequest((r) => new URL(r.url()).pathname === "/api/v2/jobs" && r.method() === "GET");
     await page.keyboard.press("Control+Enter");
     expect(new URL((await sent).url()).search).not.toContain("metadata");
+    await dialog.getByText(listed.id).first().waitFor();
     await page.keyboard.press("Escape");
+    // The served document is the contract as written; only the page's copy drops the filter's example.
+    const served = parse(await (await fetch(`${server.url}/docs/openapi.yaml`)).text()) as {
+      components: { schemas: Record<string, { examples?: unknown[] }> };
+    };
+    expect(served.components.schemas.JobMetadataFilter?.examples).toEqual([{ project: "cats" }]);
     await page.goto(`${server.url}/docs/events`);
     await page.getByRole("heading", { name: "Job event stream (SSE)" }).waitFor();
     expect(await page.locator("#jobEvents-preview").textContent()).toContain("data_base64");

@@ -1,13 +1,15 @@
 // /docs: the OpenAPI reference rendered by Scalar's standalone bundle, served by this server
 // (no CDN, no default web fonts, no telemetry), with a link to the event catalogue.
+import { parse } from "yaml";
+import { withEmptyFilters } from "./try-it-defaults.ts";
+
 declare global {
   interface Window {
     Scalar: { createApiReference(target: string, config: Record<string, unknown>): unknown };
   }
 }
 
-window.Scalar.createApiReference("#reference", {
-  url: "/docs/openapi.yaml",
+const reference = {
   withDefaultFonts: false,
   telemetry: false,
   // No hosted extras: no AI agent, no MCP generator, no developer toolbar (they call scalar.com).
@@ -17,7 +19,17 @@ window.Scalar.createApiReference("#reference", {
   // Requests from the reference go to the server that serves it.
   servers: [{ url: window.location.origin, description: "This server" }],
   metaData: { title: "flowgate API reference" },
-});
+};
+
+// Scalar reads the page's own copy of the document, in which the try-it starts with no label
+// filter (see try-it-defaults.ts); a document that cannot be read is left to Scalar to report.
+fetch("/docs/openapi.yaml")
+  .then((response) => response.text())
+  .then((text) => withEmptyFilters(parse(text)))
+  .then(
+    (content) => window.Scalar.createApiReference("#reference", { ...reference, content }),
+    () => window.Scalar.createApiReference("#reference", { ...reference, url: "/docs/openapi.yaml" }),
+  );
 
 // Links out of the reference: back to the dashboard, and to the AsyncAPI catalogue, which Scalar does not render.
 const links = document.createElement("nav");
@@ -37,5 +49,3 @@ for (const [href, text, id] of [
   links.append(link);
 }
 document.body.append(links);
-
-export {};

@@ -2,6 +2,9 @@
 import { contentDisposition, isActiveContentType } from "../../domain/content-types.ts";
 import type { MultipartFile } from "@fastify/multipart";
 import type { OperationInput, OperationResult } from "../../../generated/handlers.ts";
+import type { AssetRecord } from "../../store/types.ts";
+import { BlobNotFoundError } from "../../blobs/errors.ts";
+import type { ByteRange } from "../../blobs/blob-store.ts";
 import { ServiceError } from "../../domain/errors.ts";
 import { invalidRequest, malformedMultipart } from "../error-envelope.ts";
 import type { HandlerContext } from "../handler-context.ts";
@@ -155,8 +158,26 @@ export async function getAssetContent(input: OperationInput<"getAssetContent">, 
   if (range) {
     reply.code(206).header("content-range", `bytes ${range.start}-${range.end}/${asset.size_bytes}`);
     reply.header("content-length", String(range.end - range.start + 1));
-    return { status: 206, body: await runtime.assets.contents(asset, range) };
+    return { status: 206, body: await bytesOf(asset, ctx, range) };
   }
   reply.header("content-length", String(asset.size_bytes));
-  return { status: 200, body: asset.size_bytes === 0 ? "" : await runtime.assets.contents(asset) };
+  return { status: 200, body: asset.size_bytes === 0 ? "" : await bytesOf(asset, ctx) };
+}
+
+/**
+ * The asset's bytes from this node's blob store. A record whose blob is not there is 404, and the
+ * log says why: most often the processes do not share one blob store (an API node and the worker
+ * that wrote the output each on a blob directory of its own), else a bucket restored older than
+ * the database.
+ */
+async function bytesOf(asset: AssetRecord, ctx: HandlerContext, range?: ByteRange) {
+  try {
+    return await ctx.runtime.assets.contents(asset, range);
+  } catch (err) {
+    if (!(err instanceof BlobNotFoundError)) throw err;
+    ctx.request.log.warn(
+      `asset ${asset.id}: its blob ${asset.blob_key} is not in this node's blob store; every API node and worker must share one --blob-dir or --blob-store`,
+    );
+    throw new ServiceError("not_found", "The bytes of this asset are not in this server's blob store.");
+  }
 }
