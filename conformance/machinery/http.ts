@@ -9,6 +9,7 @@ import { ByteChecks } from "./bytes.ts";
 import { Coverage } from "./coverage.ts";
 import { Timeline, quote, type Finding, type View } from "./timeline.ts";
 import type { RouteSpec } from "../../generated/routes.ts";
+import { HOSTED_ERROR_TYPE_STATUS } from "../../generated/enums.ts";
 import type { Surface } from "../types.ts";
 
 /** One request and its answer, as the suite saw it. */
@@ -347,6 +348,7 @@ export class Http {
     if (ex.status === 402 && this.options.surface === "self-hosted") this.violate("SUB-10", `${where}: 402 on the self-hosted surface`, ex);
     if (ex.status === 429) this.checkRetryAfter(ex, v2 ? "ERR-3" : "HOST-9", where);
     if (ex.status >= 400 && v2) this.checkEnvelope(ex, where);
+    if (ex.status >= 400 && route?.family === "hosted") this.checkHostedError(ex, route, where);
     if (!route) return;
     const declared = route.responses[String(ex.status)];
     if (!declared) {
@@ -417,6 +419,7 @@ export class Http {
             kind: "outcome",
             family: "hosted",
             outcome: HOSTED_OUTCOMES[status],
+            hostedStatus: status,
           });
         return;
       }
@@ -474,6 +477,27 @@ export class Http {
       if (leaksInternals(message)) this.violate("ERR-4", `${where}: the message leaks internals: ${clip(message, 120)}`, ex);
       this.recorder.evaluated("ERR-4", "ERR-5");
     }
+  }
+
+  /**
+   * A hosted error's `type` against the spec's `x-hosted-error-types`: each listed type comes with
+   * its one status; a type the spec does not list is ComfyUI's own, only on a 400 of POST
+   * /api/prompt (its validation errors). The message is a sentence, generic on a 500.
+   * ComfyUI's `{error: "..."}` string shape (the job API) is left to the body's schema.
+   */
+  private checkHostedError(ex: Exchange, route: RouteSpec, where: string): void {
+    if (ex.method === "HEAD") return;
+    const err = (ex.json as { error?: unknown } | undefined)?.error;
+    if (!err || typeof err !== "object") return;
+    const { type, message } = err as { type?: unknown; message?: unknown };
+    if (typeof type !== "string" || typeof message !== "string") return; // the schema's finding
+    const expected = (HOSTED_ERROR_TYPE_STATUS as Record<string, number>)[type];
+    if (expected !== undefined && expected !== ex.status) this.violate("HOST-9", `${where}: error type ${type} belongs with ${expected}, not ${ex.status}`, ex);
+    else if (expected === undefined && !(route.operationId === "hostedQueuePrompt" && ex.status === 400))
+      this.violate("HOST-9", `${where}: error type ${JSON.stringify(type)} is none of the spec's hosted error types`, ex);
+    if (message.trim() === "") this.violate("HOST-9", `${where}: error type ${type} with an empty message`, ex);
+    else if (ex.status >= 500 && leaksInternals(message)) this.violate("HOST-9", `${where}: the message leaks internals: ${clip(message, 120)}`, ex);
+    this.recorder.evaluated("HOST-9");
   }
 
   private checkRetryAfter(ex: Exchange, rule: string, where: string): void {

@@ -4,6 +4,7 @@
 // it: those that arrived before it was asked for, and those earlier on the same connection. A read
 // in flight while the job moved is never taken for a step back.
 import { TERMINAL } from "./contract.ts";
+import { NON_RETRYABLE_JOB_ERROR_CODES } from "../../generated/enums.ts";
 
 type Obj = Record<string, unknown>;
 
@@ -30,6 +31,8 @@ export interface View {
   outcome?: readonly string[];
   /** Family of an outcome view: its rule when it disagrees with v2. */
   family?: "hosted" | "ws";
+  /** The hosted status itself (`GET /api/job/{id}/status`), for the error code it must tell. */
+  hostedStatus?: string;
   body?: Obj;
   /** The request that brought it, for the report. */
   request?: string;
@@ -452,7 +455,27 @@ export class Timeline {
         later: y,
         key: `${rule} outcome`,
       });
-    else this.evaluated(rule);
+    else if (x && this.errorCodeTold(x, y)) this.evaluated(rule);
+  }
+
+  /**
+   * A failed job's hosted status tells its error code (the spec's HostedJobStatus): one of the
+   * codes of `x-non-retryable` is `non_retryable_error`, any other `error`. False when it does not.
+   */
+  private errorCodeTold(v2: View, hosted: View): boolean {
+    const code = (v2.body?.error as { code?: unknown } | null | undefined)?.code;
+    const told = hosted.hostedStatus;
+    if (v2.status !== "failed" || typeof code !== "string" || (told !== "error" && told !== "non_retryable_error")) return true;
+    const expected = (NON_RETRYABLE_JOB_ERROR_CODES as readonly string[]).includes(code) ? "non_retryable_error" : "error";
+    if (told === expected) return true;
+    this.find({
+      rule: "HOST-5",
+      message: `job ${hosted.job} failed with error code ${code} (${v2.source}), so its hosted status is ${expected}; ${hosted.source} says ${told}`,
+      earlier: v2,
+      later: hosted,
+      key: "HOST-5 error code",
+    });
+    return false;
   }
 
   /** A v2 job view after a hosted or WebSocket terminal outcome: the same story. */
@@ -469,6 +492,7 @@ export class Timeline {
           later: y,
           key: `${rule} outcome`,
         });
+      else if (o.family === "hosted") this.errorCodeTold(y, o);
     } else if (before.outcomeTerminal && o.family === "hosted") {
       this.find({
         rule,
@@ -510,7 +534,29 @@ export class Timeline {
       });
       return;
     }
+    if (!this.expiresWithJob(v, out, record, source)) return;
     this.evaluated("AST-1");
+  }
+
+  /**
+   * The spec: an output "expires with its job". Its record's `expires_at` (optional) must be the
+   * job's; null, "does not expire", is wrong for an output of a job that expires.
+   */
+  private expiresWithJob(v: View, out: Obj, record: Obj, source: string): boolean {
+    if (!("expires_at" in record) || typeof record.job_id !== "string") return true;
+    const views = this.jobs.get(record.job_id)?.views ?? [];
+    const jobView = views.findLast((x) => x.kind === "job" && typeof x.body?.expires_at === "string");
+    if (!jobView) return true;
+    const [job, asset] = [jobView.body!.expires_at as string, record.expires_at];
+    if (typeof asset === "string" && Date.parse(asset) === Date.parse(job)) return true;
+    this.find({
+      rule: "AST-1",
+      message: `asset ${String(out.id)}: the output of job ${record.job_id} expires with its job (${jobView.source}: expires_at ${job}), its record (${source}) says expires_at ${JSON.stringify(asset)}`,
+      earlier: jobView,
+      later: { ...v, source, body: record },
+      key: "AST-1 expires_at",
+    });
+    return false;
   }
 }
 

@@ -4,6 +4,7 @@ import type { AssetResolver, Engine, ExecuteOptions, ExecuteResult, UploadResolv
 import { EngineError, type JobError } from "./errors.ts";
 import { runGraph, type CachedResult } from "./executor.ts";
 import { ByteLruCache } from "./lru-cache.ts";
+import { releaseDeadStorage } from "./media/shared-storage.ts";
 import type { NodeDefinition } from "./node-spec.ts";
 import { builtinNodes, createRegistry, type NodeRegistry } from "./nodes/registry.ts";
 import { objectInfo, type ObjectInfo } from "./object-info.ts";
@@ -93,10 +94,22 @@ export class EmbeddedEngine implements Engine {
     return this.validateSync(graph);
   }
 
-  /** Runs a graph; see Engine.execute. */
+  /**
+   * Runs a graph; see Engine.execute. Before it settles, the storage of the tensors the run no
+   * longer holds is freed when it allocated much (media/shared-storage.ts): a job's end finds the
+   * process back to what it holds for other runs and the cache.
+   */
   async execute(graph: unknown, options: ExecuteOptions = {}): Promise<ExecuteResult> {
     const analysis = analyzeGraph(graph, this.registry, { jobMemoryBytes: this.jobMemoryBytes });
     if (analysis.issues.length > 0) throw new EngineValidationError(validationResult(analysis));
+    try {
+      return await this.run(analysis, options);
+    } finally {
+      await releaseDeadStorage();
+    }
+  }
+
+  private run(analysis: ReturnType<typeof analyzeGraph>, options: ExecuteOptions): Promise<ExecuteResult> {
     return runGraph(analysis, options, {
       cache: this.cache,
       partnerUrl: this.options.partnerUrl ?? null,

@@ -85,6 +85,12 @@ export interface PreviewEvent {
   data: Buffer;
 }
 
+/** onLog: text a node wrote; `node_id` the node that wrote it, where the backend says. */
+export interface LogEvent {
+  node_id: string | null;
+  text: string;
+}
+
 type MaybePromise = void | Promise<void>;
 
 /** Per-run options of execute(). Lifecycle callbacks are awaited; progress, preview and log are not. */
@@ -133,7 +139,7 @@ export interface ExecuteOptions {
   onActivity?(event: ActivityEvent): MaybePromise;
   onPreview?(event: PreviewEvent): MaybePromise;
   /** Standard output of the run, in write order. */
-  onLog?(text: string): MaybePromise;
+  onLog?(event: LogEvent): MaybePromise;
   /**
    * Once, before the run settles, when the backend recorded when it started or ended and this
    * process did not see that live (a run followed after a takeover or collected): the backend's times win.

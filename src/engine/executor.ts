@@ -415,7 +415,7 @@ class Run {
       },
       progress: (value, max) => this.notify("onProgress", { node_id: node.id, value, max }),
       preview: (jpeg) => this.notify("onPreview", { node_id: node.id, content_type: "image/jpeg", data: jpeg }),
-      log: (text) => this.notify("onLog", text),
+      log: (text) => this.notify("onLog", { node_id: node.id, text }),
       partner: node.def.api_node
         ? {
             url: this.config.partnerUrl,

@@ -6,6 +6,7 @@ export type {
   EngineOutput,
   ExecuteOptions,
   ExecuteResult,
+  LogEvent,
   NodeDoneEvent,
   NodeEvent,
   OutputSummary,

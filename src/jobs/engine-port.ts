@@ -3,9 +3,19 @@
 // failures pass through it as the engine reports them: one shape from the backend to the job.
 import type { components } from "../../generated/openapi-types.ts";
 import type { ComfyExecutionDetails, JobErrorCode } from "../domain/failures.ts";
-import type { ActivityEvent, ComfyValidationError, EngineOutput, NodeDoneEvent, NodeEvent, PreviewEvent, ProgressEvent, StartEvent } from "../engine/index.ts";
+import type {
+  ActivityEvent,
+  ComfyValidationError,
+  EngineOutput,
+  LogEvent,
+  NodeDoneEvent,
+  NodeEvent,
+  PreviewEvent,
+  ProgressEvent,
+  StartEvent,
+} from "../engine/index.ts";
 
-export type { ActivityEvent, NodeDoneEvent, NodeEvent, PreviewEvent, ProgressEvent, StartEvent } from "../engine/index.ts";
+export type { ActivityEvent, LogEvent, NodeDoneEvent, NodeEvent, PreviewEvent, ProgressEvent, StartEvent } from "../engine/index.ts";
 
 /**
  * Outcome of validating a graph; `node_errors` is the spec's NodeErrors of `invalid_workflow`,
@@ -73,7 +83,7 @@ export interface RunOptions {
    * the last output node left are durable bytes then, their records written with the run's end.
    */
   onOutput(output: RunOutput): Promise<void>;
-  onLog(text: string): void;
+  onLog(event: LogEvent): void;
 }
 
 /** How a run ended; `times`: when the engine recorded its start and end, where this process did not see them live. */

@@ -16,7 +16,7 @@ export type JobEvent =
   | { type: "cached"; job_id: string; owner: string; node_ids: string[] }
   | { type: "step"; job_id: string; owner: string; node_id: string; value: number; max: number }
   | { type: "activity"; job_id: string; owner: string; node_id: string; activity: string | null }
-  | { type: "log"; job_id: string; owner: string; text: string };
+  | { type: "log"; job_id: string; owner: string; node_id?: string | null; text: string };
 
 export type JobEventListener = (event: JobEvent) => void;
 

@@ -334,9 +334,9 @@ class JobRun {
       onActivity: ({ node_id, activity }) => this.inOrder(() => events.publish({ type: "activity", ...base, node_id, activity })),
       onPreview: ({ node_id, content_type, data }) => this.inOrder(() => events.publish({ type: "preview", ...base, node_id, content_type, data })),
       onOutput: (output) => track(this.commits, () => this.commitOutput(output)),
-      onLog: (text) => {
+      onLog: ({ node_id, text }) => {
         this.log.write(text);
-        this.inOrder(() => events.publish({ type: "log", ...base, text }));
+        this.inOrder(() => events.publish({ type: "log", ...base, node_id, text }));
       },
     };
   }

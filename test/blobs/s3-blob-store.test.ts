@@ -264,3 +264,31 @@ describe.skipIf(!plainHttp)("S3BlobStore: a put's requests share one bound", () 
     }
   }, 30_000);
 });
+
+describe.skipIf(!plainHttp)("S3BlobStore: a frozen bucket", () => {
+  // Connections are accepted and requests never answered: without its bounds every call would
+  // wait for as long as the bucket stays frozen.
+  it("a put, a read and the readiness check give up at their bounds with BlobUnavailableError, and work once it answers", async () => {
+    const proxy = await startBucketProxy(bucket.endpoint!);
+    try {
+      const s = await store("frozen/", { endpoint: proxy.endpoint, requestBoundMs: 1_500, putBoundMs: 1_500, checkBoundMs: 500 });
+      const before = await s.putBytes(Buffer.from("stored before the freeze"));
+      proxy.hold(() => true);
+      const put = await s.put(Buffer.from("during the freeze")).catch((err: unknown) => err);
+      expect(put).toBeInstanceOf(BlobUnavailableError);
+      expect((put as Error).message).toMatch(/within 1\.5 s/);
+      const read = await s.open(before.key).catch((err: unknown) => err);
+      expect(read).toBeInstanceOf(BlobUnavailableError);
+      // Readiness says it in an operator's words, with the bound's failure as the cause.
+      const check = await s.check().catch((err: unknown) => err);
+      expect((check as Error).message).toMatch(/did not answer within 0\.5 s/);
+      expect((check as Error).cause).toBeInstanceOf(BlobUnavailableError);
+      proxy.drop();
+      expect(await text(await s.open(before.key))).toBe("stored before the freeze");
+      expect((await s.put(Buffer.from("after the freeze"))).created).toBe(true);
+      await s.close();
+    } finally {
+      await proxy.close();
+    }
+  }, 30_000);
+});

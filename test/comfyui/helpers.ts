@@ -52,7 +52,7 @@ export function recorder(): { events: Array<[string, ...unknown[]]>; outputs: En
     },
     onProgress: (e) => void events.push(["progress", e.node_id, e.value, e.max]),
     onPreview: (e) => void events.push(["preview", e.node_id, e.content_type, e.data]),
-    onLog: (t) => void events.push(["log", t]),
+    onLog: (e) => void events.push(["log", e.text, e.node_id]),
   };
   return { events, outputs, options };
 }

@@ -6,7 +6,9 @@ import { afterEach, describe, expect, it } from "vitest";
 import * as v from "../../generated/validators.js";
 import { EmbeddedEngine } from "../../src/engine/embedded-engine.ts";
 import { ComfyClient } from "../hosted/comfy-client.ts";
-import { FakeComfyUI } from "./fake-comfyui.ts";
+import { BinaryFrameType } from "../../generated/asyncapi-types.ts";
+import { decodeFrame } from "../../src/wire/binary-frames.ts";
+import { FakeComfyUI, textFrame } from "./fake-comfyui.ts";
 import { call, startFront, waitJob, type Front } from "./helpers.ts";
 
 const OBJECT_INFO = new EmbeddedEngine().nodeDefinitionsSync() as unknown as Record<string, unknown>;
@@ -77,5 +79,37 @@ describe("ComfyUI's execution_error on the hosted interface", () => {
     const job = await waitJob(front.url, id, (j) => j.status === "failed", "the job to fail");
     expect(Object.keys(job.error).sort()).toEqual(["class_type", "code", "message", "node_id", "traceback"]);
     expect((await call("GET", `${front.url}/api/v2/jobs/${id}`)).body.error.comfy).toBeUndefined();
+  });
+
+  it("passes TEXT frames on in order with the node ComfyUI named (the running one where it named none)", async () => {
+    fake = await new FakeComfyUI({ objectInfo: OBJECT_INFO }).start();
+    front = await startFront([fake.url]);
+    client = new ComfyClient(front.url);
+    await client.connect();
+    const res = await client.queuePrompt({
+      "1": { class_type: "PrimitiveString", inputs: { value: "x" } },
+      "2": { class_type: "PreviewAny", inputs: { source: ["1", 0] } },
+    });
+    const { prompt_id: id } = (await res.json()) as { prompt_id: string };
+    await fake.nextPrompt();
+    fake.startRunning(id);
+    fake.send("execution_start", { prompt_id: id });
+    fake.send("executing", { node: "1", prompt_id: id });
+    // Sent right behind `executing 2`: the front must not label it with node 1, still current then.
+    fake.send("executing", { node: "2", prompt_id: id });
+    fake.sendBinary(textFrame("2", "two says hi"));
+    fake.sendBinary(textFrame("1", "one, named while two runs"));
+    fake.sendBinary(textFrame("", "nobody named"));
+    fake.send("executing", { node: null, prompt_id: id });
+    fake.finish(id, { outputs: {}, status: { status_str: "success", completed: true, messages: [] }, meta: {} });
+    await client.waitForEnd(id);
+    await waitJob(front.url, id, (j) => j.status === "succeeded", "the job to succeed");
+
+    const texts = client.binary.map((f) => decodeFrame(f)).filter((f) => f.type === BinaryFrameType.TEXT);
+    expect(texts).toEqual([
+      { type: BinaryFrameType.TEXT, nodeId: "2", text: "two says hi" },
+      { type: BinaryFrameType.TEXT, nodeId: "1", text: "one, named while two runs" },
+      { type: BinaryFrameType.TEXT, nodeId: "2", text: "nobody named" },
+    ]);
   });
 });

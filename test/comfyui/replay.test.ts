@@ -120,7 +120,7 @@ describe("comfyui backend: replayed message sequences", () => {
     const preview = rec.events.find((e) => e[0] === "preview")!;
     expect(preview.slice(0, 3)).toEqual(["preview", "1", "image/jpeg"]);
     expect(Buffer.compare(preview[3] as Buffer, jpeg)).toBe(0);
-    expect(rec.events).toContainEqual(["log", "sampling done\n"]);
+    expect(rec.events).toContainEqual(["log", "sampling done\n", "1"]);
     // A cached output node is reported done as cached; node 1 (no ui) is done when node 2 starts.
     expect(rec.events).toContainEqual(["node_done", "4", true]);
     expect(rec.events.findIndex((e) => e[0] === "node_done" && e[1] === "1")).toBeLessThan(rec.events.findIndex((e) => e[0] === "node_start" && e[1] === "2"));

@@ -6,6 +6,7 @@ import type { ConformanceOptions } from "../../conformance/index.ts";
 import { failureLines, runAgainstDouble } from "./helpers.ts";
 
 const serverless: DoubleOptions = { surface: "serverless", prefix: "/deployment/abc" };
+const twoCallers: DoubleOptions = { tokens: ["tok-a", "tok-b"] };
 
 const CASES: Array<{ breakage: Breakage; rules: string[]; double?: DoubleOptions; run?: Partial<ConformanceOptions> }> = [
   { breakage: "omitField", rules: ["JOB-1"] },
@@ -38,6 +39,13 @@ const CASES: Array<{ breakage: Breakage; rules: string[]; double?: DoubleOptions
   { breakage: "urlExpiresAtLate", rules: ["OUT-5"] },
   { breakage: "etagPerAsset", rules: ["AST-3"] },
   { breakage: "createdNewAlwaysTrue", rules: ["AST-4"] },
+  { breakage: "createdNewAcrossCallers", rules: ["AST-4"], double: twoCallers, run: { token: "tok-a", otherToken: "tok-b" } },
+  { breakage: "outputExpiresApart", rules: ["AST-1"] },
+  { breakage: "nonRetryableForEveryFailure", rules: ["HOST-5"] },
+  { breakage: "hostedNotFoundAsInvalid", rules: ["HOST-9"] },
+  { breakage: "previewDeclaredPng", rules: ["WS-5"] },
+  { breakage: "previewNamesOtherNode", rules: ["WS-5"] },
+  { breakage: "cachedNodesRun", rules: ["WS-3"] },
 ];
 
 describe("the suite's verdicts are precise", () => {

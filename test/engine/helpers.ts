@@ -54,8 +54,8 @@ export function recorder(overrides: ExecuteOptions = {}): { rec: Recording; opti
     onPreview: (p) => {
       rec.previews.push(p);
     },
-    onLog: (t) => {
-      rec.logs.push(t);
+    onLog: ({ text }) => {
+      rec.logs.push(text);
     },
     ...overrides,
   };

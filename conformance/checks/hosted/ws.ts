@@ -5,7 +5,8 @@ import { check, type T } from "../../check.ts";
 import { hostedOnly, queuePromptOk, view, whenStarted } from "../support/hosted-client.ts";
 import { failingGraph, endedEarlyGraph, stepsGraph } from "../support/jobs.ts";
 import { HostedSocket, type JsonMessage } from "../../machinery/socket.ts";
-import { nonce, printGraph, simpleGraph } from "../support/workflows.ts";
+import { nonce, printGraph, simpleGraph, type Graph } from "../support/workflows.ts";
+import { imageFacts } from "../support/images.ts";
 
 const H = { when: hostedOnly };
 const ENDINGS = new Set(["execution_success", "execution_error", "execution_interrupted"]);
@@ -115,6 +116,76 @@ export default [
         (f.metadata as { prompt_id?: unknown })?.prompt_id === id,
         `a type 4 frame names prompt ${JSON.stringify((f.metadata as { prompt_id?: unknown })?.prompt_id)}`,
       );
+    }
+  }),
+
+  check("WS-5 a type 4 preview's metadata tells the image it carries and the node that is running", H, async (t: T) => {
+    const s = await socket(t, { previewMetadata: true });
+    const graph = stepsGraph(t);
+    const id = await queuePromptOk(t, graph);
+    await untilEnd(t, s, id);
+    let running: string | null = null;
+    let seen = 0;
+    for (const m of s.messages) {
+      if (m.kind === "json" && m.type === "executing" && m.data.prompt_id === id) running = typeof m.data.node === "string" ? m.data.node : null;
+      if (m.kind !== "binary" || m.frameType !== 4) continue;
+      const meta = (m.metadata ?? {}) as Record<string, unknown>;
+      if (meta.prompt_id !== id) continue; // another prompt's, or WS-5's finding above
+      seen++;
+      const facts = imageFacts(m.image ?? new Uint8Array());
+      const where = `a type 4 frame of node ${JSON.stringify(meta.node_id)}`;
+      if (!facts) {
+        t.expect(false, `${where}: its image's header cannot be read (neither a PNG nor a JPEG with a frame header)`);
+        continue;
+      }
+      if (meta.image_type !== undefined)
+        t.expect(meta.image_type === facts.format, `${where}: the metadata says image_type ${JSON.stringify(meta.image_type)}, the bytes are ${facts.format}`);
+      t.expect(facts.width > 0 && facts.height > 0, `${where}: the image says it is ${facts.width}x${facts.height}`);
+      t.expect(facts.whole, `${where}: the ${facts.format} bytes after the metadata are not one whole image (no end marker)`);
+      t.expect(
+        typeof meta.node_id === "string" && meta.node_id in graph,
+        `${where}: node_id is no node of the submitted graph (${Object.keys(graph).join(", ")})`,
+      );
+      t.expect(meta.node_id === running, `${where} arrived while the socket's last executing message named node ${JSON.stringify(running)}`);
+      if (meta.parent_node_id === null)
+        t.expect(
+          meta.real_node_id === meta.node_id,
+          `${where}: a node of the submitted graph (parent_node_id null) has real_node_id ${JSON.stringify(meta.real_node_id)}`,
+        );
+    }
+    t.need(seen > 0, "the stepped run sent no type 4 preview to a connection that asked for them (previews are optional): nothing to judge");
+  }),
+
+  check("WS-3 execution_cached names nodes that then do not run; new inputs are never cached, an identical rerun runs or caches each node", H, async (t: T) => {
+    const s = await socket(t);
+    // The same graph twice: its first run has inputs no run had (a nonce), its rerun the first's.
+    const graph: Graph = simpleGraph();
+    const first = await queuePromptOk(t, graph);
+    await untilEnd(t, s, first);
+    const rerun = await queuePromptOk(t, graph);
+    await untilEnd(t, s, rerun);
+    for (const [id, label] of [
+      [first, "the first run"],
+      [rerun, "the identical rerun"],
+    ] as const) {
+      const ms = s.jobMessages(id);
+      const lists = ms.filter((m) => m.type === "execution_cached");
+      t.need(lists.length > 0, `${label} (prompt ${id}) sent no execution_cached (reported under WS-3's message list): nothing to judge`);
+      t.expect(lists.length === 1, `${label} sent ${lists.length} execution_cached messages; the spec says once`);
+      const cached = new Set((lists[0]!.data.nodes as unknown[]).map(String));
+      const ran = new Set(
+        ms
+          .filter((m) => (m.type === "executing" || m.type === "progress") && typeof m.data.node === "string" && m.data.node !== "")
+          .map((m) => String(m.data.node)),
+      );
+      for (const node of cached) t.expect(!ran.has(node), `${label}: node ${node} was listed in execution_cached, then ran (executing or progress names it)`);
+      for (const node of Object.keys(graph))
+        t.expect(cached.has(node) || ran.has(node), `${label}: node ${node} neither ran nor was listed in execution_cached`);
+      if (id === first)
+        t.expect(
+          cached.size === 0,
+          `the first run of inputs no run had before listed nodes ${[...cached].join(", ")} as cached: a cached result of other inputs`,
+        );
     }
   }),
 

@@ -9,14 +9,14 @@ import { assetGraph, nonce, simpleGraph } from "../support/workflows.ts";
 type Asset = { id: string; hash: string | null; size_bytes: number; content_type: string; url: string };
 
 /** POST /api/v2/assets (multipart); skips the check where the surface does not offer uploads. */
-async function upload(t: T, bytes: Uint8Array, extra: Record<string, string> = {}): Promise<Exchange> {
+async function upload(t: T, bytes: Uint8Array, extra: Record<string, string> = {}, auth?: { bearer: string }): Promise<Exchange> {
   // Fields first, the file last: a server that hashes the file as it streams reads them before it.
   const { body, contentType } = multipart([
     { name: "file_path", value: "conformance.png" },
     ...Object.entries(extra).map(([name, value]) => ({ name, value })),
     { name: "file", value: bytes, filename: "conformance.png", contentType: "image/png" },
   ]);
-  const ex = await t.http.request("POST", t.http.url("/api/v2/assets"), { body, headers: { "content-type": contentType } });
+  const ex = await t.http.request("POST", t.http.url("/api/v2/assets"), { body, headers: { "content-type": contentType }, auth });
   if (ex.status === 404 || ex.status === 405)
     t.skip(`POST /api/v2/assets answered ${ex.status}${codeOf(ex.json) ? ` ${codeOf(ex.json)}` : ""}: uploads are not offered here (open in the contract)`);
   return ex;
@@ -126,6 +126,33 @@ export default [
       again,
     );
   }),
+
+  check(
+    "AST-4 created_new is per caller: bytes another caller uploaded first are new to this one (201, true), then known (200, false)",
+    { when: (r) => (r.options.otherToken ? undefined : "no second caller given (pass --other-token)") },
+    async (t: T) => {
+      // The spec: "Another account's copy of the same bytes never shows here."
+      const bytes = pngBytes(3, 5, [nonce(255), nonce(255), nonce(255), 255]);
+      const theirs = await upload(t, bytes, {}, { bearer: t.options.otherToken! });
+      t.need(theirs.status < 300, `the other caller's upload answered ${theirs.status}`);
+      const mine = await upload(t, bytes);
+      const again = await upload(t, bytes);
+      t.need(mine.status < 300 && again.status < 300, `the caller's uploads answered ${mine.status} and ${again.status}`);
+      const [a, b] = [mine.json as Asset & { created_new?: unknown }, again.json as Asset & { created_new?: unknown }];
+      t.need(a.created_new !== undefined || b.created_new !== undefined, "neither upload answered created_new (optional in the contract)");
+      t.expect(
+        mine.status === 201 && a.created_new === true,
+        `bytes only another caller had uploaded answered this caller ${mine.status} with created_new ${JSON.stringify(a.created_new)}`,
+        mine,
+      );
+      t.expect(
+        again.status === 200 && b.created_new === false,
+        `the same bytes uploaded again by this caller answered ${again.status} with created_new ${JSON.stringify(b.created_new)}`,
+        again,
+      );
+      t.expect(a.id !== (theirs.json as Asset).id, "the caller's upload answered the other caller's asset", mine);
+    },
+  ),
 
   check("AST-4 upload: POST /api/v2/assets stores a file as an asset the caller owns", async (t: T) => {
     const bytes = pngBytes(3, 3, [nonce(255), 1, 2, 255]);

@@ -55,7 +55,8 @@ export class Instance {
   private epoch = 0;
   private readonly socket: ComfySocket;
   private readonly runs = new Map<string, PromptRun>();
-  private early: { promptId: string; message: ComfyMessage; at: number }[] = [];
+  /** What arrived for a prompt before it was followed (ComfyUI may speak before POST /prompt answers), in arrival order. */
+  private early: { promptId: string; deliver: (run: PromptRun) => void; at: number }[] = [];
   /** The prompt executing now, for messages and frames that do not name one. */
   private currentPrompt: string | null = null;
   private info: { doc: Record<string, unknown>; at: number; registry: NodeRegistry } | null = null;
@@ -178,7 +179,7 @@ export class Instance {
     this.runs.set(run.promptId, run);
     const mine = this.early.filter((e) => e.promptId === run.promptId);
     this.early = this.early.filter((e) => e.promptId !== run.promptId);
-    for (const e of mine) run.push({ kind: "message", message: e.message });
+    for (const e of mine) e.deliver(run);
   }
 
   /** Stops following a prompt. */
@@ -273,9 +274,13 @@ export class Instance {
     if (!id) return;
     const run = this.runs.get(id);
     if (run) return run.push({ kind: "message", message: m });
+    this.keepEarly(id, (later) => later.push({ kind: "message", message: m }));
+  }
+
+  private keepEarly(promptId: string, deliver: (run: PromptRun) => void): void {
     const now = Date.now();
     this.early = this.early.filter((e) => now - e.at < EARLY_MESSAGE_MS).slice(-EARLY_MESSAGE_LIMIT);
-    this.early.push({ promptId: id, message: m, at: now });
+    this.early.push({ promptId, deliver, at: now });
   }
 
   private onStatus(m: ComfyMessage): void {
@@ -290,9 +295,10 @@ export class Instance {
     const decoded = decodeBinary(frame);
     if (!decoded) return;
     const id = decoded.kind === "preview" ? (decoded.promptId ?? this.currentPrompt) : this.currentPrompt;
-    const run = id ? this.runs.get(id) : undefined;
-    if (!run) return;
-    if (decoded.kind === "preview") run.preview(decoded);
-    else run.log(decoded.text);
+    if (!id) return;
+    const deliver = (run: PromptRun) => (decoded.kind === "preview" ? run.preview(decoded) : run.log(decoded));
+    const run = this.runs.get(id);
+    if (run) deliver(run);
+    else this.keepEarly(id, deliver);
   }
 }

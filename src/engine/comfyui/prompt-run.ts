@@ -140,12 +140,16 @@ export class PromptRun {
     void jpeg.then((data) => cb({ node_id: node, content_type: "image/jpeg", data })).catch(() => undefined);
   }
 
-  /** Progress text of a node: the run's log. */
-  log(text: string): void {
-    if (this.settled || !this.o.callbacks.onLog) return;
-    void Promise.resolve()
-      .then(() => this.o.callbacks.onLog!(text))
-      .catch(() => undefined);
+  /** Progress text of a node: the run's log, after the messages before it (a frame naming no node is the node executing then). */
+  log(frame: Extract<BinaryFrame, { kind: "text" }>): void {
+    const cb = this.o.callbacks.onLog;
+    if (!cb || this.settled) return;
+    this.chain = this.chain.then(() => {
+      if (this.settled) return;
+      void Promise.resolve()
+        .then(() => cb({ node_id: frame.nodeId || this.current || null, text: frame.text }))
+        .catch(() => undefined);
+    });
   }
 
   /**

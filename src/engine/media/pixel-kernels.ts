@@ -4,14 +4,14 @@
 // them. Storage that is not shared (tensors built by hand) takes the same loop here, yielding.
 import { Worker } from "node:worker_threads";
 import { cooperate } from "../run-scope.ts";
-import type { FillTask, Rgb8Task } from "./pixel-kernels.worker.ts";
+import type { CollectTask, FillTask, Rgb8Task } from "./pixel-kernels.worker.ts";
 
 /** Values per task: about 10-40 ms of work, the granularity of a cancel. */
 const TASK = 1 << 24;
 /** Values per inline slice between yields. */
 const SLICE = 1 << 20;
 
-type Task = Omit<FillTask, "id"> | Omit<Rgb8Task, "id">;
+type Task = Omit<FillTask, "id"> | Omit<Rgb8Task, "id"> | Omit<CollectTask, "id">;
 
 let worker: Worker | null = null;
 let nextId = 1;
@@ -93,4 +93,12 @@ export async function floatsToRgb8(src: Float32Array, from: number, length: numb
     }
     await cooperate();
   }
+}
+
+/**
+ * Has the pixel worker collect its heap, dropping its handles on storage it worked on (tensors the
+ * main thread no longer uses stay allocated while the worker holds one). Nothing without a worker.
+ */
+export function collectPixelWorker(): Promise<void> {
+  return worker ? run({ kind: "collect" }) : Promise.resolve();
 }

@@ -1,6 +1,7 @@
 // The bulk pixel loops of media/pixel-kernels.ts, run on a worker thread over tensor storage the
 // main thread shares (SharedArrayBuffer): nothing is copied, and the event loop stays free.
 import { parentPort } from "node:worker_threads";
+import { fullCollection } from "./full-collection.ts";
 
 /** A repeated pattern written over `length` floats from `offset`. */
 export interface FillTask {
@@ -23,9 +24,20 @@ export interface Rgb8Task {
   dstOffset: number;
 }
 
-parentPort?.on("message", (task: FillTask | Rgb8Task) => {
+/**
+ * A full collection of this thread's heap: every task left this thread a handle on its tensors'
+ * storage, which keeps the memory allocated until this heap is collected, and an idle thread
+ * never collects by itself.
+ */
+export interface CollectTask {
+  id: number;
+  kind: "collect";
+}
+
+parentPort?.on("message", (task: FillTask | Rgb8Task | CollectTask) => {
   try {
-    if (task.kind === "fill") {
+    if (task.kind === "collect") fullCollection();
+    else if (task.kind === "fill") {
       const dst = new Float32Array(task.dst, task.offset * 4, task.length);
       const n = task.pattern.length;
       dst.set(task.pattern.subarray(0, Math.min(n, task.length)));

@@ -3,6 +3,7 @@
 // (allocFloats, allocBytes), where it is charged to the running job's memory budget.
 import { chargeAllocation, cooperate } from "../run-scope.ts";
 import { fillPattern, floatsToRgb8 } from "./pixel-kernels.ts";
+import { noteSharedAllocation } from "./shared-storage.ts";
 
 /** IMAGE: batch x height x width x 3 floats in 0..1 (channels last, like ComfyUI). */
 export interface ImageTensor {
@@ -49,16 +50,19 @@ export interface Audio {
 
 /**
  * A zeroed float array, charged to the running job's budget before it is allocated. Its storage
- * is shared memory, so the pixel worker (pixel-kernels.ts) can work on it without a copy.
+ * is shared memory, so the pixel worker (pixel-kernels.ts) can work on it without a copy; the
+ * engine frees it when dead (shared-storage.ts).
  */
 export function allocFloats(length: number): Float32Array {
   chargeAllocation(length * 4);
+  noteSharedAllocation(length * 4);
   return new Float32Array(new SharedArrayBuffer(length * 4));
 }
 
 /** A zeroed byte buffer, charged and shared like allocFloats. */
 export function allocBytes(length: number): Buffer {
   chargeAllocation(length);
+  noteSharedAllocation(length);
   return Buffer.from(new SharedArrayBuffer(length));
 }
 

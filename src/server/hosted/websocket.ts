@@ -297,7 +297,7 @@ export class HostedSockets {
       case "preview":
         return this.sendPreview(owner, e);
       case "log": {
-        const frame = textFrame(this.currentNode.get(e.job_id)?.id ?? "", e.text);
+        const frame = textFrame(e.node_id ?? this.currentNode.get(e.job_id)?.id ?? "", e.text);
         for (const c of this.byOwner.get(owner) ?? []) if (c.ws.readyState === c.ws.OPEN) this.write(c, frame);
         return;
       }

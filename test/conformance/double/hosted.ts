@@ -116,9 +116,11 @@ export async function handleHosted(s: State, req: Req, account: string): Promise
               ? "success"
               : s.broken("historyDeleteEndsJob") && s.outOfHistory.has(j.id)
                 ? "lost"
-                : STATUS[j.status],
+                : s.broken("nonRetryableForEveryFailure") && j.status === "failed"
+                  ? "non_retryable_error"
+                  : STATUS[j.status],
         })
-      : hostedFail(res, 404, "not_found", "Not found.");
+      : hostedFail(res, 404, "not_found", "Not found.", {}, s);
   }
   if (path === "/api/view" && method === "GET") {
     const filename = req.query.get("filename");
@@ -127,7 +129,7 @@ export async function handleHosted(s: State, req: Req, account: string): Promise
       return hostedFail(res, 400, "invalid_request", "Missing or invalid filename or type.");
     if (filename.includes("/") || filename.includes("..") || (req.query.get("subfolder") ?? "") !== "") return hostedFail(res, 403, "forbidden", "Forbidden.");
     const a = [...s.assets.values()].find((x) => x.name === filename && x.account === account);
-    if (!a) return hostedFail(res, 404, "not_found", "Not found.");
+    if (!a) return hostedFail(res, 404, "not_found", "Not found.", {}, s);
     const key = s.broken("keyInLocation") && typeof req.headers["x-api-key"] === "string" ? `&key=${req.headers["x-api-key"]}` : "";
     res.writeHead(302, { location: assetUrl(s, a, req.origin).url + key });
     return void res.end();
@@ -195,7 +197,7 @@ export async function handleHosted(s: State, req: Req, account: string): Promise
     res.writeHead(404, { "content-type": "text/plain; charset=utf-8" });
     return void res.end("404: Not Found");
   }
-  hostedFail(res, 404, "not_found", "Not found.");
+  hostedFail(res, 404, "not_found", "Not found.", {}, s);
 }
 
 function history(j: JobRec) {

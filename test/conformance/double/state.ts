@@ -38,6 +38,13 @@ export type Breakage =
   | "urlExpiresAtLate" // OUT-5: url_expires_at a day after the signed link's own expiry
   | "etagPerAsset" // AST-3: the content's ETag is the asset id, not the blob's hash
   | "createdNewAlwaysTrue" // AST-4: an upload over bytes the caller had says created_new true
+  | "outputExpiresApart" // AST-1: an output's asset record expires a retention after it was made, not with its job
+  | "nonRetryableForEveryFailure" // HOST-5: the hosted status of a job failed with node_execution_error is non_retryable_error
+  | "hostedNotFoundAsInvalid" // HOST-9: hosted 404s carry the error type invalid_request (a 400's)
+  | "previewDeclaredPng" // WS-5: a type 4 preview's metadata says image/png over JPEG bytes
+  | "previewNamesOtherNode" // WS-5: a type 4 preview names a node of the graph other than the one running
+  | "cachedNodesRun" // WS-3: execution_cached lists every node of the graph, which then all run
+  | "createdNewAcrossCallers" // AST-4: an upload over bytes only another caller had says 200, created_new false
   // Breakages that only a comparison of two observations shows (the timeline's invariants):
   | "cancelingReadsRunning" // ST-3: GET shows a canceling job (which stays canceling 200 ms) as running
   | "terminalMetricsDrift" // ST-4: GET recomputes a finished job's execution_ms on every read

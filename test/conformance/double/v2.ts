@@ -246,7 +246,8 @@ async function upload(s: State, req: Req, account: string): Promise<void> {
   const expected = form.get("expected_hash");
   if (typeof expected === "string" && expected !== hash)
     return fail(req.res, 409, "hash_mismatch", "The uploaded bytes do not match the expected hash.", { expected_hash: expected, actual_hash: hash });
-  const known = [...s.assets.values()].some((a) => a.hash === hash);
+  // Bytes are new to the caller unless the caller has them (another account's copy never counts).
+  const known = [...s.assets.values()].some((a) => a.hash === hash && (a.account === account || s.broken("createdNewAcrossCallers")));
   const name = String(form.get("file_path") ?? (file as File).name ?? "upload");
   const a = await s.addAsset({
     account,

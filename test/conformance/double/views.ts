@@ -28,7 +28,8 @@ export function fail(res: ServerResponse, status: number, code: string, message:
 }
 
 /** A hosted error in ComfyUI's shape. */
-export function hostedFail(res: ServerResponse, status: number, type: string, message: string, extra: Record<string, unknown> = {}): void {
+export function hostedFail(res: ServerResponse, status: number, type: string, message: string, extra: Record<string, unknown> = {}, s?: State): void {
+  if (s?.broken("hostedNotFoundAsInvalid") && status === 404) type = "invalid_request";
   send(res, status, { error: { type, message, details: "", extra_info: {} }, ...extra });
 }
 
@@ -62,6 +63,13 @@ export function outputView(s: State, a: Asset, origin: string): Record<string, u
   };
 }
 
+/** An output expires with its job; an upload a retention after it was made. */
+function assetExpiry(s: State, a: Asset): Date {
+  const job = a.jobId ? s.jobs.get(a.jobId) : undefined;
+  if (job && !s.broken("outputExpiresApart")) return job.expiresAt;
+  return new Date(a.createdAt.getTime() + 7 * 86_400_000);
+}
+
 /** An asset record. */
 export function assetView(s: State, a: Asset, origin: string): Record<string, unknown> {
   const contentType =
@@ -79,6 +87,7 @@ export function assetView(s: State, a: Asset, origin: string): Record<string, un
     created_at: a.createdAt.toISOString(),
     ...assetUrl(s, a, origin),
     job_id: a.jobId,
+    expires_at: iso(assetExpiry(s, a)),
     tags: [],
   };
 }

@@ -40,8 +40,11 @@ export function attachWs(s: State): (req: IncomingMessage, socket: Duplex, head:
     for (const c of conns) {
       if (c.account !== job.account) continue;
       if (c.metadata) {
+        // previewNamesOtherNode: the graph's first node other than the one running.
+        const named = s.broken("previewNamesOtherNode") ? (Object.keys(job.workflow).find((n) => n !== node) ?? node) : node;
+        const imageType = s.broken("previewDeclaredPng") ? "image/png" : "image/jpeg";
         const meta = Buffer.from(
-          JSON.stringify({ node_id: node, display_node_id: node, real_node_id: node, prompt_id: job.id, parent_node_id: null, image_type: "image/jpeg" }),
+          JSON.stringify({ node_id: named, display_node_id: named, real_node_id: named, prompt_id: job.id, parent_node_id: null, image_type: imageType }),
         );
         c.ws.send(Buffer.concat([u32(4), u32(meta.byteLength), meta, Buffer.from(jpeg)]));
       } else c.ws.send(Buffer.concat([u32(1), u32(1), Buffer.from(jpeg)]));
@@ -56,7 +59,8 @@ export function attachWs(s: State): (req: IncomingMessage, socket: Duplex, head:
     const id = job.id;
     if (status === "running") {
       to(job.account, { type: "execution_start", data: { prompt_id: id, timestamp: now() } });
-      to(job.account, { type: "execution_cached", data: { nodes: [], prompt_id: id, timestamp: now() } });
+      const cached = s.broken("cachedNodesRun") ? Object.keys(job.workflow) : [];
+      to(job.account, { type: "execution_cached", data: { nodes: cached, prompt_id: id, timestamp: now() } });
       return;
     }
     if (!job.startedAt) return; // canceled while queued: no execution messages
