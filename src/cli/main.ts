@@ -11,7 +11,7 @@ const COMMANDS: Record<string, { load: () => Promise<Run>; help: string }> = {
   serve: { load: async () => (await import("./serve.ts")).serve, help: "run the server (the same as npm start)" },
   worker: {
     load: async () => (await import("./worker.ts")).worker,
-    help: "claim and run jobs from a shared PostgreSQL database (no HTTP; API nodes: serve --no-dispatch)",
+    help: "claim and run jobs from a shared PostgreSQL database (no API; API nodes: serve --no-dispatch)",
   },
   run: { load: async () => (await import("./run.ts")).run, help: "run a workflow graph: upload inputs, submit, show progress, download outputs" },
   status: { load: async () => (await import("./jobs-commands.ts")).status, help: "show a job's status, progress, outputs and error" },

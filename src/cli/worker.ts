@@ -1,15 +1,13 @@
 // `flowgate worker`: claims queued jobs from the shared PostgreSQL database and runs them, on the
-// embedded engine or in front of ComfyUI; no HTTP. API nodes (`flowgate serve --no-dispatch`)
-// take the submissions.
+// embedded engine or in front of ComfyUI; no API (with --health, only its health checks over
+// HTTP). API nodes (`flowgate serve --no-dispatch`) take the submissions.
 import { SERVE_FLAGS, settingsLine } from "../config/config.ts";
 import { UsageError } from "./command.ts";
 import { stopWhenOrphaned } from "./parent-watch.ts";
 import { configFrom, flagLines } from "./serve.ts";
 
-/** Flags of serve that mean nothing to a worker (it does not listen, and always runs jobs). */
+/** Flags of serve that mean nothing to a worker (it serves no API, and always runs jobs); --host and --port place its --health checks. */
 const HTTP_ONLY = new Set([
-  "port",
-  "host",
   "token",
   "public-url",
   "metrics-token",
@@ -26,7 +24,7 @@ const HTTP_ONLY = new Set([
 /** Usage of `flowgate worker`. */
 export function workerUsage(): string {
   const flags = flagLines(Object.entries(SERVE_FLAGS).filter(([name]) => !HTTP_ONLY.has(name)));
-  return `Usage: flowgate worker --database-url postgres://... [flags]\n\nClaims queued jobs from the shared PostgreSQL database and runs them (no HTTP).\nEach flag can also be set by its environment variable.\n\n${flags}\n`;
+  return `Usage: flowgate worker --database-url postgres://... [flags]\n\nClaims queued jobs from the shared PostgreSQL database and runs them (no API; --health answers\nGET /healthz and /readyz on --host:--port). Each flag can also be set by its environment variable.\n\n${flags}\n`;
 }
 
 /** Runs a worker until SIGINT or SIGTERM. */
@@ -37,10 +35,11 @@ export async function worker(argv: string[]): Promise<void> {
   }
   const config = { ...configFrom(argv), dispatch: true };
   if (config.databaseUrl === null) throw new UsageError("a worker needs --database-url: it claims jobs from the PostgreSQL database the API nodes share");
-  const [{ openRuntime }, { engineAdapter }, { createEngine }] = await Promise.all([
+  const [{ openRuntime }, { engineAdapter }, { createEngine }, { serveWorkerHealth }] = await Promise.all([
     import("../runtime/runtime.ts"),
     import("../jobs/engine-adapter.ts"),
     import("./create-engine.ts"),
+    import("./worker-health.ts"),
   ]);
   const engine = createEngine(config);
   const runtime = await openRuntime(config, { engine: engineAdapter(engine), followsOthers: false }).catch(async (err: unknown) => {
@@ -54,7 +53,15 @@ export async function worker(argv: string[]): Promise<void> {
     await engine.close?.();
     throw err;
   }
+  const health = config.health
+    ? await serveWorkerHealth(runtime, config.host, config.port).catch(async (err: unknown) => {
+        await runtime.close();
+        await engine.close?.();
+        throw err;
+      })
+    : null;
   process.stdout.write(`flowgate: ${settingsLine(config)}\nflowgate: worker claiming jobs\n`);
+  if (health !== null) process.stdout.write(`flowgate: health checks on ${health.url}/healthz and ${health.url}/readyz\n`);
   // Nothing else need hold the event loop (the heartbeat is unref'd, idle connections close): stay up until a signal.
   const keepAlive = setInterval(() => undefined, 1 << 30);
   let closing = false;
@@ -72,6 +79,7 @@ export async function worker(argv: string[]): Promise<void> {
         .stopRuns(config.shutdownGraceMs)
         .then(() => runtime.close())
         .then(() => engine.close?.())
+        .then(() => health?.close())
         .then(
           () => process.exit(0),
           () => process.exit(1),

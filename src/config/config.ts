@@ -24,6 +24,8 @@ export interface Config {
   s3Endpoint: string | null;
   /** Downloads of blobs in a bucket stream through this server instead of a redirect to a presigned URL. */
   blobProxy: boolean;
+  /** `flowgate worker --health`: the worker answers GET /healthz and /readyz on host:port (serve always does). */
+  health: boolean;
   /** Redis carrying live previews between processes (PostgreSQL deployments); null = small previews as notifications. */
   redisUrl: string | null;
   /** Static bearer token of the self-hosted surface; null = open. */
@@ -123,6 +125,11 @@ export const SERVE_FLAGS = {
   "blob-proxy": {
     env: "FLOWGATE_BLOB_PROXY",
     help: "stream downloads of bucket blobs through this server instead of redirecting to presigned URLs, for buckets clients cannot reach",
+    boolean: true,
+  },
+  health: {
+    env: "FLOWGATE_HEALTH",
+    help: "worker: answer GET /healthz and /readyz on --host:--port, for a container's or a pod's health checks (default: off; serve always answers them)",
     boolean: true,
   },
   token: { env: "FLOWGATE_TOKEN", help: "static bearer token required on v2 (default: none, open)" },
@@ -281,6 +288,11 @@ export function loadConfig(argv: string[] = [], env: NodeJS.ProcessEnv = process
   if (s3Endpoint !== null && !/^https?:\/\/[^/]+/.test(s3Endpoint)) throw new Error(`--s3-endpoint must be an http(s) URL`);
   if (s3Endpoint !== null && blobStore === null) throw new Error("--s3-endpoint goes with --blob-store s3://...");
   const blobProxy = values["blob-proxy"] === true || /^(1|true|yes)$/i.test(env.FLOWGATE_BLOB_PROXY ?? "");
+  const health = values.health === true || /^(1|true|yes)$/i.test(env.FLOWGATE_HEALTH ?? "");
+  const signingKey = get("signing-key") || null;
+  // deploy/systemd/flowgate.env's placeholder: a key everyone can read signs links anyone could forge.
+  if (signingKey?.startsWith("change-me"))
+    throw new Error("--signing-key is still the placeholder of flowgate.env: set it to the output of `openssl rand -hex 32`");
   const redisUrl = get("redis-url") || null;
   if (redisUrl !== null && !/^rediss?:\/\/[^/]+/.test(redisUrl)) throw new Error("--redis-url must be a redis:// URL");
   if (redisUrl !== null && databaseUrl === null)
@@ -304,13 +316,14 @@ export function loadConfig(argv: string[] = [], env: NodeJS.ProcessEnv = process
     blobStore,
     s3Endpoint,
     blobProxy,
+    health,
     redisUrl,
     token: get("token") || null,
     publicUrl: publicUrl?.replace(/\/+$/, "") ?? null,
     queueLimit: positiveInt("queue-limit", get("queue-limit") ?? "10000"),
     concurrency: positiveInt("concurrency", get("concurrency") ?? "2"),
     retentionMs: parseDuration(get("retention") ?? "7d"),
-    signingKey: get("signing-key") || null,
+    signingKey,
     surface,
     serverlessDomain,
     creditRate,

@@ -145,6 +145,8 @@ describe("usage errors: exit 2 and the nearest name", () => {
       ["worker", "--lease", "soon"],
       ["serve", "--blob-store", "s3://b/p"],
       ["worker", "--database-url", "postgres://127.0.0.1:9/x", "--blob-store", "s3://Bucket/p"],
+      // deploy/systemd/flowgate.env's placeholder, left in: links anyone could forge.
+      ["serve", "--signing-key", "change-me-to-the-output-of-openssl-rand-hex-32"],
     ]) {
       const r = await runCli([...args, "--data-dir", join(dir, "data")]);
       expect(r.code, `${args.join(" ")}: ${r.stderr}`).toBe(2);

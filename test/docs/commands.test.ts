@@ -28,9 +28,13 @@ const PLACEHOLDER = /<([a-z][a-z -]*)>/gi;
 /** What is wrong with one simple command, or nothing. */
 function commandProblems(words: ShellWord[]): string[] {
   const args = words.slice(words.findIndex((w) => !/^[A-Z_][A-Z0-9_]*=/.test(w.text)));
-  const [name, ...rest] = args.map((w) => w.text);
+  const texts = args.map((w) => w.text);
+  const [name, ...rest] = texts[0] === "sudo" ? texts.slice(1) : texts;
   if (name === undefined || name === "export") return [];
   const problems: string[] = [];
+  // npm has no package of ours: `npm install flowgate` would fetch nothing, or a stranger's package.
+  if (name === "npm" && ["install", "i", "add"].includes(rest[0] ?? "") && rest.some((a) => /^flowgate(@.*)?$/.test(a)))
+    problems.push("flowgate is not on the npm registry: install the tarball `npm pack` makes");
   if (name === "flowgate") problems.push("a checkout has no bare `flowgate`: write `npx flowgate`");
   if (name === "curl") {
     for (const w of args.slice(1)) {
@@ -94,6 +98,8 @@ describe("the shell commands of the documentation", () => {
     expect(blockProblems("flowgate list\n")).toEqual([expect.stringContaining("npx flowgate")]);
     expect(blockProblems("npx flowgate list --lable a=b\n")).toEqual([expect.stringContaining("no flag --lable")]);
     expect(blockProblems("npx flowgate lst\n")).toEqual([expect.stringContaining('no command "lst"')]);
+    expect(blockProblems("sudo npm install flowgate @aws-sdk/client-s3\n")).toEqual([expect.stringContaining("not on the npm registry")]);
+    expect(blockProblems("npm install /tmp/flowgate-0.1.0.tgz\n")).toEqual([]);
     expect(blockProblems('curl -d \'{"a": 1}\n')[0]).toContain("bash -n");
   });
 

@@ -114,6 +114,9 @@ describe("deploy/kubernetes", () => {
     expect(api.terminationGracePeriodSeconds).toBeGreaterThan(GRACE_S + Number(container.lifecycle.preStop.exec.command[1]));
     const worker = byName("Deployment", "flowgate-worker").spec.template.spec;
     expect(worker.containers[0].args[0]).toBe("worker");
+    // The image's FLOWGATE_HEALTH=1 has a worker answer /healthz on the port the probe names.
+    expect(worker.containers[0].livenessProbe.httpGet.path).toBe("/healthz");
+    expect(worker.containers[0].ports.map((p: { containerPort: number }) => p.containerPort)).toEqual([8189]);
     expect(worker.terminationGracePeriodSeconds).toBeGreaterThan(GRACE_S);
     for (const args of [container.args, worker.containers[0].args]) expect(unknownFlags(args)).toEqual([]);
     const variables = [...Object.keys(byName("Secret", "flowgate").stringData), ...container.env.map((e: { name: string }) => e.name)];
@@ -127,6 +130,10 @@ describe("deploy/container/Containerfile", () => {
     const env = /^ENV ((?:.*\\\n)*.*)$/m.exec(text)![1]!;
     expect(unknownVariables([...env.matchAll(/([A-Z][A-Z0-9_]*)=/g)].map((m) => m[1]!))).toEqual([]);
     expect(text).toMatch(/^HEALTHCHECK .*\/healthz/m);
+    // One HEALTHCHECK for both roles: a worker answers /healthz too, on FLOWGATE_PORT.
+    expect(env).toMatch(/FLOWGATE_HEALTH=1/);
+    expect(env).toMatch(/FLOWGATE_PORT=8189/);
+    expect(text).toMatch(/^HEALTHCHECK .*127\.0\.0\.1:8189\/healthz/m);
     expect(text).toMatch(/^STOPSIGNAL SIGTERM$/m);
     expect(text).toMatch(/^ENTRYPOINT \["node", "\/opt\/flowgate\/node_modules\/flowgate\/bin\/flowgate\.js"\]$/m);
     expect(text).toMatch(/^FROM node:24-/m);
