@@ -148,8 +148,13 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
   opened.push(() => metrics.close());
   // PostgreSQL when configured (shared by every node), else the SQLite file of the data dir. Its
   // connections carry this process's tag, so that it can tell its own changes in notifications.
+  // A transaction of this process left idle past its lease (the process stopped mid-write) is ended
+  // by the server: its row locks would otherwise keep its jobs from any takeover or expiry.
   const tag = randomBytes(6).toString("hex");
-  const database = config.databaseUrl === null ? null : ({ kind: "postgres", url: config.databaseUrl, applicationName: `flowgate ${tag}` } as const);
+  const database =
+    config.databaseUrl === null
+      ? null
+      : ({ kind: "postgres", url: config.databaseUrl, applicationName: `flowgate ${tag}`, idleInTransactionMs: config.leaseMs } as const);
   const store = watchFailures(metrics.instrumentStore(await openStore(database ?? { dataDir: config.dataDir })), noteFailure);
   opened.push(() => store.close());
   const log = options.log ?? ((line: string) => void process.stderr.write(`flowgate: ${line}\n`));
