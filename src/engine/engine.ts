@@ -112,9 +112,11 @@ export interface ExecuteOptions {
   resumeOnly?: boolean;
   /**
    * Asked right before each hand-over of the run to a backend that queues it elsewhere (ComfyUI's
-   * POST /prompt): whether this process still holds the run (under leases, its lease renewed now).
-   * False: another process took it over; it is not handed over, and execute() rejects with
-   * ExecutionCancelledError. Rejects: unknown now, asked again.
+   * POST /prompt), and once more right after it: whether this process still holds the run (under
+   * leases, its lease renewed now). False before: another process took it over; it is not handed
+   * over. False after: the backend takes its copy back where it holds another one. Either way
+   * execute() rejects with ExecutionCancelledError. Rejects: unknown now (before: asked again;
+   * after: taken as held).
    */
   holdsRun?(): Promise<boolean>;
   onStart?(event: StartEvent): MaybePromise;

@@ -308,6 +308,58 @@ describe.skipIf(unavailable !== null)("a worker stopped between its claim and it
   });
 });
 
+describe.skipIf(unavailable !== null)("a worker stopped between its last lease renewal and its POST /prompt landing (PostgreSQL)", () => {
+  it("its POST lands after the worker that took the job over posted: it takes its copy back out of ComfyUI's queue, the prompt runs once", {
+    timeout: 120_000,
+  }, async () => {
+    // The first worker's POST (sent right after its renewal) reaches ComfyUI while it is stopped
+    // past its lease, and lands only once the test lets it: after the second worker's.
+    let first: CliProcess | undefined;
+    let land: (() => void) | null = null;
+    const fake = await new FakeComfyUI({
+      objectInfo: OBJECT_INFO,
+      worker: true,
+      onRequest: async (r) => {
+        if (land === null && first && r.method === "POST" && r.path === "/prompt") {
+          first.child.kill("SIGSTOP");
+          await new Promise<void>((resolve) => (land = resolve));
+        }
+      },
+    }).start();
+    cleanup.push(() => fake.stop());
+    fake.holding = true;
+    const { api } = await d.apiNode({ leaseMs: API_LEASE_MS, flags: comfyFlags(fake.url) });
+    first = await d.worker({ leaseMs: LEASE_MS, flags: comfyFlags(fake.url) });
+    cleanup.push(async () => void first!.child.kill("SIGCONT"));
+    const job = await api.submit(textGraph("stopped-after-renewal"));
+    await until(() => (land !== null ? true : undefined), "the first worker stopped, its POST on the way");
+
+    const second = await d.worker({ leaseMs: LEASE_MS, flags: comfyFlags(fake.url) });
+    await d.waitForJob(job.id, (r) => heldBy(r, second), "the second worker to take the job over");
+    await until(() => (fake.held === job.id ? true : undefined), "the second worker's copy running in ComfyUI");
+    land!();
+    await until(() => (fake.queue.pending.includes(job.id) ? true : undefined), "the first worker's copy queued behind it");
+
+    // Resumed, the first worker reads its POST's answer, finds its lease gone and takes its copy back.
+    first.child.kill("SIGCONT");
+    await waitFor(
+      () => first!.stderr(),
+      (e) => e.includes(`job ${job.id}: its prompt was posted after this worker lost the job`),
+      "the first worker to find its lease gone after its POST",
+    );
+    expect(first.stderr()).toContain("this one was taken out of its queue");
+    expect(fake.queue.pending).not.toContain(job.id);
+    fake.release();
+    const done = await api.waitJob(job.id, (j) => ["succeeded", "failed", "canceled"].includes(j.status), "the job to end", 30_000);
+    expect(done.status, JSON.stringify(done.error)).toBe("succeeded");
+    expect(heldBy(await d.job(job.id), second)).toBe(true);
+    expect(fake.calls("POST", "/prompt")).toHaveLength(2);
+    expect(fake.executions.get(job.id)).toBe(1);
+    expect(await d.outputs(job.id)).toHaveLength(1);
+    expect(await d.violations()).toEqual([]);
+  });
+});
+
 describe.skipIf(unavailable !== null)("a worker stopped inside a transaction on its job's row (PostgreSQL)", () => {
   it("its transaction ends with its lease, so the job is taken over and collected, run once, nothing of the stopped worker kept", {
     timeout: 120_000,
