@@ -119,6 +119,11 @@ export interface ExecuteOptions {
    * after: taken as held).
    */
   holdsRun?(): Promise<boolean>;
+  /**
+   * Asked once holdsRun said the run was lost after its hand-over: whether another process holds
+   * it now (took it over, and follows or hands over the backend's copy), rather than it ended.
+   */
+  takenOver?(): Promise<boolean>;
   onStart?(event: StartEvent): MaybePromise;
   /** While the graph waits in a queue of the backend's own (Engine.queuesWork): how much work is ahead of it. */
   onQueued?(ahead: number): MaybePromise;

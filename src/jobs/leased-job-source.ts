@@ -200,7 +200,12 @@ export class LeasedJobSource implements JobSource {
   /** The start of a run of a job claimed while queued: it waits in the engine's queue until the engine starts it. */
   private waitingStart(job: JobRecord, aborted: boolean, fence: RunFence): RunStart {
     this.waitingInEngine.add(job.id);
-    const hooks = { onQueued: () => undefined, onRunning: () => void this.waitingInEngine.delete(job.id), holdsRun: () => this.holds(job.id) };
+    const hooks = {
+      onQueued: () => undefined,
+      onRunning: () => void this.waitingInEngine.delete(job.id),
+      holdsRun: () => this.holds(job.id),
+      takenOver: async () => (await this.lease.leases.heldByOthers(this.lease.workerId, [job.id])).length > 0,
+    };
     return { job, aborted, fence, hooks };
   }
 

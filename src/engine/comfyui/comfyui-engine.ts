@@ -284,26 +284,34 @@ export class ComfyUIEngine implements Engine {
    * Whether this process lost the run by the time its POST landed (ExecuteOptions.holdsRun, asked
    * again): a process stopped past its lease between the renewal before its POST and the POST may
    * have posted a prompt another process took over, and posted, meanwhile. Its copy is then
-   * withdrawn where another one exists (withdraw). Unknown (the lease could not be read): held; a
-   * run that lost its lease writes nothing anyway, its writes refused.
+   * withdrawn (withdraw). Unknown (the lease could not be read): held; a run that lost its lease
+   * writes nothing anyway, its writes refused.
    */
   private async lostOncePosted(instance: Instance, promptId: string, options: ExecuteOptions): Promise<boolean> {
     if (!options.holdsRun || (await options.holdsRun().catch(() => true))) return false;
-    await this.withdraw(instance, promptId);
+    // Unknown: taken over (deleting a copy another process follows would fail its job).
+    const taken = options.takenOver ? await options.takenOver().catch(() => true) : true;
+    await this.withdraw(instance, promptId, taken);
     return true;
   }
 
   /**
-   * Takes back the copy of a prompt this process posted after it lost the job (a POST that landed
-   * after another process took the job over), when the instance holds another copy: a second one
-   * queued or running, or one finished already. ComfyUI's `POST /queue {"delete": [id]}` removes
-   * one pending copy of the id. A copy alone is left: the process holding the job follows it, or
-   * finds it when it asks before posting. Best effort: each outcome is logged.
+   * Takes back the copy of a prompt this process posted after it lost the job. Another process took
+   * the job over (`taken`): only when the instance holds another copy, a second one queued or
+   * running, or one finished already (ComfyUI's `POST /queue {"delete": [id]}` removes one pending
+   * copy of the id); a copy alone is left, as the new holder follows it or finds it when it asks
+   * before posting. The job ended (canceled meanwhile): its prompt is stopped. Best effort: each
+   * outcome is logged.
    */
-  private async withdraw(instance: Instance, promptId: string): Promise<void> {
+  private async withdraw(instance: Instance, promptId: string, taken: boolean): Promise<void> {
     const say = (what: string) => this.o.log(`job ${promptId}: its prompt was posted after this worker lost the job; ${what}`);
     try {
       const q = await instance.http.queue();
+      if (!taken) {
+        if (q.pending.includes(promptId)) await instance.http.deletePending([promptId]);
+        else if (q.running.includes(promptId)) await instance.http.interrupt(promptId);
+        return say("the job ended meanwhile: its prompt was stopped in ComfyUI");
+      }
       const copies = [...q.running, ...q.pending].filter((id) => id === promptId).length;
       const others = copies - 1 + (copies < 2 && (await instance.http.history(promptId)) !== null ? 1 : 0);
       if (others < 1) return say("it is the only copy ComfyUI holds, left to the process holding the job");
