@@ -361,7 +361,7 @@ describe.skipIf(unavailable !== null)("a worker stopped between its last lease r
 });
 
 describe.skipIf(unavailable !== null)("a worker stopped inside a transaction on its job's row (PostgreSQL)", () => {
-  it("its transaction ends with its lease, so the job is taken over and collected, run once, nothing of the stopped worker kept", {
+  it("the server ends its transaction (idle past the lease, 5 s at least), so the job is taken over and collected, run once, nothing of the stopped worker kept", {
     timeout: 120_000,
   }, async () => {
     const { fake, api, first } = await deployment();
