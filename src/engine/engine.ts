@@ -118,11 +118,18 @@ export interface ExecuteOptions {
   resumeOnly?: boolean;
   /**
    * Asked right before each hand-over of the run to a backend that queues it elsewhere (ComfyUI's
-   * POST /prompt): whether this process still holds the run (under leases, its lease renewed now).
-   * False: another process took it over; it is not handed over, and execute() rejects with
-   * ExecutionCancelledError. Rejects: unknown now, asked again.
+   * POST /prompt), and once more right after it: whether this process still holds the run (under
+   * leases, its lease renewed now). False before: another process took it over; it is not handed
+   * over. False after: the backend takes its copy back where it holds another one. Either way
+   * execute() rejects with ExecutionCancelledError. Rejects: unknown now (before: asked again;
+   * after: taken as held).
    */
   holdsRun?(): Promise<boolean>;
+  /**
+   * Asked once holdsRun said the run was lost after its hand-over: whether another process holds
+   * it now (took it over, and follows or hands over the backend's copy), rather than it ended.
+   */
+  takenOver?(): Promise<boolean>;
   onStart?(event: StartEvent): MaybePromise;
   /** While the graph waits in a queue of the backend's own (Engine.queuesWork): how much work is ahead of it. */
   onQueued?(ahead: number): MaybePromise;

@@ -62,6 +62,7 @@ async function runOnce(engine: Engine, graph: Record<string, unknown>, o: RunOpt
       ...(o.detach && detachable ? { detach: o.detach } : {}),
       extra: o.extra,
       ...(o.holdsRun ? { holdsRun: o.holdsRun } : {}),
+      ...(o.takenOver ? { takenOver: o.takenOver } : {}),
       async resolveAsset(ref) {
         const found = await o.resolveAsset(ref);
         if (!found) {

@@ -61,6 +61,8 @@ export interface RunOptions {
   detach?: AbortSignal;
   /** Whether this process still holds the run, asked before the backend hands it over (ExecuteOptions.holdsRun). */
   holdsRun?(): Promise<boolean>;
+  /** Whether another process holds the run now, asked once it was found lost (ExecuteOptions.takenOver). */
+  takenOver?(): Promise<boolean>;
   /** Per-submission secrets (`extra_data`), in memory only. */
   extra: { api_key_vendor_org?: string };
   resolveAsset(ref: { id: string }): Promise<{ bytes: Buffer; hash: string; content_type: string } | null>;

@@ -60,6 +60,8 @@ export interface QueuedRunHooks {
   onRunning(): void;
   /** Whether this process still holds the job, asked right before the engine hands the run over (its lease renewed now). */
   holdsRun?(): Promise<boolean>;
+  /** Whether another process holds the job now (took it over), asked once holdsRun said this one lost it. */
+  takenOver?(): Promise<boolean>;
 }
 
 /**
@@ -292,6 +294,7 @@ class JobRun {
       ...(this.detach ? { detach: this.detach } : {}),
       extra: this.extra,
       ...(this.hooks?.holdsRun ? { holdsRun: this.hooks.holdsRun } : {}),
+      ...(this.hooks?.takenOver ? { takenOver: this.hooks.takenOver } : {}),
       resolveAsset: (ref) => assets.readOwned(job.owner, ref.id),
       resolveUpload: (name) => assets.readUploadByName(job.owner, name),
       onStart: (e) => {

@@ -200,18 +200,24 @@ export class LeasedJobSource implements JobSource {
   /** The start of a run of a job claimed while queued: it waits in the engine's queue until the engine starts it. */
   private waitingStart(job: JobRecord, aborted: boolean, fence: RunFence): RunStart {
     this.waitingInEngine.add(job.id);
-    const hooks = { onQueued: () => undefined, onRunning: () => void this.waitingInEngine.delete(job.id), holdsRun: () => this.holds(job.id) };
+    const hooks = {
+      onQueued: () => undefined,
+      onRunning: () => void this.waitingInEngine.delete(job.id),
+      holdsRun: () => this.holds(job.id),
+      takenOver: async () => (await this.lease.leases.heldByOthers(this.lease.workerId, [job.id])).length > 0,
+    };
     return { job, aborted, fence, hooks };
   }
 
   /**
-   * Renews this worker's lease on a job now, right before its prompt goes to ComfyUI: false when
-   * another worker took it over (this one was stopped past its lease since its claim) or it ended.
+   * Renews this worker's lease on a job now, right before its prompt goes to ComfyUI and right
+   * after: false when another worker took it over (this one was stopped past its lease since its
+   * claim, or between that renewal and its POST) or it ended.
    */
   private async holds(jobId: string): Promise<boolean> {
     const { leases, workerId, leaseMs } = this.lease;
     if ((await leases.renew(workerId, [jobId], leaseMs)).has(jobId)) return true;
-    this.host.log?.(`job ${jobId}: this worker no longer holds it (another worker took it over, or it ended); its prompt is not handed to ComfyUI`);
+    this.host.log?.(`job ${jobId}: this worker no longer holds it (another worker took it over, or it ended); it hands ComfyUI nothing more`);
     return false;
   }
 

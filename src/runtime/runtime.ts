@@ -148,8 +148,20 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
   opened.push(() => metrics.close());
   // PostgreSQL when configured (shared by every node), else the SQLite file of the data dir. Its
   // connections carry this process's tag, so that it can tell its own changes in notifications.
+  // A transaction of this process left idle past its lease (the process stopped mid-write) is ended
+  // by the server: its row locks would otherwise keep its jobs from any takeover or expiry. Never
+  // under IDLE_IN_TRANSACTION_FLOOR_MS: a short lease must not end a transaction (a migration, a
+  // claim) of a process the machine did not schedule for a moment.
   const tag = randomBytes(6).toString("hex");
-  const database = config.databaseUrl === null ? null : ({ kind: "postgres", url: config.databaseUrl, applicationName: `flowgate ${tag}` } as const);
+  const database =
+    config.databaseUrl === null
+      ? null
+      : ({
+          kind: "postgres",
+          url: config.databaseUrl,
+          applicationName: `flowgate ${tag}`,
+          idleInTransactionMs: Math.max(config.leaseMs, IDLE_IN_TRANSACTION_FLOOR_MS),
+        } as const);
   const store = watchFailures(metrics.instrumentStore(await openStore(database ?? { dataDir: config.dataDir })), noteFailure);
   opened.push(() => store.close());
   const log = options.log ?? ((line: string) => void process.stderr.write(`flowgate: ${line}\n`));
@@ -374,6 +386,9 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
 
 /** Least time between two sweeps of orphan blob files. */
 const ORPHAN_SWEEP_EVERY_MS = 10 * 60_000;
+
+/** Least time the database lets a transaction of this process idle before it ends it (see the opening). */
+const IDLE_IN_TRANSACTION_FLOOR_MS = 5000;
 
 /** This process in `jobs.worker_id`: host, pid, and a random part (pids are reused). */
 function workerId(): string {

@@ -17,6 +17,12 @@ export interface PostgresOptions {
   applicationName?: string;
   /** Clock for migration bookkeeping only (default Date.now). */
   now?: () => number;
+  /**
+   * The server ends a session left idle inside a transaction this long (default: never). A process
+   * stopped mid-transaction (SIGSTOP, a frozen VM) otherwise keeps its row locks for as long as it
+   * stays stopped, and every takeover and expiry sweep, which skip locked rows, passes its jobs by.
+   */
+  idleInTransactionMs?: number;
 }
 
 const INT8_OID = 20;
@@ -44,6 +50,7 @@ export function postgresPool(options: PostgresOptions): pg.Pool {
     application_name: options.applicationName ?? "flowgate",
     connectionTimeoutMillis: 10_000,
     types: PG_TYPES,
+    ...(options.idleInTransactionMs === undefined ? {} : { idle_in_transaction_session_timeout: Math.max(1, Math.round(options.idleInTransactionMs)) }),
     ...(schema === null ? {} : { options: `-c search_path=${schema}` }),
   });
   // A connection the server ends (restart, pg_terminate_backend, network loss) must not crash the

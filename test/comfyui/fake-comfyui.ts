@@ -226,8 +226,12 @@ export class FakeComfyUI {
       return;
     }
     if (req.method === "POST" && p === "/queue") {
-      const del: string[] = rec.json?.delete ?? [];
-      this.queue.pending = this.queue.pending.filter((id) => !del.includes(id));
+      // Like ComfyUI's delete_queue_item: each id given removes the first pending copy of that id
+      // only (a prompt id queued twice leaves one copy behind).
+      for (const id of (rec.json?.delete ?? []) as string[]) {
+        const at = this.queue.pending.indexOf(id);
+        if (at >= 0) this.queue.pending.splice(at, 1);
+      }
       this.broadcastStatus();
       return void res.writeHead(200).end();
     }

@@ -4,12 +4,13 @@
 // one ComfyUI never received is submitted by the new worker. A deployment on the embedded engine
 // still fails such a job worker_lost. Real processes (an API node, `flowgate worker`s) on a fresh
 // schema, the ComfyUI double keeping its queue while they die.
+import pg from "pg";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { EmbeddedEngine } from "../../src/engine/embedded-engine.ts";
 import type { CliProcess } from "../cli/cli.ts";
 import { FaultDeployment } from "../faults/deployment.ts";
 import { delayedImageGraph } from "../fixtures/graphs.ts";
-import { adminQuery, postgresUnavailable } from "../postgres/pg.ts";
+import { adminQuery, postgresUnavailable, TEST_DATABASE_URL } from "../postgres/pg.ts";
 import { waitFor } from "../server/helpers.ts";
 import { FakeComfyUI } from "./fake-comfyui.ts";
 import { comfyFlags, textGraph, until } from "./helpers.ts";
@@ -301,6 +302,111 @@ describe.skipIf(unavailable !== null)("a worker stopped between its claim and it
     expect(fake.calls("POST", "/prompt")).toHaveLength(1);
     expect(first.stderr()).toContain(gaveUp);
     expect(fake.executions.get(job.id)).toBe(1);
+    expect((await api.job(job.id)).status).toBe("succeeded");
+    expect(await d.outputs(job.id)).toHaveLength(1);
+    expect(await d.violations()).toEqual([]);
+  });
+});
+
+describe.skipIf(unavailable !== null)("a worker stopped between its last lease renewal and its POST /prompt landing (PostgreSQL)", () => {
+  it("its POST lands after the worker that took the job over posted: it takes its copy back out of ComfyUI's queue, the prompt runs once", {
+    timeout: 120_000,
+  }, async () => {
+    // The first worker's POST (sent right after its renewal) reaches ComfyUI while it is stopped
+    // past its lease, and lands only once the test lets it: after the second worker's.
+    let first: CliProcess | undefined;
+    let land: (() => void) | null = null;
+    const fake = await new FakeComfyUI({
+      objectInfo: OBJECT_INFO,
+      worker: true,
+      onRequest: async (r) => {
+        if (land === null && first && r.method === "POST" && r.path === "/prompt") {
+          first.child.kill("SIGSTOP");
+          await new Promise<void>((resolve) => (land = resolve));
+        }
+      },
+    }).start();
+    cleanup.push(() => fake.stop());
+    fake.holding = true;
+    const { api } = await d.apiNode({ leaseMs: API_LEASE_MS, flags: comfyFlags(fake.url) });
+    first = await d.worker({ leaseMs: LEASE_MS, flags: comfyFlags(fake.url) });
+    cleanup.push(async () => void first!.child.kill("SIGCONT"));
+    const job = await api.submit(textGraph("stopped-after-renewal"));
+    await until(() => (land !== null ? true : undefined), "the first worker stopped, its POST on the way");
+
+    const second = await d.worker({ leaseMs: LEASE_MS, flags: comfyFlags(fake.url) });
+    await d.waitForJob(job.id, (r) => heldBy(r, second), "the second worker to take the job over");
+    await until(() => (fake.held === job.id ? true : undefined), "the second worker's copy running in ComfyUI");
+    land!();
+    await until(() => (fake.queue.pending.includes(job.id) ? true : undefined), "the first worker's copy queued behind it");
+
+    // Resumed, the first worker reads its POST's answer, finds its lease gone and takes its copy back.
+    first.child.kill("SIGCONT");
+    await waitFor(
+      () => first!.stderr(),
+      (e) => e.includes(`job ${job.id}: its prompt was posted after this worker lost the job`),
+      "the first worker to find its lease gone after its POST",
+    );
+    expect(first.stderr()).toContain("this one was taken out of its queue");
+    expect(fake.queue.pending).not.toContain(job.id);
+    fake.release();
+    const done = await api.waitJob(job.id, (j) => ["succeeded", "failed", "canceled"].includes(j.status), "the job to end", 30_000);
+    expect(done.status, JSON.stringify(done.error)).toBe("succeeded");
+    expect(heldBy(await d.job(job.id), second)).toBe(true);
+    expect(fake.calls("POST", "/prompt")).toHaveLength(2);
+    expect(fake.executions.get(job.id)).toBe(1);
+    expect(await d.outputs(job.id)).toHaveLength(1);
+    expect(await d.violations()).toEqual([]);
+  });
+});
+
+describe.skipIf(unavailable !== null)("a worker stopped inside a transaction on its job's row (PostgreSQL)", () => {
+  it("the server ends its transaction (idle past the lease, 5 s at least), so the job is taken over and collected, run once, nothing of the stopped worker kept", {
+    timeout: 120_000,
+  }, async () => {
+    const { fake, api, first } = await deployment();
+    fake.holding = true;
+    const job = await api.submit(textGraph("stopped-mid-write"));
+    await until(() => (fake.held === job.id ? true : undefined), "the prompt running in ComfyUI");
+    await d.waitForJob(job.id, (r) => r.status === "running" && heldBy(r, first), "the job running on the first worker");
+    // The test holds the assets table: the first worker's write of the output, which locks its
+    // job's row first, waits there; stopped while it waits, it stays inside that transaction.
+    const locker = new pg.Client({ connectionString: TEST_DATABASE_URL });
+    await locker.connect();
+    cleanup.push(() => locker.end());
+    await locker.query("BEGIN");
+    await locker.query(`LOCK TABLE ${d.schema}.assets IN EXCLUSIVE MODE`);
+    fake.release();
+    await waitFor(
+      () =>
+        adminQuery(
+          `SELECT count(*)::int AS n FROM pg_locks l JOIN pg_class c ON c.oid = l.relation JOIN pg_namespace s ON s.oid = c.relnamespace
+            WHERE NOT l.granted AND c.relname = 'assets' AND s.nspname = $1`,
+          [d.schema],
+        ),
+      (rows) => Number(rows[0]!.n) > 0,
+      "the first worker's output write to wait for the assets table",
+      30_000,
+    );
+    first.child.kill("SIGSTOP");
+    cleanup.push(async () => void first.child.kill("SIGCONT"));
+    await locker.query("ROLLBACK");
+
+    const second = await d.worker({ leaseMs: LEASE_MS, flags: comfyFlags(fake.url) });
+    await d.waitForJob(job.id, (r) => heldBy(r, second), "the second worker to take the job over");
+    const done = await api.waitJob(job.id, (j) => ["succeeded", "failed", "canceled"].includes(j.status), "the job to end", 30_000);
+    expect(done.status, JSON.stringify(done.error)).toBe("succeeded");
+    expectTimesOfDouble(done, fake);
+
+    // Resumed, the first worker finds its transaction ended and the job taken over: it writes nothing.
+    first.child.kill("SIGCONT");
+    await waitFor(
+      () => first.stderr(),
+      (err) => err.includes(`job ${job.id}: another worker took it over`) || err.includes(`job ${job.id}: a write of its run was refused`),
+      "the first worker to let the job go",
+    );
+    expect(fake.executions.get(job.id)).toBe(1);
+    expect(fake.calls("POST", "/prompt")).toHaveLength(1);
     expect((await api.job(job.id)).status).toBe("succeeded");
     expect(await d.outputs(job.id)).toHaveLength(1);
     expect(await d.violations()).toEqual([]);

@@ -56,6 +56,8 @@ export interface ComfyUIEngineOptions {
   http?: Partial<HttpTimeouts>;
   /** Test seams of the socket: the jitter's random numbers and the reconnect scheduler. */
   socket?: Pick<SocketTimings, "random" | "schedule">;
+  /** Where the backend says what an operator should know (default: standard error, `flowgate: ` first). */
+  log?: (line: string) => void;
 }
 
 /** What a run submits, once or again on another instance. */
@@ -98,6 +100,7 @@ export class ComfyUIEngine implements Engine {
       pingIntervalMs: 30_000,
       probeTimeoutMs: 3_000,
       outputDirs: [],
+      log: (line) => void process.stderr.write(`flowgate: ${line}\n`),
       ...options,
     };
     const dirs = this.o.outputDirs;
@@ -242,6 +245,7 @@ export class ComfyUIEngine implements Engine {
         phase = "post";
         const connectionAtPost = instance.connection;
         const accepted = await instance.http.postPrompt(body);
+        if (await this.lostOncePosted(instance, promptId, options)) throw new ExecutionCancelledError();
         run = this.newRun(instance, g, nodes, options, secrets, connectionAtPost);
         run.accepted(accepted.prompt_id);
         // Everything queued there at the probe is ahead of it; the reconcile refines this.
@@ -257,6 +261,7 @@ export class ComfyUIEngine implements Engine {
         if (phase === "post" && err instanceof ComfyUnreachableError && !err.notSent) {
           const held = await this.askAgain(instance, promptId, signal, deadline);
           if (held) {
+            if (await this.lostOncePosted(instance, promptId, options)) throw new ExecutionCancelledError();
             run = this.adopt(instance, held, promptId, g, registry, options, secrets);
             continue;
           }
@@ -273,6 +278,49 @@ export class ComfyUIEngine implements Engine {
       }
     }
     return run;
+  }
+
+  /**
+   * Whether this process lost the run by the time its POST landed (ExecuteOptions.holdsRun, asked
+   * again): a process stopped past its lease between the renewal before its POST and the POST may
+   * have posted a prompt another process took over, and posted, meanwhile. Its copy is then
+   * withdrawn (withdraw). Unknown (the lease could not be read): held; a run that lost its lease
+   * writes nothing anyway, its writes refused.
+   */
+  private async lostOncePosted(instance: Instance, promptId: string, options: ExecuteOptions): Promise<boolean> {
+    if (!options.holdsRun || (await options.holdsRun().catch(() => true))) return false;
+    // Unknown: taken over (deleting a copy another process follows would fail its job).
+    const taken = options.takenOver ? await options.takenOver().catch(() => true) : true;
+    await this.withdraw(instance, promptId, taken);
+    return true;
+  }
+
+  /**
+   * Takes back the copy of a prompt this process posted after it lost the job. Another process took
+   * the job over (`taken`): only when the instance holds another copy, a second one queued or
+   * running, or one finished already (ComfyUI's `POST /queue {"delete": [id]}` removes one pending
+   * copy of the id); a copy alone is left, as the new holder follows it or finds it when it asks
+   * before posting. The job ended (canceled meanwhile): its prompt is stopped. Best effort: each
+   * outcome is logged.
+   */
+  private async withdraw(instance: Instance, promptId: string, taken: boolean): Promise<void> {
+    const say = (what: string) => this.o.log(`job ${promptId}: its prompt was posted after this worker lost the job; ${what}`);
+    try {
+      const q = await instance.http.queue();
+      if (!taken) {
+        if (q.pending.includes(promptId)) await instance.http.deletePending([promptId]);
+        else if (q.running.includes(promptId)) await instance.http.interrupt(promptId);
+        return say("the job ended meanwhile: its prompt was stopped in ComfyUI");
+      }
+      const copies = [...q.running, ...q.pending].filter((id) => id === promptId).length;
+      const others = copies - 1 + (copies < 2 && (await instance.http.history(promptId)) !== null ? 1 : 0);
+      if (others < 1) return say("it is the only copy ComfyUI holds, left to the process holding the job");
+      if (!q.pending.includes(promptId)) return say("ComfyUI started it already: it runs a second time");
+      await instance.http.deletePending([promptId]);
+      say("ComfyUI holds another copy: this one was taken out of its queue");
+    } catch (err) {
+      say(`ComfyUI could not be asked whether it holds another copy (${(err as Error).message}): it may run a second time`);
+    }
   }
 
   /**
