@@ -1,7 +1,7 @@
 // Sequences, not only single calls: a model-based check (fast-check's fc.commands and
 // fc.asyncModelRun) drives random sequences of submit (with and without an idempotency key, with
-// and without a label), get, cancel, list (label filter, page size, cursors to the end), reads
-// of unknown ids, and uploads, from-hash, asset reads, deletes and range downloads over a few
+// and without a label), get, cancel, a stream followed to its end, list (label filter, page size,
+// cursors to the end), reads of unknown ids, and uploads, from-hash, asset reads, deletes and range downloads over a few
 // blobs of the sequence's own, against a small model of the caller's jobs and assets, and checks
 // every answer against it.
 // `--explore N` sequences (0: off), seeded (`--seed`); a failing sequence is shrunk and printed as
@@ -10,6 +10,7 @@ import type { AsyncCommand } from "fast-check";
 import { check, type T } from "../../check.ts";
 import { TERMINAL } from "../../machinery/contract.ts";
 import type { Exchange } from "../../machinery/http.ts";
+import { EventStream } from "../../machinery/stream.ts";
 import { RUN_LABEL } from "../support/jobs.ts";
 import { blake3Of, codeOf, deepEqual, multipart, pngBytes } from "../support/support.ts";
 import { nonce, simpleGraph } from "../support/workflows.ts";
@@ -128,6 +129,39 @@ class OnJob implements Cmd {
     if (TERMINAL.has(status)) job.terminal = status;
   }
   toString = () => `${this.op}(job ${this.index})`;
+}
+
+/** Follows a job's event stream to its terminal status event. */
+class StreamJob implements Cmd {
+  readonly index: number;
+  constructor(index: number) {
+    this.index = index;
+  }
+  check = (m: Readonly<Model>) => m.jobs.length > 0;
+  async run(m: Model, r: Real): Promise<void> {
+    const job = m.jobs[this.index % m.jobs.length]!;
+    r.requests.push(`GET /api/v2/jobs/${job.id}/events (read to its terminal status)`);
+    const { stream, ex } = await EventStream.open(r.t.http, r.t.http.url(`/api/v2/jobs/${job.id}/events`));
+    expectThat(!!stream, `the event stream of the caller's job ${job.id} did not open`, ex);
+    try {
+      const ms = r.t.options.jobTimeoutMs;
+      const isEnd = (e: { event: string; json: unknown }) => e.event === "status" && TERMINAL.has(String((e.json as { status?: unknown } | undefined)?.status));
+      const end = await stream.waitFor(isEnd, ms);
+      const statuses = stream.statuses();
+      expectThat(!!end, `the event stream of job ${job.id} showed no terminal status within ${ms} ms (statuses ${statuses.join(", ")})`);
+      const status = String((end.json as { status: unknown }).status);
+      // A stream opened on a finished job starts with its terminal status, the one every view showed.
+      if (job.terminal)
+        expectThat(
+          statuses[0] === job.terminal && status === job.terminal,
+          `job ${job.id} read ${job.terminal} before; its stream then showed ${statuses.join(", ")}`,
+        );
+      job.terminal = status;
+    } finally {
+      stream.close();
+    }
+  }
+  toString = () => `stream(job ${this.index})`;
 }
 
 class List implements Cmd {
@@ -286,7 +320,7 @@ function replayable(requests: readonly string[]): string[] {
 
 export default [
   check(
-    "GET-1 random sequences of submit, get, cancel, list, upload, from-hash, asset reads, deletes and ranges agree with a model of the caller's jobs and assets (--explore N)",
+    "GET-1 random sequences of submit, get, cancel, stream, list, upload, from-hash, asset reads, deletes and ranges agree with a model of the caller's jobs and assets (--explore N)",
     { when: (r) => (r.options.explore > 0 ? undefined : "exploring is off (--explore 0)"), timeoutMs: 600_000 },
     async (t: T) => {
       t.need(t.run.caps.labels, "the surface takes no labels, which scope the sequences' listings to their own jobs");
@@ -296,19 +330,27 @@ export default [
       const submit = fc
         .record({ key: fc.constantFrom("none", "new", "reuse"), label: fc.constantFrom(null, "a", "b") })
         .map((p) => new Submit(p.key, p.label) as Cmd);
-      // Submissions three times as likely as each other command: listings then see pages of several jobs.
+      const upload = fc.nat(1).map((b) => new Upload(b) as Cmd);
+      const fromHash = fc.nat(1).map((b) => new FromHash(b) as Cmd);
+      const onAsset = fc
+        .tuple(fc.constantFrom("get", "delete", "range"), fc.nat(3), fc.nat(200), fc.integer({ min: 1, max: 64 }))
+        .map(([op, i, start, length]) => new OnAsset(op, i, start, length) as Cmd);
+      // Submissions three times as likely as each other job command: listings then see pages of
+      // several jobs; from-hash and the asset operations twice as likely as an upload, so that
+      // they often meet assets the sequence made (and deleted).
       const commands = [
         submit,
         submit,
         submit,
         fc.tuple(fc.constantFrom("get", "cancel"), fc.nat(15)).map(([op, i]) => new OnJob(op, i) as Cmd),
+        fc.nat(15).map((i) => new StreamJob(i) as Cmd),
         fc.record({ label: fc.constantFrom(null, "a", "b"), limit: fc.integer({ min: 1, max: 3 }) }).map((p) => new List(p.label, p.limit) as Cmd),
         fc.constant(new GetUnknown() as Cmd),
-        fc.nat(1).map((b) => new Upload(b) as Cmd),
-        fc.nat(1).map((b) => new FromHash(b) as Cmd),
-        fc
-          .tuple(fc.constantFrom("get", "delete", "range"), fc.nat(3), fc.nat(200), fc.integer({ min: 1, max: 64 }))
-          .map(([op, i, start, length]) => new OnAsset(op, i, start, length) as Cmd),
+        upload,
+        fromHash,
+        fromHash,
+        onAsset,
+        onAsset,
       ];
       let sequences = 0;
       const runOne = async (cmds: Iterable<Cmd>, requests: string[]) => {
