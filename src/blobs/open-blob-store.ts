@@ -13,6 +13,8 @@ export interface BlobStoreConfig {
   blobStore: string | null;
   /** Endpoint of an S3-compatible service; null = AWS. */
   s3Endpoint: string | null;
+  /** Bound of one request to the bucket and of one upload's requests together, in ms (default: the store's, 60 s). */
+  blobRequestMs?: number;
 }
 
 /** The AWS SDK's packages: optional peer dependencies, installed only by those who use a bucket. */
@@ -30,7 +32,8 @@ export async function openBlobStore(config: BlobStoreConfig, loadS3: S3BackendLo
     const { S3BlobStore } = await loadS3().catch((err: unknown) => {
       throw isMissingAwsSdk(err) ? new MissingPackageError(`--blob-store ${config.blobStore}`, AWS_SDK_PACKAGES) : err;
     });
-    return S3BlobStore.open({ location, endpoint: config.s3Endpoint });
+    const bounds = config.blobRequestMs === undefined ? {} : { requestBoundMs: config.blobRequestMs, putBoundMs: config.blobRequestMs };
+    return S3BlobStore.open({ location, endpoint: config.s3Endpoint, ...bounds });
   }
   return FileBlobStore.open(config.dataDir, config.blobDir === null ? {} : { root: config.blobDir });
 }

@@ -76,6 +76,8 @@ export interface Config {
   reaperIntervalMs: number;
   /** Longest wait of a running job's output for unavailable blob storage before the job fails, in ms. */
   blobWaitMs: number;
+  /** Longest wait for one request to the bucket, and for all the requests of one upload, in ms. */
+  blobRequestMs: number;
   /** On SIGTERM/SIGINT, how long running jobs may finish before they are stopped; 0 stops them at once. */
   shutdownGraceMs: number;
   /** Log level of the server's JSON log. */
@@ -343,6 +345,7 @@ export function loadConfig(argv: string[] = [], env: NodeJS.ProcessEnv = process
     logLimitBytes: 64 * 1024,
     reaperIntervalMs: 60_000,
     blobWaitMs: 60_000,
+    blobRequestMs: 60_000,
     shutdownGraceMs: parseDuration(get("shutdown-grace") ?? "25s", { allowZero: true }),
     logLevel,
     logFormat: logFormat as Config["logFormat"],

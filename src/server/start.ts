@@ -30,7 +30,11 @@ export async function startServer(config: Config, engine: EnginePort, options: {
     : {
         // A terminal is for a person: requests are listed only when asked (--log-level info).
         level: config.logLevel ?? (pretty ? "warn" : "info"),
-        serializers: { req: (req: { method: string; url: string }) => ({ method: req.method, path: req.url.split("?")[0] }) },
+        serializers: {
+          req: (req: { method: string; url: string }) => ({ method: req.method, path: req.url.split("?")[0] }),
+          // The failure log passes what it means to say (a stack, or none for an outage); pino's own would recast it.
+          err: (err: unknown) => (err instanceof Error ? pino.stdSerializers.err(err) : err),
+        },
         // JSON lines leave through the thread pool, not a blocking write each; pino flushes what
         // is left when the process exits (a SIGKILL can lose the lines of the write under way).
         stream: pretty ? prettyStream(process.stdout) : pino.destination({ dest: 1, sync: false }),

@@ -2,7 +2,8 @@
 // job starts (each would fail upstream_error at its first output), a running job's output commit
 // waits for the bucket (bounded: past the bound the job ends upstream_error), and everything
 // resumes by itself once the bucket answers. A frozen bucket (connections accepted, never
-// answered) leaves readiness answering within its own short bound.
+// answered) leaves readiness answering within its own short bound, and uploads and output
+// commits giving up within theirs.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { randomBytes } from "node:crypto";
 import { Gates } from "../fixtures/gate-node.ts";
@@ -33,7 +34,7 @@ afterEach(async () => {
 });
 
 /** A server on the bucket through a proxy the test cuts, with gates its jobs can wait at. */
-async function serve(gates: Gates, config: { blobWaitMs?: number } = {}): Promise<TestServer> {
+async function serve(gates: Gates, config: { blobWaitMs?: number; blobRequestMs?: number } = {}): Promise<TestServer> {
   proxy = await startBucketProxy(bucket.endpoint!);
   server = await startTestServer({
     flags: ["--blob-store", `${bucket.url}${unique("outage")}/`, "--s3-endpoint", proxy.endpoint, "--concurrency", "2"],
@@ -138,5 +139,27 @@ describe.skipIf(!plainHttp)("a bucket outage", () => {
     );
     const up = await upload(s.api, [{ name: "file", file: randomBytes(1000), filename: "after.bin" }]);
     expect(up.status, up.text).toBe(201);
+  });
+
+  it("a frozen bucket: an upload and a running job's output commit give up at their bounds with the contract's error", async () => {
+    const gates = new Gates();
+    const s = await serve(gates, { blobRequestMs: 1_500, blobWaitMs: 1_500 });
+    const job = await s.api.submit(gatedImage("hold"));
+    await s.api.waitJob(job.id, (j) => j.status === "running", "running");
+    proxy!.hold(() => true);
+    gates.open("hold"); // the output comes now, into the freeze
+    const refused = await upload(s.api, [{ name: "file", file: randomBytes(1000), filename: "frozen.bin" }]);
+    expect(refused.status, refused.text).toBe(500);
+    expect(refused.body.error.code).toBe("upstream_error");
+    expect(refused.headers.get("retry-after"), "an answer caused by the freeze says when to retry").toMatch(/^\d+$/);
+    const failed = await s.api.waitTerminal(job.id, 30_000);
+    expect(failed.status).toBe("failed");
+    expect(failed.error.code).toBe("upstream_error");
+    proxy!.drop();
+    await waitFor(
+      () => s.api.get("/readyz"),
+      (r) => r.status === 200,
+      "ready again",
+    );
   });
 });

@@ -1,7 +1,8 @@
 // A flowgate process (`flowgate serve`, a child, so that its memory is its own) on a bucket:
 // a 300 MB upload and the 300 MB download of it (--blob-proxy: through the server) stream
 // through with its resident memory growing by less than 64 MB; a server SIGKILLed in the middle
-// of an upload leaves no object and no record. The bucket is s3rver on loopback in this process
+// of an upload leaves no object and no record; a bucket outage is logged once, without a stack,
+// however many requests it fails. The bucket is s3rver on loopback in this process
 // (test-bucket.ts; it does not verify signatures), or FLOWGATE_TEST_S3_BUCKET's endpoint.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { request } from "node:http";
@@ -182,4 +183,33 @@ describe.skipIf(!linux || !plainHttp)("a flowgate process on a bucket", () => {
       await again.exited;
     }
   }, 300_000);
+
+  it("a bucket outage is logged once and without a stack, however many uploads it fails; each answers 500 with Retry-After", async () => {
+    const server = await serve("outage-log/");
+    try {
+      proxy.cut();
+      for (let i = 0; i < 5; i++) {
+        const form = new FormData();
+        form.append("file", new Blob([`during the outage ${i}`]), `outage-${i}.bin`);
+        const res = await fetch(`${server.url}/api/v2/assets`, { method: "POST", headers: { authorization: `Bearer ${TOKEN}` }, body: form });
+        expect(res.status, await res.text()).toBe(500);
+        expect(res.headers.get("retry-after")).toMatch(/^\d+$/);
+      }
+      proxy.heal();
+      await waitFor(
+        () => fetch(`${server.url}/readyz`),
+        (r) => r.status === 200,
+        "ready again",
+      );
+      const log = server.output();
+      expect(log).not.toContain("unexpected failure");
+      expect(log).not.toMatch(/"stack":"[^"]/);
+      expect(log.match(/a dependency is unavailable/g)?.length ?? 0).toBeLessThanOrEqual(1);
+      expect(log.match(/blob storage is unavailable/g)).toHaveLength(1);
+    } finally {
+      proxy.heal();
+      server.child.kill("SIGKILL");
+      await server.exited;
+    }
+  }, 120_000);
 });

@@ -1,7 +1,9 @@
 // Sequences, not only single calls: a model-based check (fast-check's fc.commands and
 // fc.asyncModelRun) drives random sequences of submit (with and without an idempotency key, with
-// and without a label), get, cancel, list (label filter, page size, cursors to the end) and reads
-// of unknown ids against a small model of the caller's jobs, and checks every answer against it.
+// and without a label), get, cancel, list (label filter, page size, cursors to the end), reads
+// of unknown ids, and uploads, from-hash, asset reads, deletes and range downloads over a few
+// blobs of the sequence's own, against a small model of the caller's jobs and assets, and checks
+// every answer against it.
 // `--explore N` sequences (0: off), seeded (`--seed`); a failing sequence is shrunk and printed as
 // a list of requests that replays it.
 import type { AsyncCommand } from "fast-check";
@@ -9,8 +11,8 @@ import { check, type T } from "../../check.ts";
 import { TERMINAL } from "../../machinery/contract.ts";
 import type { Exchange } from "../../machinery/http.ts";
 import { RUN_LABEL } from "../support/jobs.ts";
-import { codeOf, deepEqual } from "../support/support.ts";
-import { simpleGraph } from "../support/workflows.ts";
+import { blake3Of, codeOf, deepEqual, multipart, pngBytes } from "../support/support.ts";
+import { nonce, simpleGraph } from "../support/workflows.ts";
 
 interface ModelJob {
   id: string;
@@ -19,11 +21,26 @@ interface ModelJob {
   terminal?: string;
 }
 
-/** The model: the caller's jobs of this sequence, oldest first, and the keys submissions claimed. */
+interface ModelAsset {
+  id: string;
+  /** Which of the sequence's blobs it is over. */
+  blob: number;
+  deleted: boolean;
+}
+
+/**
+ * The model: the caller's jobs of this sequence, oldest first, the keys submissions claimed, and
+ * the assets of its uploads and from-hash calls (none where uploads are not offered).
+ */
 interface Model {
   jobs: ModelJob[];
   keys: string[];
+  assets: ModelAsset[];
+  uploadsOff?: boolean;
 }
+
+/** Whether the caller holds a live asset over a blob: then its bytes are known to it, and from-hash may use them. */
+const holds = (m: Readonly<Model>, blob: number) => m.assets.some((a) => a.blob === blob && !a.deleted);
 
 /** The surface, and the requests this sequence sent (for the replayable listing). */
 interface Real {
@@ -31,6 +48,9 @@ interface Real {
   /** Label value shared by the jobs of one sequence, so that listings see only them. */
   tag: string;
   requests: string[];
+  /** Bytes no other sequence uses, and their blake3 hashes. */
+  blobs: Uint8Array[];
+  hashes: string[];
 }
 
 type Cmd = AsyncCommand<Model, Real>;
@@ -149,6 +169,110 @@ class GetUnknown implements Cmd {
   toString = () => "get(unknown id)";
 }
 
+/** POST /api/v2/assets of one of the sequence's blobs. */
+class Upload implements Cmd {
+  readonly blob: number;
+  constructor(blob: number) {
+    this.blob = blob;
+  }
+  check = (m: Readonly<Model>) => !m.uploadsOff;
+  async run(m: Model, r: Real): Promise<void> {
+    const { body, contentType } = multipart([{ name: "file", value: r.blobs[this.blob]!, filename: "explore.png", contentType: "image/png" }]);
+    r.requests.push(`POST /api/v2/assets (multipart: file = blob ${this.blob}, ${r.hashes[this.blob]})`);
+    const ex = await r.t.http.request("POST", r.t.http.url("/api/v2/assets"), { body, headers: { "content-type": contentType }, note: "explore" });
+    if (ex.status === 404 || ex.status === 405) {
+      m.uploadsOff = true; // uploads are open in the contract
+      return;
+    }
+    const body2 = ex.json as { id?: unknown; hash?: unknown; created_new?: unknown };
+    const known = holds(m, this.blob);
+    expectThat(ex.status === (known ? 200 : 201), `an upload of bytes the caller ${known ? "holds" : "does not hold"} did not answer ${known ? 200 : 201}`, ex);
+    if (body2.created_new !== undefined) expectThat(body2.created_new === !known, `an upload answered created_new ${String(body2.created_new)}`, ex);
+    expectThat(body2.hash === null || body2.hash === r.hashes[this.blob], "the upload's hash is not the blake3 of its bytes", ex);
+    m.assets.push({ id: String(body2.id), blob: this.blob, deleted: false });
+  }
+  toString = () => `upload(blob ${this.blob})`;
+}
+
+/** POST /api/v2/assets/from-hash with one of the sequence's blobs. */
+class FromHash implements Cmd {
+  readonly blob: number;
+  constructor(blob: number) {
+    this.blob = blob;
+  }
+  check = (m: Readonly<Model>) => !m.uploadsOff;
+  async run(m: Model, r: Real): Promise<void> {
+    const ex = await send(r, "POST", "/api/v2/assets/from-hash", { hash: r.hashes[this.blob] });
+    if (!holds(m, this.blob)) {
+      expectThat(
+        ex.status === 404 && codeOf(ex.json) === "blob_not_found",
+        `from-hash of blob ${this.blob}, over which the caller holds no asset, did not answer 404 blob_not_found`,
+        ex,
+      );
+      return;
+    }
+    expectThat(ex.status === 200 || ex.status === 201, `from-hash of blob ${this.blob}, which the caller holds, did not answer 200 or 201`, ex);
+    const body = ex.json as { id?: unknown; hash?: unknown; created_new?: unknown };
+    expectThat(body.hash === null || body.hash === r.hashes[this.blob], "from-hash answered an asset over other bytes", ex);
+    if (body.created_new !== undefined) expectThat(body.created_new === false, "from-hash answered created_new true (always false)", ex);
+    if (!m.assets.some((a) => a.id === body.id)) m.assets.push({ id: String(body.id), blob: this.blob, deleted: false });
+  }
+  toString = () => `fromHash(blob ${this.blob})`;
+}
+
+/** Reads, deletes or downloads a range of an asset of the sequence (by index from the newest, modulo the assets so far). */
+class OnAsset implements Cmd {
+  readonly op: "get" | "delete" | "range";
+  readonly index: number;
+  readonly start: number;
+  readonly length: number;
+  constructor(op: "get" | "delete" | "range", index: number, start = 0, length = 1) {
+    this.op = op;
+    this.index = index;
+    this.start = start;
+    this.length = length;
+  }
+  check = (m: Readonly<Model>) => m.assets.length > 0;
+  async run(m: Model, r: Real): Promise<void> {
+    // Counted from the newest: a sequence's later commands mostly concern what it just made.
+    const a = m.assets[m.assets.length - 1 - (this.index % m.assets.length)]!;
+    const bytes = r.blobs[a.blob]!;
+    if (this.op === "range") return this.range(a, bytes, r);
+    const ex = await send(r, this.op === "get" ? "GET" : "DELETE", `/api/v2/assets/${a.id}`);
+    if (a.deleted) {
+      expectThat(ex.status === 404 && codeOf(ex.json) === "not_found", `${this.op} of asset ${a.id}, deleted before, did not answer 404 not_found`, ex);
+      return;
+    }
+    if (this.op === "delete") {
+      expectThat(ex.status === 204, `delete of the caller's upload ${a.id} did not answer 204`, ex);
+      a.deleted = true;
+      return;
+    }
+    const body = ex.json as { id?: unknown; hash?: unknown; size_bytes?: unknown };
+    expectThat(ex.status === 200 && body.id === a.id, `get of the caller's asset ${a.id} did not answer it`, ex);
+    expectThat(body.size_bytes === bytes.byteLength && (body.hash === null || body.hash === r.hashes[a.blob]), `asset ${a.id} is not the bytes uploaded`, ex);
+  }
+
+  private async range(a: ModelAsset, bytes: Uint8Array, r: Real): Promise<void> {
+    const first = this.start % bytes.byteLength;
+    const last = Math.min(bytes.byteLength - 1, first + this.length - 1);
+    const headers = { range: `bytes=${first}-${last}` };
+    r.requests.push(`GET /api/v2/assets/${a.id}/content -H 'range: ${headers.range}'`);
+    let ex = await r.t.http.request("GET", r.t.http.url(`/api/v2/assets/${a.id}/content`), { headers, note: "explore" });
+    // As production does, the content may redirect to a link that needs no credentials.
+    const location = ex.headers.get("location");
+    if (ex.status >= 300 && ex.status < 400 && location)
+      ex = await r.t.http.request("GET", new URL(location, ex.url).toString(), { auth: "none", raw: true, headers, note: "explore" });
+    if (a.deleted) {
+      expectThat(ex.status === 404, `the content of asset ${a.id}, deleted before, did not answer 404`, ex);
+      return;
+    }
+    expectThat(ex.status === 206, `Range ${headers.range} of asset ${a.id} (${bytes.byteLength} bytes) did not answer 206`, ex);
+    expectThat(deepEqual([...ex.bytes], [...bytes.subarray(first, last + 1)]), `Range ${headers.range} of asset ${a.id} answered other bytes`, ex);
+  }
+  toString = () => (this.op === "range" ? `range(asset ${this.index}, from ${this.start}, ${this.length} bytes)` : `${this.op}Asset(asset ${this.index})`);
+}
+
 /** Ids (jobs, idempotency keys) of a sequence replaced by $ID1, $ID2... in order of appearance, so the listing replays. */
 function replayable(requests: readonly string[]): string[] {
   const ids = new Map<string, string>();
@@ -162,7 +286,7 @@ function replayable(requests: readonly string[]): string[] {
 
 export default [
   check(
-    "GET-1 random sequences of submit, get, cancel and list agree with a model of the caller's jobs (--explore N)",
+    "GET-1 random sequences of submit, get, cancel, list, upload, from-hash, asset reads, deletes and ranges agree with a model of the caller's jobs and assets (--explore N)",
     { when: (r) => (r.options.explore > 0 ? undefined : "exploring is off (--explore 0)"), timeoutMs: 600_000 },
     async (t: T) => {
       t.need(t.run.caps.labels, "the surface takes no labels, which scope the sequences' listings to their own jobs");
@@ -172,18 +296,27 @@ export default [
       const submit = fc
         .record({ key: fc.constantFrom("none", "new", "reuse"), label: fc.constantFrom(null, "a", "b") })
         .map((p) => new Submit(p.key, p.label) as Cmd);
-      // Submissions twice as likely as each other command: listings then see pages of several jobs.
+      // Submissions three times as likely as each other command: listings then see pages of several jobs.
       const commands = [
+        submit,
         submit,
         submit,
         fc.tuple(fc.constantFrom("get", "cancel"), fc.nat(15)).map(([op, i]) => new OnJob(op, i) as Cmd),
         fc.record({ label: fc.constantFrom(null, "a", "b"), limit: fc.integer({ min: 1, max: 3 }) }).map((p) => new List(p.label, p.limit) as Cmd),
         fc.constant(new GetUnknown() as Cmd),
+        fc.nat(1).map((b) => new Upload(b) as Cmd),
+        fc.nat(1).map((b) => new FromHash(b) as Cmd),
+        fc
+          .tuple(fc.constantFrom("get", "delete", "range"), fc.nat(3), fc.nat(200), fc.integer({ min: 1, max: 64 }))
+          .map(([op, i, start, length]) => new OnAsset(op, i, start, length) as Cmd),
       ];
       let sequences = 0;
       const runOne = async (cmds: Iterable<Cmd>, requests: string[]) => {
-        const real: Real = { t, tag: `${t.run.runLabel}-${seed}-${sequences++}`, requests };
-        await fc.asyncModelRun(() => ({ model: { jobs: [], keys: [] }, real }), cmds);
+        // Two small PNGs of colours of this sequence's own: no other caller or sequence holds them.
+        const blobs = [0, 1].map((i) => pngBytes(3 + i, 2, [nonce(255), nonce(255), nonce(255), 255]));
+        const hashes = await Promise.all(blobs.map((b) => blake3Of(b)));
+        const real: Real = { t, tag: `${t.run.runLabel}-${seed}-${sequences++}`, requests, blobs, hashes };
+        await fc.asyncModelRun(() => ({ model: { jobs: [], keys: [], assets: [] }, real }), cmds);
       };
       const out = await fc.check(
         fc.asyncProperty(fc.commands(commands, { maxCommands: 16, size: "max" }), (cmds) => runOne(cmds, [])),

@@ -85,6 +85,7 @@ export type Breakage =
   | "historyDeleteIgnored" // HOST-5: POST /api/history {delete} answers 200 and keeps the entry
   | "historyDeleteEndsJob" // HOST-5: a prompt taken out of the history reads lost on /api/job/{id}/status
   | "textFrameTruncated" // WS-5: a TEXT frame carries the printed text without its first character
+  | "fromHashAfterDelete" // AST-4 (the model-based sequences): from-hash still uses a blob after the caller deleted every asset over it
   | "listSkipsFourth" // GET-1 (the model-based sequences): a label-filtered listing leaves out the 4th newest match
   | "nodeInfoOtherClass" // HOST-1: GET /api/object_info/{class} answers the whole list
   // Breakages of the official SDK's listing and logs (contract 2.2, the SDK extension group):
@@ -185,6 +186,8 @@ export class State {
   /** Finished prompts taken out of the hosted history (POST /api/history). */
   readonly outOfHistory = new Set<string>();
   readonly assets = new Map<string, Asset>();
+  /** Deleted uploads, kept only under fromHashAfterDelete. */
+  readonly deletedAssets = new Map<string, Asset>();
   readonly keys = new Map<string, string>();
   readonly queue: string[] = [];
   readonly bus = new EventEmitter();

@@ -365,7 +365,8 @@ export async function handleV2(s: State, req: Req, auth: ReturnType<State["accou
     if (!validators.request_createAssetFromHash(p.value))
       return fail(res, 400, "invalid_request", "The request is invalid.", { fields: fieldsOf(validators.request_createAssetFromHash.errors as never) });
     const { hash, file_path } = p.value as { hash: string; file_path?: string };
-    const blob = [...s.assets.values()].find((a) => a.hash === hash && a.account === authed!.account);
+    const former = s.broken("fromHashAfterDelete") ? [...s.deletedAssets.values()] : [];
+    const blob = [...s.assets.values(), ...former].find((a) => a.hash === hash && a.account === authed!.account);
     if (!blob) return fail(res, 404, "blob_not_found", "No blob with this hash is available to you.");
     const a = await s.addAsset({
       account: authed!.account,
@@ -393,6 +394,7 @@ export async function handleV2(s: State, req: Req, auth: ReturnType<State["accou
     if (method === "GET") return send(res, 200, assetView(s, a, req.origin));
     if (a.jobId) return fail(res, 403, "forbidden", "A job's outputs live as long as their job.");
     s.assets.delete(id);
+    if (s.broken("fromHashAfterDelete")) s.deletedAssets.set(id, a);
     return send(res, 204);
   }
   fail(res, 404, "not_found", "Not found.");
