@@ -100,7 +100,12 @@ describe.skipIf(unavailable !== null)("a worker's database outage", () => {
     // The outage is logged once, without a stack; the requests it fails are not logged one by one.
     expect(server.output().match(/a dependency is unavailable/g)).toHaveLength(1);
     expect(server.output()).not.toContain("unexpected failure");
-    const outage = JSON.parse(server.output().split("\n").find((l) => l.includes("a dependency is unavailable"))!).err;
+    const outage = JSON.parse(
+      server
+        .output()
+        .split("\n")
+        .find((l) => l.includes("a dependency is unavailable"))!,
+    ).err;
     expect(outage.type).not.toBe("Object");
     expect(outage).not.toHaveProperty("stack");
     proxy.heal();
