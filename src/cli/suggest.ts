@@ -1,14 +1,20 @@
 // "Did you mean" for the command line: the nearest command or flag to a mistyped one.
 import { closest as nearest } from "../engine/suggest.ts";
 
-/** The known name nearest to a mistyped one (the engine's typo distance), or the one known name it begins, or undefined. */
+/**
+ * The known name nearest to a mistyped one (the engine's typo distance), or the one known name it
+ * begins, or the one it is the last word of (`--url` for `--base-url`), or undefined.
+ */
 export function closest(name: string, candidates: Iterable<string>): string | undefined {
   const known = [...candidates];
   const near = nearest(name, known);
   if (near !== null) return near;
   const lower = name.toLowerCase();
-  const prefixed = known.filter((c) => lower.length >= 2 && c.toLowerCase().startsWith(lower));
-  return prefixed.length === 1 ? prefixed[0] : undefined;
+  if (lower.length < 2) return undefined;
+  const prefixed = known.filter((c) => c.toLowerCase().startsWith(lower));
+  if (prefixed.length === 1) return prefixed[0];
+  const lastWord = known.filter((c) => c.toLowerCase().endsWith(`-${lower}`));
+  return prefixed.length === 0 && lastWord.length === 1 ? lastWord[0] : undefined;
 }
 
 /** ` (did you mean --x?)` for an unknown flag, or "". */

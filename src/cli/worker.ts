@@ -1,7 +1,7 @@
 // `flowgate worker`: claims queued jobs from the shared PostgreSQL database and runs them, on the
 // embedded engine or in front of ComfyUI; no API (with --health, only its health checks over
 // HTTP). API nodes (`flowgate serve --no-dispatch`) take the submissions.
-import { SERVE_FLAGS, settingsLine } from "../config/config.ts";
+import { type Config, describeConfig, SERVE_FLAGS } from "../config/config.ts";
 import { UsageError } from "./command.ts";
 import { stopWhenOrphaned } from "./parent-watch.ts";
 import { configFrom, flagLines } from "./serve.ts";
@@ -20,6 +20,18 @@ const HTTP_ONLY = new Set([
   "labels",
   "log-format",
 ]);
+
+/** Settings of the banner that mean nothing to a worker: those of the API, and where it listens unless --health. */
+const API_SETTINGS = ["token", "metricsToken", "publicUrl", "maxUploadSize", "maxStreamsPerCaller", "labels", "blobProxy", "dispatch"];
+
+/** The worker's start-up line: what it runs with, never a secret. */
+export function workerSettingsLine(config: Config): string {
+  const hidden = new Set([...API_SETTINGS, ...(config.health ? [] : ["host", "port"])]);
+  return Object.entries(describeConfig(config))
+    .filter(([key]) => !hidden.has(key))
+    .map(([key, value]) => `${key}=${value}`)
+    .join(" ");
+}
 
 /** Usage of `flowgate worker`. */
 export function workerUsage(): string {
@@ -60,7 +72,7 @@ export async function worker(argv: string[]): Promise<void> {
         throw err;
       })
     : null;
-  process.stdout.write(`flowgate: ${settingsLine(config)}\nflowgate: worker claiming jobs\n`);
+  process.stdout.write(`flowgate: ${workerSettingsLine(config)}\nflowgate: worker claiming jobs\n`);
   if (health !== null) process.stdout.write(`flowgate: health checks on ${health.url}/healthz and ${health.url}/readyz\n`);
   // Nothing else need hold the event loop (the heartbeat is unref'd, idle connections close): stay up until a signal.
   const keepAlive = setInterval(() => undefined, 1 << 30);

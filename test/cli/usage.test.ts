@@ -124,6 +124,14 @@ describe("usage errors: exit 2 and the nearest name", () => {
     const run = await runCli(["run", "examples/audio.json", "--bse-url", "http://x"]);
     expect(run.code).toBe(2);
     expect(run.stderr).toContain("unknown flag --bse-url; did you mean --base-url?");
+    // The flag's last word, as one would guess it (the production guide's walk tried --url).
+    const url = await runCli(["run", "examples/audio.json", "--url", "http://x"]);
+    expect(url.code).toBe(2);
+    expect(url.stderr).toContain("unknown flag --url; did you mean --base-url?");
+    // Several flags end in -url on serve: no guess.
+    const serveUrl = await runCli(["serve", "--url", "http://x"]);
+    expect(serveUrl.code).toBe(2);
+    expect(serveUrl.stderr).not.toContain("did you mean");
     const serve = await runCli(["serve", "--prot", "0"]);
     expect(serve.code).toBe(2);
     expect(serve.stderr).toContain("unknown flag --prot; did you mean --port?");

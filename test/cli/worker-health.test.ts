@@ -56,6 +56,14 @@ describe.skipIf(unavailable !== null)("flowgate worker --health", { timeout: 60_
     const w = worker("without", {});
     await eventually(() => (w.stdout().includes("worker claiming jobs") ? true : undefined), `the worker's start in: ${w.stdout()}${w.stderr()}`);
     expect(w.stdout()).not.toContain("health checks");
+    // Its settings line names what a worker uses: no API token, upload bound or listening port.
+    const settings = w
+      .stdout()
+      .split("\n")
+      .find((line) => line.startsWith("flowgate: surface="));
+    expect(settings, w.stdout()).toBeDefined();
+    expect(settings).toContain("database=");
+    for (const apiOnly of ["token=", "port=", "host=", "maxUploadSize=", "publicUrl="]) expect(settings, w.stdout()).not.toContain(` ${apiOnly}`);
     w.child.kill("SIGTERM");
     expect((await w.exited).code).toBe(0);
   });

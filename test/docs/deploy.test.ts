@@ -12,7 +12,7 @@ import { Secret } from "kubernetes-models/v1/Secret";
 import { Service } from "kubernetes-models/v1/Service";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
-import { SERVE_FLAGS } from "../../src/config/config.ts";
+import { loadConfig, SERVE_FLAGS } from "../../src/config/config.ts";
 import { read, ROOT } from "./markdown.ts";
 
 const HAS_SYSTEMD_ANALYZE = spawnSync("systemd-analyze", ["--version"]).status === 0;
@@ -137,5 +137,17 @@ describe("deploy/container/Containerfile", () => {
     expect(text).toMatch(/^STOPSIGNAL SIGTERM$/m);
     expect(text).toMatch(/^ENTRYPOINT \["node", "\/opt\/flowgate\/node_modules\/flowgate\/bin\/flowgate\.js"\]$/m);
     expect(text).toMatch(/^FROM node:24-/m);
+  });
+});
+
+describe("the placeholders of deploy/", () => {
+  it("a signing key left as the placeholder of flowgate.env or the Secret is refused at start", () => {
+    const fromEnvFile = /^FLOWGATE_SIGNING_KEY=(.*)$/m.exec(read("deploy/systemd/flowgate.env"))![1]!;
+    const secret = parseAllDocuments(read("deploy/kubernetes/flowgate.yaml"))
+      .map((d) => d.toJS() as { kind: string; stringData?: Record<string, string> })
+      .find((d) => d.kind === "Secret")!;
+    const fromSecret = secret.stringData!.FLOWGATE_SIGNING_KEY!;
+    for (const key of [fromEnvFile, fromSecret]) expect(() => loadConfig(["--signing-key", key], {})).toThrow(/placeholder/);
+    expect(loadConfig(["--signing-key", "0123456789abcdef0123456789abcdef"], {}).signingKey).toBe("0123456789abcdef0123456789abcdef");
   });
 });
