@@ -1,6 +1,6 @@
 // The event relay of a PostgreSQL deployment. Run events go out as notifications on a channel of
-// the deployment's schema, batched per turn of the event loop and cut into parts that fit;
-// status changes are notified by the jobs table's trigger. Both are heard on one connection, so
+// the deployment's schema, batched (held up to 50 ms for a write of the run to ride in) and cut
+// into parts that fit; status changes are notified by the jobs table's trigger. Both are heard on one connection, so
 // a run's events arrive before the end its process commits after them (notifications are
 // delivered in commit order). Previews go through Redis when `--redis-url` is set; without it,
 // small ones go as notifications and larger ones are dropped (a newer preview follows).
@@ -13,6 +13,11 @@ import { BatchJoiner, encodeBatch } from "./wire.ts";
 
 /** The largest preview sent as notifications when there is no Redis (about 9 parts). */
 export const NOTIFY_PREVIEW_MAX_BYTES = 48 * 1024;
+/**
+ * How long a run's events wait for a write of the run to ride in (a progress snapshot, its end)
+ * before they go out in a batch of their own: a short run's events cost no transaction of their own.
+ */
+export const EVENTS_HOLD_MS = 50;
 /** Wait before listening again after the connection was lost. */
 const RELISTEN_MS = 1_000;
 
@@ -38,6 +43,8 @@ export class PostgresRelay implements EventRelay {
   readonly #redis: RedisPreviews | null;
   #pending: RunEvent[] = [];
   #draining: Promise<void> | null = null;
+  /** Sends the batch being held a turn from now rather than when its hold ends. */
+  #fireSoon: () => void = () => undefined;
   /** The last batch or carried write of this process's events: the next one waits for it. */
   #tail: Promise<void> = Promise.resolve();
   #batch = 0;
@@ -74,21 +81,31 @@ export class PostgresRelay implements EventRelay {
       if (event.data.length > NOTIFY_PREVIEW_MAX_BYTES) return;
     }
     this.#pending.push(event);
-    this.#schedule();
+    this.#schedule(EVENTS_HOLD_MS);
   }
 
   wake(): void {
     this.#wake = true;
-    this.#schedule();
+    this.#schedule(0);
   }
 
   /**
-   * What is said in a turn goes out in one batch, a turn later: a write of a run asked for in the
-   * same turn (a progress snapshot, the end) takes the batch into its own transaction first (see
-   * `carry`). (Batches held longer, by time, let another node hear a run's end before its events.)
+   * The events said go out in one batch `holdMs` later (a wake: a turn later), unless a write of a
+   * run takes them into its own transaction first (a progress snapshot, the end; see `carry`): a
+   * short run's events ride in its end's statement.
    */
-  #schedule(): void {
-    this.#draining ??= new Promise<void>((resolve) => setImmediate(() => setImmediate(resolve))).then(() => this.#inTurn(() => this.#drain()));
+  #schedule(holdMs: number): void {
+    if (this.#draining === null) {
+      let fire!: () => void;
+      const due = new Promise<void>((resolve) => (fire = resolve));
+      const timer = setTimeout(fire, holdMs);
+      this.#fireSoon = () => {
+        clearTimeout(timer);
+        setImmediate(() => setImmediate(fire));
+      };
+      if (holdMs === 0) this.#fireSoon();
+      this.#draining = due.then(() => this.#inTurn(() => this.#drain()));
+    } else if (holdMs === 0) this.#fireSoon();
   }
 
   /** Runs `step` once every batch and carried write before it has committed: this process's notifications commit in the order said. */
@@ -120,7 +137,7 @@ export class PostgresRelay implements EventRelay {
         // Not committed: the events go with the next write or batch, still in order.
         if (taken !== null) {
           this.#pending.unshift(...taken.events);
-          this.#schedule();
+          this.#schedule(0);
         }
         throw err;
       }
