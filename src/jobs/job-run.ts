@@ -527,7 +527,8 @@ async function settle(
   const pending = outputs.flatMap((s) => (s.pending === null ? [] : [s.pending]));
   // The run's last events ride in the first move's transaction (sent whether it moves or not);
   // what goes only with a success (its final progress) never with another end.
-  let riding = notify === undefined || to === "succeeded" ? notify : { channel: notify.channel, payloads: notify.payloads };
+  let riding =
+    notify === undefined || to === "succeeded" ? notify : { channel: notify.channel, payloads: notify.payloads, ...(notify.sent ? { sent: notify.sent } : {}) };
   // Records (and staged bytes) go with whichever move lands, in its transaction; none is written if none does.
   const move = async (from: JobStatus, to: JobStatus, patch: JobPatch) => {
     const notify = riding;

@@ -130,12 +130,15 @@ export class PostgresRelay implements EventRelay {
     return this.#inTurn(async () => {
       const taken = this.#take();
       const after = then.length === 0 ? [] : encodeBatch(this.#options.tag, this.#batch++, [...then]);
+      let committed = false;
       try {
         if (taken === null && after.length === 0) return await write(undefined);
-        return await write({ channel: this.#channel, payloads: taken?.parts ?? [], ...(after.length > 0 ? { ifMoved: after } : {}) });
+        const sent = () => void (committed = true);
+        return await write({ channel: this.#channel, payloads: taken?.parts ?? [], ...(after.length > 0 ? { ifMoved: after } : {}), sent });
       } catch (err) {
-        // Not committed: the events go with the next write or batch, still in order.
-        if (taken !== null) {
+        // Not committed (a write that failed after its first statement committed them sent them):
+        // the events go with the next write or batch, still in order.
+        if (taken !== null && !committed) {
           this.#pending.unshift(...taken.events);
           this.#schedule(0);
         }
