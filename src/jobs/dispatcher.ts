@@ -154,7 +154,8 @@ export class Dispatcher implements JobQueue {
 
   /**
    * The position of a job this process has just queued. With leases, from the deployment's counts
-   * (read again after any change heard, see `queueChanged`, and at least every 200 ms) plus this
+   * (read again after any change heard, see `queueChanged`, which a server hears only while a
+   * stream or socket follows a job, and at least every 200 ms) plus this
    * process's submissions since: an exact count per submission would read the whole queue each
    * time. A GET (`position`) counts exactly.
    */

@@ -41,6 +41,9 @@ export interface EventOutbox {
   carry<T>(write: (notify: Notifications | undefined) => Promise<T>, then?: readonly Exclude<JobEvent, { type: "status" }>[]): Promise<T>;
 }
 
+/** How long a process keeps listening to other processes after the last follower here stopped. */
+export const FOLLOWING_LINGER_MS = 2_000;
+
 /** Fan-out of job events by job id, plus listeners of every job (the hosted WebSocket). */
 export class EventBus {
   private readonly byJob = new Map<string, Set<JobEventListener>>();
@@ -54,20 +57,84 @@ export class EventBus {
    */
   private readonly localStatus = new Map<string, JobStatus>();
   private readonly remoteStatus = new Map<string, JobStatus>();
+  /** Followers of other processes' jobs besides the jobs' subscribers (the hosted sockets while any is open). */
+  private follows = 0;
+  /** Whether this process follows other processes' jobs, as last told (see watchFollowing). */
+  private toldFollowing = false;
+  private followingOff: NodeJS.Timeout | undefined;
+  private followingWatch: { changed: (on: boolean) => void; heard: () => Promise<void> } | null = null;
 
   /** Listens to one job; returns the unsubscribe function. */
   subscribe(jobId: string, listener: JobEventListener): () => void {
     let set = this.byJob.get(jobId);
     if (!set) this.byJob.set(jobId, (set = new Set()));
     set.add(listener);
+    this.followingChanged();
     return () => {
       set.delete(listener);
       if (set.size === 0 && this.byJob.get(jobId) === set) {
         this.byJob.delete(jobId);
         this.localStatus.delete(jobId);
         this.remoteStatus.delete(jobId);
+        this.followingChanged();
       }
     };
+  }
+
+  /** Follows other processes' jobs until the returned function is called (the hosted sockets, by owner). */
+  follow(): () => void {
+    this.follows++;
+    this.followingChanged();
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.follows--;
+      this.followingChanged();
+    };
+  }
+
+  /** Whether anyone here follows jobs other processes may run: a job's subscriber, or a `follow`. */
+  get following(): boolean {
+    return this.byJob.size > 0 || this.follows > 0;
+  }
+
+  /**
+   * Tells `changed` whether anyone here follows other processes' jobs (the relay listens only
+   * then: each notification heard costs the database a transaction), at once when someone starts
+   * and FOLLOWING_LINGER_MS after the last one stopped (streams come and go); `heard` resolves
+   * once what they say is heard.
+   */
+  watchFollowing(changed: (on: boolean) => void, heard: () => Promise<void>): void {
+    this.followingWatch = { changed, heard };
+    this.toldFollowing = this.following;
+    changed(this.toldFollowing);
+  }
+
+  /** Resolves once what other processes say of the jobs followed here is heard (at once without a relay). */
+  async hearing(): Promise<void> {
+    await this.followingWatch?.heard();
+  }
+
+  private followingChanged(): void {
+    const watch = this.followingWatch;
+    if (watch === null) return;
+    if (this.following) {
+      clearTimeout(this.followingOff);
+      this.followingOff = undefined;
+      if (!this.toldFollowing) {
+        this.toldFollowing = true;
+        watch.changed(true);
+      }
+    } else if (this.toldFollowing && this.followingOff === undefined) {
+      this.followingOff = setTimeout(() => {
+        this.followingOff = undefined;
+        if (this.following || !this.toldFollowing) return;
+        this.toldFollowing = false;
+        watch.changed(false);
+      }, FOLLOWING_LINGER_MS);
+      this.followingOff.unref();
+    }
   }
 
   /** Listens to every job; returns the unsubscribe function. */

@@ -27,6 +27,12 @@ import { ProgressTracker, type Progress } from "./progress.ts";
  */
 export const STAGED_BYTES_PER_RUN = 4 * 1024 * 1024;
 
+/**
+ * Where other processes hear a run through a relay (PostgreSQL), its progress is written at most
+ * this often, the first time this long after the run began: each write is a transaction.
+ */
+export const RELAYED_PROGRESS_EVERY_MS = 500;
+
 export interface JobRunDeps {
   store: Store;
   assets: AssetService;
@@ -178,16 +184,20 @@ class JobRun {
     // it). One replaced before its write is never told; one stored once the end is being written
     // is left to the end, which tells the rest.
     // With a relay, the run's events said before a snapshot ride in its write's transaction.
-    this.progressWrites = latestWins((progress: Progress) =>
-      deps.events
-        .carry((notify) => deps.store.updateProgress(job.id, progress, progressFence, notify))
-        .then(
-          (stored) => void (stored && !this.ending && deps.events.publish({ type: "progress", ...this.base, progress })),
-          (err: unknown) => {
-            if (this.ending && err instanceof LeaseLostError) return;
-            if (!this.refused(err)) throw err;
-          },
-        ),
+    // Where a relay carries the run's events to other processes, snapshots are written by time (a
+    // short run writes none: its end carries its final progress).
+    this.progressWrites = latestWins(
+      (progress: Progress) =>
+        deps.events
+          .carry((notify) => deps.store.updateProgress(job.id, progress, progressFence, notify))
+          .then(
+            (stored) => void (stored && !this.ending && deps.events.publish({ type: "progress", ...this.base, progress })),
+            (err: unknown) => {
+              if (this.ending && err instanceof LeaseLostError) return;
+              if (!this.refused(err)) throw err;
+            },
+          ),
+      deps.events.relays ? RELAYED_PROGRESS_EVERY_MS : 0,
     );
     this.rows = new OutputRows(deps.assets, undefined, { fence, persist: this.persist });
     this.outputNodesLeft = new Set(job.output_node_ids);
@@ -520,7 +530,8 @@ async function settle(
   const pending = outputs.flatMap((s) => (s.pending === null ? [] : [s.pending]));
   // The run's last events ride in the first move's transaction (sent whether it moves or not);
   // what goes only with a success (its final progress) never with another end.
-  let riding = notify === undefined || to === "succeeded" ? notify : { channel: notify.channel, payloads: notify.payloads };
+  let riding =
+    notify === undefined || to === "succeeded" ? notify : { channel: notify.channel, payloads: notify.payloads, ...(notify.sent ? { sent: notify.sent } : {}) };
   // Records (and staged bytes) go with whichever move lands, in its transaction; none is written if none does.
   const move = async (from: JobStatus, to: JobStatus, patch: JobPatch) => {
     const notify = riding;
@@ -595,19 +606,39 @@ function track(pending: Set<Promise<unknown>>, work: () => Promise<void>): Promi
 /**
  * Serializes writes of a value so that only the newest waiting value is written next. A write
  * starts once the event loop's turn is over: a turn's snapshots (a burst of node events) make one.
+ * With `spacingMs`, the first write waits that long from now and each next one that long after the
+ * one before: a run shorter than that writes none.
  */
-function latestWins<T>(write: (value: T) => Promise<unknown>): { write(value: T): void; idle(): Promise<void>; settle(): Promise<void> } {
+function latestWins<T>(write: (value: T) => Promise<unknown>, spacingMs = 0): { write(value: T): void; idle(): Promise<void>; settle(): Promise<void> } {
   let waiting: { value: T } | null = null;
   let running: Promise<void> | null = null;
   let writing: Promise<unknown> | null = null;
+  let nextAt = spacingMs > 0 ? performance.now() + spacingMs : 0;
+  /** The spacing is over (the run ends): what waits is written at once. */
+  let flushing = false;
+  let wake: (() => void) | null = null;
+  const pause = () =>
+    new Promise<void>((resolve) => {
+      const ms = flushing ? 0 : nextAt - performance.now();
+      if (ms <= 0) return void setImmediate(resolve);
+      const done = () => {
+        clearTimeout(timer);
+        wake = null;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      wake = done;
+    });
   const drain = async () => {
-    await new Promise<void>((resolve) => setImmediate(resolve));
+    await pause();
     while (waiting !== null) {
       const { value } = waiting;
       waiting = null;
+      if (spacingMs > 0) nextAt = performance.now() + spacingMs;
       writing = write(value).catch(() => undefined);
       await writing;
       writing = null;
+      if (waiting !== null && spacingMs > 0) await pause();
     }
     running = null;
   };
@@ -616,13 +647,16 @@ function latestWins<T>(write: (value: T) => Promise<unknown>): { write(value: T)
       waiting = { value };
       running ??= drain();
     },
-    /** Resolves once every value written so far has landed. */
+    /** Writes what waits now, and resolves once every value written so far has landed. */
     idle: async () => {
+      flushing = true;
+      wake?.();
       await running;
     },
     /** Drops the value waiting to be written, and resolves once the write under way has landed. */
     settle: async () => {
       waiting = null;
+      wake?.();
       await writing;
     },
   };

@@ -33,11 +33,16 @@ export interface EventRelay {
   carry<T>(write: (notify: Notifications | undefined) => Promise<T>, then?: readonly RunEvent[]): Promise<T>;
   /**
    * Calls `onNotice` for what other processes report, in the order they committed it; returns the
-   * stop. `wakesOnly`: only the wakes (a process that follows no other process's jobs).
+   * stop. `wakesOnly`: only the wakes (a process that follows no other process's jobs); `follow`
+   * and `wakes`: what is wanted at first (default: both), changed later by wantFollow and wantWakes.
    */
-  listen(onNotice: (notice: RemoteNotice) => void, options?: { wakesOnly?: boolean }): Promise<() => Promise<void>>;
-  /** With a wakes-only listener: whether wakes are wanted now (a worker with free slots and nothing claimable). */
+  listen(onNotice: (notice: RemoteNotice) => void, options?: { wakesOnly?: boolean; follow?: boolean; wakes?: boolean }): Promise<() => Promise<void>>;
+  /** Whether wakes are wanted now (a dispatching process with free slots and nothing claimable). */
   wantWakes(on: boolean): void;
+  /** Whether this process follows other processes' jobs now (streams, sockets): a listener costs the database a transaction per notifying commit. */
+  wantFollow(on: boolean): void;
+  /** Resolves once the listener listens as wanted now. */
+  listening(): Promise<void>;
   close(): Promise<void>;
 }
 

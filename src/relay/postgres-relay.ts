@@ -1,6 +1,6 @@
 // The event relay of a PostgreSQL deployment. Run events go out as notifications on a channel of
-// the deployment's schema, batched per turn of the event loop and cut into parts that fit;
-// status changes are notified by the jobs table's trigger. Both are heard on one connection, so
+// the deployment's schema, batched (held up to 50 ms for a write of the run to ride in) and cut
+// into parts that fit; status changes are notified by the jobs table's trigger. Both are heard on one connection, so
 // a run's events arrive before the end its process commits after them (notifications are
 // delivered in commit order). Previews go through Redis when `--redis-url` is set; without it,
 // small ones go as notifications and larger ones are dropped (a newer preview follows).
@@ -13,6 +13,11 @@ import { BatchJoiner, encodeBatch } from "./wire.ts";
 
 /** The largest preview sent as notifications when there is no Redis (about 9 parts). */
 export const NOTIFY_PREVIEW_MAX_BYTES = 48 * 1024;
+/**
+ * How long a run's events wait for a write of the run to ride in (a progress snapshot, its end)
+ * before they go out in a batch of their own: a short run's events cost no transaction of their own.
+ */
+export const EVENTS_HOLD_MS = 50;
 /** Wait before listening again after the connection was lost. */
 const RELISTEN_MS = 1_000;
 
@@ -38,12 +43,14 @@ export class PostgresRelay implements EventRelay {
   readonly #redis: RedisPreviews | null;
   #pending: RunEvent[] = [];
   #draining: Promise<void> | null = null;
+  /** Sends the batch being held a turn from now rather than when its hold ends. */
+  #fireSoon: () => void = () => undefined;
   /** The last batch or carried write of this process's events: the next one waits for it. */
   #tail: Promise<void> = Promise.resolve();
   #batch = 0;
   #wake = false;
-  /** A wakes-only listener (see wantWakes): whether wakes are wanted now, and the LISTEN/UNLISTEN that follows it. */
-  #wakes: { wanted: boolean; apply: () => void } | null = null;
+  /** The listener's wants (see wantWakes, wantFollow) and the LISTEN/UNLISTEN that follows them. */
+  #wants: { set: (change: { follow?: boolean; wakes?: boolean }) => void; applied: () => Promise<void> } | null = null;
 
   private constructor(pool: pg.Pool, options: PostgresRelayOptions, schema: string, redis: RedisPreviews | null) {
     this.#pool = pool;
@@ -74,21 +81,31 @@ export class PostgresRelay implements EventRelay {
       if (event.data.length > NOTIFY_PREVIEW_MAX_BYTES) return;
     }
     this.#pending.push(event);
-    this.#schedule();
+    this.#schedule(EVENTS_HOLD_MS);
   }
 
   wake(): void {
     this.#wake = true;
-    this.#schedule();
+    this.#schedule(0);
   }
 
   /**
-   * What is said in a turn goes out in one batch, a turn later: a write of a run asked for in the
-   * same turn (a progress snapshot, the end) takes the batch into its own transaction first (see
-   * `carry`). (Batches held longer, by time, let another node hear a run's end before its events.)
+   * The events said go out in one batch `holdMs` later (a wake: a turn later), unless a write of a
+   * run takes them into its own transaction first (a progress snapshot, the end; see `carry`): a
+   * short run's events ride in its end's statement.
    */
-  #schedule(): void {
-    this.#draining ??= new Promise<void>((resolve) => setImmediate(() => setImmediate(resolve))).then(() => this.#inTurn(() => this.#drain()));
+  #schedule(holdMs: number): void {
+    if (this.#draining === null) {
+      let fire!: () => void;
+      const due = new Promise<void>((resolve) => (fire = resolve));
+      const timer = setTimeout(fire, holdMs);
+      this.#fireSoon = () => {
+        clearTimeout(timer);
+        setImmediate(() => setImmediate(fire));
+      };
+      if (holdMs === 0) this.#fireSoon();
+      this.#draining = due.then(() => this.#inTurn(() => this.#drain()));
+    } else if (holdMs === 0) this.#fireSoon();
   }
 
   /** Runs `step` once every batch and carried write before it has committed: this process's notifications commit in the order said. */
@@ -113,14 +130,17 @@ export class PostgresRelay implements EventRelay {
     return this.#inTurn(async () => {
       const taken = this.#take();
       const after = then.length === 0 ? [] : encodeBatch(this.#options.tag, this.#batch++, [...then]);
+      let committed = false;
       try {
         if (taken === null && after.length === 0) return await write(undefined);
-        return await write({ channel: this.#channel, payloads: taken?.parts ?? [], ...(after.length > 0 ? { ifMoved: after } : {}) });
+        const sent = () => void (committed = true);
+        return await write({ channel: this.#channel, payloads: taken?.parts ?? [], ...(after.length > 0 ? { ifMoved: after } : {}), sent });
       } catch (err) {
-        // Not committed: the events go with the next write or batch, still in order.
-        if (taken !== null) {
+        // Not committed (a write that failed after its first statement committed them sent them):
+        // the events go with the next write or batch, still in order.
+        if (taken !== null && !committed) {
           this.#pending.unshift(...taken.events);
-          this.#schedule();
+          this.#schedule(0);
         }
         throw err;
       }
@@ -151,29 +171,44 @@ export class PostgresRelay implements EventRelay {
   }
 
   /**
-   * With a wakes-only listener: whether this process wants wakes now. PostgreSQL signals every
-   * listening backend of the database at each notifying commit, whatever its channel, and each
-   * signal costs that backend a transaction: a busy worker does not listen. Wanting them again
-   * wakes this process once (the claim after LISTEN catches what was queued meanwhile).
+   * Whether this process wants wakes now (a dispatching process with free slots and nothing to
+   * claim). PostgreSQL signals every listening backend of the database at each notifying commit,
+   * whatever its channel, and each signal costs that backend a transaction: a busy worker does not
+   * listen. Wanting them again wakes this process once (the claim after LISTEN catches what was
+   * queued meanwhile).
    */
   wantWakes(on: boolean): void {
-    const wakes = this.#wakes;
-    if (wakes === null || wakes.wanted === on) return;
-    wakes.wanted = on;
-    wakes.apply();
+    this.#wants?.set({ wakes: on });
   }
 
   /**
-   * Listens on a connection of its own, opened again when lost; once the full listener listens
-   * again a `resync` notice says that what was said meanwhile was not heard (the follower reads
-   * it back; a wakes-only listener wakes instead). Changes and events of this process itself are
-   * left out.
+   * Whether this process follows other processes' jobs now (a stream or socket here). Following
+   * again reads back what was said meanwhile (a `resync` notice), as after a lost connection.
    */
-  async listen(onNotice: (notice: RemoteNotice) => void, options: { wakesOnly?: boolean } = {}): Promise<() => Promise<void>> {
+  wantFollow(on: boolean): void {
+    this.#wants?.set({ follow: on });
+  }
+
+  /** Resolves once the listener listens as wanted now (or has no connection: it resyncs when back). */
+  async listening(): Promise<void> {
+    await this.#wants?.applied();
+  }
+
+  /**
+   * Listens on a connection of its own, opened again when lost. What it listens to follows what
+   * is wanted (see wantFollow, wantWakes): everything while it follows, the wakes alone while it
+   * only wants those, nothing otherwise. Once it follows again (after a loss, or after it did
+   * not follow) a `resync` notice says that what was said meanwhile was not heard (the follower
+   * reads it back); wakes wanted again wake it. Changes and events of this process itself are left out.
+   */
+  async listen(
+    onNotice: (notice: RemoteNotice) => void,
+    options: { wakesOnly?: boolean; follow?: boolean; wakes?: boolean } = {},
+  ): Promise<() => Promise<void>> {
     const wakesOnly = options.wakesOnly === true;
-    const wakes: { wanted: boolean; apply: () => void } | null = wakesOnly ? { wanted: true, apply: () => undefined } : null;
-    /** Whether the wakes-only connection listens now; its LISTEN and UNLISTEN go one after another. */
-    let listening = false;
+    const wanted = { follow: !wakesOnly && options.follow !== false, wakes: options.wakes !== false };
+    /** The channels the connection listens on now; LISTEN and UNLISTEN go one after another. */
+    let listening = new Set<string>();
     let switching = Promise.resolve();
     const tag = this.#options.tag;
     const joiner = new BatchJoiner();
@@ -197,8 +232,32 @@ export class PostgresRelay implements EventRelay {
     };
     let client: pg.Client | null = null;
     let stopped = false;
-    let listened = false;
     let retry: NodeJS.Timeout | undefined;
+    /** The first connection's first LISTENs: nothing was said before them that this listener owed anyone. */
+    let opening = true;
+    const followChannels = [PG_STATUS_CHANNEL, this.#channel, this.#wakeChannel];
+    /** Brings the connection's LISTENs to what is wanted now, and says what it may have missed. */
+    const apply = (): void => {
+      switching = switching
+        .then(async () => {
+          const c = client;
+          if (c === null || stopped) return;
+          const want = new Set(wanted.follow ? followChannels : wanted.wakes ? [this.#wakeChannel] : []);
+          const add = [...want].filter((ch) => !listening.has(ch));
+          const drop = [...listening].filter((ch) => !want.has(ch));
+          if (add.length === 0 && drop.length === 0) return;
+          await c.query([...add.map((ch) => `LISTEN "${ch}"`), ...drop.map((ch) => `UNLISTEN "${ch}"`)].join("; "));
+          const wasFollowing = listening.has(PG_STATUS_CHANNEL);
+          const wasWoken = listening.has(this.#wakeChannel);
+          listening = want;
+          if (client !== c) return;
+          // What was committed while not listening is read, not heard.
+          if (want.has(PG_STATUS_CHANNEL) && !wasFollowing) {
+            if (!opening) onNotice({ kind: "resync" });
+          } else if (want.has(this.#wakeChannel) && !wasWoken) onNotice({ kind: "wake" });
+        })
+        .catch(() => undefined); // a lost connection listens again as wanted when it is back
+    };
     const connect = async (): Promise<void> => {
       const c = new pg.Client({
         connectionString: this.#options.url,
@@ -220,34 +279,22 @@ export class PostgresRelay implements EventRelay {
         else onEvents(n.payload ?? "");
       });
       await c.connect();
-      if (wakes === null) {
-        await c.query(`LISTEN ${PG_STATUS_CHANNEL}; LISTEN "${this.#channel}"; LISTEN "${this.#wakeChannel}"`);
-        // Listening again after a loss: what was committed in the gap is read, not heard.
-        if (listened && client === c && !stopped) onNotice({ kind: "resync" });
-        listened = true;
-      } else {
-        listening = false;
-        wakes.apply();
-        await switching;
-      }
+      listening = new Set();
+      apply();
+      await switching;
     };
-    if (wakes !== null) {
-      wakes.apply = () => {
-        switching = switching
-          .then(async () => {
-            const c = client;
-            const want = wakes.wanted;
-            if (c === null || want === listening) return;
-            await c.query(want ? `LISTEN "${this.#wakeChannel}"` : `UNLISTEN "${this.#wakeChannel}"`);
-            listening = want;
-            if (want) onNotice({ kind: "wake" });
-          })
-          .catch(() => undefined); // a lost connection listens again as wanted when it is back
-      };
-      this.#wakes = wakes;
-    }
+    const wants = {
+      set: (change: { follow?: boolean; wakes?: boolean }) => {
+        if (change.wakes !== undefined) wanted.wakes = change.wakes;
+        if (change.follow !== undefined) wanted.follow = !wakesOnly && change.follow;
+        apply();
+      },
+      applied: () => switching,
+    };
+    this.#wants = wants;
     try {
       await connect();
+      opening = false;
     } catch (err) {
       stopped = true;
       clearTimeout(retry);
@@ -258,7 +305,7 @@ export class PostgresRelay implements EventRelay {
       this.#redis && !wakesOnly ? await this.#redis.subscribe((sender, preview) => sender !== tag && onNotice({ kind: "events", events: [preview] })) : null;
     return async () => {
       stopped = true;
-      if (this.#wakes === wakes) this.#wakes = null;
+      if (this.#wants === wants) this.#wants = null;
       clearTimeout(retry);
       await stopPreviews?.();
       await client?.end().catch(() => undefined);

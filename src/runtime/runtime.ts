@@ -196,9 +196,13 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
   // On PostgreSQL several processes share the jobs: they are claimed under leases (src/store/job-leases.ts).
   const leases = database === null ? null : await PostgresLeases.open(database);
   opened.push(() => leases?.close());
-  /** A process that follows no other's jobs (a worker) listens for wakes only while it has free slots and nothing to claim. */
+  /**
+   * A dispatching process listens for wakes only while it has free slots and nothing to claim; a
+   * process that follows no other's jobs (a worker) listens for nothing else, and one that does
+   * (a server) listens to everything only while a stream or socket here follows a job.
+   */
   const wakesOnly = options.followsOthers === false;
-  let wakeRelay: EventRelay | null = null;
+  let listeningRelay: EventRelay | null = null;
   const lease: LeaseOptions | undefined =
     leases === null
       ? undefined
@@ -207,7 +211,7 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
           workerId: workerId(),
           leaseMs: config.leaseMs,
           dispatch: config.dispatch,
-          ...(wakesOnly ? { wantWakes: (on: boolean) => wakeRelay?.wantWakes(on) } : {}),
+          wantWakes: (on: boolean) => listeningRelay?.wantWakes(on),
         };
   const surface = new SurfacePolicy({
     surface: config.surface,
@@ -352,8 +356,9 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     },
     async start() {
       // What other processes do reaches this process's streams and sockets (PostgreSQL only).
-      if (relay !== null)
-        stopListening = await relay.listen(
+      if (relay !== null) {
+        const heard = relay;
+        stopListening = await heard.listen(
           followRemote(
             store,
             events,
@@ -361,9 +366,15 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
             () => dispatcher.pump(),
             (id, status) => dispatcher.queueChanged(id, status),
           ),
-          { wakesOnly },
+          wakesOnly ? { wakesOnly } : { follow: events.following, wakes: config.dispatch },
         );
-      if (wakesOnly) wakeRelay = relay;
+        listeningRelay = heard;
+        if (!wakesOnly)
+          events.watchFollowing(
+            (on) => heard.wantFollow(on),
+            () => heard.listening(),
+          );
+      }
       await dispatcher.start();
       stopCharging = surface.chargeOnEnd(events, onBackgroundError);
       stopReaper = startReaper({ store, blobs, dispatcher, events, now, sweepOrphans }, config.reaperIntervalMs, onBackgroundError);

@@ -166,6 +166,7 @@ export class PostgresStore implements StoreDialect {
 
   async transitionJob(id: string, from: readonly JobStatus[], to: JobStatus, patch: JobPatch = {}, options: TransitionOptions = {}): Promise<JobRecord | null> {
     const job = await this.#transition(id, from, to, patch, this.#pool, options.fence, options.notify);
+    options.notify?.sent?.();
     options.onCommitted?.(job); // a commit here is durable already
     return job;
   }
@@ -180,15 +181,17 @@ export class PostgresStore implements StoreDialect {
     fence?: RunFence,
     notify?: Notifications,
   ): Promise<{ job: JobRecord; assets: AssetRecord[] } | null> {
-    return inTransaction(this.#pool, async (client) => {
-      const job = await this.#transition(id, from, to, patch, client, fence, notify && { channel: notify.channel, payloads: notify.payloads });
+    const done = await inTransaction(this.#pool, async (client) => {
+      // What goes only if the row moves is sent by the move's own statement, before its status notification.
+      const job = await this.#transition(id, from, to, patch, client, fence, notify);
       if (job === null) return null;
-      if (notify?.ifMoved?.length) await client.query(PG_NOTIFYING_SQL.notify, [notify.channel, notify.ifMoved]);
       for (const blob of pending) await client.query(PG_SQL.keepBlob, [blob.key, Buffer.from(blob.bytes.buffer, blob.bytes.byteOffset, blob.bytes.byteLength)]);
       const added: AssetRecord[] = [];
       for (const asset of assets) added.push(await this.#insertAsset(asset, client));
       return { job, assets: added };
     });
+    notify?.sent?.();
+    return done;
   }
 
   /** The guarded UPDATE of transitionJob on `on`. */
@@ -237,12 +240,14 @@ export class PostgresStore implements StoreDialect {
       const { rowCount } = sent
         ? await this.#query(PG_NOTIFYING_SQL.updateProgressNotify, [id, json, ...sent])
         : await this.#query(PG_SQL.updateProgress, [id, json]);
+      notify?.sent?.();
       return (rowCount ?? 0) > 0;
     }
     const params = [id, json, fence.workerId, fence.epoch];
     const { rowCount } = sent
       ? await this.#query(PG_NOTIFYING_SQL.updateProgressFencedNotify, [...params, ...sent])
       : await this.#query(PG_SQL.updateProgressFenced, params);
+    notify?.sent?.();
     if ((rowCount ?? 0) === 0) throw new LeaseLostError(id);
     return true;
   }

@@ -182,6 +182,8 @@ export interface Notifications {
   payloads: readonly string[];
   /** Sent after `payloads` only when the write changes its row (a run's final progress, with its end). */
   ifMoved?: readonly string[];
+  /** Called once `payloads` have committed: a caller whose later step fails must not send them again. */
+  sent?: () => void;
 }
 
 export interface TransitionOptions {

@@ -8,7 +8,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { AssetService } from "../../src/assets/asset-service.ts";
 import type { EnginePort, RunEnd, RunOptions } from "../../src/jobs/engine-port.ts";
 import { EventBus, type JobEvent } from "../../src/jobs/event-bus.ts";
-import { runJob } from "../../src/jobs/job-run.ts";
+import { RELAYED_PROGRESS_EVERY_MS, runJob } from "../../src/jobs/job-run.ts";
 import { OutputNamer } from "../../src/jobs/output-names.ts";
 import type { Progress } from "../../src/jobs/progress.ts";
 import { FileSync } from "../../src/store/file-sync.ts";
@@ -88,6 +88,73 @@ describe("runJob: progress writes", () => {
     // The end carries the final snapshot.
     expect(ended?.progress).toMatchObject({ value: 1, nodes_done: 3 });
   });
+});
+
+describe("runJob: progress written by time where a relay carries the run's events (PostgreSQL)", () => {
+  /** Stands for the relay to other processes (a boundary): each write runs with nothing to carry. */
+  const relayed = () => {
+    const events = new EventBus();
+    events.relayTo({ send: () => undefined, flushed: async () => undefined, carry: (write) => write(undefined) });
+    return events;
+  };
+  /** Counts the progress writes, with when each began. */
+  const countWrites = () => {
+    const at: number[] = [];
+    const updateProgress = store.updateProgress.bind(store);
+    store.updateProgress = async (id, progress, fence, notify) => {
+      at.push(performance.now());
+      return updateProgress(id, progress, fence, notify);
+    };
+    return at;
+  };
+
+  it("a run shorter than the spacing writes no snapshot: its end carries the final one", async () => {
+    const writes = countWrites();
+    const events = relayed();
+    const published: Progress[] = [];
+    events.subscribeAll((e: JobEvent) => void (e.type === "progress" && published.push(e.progress)));
+    const engine = scriptedEngine(async (o) => {
+      o.onStart({ nodes: ["1", "3"], cached: [], steps: {} });
+      o.onNodeStart({ node_id: "1", class_type: "EmptyImage" });
+      await turn();
+      o.onNodeDone({ node_id: "1", class_type: "EmptyImage", ui: null, cached: false });
+      await turn();
+      o.onNodeStart({ node_id: "3", class_type: "SaveImage" });
+      await turn();
+      return { kind: "succeeded" };
+    });
+    const ended = await runJob(runDeps(store, engine, events), job, {}, new AbortController().signal);
+    expect(ended?.status).toBe("succeeded");
+    expect(writes).toEqual([]);
+    expect(ended?.progress).toMatchObject({ value: 1, nodes_done: 2 });
+    expect(published).toEqual([ended?.progress]);
+  });
+
+  it(`a longer run writes its newest snapshot at most every ${RELAYED_PROGRESS_EVERY_MS} ms, the first that long after it began; a failure writes the last before its end`, async () => {
+    const writes = countWrites();
+    const events = relayed();
+    const began = performance.now();
+    const engine = scriptedEngine(async (o) => {
+      o.onStart({ nodes: ["1", "3"], cached: [], steps: {} });
+      o.onNodeStart({ node_id: "1", class_type: "EmptyImage" });
+      // Steps reported every turn until two snapshots were written.
+      for (let i = 1; writes.length < 2; i++) {
+        o.onProgress({ node_id: "1", value: i, max: 1_000_000 });
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      o.onNodeDone({ node_id: "1", class_type: "EmptyImage", ui: null, cached: false });
+      o.onNodeStart({ node_id: "3", class_type: "SaveImage" });
+      return { kind: "failed", error: { code: "node_execution_error", message: "boom" } };
+    });
+    const ended = await runJob(runDeps(store, engine, events), job, {}, new AbortController().signal);
+    expect(ended?.status).toBe("failed");
+    expect(writes[0]! - began).toBeGreaterThanOrEqual(RELAYED_PROGRESS_EVERY_MS - 1);
+    expect(writes[1]! - writes[0]!).toBeGreaterThanOrEqual(RELAYED_PROGRESS_EVERY_MS - 1);
+    // The last snapshot (node 3 started) was written at once before the failed end, which keeps it.
+    expect(writes).toHaveLength(3);
+    expect(writes[2]! - writes[1]!).toBeLessThan(RELAYED_PROGRESS_EVERY_MS);
+    expect((ended?.progress as Progress | null)?.current_node).toBe("3");
+  }, 20_000);
 });
 
 describe("runJob: progress events follow their writes", () => {

@@ -211,6 +211,45 @@ describe.skipIf(unavailable !== null)("PostgresRelay", () => {
     expect(heard).toHaveLength(1);
   });
 
+  it("a listener follows other processes only while asked: nothing heard before, a resync when it starts, nothing after it stops", async () => {
+    const api = await relay("api1");
+    const onApi: RemoteNotice[] = [];
+    stops.push(await api.listen((n) => onApi.push(n), { follow: false, wakes: false }));
+    // A process that follows all along: once it heard a change, the other one would have too.
+    const onProbe = await hear(await relay("probe1"));
+    const theirs: Store = await openStore({ kind: "postgres", url: TEST_DATABASE_URL, schema, applicationName: "flowgate worker1" });
+    open.push(theirs);
+    const heardByProbe = (n: number) =>
+      until(
+        () => onProbe,
+        (h) => h.length >= n,
+        `the probe's notice ${n}`,
+      );
+    const a = await theirs.createJob(newJob({ owner: "alice" }));
+    await theirs.transitionJob(a.id, ["queued"], "running", { started_at: T0 });
+    await heardByProbe(1);
+    expect(onApi).toEqual([]);
+
+    api.wantFollow(true);
+    await api.listening();
+    // What was said before it followed is read, not heard: one resync, then what follows is heard.
+    await theirs.transitionJob(a.id, ["running"], "succeeded", { completed_at: T0 + 1 });
+    await until(
+      () => onApi,
+      (n) => n.length >= 2,
+      "the resync and the end",
+    );
+    expect(onApi.map((n) => n.kind)).toEqual(["resync", "status"]);
+    expect(onApi[1]).toMatchObject({ id: a.id, status: "succeeded" });
+
+    api.wantFollow(false);
+    await api.listening();
+    const b = await theirs.createJob(newJob({ owner: "alice" }));
+    await theirs.transitionJob(b.id, ["queued"], "running", { started_at: T0 });
+    await heardByProbe(3);
+    expect(onApi).toHaveLength(2);
+  });
+
   it("a status change whose row passes a notification's size is still heard, without the row (read back instead)", async () => {
     const onApi = await hear(await relay("api1"));
     const theirs: Store = await openStore({ kind: "postgres", url: TEST_DATABASE_URL, schema, applicationName: "flowgate worker1" });

@@ -123,6 +123,8 @@ export class HostedSockets {
     let set = this.byOwner.get(owner);
     if (!set) this.byOwner.set(owner, (set = new Set()));
     set.add(client);
+    // What other processes run for this owner is heard while a socket is open (PostgreSQL deployments).
+    const unfollow = this.runtime.events.follow();
     ws.on("pong", () => (client.alive = true));
     ws.on("message", (data, isBinary) => {
       if (isBinary) return;
@@ -137,6 +139,7 @@ export class HostedSockets {
       }
     });
     ws.on("close", () => {
+      unfollow();
       set.delete(client);
       if (set.size === 0 && this.byOwner.get(owner) === set) {
         this.byOwner.delete(owner);

@@ -135,6 +135,8 @@ export class EventStreams {
   /** Writes the connect-time snapshot (and the latest progress and preview) to a new stream. */
   private async greet(job: JobRecord, stream: Stream): Promise<void> {
     const { res, links } = stream;
+    // Read once what other processes say of the job is heard: nothing falls between the two.
+    await this.runtime.events.hearing();
     const current = (await this.runtime.currentJob(job.id)) ?? job;
     const snapshot = await this.runtime.jobs.snapshot(current);
     res.write(frame({ event: "status", data: jobView(snapshot, links) }));

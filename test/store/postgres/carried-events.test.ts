@@ -123,4 +123,27 @@ describe.skipIf(unavailable !== null)("a run's events carried by its writes", ()
     );
     expect(heard).toEqual(["log", "log", "step"]);
   });
+
+  it("go out once when a write fails after the statement that carried them committed (a second move of an end)", async () => {
+    const s = await store();
+    const worker = await relay("worker1");
+    const heard = await hear(await relay("api1"));
+    const queued = await s.createJob(newJob());
+    const base = { job_id: queued.id, owner: queued.owner };
+    worker.send({ type: "log", ...base, text: "a" });
+    // The first move matches no row but commits the events; the second one fails.
+    const end = worker.carry(async (notify) => {
+      await s.transitionJob(queued.id, ["running"], "succeeded", { completed_at: T0 + 1 }, notify ? { notify } : {});
+      throw new Error("the second move failed");
+    });
+    await expect(end).rejects.toThrow("the second move failed");
+    worker.send({ type: "step", ...base, node_id: "1", value: 1, max: 2 });
+    await worker.flushed();
+    await waitFor(
+      () => heard.length,
+      (n) => n >= 2,
+      "the events",
+    );
+    expect(heard).toEqual(["log", "step"]);
+  });
 });
