@@ -56,6 +56,8 @@ export interface JobRunDeps {
    * processes hear runs through a relay: they must hear the outputs before the end commits.
    */
   endWithOutputs?: boolean;
+  /** Spacing of progress writes where a relay carries the run's events (default RELAYED_PROGRESS_EVERY_MS). */
+  relayedProgressEveryMs?: number;
 }
 
 /** What the dispatcher hears of a run whose job is still `queued` (an engine with its own queue). */
@@ -197,7 +199,7 @@ class JobRun {
               if (!this.refused(err)) throw err;
             },
           ),
-      deps.events.relays ? RELAYED_PROGRESS_EVERY_MS : 0,
+      deps.events.relays ? (deps.relayedProgressEveryMs ?? RELAYED_PROGRESS_EVERY_MS) : 0,
     );
     this.rows = new OutputRows(deps.assets, undefined, { fence, persist: this.persist });
     this.outputNodesLeft = new Set(job.output_node_ids);
