@@ -77,7 +77,11 @@ export class PostgresRelay implements EventRelay {
 
   send(event: RunEvent): void {
     if (event.type === "preview") {
-      if (this.#redis) return this.#redis.publish(this.#options.tag, event);
+      if (this.#redis) {
+        // The events said before it go now, not after their hold: listeners put a preview after its node's start.
+        if (this.#pending.length > 0) this.#schedule(0);
+        return this.#redis.publish(this.#options.tag, event);
+      }
       if (event.data.length > NOTIFY_PREVIEW_MAX_BYTES) return;
     }
     this.#pending.push(event);

@@ -51,6 +51,12 @@ export class HostedSockets {
   private readonly statusDue = new Set<string>();
   /** Node currently executing per job, for TEXT frames of its output. */
   private readonly currentNode = new Map<string, { id: string; classType: string }>();
+  /**
+   * Per job, the newest preview of a node whose `executing` was not sent yet: a run of another
+   * process is heard on two paths (previews through Redis, its other events through PostgreSQL),
+   * and a client puts a plain preview frame on the node the last `executing` named.
+   */
+  private readonly earlyPreview = new Map<string, Extract<JobEvent, { type: "preview" }>>();
   /** Per job, the nodes that started (running or finished), as ComfyUI's progress registry holds them for `progress_state`. */
   private readonly progress = new Map<string, Map<string, NodeProgress>>();
   /** Per job, the nodes that executed (not from cache), in order: `executed` of execution_error and execution_interrupted. */
@@ -100,7 +106,7 @@ export class HostedSockets {
 
   /** Runs whose node states this keeps for `progress_state` (tests: none is kept past its end). */
   get trackedRuns(): number {
-    return new Set([...this.currentNode.keys(), ...this.progress.keys(), ...this.executed.keys()]).size;
+    return new Set([...this.currentNode.keys(), ...this.progress.keys(), ...this.executed.keys(), ...this.earlyPreview.keys()]).size;
   }
 
   /** The largest amount of data queued for one socket, in bytes (metrics, tests). */
@@ -261,7 +267,11 @@ export class HostedSockets {
         // ComfyUI's order: the registry's progress_state (the node running), then `executing`; an activity said just before stays.
         const said = this.progress.get(e.job_id)?.get(e.node_id)?.activity;
         this.progressState(owner, e.job_id, e.node_id, { value: 0, max: 1, state: "running", ...(said === undefined ? {} : { activity: said }) });
-        return this.broadcast(owner, { type: "executing", data: { node: e.node_id, display_node: e.node_id, prompt_id: e.job_id } });
+        this.broadcast(owner, { type: "executing", data: { node: e.node_id, display_node: e.node_id, prompt_id: e.job_id } });
+        const early = this.earlyPreview.get(e.job_id);
+        this.earlyPreview.delete(e.job_id);
+        if (early?.node_id === e.node_id) this.sendPreview(owner, early);
+        return;
       }
       case "activity": {
         // As ComfyUI's set_activity: the node's state again, with (or without) what it is doing; no `progress`.
@@ -347,11 +357,13 @@ export class HostedSockets {
 
   private forgetRun(jobId: string): void {
     this.currentNode.delete(jobId);
+    this.earlyPreview.delete(jobId);
     this.progress.delete(jobId);
     this.executed.delete(jobId);
   }
 
   private sendPreview(owner: string, e: Extract<JobEvent, { type: "preview" }>): void {
+    if (this.currentNode.get(e.job_id)?.id !== e.node_id) return void this.earlyPreview.set(e.job_id, e);
     let plain: Buffer | null = null;
     let withMeta: Buffer | null = null;
     for (const c of this.byOwner.get(owner) ?? []) {

@@ -1,0 +1,66 @@
+// A preview heard before its node's start (a run of another process: previews come through
+// Redis, the node's start through PostgreSQL) reaches the socket after that node's `executing`,
+// where a client puts a plain preview frame; one of a node that never starts is never sent.
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import WebSocket from "ws";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { loadConfig } from "../../src/config/config.ts";
+import { EmbeddedEngine } from "../../src/engine/embedded-engine.ts";
+import { engineAdapter } from "../../src/jobs/engine-adapter.ts";
+import { startServer, type RunningServer } from "../../src/server/start.ts";
+
+let server: RunningServer;
+let dataDir: string;
+
+beforeAll(async () => {
+  dataDir = await mkdtemp(path.join(tmpdir(), "flowgate-ws-previews-"));
+  server = await startServer(loadConfig(["--port", "0", "--data-dir", dataDir], {}), engineAdapter(new EmbeddedEngine()), { quiet: true });
+});
+afterAll(async () => {
+  await server.close();
+  await rm(dataDir, { recursive: true, force: true });
+});
+
+async function until(check: () => boolean): Promise<void> {
+  for (let i = 0; i < 1000 && !check(); i++) await new Promise((r) => setTimeout(r, 5));
+  expect(check()).toBe(true);
+}
+
+describe("hosted socket previews", () => {
+  it("a preview heard before its node's start follows that node's executing; one of a node that did not start is dropped", async () => {
+    const ws = new WebSocket(`${server.url.replace(/^http/, "ws")}/ws?clientId=previews`, { perMessageDeflate: false });
+    const received: string[] = [];
+    ws.on("message", (data, isBinary) => {
+      if (isBinary) received.push(`preview ${(data as Buffer).subarray(8).toString()}`);
+      else {
+        const m = JSON.parse(String(data)) as { type: string; data: { node?: string } };
+        if (m.type === "executing") received.push(`executing ${m.data.node}`);
+        if (m.type === "status") received.push("status");
+      }
+    });
+    await new Promise((resolve) => ws.once("open", resolve));
+    await until(() => received.includes("status"));
+    received.length = 0;
+    const { owner } = await server.runtime.surface.hostedCaller(null);
+    const { events } = server.runtime;
+    const base = { job_id: "job-early-preview", owner };
+    const preview = (node: string) => events.publish({ type: "preview", ...base, node_id: node, content_type: "image/jpeg", data: Buffer.from(`of ${node}`) });
+    try {
+      events.publish({ type: "node_start", ...base, node_id: "1", class_type: "KSampler" });
+      preview("1");
+      preview("3"); // heard before node 2 started: held, then outdated by node 2's start
+      preview("2"); // heard before node 2 started: held
+      events.publish({ type: "node_start", ...base, node_id: "2", class_type: "KSampler" });
+      preview("2");
+      await until(() => received.length === 5);
+      expect(received).toEqual(["executing 1", "preview of 1", "executing 2", "preview of 2", "preview of 2"]);
+      events.publish({ type: "node_start", ...base, node_id: "4", class_type: "KSampler" });
+      await until(() => received.length === 6);
+      expect(received.at(-1)).toBe("executing 4");
+    } finally {
+      ws.close();
+    }
+  });
+});
