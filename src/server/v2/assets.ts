@@ -2,7 +2,7 @@
 import { contentDisposition, isActiveContentType } from "../../domain/content-types.ts";
 import type { MultipartFile } from "@fastify/multipart";
 import type { OperationInput, OperationResult } from "../../../generated/handlers.ts";
-import type { AssetRecord } from "../../store/types.ts";
+import type { AssetRecord } from "../../store/index.ts";
 import { BlobNotFoundError } from "../../blobs/errors.ts";
 import type { ByteRange } from "../../blobs/blob-store.ts";
 import { ServiceError } from "../../domain/errors.ts";
