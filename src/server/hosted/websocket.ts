@@ -39,6 +39,9 @@ interface Client {
   alive: boolean;
 }
 
+/** How long a preview heard before its node's start waits for it. */
+const EARLY_PREVIEW_MS = 5_000;
+
 /** Paths the WebSocket is served on. */
 export const WS_PATHS = new Set(["/ws", "/api/ws"]);
 
@@ -54,7 +57,7 @@ export class HostedSockets {
   /**
    * Per job, the newest preview of a node whose `executing` was not sent yet: a run of another
    * process is heard on two paths (previews through Redis, its other events through PostgreSQL),
-   * and a client puts a plain preview frame on the node the last `executing` named.
+   * and a client puts a plain preview frame on a node that started.
    */
   private readonly earlyPreview = new Map<string, Extract<JobEvent, { type: "preview" }>>();
   /** Per job, the nodes that started (running or finished), as ComfyUI's progress registry holds them for `progress_state`. */
@@ -269,8 +272,10 @@ export class HostedSockets {
         this.progressState(owner, e.job_id, e.node_id, { value: 0, max: 1, state: "running", ...(said === undefined ? {} : { activity: said }) });
         this.broadcast(owner, { type: "executing", data: { node: e.node_id, display_node: e.node_id, prompt_id: e.job_id } });
         const early = this.earlyPreview.get(e.job_id);
-        this.earlyPreview.delete(e.job_id);
-        if (early?.node_id === e.node_id) this.sendPreview(owner, early);
+        if (early?.node_id === e.node_id) {
+          this.earlyPreview.delete(e.job_id);
+          this.sendPreview(owner, early);
+        }
         return;
       }
       case "activity": {
@@ -362,8 +367,15 @@ export class HostedSockets {
     this.executed.delete(jobId);
   }
 
+  /** Keeps a preview until its node starts; one of a run that ended meanwhile (encoded late) is let go after EARLY_PREVIEW_MS. */
+  private holdPreview(e: Extract<JobEvent, { type: "preview" }>): void {
+    this.earlyPreview.set(e.job_id, e);
+    setTimeout(() => this.earlyPreview.get(e.job_id) === e && this.earlyPreview.delete(e.job_id), EARLY_PREVIEW_MS).unref();
+  }
+
   private sendPreview(owner: string, e: Extract<JobEvent, { type: "preview" }>): void {
-    if (this.currentNode.get(e.job_id)?.id !== e.node_id) return void this.earlyPreview.set(e.job_id, e);
+    // A preview may come after its node ended (encoded meanwhile), never before it started.
+    if (!this.progress.get(e.job_id)?.has(e.node_id)) return this.holdPreview(e);
     let plain: Buffer | null = null;
     let withMeta: Buffer | null = null;
     for (const c of this.byOwner.get(owner) ?? []) {
