@@ -1,7 +1,7 @@
 // A preview heard before its node's start (a run of another process: previews come through
 // Redis, the node's start through PostgreSQL) reaches the socket after that node's `executing`,
-// where a client puts a plain preview frame; one of a node that never starts is never sent, and
-// one of a node that started is sent at once, whichever node started since.
+// where a client puts a plain preview frame; one of a node that never starts is never sent, one
+// of a node that runs is sent at once, and one of a node that finished once another started is dropped.
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -55,12 +55,15 @@ describe("hosted socket previews", () => {
       preview("2"); // heard before node 2 started: held
       events.publish({ type: "node_start", ...base, node_id: "2", class_type: "KSampler" });
       preview("2");
-      preview("1"); // node 1 started before: at once (a preview may be encoded after its node's end)
+      preview("1"); // node 1 still runs (beside node 2, as parallel branches do): at once
       await until(() => received.length === 6);
       expect(received).toEqual(["executing 1", "preview of 1", "executing 2", "preview of 2", "preview of 2", "preview of 1"]);
+      events.publish({ type: "node_done", ...base, node_id: "2", class_type: "KSampler", ui: null });
       events.publish({ type: "node_start", ...base, node_id: "3", class_type: "KSampler" });
-      await until(() => received.length === 7);
-      expect(received.at(-1)).toBe("executing 3");
+      preview("2"); // node 2 finished and node 3 runs: not sent (ComfyUI previews a node while it runs)
+      preview("3");
+      await until(() => received.length === 8);
+      expect(received.slice(6)).toEqual(["executing 3", "preview of 3"]);
     } finally {
       ws.close();
     }

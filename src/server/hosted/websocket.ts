@@ -374,8 +374,12 @@ export class HostedSockets {
   }
 
   private sendPreview(owner: string, e: Extract<JobEvent, { type: "preview" }>): void {
-    // A preview may come after its node ended (encoded meanwhile), never before it started.
-    if (!this.progress.get(e.job_id)?.has(e.node_id)) return this.holdPreview(e);
+    // As ComfyUI: a preview while its node runs (nodes of parallel branches may run together here).
+    // One heard before its node started waits for it; one heard after its node finished, once
+    // another node started, is dropped (it took the other path than the node's events).
+    const node = this.progress.get(e.job_id)?.get(e.node_id);
+    if (node === undefined) return this.holdPreview(e);
+    if (node.state === "finished" && this.currentNode.get(e.job_id)?.id !== e.node_id) return;
     let plain: Buffer | null = null;
     let withMeta: Buffer | null = null;
     for (const c of this.byOwner.get(owner) ?? []) {
