@@ -6,7 +6,7 @@ import * as v from "../../generated/validators.js";
 import { EmbeddedEngine } from "../../src/engine/embedded-engine.ts";
 import { ComfyClient } from "../hosted/comfy-client.ts";
 import { FakeComfyUI } from "./fake-comfyui.ts";
-import { startFront, type Front } from "./helpers.ts";
+import { startFront, type Front, textGraph } from "./helpers.ts";
 
 const OBJECT_INFO = new EmbeddedEngine().nodeDefinitionsSync() as unknown as Record<string, unknown>;
 
@@ -26,10 +26,7 @@ describe("progress_state's activity", () => {
     front = await startFront([fake.url]);
     client = new ComfyClient(front.url);
     await client.connect();
-    const res = await client.queuePrompt({
-      "1": { class_type: "PrimitiveString", inputs: { value: "x" } },
-      "2": { class_type: "PreviewAny", inputs: { source: ["1", 0] } },
-    });
+    const res = await client.queuePrompt(textGraph("x"));
     const { prompt_id: id } = (await res.json()) as { prompt_id: string };
     await fake.nextPrompt();
     fake.startRunning(id);

@@ -9,7 +9,7 @@ import { ComfyClient } from "../hosted/comfy-client.ts";
 import { BinaryFrameType } from "../../generated/asyncapi-types.ts";
 import { decodeFrame } from "../../src/wire/binary-frames.ts";
 import { FakeComfyUI, textFrame } from "./fake-comfyui.ts";
-import { call, startFront, waitJob, type Front } from "./helpers.ts";
+import { call, startFront, waitJob, type Front, textGraph } from "./helpers.ts";
 
 const OBJECT_INFO = new EmbeddedEngine().nodeDefinitionsSync() as unknown as Record<string, unknown>;
 
@@ -86,10 +86,7 @@ describe("ComfyUI's execution_error on the hosted interface", () => {
     front = await startFront([fake.url]);
     client = new ComfyClient(front.url);
     await client.connect();
-    const res = await client.queuePrompt({
-      "1": { class_type: "PrimitiveString", inputs: { value: "x" } },
-      "2": { class_type: "PreviewAny", inputs: { source: ["1", 0] } },
-    });
+    const res = await client.queuePrompt(textGraph("x"));
     const { prompt_id: id } = (await res.json()) as { prompt_id: string };
     await fake.nextPrompt();
     fake.startRunning(id);

@@ -1,5 +1,9 @@
 // The hosted socket's writes: the messages one event-loop turn sends to a socket (a run's burst
-// of events) leave in one write, so the client is woken once; in order, each frame whole.
+// of events) leave in one write, so the client is woken once; in order, each frame whole. And its
+// previews: one heard before its node's start (a run of another process: previews come through
+// Redis, the node's start through PostgreSQL) follows that node's `executing`, where a client puts
+// a plain preview frame; one of a node that never starts is never sent, one of a node that runs is
+// sent at once, and one of a node that finished once another started is dropped.
 import { mkdtemp, rm } from "node:fs/promises";
 import net from "node:net";
 import { tmpdir } from "node:os";
@@ -15,7 +19,7 @@ let server: RunningServer;
 let dataDir: string;
 
 beforeAll(async () => {
-  dataDir = await mkdtemp(path.join(tmpdir(), "flowgate-ws-writes-"));
+  dataDir = await mkdtemp(path.join(tmpdir(), "flowgate-ws-"));
   server = await startServer(loadConfig(["--port", "0", "--data-dir", dataDir], {}), engineAdapter(new EmbeddedEngine()), { quiet: true });
 });
 afterAll(async () => {
@@ -64,6 +68,47 @@ describe("hosted socket writes", () => {
       expect(writes.count).toBe(1);
     } finally {
       writes.stop();
+      ws.close();
+    }
+  });
+});
+
+describe("hosted socket previews", () => {
+  it("a preview heard before its node's start follows that node's executing; one of a node that did not start is not sent", async () => {
+    const ws = new WebSocket(`${server.url.replace(/^http/, "ws")}/ws?clientId=previews`, { perMessageDeflate: false });
+    const received: string[] = [];
+    ws.on("message", (data, isBinary) => {
+      if (isBinary) received.push(`preview ${(data as Buffer).subarray(8).toString()}`);
+      else {
+        const m = JSON.parse(String(data)) as { type: string; data: { node?: string } };
+        if (m.type === "executing") received.push(`executing ${m.data.node}`);
+        if (m.type === "status") received.push("status");
+      }
+    });
+    await new Promise((resolve) => ws.once("open", resolve));
+    await until(() => received.includes("status"));
+    received.length = 0;
+    const { owner } = await server.runtime.surface.hostedCaller(null);
+    const { events } = server.runtime;
+    const base = { job_id: "job-early-preview", owner };
+    const preview = (node: string) => events.publish({ type: "preview", ...base, node_id: node, content_type: "image/jpeg", data: Buffer.from(`of ${node}`) });
+    try {
+      events.publish({ type: "node_start", ...base, node_id: "1", class_type: "KSampler" });
+      preview("1");
+      preview("3"); // heard before node 3 started: held, then replaced by a newer one
+      preview("2"); // heard before node 2 started: held
+      events.publish({ type: "node_start", ...base, node_id: "2", class_type: "KSampler" });
+      preview("2");
+      preview("1"); // node 1 still runs (beside node 2, as parallel branches do): at once
+      await until(() => received.length === 6);
+      expect(received).toEqual(["executing 1", "preview of 1", "executing 2", "preview of 2", "preview of 2", "preview of 1"]);
+      events.publish({ type: "node_done", ...base, node_id: "2", class_type: "KSampler", ui: null });
+      events.publish({ type: "node_start", ...base, node_id: "3", class_type: "KSampler" });
+      preview("2"); // node 2 finished and node 3 runs: not sent (ComfyUI previews a node while it runs)
+      preview("3");
+      await until(() => received.length === 8);
+      expect(received.slice(6)).toEqual(["executing 3", "preview of 3"]);
+    } finally {
       ws.close();
     }
   });
