@@ -6,9 +6,13 @@ import { UsageError } from "./command.ts";
 import { stopWhenOrphaned } from "./parent-watch.ts";
 import { explainParseError } from "./suggest.ts";
 
+/** Flags that mean something to a worker only: serve always answers its health checks. */
+const WORKER_ONLY = new Set(["health"]);
+
 /** Usage of `flowgate serve`. */
 export function serveUsage(): string {
-  return `Usage: flowgate serve [flags]\n\nStarts the flowgate server. Each flag can also be set by its environment variable.\n\n${flagLines(Object.entries(SERVE_FLAGS))}\n`;
+  const flags = Object.entries(SERVE_FLAGS).filter(([name]) => !WORKER_ONLY.has(name));
+  return `Usage: flowgate serve [flags]\n\nStarts the flowgate server. Each flag can also be set by its environment variable.\n\n${flagLines(flags)}\n`;
 }
 
 /** One aligned line per flag: its name, its environment variable, its help. */

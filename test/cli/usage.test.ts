@@ -38,6 +38,17 @@ describe("--version and --help", () => {
     }
   });
 
+  it("serve --help lists the server's flags and not the worker's --health; worker --help lists --health and no API flag", async () => {
+    const serve = await runCli(["serve", "--help"]);
+    expect(serve.code, serve.stderr).toBe(0);
+    expect(serve.stdout).toMatch(/^ {2}--port /m);
+    expect(serve.stdout).not.toMatch(/--health/);
+    const worker = await runCli(["worker", "--help"]);
+    expect(worker.code, worker.stderr).toBe(0);
+    expect(worker.stdout).toMatch(/^ {2}--health /m);
+    expect(worker.stdout).not.toMatch(/--token /);
+  });
+
   it("flowgate --help and serve --help load no server, engine or client module", async () => {
     // A module hook records every file Node loads; the help must not reach the heavy parts.
     const hook = join(dir, "hook.mjs");
