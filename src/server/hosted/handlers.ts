@@ -2,6 +2,7 @@
 import os from "node:os";
 import type { HostedHandlers, OperationInput, OperationResult } from "../../../generated/handlers.ts";
 import type { components } from "../../../generated/openapi-types.ts";
+import { BlobNotFoundError } from "../../blobs/errors.ts";
 import { ServiceError } from "../../domain/errors.ts";
 import { isCanonicalUuid } from "../../domain/ids.ts";
 import { VERSION } from "../../domain/version.ts";
@@ -26,14 +27,22 @@ const CLEAR_PAGE = 1000;
 /** Cancels in flight at once: their commits share fsyncs instead of waiting for one each. */
 const CANCEL_CONCURRENCY = 100;
 
-/** Reads small text outputs so history and `executed` can carry them inline, as ComfyUI does. */
+/**
+ * Reads small text outputs so history and `executed` can carry them inline, as ComfyUI does. A
+ * text whose bytes are missing from this node's blob store stays a file entry: one lost blob must
+ * not take the whole history down (its /view answers 404).
+ */
 export async function inlineTexts(runtime: Runtime, assets: readonly AssetRecord[]): Promise<Map<string, string>> {
   const texts = new Map<string, string>();
   for (const a of assets) {
     if (a.type !== "text" || a.size_bytes > TEXT_INLINE_LIMIT) continue;
-    const chunks: Buffer[] = [];
-    for await (const c of await runtime.assets.open(a)) chunks.push(c as Buffer);
-    texts.set(a.id, Buffer.concat(chunks).toString("utf8"));
+    try {
+      const chunks: Buffer[] = [];
+      for await (const c of await runtime.assets.open(a)) chunks.push(c as Buffer);
+      texts.set(a.id, Buffer.concat(chunks).toString("utf8"));
+    } catch (err) {
+      if (!(err instanceof BlobNotFoundError)) throw err;
+    }
   }
   return texts;
 }
