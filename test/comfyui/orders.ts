@@ -182,6 +182,53 @@ export interface OrdersSetup {
   leaseMs: number;
   /** The API node's lease (long: it never fails a job an adopter should take). */
   apiLeaseMs: number;
+  /** Lists the queued jobs through the API node all along the schedule: no two of one answer share a place, and no job's place rises (PositionWatch). */
+  positions?: boolean;
+}
+
+/**
+ * Lists the queued jobs through an API node over and over until stopped: two queued jobs of one
+ * answer at the same place, or a job's place rising from one answer to a later one, is a problem.
+ */
+class PositionWatch {
+  readonly problems: string[] = [];
+  polls = 0;
+  private readonly last = new Map<string, number>();
+  private stopped = false;
+  private readonly loop: Promise<void>;
+
+  constructor(api: Api) {
+    this.loop = this.run(api);
+  }
+
+  private async run(api: Api): Promise<void> {
+    while (!this.stopped) {
+      const { body } = await api.get("/api/v2/jobs?status=queued&limit=100").catch(() => ({ body: null }));
+      if (Array.isArray(body?.jobs)) {
+        this.polls++;
+        const places = new Map<number, string>();
+        for (const job of body.jobs as { id: string; queue_position: number | null }[]) {
+          const place = job.queue_position;
+          if (place === null) continue;
+          const other = places.get(place);
+          if (other !== undefined) this.problems.push(`jobs ${other} and ${job.id} both at place ${place} in one answer`);
+          places.set(place, job.id);
+          const before = this.last.get(job.id);
+          if (before !== undefined && place > before) this.problems.push(`job ${job.id} stepped back: place ${before}, then ${place}`);
+          this.last.set(job.id, place);
+        }
+      }
+      // The next answer once this one is read, a little apart: the schedule's processes share the machine.
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  /** Stops listing; the problems seen. */
+  async stop(): Promise<string[]> {
+    this.stopped = true;
+    await this.loop;
+    return this.problems;
+  }
 }
 
 /** A worker stopped between its lease renewal and its POST /prompt landing (see exploreOrder), and the job it was posting. */
@@ -221,9 +268,11 @@ export async function exploreOrder(seed: number, setup: OrdersSetup): Promise<st
   };
   let restartedAt: number | null = null;
   const workers: Worker[] = [];
+  let watch: PositionWatch | null = null;
   try {
     const flags = () => comfyFlags(double.url);
     const { api } = await d.apiNode({ leaseMs: apiLeaseMs, flags: flags() });
+    if (setup.positions) watch = new PositionWatch(api);
     const addWorker = async (why: string) => {
       const w: Worker = { name: `w${workers.length + 1}`, p: await d.worker({ leaseMs, flags: flags() }), state: "live" };
       workers.push(w);
@@ -396,6 +445,11 @@ export async function exploreOrder(seed: number, setup: OrdersSetup): Promise<st
     const ended = [];
     for (const id of jobs) ended.push(await api.waitJob(id, (j) => TERMINAL.includes(j.status), `job ${id} to end`, 120_000));
     step(`every job ended: ${ended.map((j) => `${j.id.slice(-4)} ${j.status}${j.error ? ` ${j.error.code}` : ""}`).join(", ")}`);
+    if (watch) {
+      const wrong = await watch.stop();
+      step(`positions listed ${watch.polls} times during the schedule`);
+      if (wrong.length > 0) throw new Error(`queue positions:\n${wrong.slice(0, 20).join("\n")}`);
+    }
     const windows = await checkInvariants(
       ended,
       await double.records(),
@@ -420,6 +474,7 @@ export async function exploreOrder(seed: number, setup: OrdersSetup): Promise<st
       },
     );
   } finally {
+    await watch?.stop();
     for (const w of workers) if (w.state === "stopped") w.p.child.kill("SIGCONT");
     await double.stop();
   }
@@ -546,6 +601,19 @@ function documentedWindow(jobId: string, mine: ExecutionRecord[], stale: { jobId
 }
 
 /**
+ * Whether a job's prompt ran twice because the double, restarted, forgot its first run (queue and
+ * history gone): that run started and ended before the restart, while no process followed it (its
+ * job, still queued, was taken over and the prompt found nowhere, so submitted again), and the
+ * second started after it. docs/comfyui.md names this case too.
+ */
+function forgottenRun(jobId: string, mine: ExecutionRecord[], restartedAt: number | null): string | null {
+  const starts = mine.filter((r) => r.type === "start");
+  const firstEnd = mine.find((r) => r.type === "end");
+  if (restartedAt === null || starts.length !== 2 || firstEnd === undefined || firstEnd.at >= restartedAt || starts[1]!.at <= restartedAt) return null;
+  return `job ${jobId}: executed twice, its first run (that nobody followed) forgotten by the double's restart (documented: a job still queued is submitted again)`;
+}
+
+/**
  * For every job: its prompt executed at most once, and exactly once when it succeeded; its end
  * state is the double's (a success there is a success here, unless the double forgot it in a
  * restart); a succeeded job's run times are the double's within 1 s; one output record per
@@ -569,7 +637,7 @@ async function checkInvariants(
     const ends = mine.filter((r) => r.type === "end");
     const end = ends[0];
     const tag = `job ${job.id} (${job.status}${job.error ? ` ${job.error.code}` : ""})`;
-    const window = documentedWindow(job.id, mine, stale);
+    const window = documentedWindow(job.id, mine, stale) ?? forgottenRun(job.id, mine, restartedAt);
     if (window) windows.push(window);
     else if (starts.length > 1) problems.push(`${tag}: its prompt executed ${starts.length} times`);
     if (job.status === "succeeded") {
