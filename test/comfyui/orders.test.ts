@@ -1,6 +1,7 @@
 // Exactly once in front of ComfyUI, over the orders deployments produce (orders.ts): a bounded
 // number of seeded schedules per run (each seed printed; EXPLORE_ORDERS_SEED=N replays one,
 // EXPLORE_ORDERS_SEEDS=N runs N; EXPLORE_ORDERS_TRACE=1 prints each passing seed's steps too; `npm run explore:orders -- --seeds 200` runs many).
+// A prompt run twice in a case docs/comfyui.md names is printed with its seed, and counted at the end.
 import { afterAll, afterEach, beforeEach, describe, it } from "vitest";
 import { FaultDeployment } from "../faults/deployment.ts";
 import { postgresUnavailable } from "../postgres/pg.ts";

@@ -6,12 +6,14 @@
 // lost; the running prompt finishing during the takeover, between the holder's lease lapsing and
 // the adopter's look at the double; the holder stopped between its lease renewal and its
 // POST /prompt landing, the POST landing as its lease lapses or behind the new holder's copy),
-// then the invariants checked for every job against the double's own execution log. A prompt run
-// twice in one of the windows docs/comfyui.md names (the stale copy started before its poster
-// could take it back; the new holder looked before the stale POST landed) is recognised as that
-// window, from the stale worker's own account and the double's log, and reported, never passed
-// as a success and never hiding another failure. exploreSqliteFront does the same for a single `serve` on SQLite,
-// SIGKILLed mid-run and restarted on its data directory.
+// then the invariants checked for every job against the double's own execution log (and, with
+// `positions`, the queued jobs' places listed all along). A prompt run twice in a case
+// docs/comfyui.md names (the stale copy started before its poster could take it back; the new
+// holder looked before the stale POST landed; a run nobody followed forgotten by the double's
+// restart) is recognised as that case, from the stale worker's own account and the double's log,
+// printed and counted, the job's other invariants still checked; any other second run fails.
+// exploreSqliteFront does the same for a single `serve` on SQLite, SIGKILLed mid-run and
+// restarted on its data directory.
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
