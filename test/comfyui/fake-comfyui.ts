@@ -75,7 +75,8 @@ export class FakeComfyUI {
   private interrupting = false;
   url = "";
   private working = false;
-  private readonly bodies = new Map<string, any>();
+  /** The bodies of each prompt id's copies not started yet, in arrival order (the last one stays, for a prompt run by hand). */
+  private readonly bodies = new Map<string, any[]>();
   private readonly server: http.Server;
   private readonly wss = new WebSocketServer({ noServer: true });
   private readonly sockets = new Set<WebSocket>();
@@ -211,7 +212,7 @@ export class FakeComfyUI {
       if (drop === "before") return void res.destroy();
       const id = typeof rec.json.prompt_id === "string" ? rec.json.prompt_id : `p-${++this.counter}`;
       this.queue.pending.push(id);
-      this.bodies.set(id, rec.json);
+      this.bodies.set(id, [...(this.bodies.get(id) ?? []), rec.json]);
       this.broadcastStatus();
       this.o.beforeAnswer?.(id);
       if (drop === "after") {
@@ -231,6 +232,8 @@ export class FakeComfyUI {
       for (const id of (rec.json?.delete ?? []) as string[]) {
         const at = this.queue.pending.indexOf(id);
         if (at >= 0) this.queue.pending.splice(at, 1);
+        const copies = this.bodies.get(id);
+        if (at >= 0 && copies && copies.length > 1) copies.shift();
       }
       this.broadcastStatus();
       return void res.writeHead(200).end();
@@ -300,9 +303,12 @@ export class FakeComfyUI {
   private async execute(id: string): Promise<void> {
     this.startRunning(id);
     this.executions.set(id, (this.executions.get(id) ?? 0) + 1);
-    const prompt: Record<string, { class_type: string }> = this.bodies.get(id)?.prompt ?? {};
+    // Each copy of a prompt id queued twice keeps its own body, as ComfyUI's queue items do.
+    const copies = this.bodies.get(id);
+    const body = copies && copies.length > 1 ? copies.shift() : copies?.[0];
+    const prompt: Record<string, { class_type: string }> = body?.prompt ?? {};
     // Like ComfyUI, a prompt's messages go to the client that queued it (all clients when it named none).
-    const clientId: string | null = this.bodies.get(id)?.client_id ?? null;
+    const clientId: string | null = body?.client_id ?? null;
     const messages: [string, Record<string, unknown>][] = [];
     const tick = () => new Promise((r) => setImmediate(r));
     const recorded = (type: string, data: Record<string, unknown>) => {
@@ -388,16 +394,18 @@ export class FakeComfyUI {
     await tick();
   }
 
-  /** Moves a prompt from pending to running, as ComfyUI's worker does. */
+  /**
+   * Moves a prompt from pending to running, as ComfyUI's worker does: one copy of it (a prompt id
+   * queued twice leaves the other copy pending, to run again).
+   */
   startRunning(id: string): void {
-    this.queue.pending = this.queue.pending.filter((p) => p !== id);
+    removeOne(this.queue.pending, id);
     this.queue.running.push(id);
   }
 
-  /** Takes a prompt out of the queue and writes its history entry (task_done). */
+  /** Takes a prompt out of the queue (one copy: the running one, else the first pending) and writes its history entry (task_done). */
   finish(id: string, entry: unknown): void {
-    this.queue.pending = this.queue.pending.filter((p) => p !== id);
-    this.queue.running = this.queue.running.filter((p) => p !== id);
+    if (!removeOne(this.queue.running, id)) removeOne(this.queue.pending, id);
     this.history.set(id, entry);
     this.broadcastStatus();
   }
@@ -418,6 +426,13 @@ export class FakeComfyUI {
     this.queue.running = this.queue.running.filter((p) => p !== id);
     this.history.delete(id);
   }
+}
+
+/** Removes the first copy of `id` from `list`; whether there was one. */
+function removeOne(list: string[], id: string): boolean {
+  const at = list.indexOf(id);
+  if (at >= 0) list.splice(at, 1);
+  return at >= 0;
 }
 
 /** A type-4 preview frame: type, metadata length, metadata JSON, image. */

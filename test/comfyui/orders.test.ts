@@ -1,7 +1,8 @@
 // Exactly once in front of ComfyUI, over the orders deployments produce (orders.ts): a bounded
 // number of seeded schedules per run (each seed printed; EXPLORE_ORDERS_SEED=N replays one,
 // EXPLORE_ORDERS_SEEDS=N runs N; EXPLORE_ORDERS_TRACE=1 prints each passing seed's steps too; `npm run explore:orders -- --seeds 200` runs many).
-import { afterEach, beforeEach, describe, it } from "vitest";
+// A prompt run twice in a case docs/comfyui.md names is printed with its seed, and counted at the end.
+import { afterAll, afterEach, beforeEach, describe, it } from "vitest";
 import { FaultDeployment } from "../faults/deployment.ts";
 import { postgresUnavailable } from "../postgres/pg.ts";
 import { exploreOrder, exploreSqliteFront } from "./orders.ts";
@@ -17,6 +18,10 @@ const count = Number(process.env.EXPLORE_ORDERS_SEEDS ?? 2);
 const first = Number(process.env.EXPLORE_ORDERS_FIRST_SEED ?? Math.floor(Math.random() * 1_000_000));
 const seeds = replay !== undefined ? [Number(replay)] : Array.from({ length: count }, (_, i) => first + i);
 
+/** The documented windows met (a prompt run twice in one of them, see orders.ts), printed at the end. */
+const windows: string[] = [];
+let ran = 0;
+
 let d: FaultDeployment;
 beforeEach(async () => {
   if (unavailable === null) d = await FaultDeployment.open();
@@ -31,7 +36,10 @@ describe.skipIf(unavailable !== null)(
     for (const seed of seeds) {
       it(`seed ${seed}`, { timeout: 240_000 }, async () => {
         console.log(`orders: seed ${seed} (replay: EXPLORE_ORDERS_SEED=${seed} npx vitest run test/comfyui/orders.test.ts)`);
-        await exploreOrder(seed, { d, leaseMs: LEASE_MS, apiLeaseMs: API_LEASE_MS });
+        const met = await exploreOrder(seed, { d, leaseMs: LEASE_MS, apiLeaseMs: API_LEASE_MS });
+        ran++;
+        for (const w of met) console.log(`orders: documented window met, ${w}`);
+        windows.push(...met);
       });
     }
   },
@@ -44,6 +52,11 @@ describe("every prompt runs once when a single SQLite front is killed and restar
       await exploreSqliteFront(seed);
     });
   }
+});
+
+afterAll(() => {
+  if (ran > 0)
+    console.log(`orders: ${ran} PostgreSQL seed(s) passed; documented windows met in them: ${windows.length}${windows.map((w) => `\n  ${w}`).join("")}`);
 });
 
 if (unavailable !== null) it.skip(`skipped: ${unavailable}`, () => undefined);

@@ -1,13 +1,16 @@
 // Queue positions in front of ComfyUI on PostgreSQL (an API node and two workers, the topology of
 // issue #43): listed over and over during a run of several jobs, while the workers' prompts wait
 // in and leave ComfyUI's queue, no two queued jobs of one answer share a position and no job's
-// position ever steps back.
+// position ever steps back; and the same, listed all along the seeded schedules of the
+// order-exploring harness (orders.ts: workers killed, stopped, terminated and taken over; each
+// seed printed, EXPLORE_ORDERS_SEED=N replays one).
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { EmbeddedEngine } from "../../src/engine/embedded-engine.ts";
 import { FaultDeployment } from "../faults/deployment.ts";
 import { postgresUnavailable } from "../postgres/pg.ts";
 import { FakeComfyUI } from "./fake-comfyui.ts";
 import { comfyFlags, textGraph, until } from "./helpers.ts";
+import { exploreOrder } from "./orders.ts";
 
 const unavailable = await postgresUnavailable();
 const OBJECT_INFO = new EmbeddedEngine().nodeDefinitionsSync() as unknown as Record<string, unknown>;
@@ -75,6 +78,19 @@ describe.skipIf(unavailable !== null)("queue positions in front of ComfyUI (Post
     }
     for (const id of ids) expect(fake.executions.get(id)).toBe(1);
   });
+});
+
+const replay = process.env.EXPLORE_ORDERS_SEED;
+const first = Number(process.env.EXPLORE_ORDERS_FIRST_SEED ?? Math.floor(Math.random() * 1_000_000));
+const seeds = replay !== undefined ? [Number(replay)] : [first, first + 1];
+
+describe.skipIf(unavailable !== null)("queue positions in front of ComfyUI under the orders deployments produce (PostgreSQL)", () => {
+  for (const seed of seeds) {
+    it(`are never shared and never step back: seed ${seed}`, { timeout: 240_000 }, async () => {
+      console.log(`positions under orders: seed ${seed} (replay: EXPLORE_ORDERS_SEED=${seed} npx vitest run test/comfyui/postgres-positions.test.ts)`);
+      await exploreOrder(seed, { d, leaseMs: LEASE_MS, apiLeaseMs: 60_000, positions: true });
+    });
+  }
 });
 
 if (unavailable !== null) it.skip(`skipped: ${unavailable}`, () => undefined);

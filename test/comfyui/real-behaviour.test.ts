@@ -269,4 +269,36 @@ describe("comfyui backend against real ComfyUI behaviour", () => {
     expect(fake.calls("GET", `/history/${id}`).length).toBeGreaterThan(0);
     expect(done.outputs.map((o) => o.name)).toEqual(["c_00001_.png"]);
   });
+
+  it("the double, like ComfyUI, runs a prompt id queued twice twice, each copy to the client that queued it", async () => {
+    const { fake } = await setup({ worker: true });
+    fake.paused = true;
+    const prompt = { "1": { class_type: "PrimitiveString", inputs: { value: "a" } }, "2": { class_type: "PreviewAny", inputs: { source: ["1", 0] } } };
+    const post = (client: string) =>
+      fetch(`${fake.url}/prompt`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ prompt, client_id: client, prompt_id: "twice" }),
+      });
+    await post("first");
+    await post("second");
+    expect(fake.queue.pending).toEqual(["twice", "twice"]);
+    const heard: string[] = [];
+    const listen = (client: string) => {
+      const ws = new WebSocket(`${fake.url.replace("http", "ws")}/ws?clientId=${client}`);
+      ws.onmessage = (e) => {
+        if (typeof e.data === "string" && JSON.parse(e.data).type === "execution_start") heard.push(client);
+      };
+      return new Promise<WebSocket>((r) => (ws.onopen = () => r(ws)));
+    };
+    const sockets = [await listen("first"), await listen("second")];
+    fake.resume();
+    await until(
+      () => (fake.executions.get("twice") === 2 && fake.queue.pending.length + fake.queue.running.length === 0 ? true : undefined),
+      "both copies run",
+    );
+    await until(() => (heard.length === 2 ? true : undefined), "both starts heard");
+    expect(heard).toEqual(["first", "second"]);
+    for (const ws of sockets) ws.close();
+  });
 });

@@ -254,6 +254,40 @@ describe("a POST /prompt whose answer was lost", () => {
   });
 });
 
+describe("a prompt that ran while this process did not follow it (taken over), its messages heard on the socket before", () => {
+  it("keeps ComfyUI's recorded start and end, not the moment the messages were replayed to its run", async () => {
+    const fake = await new FakeComfyUI({ objectInfo: OBJECT_INFO }).start();
+    cleanup.push(() => fake.stop());
+    const engine = new ComfyUIEngine({ ...FAST, urls: [fake.url] });
+    cleanup.push(() => engine.close());
+    await engine.nodeDefinitions();
+    await until(() => (fake.socketCount === 1 ? true : undefined), "the socket");
+    // The prompt ran to its end on ComfyUI, its client this process's socket (another process of
+    // it posted it, or a stale copy), before this process took its job over.
+    const startedAt = Date.now() - 5000;
+    const endedAt = startedAt + 1500;
+    fake.send("execution_start", { prompt_id: "ran-unfollowed", timestamp: startedAt });
+    fake.send("executing", { node: null, prompt_id: "ran-unfollowed" });
+    fake.send("execution_success", { prompt_id: "ran-unfollowed", timestamp: endedAt });
+    fake.history.set("ran-unfollowed", {
+      prompt: [1, "ran-unfollowed", {}, {}, []],
+      outputs: {},
+      status: {
+        status_str: "success",
+        completed: true,
+        messages: [
+          ["execution_start", { prompt_id: "ran-unfollowed", timestamp: startedAt }],
+          ["execution_success", { prompt_id: "ran-unfollowed", timestamp: endedAt }],
+        ],
+      },
+    });
+    const times: unknown[] = [];
+    await engine.execute(graph("x"), { runId: "ran-unfollowed", onRecordedTimes: (t) => void times.push(t) });
+    expect(fake.calls("POST", "/prompt")).toHaveLength(0);
+    expect(times).toEqual([{ startedAt, endedAt }]);
+  });
+});
+
 describe("an instance that stops answering", () => {
   it("gives a prompt that never started there to another instance, and deletes it there when it is back", { timeout: 30_000 }, async () => {
     const a = await new FakeComfyUI({ objectInfo: OBJECT_INFO }).start();

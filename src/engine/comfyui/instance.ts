@@ -274,7 +274,7 @@ export class Instance {
     if (!id) return;
     const run = this.runs.get(id);
     if (run) return run.push({ kind: "message", message: m });
-    this.keepEarly(id, (later) => later.push({ kind: "message", message: m }));
+    this.keepEarly(id, (later) => later.push({ kind: "message", message: m, replayed: true }));
   }
 
   private keepEarly(promptId: string, deliver: (run: PromptRun) => void): void {

@@ -18,7 +18,8 @@ import { materialize, outputKey, outputsOfUi } from "./outputs.ts";
  * history entry), or word that ComfyUI forgot the prompt.
  */
 export type RunEvent =
-  | { kind: "message"; message: ComfyMessage }
+  /** `replayed`: heard before the run was followed (Instance.follow), so not when it came: a run taken over hears then what its prompt said before. */
+  | { kind: "message"; message: ComfyMessage; replayed?: boolean }
   | { kind: "running" }
   | { kind: "history"; entry: HistoryEntry }
   | { kind: "lost" }
@@ -222,7 +223,9 @@ export class PromptRun {
       this.running = true;
       await this.o.callbacks.onRunning?.();
     }
-    if (event.kind === "message" && event.message.type === "execution_start") this.startSeen = true;
+    // A start replayed from before this run followed the prompt (a prompt taken over, started
+    // while nobody followed it) was not seen when it happened: ComfyUI's record gives its time.
+    if (event.kind === "message" && event.message.type === "execution_start" && !event.replayed) this.startSeen = true;
     if (event.kind === "running") return;
     if (event.kind === "reassign") {
       if (this.running || this.stopping || this.ending) return;
@@ -241,7 +244,7 @@ export class PromptRun {
     const m = event.message;
     if (this.ending) return;
     const outcome = outcomeOf(m);
-    if (outcome) return this.end(outcome, undefined);
+    if (outcome) return this.end(outcome, undefined, event.replayed === true);
     if (this.stopping) return; // nothing is reported once a cancel was asked for
     const d = m.data;
     switch (m.type) {
@@ -344,11 +347,12 @@ export class PromptRun {
     await this.finishNode(id, ui as UiDict);
   }
 
-  /** Confirms the end from history, fetches outputs the socket never announced, and settles. */
-  private async end(said: Outcome, known: HistoryEntry | undefined): Promise<void> {
+  /** Confirms the end from history, fetches outputs the socket never announced, and settles; `replayed`: its end message came before the run followed the prompt. */
+  private async end(said: Outcome, known: HistoryEntry | undefined, replayed = false): Promise<void> {
     this.ending = true;
-    // An end seen live on the socket ended then, however long ComfyUI takes to write its history.
-    const seenAt = known === undefined ? Date.now() : undefined;
+    // An end seen live on the socket ended then, however long ComfyUI takes to write its history
+    // (one replayed from before the run followed the prompt was not seen then).
+    const seenAt = known === undefined && !replayed ? Date.now() : undefined;
     const entry = known ?? (this.socketToldAll(said) ? null : await this.confirm());
     if (this.settled) return;
     if (entry) this.reportRecordedTimes(entry, seenAt);
