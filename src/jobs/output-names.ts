@@ -4,6 +4,8 @@
 import type { AssetFolder, Store } from "../store/index.ts";
 
 const COUNTED = /^(.*)_(\d{5,})_(\.[^.]*)?$/;
+/** A preview's name from the engine: ComfyUI's temp prefix ends in five random letters (`ComfyUI_temp_abcde_00001_.png`). */
+const RANDOM_TEMP = /^(.*_temp)_[a-z]{5}(_\d{5,}_(\.[^.]*)?)$/;
 
 /**
  * Most counters of a series taken at once. A series' blocks double from 1 up to this while this
@@ -30,12 +32,14 @@ export class OutputNamer {
     return p;
   }
 
-  private async allocate(owner: string, folder: AssetFolder, name: string): Promise<string> {
+  private async allocate(owner: string, folder: AssetFolder, engineName: string): Promise<string> {
+    // A preview's random letters made its name unlikely to repeat, not unique: its series is the
+    // prefix without them (`ComfyUI_temp_00042_.png`), counted as any other.
+    const random = folder === "temp" ? RANDOM_TEMP.exec(engineName) : null;
+    const name = random ? `${random[1]}${random[2]}` : engineName;
     const m = COUNTED.exec(name);
-    // Previews get a random prefix per run from the engine: one probe, and no counter kept for
-    // a prefix that never comes back (the map would grow with every job). A name without a
-    // counter keeps its own name while it is free.
-    if ((folder === "temp" || !m) && !(await this.store.findAssetByName(owner, name, folder))) return name;
+    // A name without a counter keeps its own name while it is free.
+    if (!m && !(await this.store.findAssetByName(owner, name, folder))) return name;
     const [prefix, ext] = m ? [m[1]!, m[3] ?? ""] : [name.replace(/(\.[^.]*)?$/, ""), /\.[^.]*$/.exec(name)?.[0] ?? ""];
     // A counted name's counter comes from the series' block, taken from the store: one write per
     // block, never a read per name (two processes never get the same counter).

@@ -1,6 +1,7 @@
 // Output names over a real store: a counted name continues the owner's series from counters the
 // store allots in blocks (no read per name), two namers (two processes) never hand out the same
-// name, and a name without a counter or a preview's keeps its own name while it is free.
+// name, a preview's name drops the engine's random letters for its series, and a name without a
+// counter keeps its own name while it is free.
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { OUTPUT_NAME_BLOCK_MAX, OutputNamer } from "../../src/jobs/output-names.ts";
 import type { Store } from "../../src/store/index.ts";
@@ -62,10 +63,19 @@ describe("OutputNamer", () => {
     expect(new Set(names).size).toBe(300);
   });
 
-  it("keeps a name without a counter, and a preview's, while it is free; a taken one gets a counter", async () => {
+  it("names a preview in its series without the engine's random letters, without a read", async () => {
+    const calls = countCalls(store);
+    const namer = new OutputNamer(store);
+    const names = [];
+    for (const letters of ["abcde", "qwert", "abcde"]) names.push(await namer.reserve("alice", "temp", `ComfyUI_temp_${letters}_00001_.png`));
+    expect(names).toEqual(["ComfyUI_temp_00001_.png", "ComfyUI_temp_00002_.png", "ComfyUI_temp_00003_.png"]);
+    expect(await namer.reserve("alice", "temp", "other_00001_.png")).toBe("other_00001_.png");
+    expect(calls.findAssetByName).toBe(0);
+  });
+
+  it("keeps a name without a counter while it is free; a taken one gets a counter", async () => {
     const namer = new OutputNamer(store);
     expect(await namer.reserve("alice", "output", "plain.txt")).toBe("plain.txt");
-    expect(await namer.reserve("alice", "temp", "preview_abc_00001_.png")).toBe("preview_abc_00001_.png");
     const job = await runningJob(store, "job-2", "alice", ["9"]);
     const put = await data.assets.storeOutput(job, {
       node_id: "9",
