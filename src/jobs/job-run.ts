@@ -15,7 +15,7 @@ import {
 import { UPSTREAM_FAILURE, WORKFLOW_FAILED } from "../domain/failures.ts";
 import { isOutOfSpace } from "../datadir/space.ts";
 import type { EnginePort, RecordedRunTimes, RunEnd, RunFailure, RunOptions, RunOutput } from "./engine-port.ts";
-import type { EventBus } from "./event-bus.ts";
+import type { EventBus, JobEvent } from "./event-bus.ts";
 import { LogCapture } from "./log-capture.ts";
 import type { OutputNamer } from "./output-names.ts";
 import { OutputRows } from "./output-rows.ts";
@@ -52,10 +52,12 @@ export interface JobRunDeps {
   log?: (line: string) => void;
   /**
    * Writes the records of the last output node's outputs in the run's end commit: one durable
-   * write instead of two, their events just before the end's. Off (the default) where other
-   * processes hear runs through a relay: they must hear the outputs before the end commits.
+   * write instead of two. True: their bytes staged too (BlobStore.stage), their events just
+   * before the end's; "records": the bytes durable first (where the staged bytes' later release
+   * would cost a transaction of its own), and under a relay the events the run tells from the
+   * first held output on ride in the end's statement, before its status. Off by default.
    */
-  endWithOutputs?: boolean;
+  endWithOutputs?: boolean | "records";
   /** Spacing of progress writes where a relay carries the run's events (default RELAYED_PROGRESS_EVERY_MS). */
   relayedProgressEveryMs?: number;
 }
@@ -94,6 +96,9 @@ export async function runJob(
   // Within the async function: a failure to set the run up rejects, as a failed run does.
   return new JobRun(deps, job, extra, outerSignal, hooks, fence, resume, detach, workflow).run();
 }
+
+/** An event of a run (a status is never relayed: the database tells it). */
+type RunEvent = Exclude<JobEvent, { type: "status" }>;
 
 /** A job's node and class, where an output failed. */
 type OutputNode = { node_id: string; class_type: string };
@@ -151,6 +156,11 @@ class JobRun {
   private recordedBefore: Map<string, string> | null = null;
   /** The graph, when the claim read it with the job. */
   private readonly workflow: JsonObject | undefined;
+  /**
+   * While a success is written with held records under a relay: what the run tells, kept to ride
+   * in the end's statement (other processes hear it before the end) and told here after it.
+   */
+  private collected: RunEvent[] | null = null;
 
   constructor(
     deps: JobRunDeps,
@@ -226,8 +236,16 @@ class JobRun {
     return true;
   }
 
+  /** Tells an event of the run, or keeps it for the end's statement (see `collected`). */
+  private emit(event: RunEvent | { type: "status"; job: JobRecord }): void {
+    if (this.collected !== null && event.type !== "status" && event.type !== "preview") this.collected.push(event);
+    else this.deps.events.publish(event);
+  }
+
   /** Stores a snapshot; its event goes out once it is stored. */
   private report(progress: Progress): void {
+    // The end being written carries the final snapshot: a write now would find the job ended.
+    if (this.collected !== null) return;
     // Snapshots land in order, and one arriving while a write is under way replaces any older
     // one still waiting: the stored progress catches up at once. Its event follows its write.
     this.progressWrites.write(progress);
@@ -256,7 +274,7 @@ class JobRun {
   private markRunning(): void {
     if (this.started) return;
     this.started = true;
-    const { store, events } = this.deps;
+    const { store } = this.deps;
     let committed!: () => void;
     this.runningCommitted = new Promise<void>((resolve) => (committed = resolve));
     const runningCommit = store
@@ -272,7 +290,7 @@ class JobRun {
       .then((moved) => {
         this.hooks?.onRunning();
         if (!moved) return; // canceled or expired meanwhile: the run is being stopped
-        events.publish({ type: "status", job: moved });
+        this.emit({ type: "status", job: moved });
         if (this.planned) this.report(this.planned);
       });
     runningCommit.then(committed, committed);
@@ -320,14 +338,14 @@ class JobRun {
         for (const id of ids) this.outputNodesLeft.delete(id);
         rows.flush(); // the run goes on: records held so far are written now
         this.inOrder(() => {
-          events.publish({ type: "cached", ...base, node_ids: ids });
+          this.emit({ type: "cached", ...base, node_ids: ids });
           this.report(tracker.cached(ids));
         });
       },
       onNodeStart: ({ node_id, class_type }) => {
         rows.flush();
         this.inOrder(() => {
-          events.publish({ type: "node_start", ...base, node_id, class_type });
+          this.emit({ type: "node_start", ...base, node_id, class_type });
           this.report(tracker.nodeStart(node_id, class_type));
         });
       },
@@ -335,23 +353,23 @@ class JobRun {
         this.outputNodesLeft.delete(node_id);
         const renamedUi = renameInUi(ui, this.renamed);
         this.inOrder(() => {
-          events.publish({ type: "node_done", ...base, node_id, class_type, ui: renamedUi });
+          this.emit({ type: "node_done", ...base, node_id, class_type, ui: renamedUi });
           this.report(tracker.nodeDone(node_id));
         });
       },
       onProgress: ({ node_id, value, max }) => {
         rows.flush();
         this.inOrder(() => {
-          events.publish({ type: "step", ...base, node_id, value, max });
+          this.emit({ type: "step", ...base, node_id, value, max });
           this.report(tracker.step(node_id, value, max));
         });
       },
-      onActivity: ({ node_id, activity }) => this.inOrder(() => events.publish({ type: "activity", ...base, node_id, activity })),
+      onActivity: ({ node_id, activity }) => this.inOrder(() => this.emit({ type: "activity", ...base, node_id, activity })),
       onPreview: ({ node_id, content_type, data }) => this.inOrder(() => events.publish({ type: "preview", ...base, node_id, content_type, data })),
       onOutput: (output) => track(this.commits, () => this.commitOutput(output)),
       onLog: ({ node_id, text }) => {
         this.log.write(text);
-        this.inOrder(() => events.publish({ type: "log", ...base, node_id, text }));
+        this.inOrder(() => this.emit({ type: "log", ...base, node_id, text }));
       },
     };
   }
@@ -366,12 +384,12 @@ class JobRun {
     const name = await this.persist(() => deps.names.reserve(job.owner, output.folder, output.name));
     this.renamed.set(`${output.folder}/${output.name}`, name);
     const node = { node_id: output.node_id, class_type: output.class_type };
-    const last = deps.endWithOutputs === true && [...this.outputNodesLeft].every((id) => id === output.node_id);
+    const last = (deps.endWithOutputs ?? false) !== false && [...this.outputNodesLeft].every((id) => id === output.node_id);
     let asset: Promise<AssetRecord | null>;
     try {
       // An output of the last output node is staged (its bytes kept by the end's commit
       // until its file is durable: one fsync for all); any other is durable before its record.
-      const stage = last && this.stagedBytes + output.data.byteLength <= STAGED_BYTES_PER_RUN;
+      const stage = last && deps.endWithOutputs === true && this.stagedBytes + output.data.byteLength <= STAGED_BYTES_PER_RUN;
       if (stage) this.stagedBytes += output.data.byteLength;
       const stored = await deps.assets.storeOutput(job, { ...output, name }, { stage });
       // Recorded by the process that died: the engine delivers it again, the job keeps the one record.
@@ -393,7 +411,7 @@ class JobRun {
       throw err;
     }
     this.inOrderAfter(asset, (written) => {
-      if (written) deps.events.publish({ type: "output", ...this.base, asset: written });
+      if (written) this.emit({ type: "output", ...this.base, asset: written });
     });
   }
 
@@ -454,14 +472,21 @@ class JobRun {
 
     // Other processes hear the run's events before its end (notifications go in commit order):
     // every event the run reported is handed to the relay first, and those still waiting ride in
-    // the end's own transaction, before its status (where a relay is in use, the last outputs'
-    // records are not held for the end: endWithOutputs is off).
-    if (deps.events.relays && deps.endWithOutputs !== true) await this.startCommit;
+    // the end's own transaction, before its status. A success written with held records: what
+    // the run told from the first of their outputs on waits behind them (read-your-writes); it
+    // is kept now instead (their records as they will be written) to ride in the end's statement.
+    if (deps.events.relays) {
+      if (held.stored.length > 0 && end.kind === "succeeded") {
+        this.collected = [];
+        held.release();
+      }
+      await this.startCommit;
+    }
 
     this.ending = true;
     // A success's final snapshot goes out as progress too (publishEnd); to other processes it goes
     // in the end's own statement, after the run's last events, only if the job moved to succeeded.
-    const final = end.kind === "succeeded" ? [{ type: "progress" as const, ...this.base, progress: this.tracker.finish() }] : [];
+    const final: RunEvent[] = end.kind === "succeeded" ? [...(this.collected ?? []), { type: "progress", ...this.base, progress: this.tracker.finish() }] : [];
     const ended = this.leaseLost
       ? null
       : await this.persist(() =>
@@ -503,10 +528,17 @@ class JobRun {
   }
 
   /** Publishes the end after everything the run reported before it. */
-  private async publishEnd(ended: { job: JobRecord } | null): Promise<JobRecord | null> {
+  private async publishEnd(ended: { job: JobRecord; assets: AssetRecord[] } | null): Promise<JobRecord | null> {
     const finished = ended?.job ?? null;
     // What the run reported before its end goes out before it.
     await this.startCommit;
+    const collected = this.collected ?? [];
+    this.collected = null;
+    // Kept for the end's statement: told here now, once (other processes heard them in it). An end
+    // that did not move to succeeded sent them nowhere: the outputs only if their records landed.
+    const moved = finished?.status === "succeeded";
+    const recorded = (ended?.assets.length ?? 0) > 0;
+    for (const event of collected) if (recorded || event.type !== "output") this.deps.events.publish(event, moved);
     // The final snapshot (value 1) goes out as progress too, so streams end on job.progress.
     // (Other processes heard it in the end's statement: see commitEnd.)
     if (finished?.status === "succeeded") this.deps.events.publish({ type: "progress", ...this.base, progress: this.tracker.finish() }, true);

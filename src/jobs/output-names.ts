@@ -4,12 +4,21 @@
 import type { AssetFolder, Store } from "../store/index.ts";
 
 const COUNTED = /^(.*)_(\d{5,})_(\.[^.]*)?$/;
+/** A preview's name from the engine: ComfyUI's temp prefix ends in five random letters (`ComfyUI_temp_abcde_00001_.png`). */
+const RANDOM_TEMP = /^(.*_temp)_[a-z]{5}(_\d{5,}_(\.[^.]*)?)$/;
+
+/**
+ * Most counters of a series taken at once. A series' blocks double from 1 up to this while this
+ * process keeps naming in it: a busy series costs the database one write per 64 names, a rare
+ * one leaves few counters unused when the process stops (names then skip them).
+ */
+export const OUTPUT_NAME_BLOCK_MAX = 64;
 
 /** Hands out names no current asset of the owner has, per folder. */
 export class OutputNamer {
   private readonly store: Store;
-  /** Next counter per owner, folder and prefix; probed from the store once per process. */
-  private readonly next = new Map<string, number>();
+  /** Counters taken and not handed out yet, per owner, folder, prefix and extension. */
+  private readonly blocks = new Map<string, { next: number; end: number; size: number }>();
   private chain: Promise<unknown> = Promise.resolve();
 
   constructor(store: Store) {
@@ -23,21 +32,25 @@ export class OutputNamer {
     return p;
   }
 
-  private async allocate(owner: string, folder: AssetFolder, name: string): Promise<string> {
-    // Previews get a random prefix per run from the engine: one probe, and no counter kept for
-    // a prefix that never comes back (the map would grow with every job).
-    if (folder === "temp" && !(await this.store.findAssetByName(owner, name, folder))) return name;
+  private async allocate(owner: string, folder: AssetFolder, engineName: string): Promise<string> {
+    // A preview's random letters made its name unlikely to repeat, not unique: its series is the
+    // prefix without them (`ComfyUI_temp_00042_.png`), counted as any other.
+    const random = folder === "temp" ? RANDOM_TEMP.exec(engineName) : null;
+    const name = random ? `${random[1]}${random[2]}` : engineName;
     const m = COUNTED.exec(name);
+    // A name without a counter keeps its own name while it is free.
+    if (!m && !(await this.store.findAssetByName(owner, name, folder))) return name;
     const [prefix, ext] = m ? [m[1]!, m[3] ?? ""] : [name.replace(/(\.[^.]*)?$/, ""), /\.[^.]*$/.exec(name)?.[0] ?? ""];
+    // A counted name's counter comes from the series' block, taken from the store: one write per
+    // block, never a read per name (two processes never get the same counter).
     const key = `${owner}\u0000${folder}\u0000${prefix}\u0000${ext}`;
-    let n = this.next.get(key) ?? (m ? Number(m[2]) : 0);
-    for (;;) {
-      const candidate = n === 0 ? name : `${prefix}_${String(n).padStart(5, "0")}_${ext}`;
-      n++;
-      if (!(await this.store.findAssetByName(owner, candidate, folder))) {
-        this.next.set(key, n);
-        return candidate;
-      }
+    let block = this.blocks.get(key);
+    if (block === undefined || block.next >= block.end) {
+      const size = Math.min(OUTPUT_NAME_BLOCK_MAX, block === undefined ? 1 : block.size * 2);
+      const first = await this.store.allotOutputNames(owner, folder, prefix, ext, size);
+      block = { next: first, end: first + size, size };
+      this.blocks.set(key, block);
     }
+    return `${prefix}_${String(block.next++).padStart(5, "0")}_${ext}`;
   }
 }

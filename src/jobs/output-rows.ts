@@ -3,7 +3,7 @@
 // (Store.transitionJobWithAssets). Should the run go on after all (a node starts), or not end
 // within OUTPUT_ROW_WAIT_MS, they are written by themselves.
 import type { AssetService, RecordOptions, StoredOutput } from "../assets/asset-service.ts";
-import type { AssetRecord } from "../store/index.ts";
+import type { AssetRecord, NewAsset } from "../store/index.ts";
 
 /** How long a record waits for the run to go on or end before it is written by itself. */
 export const OUTPUT_ROW_WAIT_MS = 1000;
@@ -75,13 +75,22 @@ export class OutputRows {
 
   /**
    * The records still held, for the run's end: `done` tells them written (the records, in order)
-   * or never written (null: the blobs they alone use are removed).
+   * or never written (null: the blobs they alone use are removed); `release` tells each its
+   * record as it is about to be written, before the end's commit (the events that ride in it).
    */
-  takeForEnd(): { stored: StoredOutput[]; nodes: Array<{ node_id: string; class_type: string }>; done(assets: AssetRecord[] | null): Promise<void> } {
+  takeForEnd(): {
+    stored: StoredOutput[];
+    nodes: Array<{ node_id: string; class_type: string }>;
+    release(): void;
+    done(assets: AssetRecord[] | null): Promise<void>;
+  } {
     const batch = this.take();
     return {
       stored: batch.map((h) => h.stored),
       nodes: batch.map((h) => h.node),
+      release: () => {
+        for (const h of batch) h.written(asWritten(h.stored.record));
+      },
       done: async (assets) => {
         if (assets === null) await this.assets.discardOutputs(batch.map((h) => h.stored));
         for (const [i, h] of batch.entries()) h.written(assets?.[i] ?? null);
@@ -96,4 +105,25 @@ export class OutputRows {
     this.held = [];
     return batch;
   }
+}
+
+/** The record an insert of `asset` writes (an output's: the job, node and expiry are set). */
+function asWritten(asset: NewAsset): AssetRecord {
+  return {
+    id: asset.id,
+    owner: asset.owner,
+    job_id: asset.job_id ?? null,
+    node_id: asset.node_id ?? null,
+    name: asset.name,
+    type: asset.type ?? null,
+    content_type: asset.content_type,
+    size_bytes: asset.size_bytes,
+    hash: asset.hash ?? null,
+    blob_key: asset.blob_key,
+    folder: asset.folder,
+    file_path: asset.file_path ?? null,
+    tags: asset.tags ?? [],
+    created_at: asset.created_at,
+    expires_at: asset.expires_at ?? null,
+  };
 }

@@ -244,8 +244,8 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     ...(config.surface === "cloud" ? { slotsFor: (owner: string) => surface.slotsFor(owner) } : {}),
     logLimitBytes: config.logLimitBytes,
     names: new OutputNamer(store),
-    // On PostgreSQL a relay carries a run's events to other processes, which must hear its outputs before its end.
-    endWithOutputs: database === null,
+    // On PostgreSQL, records only: a staged blob's bytes kept in the database would cost a transaction to forget.
+    endWithOutputs: database === null ? true : "records",
     mayStart: () => !space.short && blobHealth.available,
     ...(lease ? { lease } : {}),
     log,

@@ -15,7 +15,7 @@ import {
   labelFilters,
 } from "./input-checks.ts";
 import type { StoreDialect } from "./store-dialect.ts";
-import { DEFAULT_PENDING_READ, IDEMPOTENCY_TTL_MS, MAX_LABEL_FILTERS } from "./types.ts";
+import { DEFAULT_PENDING_READ, IDEMPOTENCY_TTL_MS, MAX_LABEL_FILTERS, MAX_OUTPUT_NAMES_ALLOTTED } from "./types.ts";
 import type {
   AssetDeletion,
   AssetFolder,
@@ -228,6 +228,12 @@ export class CheckedStore implements Store {
 
   findAssetByName(owner: string, name: string, folder?: AssetFolder): Promise<AssetRecord | null> {
     return this.#dialect.findAssetByName(owner, name, folder);
+  }
+
+  allotOutputNames(owner: string, folder: AssetFolder, prefix: string, ext: string, count: number): Promise<number> {
+    if (!Number.isSafeInteger(count) || count < 1 || count > MAX_OUTPUT_NAMES_ALLOTTED)
+      throw new RangeError(`count must be an integer from 1 to ${MAX_OUTPUT_NAMES_ALLOTTED}`);
+    return this.#dialect.allotOutputNames(owner, folder, prefix, ext, count);
   }
 
   blobReferenced(blobKey: string): Promise<boolean> {

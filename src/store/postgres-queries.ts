@@ -85,6 +85,18 @@ export const PG_SQL = {
   findAssetByBlob: `SELECT ${ASSET_COLUMNS} FROM assets WHERE blob_key = $2 AND owner = $1 ORDER BY seq DESC LIMIT 1`,
   findAssetByName: `SELECT ${ASSET_COLUMNS} FROM assets WHERE owner = $1 AND name = $2
     AND ($3::text IS NULL OR folder = $3) ORDER BY seq DESC LIMIT 1`,
+  // Output name series (allotOutputNames): a block taken from a series, or no row when it is new.
+  bumpOutputNames: `UPDATE output_names SET next = next + $5::bigint
+    WHERE owner = $1::text AND folder = $2::text AND prefix = $3::text AND ext = $4::text RETURNING next - $5::bigint AS first`,
+  // A new series starts past every counter the owner's names in it carry (prefix_NNNNN_ext).
+  startOutputNames: `INSERT INTO output_names AS o (owner, folder, prefix, ext, next)
+    SELECT $1::text, $2::text, $3::text, $4::text, COALESCE(MAX(mid::bigint), 0) + 1 + $5::bigint FROM (
+      SELECT substr(name, length($3::text) + 2, GREATEST(0, length(name) - length($3::text) - length($4::text) - 2)) AS mid
+      FROM assets WHERE owner = $1::text AND folder = $2::text
+        AND left(name, length($3::text) + 1) = $3::text || '_' AND right(name, length($4::text) + 1) = '_' || $4::text
+    ) named WHERE mid ~ '^[0-9]{5,18}$'
+    ON CONFLICT (owner, folder, prefix, ext) DO UPDATE SET next = o.next + $5::bigint
+    RETURNING o.next - $5::bigint AS first`,
   blobReferenced: "SELECT 1 AS found FROM assets WHERE blob_key = $1 LIMIT 1",
   keepBlob: "INSERT INTO pending_blobs (blob_key, bytes) VALUES ($1, $2) ON CONFLICT (blob_key) DO NOTHING",
   pendingBlobs: "SELECT blob_key, bytes FROM pending_blobs WHERE blob_key > $1 ORDER BY blob_key LIMIT $2",

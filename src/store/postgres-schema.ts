@@ -431,6 +431,23 @@ BEGIN
 END $fn$;
 `,
   },
+  {
+    version: 16,
+    description: "output name series: the next counter of each owner's output names, allotted in blocks",
+    sql: `
+-- Output names are ComfyUI's prefix_00001_.ext, each series (owner, folder, prefix, extension)
+-- counting on across jobs. A process takes a block of counters in one statement and names its
+-- outputs from it without a read per name; two processes never get the same counter.
+CREATE TABLE output_names (
+  owner TEXT NOT NULL,
+  folder TEXT NOT NULL,
+  prefix TEXT NOT NULL,
+  ext TEXT NOT NULL,
+  next BIGINT NOT NULL,
+  PRIMARY KEY (owner, folder, prefix, ext)
+);
+`,
+  },
 ];
 
 /** The schema version this code writes. */

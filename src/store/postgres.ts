@@ -353,6 +353,12 @@ export class PostgresStore implements StoreDialect {
     return row === undefined ? null : toAsset(row);
   }
 
+  async allotOutputNames(owner: string, folder: AssetFolder, prefix: string, ext: string, count: number): Promise<number> {
+    const params = [owner, folder, prefix, ext, count];
+    const bumped = await this.#one(PG_SQL.bumpOutputNames, params);
+    return Number((bumped ?? (await this.#one(PG_SQL.startOutputNames, params)))!.first);
+  }
+
   async blobsInUse(keys: readonly string[]): Promise<Set<string>> {
     if (keys.length === 0) return new Set();
     return new Set((await this.#query(PG_SQL.blobsInUse, [keys])).rows.map((row) => row.blob_key as string));

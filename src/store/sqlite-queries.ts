@@ -57,6 +57,17 @@ export const SQL = {
     ORDER BY seq DESC LIMIT 1`,
   findAssetByName: `SELECT ${ASSET_COLUMNS} FROM assets WHERE owner = :owner AND name = :name
     AND (:folder IS NULL OR folder = :folder) ORDER BY seq DESC LIMIT 1`,
+  // Output name series (allotOutputNames), as on PostgreSQL.
+  bumpOutputNames: `UPDATE output_names SET next = next + :count
+    WHERE owner = :owner AND folder = :folder AND prefix = :prefix AND ext = :ext RETURNING next - :count AS first`,
+  startOutputNames: `INSERT INTO output_names (owner, folder, prefix, ext, next)
+    SELECT :owner, :folder, :prefix, :ext, COALESCE(MAX(CAST(mid AS INTEGER)), 0) + 1 + :count FROM (
+      SELECT substr(name, length(:prefix) + 2, max(0, length(name) - length(:prefix) - length(:ext) - 2)) AS mid
+      FROM assets WHERE owner = :owner AND folder = :folder
+        AND substr(name, 1, length(:prefix) + 1) = :prefix || '_' AND substr(name, -(length(:ext) + 1)) = '_' || :ext
+    ) WHERE length(mid) BETWEEN 5 AND 18 AND mid NOT GLOB '*[^0-9]*'
+    ON CONFLICT (owner, folder, prefix, ext) DO UPDATE SET next = next + :count
+    RETURNING next - :count AS first`,
   blobReferenced: "SELECT 1 AS found FROM assets WHERE blob_key = :blob_key LIMIT 1",
   keepBlob: "INSERT INTO pending_blobs (blob_key, bytes) VALUES (:blob_key, :bytes) ON CONFLICT (blob_key) DO NOTHING",
   pendingBlobs: "SELECT blob_key, bytes FROM pending_blobs WHERE blob_key > :after ORDER BY blob_key LIMIT :limit",

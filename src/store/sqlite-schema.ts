@@ -201,6 +201,21 @@ ALTER TABLE jobs ADD COLUMN workflow_id TEXT;
 ALTER TABLE jobs ADD COLUMN updated_at INTEGER;
 `,
   },
+  {
+    version: 7,
+    description: "output name series: the next counter of each owner's output names, allotted in blocks",
+    sql: `
+-- As PostgreSQL's migration 16: a block of counters per statement, never the same one twice.
+CREATE TABLE output_names (
+  owner TEXT NOT NULL,
+  folder TEXT NOT NULL,
+  prefix TEXT NOT NULL,
+  ext TEXT NOT NULL,
+  next INTEGER NOT NULL,
+  PRIMARY KEY (owner, folder, prefix, ext)
+) WITHOUT ROWID;
+`,
+  },
 ];
 
 /** The schema version this code writes. */

@@ -395,6 +395,13 @@ export class SqliteStore implements StoreDialect {
     return row === undefined ? null : toAsset(row);
   }
 
+  async allotOutputNames(owner: string, folder: AssetFolder, prefix: string, ext: string, count: number): Promise<number> {
+    // No fsync to wait for: a record named from the block commits after it.
+    const params = { owner, folder, prefix, ext, count };
+    const row = this.#sql.bumpOutputNames.get(params) ?? this.#sql.startOutputNames.get(params);
+    return Number(row!.first);
+  }
+
   async blobsInUse(keys: readonly string[]): Promise<Set<string>> {
     const used = new Set<string>();
     for (const blob_key of keys) {

@@ -253,6 +253,9 @@ export const MAX_WORKFLOW_ID_LENGTH = 256;
 /** How many label filters one listing may combine. */
 export const MAX_LABEL_FILTERS = 3;
 
+/** Most counters of an output name series one allotOutputNames call takes. */
+export const MAX_OUTPUT_NAMES_ALLOTTED = 1024;
+
 /** One page of listJobs, newest first; next_cursor is null on the last page. */
 export interface JobPage {
   jobs: JobRecord[];
@@ -435,6 +438,12 @@ export interface Store {
   findAssetByBlob(owner: string, blobKey: string): Promise<AssetRecord | null>;
   /** The owner's newest asset with that file name (optionally in one folder), or null. */
   findAssetByName(owner: string, name: string, folder?: AssetFolder): Promise<AssetRecord | null>;
+  /**
+   * Takes `count` consecutive counters (1..MAX_OUTPUT_NAMES_ALLOTTED) of an output name series, the
+   * owner's `<prefix>_<counter>_<ext>` names in `folder`, that no other call ever gets; a new
+   * series starts past the counters of the owner's assets named in it. Returns the first.
+   */
+  allotOutputNames(owner: string, folder: AssetFolder, prefix: string, ext: string, count: number): Promise<number>;
   /** Whether any asset record refers to the blob. */
   blobReferenced(blobKey: string): Promise<boolean>;
   /** Of `keys`, those a record or a kept (pending) blob names: the orphan sweep keeps them. */

@@ -1,8 +1,8 @@
-// A run's outputs and its end: the bytes of every output are durable before its record; on
-// SQLite the records of the last output node are written with the run's end, in one store write
-// (one durable commit) that also keeps their bytes until their files are durable, and go out as
-// events before the end; other outputs are written as they come. On PostgreSQL every record is written before the end: other processes hear the outputs
-// (through the relay) before the end commits.
+// A run's outputs and its end: the records of the last output node are written with the run's
+// end, in one store write (one durable commit), and go out as events before the end; other outputs
+// are written as they come. On SQLite that write also keeps their bytes until their files are
+// durable; on PostgreSQL the bytes are durable before it (forgetting kept bytes would cost a
+// transaction of its own), and other processes hear the outputs in the end's own statement.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { JobEvent } from "../../src/jobs/event-bus.ts";
 import { existsSync } from "node:fs";
@@ -10,7 +10,8 @@ import type { FileBlobStore } from "../../src/blobs/index.ts";
 import type { NewAsset, PendingBlob, Store } from "../../src/store/index.ts";
 import { databaseKind, imageGraph, outputThenDelayGraph, startTestServer, type TestServer } from "./helpers.ts";
 
-const grouped = databaseKind() === "sqlite";
+/** Whether the end's write keeps the last outputs' bytes (staged) until their files are durable. */
+const staged = databaseKind() === "sqlite";
 
 let s: TestServer;
 beforeAll(async () => {
@@ -61,7 +62,7 @@ async function until(check: () => Promise<boolean>): Promise<void> {
 }
 
 describe("a run's outputs and its end", () => {
-  it(`writes the last output's record ${grouped ? "with the end in one store write" : "before the end"}, and publishes it before the end`, async () => {
+  it("writes the last output's record with the end in one store write, and publishes it before the end", async () => {
     const watch = watchRecords(s.runtime.store, s.runtime.blobs);
     try {
       const recorded = recordEvents();
@@ -74,9 +75,9 @@ describe("a run's outputs and its end", () => {
       expect(done.status).toBe("succeeded");
       expect(done.outputs).toHaveLength(1);
       expect((await fetch(done.outputs[0].url)).status).toBe(200);
-      expect(watch.seen.alone).toEqual(grouped ? [] : [done.outputs[0].name]);
+      expect(watch.seen.alone).toEqual([]);
       // Its bytes were kept by the end's commit (staged, not yet synced then) or durable already.
-      expect(watch.seen.withEnd).toEqual(grouped ? [{ to: "succeeded", names: [done.outputs[0].name], kept: expect.any(Number) }] : []);
+      expect(watch.seen.withEnd).toEqual([{ to: "succeeded", names: [done.outputs[0].name], kept: staged ? expect.any(Number) : 0 }]);
       expect(watch.seen.blobMissing).toEqual([]);
       // Once the file is durable the store forgets the kept bytes.
       await until(async () => (await s.runtime.store.pendingBlobs()).length === 0);
@@ -111,7 +112,7 @@ describe("a run's outputs and its end", () => {
     }
   });
 
-  it.runIf(grouped)("an end whose write fails otherwise is retried with its records until it lands", async () => {
+  it.runIf(staged)("an end whose write fails otherwise is retried with its records until it lands", async () => {
     const store = s.runtime.store;
     const withAssets = store.transitionJobWithAssets.bind(store);
     let failures = 2;
@@ -135,7 +136,7 @@ describe("a run's outputs and its end", () => {
   });
 
   // Last: the error makes the server short of space (507 to submissions) until its probe finds room.
-  it.runIf(grouped)("a last record that does not fit fails the job insufficient_storage and leaves neither record nor blob", async () => {
+  it.runIf(staged)("a last record that does not fit fails the job insufficient_storage and leaves neither record nor blob", async () => {
     const store = s.runtime.store;
     const withAssets = store.transitionJobWithAssets.bind(store);
     const refused: string[] = [];

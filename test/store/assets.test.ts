@@ -173,3 +173,36 @@ describe("pending blobs (bytes kept by a job's end until their files are durable
     expect((await t.store.getJob(job.id))?.status).toBe("running");
   });
 });
+
+describe("output name series", () => {
+  it("allots output name counters past the series' existing names, never the same one twice, even to two stores at once", async () => {
+    const job = await t.store.createJob(newJob());
+    await t.store.transitionJob(job.id, ["queued"], "running", { started_at: T0 });
+    // The owner's names in the series: the highest counter is 12 (a name of another series, folder or owner does not count).
+    for (const name of ["shot_00003_.png", "shot_00012_.png", "shot_00099_.jpg", "shot_x_00500_.png", "shot_0007_.png", "shot_00001_.png.txt"])
+      await t.store.addAsset(newAsset({ job_id: job.id, name }));
+    await t.store.addAsset(newAsset({ job_id: job.id, name: "shot_00200_.png", folder: "temp" }));
+    await t.store.addAsset(newAsset({ job_id: job.id, name: "shot_00300_.png", owner: "bob" }));
+    expect(await t.store.allotOutputNames("alice", "output", "shot", ".png", 4)).toBe(13);
+    expect(await t.store.allotOutputNames("alice", "output", "shot", ".png", 1)).toBe(17);
+    expect(await t.store.allotOutputNames("alice", "temp", "shot", ".png", 1)).toBe(201);
+    expect(await t.store.allotOutputNames("bob", "output", "shot", ".png", 2)).toBe(301);
+    expect(await t.store.allotOutputNames("alice", "output", "new", "", 3)).toBe(1);
+    // Another connection (another process) allots from the same series concurrently: disjoint blocks.
+    const other = await t.reopen();
+    try {
+      const blocks = await Promise.all(
+        Array.from({ length: 20 }, (_, i) =>
+          (i % 2 === 0 ? t.store : other).allotOutputNames("alice", "output", "race", ".png", 3).then((first) => [first, first + 1, first + 2]),
+        ),
+      );
+      const counters = blocks.flat();
+      expect(new Set(counters).size).toBe(60);
+      expect(Math.min(...counters)).toBe(1);
+      expect(Math.max(...counters)).toBe(60);
+    } finally {
+      await other.close();
+    }
+    expect(() => t.store.allotOutputNames("alice", "output", "shot", ".png", 0)).toThrow(RangeError);
+  });
+});

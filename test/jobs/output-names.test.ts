@@ -1,0 +1,91 @@
+// Output names over a real store: a counted name continues the owner's series from counters the
+// store allots in blocks (no read per name), two namers (two processes) never hand out the same
+// name, a preview's name drops the engine's random letters for its series, and a name without a
+// counter keeps its own name while it is free.
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { OUTPUT_NAME_BLOCK_MAX, OutputNamer } from "../../src/jobs/output-names.ts";
+import type { Store } from "../../src/store/index.ts";
+import { openJobStore, runningJob, type JobStore } from "../fixtures/job-store.ts";
+
+let data: JobStore;
+let store: Store;
+
+beforeEach(async () => {
+  data = await openJobStore("names");
+  store = data.store;
+});
+afterEach(() => data.close());
+
+/** Counts the store's calls by method. */
+function countCalls(on: Store): Record<string, number> {
+  const calls: Record<string, number> = { allotOutputNames: 0, findAssetByName: 0 };
+  for (const method of ["allotOutputNames", "findAssetByName"] as const) {
+    const original = on[method].bind(on) as (...args: unknown[]) => Promise<unknown>;
+    (on as unknown as Record<string, unknown>)[method] = (...args: unknown[]) => {
+      calls[method]!++;
+      return original(...args);
+    };
+  }
+  return calls;
+}
+
+describe("OutputNamer", () => {
+  it("continues a series past the owner's names, taking counters in growing blocks without a read per name", async () => {
+    const job = await runningJob(store, "job-1", "alice", ["9"]);
+    const put = await data.assets.storeOutput(job, {
+      node_id: "9",
+      name: "shot_00041_.png",
+      type: "image",
+      content_type: "image/png",
+      data: Buffer.from("x"),
+      folder: "output",
+    });
+    await data.assets.recordOutput(put);
+    const calls = countCalls(store);
+    const namer = new OutputNamer(store);
+    const names: string[] = [];
+    for (let i = 0; i < 200; i++) names.push(await namer.reserve("alice", "output", "shot_00001_.png"));
+    expect(names[0]).toBe("shot_00042_.png");
+    expect(names.at(-1)).toBe("shot_00241_.png");
+    expect(new Set(names).size).toBe(200);
+    expect(calls.findAssetByName).toBe(0);
+    // Blocks of 1, 2, 4, ... up to OUTPUT_NAME_BLOCK_MAX: 200 names in 8 writes.
+    expect(calls.allotOutputNames).toBe(6 + Math.ceil((200 - 63) / OUTPUT_NAME_BLOCK_MAX));
+    // Another owner and another extension are series of their own.
+    expect(await namer.reserve("bob", "output", "shot_00001_.png")).toBe("shot_00001_.png");
+    expect(await namer.reserve("alice", "output", "shot_00001_.webp")).toBe("shot_00001_.webp");
+  });
+
+  it("never gives two namers over one database the same name, however their calls interleave", async () => {
+    const one = new OutputNamer(store);
+    const two = new OutputNamer(store);
+    const names = await Promise.all(Array.from({ length: 300 }, (_, i) => (i % 3 === 0 ? one : two).reserve("alice", "output", "race_00001_.png")));
+    expect(new Set(names).size).toBe(300);
+  });
+
+  it("names a preview in its series without the engine's random letters, without a read", async () => {
+    const calls = countCalls(store);
+    const namer = new OutputNamer(store);
+    const names = [];
+    for (const letters of ["abcde", "qwert", "abcde"]) names.push(await namer.reserve("alice", "temp", `ComfyUI_temp_${letters}_00001_.png`));
+    expect(names).toEqual(["ComfyUI_temp_00001_.png", "ComfyUI_temp_00002_.png", "ComfyUI_temp_00003_.png"]);
+    expect(await namer.reserve("alice", "temp", "other_00001_.png")).toBe("other_00001_.png");
+    expect(calls.findAssetByName).toBe(0);
+  });
+
+  it("keeps a name without a counter while it is free; a taken one gets a counter", async () => {
+    const namer = new OutputNamer(store);
+    expect(await namer.reserve("alice", "output", "plain.txt")).toBe("plain.txt");
+    const job = await runningJob(store, "job-2", "alice", ["9"]);
+    const put = await data.assets.storeOutput(job, {
+      node_id: "9",
+      name: "plain.txt",
+      type: "text",
+      content_type: "text/plain",
+      data: Buffer.from("y"),
+      folder: "output",
+    });
+    await data.assets.recordOutput(put);
+    expect(await namer.reserve("alice", "output", "plain.txt")).toBe("plain_00001_.txt");
+  });
+});
