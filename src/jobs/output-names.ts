@@ -1,6 +1,7 @@
 // Output file names unique per owner and folder, ComfyUI style: the engine counts from 1 in
 // every run, so `prefix_00001_.png` would repeat across jobs; the hosted interface finds files by
 // name, so each run's files continue the owner's counter instead.
+import { randomBytes } from "node:crypto";
 import type { AssetFolder, Store } from "../store/index.ts";
 
 const COUNTED = /^(.*)_(\d{5,})_(\.[^.]*)?$/;
@@ -14,15 +15,23 @@ const RANDOM_TEMP = /^(.*_temp)_[a-z]{5}(_\d{5,}_(\.[^.]*)?)$/;
  */
 export const OUTPUT_NAME_BLOCK_MAX = 64;
 
+/** `count` random lowercase letters, as ComfyUI's preview prefixes have. */
+function randomLetters(count: number): string {
+  return Array.from(randomBytes(count), (b) => String.fromCharCode(97 + (b % 26))).join("");
+}
+
 /** Hands out names no current asset of the owner has, per folder. */
 export class OutputNamer {
   private readonly store: Store;
   /** Counters taken and not handed out yet, per owner, folder, prefix and extension. */
   private readonly blocks = new Map<string, { next: number; end: number; size: number }>();
   private chain: Promise<unknown> = Promise.resolve();
+  /** The five letters of this process's preview names, where ComfyUI draws them per node. */
+  private readonly tempLetters: string;
 
-  constructor(store: Store) {
+  constructor(store: Store, tempLetters = randomLetters(5)) {
     this.store = store;
+    this.tempLetters = tempLetters;
   }
 
   /** A unique name for `name` (serialized, so two runs never get the same one). */
@@ -33,10 +42,11 @@ export class OutputNamer {
   }
 
   private async allocate(owner: string, folder: AssetFolder, engineName: string): Promise<string> {
-    // A preview's random letters made its name unlikely to repeat, not unique: its series is the
-    // prefix without them (`ComfyUI_temp_00042_.png`), counted as any other.
+    // A preview's random letters per run made its name unlikely to repeat, not unique, and a new
+    // series per run: this process's own letters take their place (ComfyUI's shape,
+    // `ComfyUI_temp_kqzvb_00042_.png`), and its series is counted as any other.
     const random = folder === "temp" ? RANDOM_TEMP.exec(engineName) : null;
-    const name = random ? `${random[1]}${random[2]}` : engineName;
+    const name = random ? `${random[1]}_${this.tempLetters}${random[2]}` : engineName;
     const m = COUNTED.exec(name);
     // A name without a counter keeps its own name while it is free.
     if (!m && !(await this.store.findAssetByName(owner, name, folder))) return name;

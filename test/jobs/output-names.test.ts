@@ -63,12 +63,14 @@ describe("OutputNamer", () => {
     expect(new Set(names).size).toBe(300);
   });
 
-  it("names a preview in its series without the engine's random letters, without a read", async () => {
+  it("names a preview in ComfyUI's shape with the process's letters in place of the run's, counted in one series, without a read", async () => {
     const calls = countCalls(store);
-    const namer = new OutputNamer(store);
+    const namer = new OutputNamer(store, "kqzvb");
     const names = [];
     for (const letters of ["abcde", "qwert", "abcde"]) names.push(await namer.reserve("alice", "temp", `ComfyUI_temp_${letters}_00001_.png`));
-    expect(names).toEqual(["ComfyUI_temp_00001_.png", "ComfyUI_temp_00002_.png", "ComfyUI_temp_00003_.png"]);
+    expect(names).toEqual(["ComfyUI_temp_kqzvb_00001_.png", "ComfyUI_temp_kqzvb_00002_.png", "ComfyUI_temp_kqzvb_00003_.png"]);
+    // Another process draws its own letters: a series of its own.
+    expect(await new OutputNamer(store).reserve("alice", "temp", "ComfyUI_temp_abcde_00001_.png")).toMatch(/^ComfyUI_temp_[a-z]{5}_00001_\.png$/);
     expect(await namer.reserve("alice", "temp", "other_00001_.png")).toBe("other_00001_.png");
     expect(calls.findAssetByName).toBe(0);
   });
