@@ -250,7 +250,7 @@ export class ComfyUIEngine implements Engine {
         run.accepted(accepted.prompt_id);
         // Everything queued there at the probe is ahead of it; the reconcile refines this.
         run.queued(instance.load);
-        instance.follow(run);
+        instance.follow(run, true);
         // ComfyUI queues the outputs that validated and reports the others; here any error fails the job.
         if (Object.keys(accepted.node_errors).length > 0) {
           void run.stop("cancel");
@@ -399,7 +399,7 @@ export class ComfyUIEngine implements Engine {
   ): PromptRun {
     const run = this.newRun(instance, graph, instance.registry ?? registry, options, secrets, null);
     run.accepted(promptId);
-    instance.follow(run);
+    instance.follow(run, false);
     if (held.state === "pending") {
       run.queued(held.ahead);
       return run;

@@ -56,7 +56,7 @@ export class Instance {
   private readonly socket: ComfySocket;
   private readonly runs = new Map<string, PromptRun>();
   /** What arrived for a prompt before it was followed (ComfyUI may speak before POST /prompt answers), in arrival order. */
-  private early: { promptId: string; deliver: (run: PromptRun) => void; at: number }[] = [];
+  private early: { promptId: string; deliver: (run: PromptRun, replayed: boolean) => void; at: number }[] = [];
   /** The prompt executing now, for messages and frames that do not name one. */
   private currentPrompt: string | null = null;
   private info: { doc: Record<string, unknown>; at: number; registry: NodeRegistry } | null = null;
@@ -174,12 +174,16 @@ export class Instance {
     return entry ? { state: "finished", entry } : null;
   }
 
-  /** Follows an accepted prompt; messages that arrived before are replayed first. */
-  follow(run: PromptRun): void {
+  /**
+   * Follows an accepted prompt; messages that arrived before are replayed first. `heardLive`: the
+   * run posted the prompt itself, so what came before (while its POST was answered) came as it
+   * happened; a prompt adopted heard its earlier messages while nobody followed it.
+   */
+  follow(run: PromptRun, heardLive: boolean): void {
     this.runs.set(run.promptId, run);
     const mine = this.early.filter((e) => e.promptId === run.promptId);
     this.early = this.early.filter((e) => e.promptId !== run.promptId);
-    for (const e of mine) e.deliver(run);
+    for (const e of mine) e.deliver(run, !heardLive);
   }
 
   /** Stops following a prompt. */
@@ -274,10 +278,10 @@ export class Instance {
     if (!id) return;
     const run = this.runs.get(id);
     if (run) return run.push({ kind: "message", message: m });
-    this.keepEarly(id, (later) => later.push({ kind: "message", message: m, replayed: true }));
+    this.keepEarly(id, (later, replayed) => later.push({ kind: "message", message: m, replayed }));
   }
 
-  private keepEarly(promptId: string, deliver: (run: PromptRun) => void): void {
+  private keepEarly(promptId: string, deliver: (run: PromptRun, replayed: boolean) => void): void {
     const now = Date.now();
     this.early = this.early.filter((e) => now - e.at < EARLY_MESSAGE_MS).slice(-EARLY_MESSAGE_LIMIT);
     this.early.push({ promptId, deliver, at: now });

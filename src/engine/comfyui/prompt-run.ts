@@ -18,7 +18,7 @@ import { materialize, outputKey, outputsOfUi } from "./outputs.ts";
  * history entry), or word that ComfyUI forgot the prompt.
  */
 export type RunEvent =
-  /** `replayed`: heard before the run was followed (Instance.follow), so not when it came: a run taken over hears then what its prompt said before. */
+  /** `replayed`: heard before an adopted run was followed (Instance.follow), so not when it came: a run taken over hears then what its prompt said before. */
   | { kind: "message"; message: ComfyMessage; replayed?: boolean }
   | { kind: "running" }
   | { kind: "history"; entry: HistoryEntry }
