@@ -32,11 +32,19 @@ export async function runAgainstDouble(double: DoubleOptions, run: Partial<Confo
   }
 }
 
-/** Failures of a report, one line each, for assertion messages. */
+/**
+ * Failures of a report, one line each, for assertion messages, each followed by the exchange that
+ * shows it (the request and an excerpt of the answer, indented) where the failure has one: a
+ * failure seen once under load must be diagnosable from the test's output alone.
+ */
 export function failureLines(r: Report): string {
   return r.results
     .filter((x) => x.status === "failed")
-    .flatMap((x) => x.failures.map((f) => `[${f.rule}] ${x.title}: ${f.message}`))
+    .flatMap((x) =>
+      x.failures.map((f) =>
+        [`[${f.rule}] ${x.title}: ${f.message}`, ...(f.request ? [`    request: ${f.request}`] : []), ...(f.excerpt ? [`    answer: ${f.excerpt.replaceAll("\n", "\n      ")}`] : [])].join("\n"),
+      ),
+    )
     .join("\n");
 }
 
