@@ -42,6 +42,7 @@ const CASES: Array<{ breakage: Breakage; rules: string[]; double?: DoubleOptions
   { breakage: "createdNewAcrossCallers", rules: ["AST-4"], double: twoCallers, run: { token: "tok-a", otherToken: "tok-b" } },
   { breakage: "outputExpiresApart", rules: ["AST-1"] },
   { breakage: "nonRetryableForEveryFailure", rules: ["HOST-5"] },
+  { breakage: "errorForEveryFailure", rules: ["HOST-5"] },
   { breakage: "hostedNotFoundAsInvalid", rules: ["HOST-9"] },
   { breakage: "previewDeclaredPng", rules: ["WS-5"] },
   { breakage: "previewNamesOtherNode", rules: ["WS-5"] },

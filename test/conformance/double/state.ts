@@ -40,6 +40,7 @@ export type Breakage =
   | "createdNewAlwaysTrue" // AST-4: an upload over bytes the caller had says created_new true
   | "outputExpiresApart" // AST-1: an output's asset record expires a retention after it was made, not with its job
   | "nonRetryableForEveryFailure" // HOST-5: the hosted status of a job failed with node_execution_error is non_retryable_error
+  | "errorForEveryFailure" // HOST-5: the hosted status of a job failed with invalid_input (an upload that is no image, to LoadImage) is error
   | "hostedNotFoundAsInvalid" // HOST-9: hosted 404s carry the error type invalid_request (a 400's)
   | "previewDeclaredPng" // WS-5: a type 4 preview's metadata says image/png over JPEG bytes
   | "previewNamesOtherNode" // WS-5: a type 4 preview names a node of the graph other than the one running
@@ -370,6 +371,7 @@ export class State {
             this.bus.emit("wsText", job, current, text);
           },
           asset: (id) => this.assets.get(id)?.bytes,
+          upload: (name) => [...this.assets.values()].find((a) => a.name === name && a.account === job.account && a.folder === "input")?.bytes,
         },
         {
           nodeStart: (id, classType) => {
@@ -389,7 +391,7 @@ export class State {
       this.finish(job, job.abort.signal.aborted || job.status === "canceling" ? "canceled" : "succeeded");
     } catch (e) {
       if (e instanceof NodeError && !job.abort.signal.aborted && job.status !== "canceling") {
-        job.error = { code: "node_execution_error", message: e.message, node_id: e.nodeId, class_type: e.classType, traceback: null };
+        job.error = { code: e.code, message: e.message, node_id: e.nodeId, class_type: e.classType, traceback: null };
         this.finish(job, "failed");
       } else this.finish(job, "canceled");
     }
