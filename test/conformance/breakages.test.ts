@@ -33,6 +33,7 @@ const CASES: Array<{ breakage: Breakage; rules: string[]; double?: DoubleOptions
   { breakage: "noUrlExpiresAt", rules: ["OUT-1"] },
   { breakage: "logHeadKept", rules: ["LOG-7"], double: serverless, run: { surface: "serverless", only: ["LOG"] } },
   { breakage: "locationElsewhere", rules: ["LNK-1"] },
+  { breakage: "deleteKeepsAsset", rules: ["AST-4"] },
   // Well-formed fields that say something else than they mean.
   { breakage: "metricsInSeconds", rules: ["JOB-5"] },
   { breakage: "queuePositionConstant", rules: ["JOB-6"] },
