@@ -86,6 +86,7 @@ export type Breakage =
   | "historyDeleteIgnored" // HOST-5: POST /api/history {delete} answers 200 and keeps the entry
   | "historyDeleteEndsJob" // HOST-5: a prompt taken out of the history reads lost on /api/job/{id}/status
   | "textFrameTruncated" // WS-5: a TEXT frame carries the printed text without its first character
+  | "contentSkipsAuth" // AUTH-4: the content of an asset without credentials or signature answers 404, not 401
   | "deleteKeepsAsset" // AST-4 (the model-based sequences): DELETE of an upload answers 204 and keeps it
   | "listSkipsFourth" // GET-1 (the model-based sequences): a label-filtered listing leaves out the 4th newest match
   | "nodeInfoOtherClass" // HOST-1: GET /api/object_info/{class} answers the whole list
