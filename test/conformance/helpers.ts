@@ -42,7 +42,11 @@ export function failureLines(r: Report): string {
     .filter((x) => x.status === "failed")
     .flatMap((x) =>
       x.failures.map((f) =>
-        [`[${f.rule}] ${x.title}: ${f.message}`, ...(f.request ? [`    request: ${f.request}`] : []), ...(f.excerpt ? [`    answer: ${f.excerpt.replaceAll("\n", "\n      ")}`] : [])].join("\n"),
+        [
+          `[${f.rule}] ${x.title}: ${f.message}`,
+          ...(f.request ? [`    request: ${f.request}`] : []),
+          ...(f.excerpt ? [`    answer: ${f.excerpt.replaceAll("\n", "\n      ")}`] : []),
+        ].join("\n"),
       ),
     )
     .join("\n");

@@ -108,11 +108,17 @@ export default [
       t.need(id, `POST /api/prompt answered ${ex.status}: LoadImage of a file that is no image was refused before it ran`);
       const seen = await waitHostedTerminal(t, id);
       const told = seen[seen.length - 1]!;
-      t.need(told === "error" || told === "non_retryable_error", `LoadImage of a file that is no image ended ${told}, not failed (HOST-5's other check judges the status)`);
+      t.need(
+        told === "error" || told === "non_retryable_error",
+        `LoadImage of a file that is no image ended ${told}, not failed (HOST-5's other check judges the status)`,
+      );
       const v2 = await t.http.request("GET", t.http.url(`/api/v2/jobs/${encodeURIComponent(id)}`));
       const job = v2.json as { status?: unknown; error?: { code?: unknown } | null } | undefined;
       const code = job?.error?.code;
-      t.need(v2.status === 200 && job?.status === "failed" && typeof code === "string", `GET /api/v2/jobs/${id} answered ${v2.status} without a failed job's error code`);
+      t.need(
+        v2.status === 200 && job?.status === "failed" && typeof code === "string",
+        `GET /api/v2/jobs/${id} answered ${v2.status} without a failed job's error code`,
+      );
       const expected = (NON_RETRYABLE_JOB_ERROR_CODES as readonly string[]).includes(code) ? "non_retryable_error" : "error";
       t.expect(told === expected, `the prompt failed with error code ${code}, so its hosted status is ${expected}; GET /api/job/${id}/status said ${told}`, v2);
       const again = await hostedStatus(t, id);

@@ -198,7 +198,8 @@ export default [
       if (from.status === 405 || (from.status === 404 && codeOf(from.json) === "not_found"))
         t.skip(`POST /api/v2/assets/from-hash answered ${from.status}: from-hash is not offered here (open in the contract)`);
       const other = from.json as Asset | undefined;
-      if (from.status === 200) t.expect(other?.id === asset.id, `from-hash answered 200 (an identical record existed) with ${other?.id}, not the upload ${asset.id}`, from);
+      if (from.status === 200)
+        t.expect(other?.id === asset.id, `from-hash answered 200 (an identical record existed) with ${other?.id}, not the upload ${asset.id}`, from);
       else if (t.expect(from.status === 201, `from-hash of the caller's own upload answered ${from.status}`, from))
         t.expect(other?.id !== asset.id && other?.hash === asset.hash, `from-hash answered 201 with record ${other?.id} over ${other?.hash}`, from);
       const del = await t.http.request("DELETE", t.http.url(`/api/v2/assets/${asset.id}`));
