@@ -34,6 +34,7 @@ const CASES: Array<{ breakage: Breakage; rules: string[]; double?: DoubleOptions
   { breakage: "logHeadKept", rules: ["LOG-7"], double: serverless, run: { surface: "serverless", only: ["LOG"] } },
   { breakage: "locationElsewhere", rules: ["LNK-1"] },
   { breakage: "deleteKeepsAsset", rules: ["AST-4"] },
+  { breakage: "outputsAtEnd", rules: ["JOB-4"] },
   { breakage: "contentSkipsAuth", rules: ["AUTH-4"], double: { tokens: ["tok-a"] }, run: { token: "tok-a" } },
   // Well-formed fields that say something else than they mean.
   { breakage: "metricsInSeconds", rules: ["JOB-5"] },

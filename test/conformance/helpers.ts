@@ -143,8 +143,12 @@ export function belowRecordedCoverage(r: Report, surface: string): string[] {
   }
   const was = recorded[surface];
   if (!was) return [`no coverage recorded for ${surface} (run with FLOWGATE_RECORD_COVERAGE=1)`];
+  // Why the run missed it, as the coverage index says (a check skipped, and its reason).
+  const why = (k: "statuses" | "queryParameters", id: string) => r.coverage?.[k].unreached.find((u) => u.id === id)?.why ?? "never reached";
   return [
-    ...was.statuses.filter((s) => !now.statuses.includes(s)).map((s) => `status ${s}: recorded, not reached`),
-    ...was.queryParameters.filter((q) => !now.queryParameters.includes(q)).map((q) => `query parameter ${q}: recorded, not reached`),
+    ...was.statuses.filter((s) => !now.statuses.includes(s)).map((s) => `status ${s}: recorded, not reached (${why("statuses", s)})`),
+    ...was.queryParameters
+      .filter((q) => !now.queryParameters.includes(q))
+      .map((q) => `query parameter ${q}: recorded, not reached (${why("queryParameters", q)})`),
   ];
 }

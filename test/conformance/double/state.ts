@@ -52,6 +52,7 @@ export type Breakage =
   | "createdAtOnGet" // JOB-7: GET shows created_at one millisecond earlier than every other view
   | "sseProgressRegresses" // PRG-2: the stream repeats the previous snapshot after each new step of a stepped node
   | "stepPastSteps" // PRG-1: the stream's progress shows step steps+1 at the last step
+  | "outputsAtEnd" // JOB-4: a job's views show no output until it ended (its output events still come)
   | "outputsDropOnReread" // JOB-4: GET of a finished job drops its last output from the second read on
   | "sseAfterTerminal" // SSE-2: the stream sends a progress event after the terminal status event
   | "sseTerminalSubset" // SSE-2: the terminal status event carries one output fewer than GET
