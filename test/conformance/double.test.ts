@@ -35,6 +35,7 @@ describe.concurrent("the conformance suite against the unbroken double", () => {
     const skipped = report.results.filter((r) => r.status === "skipped");
     // Serverless serves no hosted interface (HOST, HJOB, WS); the rest of what it skips belongs to other surfaces
     // (LBL-6 to a surface that declines labels).
-    for (const { rule, title, reason } of skipped) expect(rule, `${title} was skipped: ${reason}`).toMatch(/^(HOST|HJOB|WS|AUTH-[235]|LOG-[14]|SUB-10|ERR-[45]|LBL-6$)/);
+    for (const { rule, title, reason } of skipped)
+      expect(rule, `${title} was skipped: ${reason}`).toMatch(/^(HOST|HJOB|WS|AUTH-[235]|LOG-[14]|SUB-10|ERR-[45]|LBL-6$)/);
   });
 });
