@@ -38,7 +38,7 @@ Exits 0 when every applicable check passes, 1 when any fails, 2 on a usage or co
   --demo                  the target is the public demo deployment (anonymous callers, logs withheld)
   --not-ready-url URL     base URL of a provisioning deployment (429 deployment_not_ready)
   --stopped-url URL       base URL of a stopped deployment (422 deployment_stopped)
-  --fill-queue N          submit up to N slow jobs to reach the queue bound (429 queue_full); default 0: off
+  --fill-queue N          submit up to N long jobs (canceled after) to reach the queue bound (429 queue_full); default 0: off
   --oversize-mb N         size of the oversized bodies of the negative checks (default 32; 0: off)
   --timeout-ms N          per-request timeout (default 15000)
   --check-timeout-ms N    per-check timeout (default 120000)

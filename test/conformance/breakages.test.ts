@@ -33,6 +33,9 @@ const CASES: Array<{ breakage: Breakage; rules: string[]; double?: DoubleOptions
   { breakage: "noUrlExpiresAt", rules: ["OUT-1"] },
   { breakage: "logHeadKept", rules: ["LOG-7"], double: serverless, run: { surface: "serverless", only: ["LOG"] } },
   { breakage: "locationElsewhere", rules: ["LNK-1"] },
+  { breakage: "deleteKeepsAsset", rules: ["AST-4"] },
+  { breakage: "outputsAtEnd", rules: ["JOB-4"] },
+  { breakage: "contentSkipsAuth", rules: ["AUTH-4"], double: { tokens: ["tok-a"] }, run: { token: "tok-a" } },
   // Well-formed fields that say something else than they mean.
   { breakage: "metricsInSeconds", rules: ["JOB-5"] },
   { breakage: "queuePositionConstant", rules: ["JOB-6"] },
@@ -42,6 +45,7 @@ const CASES: Array<{ breakage: Breakage; rules: string[]; double?: DoubleOptions
   { breakage: "createdNewAcrossCallers", rules: ["AST-4"], double: twoCallers, run: { token: "tok-a", otherToken: "tok-b" } },
   { breakage: "outputExpiresApart", rules: ["AST-1"] },
   { breakage: "nonRetryableForEveryFailure", rules: ["HOST-5"] },
+  { breakage: "errorForEveryFailure", rules: ["HOST-5"] },
   { breakage: "hostedNotFoundAsInvalid", rules: ["HOST-9"] },
   { breakage: "previewDeclaredPng", rules: ["WS-5"] },
   { breakage: "previewNamesOtherNode", rules: ["WS-5"] },

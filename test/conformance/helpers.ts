@@ -32,11 +32,23 @@ export async function runAgainstDouble(double: DoubleOptions, run: Partial<Confo
   }
 }
 
-/** Failures of a report, one line each, for assertion messages. */
+/**
+ * Failures of a report, one line each, for assertion messages, each followed by the exchange that
+ * shows it (the request and an excerpt of the answer, indented) where the failure has one: a
+ * failure seen once under load must be diagnosable from the test's output alone.
+ */
 export function failureLines(r: Report): string {
   return r.results
     .filter((x) => x.status === "failed")
-    .flatMap((x) => x.failures.map((f) => `[${f.rule}] ${x.title}: ${f.message}`))
+    .flatMap((x) =>
+      x.failures.map((f) =>
+        [
+          `[${f.rule}] ${x.title}: ${f.message}`,
+          ...(f.request ? [`    request: ${f.request}`] : []),
+          ...(f.excerpt ? [`    answer: ${f.excerpt.replaceAll("\n", "\n      ")}`] : []),
+        ].join("\n"),
+      ),
+    )
     .join("\n");
 }
 
@@ -131,8 +143,12 @@ export function belowRecordedCoverage(r: Report, surface: string): string[] {
   }
   const was = recorded[surface];
   if (!was) return [`no coverage recorded for ${surface} (run with FLOWGATE_RECORD_COVERAGE=1)`];
+  // Why the run missed it, as the coverage index says (a check skipped, and its reason).
+  const why = (k: "statuses" | "queryParameters", id: string) => r.coverage?.[k].unreached.find((u) => u.id === id)?.why ?? "never reached";
   return [
-    ...was.statuses.filter((s) => !now.statuses.includes(s)).map((s) => `status ${s}: recorded, not reached`),
-    ...was.queryParameters.filter((q) => !now.queryParameters.includes(q)).map((q) => `query parameter ${q}: recorded, not reached`),
+    ...was.statuses.filter((s) => !now.statuses.includes(s)).map((s) => `status ${s}: recorded, not reached (${why("statuses", s)})`),
+    ...was.queryParameters
+      .filter((q) => !now.queryParameters.includes(q))
+      .map((q) => `query parameter ${q}: recorded, not reached (${why("queryParameters", q)})`),
   ];
 }

@@ -18,7 +18,8 @@ import {
 import { failingGraph, endedEarlyGraph } from "../support/jobs.ts";
 import { operationsWithInput } from "../requests/negative.ts";
 import { pngBytes } from "../support/support.ts";
-import { missingInputGraph, nonce, simpleGraph } from "../support/workflows.ts";
+import { missingInputGraph, nonce, simpleGraph, uploadGraph } from "../support/workflows.ts";
+import { NON_RETRYABLE_JOB_ERROR_CODES } from "../../../generated/enums.ts";
 
 const H = { when: hostedOnly };
 
@@ -90,6 +91,40 @@ export default [
       `statuses seen: ${seen.join(" -> ")}`,
     );
   }),
+
+  check(
+    "HOST-5 a prompt that fails on its input (an upload that is no image, to LoadImage) ends non_retryable_error exactly when its v2 error code is non-retryable",
+    { ...H, timeoutMs: 300_000 },
+    async (t: T) => {
+      // The hosted status tells a client whether running the same graph again can help; a file that
+      // cannot be decoded never will, so a surface that says so in its error code must say it here too.
+      const up = await uploadImage(t, new TextEncoder().encode(`conformance ${nonce()}: these bytes are not an image`));
+      const name = (up.json as { name?: unknown } | undefined)?.name;
+      t.need(up.status === 200 && typeof name === "string", `uploading a file to load answered ${up.status} (HOST-2)`);
+      const graph = uploadGraph(name);
+      t.requireClasses(graph, "upload");
+      const { ex, id } = await queuePrompt(t, graph);
+      // Refusing the file before the run (ComfyUI's validation checks only that it exists) is a choice HOST-9 judges.
+      t.need(id, `POST /api/prompt answered ${ex.status}: LoadImage of a file that is no image was refused before it ran`);
+      const seen = await waitHostedTerminal(t, id);
+      const told = seen[seen.length - 1]!;
+      t.need(
+        told === "error" || told === "non_retryable_error",
+        `LoadImage of a file that is no image ended ${told}, not failed (HOST-5's other check judges the status)`,
+      );
+      const v2 = await t.http.request("GET", t.http.url(`/api/v2/jobs/${encodeURIComponent(id)}`));
+      const job = v2.json as { status?: unknown; error?: { code?: unknown } | null } | undefined;
+      const code = job?.error?.code;
+      t.need(
+        v2.status === 200 && job?.status === "failed" && typeof code === "string",
+        `GET /api/v2/jobs/${id} answered ${v2.status} without a failed job's error code`,
+      );
+      const expected = (NON_RETRYABLE_JOB_ERROR_CODES as readonly string[]).includes(code) ? "non_retryable_error" : "error";
+      t.expect(told === expected, `the prompt failed with error code ${code}, so its hosted status is ${expected}; GET /api/job/${id}/status said ${told}`, v2);
+      const again = await hostedStatus(t, id);
+      t.expect(again.status === told, `terminal ${told} then ${again.status}`, again.ex);
+    },
+  ),
 
   check("HOST-6 GET /api/view answers 302 to a signed URL that serves the bytes without the API key", H, async (t: T) => {
     const bytes = pngBytes(5, 5, [nonce(255), 30, 30, 255]);

@@ -45,21 +45,20 @@ export default [
   }),
 
   check("JOB-4 outputs fill incrementally: an output committed mid-run is visible before the job ends", async (t: T) => {
-    // Two slow branches: whichever runs first commits its output while the other still waits.
+    // Two slow branches: whichever runs first commits its output while the other still waits. The
+    // second lasts many polls longer than the first (half the job timeout): a window of a fraction
+    // of a second was missed by polls slowed by a loaded machine. The job is canceled once seen.
     const s = t.options.slowSeconds;
     const graph = t.options.slowWorkflow
       ? { ...prefixIds(slowGraph(t), "a"), ...prefixIds(slowGraph(t), "b") }
-      : { ...prefixIds(defaultSlowGraph(s), "a"), ...prefixIds(defaultSlowGraph(s * 1.5), "b") };
+      : { ...prefixIds(defaultSlowGraph(s), "a"), ...prefixIds(defaultSlowGraph(Math.max(s * 4, t.options.jobTimeoutMs / 2000)), "b") };
     t.requireClasses(graph, "slow");
     const ref = await submitOk(t, graph);
-    let seenEarly = false;
-    const end = await pollJob(t, ref, "the job ending", (j) => {
-      if (!TERMINAL.has(j.status) && (j.outputs?.length ?? 0) > 0) seenEarly = true;
-      return TERMINAL.has(j.status);
-    });
-    t.need(end.job.status === "succeeded", `the two-branch job ${endOf(end.job)}, not succeeded`);
-    t.need(end.job.outputs.length >= 2, `the two-branch graph produced ${end.job.outputs.length} output(s)`);
-    t.expect(seenEarly, "no output was visible on GET until the job ended");
+    const seen = await pollJob(t, ref, "an output or the job's end", (j) => TERMINAL.has(j.status) || (j.outputs?.length ?? 0) > 0);
+    if (!TERMINAL.has(seen.job.status)) return;
+    t.need(seen.job.status === "succeeded", `the two-branch job ${endOf(seen.job)}, not succeeded`);
+    t.need(seen.job.outputs.length >= 2, `the two-branch graph produced ${seen.job.outputs.length} output(s)`);
+    t.fail("no output was visible on GET until the job ended");
   }),
 
   check("JOB-5 metrics, when present, has queue_ms and execution_ms, integers or null, execution_ms null before the run", async (t: T) => {

@@ -2,7 +2,7 @@
 // deployment states, credits, and extra_data that never comes back.
 import { check, type T } from "../../check.ts";
 import type { Exchange } from "../../machinery/http.ts";
-import { endOf, openEvents, readJobOk, slowGraph, submit, submitOk, waitTerminal } from "../support/jobs.ts";
+import { endedEarlyGraph, endOf, openEvents, readJobOk, submit, submitOk, waitTerminal } from "../support/jobs.ts";
 import { codeOf, deepEqual } from "../support/support.ts";
 import { assetGraph, danglingLinkGraph, missingInputGraph, simpleGraph, unknownClassGraph } from "../support/workflows.ts";
 
@@ -11,10 +11,14 @@ function rejected(t: T, ex: Exchange, what: string): void {
   t.expect((ex.status === 400 || ex.status === 422) && codeOf(ex.json) !== undefined, `${what}: expected 400 or 422 in the envelope, got ${ex.status}`, ex);
 }
 
-/** Fills the queue with slow jobs until a 429, within --fill-queue submissions; returns that 429. */
+/**
+ * Fills the queue with slow jobs until a 429, within --fill-queue submissions; returns that 429.
+ * The jobs are the long ones a check ends early (canceled when it ends): jobs of --slow-seconds
+ * could finish as fast as a loaded machine submits them, and the queue would never fill.
+ */
 export async function fillQueue(t: T): Promise<Exchange> {
   for (let i = 0; i < t.options.fillQueue; i++) {
-    const { ex } = await submit(t, slowGraph(t));
+    const { ex } = await submit(t, endedEarlyGraph(t));
     if (ex.status === 429) return ex;
     if (ex.status !== 201) t.fail(`filling the queue: submission ${i + 1} answered ${ex.status}`, ex);
   }

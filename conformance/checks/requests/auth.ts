@@ -1,10 +1,13 @@
 // AUTH: credentials: bearer on v2, the self-hosted default, anonymous callers, 401 and 403, the
 // hosted interface's X-API-Key and WebSocket token, and the key forwarded to partner nodes.
+import { routes, type RouteSpec } from "../../../generated/routes.ts";
 import { check, type RunContext, type T } from "../../check.ts";
+import type { Auth } from "../../machinery/http.ts";
 import { HostedSocket } from "../../machinery/socket.ts";
+import { isJobApiPath } from "../hosted/hjob.ts";
 import { notHosted } from "../support/hosted-client.ts";
 import { readJobOk, submit, submitOk } from "../support/jobs.ts";
-import { codeOf } from "../support/support.ts";
+import { codeOf, multipart, pngBytes } from "../support/support.ts";
 import { simpleGraph } from "../support/workflows.ts";
 
 const bogus = () => `conformance-invalid-${crypto.randomUUID()}`;
@@ -15,6 +18,60 @@ const authRequired = (r: RunContext) =>
     : r.options.token
       ? undefined
       : "no --token given: the run takes the surface as open to anonymous callers (pass its API key as --token)";
+
+/** Path parameters of the operations, as a well-formed request carries them. */
+const PATH_SAMPLES: Record<string, () => string> = {
+  id: () => crypto.randomUUID(),
+  prompt_id: () => crypto.randomUUID(),
+  job_id: () => crypto.randomUUID(),
+  hash: () => `blake3:${"0".repeat(64)}`,
+  node_class: () => "SaveImage",
+};
+
+/** Bodies an operation accepts, so that only the credentials are wrong. */
+function sampleBody(route: RouteSpec): { json?: unknown; body?: Uint8Array; headers?: Record<string, string> } {
+  if (!route.requestBody) return {};
+  if (route.requestBody.contentTypes.includes("multipart/form-data")) {
+    const field = route.family === "v2" ? "file" : "image";
+    const { body, contentType } = multipart([{ name: field, value: pngBytes(2, 2, [1, 2, 3, 255]), filename: "conformance.png", contentType: "image/png" }]);
+    return { body, headers: { "content-type": contentType } };
+  }
+  const json: Record<string, unknown> = {
+    createJob: { workflow: simpleGraph() },
+    createAssetFromHash: { hash: PATH_SAMPLES.hash!() },
+    hostedQueuePrompt: { prompt: simpleGraph() },
+    hostedManageQueue: { delete: [crypto.randomUUID()] },
+    hostedManageHistory: { delete: [crypto.randomUUID()] },
+    hostedCancelJobs: { job_ids: [crypto.randomUUID()] },
+  };
+  return { json: json[route.operationId] ?? {} };
+}
+
+/**
+ * Every operation of one interface that documents a 401, sent without credentials and with an
+ * invalid key: each must be refused with 401 before anything else is looked at.
+ */
+async function everyOperationRefused(t: T, family: "v2" | "hosted", invalid: Auth): Promise<void> {
+  let ops = routes.filter((r) => r.family === family && !r.websocket && r.responses["401"]);
+  // ComfyUI's job API is an extension (HJOB): a surface without it answers 404 to its paths, with a key or without.
+  if (family === "hosted" && (await t.http.request("GET", t.http.url("/api/jobs?limit=1"))).status === 404) ops = ops.filter((r) => !isJobApiPath(r.path));
+  for (const route of ops) {
+    const path = route.path.replace(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(PATH_SAMPLES[name]?.() ?? "conformance"));
+    const query = route.operationId === "hostedView" ? "?filename=conformance.png&subfolder=&type=input" : "";
+    for (const [what, auth] of [
+      ["no credentials", "none"],
+      ["an invalid key", invalid],
+    ] as const) {
+      const ex = await t.http.request(route.method, t.http.url(path + query), { ...sampleBody(route), auth });
+      const code = family === "v2" && route.method !== "HEAD" ? codeOf(ex.json) : undefined;
+      t.expect(
+        ex.status === 401 && (code === undefined || code === "unauthorized"),
+        `${route.operationId} (${route.method} ${route.path}) with ${what} answered ${ex.status} ${code ?? ""}`.trimEnd(),
+        ex,
+      );
+    }
+  }
+}
 
 export default [
   check(
@@ -79,6 +136,10 @@ export default [
     }
   }),
 
+  check("AUTH-4 every v2 operation answers 401 unauthorized to missing or invalid credentials", { when: authRequired }, async (t: T) => {
+    await everyOperationRefused(t, "v2", { bearer: bogus() });
+  }),
+
   check(
     "AUTH-4 an authenticated caller who is not allowed gets 403 forbidden",
     {
@@ -107,6 +168,14 @@ export default [
       const without = await HostedSocket.open(t.http, { token: null });
       without.socket?.close();
       t.expect(without.status === 401, `/ws without a token answered ${without.socket ? "with an open socket" : without.status}`);
+    },
+  ),
+
+  check(
+    "AUTH-5 every hosted operation answers 401 without X-API-Key or with an invalid one",
+    { when: (r) => (!r.caps.hosted ? notHosted(r.caps.hostedProbe) : authRequired(r)) },
+    async (t: T) => {
+      await everyOperationRefused(t, "hosted", { apiKey: bogus() });
     },
   ),
 

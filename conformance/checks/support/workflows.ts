@@ -103,6 +103,14 @@ export function assetGraph(assetId: string): Graph {
   };
 }
 
+/** LoadImage of a hosted upload, by the name `POST /api/upload/image` gave it (ComfyUI's way) -> SaveImage. */
+export function uploadGraph(name: string): Graph {
+  return {
+    "1": { class_type: "LoadImage", inputs: { image: name } },
+    "2": { class_type: "SaveImage", inputs: { images: ["1", 0], filename_prefix: "conformance_upload" } },
+  };
+}
+
 /** A UI export (top-level `nodes` and `links`), which v2 rejects. */
 export function uiExport(): Record<string, unknown> {
   return {

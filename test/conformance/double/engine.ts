@@ -28,6 +28,8 @@ export interface RunCtx {
   log(text: string): void;
   /** Resolves an asset reference to its bytes, or undefined. */
   asset(id: string): Uint8Array | undefined;
+  /** The bytes of the job's caller's hosted upload of that name, or undefined. */
+  upload(name: string): Uint8Array | undefined;
   samplerStepMs: number;
 }
 
@@ -51,17 +53,24 @@ export const JPEG = Buffer.from(
   "base64",
 );
 
-/** A failure while running a node. */
+/** A failure while running a node, with the job error code it maps to. */
 export class NodeError extends Error {
   readonly nodeId: string;
   readonly classType: string;
+  readonly code: "node_execution_error" | "invalid_input";
 
-  constructor(nodeId: string, classType: string, message: string) {
+  constructor(nodeId: string, classType: string, message: string, code: NodeError["code"] = "node_execution_error") {
     super(message);
     this.nodeId = nodeId;
     this.classType = classType;
+    this.code = code;
   }
 }
+
+/** Thrown by a node that rejects its inputs at run time (invalid_input, as flowgate's NodeInputError). */
+class InputRejected extends Error {}
+
+const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -152,8 +161,11 @@ export const NODES: Record<string, NodeDef> = {
     inputs: { image: { type: "ASSET" } },
     outputs: ["IMAGE", "MASK"],
     async run(i, ctx) {
-      const ref = i.image as { info: { id: string } };
-      if (!ctx.asset(ref.info.id)) throw new Error("the asset went away");
+      // A hosted prompt names an upload (ComfyUI's way); its bytes must be an image (only PNG here).
+      if (typeof i.image === "string") {
+        const bytes = ctx.upload(i.image);
+        if (!bytes || !PNG_SIGNATURE.equals(Buffer.from(bytes.subarray(0, 8)))) throw new InputRejected(`Invalid image file: ${i.image}`);
+      } else if (!ctx.asset((i.image as { info: { id: string } }).info.id)) throw new Error("the asset went away");
       return { result: [{ kind: "image", w: 4, h: 4, batch: 1, color: 0x808080 } satisfies Image, null] };
     },
   },
@@ -269,7 +281,8 @@ export function validateGraph(graph: Record<string, unknown>, missing: readonly 
         if (!src || !out) add(id, name, "bad_link");
         else if (spec.type !== "*" && out !== "*" && out !== spec.type) add(id, name, "type_mismatch");
       } else if (spec.type === "ASSET") {
-        if (!isAssetRef(v)) add(id, name, "type_mismatch");
+        // A `core/ASSET` reference, or a hosted upload's name (looked up when the node runs, as flowgate does).
+        if (!isAssetRef(v) && (typeof v !== "string" || v === "")) add(id, name, "type_mismatch");
       } else if (spec.type === "INT" || spec.type === "FLOAT") {
         if (typeof v !== "number") add(id, name, "type_mismatch");
         else if ((spec.min !== undefined && v < spec.min) || (spec.max !== undefined && v > spec.max)) add(id, name, "out_of_range");
@@ -317,7 +330,7 @@ export async function execute(graph: Graph, ctx: RunCtx, hooks: ExecHooks): Prom
       out = await NODES[node.class_type]!.run(inputs, ctx);
     } catch (e) {
       if (ctx.signal.aborted) throw new Error("aborted");
-      throw new NodeError(id, node.class_type, (e as Error).message);
+      throw new NodeError(id, node.class_type, (e as Error).message, e instanceof InputRejected ? "invalid_input" : "node_execution_error");
     }
     results.set(id, out.result ?? []);
     await hooks.nodeDone(id, node.class_type, out.files ?? []);

@@ -1,10 +1,14 @@
 // The double's hosted interface under /api: ComfyUI-style uploads, prompts, status, view, queue,
 // interrupt and history, over the same jobs and assets as v2.
 import { blake3 } from "hash-wasm";
+import { NON_RETRYABLE_JOB_ERROR_CODES } from "../../../generated/enums.ts";
 import { objectInfo, executionOrder } from "./engine.ts";
 import type { JobRec, State } from "./state.ts";
 import { checkGraph } from "./v2.ts";
 import { assetUrl, hostedFail, send, type Req } from "./views.ts";
+
+/** The job error codes whose hosted status is non_retryable_error (the spec's `x-non-retryable`). */
+const NON_RETRYABLE: readonly string[] = NON_RETRYABLE_JOB_ERROR_CODES;
 
 const STATUS: Record<string, string> = {
   queued: "queued_waiting",
@@ -118,7 +122,9 @@ export async function handleHosted(s: State, req: Req, account: string): Promise
                 ? "lost"
                 : s.broken("nonRetryableForEveryFailure") && j.status === "failed"
                   ? "non_retryable_error"
-                  : STATUS[j.status],
+                  : j.status === "failed" && !s.broken("errorForEveryFailure") && NON_RETRYABLE.includes(j.error?.code ?? "")
+                    ? "non_retryable_error"
+                    : STATUS[j.status],
         })
       : hostedFail(res, 404, "not_found", "Not found.", {}, s);
   }

@@ -40,6 +40,7 @@ export type Breakage =
   | "createdNewAlwaysTrue" // AST-4: an upload over bytes the caller had says created_new true
   | "outputExpiresApart" // AST-1: an output's asset record expires a retention after it was made, not with its job
   | "nonRetryableForEveryFailure" // HOST-5: the hosted status of a job failed with node_execution_error is non_retryable_error
+  | "errorForEveryFailure" // HOST-5: the hosted status of a job failed with invalid_input (an upload that is no image, to LoadImage) is error
   | "hostedNotFoundAsInvalid" // HOST-9: hosted 404s carry the error type invalid_request (a 400's)
   | "previewDeclaredPng" // WS-5: a type 4 preview's metadata says image/png over JPEG bytes
   | "previewNamesOtherNode" // WS-5: a type 4 preview names a node of the graph other than the one running
@@ -51,6 +52,7 @@ export type Breakage =
   | "createdAtOnGet" // JOB-7: GET shows created_at one millisecond earlier than every other view
   | "sseProgressRegresses" // PRG-2: the stream repeats the previous snapshot after each new step of a stepped node
   | "stepPastSteps" // PRG-1: the stream's progress shows step steps+1 at the last step
+  | "outputsAtEnd" // JOB-4: a job's views show no output until it ended (its output events still come)
   | "outputsDropOnReread" // JOB-4: GET of a finished job drops its last output from the second read on
   | "sseAfterTerminal" // SSE-2: the stream sends a progress event after the terminal status event
   | "sseTerminalSubset" // SSE-2: the terminal status event carries one output fewer than GET
@@ -85,6 +87,7 @@ export type Breakage =
   | "historyDeleteIgnored" // HOST-5: POST /api/history {delete} answers 200 and keeps the entry
   | "historyDeleteEndsJob" // HOST-5: a prompt taken out of the history reads lost on /api/job/{id}/status
   | "textFrameTruncated" // WS-5: a TEXT frame carries the printed text without its first character
+  | "contentSkipsAuth" // AUTH-4: the content of an asset without credentials or signature answers 404, not 401
   | "deleteKeepsAsset" // AST-4 (the model-based sequences): DELETE of an upload answers 204 and keeps it
   | "listSkipsFourth" // GET-1 (the model-based sequences): a label-filtered listing leaves out the 4th newest match
   | "nodeInfoOtherClass" // HOST-1: GET /api/object_info/{class} answers the whole list
@@ -370,6 +373,7 @@ export class State {
             this.bus.emit("wsText", job, current, text);
           },
           asset: (id) => this.assets.get(id)?.bytes,
+          upload: (name) => [...this.assets.values()].find((a) => a.name === name && a.account === job.account && a.folder === "input")?.bytes,
         },
         {
           nodeStart: (id, classType) => {
@@ -389,7 +393,7 @@ export class State {
       this.finish(job, job.abort.signal.aborted || job.status === "canceling" ? "canceled" : "succeeded");
     } catch (e) {
       if (e instanceof NodeError && !job.abort.signal.aborted && job.status !== "canceling") {
-        job.error = { code: "node_execution_error", message: e.message, node_id: e.nodeId, class_type: e.classType, traceback: null };
+        job.error = { code: e.code, message: e.message, node_id: e.nodeId, class_type: e.classType, traceback: null };
         this.finish(job, "failed");
       } else this.finish(job, "canceled");
     }

@@ -383,7 +383,11 @@ export async function handleV2(s: State, req: Req, auth: ReturnType<State["accou
     if (!/^blake3:[0-9a-f]{64}$/.test(hash)) return send(res, 400);
     return send(res, [...s.assets.values()].some((a) => a.hash === hash && a.account === authed!.account) ? 200 : 404);
   }
-  if ((match = m(/^\/api\/v2\/assets\/([^/]+)\/content$/)) && method === "GET") return content(s, req, decodeURIComponent(match[1]!), authed?.account);
+  if ((match = m(/^\/api\/v2\/assets\/([^/]+)\/content$/)) && method === "GET") {
+    // A signed link needs no credentials; without one the caller must authenticate, as on every operation.
+    if (!req.query.has("signature") && !s.broken("contentSkipsAuth") && !needAuth()) return;
+    return content(s, req, decodeURIComponent(match[1]!), authed?.account);
+  }
   if ((match = m(/^\/api\/v2\/assets\/([^/]+)$/)) && (method === "GET" || method === "DELETE")) {
     if (!needAuth()) return;
     const id = decodeURIComponent(match[1]!);

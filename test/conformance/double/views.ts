@@ -138,6 +138,7 @@ export function jobView(
   let outputs = job.outputs;
   if ((get && ended && job.readsSinceEnd >= 2 && s.broken("outputsDropOnReread")) || (on === "terminal-event" && s.broken("sseTerminalSubset")))
     outputs = outputs.slice(0, -1);
+  if (!ended && s.broken("outputsAtEnd")) outputs = [];
   const base = `${prefix}/api/v2/jobs/${job.id}`;
   const logsLink = servesLogs(s) && !s.broken("logsLinkMissing") ? { logs: `${base}/logs` } : {};
   const status =
