@@ -3,7 +3,7 @@
 // (Store.transitionJobWithAssets). Should the run go on after all (a node starts), or not end
 // within OUTPUT_ROW_WAIT_MS, they are written by themselves.
 import type { AssetService, RecordOptions, StoredOutput } from "../assets/asset-service.ts";
-import type { AssetRecord, NewAsset } from "../store/index.ts";
+import { type AssetRecord, assetRecordOf } from "../store/index.ts";
 
 /** How long a record waits for the run to go on or end before it is written by itself. */
 export const OUTPUT_ROW_WAIT_MS = 1000;
@@ -89,7 +89,7 @@ export class OutputRows {
       stored: batch.map((h) => h.stored),
       nodes: batch.map((h) => h.node),
       release: () => {
-        for (const h of batch) h.written(asWritten(h.stored.record));
+        for (const h of batch) h.written(assetRecordOf(h.stored.record));
       },
       done: async (assets) => {
         if (assets === null) await this.assets.discardOutputs(batch.map((h) => h.stored));
@@ -105,25 +105,4 @@ export class OutputRows {
     this.held = [];
     return batch;
   }
-}
-
-/** The record an insert of `asset` writes (an output's: the job, node and expiry are set). */
-function asWritten(asset: NewAsset): AssetRecord {
-  return {
-    id: asset.id,
-    owner: asset.owner,
-    job_id: asset.job_id ?? null,
-    node_id: asset.node_id ?? null,
-    name: asset.name,
-    type: asset.type ?? null,
-    content_type: asset.content_type,
-    size_bytes: asset.size_bytes,
-    hash: asset.hash ?? null,
-    blob_key: asset.blob_key,
-    folder: asset.folder,
-    file_path: asset.file_path ?? null,
-    tags: asset.tags ?? [],
-    created_at: asset.created_at,
-    expires_at: asset.expires_at ?? null,
-  };
 }

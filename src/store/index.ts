@@ -10,7 +10,16 @@ import type { Directory } from "./directory.ts";
 import type { Store } from "./types.ts";
 
 export type * from "./types.ts";
-export { IDEMPOTENCY_TTL_MS, MAX_LABEL_FILTERS, JOB_STATUSES, LIVE_STATUSES, TERMINAL_STATUSES, isTerminalStatus, statusRank } from "./types.ts";
+export {
+  IDEMPOTENCY_TTL_MS,
+  MAX_LABEL_FILTERS,
+  JOB_STATUSES,
+  LIVE_STATUSES,
+  TERMINAL_STATUSES,
+  assetRecordOf,
+  isTerminalStatus,
+  statusRank,
+} from "./types.ts";
 export { IdempotencyKeyReused, InvalidCursorError, LeaseLostError, QueueFullError, TerminalStatusError, UnknownJobError } from "./errors.ts";
 export { isStorableWorkflowId } from "./input-checks.ts";
 export { SQLITE_FILE_NAME } from "./sqlite.ts";

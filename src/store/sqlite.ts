@@ -24,7 +24,7 @@ import { SQLITE_ROWS, jsonOrNull, toPendingBlob, toWorkflow } from "./rows.ts";
 import { changedAt, hasLabels, insertedJob } from "./input-checks.ts";
 import { TERMINAL_TRIGGER_MESSAGE, migrate } from "./sqlite-schema.ts";
 import type { JobQuery, StoreDialect } from "./store-dialect.ts";
-import { IDEMPOTENCY_TTL_MS } from "./types.ts";
+import { assetRecordOf, IDEMPOTENCY_TTL_MS } from "./types.ts";
 import type {
   AssetDeletion,
   CreateJobOptions,
@@ -337,23 +337,8 @@ export class SqliteStore implements StoreDialect {
   #insertAsset(asset: NewAsset): AssetRecord {
     const jobId = asset.job_id ?? null;
     try {
-      const row = writeReturning(this.#sql.insertAsset, {
-        id: asset.id,
-        owner: asset.owner,
-        job_id: jobId,
-        node_id: asset.node_id ?? null,
-        name: asset.name,
-        type: asset.type ?? null,
-        content_type: asset.content_type,
-        size_bytes: asset.size_bytes,
-        hash: asset.hash ?? null,
-        blob_key: asset.blob_key,
-        folder: asset.folder,
-        file_path: asset.file_path ?? null,
-        tags: JSON.stringify(asset.tags ?? []),
-        created_at: asset.created_at,
-        expires_at: asset.expires_at ?? null,
-      });
+      const record = assetRecordOf(asset);
+      const row = writeReturning(this.#sql.insertAsset, { ...record, tags: JSON.stringify(record.tags) });
       return toAsset(row!);
     } catch (error) {
       if (jobId !== null && sqliteErrcode(error) === SQLITE_CONSTRAINT_FOREIGNKEY) throw new UnknownJobError(jobId, { cause: error });

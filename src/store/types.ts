@@ -307,6 +307,27 @@ export type NewAsset = Omit<AssetRecord, "job_id" | "node_id" | "type" | "hash" 
   expires_at?: number | null;
 };
 
+/** The record a store writes for `asset`: its optional fields at their defaults. */
+export function assetRecordOf(asset: NewAsset): AssetRecord {
+  return {
+    id: asset.id,
+    owner: asset.owner,
+    job_id: asset.job_id ?? null,
+    node_id: asset.node_id ?? null,
+    name: asset.name,
+    type: asset.type ?? null,
+    content_type: asset.content_type,
+    size_bytes: asset.size_bytes,
+    hash: asset.hash ?? null,
+    blob_key: asset.blob_key,
+    folder: asset.folder,
+    file_path: asset.file_path ?? null,
+    tags: asset.tags ?? [],
+    created_at: asset.created_at,
+    expires_at: asset.expires_at ?? null,
+  };
+}
+
 /** Result of deleteAsset: the blob it referred to, and whether any record still does. */
 export interface AssetDeletion {
   blob_key: string;

@@ -29,18 +29,16 @@ function countCalls(on: Store): Record<string, number> {
   return calls;
 }
 
+/** Records an output named `name` of a new running job of alice's. */
+async function recordedOutput(jobId: string, name: string, type: "image" | "text", contentType: string): Promise<void> {
+  const job = await runningJob(store, jobId, "alice", ["9"]);
+  const put = await data.assets.storeOutput(job, { node_id: "9", name, type, content_type: contentType, data: Buffer.from(name), folder: "output" });
+  await data.assets.recordOutput(put);
+}
+
 describe("OutputNamer", () => {
   it("continues a series past the owner's names, taking counters in growing blocks without a read per name", async () => {
-    const job = await runningJob(store, "job-1", "alice", ["9"]);
-    const put = await data.assets.storeOutput(job, {
-      node_id: "9",
-      name: "shot_00041_.png",
-      type: "image",
-      content_type: "image/png",
-      data: Buffer.from("x"),
-      folder: "output",
-    });
-    await data.assets.recordOutput(put);
+    await recordedOutput("job-1", "shot_00041_.png", "image", "image/png");
     const calls = countCalls(store);
     const namer = new OutputNamer(store);
     const names: string[] = [];
@@ -78,16 +76,7 @@ describe("OutputNamer", () => {
   it("keeps a name without a counter while it is free; a taken one gets a counter", async () => {
     const namer = new OutputNamer(store);
     expect(await namer.reserve("alice", "output", "plain.txt")).toBe("plain.txt");
-    const job = await runningJob(store, "job-2", "alice", ["9"]);
-    const put = await data.assets.storeOutput(job, {
-      node_id: "9",
-      name: "plain.txt",
-      type: "text",
-      content_type: "text/plain",
-      data: Buffer.from("y"),
-      folder: "output",
-    });
-    await data.assets.recordOutput(put);
+    await recordedOutput("job-2", "plain.txt", "text", "text/plain");
     expect(await namer.reserve("alice", "output", "plain.txt")).toBe("plain_00001_.txt");
   });
 });
