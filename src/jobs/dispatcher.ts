@@ -245,7 +245,8 @@ export class Dispatcher implements JobQueue {
 
   /**
    * Stops starting jobs, lets the runs in flight finish for up to `graceMs`, then aborts what
-   * still runs and waits for it to settle. Queued jobs stay queued: they run after a restart.
+   * still runs (under leases in front of ComfyUI: hands it over) and waits for it to settle.
+   * Queued jobs stay queued: they run after a restart.
    * A second call ends a wait under way at once.
    */
   async stop(graceMs = 0): Promise<void> {
@@ -267,7 +268,16 @@ export class Dispatcher implements JobQueue {
     // Runs stopped before their end, and queued jobs whose secrets die with this process: the
     // source gives them up (with leases, so that they end now rather than a lease later).
     const unfinished = [...new Set([...this.running.keys(), ...this.extras.keys()])];
-    for (const c of this.running.values()) c.abort();
+    // Under leases, a run whose work goes on in the engine when this process is gone (ComfyUI's
+    // prompt) is handed over, not stopped: it is left where it runs, nothing of it written here, and
+    // the worker that takes the job over follows it. Stopping it could race the engine starting it
+    // (a prompt pending as the stop comes), and the job would run twice.
+    const handOver = this.o.lease !== undefined && this.o.engine.resumesRuns;
+    for (const [id, c] of this.running) {
+      const detacher = handOver ? this.detachers.get(id) : undefined;
+      if (detacher) this.o.log?.(`job ${id}: this worker stops; the run goes on in the engine, left to the worker that takes the job over`);
+      (detacher ?? c).abort();
+    }
     for (const wake of [...this.wakers]) wake();
     await this.settled();
     this.sourceLifecycle.stop();

@@ -79,7 +79,8 @@ export interface QueuedRunHooks {
  * with a queue of its own) moves to `running` when the engine reports that its graph started.
  * `resume`: the job was running when an earlier process died, and the engine follows that run
  * (EnginePort.resumesRuns); outputs it recorded then are not recorded twice. `detach`: stops
- * following the run without touching it in the engine (another process took the job over).
+ * following the run without touching it in the engine (another process took the job over, or,
+ * under leases, this one stops and hands it over: its end is then not written here).
  * `workflow`: the job's graph, when the caller read it with the job (else the run reads it).
  */
 export async function runJob(
@@ -123,6 +124,8 @@ class JobRun {
   private readonly fenced = new AbortController();
   private readonly signal: AbortSignal;
   private readonly detach: AbortSignal | undefined;
+  /** Aborted when the run is handed over (under leases, its work outliving this process): its end is not written here. */
+  private readonly handOff: AbortSignal | undefined;
   private leaseLost = false;
   /** Infrastructure that failed under the run (not the workflow): the job ends upstream_error. */
   private infraFailure: unknown = null;
@@ -189,6 +192,7 @@ class JobRun {
     const outlives = deps.engine.resumesRuns && fence.workerId !== null;
     this.signal = outlives ? outerSignal : AbortSignal.any([outerSignal, this.fenced.signal]);
     this.detach = outlives ? AbortSignal.any([...(detach ? [detach] : []), this.fenced.signal]) : detach;
+    this.handOff = outlives ? detach : undefined;
     // Progress is fenced with leases only: without, a snapshot may race the move to running (an engine with a queue).
     const progressFence = fence.workerId === null ? undefined : fence;
     // A snapshot's event goes out once its write is stored: a read right after the event (GET, the
@@ -487,39 +491,42 @@ class JobRun {
     // A success's final snapshot goes out as progress too (publishEnd); to other processes it goes
     // in the end's own statement, after the run's last events, only if the job moved to succeeded.
     const final: RunEvent[] = end.kind === "succeeded" ? [...(this.collected ?? []), { type: "progress", ...this.base, progress: this.tracker.finish() }] : [];
-    const ended = this.leaseLost
-      ? null
-      : await this.persist(() =>
-          deps.events.carry(async (notify) => {
-            if (deps.captureLogs) {
-              const { text, truncated } = this.log.result();
-              await store.setLogs(job.id, { text, truncated, captured_at: deps.now() }, fence);
-            }
-            // What the engine recorded and this process did not see live (a run taken over or collected) wins over its clock.
-            const now = recorded?.completed_at ?? deps.now();
-            const times = { completed_at: now, ...(recorded?.started_at !== undefined ? { started_at: recorded.started_at } : {}) };
-            if (end.kind === "succeeded") {
-              const progress = this.tracker.finish();
-              try {
-                return await settle(store, job.id, "succeeded", { ...times, progress }, held.stored, fence, notify);
-              } catch (err) {
-                if (!isOutOfSpace(err) || held.stored.length === 0) throw err;
-                // The records do not fit: the job fails as when an output's bytes do not.
-                end = { kind: "failed", error: outOfSpace(held.nodes[0]!) };
-                await held.done(null);
-                held.stored.length = 0;
+    // Handed over: the worker that takes the job over follows the run in the engine and writes its end.
+    const handedOver = this.handOff?.aborted === true;
+    const ended =
+      this.leaseLost || handedOver
+        ? null
+        : await this.persist(() =>
+            deps.events.carry(async (notify) => {
+              if (deps.captureLogs) {
+                const { text, truncated } = this.log.result();
+                await store.setLogs(job.id, { text, truncated, captured_at: deps.now() }, fence);
               }
-            }
-            if (end.kind === "failed") return settle(store, job.id, "failed", { ...times, error: { ...end.error } }, [], fence, notify);
-            return settle(store, job.id, "canceled", times, [], fence, notify);
-          }, final),
-        ).catch((err: unknown) => {
-          if (this.refused(err)) return null;
-          throw err;
-        });
+              // What the engine recorded and this process did not see live (a run taken over or collected) wins over its clock.
+              const now = recorded?.completed_at ?? deps.now();
+              const times = { completed_at: now, ...(recorded?.started_at !== undefined ? { started_at: recorded.started_at } : {}) };
+              if (end.kind === "succeeded") {
+                const progress = this.tracker.finish();
+                try {
+                  return await settle(store, job.id, "succeeded", { ...times, progress }, held.stored, fence, notify);
+                } catch (err) {
+                  if (!isOutOfSpace(err) || held.stored.length === 0) throw err;
+                  // The records do not fit: the job fails as when an output's bytes do not.
+                  end = { kind: "failed", error: outOfSpace(held.nodes[0]!) };
+                  await held.done(null);
+                  held.stored.length = 0;
+                }
+              }
+              if (end.kind === "failed") return settle(store, job.id, "failed", { ...times, error: { ...end.error } }, [], fence, notify);
+              return settle(store, job.id, "canceled", times, [], fence, notify);
+            }, final),
+          ).catch((err: unknown) => {
+            if (this.refused(err)) return null;
+            throw err;
+          });
     // Nothing moved: the job ended elsewhere (or, with leases, is held by no claim of this run).
     // (A job canceled while it was queued, claimed while queued, ended canceled without its run.)
-    if (ended === null && !this.leaseLost && fence.workerId !== null && this.started)
+    if (ended === null && !this.leaseLost && !handedOver && fence.workerId !== null && this.started)
       deps.log?.(`job ${job.id}: its end was not written: the run no longer holds its lease (the job ended elsewhere)`);
     if (held.stored.length > 0) await held.done(ended?.assets ?? null);
     // Written with their bytes kept: the store forgets those once the files are durable, off the path.

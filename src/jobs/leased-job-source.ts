@@ -283,8 +283,8 @@ export class LeasedJobSource implements JobSource {
 
   /**
    * Gives the leases up so that the jobs end (worker_lost, partner_key_lost) now, not a lease later;
-   * a job still queued in front of ComfyUI is taken over by another worker instead (its prompt
-   * stopped there or never sent, it is followed or submitted there).
+   * a job in front of ComfyUI is taken over by another worker instead (the stop handed its run over:
+   * its prompt is followed there, or submitted if it never got there).
    */
   async release(ids: readonly string[]): Promise<void> {
     if (ids.length === 0) return;

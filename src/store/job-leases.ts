@@ -103,8 +103,8 @@ export interface JobLeases {
   renew(workerId: string, ids: readonly string[], leaseMs: number): Promise<Map<string, JobStatus>>;
   /**
    * Gives up this worker's leases among `ids` (what renew would extend) at once, for the next
-   * failExpired to end them; a resumable job ComfyUI started is no longer adopted (the stop that
-   * gives it up stopped it there), one still queued stays adoptable (it is run elsewhere).
+   * failExpired to end them; a resumable one (a prompt the stop left in ComfyUI) is taken over by
+   * another worker instead, as when its worker died.
    */
   release(workerId: string, ids: readonly string[]): Promise<void>;
   /**

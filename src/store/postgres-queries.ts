@@ -395,9 +395,9 @@ export const PG_LEASE_SQL = {
     UPDATE jobs SET worker_id = $1, lease_until = ${DB_NOW_MS} + $2, lease_epoch = jobs.lease_epoch + 1
     FROM picked WHERE jobs.id = picked.id AND ${resumableLeasePassed("jobs.")}
     RETURNING ${JOB_COLUMNS.replace(/\b(\w+)\b/g, "jobs.$1")}, jobs.lease_epoch, jobs.secrets_given`,
-  // $1 worker, $2 ids: what renew extends, its lease passed now. A job that ComfyUI started
-  // (running, canceling) is no longer adopted: the stop that gives it up stopped its prompt there.
-  release: `UPDATE jobs SET worker_id = $1, lease_until = ${DB_NOW_MS} - 1, resumable = resumable AND status = 'queued'
+  // $1 worker, $2 ids: what renew extends, its lease passed now. A resumable job stays so, whatever
+  // its status: the stop that gives it up left its prompt in ComfyUI for the adopter to follow.
+  release: `UPDATE jobs SET worker_id = $1, lease_until = ${DB_NOW_MS} - 1
     WHERE id = ANY($2::text[]) AND ((worker_id = $1 AND (status IN ${RUN_SQL} OR (${CLAIMED_QUEUED})))
       OR (status = 'queued' AND secrets_given AND (worker_id IS NULL OR worker_id = $1)))`,
   // $1 worker, $2 ids: the live ones another worker holds now (taken over when this one's lease passed).

@@ -145,6 +145,42 @@ describe.skipIf(unavailable !== null)("a worker in front of ComfyUI dies holding
     expect(await d.violations()).toEqual([]);
   });
 
+  it("a worker stopped (SIGTERM) while ComfyUI refuses its POST posts nothing more; the worker that takes the job over submits it: it runs once", {
+    timeout: 90_000,
+  }, async () => {
+    // ComfyUI answers 503 (a full queue: the POST is retried) until the first worker has stopped.
+    let refusing = true;
+    const fake = await new FakeComfyUI({
+      objectInfo: OBJECT_INFO,
+      worker: true,
+      onPrompt: () => (refusing ? { status: 503, body: { error: "busy" } } : undefined),
+    }).start();
+    cleanup.push(() => fake.stop());
+    const { api } = await d.apiNode({ leaseMs: API_LEASE_MS, flags: comfyFlags(fake.url) });
+    const flags = [...comfyFlags(fake.url), "--shutdown-grace", "0"];
+    const first = await d.worker({ leaseMs: LEASE_MS, flags });
+    const second = await d.worker({ leaseMs: LEASE_MS, flags });
+    const job = await api.submit(textGraph("refused-then-stopped"));
+    const claimed = await d.waitForJob(job.id, (r) => r.status === "queued" && (heldBy(r, first) || heldBy(r, second)), "the job claimed");
+    const holder = heldBy(claimed, first) ? first : second;
+    const survivor = holder === first ? second : first;
+    const tries = fake.calls("POST", "/prompt").length;
+    await until(() => (fake.calls("POST", "/prompt").length > tries ? true : undefined), "the holder to try to submit the prompt");
+    const closed = new Promise((r) => holder.child.once("close", r));
+    holder.child.kill("SIGTERM");
+    await closed;
+    // The stop did not wait for ComfyUI to take the prompt: the holder gave the job up as it was.
+    expect(holder.child.exitCode).toBe(0);
+    const posted = fake.calls("POST", "/prompt").length;
+    refusing = false;
+    const done = await api.waitJob(job.id, (j) => ["succeeded", "failed", "canceled"].includes(j.status), "the job to end", 30_000);
+    expect(done.status, JSON.stringify(done.error)).toBe("succeeded");
+    expect(heldBy(await d.job(job.id), survivor)).toBe(true);
+    expect(fake.calls("POST", "/prompt").length).toBe(posted + 1);
+    expect(fake.executions.get(job.id)).toBe(1);
+    expect(await d.violations()).toEqual([]);
+  });
+
   it("a job canceling when its worker died ends canceled, its prompt stopped in ComfyUI by the worker that took it over", { timeout: 90_000 }, async () => {
     const { fake, api, first } = await deployment({ objectInfo: OBJECT_INFO, interruptStatus: 500 });
     fake.holding = true;
@@ -204,13 +240,13 @@ describe.skipIf(unavailable !== null)("both workers started before the jobs: the
    * (which holds pending ones too) is stopped by `stop`: the other worker takes its jobs over and
    * each prompt runs once, to success, none failed while ComfyUI runs it.
    */
-  async function bothStartedFirst(stop: (holder: CliProcess) => Promise<void>, after?: (holder: CliProcess) => Promise<void>) {
+  async function bothStartedFirst(stop: (holder: CliProcess) => Promise<void>, after?: (holder: CliProcess) => Promise<void>, flags: string[] = []) {
     const fake = await new FakeComfyUI({ objectInfo: OBJECT_INFO, worker: true }).start();
     cleanup.push(() => fake.stop());
     const { api } = await d.apiNode({ leaseMs: API_LEASE_MS, flags: comfyFlags(fake.url) });
     // Leases long enough that the survivor's own renewals hold on a busy machine (its jobs never lapse).
-    const first = await d.worker({ leaseMs: BOTH_LEASE_MS, flags: comfyFlags(fake.url) });
-    const second = await d.worker({ leaseMs: BOTH_LEASE_MS, flags: comfyFlags(fake.url) });
+    const first = await d.worker({ leaseMs: BOTH_LEASE_MS, flags: [...comfyFlags(fake.url), ...flags] });
+    const second = await d.worker({ leaseMs: BOTH_LEASE_MS, flags: [...comfyFlags(fake.url), ...flags] });
     fake.holding = true;
     const jobs: { id: string }[] = [];
     for (let i = 0; i < 5; i++) jobs.push(await api.submit(textGraph(`both-first-${i}`)));
@@ -239,11 +275,31 @@ describe.skipIf(unavailable !== null)("both workers started before the jobs: the
       expect(await d.outputs(j.id)).toHaveLength(1);
     }
     expect(fake.calls("POST", "/prompt")).toHaveLength(jobs.length);
+    // Nothing was taken back out of ComfyUI: no copy deleted from its queue, none interrupted.
+    expect(fake.calls("POST", "/queue")).toEqual([]);
+    expect(fake.calls("POST", "/interrupt")).toEqual([]);
     expect(await d.violations()).toEqual([]);
   }
 
   it("SIGKILL of the worker whose prompt ComfyUI runs: each prompt runs once, none fails", { timeout: 120_000 }, async () => {
     await bothStartedFirst(kill);
+  });
+
+  it("SIGTERM of that worker: it leaves its prompts to ComfyUI and the survivor follows them; each runs once, none fails", { timeout: 120_000 }, async () => {
+    // No grace: the stop comes while ComfyUI runs one of its prompts and holds another pending,
+    // which a stop that took them back could race ComfyUI starting (run twice, or interrupted).
+    await bothStartedFirst(
+      async (holder) => {
+        const closed = new Promise((r) => holder.child.once("close", r));
+        holder.child.kill("SIGTERM");
+        await closed;
+        expect(holder.child.exitCode).toBe(0);
+      },
+      async (holder) => {
+        expect(holder.stderr()).toContain("this worker stops; the run goes on in the engine, left to the worker that takes the job over");
+      },
+      ["--shutdown-grace", "0"],
+    );
   });
 
   it("SIGSTOP of that worker past its lease, then SIGCONT: each prompt runs once, the paused worker writes nothing", { timeout: 120_000 }, async () => {

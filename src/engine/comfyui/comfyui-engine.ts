@@ -226,22 +226,24 @@ export class ComfyUIEngine implements Engine {
   /** Queues the prompt on the least busy instance (waiting up to unreachableGraceMs for one), inputs uploaded first. */
   private async submit(s: Submission): Promise<PromptRun> {
     const { graph: g, registry, options, secrets, key, promptId } = s;
-    const { signal } = options;
+    const { signal, detach } = options;
+    // A stop that hands the job over before its POST posts nothing: the worker that takes it over submits it.
+    const halt = detach ? AbortSignal.any(signal ? [signal, detach] : [detach]) : signal;
     const deadline = Date.now() + this.o.unreachableGraceMs;
     let run: PromptRun | null = null;
     while (!run) {
-      const instance = await this.pool.choose(classTypesOf(g), signal, deadline);
+      const instance = await this.pool.choose(classTypesOf(g), halt, deadline);
       let phase: "inputs" | "post" = "inputs";
       try {
         const nodes = instance.registry ?? registry;
         const prompt = await prepareInputs(g, nodes, instance.http, instance.uploads, options);
-        if (signal?.aborted) throw new ExecutionCancelledError();
+        if (halt?.aborted) throw new ExecutionCancelledError();
         const body: Record<string, unknown> = { prompt, client_id: instance.clientId, prompt_id: promptId };
         // The partner key travels in this request only; it is never kept or logged.
         if (key) body.extra_data = { [PARTNER_KEY]: key };
         // Under leases, posted only while this process still holds the job, its lease renewed now: a
         // process stopped since its claim never posts a prompt another one has taken over.
-        if (!(await stillHolds(options, deadline))) throw new ExecutionCancelledError();
+        if (!(await stillHolds(options, deadline)) || halt?.aborted) throw new ExecutionCancelledError();
         phase = "post";
         const connectionAtPost = instance.connection;
         const accepted = await instance.http.postPrompt(body);
