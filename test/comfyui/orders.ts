@@ -259,6 +259,8 @@ export async function exploreOrder(seed: number, setup: OrdersSetup): Promise<st
   const heldPost = postRnd() < 0.35 ? 1 + Math.floor(postRnd() * 2) : 0;
   const landAt = postRnd() < 0.5 ? "lapse" : "behind";
   const goOnAt = postRnd() < 0.5 ? "landed" : "ran";
+  // Or the holder is SIGTERMed while its POST is held: it hands the job over once the POST landed.
+  const termAtPost = heldPost > 0 && seeded(seed ^ 0x2f1a9b)() < 0.3;
   const duringTakeover = heldPost === 0 && seeded(seed ^ 0x7a4e0c3)() < 0.4;
   const double = await DoubleProcess.start(runMs, duringTakeover, heldPost);
   let released = !duringTakeover;
@@ -282,6 +284,45 @@ export async function exploreOrder(seed: number, setup: OrdersSetup): Promise<st
       return w;
     };
     let stale: StalePost | null = null;
+    /**
+     * The holder of the job whose POST /prompt the double holds is SIGTERMed there: its stop waits
+     * for the POST's answer, then hands the job over (it takes nothing back out of the double); the
+     * POST lands once the stop is under way, and another worker follows the prompt.
+     */
+    const termAtPostHeld = async (n: number): Promise<void> => {
+      const id = await waitFor(
+        () => double.heldPost,
+        (x) => x !== undefined,
+        "the double to hold a POST /prompt",
+        30_000,
+      );
+      const row = await d.job(id!);
+      const w = workers.find((x) => String(row.worker_id).includes(`:${x.p.child.pid}:`));
+      if (!w) throw new Error(`no worker of this run holds job ${id}, whose POST /prompt the double holds`);
+      const theirs: string[] = [];
+      for (const j of jobs) if (String((await d.job(j)).worker_id).includes(`:${w.p.child.pid}:`)) theirs.push(j);
+      step(`${w.name} SIGTERMed while the double holds its POST /prompt ${n} (job ${id!.slice(-4)})`);
+      if (!workers.some((x) => x !== w && x.state === "live")) await addWorker("to take over from the worker stopping at its POST");
+      const closed = new Promise((r) => w.p.child.once("close", r));
+      w.p.child.kill("SIGTERM");
+      w.state = "terminated";
+      await waitFor(
+        () => w.p.stderr(),
+        (e) => e.includes(`job ${id}: this worker stops`),
+        `${w.name}'s stop to hand job ${id} over`,
+        30_000,
+      );
+      await double.land();
+      step(`the stopping worker's POST /prompt landed; double queue ${JSON.stringify(await double.queue())}`);
+      await closed;
+      await waitFor(
+        () => Promise.all(theirs.map((j) => d.job(j))),
+        (rs) => rs.every((r) => TERMINAL.includes(String(r.status)) || !String(r.worker_id).includes(`:${w.p.child.pid}:`)),
+        `the jobs of ${w.name} taken over or ended`,
+        60_000,
+      );
+      step(`${w.name} exited; its jobs taken over or ended`);
+    };
     /**
      * The holder of the job whose POST /prompt the double holds is stopped there (after its lease
      * renewal, before its POST landed); once its lease lapsed the POST lands (then, racing the
@@ -344,14 +385,15 @@ export async function exploreOrder(seed: number, setup: OrdersSetup): Promise<st
     };
     const adopterFirst = rnd() < 0.5;
     step(
-      `seed ${seed}: prompts take ${runMs} ms; the second worker starts ${adopterFirst ? "before" : "after"} the prompts${duringTakeover ? "; the first prompt is held until the takeover" : ""}${heldPost > 0 ? `; POST /prompt ${heldPost} is held` : ""}`,
+      `seed ${seed}: prompts take ${runMs} ms; the second worker starts ${adopterFirst ? "before" : "after"} the prompts${duringTakeover ? "; the first prompt is held until the takeover" : ""}${heldPost > 0 ? `; POST /prompt ${heldPost} is held${termAtPost ? " and its worker SIGTERMed" : ""}` : ""}`,
     );
     await addWorker("first");
     if (adopterFirst) await addWorker("before the jobs");
     const jobs: string[] = [];
     for (let i = 0; i < 4; i++) jobs.push((await api.submit(textGraph(`orders-${seed}-${i}`))).id);
     step(`submitted ${jobs.length} jobs`);
-    if (heldPost > 0) stale = await stopAtPost(heldPost, landAt, goOnAt);
+    if (heldPost > 0 && termAtPost) await termAtPostHeld(heldPost);
+    else if (heldPost > 0) stale = await stopAtPost(heldPost, landAt, goOnAt);
     await waitFor(
       async () => ({ q: await double.queue(), rows: await Promise.all(jobs.map((id) => d.job(id))) }),
       ({ q, rows }) => q.running.length > 0 || rows.every((r) => TERMINAL.includes(String(r.status))),
@@ -404,14 +446,17 @@ export async function exploreOrder(seed: number, setup: OrdersSetup): Promise<st
       const heldJob = q.running[0];
       if (!released && (adopter === "unwatched" || heldJob === undefined || !theirs.includes(heldJob))) release("right after the signal");
       else if (!released) {
-        await waitFor(
+        // Lapsed, or already taken over (an adopter may take it between two reads of this poll).
+        const [lease] = await waitFor(
           () =>
-            adminQuery(`SELECT lease_until < (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS lapsed FROM ${d.schema}.jobs WHERE id = $1`, [heldJob]),
-          (rows) => rows[0]?.lapsed === true,
+            adminQuery(`SELECT lease_until < (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS lapsed, worker_id FROM ${d.schema}.jobs WHERE id = $1`, [
+              heldJob,
+            ]),
+          (rows) => rows[0]?.lapsed === true || !String(rows[0]?.worker_id).includes(`:${victim.p.child.pid}:`),
           "the lease of the held prompt's job to lapse",
           60_000,
         );
-        release("between its holder's lease lapsing and the takeover");
+        release(lease?.lapsed === true ? "between its holder's lease lapsing and the takeover" : "right after the takeover");
       }
       if (adopter === "unwatched") {
         await waitFor(

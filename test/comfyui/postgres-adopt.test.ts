@@ -150,16 +150,11 @@ describe.skipIf(unavailable !== null)("a worker in front of ComfyUI dies holding
   }, async () => {
     // ComfyUI answers 503 (a full queue: the POST is retried) until the first worker has stopped.
     let refusing = true;
-    const fake = await new FakeComfyUI({
+    const { fake, api, first } = await deployment({
       objectInfo: OBJECT_INFO,
-      worker: true,
       onPrompt: () => (refusing ? { status: 503, body: { error: "busy" } } : undefined),
-    }).start();
-    cleanup.push(() => fake.stop());
-    const { api } = await d.apiNode({ leaseMs: API_LEASE_MS, flags: comfyFlags(fake.url) });
-    const flags = [...comfyFlags(fake.url), "--shutdown-grace", "0"];
-    const first = await d.worker({ leaseMs: LEASE_MS, flags });
-    const second = await d.worker({ leaseMs: LEASE_MS, flags });
+    });
+    const second = await d.worker({ leaseMs: LEASE_MS, flags: comfyFlags(fake.url) });
     const job = await api.submit(textGraph("refused-then-stopped"));
     const claimed = await d.waitForJob(job.id, (r) => r.status === "queued" && (heldBy(r, first) || heldBy(r, second)), "the job claimed");
     const holder = heldBy(claimed, first) ? first : second;
@@ -240,13 +235,13 @@ describe.skipIf(unavailable !== null)("both workers started before the jobs: the
    * (which holds pending ones too) is stopped by `stop`: the other worker takes its jobs over and
    * each prompt runs once, to success, none failed while ComfyUI runs it.
    */
-  async function bothStartedFirst(stop: (holder: CliProcess) => Promise<void>, after?: (holder: CliProcess) => Promise<void>, flags: string[] = []) {
+  async function bothStartedFirst(stop: (holder: CliProcess) => Promise<void>, after?: (holder: CliProcess) => Promise<void>) {
     const fake = await new FakeComfyUI({ objectInfo: OBJECT_INFO, worker: true }).start();
     cleanup.push(() => fake.stop());
     const { api } = await d.apiNode({ leaseMs: API_LEASE_MS, flags: comfyFlags(fake.url) });
     // Leases long enough that the survivor's own renewals hold on a busy machine (its jobs never lapse).
-    const first = await d.worker({ leaseMs: BOTH_LEASE_MS, flags: [...comfyFlags(fake.url), ...flags] });
-    const second = await d.worker({ leaseMs: BOTH_LEASE_MS, flags: [...comfyFlags(fake.url), ...flags] });
+    const first = await d.worker({ leaseMs: BOTH_LEASE_MS, flags: comfyFlags(fake.url) });
+    const second = await d.worker({ leaseMs: BOTH_LEASE_MS, flags: comfyFlags(fake.url) });
     fake.holding = true;
     const jobs: { id: string }[] = [];
     for (let i = 0; i < 5; i++) jobs.push(await api.submit(textGraph(`both-first-${i}`)));
@@ -286,7 +281,7 @@ describe.skipIf(unavailable !== null)("both workers started before the jobs: the
   });
 
   it("SIGTERM of that worker: it leaves its prompts to ComfyUI and the survivor follows them; each runs once, none fails", { timeout: 120_000 }, async () => {
-    // No grace: the stop comes while ComfyUI runs one of its prompts and holds another pending,
+    // No grace (the deployment's workers have none): the stop comes while ComfyUI runs one of its prompts and holds another pending,
     // which a stop that took them back could race ComfyUI starting (run twice, or interrupted).
     await bothStartedFirst(
       async (holder) => {
@@ -298,7 +293,6 @@ describe.skipIf(unavailable !== null)("both workers started before the jobs: the
       async (holder) => {
         expect(holder.stderr()).toContain("this worker stops; the run goes on in the engine, left to the worker that takes the job over");
       },
-      ["--shutdown-grace", "0"],
     );
   });
 
