@@ -117,6 +117,12 @@ export interface ExecuteOptions {
    */
   resumeOnly?: boolean;
   /**
+   * No process has handed this run to a backend before: its id was made by this process as it
+   * accepted the job, and this is its first start (one process per queue). A backend that queues
+   * work elsewhere (ComfyUI) need not ask whether it holds the run already.
+   */
+  unsent?: boolean;
+  /**
    * Asked right before each hand-over of the run to a backend that queues it elsewhere (ComfyUI's
    * POST /prompt), and once more right after it: whether this process still holds the run (under
    * leases, its lease renewed now). False before: another process took it over; it is not handed

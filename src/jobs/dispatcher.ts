@@ -54,6 +54,8 @@ export class Dispatcher implements JobQueue {
   private readonly detachers = new Map<string, AbortController>();
   /** Secrets of queued and running jobs, in memory only, dropped when the run ends. */
   private readonly extras = new Map<string, JobSecrets>();
+  /** Waiting jobs whose ids this process made (SourceHost.newIds); only without leases, where no other process starts them. */
+  private readonly newIds = new Set<string>();
   private readonly inflight = new Set<Promise<unknown>>();
   /** The queue was read from the store (`load`): a fact of the queue, not a mode (a stop may come before). */
   private loaded = false;
@@ -79,6 +81,7 @@ export class Dispatcher implements JobQueue {
       slotsFor: options.slotsFor,
       queue: this.queue,
       secrets: this.extras,
+      newIds: this.newIds,
       runningIds: () => [...this.running.keys()],
       runs: (jobId: string) => this.running.has(jobId),
       freeSlots: () => this.o.concurrency - this.running.size,
@@ -129,9 +132,10 @@ export class Dispatcher implements JobQueue {
     this.pump();
   }
 
-  /** A job just committed as queued. */
-  enqueue(job: JobRecord, extra: JobSecrets | undefined): void {
+  /** A job just committed as queued; `newId`: its id was made here as it was accepted. */
+  enqueue(job: JobRecord, extra: JobSecrets | undefined, newId = false): void {
     if (extra && Object.keys(extra).length > 0) this.extras.set(job.id, extra);
+    if (newId && !this.o.lease) this.newIds.add(job.id);
     this.queue.push(job.id, job.owner);
     this.pump();
   }
@@ -140,6 +144,7 @@ export class Dispatcher implements JobQueue {
   dequeue(jobId: string): void {
     this.queue.remove(jobId);
     this.extras.delete(jobId);
+    this.newIds.delete(jobId);
     if (this.notices.dequeued(jobId)) this.running.get(jobId)?.abort();
   }
 

@@ -58,6 +58,7 @@ async function runOnce(engine: Engine, graph: Record<string, unknown>, o: RunOpt
     await engine.execute(graph, {
       runId: o.jobId,
       ...(o.resume ? { resumeOnly: true } : {}),
+      ...(o.unsent ? { unsent: true } : {}),
       signal: o.detach && !detachable ? AbortSignal.any([o.signal, o.detach]) : o.signal,
       ...(o.detach && detachable ? { detach: o.detach } : {}),
       extra: o.extra,

@@ -52,6 +52,8 @@ export interface RunOptions {
   jobId: string;
   /** The job was running when an earlier process died (EnginePort.resumesRuns): follow its run to its end, never start it again. */
   resume?: boolean;
+  /** No process has handed this job to the backend before (ExecuteOptions.unsent). */
+  unsent?: boolean;
   signal: AbortSignal;
   /**
    * Stops following the run and leaves it where the backend runs it (another process took the job

@@ -6,8 +6,8 @@ import type { JobSecrets } from "./job-source.ts";
 
 /** The dispatcher as the job service sees it. */
 export interface JobQueue {
-  /** A job just committed as queued, with its secrets (memory only). */
-  enqueue(job: JobRecord, extra: JobSecrets | undefined): void;
+  /** A job just committed as queued, with its secrets (memory only); `newId`: its id was made here as it was accepted. */
+  enqueue(job: JobRecord, extra: JobSecrets | undefined, newId?: boolean): void;
   /** Takes a queued job out of the queue (cancel, expiry); one already handed to the engine is stopped there. */
   dequeue(jobId: string): void;
   /** Asks a running job to stop at its next node or step boundary; false when this process does not run it. */

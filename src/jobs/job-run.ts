@@ -72,6 +72,8 @@ export interface QueuedRunHooks {
   holdsRun?(): Promise<boolean>;
   /** Whether another process holds the job now (took it over), asked once holdsRun said this one lost it. */
   takenOver?(): Promise<boolean>;
+  /** No process has handed the job to the engine before (RunOptions.unsent). */
+  unsent?: boolean;
 }
 
 /**
@@ -329,6 +331,7 @@ class JobRun {
       extra: this.extra,
       ...(this.hooks?.holdsRun ? { holdsRun: this.hooks.holdsRun } : {}),
       ...(this.hooks?.takenOver ? { takenOver: this.hooks.takenOver } : {}),
+      ...(this.hooks?.unsent ? { unsent: true } : {}),
       resolveAsset: (ref) => assets.readOwned(job.owner, ref.id),
       resolveUpload: (name) => assets.readUploadByName(job.owner, name),
       onStart: (e) => {

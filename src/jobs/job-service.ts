@@ -104,7 +104,7 @@ export class JobService {
       enqueued = true;
       uncount();
       this.o.events.publish({ type: "status", job: committed });
-      this.o.dispatcher.enqueue(committed, submission.extra_data);
+      this.o.dispatcher.enqueue(committed, submission.extra_data, submission.id === undefined);
     };
     try {
       inserted = this.o.store.createJob(

@@ -74,10 +74,16 @@ export interface RunControl {
 export interface SourceHost extends SourceEnv, RunControl {
   queue: WaitingJobs;
   secrets: HeldSecrets;
+  /**
+   * Waiting jobs whose ids this process made as it accepted them (JobQueue.enqueue's `newId`), on
+   * a queue no other process runs: no process has handed them to an engine yet. A start takes its
+   * job's id out.
+   */
+  newIds: { delete(jobId: string): boolean };
 }
 
 /** What the source of this process's own queue needs: it steers no run, it only asks whether one runs. */
-export type LocalSourceHost = SourceEnv & Pick<RunControl, "runs"> & Pick<SourceHost, "queue" | "secrets">;
+export type LocalSourceHost = SourceEnv & Pick<RunControl, "runs"> & Pick<SourceHost, "queue" | "secrets" | "newIds">;
 
 /*
  * The queue the dispatcher starts jobs from, split by who in the dispatcher calls what: its

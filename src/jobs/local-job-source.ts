@@ -77,8 +77,9 @@ export class LocalJobSource implements JobSource {
     }
     const id = await this.nextStartable();
     if (id === undefined) return false;
+    const unsent = this.host.newIds.delete(id);
     if (this.engineQueues) {
-      await this.handToEngine(id, launch);
+      await this.handToEngine(id, launch, unsent);
       return true;
     }
     const { store, queue, secrets } = this.host;
@@ -113,8 +114,11 @@ export class LocalJobSource implements JobSource {
     return undefined;
   }
 
-  /** Starts the run of a job that stays `queued` until the engine reports it running. */
-  private async handToEngine(id: string, launch: (start: RunStart) => void): Promise<void> {
+  /**
+   * Starts the run of a job that stays `queued` until the engine reports it running; `unsent`: no
+   * process handed it to the engine before (its id made by this process, which alone starts its jobs).
+   */
+  private async handToEngine(id: string, launch: (start: RunStart) => void, unsent: boolean): Promise<void> {
     const job = await this.host.store.getJob(id);
     // A cancel or an expiry that came during the read has taken it out of the queue already.
     if (!this.host.queue.remove(id)) return;
@@ -128,6 +132,7 @@ export class LocalJobSource implements JobSource {
         if (this.waitingInEngine.has(id)) this.waitingInEngine.set(id, ahead);
       },
       onRunning: () => void this.waitingInEngine.delete(id),
+      ...(unsent ? { unsent: true } : {}),
     };
     launch({ job, hooks });
   }

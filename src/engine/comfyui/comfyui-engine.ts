@@ -193,10 +193,11 @@ export class ComfyUIEngine implements Engine {
     await options.onStart?.({ nodes: analysis.order, cached: [], steps: stepsOf(analysis) });
 
     const s: Submission = { graph: g, registry, options, secrets, key, promptId };
-    // A prompt an instance holds already (submitted before flowgate restarted) is followed or collected, never queued twice.
+    // A prompt an instance holds already (submitted before flowgate restarted) is followed or
+    // collected, never queued twice. One no process ever sent (unsent) is not looked for.
     let run = options.resumeOnly
       ? await this.resumeStarted(promptId, g, registry, options)
-      : ((await this.resume(promptId, g, registry, options, secrets)) ?? (await this.submit(s)));
+      : ((options.unsent ? null : await this.resume(promptId, g, registry, options, secrets)) ?? (await this.submit(s)));
     const { detach } = options;
     for (;;) {
       const active: PromptRun = run;
