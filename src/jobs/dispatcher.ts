@@ -57,6 +57,8 @@ export class Dispatcher implements JobQueue {
   /** Waiting jobs whose ids this process made (SourceHost.newIds); only without leases, where no other process starts them. */
   private readonly newIds = new Set<string>();
   private readonly inflight = new Set<Promise<unknown>>();
+  /** Jobs a fill under way as the stop came launched after it: stopped at once, and given up with the others. */
+  private readonly lateStarts = new Set<string>();
   /** The queue was read from the store (`load`): a fact of the queue, not a mode (a stop may come before). */
   private loaded = false;
   private mode: DispatcherMode = "idle";
@@ -250,7 +252,7 @@ export class Dispatcher implements JobQueue {
 
   /**
    * Stops starting jobs, lets the runs in flight finish for up to `graceMs`, then aborts what
-   * still runs (under leases in front of ComfyUI: hands it over) and waits for it to settle.
+   * still runs (in front of ComfyUI: hands it over) and waits for it to settle.
    * Queued jobs stay queued: they run after a restart.
    * A second call ends a wait under way at once.
    */
@@ -273,20 +275,21 @@ export class Dispatcher implements JobQueue {
     // Runs stopped before their end, and queued jobs whose secrets die with this process: the
     // source gives them up (with leases, so that they end now rather than a lease later).
     const unfinished = [...new Set([...this.running.keys(), ...this.extras.keys()])];
-    // Under leases, a run whose work goes on in the engine when this process is gone (ComfyUI's
-    // prompt) is handed over, not stopped: it is left where it runs, nothing of it written here, and
-    // the worker that takes the job over follows it. Stopping it could race the engine starting it
-    // (a prompt pending as the stop comes), and the job would run twice.
-    const handOver = this.o.lease !== undefined && this.o.engine.resumesRuns;
+    // A run whose work goes on in the engine when this process is gone (ComfyUI's prompt) is handed
+    // over, not stopped: it is left where it runs, nothing of it written here, and whoever holds the
+    // job next follows it (under leases another worker at once, else this process once restarted),
+    // as after a crash. Stopping it could race the engine starting it (a prompt pending as the stop
+    // comes): interrupted, or run twice by the next holder submitting the still queued job again.
+    const handOver = this.o.engine.resumesRuns;
     for (const [id, c] of this.running) {
       const detacher = handOver ? this.detachers.get(id) : undefined;
-      if (detacher) this.o.log?.(`job ${id}: this worker stops; the run goes on in the engine, left to the worker that takes the job over`);
+      if (detacher) this.o.log?.(`job ${id}: this process stops; the run goes on in the engine, left to whoever holds the job next`);
       (detacher ?? c).abort();
     }
     for (const wake of [...this.wakers]) wake();
     await this.settled();
     this.sourceLifecycle.stop();
-    if (!again) await this.sourceLifecycle.release(unfinished);
+    if (!again) await this.sourceLifecycle.release([...new Set([...unfinished, ...this.lateStarts])]);
   }
 
   /** Resolves once no fill and no run is in flight (a fill under way may still launch one run). */
@@ -387,7 +390,9 @@ export class Dispatcher implements JobQueue {
   private launch({ job, hooks, aborted = false, fence = { workerId: null, epoch: 0 }, resume = false, workflow }: RunStart): void {
     const controller = new AbortController();
     const detacher = new AbortController();
-    // A fill that was committing this start when the stop came launches it late: stop it too.
+    // A fill that was committing this start when the stop came launches it late: stop it too (it
+    // never reached the engine), and give it up with the others.
+    if (this.mode === "aborting") this.lateStarts.add(job.id);
     if (this.mode === "aborting" || aborted) controller.abort();
     this.running.set(job.id, controller);
     this.detachers.set(job.id, detacher);

@@ -81,8 +81,8 @@ export interface QueuedRunHooks {
  * with a queue of its own) moves to `running` when the engine reports that its graph started.
  * `resume`: the job was running when an earlier process died, and the engine follows that run
  * (EnginePort.resumesRuns); outputs it recorded then are not recorded twice. `detach`: stops
- * following the run without touching it in the engine (another process took the job over, or,
- * under leases, this one stops and hands it over: its end is then not written here).
+ * following the run without touching it in the engine (another process took the job over, or
+ * this one stops and hands it over: its end is then not written here).
  * `workflow`: the job's graph, when the caller read it with the job (else the run reads it).
  */
 export async function runJob(
@@ -126,7 +126,7 @@ class JobRun {
   private readonly fenced = new AbortController();
   private readonly signal: AbortSignal;
   private readonly detach: AbortSignal | undefined;
-  /** Aborted when the run is handed over (under leases, its work outliving this process): its end is not written here. */
+  /** Aborted when the run is handed over (its work outlives this process: another one follows it): its end is not written here. */
   private readonly handOff: AbortSignal | undefined;
   private leaseLost = false;
   /** Infrastructure that failed under the run (not the workflow): the job ends upstream_error. */
@@ -194,7 +194,7 @@ class JobRun {
     const outlives = deps.engine.resumesRuns && fence.workerId !== null;
     this.signal = outlives ? outerSignal : AbortSignal.any([outerSignal, this.fenced.signal]);
     this.detach = outlives ? AbortSignal.any([...(detach ? [detach] : []), this.fenced.signal]) : detach;
-    this.handOff = outlives ? detach : undefined;
+    this.handOff = deps.engine.resumesRuns ? detach : undefined;
     // Progress is fenced with leases only: without, a snapshot may race the move to running (an engine with a queue).
     const progressFence = fence.workerId === null ? undefined : fence;
     // A snapshot's event goes out once its write is stored: a read right after the event (GET, the

@@ -308,7 +308,7 @@ export async function exploreOrder(seed: number, setup: OrdersSetup): Promise<st
       w.state = "terminated";
       await waitFor(
         () => w.p.stderr(),
-        (e) => e.includes(`job ${id}: this worker stops`),
+        (e) => e.includes(`job ${id}: this process stops`),
         `${w.name}'s stop to hand job ${id} over`,
         30_000,
       );

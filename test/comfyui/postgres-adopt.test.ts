@@ -291,7 +291,7 @@ describe.skipIf(unavailable !== null)("both workers started before the jobs: the
         expect(holder.child.exitCode).toBe(0);
       },
       async (holder) => {
-        expect(holder.stderr()).toContain("this worker stops; the run goes on in the engine, left to the worker that takes the job over");
+        expect(holder.stderr()).toContain("this process stops; the run goes on in the engine, left to whoever holds the job next");
       },
     );
   });

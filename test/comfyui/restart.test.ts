@@ -25,7 +25,7 @@ afterEach(async () => {
 });
 
 /** `flowgate serve --engine comfyui` in a child process, so that it can die by SIGKILL. */
-async function serve(dataDir: string, comfyUrl: string) {
+async function serve(dataDir: string, comfyUrl: string, flags: string[] = []) {
   const env = { ...process.env };
   for (const k of Object.keys(env)) if (k.startsWith("FLOWGATE_")) delete env[k];
   const server = await spawnCli(
@@ -44,6 +44,7 @@ async function serve(dataDir: string, comfyUrl: string) {
       "4",
       "--log-level",
       "error",
+      ...flags,
     ],
     env,
     { replaceEnv: true },
@@ -94,6 +95,40 @@ describe("flowgate restarted in front of ComfyUI", () => {
     expect(fake.calls("POST", "/prompt")).toHaveLength(4);
     // The outputs of the prompts finished while flowgate was down were collected from history.
     for (const job of jobs) expect(job.outputs.map((o: any) => o.node_id)).toEqual(["2"]);
+  });
+});
+
+describe("flowgate stopped (SIGTERM) while ComfyUI runs a prompt and holds others", () => {
+  it("leaves them to ComfyUI and follows them again once restarted: each runs once and succeeds, none interrupted", { timeout: 60_000 }, async () => {
+    const fake = await new FakeComfyUI({ objectInfo: OBJECT_INFO, worker: true }).start();
+    cleanup.push(() => fake.stop());
+    fake.holding = true;
+    const dataDir = await mkdtemp(join(tmpdir(), "flowgate-restart-term-"));
+    cleanup.push(() => rm(dataDir, { recursive: true, force: true }));
+    const first = await serve(dataDir, fake.url, ["--shutdown-grace", "0"]);
+    const ids: string[] = [];
+    for (const text of ["x", "y", "z"]) ids.push((await call("POST", `${first.url}/api/v2/jobs`, { workflow: graph(text) })).body.id);
+    await until(() => (fake.held !== null && fake.queue.pending.length === 2 ? true : undefined), "one prompt running in ComfyUI, two waiting");
+    await until(async () => ((await call("GET", `${first.url}/api/v2/jobs/${fake.held}`)).body.status === "running" ? true : undefined), "its job running");
+    first.child.kill("SIGTERM");
+    expect(await first.exited).toBe(0);
+    // Nothing was taken back out of ComfyUI: the running prompt runs on, the waiting ones wait.
+    expect(fake.calls("POST", "/interrupt")).toEqual([]);
+    expect(fake.calls("POST", "/queue")).toEqual([]);
+    expect(fake.queue.pending).toHaveLength(2);
+
+    const second = await serve(dataDir, fake.url);
+    fake.release();
+    for (const id of ids) {
+      const job = await until(async () => {
+        const { body } = await call("GET", `${second.url}/api/v2/jobs/${id}`);
+        return TERMINAL.includes(body.status) ? body : undefined;
+      }, `job ${id} to end`);
+      expect(job.status, JSON.stringify(job.error)).toBe("succeeded");
+      expect(job.outputs.map((o: any) => o.node_id)).toEqual(["2"]);
+    }
+    expect(Object.fromEntries(fake.executions)).toEqual(Object.fromEntries(ids.map((id) => [id, 1])));
+    expect(fake.calls("POST", "/prompt")).toHaveLength(3);
   });
 });
 

@@ -21,6 +21,9 @@ class ScriptedLeases implements JobLeases {
   loseNextAnswer = false;
   /** Statuses renewals report instead of the store's. */
   readonly reported = new Map<string, JobStatus>();
+  /** While set, claims wait for it (a claim under way), told through `claimWaits`. */
+  claimGate: Promise<void> | null = null;
+  claimWaits: (() => void) | null = null;
   private readonly store: Store;
   private readonly claims = new Map<string, { workerId: string; epoch: number }>();
   private epoch = 0;
@@ -53,6 +56,10 @@ class ScriptedLeases implements JobLeases {
     _onlyHeld: boolean,
     limit: number,
   ): Promise<ClaimedJob[]> {
+    if (this.claimGate) {
+      this.claimWaits?.();
+      await this.claimGate;
+    }
     const claimed: ClaimedJob[] = [];
     while (claimed.length < limit) {
       const next = await this.claim(workerId, leaseMs, startedAt);
@@ -189,6 +196,19 @@ describe("Dispatcher with leases", () => {
     const run = await s.engine.started(job.id);
     await s.dispatcher.stop(0);
     expect(run.signal.aborted).toBe(true);
+    expect(leases.released).toEqual([[job.id]]);
+  });
+
+  it("gives up the lease of a job whose claim was under way when it stopped, not a lease later", async () => {
+    const { s, leases } = await leased();
+    let open!: () => void;
+    leases.claimGate = new Promise<void>((r) => (open = r));
+    const waiting = new Promise<void>((r) => (leases.claimWaits = r));
+    const job = await queuedJob(s.data.store, "claimed-as-it-stops");
+    await waiting; // the heartbeat's fill is claiming it
+    const stopping = s.dispatcher.stop(0);
+    open();
+    await stopping;
     expect(leases.released).toEqual([[job.id]]);
   });
 });
