@@ -36,9 +36,10 @@ export interface EventOutbox {
   flushed(): Promise<void>;
   /**
    * Runs a run's write once what was sent before has committed, with the events still waiting to
-   * ride in its transaction, and `then` after them only when the write changes its row.
+   * ride in its transaction, and `then` after them only when the write changes its row; with
+   * `jobId`, that job's events only, after that job's earlier writes (other jobs' go meanwhile).
    */
-  carry<T>(write: (notify: Notifications | undefined) => Promise<T>, then?: readonly Exclude<JobEvent, { type: "status" }>[]): Promise<T>;
+  carry<T>(write: (notify: Notifications | undefined) => Promise<T>, then?: readonly Exclude<JobEvent, { type: "status" }>[], jobId?: string): Promise<T>;
 }
 
 /** How long a process keeps listening to other processes after the last follower here stopped. */
@@ -164,10 +165,11 @@ export class EventBus {
 
   /**
    * Runs a write of a run; with a relay, after the events sent before it have committed, and with
-   * those still waiting in its own transaction (one commit instead of two; still in order).
+   * those still waiting in its own transaction (one commit instead of two; still in order). With
+   * `jobId`, only that job's events ride, and writes of other jobs do not wait for this one.
    */
-  carry<T>(write: (notify: Notifications | undefined) => Promise<T>, then?: readonly Exclude<JobEvent, { type: "status" }>[]): Promise<T> {
-    return this.outbox === null ? write(undefined) : this.outbox.carry(write, then);
+  carry<T>(write: (notify: Notifications | undefined) => Promise<T>, then?: readonly Exclude<JobEvent, { type: "status" }>[], jobId?: string): Promise<T> {
+    return this.outbox === null ? write(undefined) : this.outbox.carry(write, then, jobId);
   }
 
   /** Whether anyone here listens to what other processes report of this job (of this owner, when known). */

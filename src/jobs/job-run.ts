@@ -207,7 +207,7 @@ class JobRun {
     this.progressWrites = latestWins(
       (progress: Progress) =>
         deps.events
-          .carry((notify) => deps.store.updateProgress(job.id, progress, progressFence, notify))
+          .carry((notify) => deps.store.updateProgress(job.id, progress, progressFence, notify), [], job.id)
           .then(
             (stored) => void (stored && !this.ending && deps.events.publish({ type: "progress", ...this.base, progress })),
             (err: unknown) => {
@@ -500,29 +500,33 @@ class JobRun {
       this.leaseLost || handedOver
         ? null
         : await this.persist(() =>
-            deps.events.carry(async (notify) => {
-              if (deps.captureLogs) {
-                const { text, truncated } = this.log.result();
-                await store.setLogs(job.id, { text, truncated, captured_at: deps.now() }, fence);
-              }
-              // What the engine recorded and this process did not see live (a run taken over or collected) wins over its clock.
-              const now = recorded?.completed_at ?? deps.now();
-              const times = { completed_at: now, ...(recorded?.started_at !== undefined ? { started_at: recorded.started_at } : {}) };
-              if (end.kind === "succeeded") {
-                const progress = this.tracker.finish();
-                try {
-                  return await settle(store, job.id, "succeeded", { ...times, progress }, held.stored, fence, notify);
-                } catch (err) {
-                  if (!isOutOfSpace(err) || held.stored.length === 0) throw err;
-                  // The records do not fit: the job fails as when an output's bytes do not.
-                  end = { kind: "failed", error: outOfSpace(held.nodes[0]!) };
-                  await held.done(null);
-                  held.stored.length = 0;
+            deps.events.carry(
+              async (notify) => {
+                if (deps.captureLogs) {
+                  const { text, truncated } = this.log.result();
+                  await store.setLogs(job.id, { text, truncated, captured_at: deps.now() }, fence);
                 }
-              }
-              if (end.kind === "failed") return settle(store, job.id, "failed", { ...times, error: { ...end.error } }, [], fence, notify);
-              return settle(store, job.id, "canceled", times, [], fence, notify);
-            }, final),
+                // What the engine recorded and this process did not see live (a run taken over or collected) wins over its clock.
+                const now = recorded?.completed_at ?? deps.now();
+                const times = { completed_at: now, ...(recorded?.started_at !== undefined ? { started_at: recorded.started_at } : {}) };
+                if (end.kind === "succeeded") {
+                  const progress = this.tracker.finish();
+                  try {
+                    return await settle(store, job.id, "succeeded", { ...times, progress }, held.stored, fence, notify);
+                  } catch (err) {
+                    if (!isOutOfSpace(err) || held.stored.length === 0) throw err;
+                    // The records do not fit: the job fails as when an output's bytes do not.
+                    end = { kind: "failed", error: outOfSpace(held.nodes[0]!) };
+                    await held.done(null);
+                    held.stored.length = 0;
+                  }
+                }
+                if (end.kind === "failed") return settle(store, job.id, "failed", { ...times, error: { ...end.error } }, [], fence, notify);
+                return settle(store, job.id, "canceled", times, [], fence, notify);
+              },
+              final,
+              job.id,
+            ),
           ).catch((err: unknown) => {
             if (this.refused(err)) return null;
             throw err;

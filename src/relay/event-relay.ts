@@ -28,9 +28,10 @@ export interface EventRelay {
   /**
    * Runs a write of a run once what was sent before has committed, giving it the events waiting
    * to go out in its own transaction (they are sent again later if it fails), and `then`, sent
-   * after them only when the write changes its row.
+   * after them only when the write changes its row. `jobId`: the write is that job's, and carries
+   * that job's events only (it waits for that job's writes, not other jobs').
    */
-  carry<T>(write: (notify: Notifications | undefined) => Promise<T>, then?: readonly RunEvent[]): Promise<T>;
+  carry<T>(write: (notify: Notifications | undefined) => Promise<T>, then?: readonly RunEvent[], jobId?: string): Promise<T>;
   /**
    * Calls `onNotice` for what other processes report, in the order they committed it; returns the
    * stop. `wakesOnly`: only the wakes (a process that follows no other process's jobs); `follow`

@@ -45,8 +45,10 @@ export class PostgresRelay implements EventRelay {
   #draining: Promise<void> | null = null;
   /** Sends the batch being held a turn from now rather than when its hold ends. */
   #fireSoon: () => void = () => undefined;
-  /** The last batch or carried write of this process's events: the next one waits for it. */
+  /** The last batch (or carried write of no one job) of this process's events: every later step waits for it. */
   #tail: Promise<void> = Promise.resolve();
+  /** Per job, the last carried write of its events: the next write of that job, and the next batch, wait for it. */
+  readonly #jobTails = new Map<string, Promise<void>>();
   #batch = 0;
   #wake = false;
   /** The listener's wants (see wantWakes, wantFollow) and the LISTEN/UNLISTEN that follows them. */
@@ -112,27 +114,48 @@ export class PostgresRelay implements EventRelay {
     } else if (holdMs === 0) this.#fireSoon();
   }
 
-  /** Runs `step` once every batch and carried write before it has committed: this process's notifications commit in the order said. */
-  #inTurn<T>(step: () => Promise<T>): Promise<T> {
-    const run = this.#tail.then(step);
-    this.#tail = run.then(
-      () => undefined,
-      () => undefined,
-    );
+  /**
+   * Runs `step` once every batch and carried write before it has committed: this process's
+   * notifications commit in the order said. With `jobId`, the step carries that job's events only
+   * and waits only for the batches and that job's writes before it: the writes of different jobs
+   * (their ends) go to the store together, which commits them in one transaction.
+   */
+  #inTurn<T>(step: () => Promise<T>, jobId?: string): Promise<T> {
+    const settled = (p: Promise<unknown>) =>
+      p.then(
+        () => undefined,
+        () => undefined,
+      );
+    if (jobId === undefined) {
+      const run = Promise.all([this.#tail, ...this.#jobTails.values()]).then(step);
+      this.#tail = settled(run);
+      return run;
+    }
+    const run = Promise.all([this.#tail, this.#jobTails.get(jobId)]).then(step);
+    const tail = settled(run);
+    this.#jobTails.set(jobId, tail);
+    void tail.then(() => {
+      if (this.#jobTails.get(jobId) === tail) this.#jobTails.delete(jobId);
+    });
     return run;
   }
 
-  /** The events waiting, as one batch's parts (null: none), taken out of the queue. */
-  #take(): { events: RunEvent[]; parts: string[] } | null {
-    if (this.#pending.length === 0) return null;
-    const events = this.#pending;
-    this.#pending = [];
-    return { events, parts: encodeBatch(this.#options.tag, this.#batch++, events) };
+  /** The events waiting (of one job, or all), as one batch's parts (null: none), taken out of the queue. */
+  #take(jobId?: string): { events: RunEvent[]; parts: string[] } | null {
+    let events: RunEvent[];
+    if (jobId === undefined) {
+      events = this.#pending;
+      this.#pending = [];
+    } else {
+      events = this.#pending.filter((event) => event.job_id === jobId);
+      if (events.length > 0) this.#pending = this.#pending.filter((event) => event.job_id !== jobId);
+    }
+    return events.length === 0 ? null : { events, parts: encodeBatch(this.#options.tag, this.#batch++, events) };
   }
 
-  carry<T>(write: (notify: Notifications | undefined) => Promise<T>, then: readonly RunEvent[] = []): Promise<T> {
+  carry<T>(write: (notify: Notifications | undefined) => Promise<T>, then: readonly RunEvent[] = [], jobId?: string): Promise<T> {
     return this.#inTurn(async () => {
-      const taken = this.#take();
+      const taken = this.#take(jobId);
       const after = then.length === 0 ? [] : encodeBatch(this.#options.tag, this.#batch++, [...then]);
       let committed = false;
       try {
@@ -148,13 +171,13 @@ export class PostgresRelay implements EventRelay {
         }
         throw err;
       }
-    });
+    }, jobId);
   }
 
   /** Resolves once the events said so far left (a batch under way takes what came meanwhile in the next). */
   async flushed(): Promise<void> {
     await this.#draining;
-    await this.#tail;
+    await Promise.all([this.#tail, ...this.#jobTails.values()]);
   }
 
   async #drain(): Promise<void> {

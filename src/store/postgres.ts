@@ -9,7 +9,7 @@ import type pg from "pg";
 import { CheckedStore } from "./checked-store.ts";
 import { LeaseLostError, TerminalStatusError, UnknownJobError } from "./errors.ts";
 import { BatchedReads } from "./batched-reads.ts";
-import { GroupCommit } from "./group-commit.ts";
+import { GroupCommit, type Outcomes } from "./group-commit.ts";
 import { changedAt } from "./input-checks.ts";
 import { claim, insertBatchOnce, type PendingInsert } from "./postgres-admission.ts";
 import { inTransaction, openPostgresPool, type PostgresOptions } from "./postgres-pool.ts";
@@ -53,6 +53,20 @@ export const toJob = PG_ROWS.toJob;
 const STATEMENT_NAMES = new Map(Object.entries({ ...PG_SQL, ...PG_NOTIFYING_SQL }).map(([key, text]) => [text as string, `fg_${key}`]));
 type Queryable = pg.Pool | pg.PoolClient;
 
+/** One run's end as transitionJobWithAssets takes it. */
+interface EndWrite {
+  id: string;
+  from: readonly JobStatus[];
+  to: JobStatus;
+  patch: JobPatch;
+  assets: readonly NewAsset[];
+  pending: readonly PendingBlob[];
+  fence: RunFence | undefined;
+  notify: Notifications | undefined;
+}
+/** What an end wrote: the job and its records, or null when its move was refused. */
+type EndResult = { job: JobRecord; assets: AssetRecord[] } | null;
+
 const PG_FOREIGN_KEY_VIOLATION = "23503";
 const PG_CHECK_VIOLATION = "23514";
 
@@ -61,6 +75,8 @@ export class PostgresStore implements StoreDialect {
   readonly #pool: pg.Pool;
   /** Submissions, batched: each batch commits once the previous one did, with whatever arrived meanwhile. */
   readonly #inserts = new GroupCommit<PendingInsert, JobRecord>((batch, batched) => insertBatchOnce(this.#pool, batch, batched));
+  /** Runs' ends with their last records, batched: the ends that arrive while one commits share the next transaction. */
+  readonly #ends = new GroupCommit<EndWrite, EndResult>((batch) => this.#commitEnds(batch));
   /** Job reads, batched: the GETs of one turn read their rows in one round trip. */
   readonly #jobReads = new BatchedReads<string, Row>((ids) => this.#readJobs(ids));
   #closed = false;
@@ -181,17 +197,34 @@ export class PostgresStore implements StoreDialect {
     fence?: RunFence,
     notify?: Notifications,
   ): Promise<{ job: JobRecord; assets: AssetRecord[] } | null> {
+    return this.#ends.submit({ id, from, to, patch, assets, pending, fence, notify });
+  }
+
+  /**
+   * Writes a batch of ends in one transaction (one BEGIN, COMMIT and WAL flush for all). Each move
+   * is fenced by its own lease in its own statement: a refused one writes nothing of its end and
+   * settles null, the others commit; an error rolls the batch back (GroupCommit then writes each
+   * end in a transaction of its own).
+   */
+  async #commitEnds(ends: readonly EndWrite[]): Promise<Outcomes<EndResult>> {
     const done = await inTransaction(this.#pool, async (client) => {
-      // What goes only if the row moves is sent by the move's own statement, before its status notification.
-      const job = await this.#transition(id, from, to, patch, client, fence, notify);
-      if (job === null) return null;
-      for (const blob of pending) await client.query(PG_SQL.keepBlob, [blob.key, Buffer.from(blob.bytes.buffer, blob.bytes.byteOffset, blob.bytes.byteLength)]);
-      const added: AssetRecord[] = [];
-      for (const asset of assets) added.push(await this.#insertAsset(asset, client));
-      return { job, assets: added };
+      const results: EndResult[] = [];
+      for (const end of ends) results.push(await this.#writeEnd(end, client));
+      return results;
     });
-    notify?.sent?.();
-    return done;
+    for (const end of ends) end.notify?.sent?.();
+    return done.map((value) => ({ status: "fulfilled", value }));
+  }
+
+  /** One end's move, kept blobs and records on `client`, inside the batch's transaction. */
+  async #writeEnd({ id, from, to, patch, assets, pending, fence, notify }: EndWrite, client: pg.PoolClient): Promise<EndResult> {
+    // What goes only if the row moves is sent by the move's own statement, before its status notification.
+    const job = await this.#transition(id, from, to, patch, client, fence, notify);
+    if (job === null) return null;
+    for (const blob of pending) await client.query(PG_SQL.keepBlob, [blob.key, Buffer.from(blob.bytes.buffer, blob.bytes.byteOffset, blob.bytes.byteLength)]);
+    const added: AssetRecord[] = [];
+    for (const asset of assets) added.push(await this.#insertAsset(asset, client));
+    return { job, assets: added };
   }
 
   /** The guarded UPDATE of transitionJob on `on`. */
@@ -415,7 +448,8 @@ export class PostgresStore implements StoreDialect {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    await this.#inserts.flush(); // a batch still waiting for its turn commits before the pool goes
+    // Batches still waiting for their turn commit before the pool goes.
+    await Promise.all([this.#inserts.flush(), this.#ends.flush()]);
     await this.#pool.end();
   }
 

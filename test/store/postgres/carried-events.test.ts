@@ -146,4 +146,59 @@ describe.skipIf(unavailable !== null)("a run's events carried by its writes", ()
     );
     expect(heard).toEqual(["log", "step"]);
   });
+
+  it("of different jobs do not wait for each other: each write carries its own job's events, and a job's writes stay in order", async () => {
+    const s = await store();
+    const worker = await relay("worker1");
+    const heard: string[] = [];
+    stops.push(
+      await (await relay("api1")).listen((n: RemoteNotice) => {
+        if (n.kind === "events") heard.push(...n.events.map((e) => `${e.job_id === a.id ? "a" : "b"}:${e.type}`));
+        else if (n.kind === "status" && n.status === "succeeded") heard.push(`${n.id === a.id ? "a" : "b"}:succeeded`);
+      }),
+    );
+    const a = await s.createJob(newJob());
+    const b = await s.createJob(newJob());
+    for (const job of [a, b]) await s.transitionJob(job.id, ["queued"], "running", { started_at: T0 });
+    const log = (id: string, text: string): RunEvent => ({ type: "log", job_id: id, owner: a.owner, text });
+    worker.send(log(a.id, "a1"));
+    worker.send(log(b.id, "b1"));
+    // Job a's snapshot is held before its statement; its next write waits for it.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const order: string[] = [];
+    const snapshot = worker.carry(
+      async (notify) => {
+        await held;
+        order.push("a snapshot");
+        return s.updateProgress(a.id, { value: 0.5, nodes_done: 1, nodes_total: 2 }, undefined, notify);
+      },
+      [],
+      a.id,
+    );
+    const endOf = (id: string) => (notify: Parameters<Parameters<typeof worker.carry>[0]>[0]) => {
+      order.push(`${id === a.id ? "a" : "b"} end`);
+      return s.transitionJob(id, ["running"], "succeeded", { completed_at: T0 + 1 }, notify ? { notify } : {});
+    };
+    const aEnd = worker.carry(endOf(a.id), [], a.id);
+    // Job b ends while job a's write is held: its own event rides in its end, before its status.
+    expect((await worker.carry(endOf(b.id), [], b.id))?.status).toBe("succeeded");
+    await waitFor(
+      () => heard.length,
+      (n) => n >= 2,
+      "job b's event and end",
+    );
+    expect(heard).toEqual(["b:log", "b:succeeded"]);
+    release();
+    expect(await snapshot).toBe(true);
+    expect((await aEnd)?.status).toBe("succeeded");
+    await worker.flushed();
+    await waitFor(
+      () => heard.length,
+      (n) => n >= 4,
+      "job a's event and end",
+    );
+    expect(heard).toEqual(["b:log", "b:succeeded", "a:log", "a:succeeded"]);
+    expect(order).toEqual(["b end", "a snapshot", "a end"]);
+  });
 });
