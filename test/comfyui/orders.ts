@@ -649,15 +649,18 @@ function documentedWindow(jobId: string, mine: ExecutionRecord[], stale: { jobId
 
 /**
  * Whether a job's prompt ran twice because the double, restarted, forgot its first run (queue and
- * history gone): that run started and ended before the restart, while no process followed it (its
- * job, still queued, was taken over and the prompt found nowhere, so submitted again), and the
- * second started after it. docs/comfyui.md names this case too.
+ * history gone): that run started before the restart, while no process followed it, and ended
+ * before it or was cut short by it (its job, still queued, was taken over and the prompt found
+ * nowhere, so submitted again), and the second started after it. docs/comfyui.md names this case.
  */
 function forgottenRun(jobId: string, mine: ExecutionRecord[], restartedAt: number | null): string | null {
   const starts = mine.filter((r) => r.type === "start");
-  const firstEnd = mine.find((r) => r.type === "end");
-  if (restartedAt === null || starts.length !== 2 || firstEnd === undefined || firstEnd.at >= restartedAt || starts[1]!.at <= restartedAt) return null;
-  return `job ${jobId}: executed twice, its first run (that nobody followed) forgotten by the double's restart (documented: a job still queued is submitted again)`;
+  if (restartedAt === null || starts.length !== 2 || starts[0]!.at >= restartedAt || starts[1]!.at <= restartedAt) return null;
+  // The first run's end, if it had one before the restart; none after it but the second run's.
+  const ends = mine.filter((r) => r.type === "end");
+  if (ends.some((r) => r.at > restartedAt && r.at < starts[1]!.at)) return null;
+  const cut = !ends.some((r) => r.at < restartedAt);
+  return `job ${jobId}: executed twice, its first run (that nobody followed) ${cut ? "cut short" : "forgotten"} by the double's restart (documented: a job still queued is submitted again)`;
 }
 
 /**
