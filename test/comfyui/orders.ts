@@ -284,24 +284,42 @@ export async function exploreOrder(seed: number, setup: OrdersSetup): Promise<st
       return w;
     };
     let stale: StalePost | null = null;
+    /** The job whose POST /prompt the double holds, once one arrived, and the worker holding it. */
+    const holderOfHeldPost = async (): Promise<{ id: string; w: Worker }> => {
+      const id = (await waitFor(
+        () => double.heldPost,
+        (x) => x !== undefined,
+        "the double to hold a POST /prompt",
+        30_000,
+      ))!;
+      const row = await d.job(id);
+      const w = workers.find((x) => String(row.worker_id).includes(`:${x.p.child.pid}:`));
+      if (!w) throw new Error(`no worker of this run holds job ${id}, whose POST /prompt the double holds`);
+      return { id, w };
+    };
+    /** The jobs a worker holds now. */
+    const jobsOf = async (w: Worker): Promise<string[]> => {
+      const theirs: string[] = [];
+      for (const j of jobs) if (String((await d.job(j)).worker_id).includes(`:${w.p.child.pid}:`)) theirs.push(j);
+      return theirs;
+    };
+    /** Waits until each of `theirs` ended or another worker than `w` holds it. */
+    const takenOverOrEnded = (w: Worker, theirs: readonly string[]) =>
+      waitFor(
+        () => Promise.all(theirs.map((j) => d.job(j))),
+        (rs) => rs.every((r) => TERMINAL.includes(String(r.status)) || !String(r.worker_id).includes(`:${w.p.child.pid}:`)),
+        `the jobs of ${w.name} taken over or ended`,
+        60_000,
+      );
     /**
      * The holder of the job whose POST /prompt the double holds is SIGTERMed there: its stop waits
      * for the POST's answer, then hands the job over (it takes nothing back out of the double); the
      * POST lands once the stop is under way, and another worker follows the prompt.
      */
     const termAtPostHeld = async (n: number): Promise<void> => {
-      const id = await waitFor(
-        () => double.heldPost,
-        (x) => x !== undefined,
-        "the double to hold a POST /prompt",
-        30_000,
-      );
-      const row = await d.job(id!);
-      const w = workers.find((x) => String(row.worker_id).includes(`:${x.p.child.pid}:`));
-      if (!w) throw new Error(`no worker of this run holds job ${id}, whose POST /prompt the double holds`);
-      const theirs: string[] = [];
-      for (const j of jobs) if (String((await d.job(j)).worker_id).includes(`:${w.p.child.pid}:`)) theirs.push(j);
-      step(`${w.name} SIGTERMed while the double holds its POST /prompt ${n} (job ${id!.slice(-4)})`);
+      const { id, w } = await holderOfHeldPost();
+      const theirs = await jobsOf(w);
+      step(`${w.name} SIGTERMed while the double holds its POST /prompt ${n} (job ${id.slice(-4)})`);
       if (!workers.some((x) => x !== w && x.state === "live")) await addWorker("to take over from the worker stopping at its POST");
       const closed = new Promise((r) => w.p.child.once("close", r));
       w.p.child.kill("SIGTERM");
@@ -315,12 +333,7 @@ export async function exploreOrder(seed: number, setup: OrdersSetup): Promise<st
       await double.land();
       step(`the stopping worker's POST /prompt landed; double queue ${JSON.stringify(await double.queue())}`);
       await closed;
-      await waitFor(
-        () => Promise.all(theirs.map((j) => d.job(j))),
-        (rs) => rs.every((r) => TERMINAL.includes(String(r.status)) || !String(r.worker_id).includes(`:${w.p.child.pid}:`)),
-        `the jobs of ${w.name} taken over or ended`,
-        60_000,
-      );
+      await takenOverOrEnded(w, theirs);
       step(`${w.name} exited; its jobs taken over or ended`);
     };
     /**
@@ -330,21 +343,12 @@ export async function exploreOrder(seed: number, setup: OrdersSetup): Promise<st
      * (once it landed; or once the prompt's first copy ended, the stale copy then maybe started).
      */
     const stopAtPost = async (n: number, land: "lapse" | "behind", goOn: "landed" | "ran"): Promise<StalePost> => {
-      const id = await waitFor(
-        () => double.heldPost,
-        (x) => x !== undefined,
-        "the double to hold a POST /prompt",
-        30_000,
-      );
-      const row = await d.job(id!);
-      const w = workers.find((x) => String(row.worker_id).includes(`:${x.p.child.pid}:`));
-      if (!w) throw new Error(`no worker of this run holds job ${id}, whose POST /prompt the double holds`);
+      const { id, w } = await holderOfHeldPost();
       w.p.child.kill("SIGSTOP");
       w.state = "stopped";
-      const theirs: string[] = [];
-      for (const j of jobs) if (String((await d.job(j)).worker_id).includes(`:${w.p.child.pid}:`)) theirs.push(j);
+      const theirs = await jobsOf(w);
       step(
-        `${w.name} stopped between its lease renewal and its POST /prompt ${n} (job ${id!.slice(-4)}) landing; it lands ${land === "lapse" ? "as the lease lapses" : "behind the new holder's copy"}, and ${w.name} goes on once ${goOn === "landed" ? "it landed" : "the prompt's first copy ended"}`,
+        `${w.name} stopped between its lease renewal and its POST /prompt ${n} (job ${id.slice(-4)}) landing; it lands ${land === "lapse" ? "as the lease lapses" : "behind the new holder's copy"}, and ${w.name} goes on once ${goOn === "landed" ? "it landed" : "the prompt's first copy ended"}`,
       );
       if (!workers.some((x) => x.state === "live")) await addWorker("to take over from the worker stopped at its POST");
       await waitFor(
@@ -355,8 +359,8 @@ export async function exploreOrder(seed: number, setup: OrdersSetup): Promise<st
       );
       if (land === "behind") {
         await waitFor(
-          async () => ({ r: await d.job(id!), q: await double.queue() }),
-          ({ r, q }) => TERMINAL.includes(String(r.status)) || q.running.includes(id!) || q.pending.includes(id!),
+          async () => ({ r: await d.job(id), q: await double.queue() }),
+          ({ r, q }) => TERMINAL.includes(String(r.status)) || q.running.includes(id) || q.pending.includes(id),
           "the new holder's copy of the prompt in the double",
           60_000,
         );
@@ -372,16 +376,11 @@ export async function exploreOrder(seed: number, setup: OrdersSetup): Promise<st
         );
       }
       // As after any stop past the lease here: it goes on once its jobs were taken over (or ended).
-      await waitFor(
-        () => Promise.all(theirs.map((j) => d.job(j))),
-        (rs) => rs.every((r) => TERMINAL.includes(String(r.status)) || !String(r.worker_id).includes(`:${w.p.child.pid}:`)),
-        `the jobs of ${w.name} taken over or ended`,
-        60_000,
-      );
+      await takenOverOrEnded(w, theirs);
       w.p.child.kill("SIGCONT");
       w.state = "live";
       step(`${w.name} continued`);
-      return { worker: w, jobId: id! };
+      return { worker: w, jobId: id };
     };
     const adopterFirst = rnd() < 0.5;
     step(
@@ -474,12 +473,7 @@ export async function exploreOrder(seed: number, setup: OrdersSetup): Promise<st
         step("the double restarted: its queue and history are gone");
       }
       // The victim's jobs are taken over (or end) before the next step.
-      await waitFor(
-        () => Promise.all(theirs.map((id) => d.job(id))),
-        (rs) => rs.every((r) => TERMINAL.includes(String(r.status)) || !String(r.worker_id).includes(`:${victim.p.child.pid}:`)),
-        `the jobs of ${victim.name} taken over or ended`,
-        60_000,
-      );
+      await takenOverOrEnded(victim, theirs);
       step(`round ${round + 1}: ${victim.name}'s jobs taken over or ended`);
       if (victim.state === "stopped") {
         victim.p.child.kill("SIGCONT");
