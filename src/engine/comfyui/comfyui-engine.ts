@@ -228,7 +228,7 @@ export class ComfyUIEngine implements Engine {
   private async submit(s: Submission): Promise<PromptRun> {
     const { graph: g, registry, options, secrets, key, promptId } = s;
     const { signal, detach } = options;
-    // A stop that hands the job over before its POST posts nothing: the worker that takes it over submits it.
+    // A stop that hands the job over before its POST posts nothing: whoever holds the job next submits it.
     const halt = detach ? AbortSignal.any(signal ? [signal, detach] : [detach]) : signal;
     const deadline = Date.now() + this.o.unreachableGraceMs;
     let run: PromptRun | null = null;
