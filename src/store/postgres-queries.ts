@@ -309,7 +309,9 @@ function expiredSql(q = ""): string {
  * of a claim that found every candidate held). A job committed while the claim waited may be
  * younger than $2: it never starts before its creation. The last column counts the candidates
  * (a row of nulls when none was claimed), so that a claim that found only held jobs retries.
- * Each claimed row carries its graph: the run needs no read of its own.
+ * Each claimed row carries its graph: the run needs no read of its own. The candidates' rows are
+ * looked up by their seqs (= ANY of an array): joined to the candidates alone, whose number the
+ * planner cannot tell, they were found by hashing every queued row, on every claim.
  * `keepQueued` (claimQueued): the job stays queued, its started_at null ($2 is null then); a job
  * so claimed (lease_epoch raised while queued) is never claimed again. $8 then says whether the
  * worker's engine resumes runs (`resumable`: adopted when the lease passes, see adoptExpired).
@@ -325,7 +327,8 @@ function claimSql(where: string, wait: boolean, keepQueued = false): string {
               AND (NOT j.secrets_given OR j.id = ANY($5::text[])) ${where} ORDER BY j.seq LIMIT $7) q) c
       WHERE o.owner IS NOT NULL AND o.owner <> ALL($4::text[])),
     picked AS (
-      SELECT j.seq, c.level FROM candidates c JOIN jobs j ON j.seq = c.seq WHERE j.status = 'queued' AND j.lease_epoch = 0
+      SELECT j.seq, c.level FROM candidates c JOIN jobs j ON j.seq = c.seq
+        WHERE j.seq = ANY(ARRAY(SELECT seq FROM candidates)) AND j.status = 'queued' AND j.lease_epoch = 0
       ORDER BY c.level, c.seq LIMIT $6 FOR UPDATE OF j${wait ? "" : " SKIP LOCKED"}),
     claimed AS (
       UPDATE jobs SET ${keepQueued ? "started_at = $2::bigint, resumable = $8::boolean" : "status = 'running', started_at = GREATEST($2::bigint, created_at), updated_at = GREATEST($2::bigint, created_at, updated_at)"}, worker_id = $1,

@@ -5,10 +5,13 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { LeaseLostError, openStore, type Store } from "../../../src/store/index.ts";
 import { FairQueue } from "../../../src/jobs/fair-queue.ts";
 import { PostgresLeases } from "../../../src/store/postgres-leases.ts";
+import { PG_LEASE_SQL } from "../../../src/store/postgres-queries.ts";
 import { createTestSchema, dropTestSchema, postgresUnavailable, TEST_DATABASE_URL } from "../../postgres/pg.ts";
 import { blobKey, newAsset, newJob, T0 } from "../helpers.ts";
 
 const unavailable = await postgresUnavailable();
+/** A node of EXPLAIN's JSON plan. */
+type PlanNode = { "Node Type": string; "Relation Name"?: string; "Actual Rows"?: number; Plans?: PlanNode[] };
 let schema: string;
 let store: Store;
 let a: PostgresLeases;
@@ -221,6 +224,33 @@ describe.skipIf(unavailable !== null)("PostgresLeases", () => {
     expect(await store.transitionJob(job.id, ["running", "canceling"], "succeeded", { completed_at: T0 + 3 }, { fence: mine })).toBeNull();
     expect(await store.listJobOutputs(job.id)).toHaveLength(1);
     expect(await a.heldBy("wa")).toEqual([]);
+  });
+
+  it("a claim from a deep queue reads its few candidates by seq, never every queued row (custom and generic plans)", { timeout: 60_000 }, async () => {
+    for (let i = 0; i < 6; i++) await Promise.all(Array.from({ length: 500 }, () => store.createJob(newJob())));
+    const db = new pg.Client({ connectionString: TEST_DATABASE_URL });
+    await db.connect();
+    try {
+      await db.query(`SET search_path = ${schema}`);
+      await db.query("ANALYZE jobs"); // the statistics autovacuum leaves
+      // $1 worker, $2 started_at, $3 lease ms, $4 owners skipped, $5 secret jobs held, $6 jobs, $7 candidates per owner.
+      await db.query(`PREPARE claim_plan AS ${PG_LEASE_SQL.claim}`);
+      const scans: string[] = [];
+      for (const mode of ["force_custom_plan", "force_generic_plan"]) {
+        await db.query("BEGIN");
+        await db.query(`SET LOCAL plan_cache_mode = ${mode}`);
+        const { rows } = await db.query(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE claim_plan('w', ${T0}, 30000, '{}', '{}', 1, 9)`);
+        await db.query("ROLLBACK");
+        const walk = (node: PlanNode): void => {
+          if (node["Node Type"] === "Seq Scan") scans.push(`${mode}: ${node["Relation Name"]} (${node["Actual Rows"]} rows)`);
+          for (const child of node.Plans ?? []) walk(child);
+        };
+        walk((rows[0]!["QUERY PLAN"] as Array<{ Plan: PlanNode }>)[0]!.Plan);
+      }
+      expect(scans).toEqual([]);
+    } finally {
+      await db.end();
+    }
   });
 
   it("reads back the live jobs a worker holds, with their epochs", async () => {
