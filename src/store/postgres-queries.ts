@@ -62,6 +62,39 @@ export const PG_SQL = {
     WHERE id = $1 AND status = ANY($3::text[]) AND ($14::boolean IS NOT TRUE OR ${fence(15, 16)})
     RETURNING ${JOB_COLUMNS}`,
 
+  // Runs' ends with their records, a batch in one statement (one round trip, one commit): per end
+  // ($1-$17 as arrays, one element an end, in the order of `transition`'s parameters; the from
+  // statuses comma-joined) the guarded, fenced move; $18 the channel, $19 every end's payloads
+  // (sent first, whether or not anything moves), $20/$21 the payloads sent only when that end
+  // (1-based) moved, with the move's row; $22-$36 the records (insertAsset's columns, an
+  // expires_at null for the job's) and $37 the end each belongs to, inserted only for ends that
+  // moved, in their order. A refused move returns no row and writes none of its records.
+  endJobs: `WITH fg_notified AS MATERIALIZED (SELECT count(pg_notify($18, p)) AS c FROM unnest($19::text[]) AS p),
+    v AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::boolean[], $5::bigint[], $6::boolean[], $7::bigint[],
+        $8::boolean[], $9::text[], $10::boolean[], $11::text[], $12::boolean[], $13::float8[], $14::boolean[], $15::text[],
+        $16::bigint[], $17::bigint[]) WITH ORDINALITY AS v(id, to_status, from_list, s_set, s_val, c_set, c_val, p_set, p_val,
+        e_set, e_val, k_set, k_val, fenced, worker, epoch, changed_at, ord)),
+    moved AS (UPDATE jobs SET status = v.to_status,
+        started_at = CASE WHEN v.s_set THEN v.s_val ELSE jobs.started_at END,
+        completed_at = CASE WHEN v.c_set THEN v.c_val ELSE jobs.completed_at END,
+        progress = CASE WHEN v.p_set THEN v.p_val::json ELSE jobs.progress END,
+        error = CASE WHEN v.e_set THEN v.e_val::json ELSE jobs.error END,
+        cost = CASE WHEN v.k_set THEN v.k_val ELSE jobs.cost END,
+        updated_at = GREATEST(COALESCE(jobs.updated_at, jobs.created_at), v.changed_at)
+      FROM v WHERE (SELECT c FROM fg_notified) >= 0 AND jobs.id = v.id AND jobs.status = ANY(string_to_array(v.from_list, ','))
+        AND (v.fenced IS NOT TRUE OR v.worker IS NULL OR (jobs.worker_id = v.worker AND jobs.lease_epoch = v.epoch))
+      RETURNING ${qualifiedJobColumns("jobs")}, v.ord),
+    added AS (INSERT INTO assets (${ASSET_COLUMNS})
+      SELECT a.id, a.owner, a.job_id, a.node_id, a.name, a.type, a.content_type, a.size_bytes, a.hash, a.blob_key, a.folder,
+          a.file_path, a.tags::json, a.created_at, COALESCE(a.expires_at, m.expires_at)
+        FROM unnest($22::text[], $23::text[], $24::text[], $25::text[], $26::text[], $27::text[], $28::text[], $29::bigint[],
+          $30::text[], $31::text[], $32::text[], $33::text[], $34::text[], $35::bigint[], $36::bigint[], $37::int[]) WITH ORDINALITY
+          AS a(id, owner, job_id, node_id, name, type, content_type, size_bytes, hash, blob_key, folder, file_path, tags, created_at,
+            expires_at, end_ord, n)
+        JOIN moved m ON m.ord = a.end_ord ORDER BY a.n)
+  SELECT moved.*, (SELECT count(pg_notify($18, t.p)) FROM unnest($20::int[], $21::text[]) AS t(e, p) WHERE t.e = moved.ord) AS fg_then
+    FROM moved ORDER BY moved.ord`,
+
   queuedJobs: `SELECT ${JOB_COLUMNS} FROM jobs WHERE status = 'queued' AND seq > $1 ORDER BY seq LIMIT $2`,
   ownerQueuedJobs: `SELECT ${JOB_COLUMNS} FROM jobs WHERE owner = $3 AND status = 'queued' AND seq > $1 ORDER BY seq LIMIT $2`,
   countQueued: "SELECT count(*) AS n FROM jobs WHERE status = 'queued'",

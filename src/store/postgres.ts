@@ -18,28 +18,29 @@ import { stampSnapshot } from "./postgres-positions.ts";
 import { PG_TERMINAL_SQLSTATE } from "./postgres-schema.ts";
 import { PG_ROWS, toPendingBlob, toWorkflow, type Row } from "./rows.ts";
 import type { JobQuery, StoreDialect } from "./store-dialect.ts";
-import type {
-  AssetDeletion,
-  CreateJobOptions,
-  AssetFolder,
-  AssetRecord,
-  IdempotencyClaim,
-  JobLogs,
-  JobPatch,
-  JobProgress,
-  JobRecord,
-  JobStatus,
-  JsonObject,
-  NewAsset,
-  NewJob,
-  Notifications,
-  OffsetJobPage,
-  OffsetJobsOptions,
-  PendingBlob,
-  PurgeResult,
-  RunFence,
-  Store,
-  TransitionOptions,
+import {
+  assetRecordOf,
+  type AssetDeletion,
+  type CreateJobOptions,
+  type AssetFolder,
+  type AssetRecord,
+  type IdempotencyClaim,
+  type JobLogs,
+  type JobPatch,
+  type JobProgress,
+  type JobRecord,
+  type JobStatus,
+  type JsonObject,
+  type NewAsset,
+  type NewJob,
+  type Notifications,
+  type OffsetJobPage,
+  type OffsetJobsOptions,
+  type PendingBlob,
+  type PurgeResult,
+  type RunFence,
+  type Store,
+  type TransitionOptions,
 } from "./types.ts";
 
 const { toAsset, toClaim, toLogs } = PG_ROWS;
@@ -76,7 +77,9 @@ export class PostgresStore implements StoreDialect {
   /** Submissions, batched: each batch commits once the previous one did, with whatever arrived meanwhile. */
   readonly #inserts = new GroupCommit<PendingInsert, JobRecord>((batch, batched) => insertBatchOnce(this.#pool, batch, batched));
   /** Runs' ends with their last records, batched: the ends that arrive while one commits share the next transaction. */
-  readonly #ends = new GroupCommit<EndWrite, EndResult>((batch) => this.#commitEnds(batch));
+  readonly #ends = new GroupCommit<EndWrite, EndResult>((batch, batched) =>
+    batched && canEndInOneStatement(batch) ? this.#endAll(batch) : this.#commitEnds(batch),
+  );
   /** Job reads, batched: the GETs of one turn read their rows in one round trip. */
   readonly #jobReads = new BatchedReads<string, Row>((ids) => this.#readJobs(ids));
   #closed = false;
@@ -198,6 +201,62 @@ export class PostgresStore implements StoreDialect {
     notify?: Notifications,
   ): Promise<{ job: JobRecord; assets: AssetRecord[] } | null> {
     return this.#ends.submit({ id, from, to, patch, assets, pending, fence, notify });
+  }
+
+  /**
+   * Writes a batch of ends in one statement (PG_SQL.endJobs): one round trip and one commit for
+   * all, each move fenced by its own lease (a refused one writes nothing of its end and settles
+   * null). A statement that fails rolls back as a whole; GroupCommit then writes each end alone
+   * (#commitEnds), which tells each end's own error.
+   */
+  async #endAll(ends: readonly EndWrite[]): Promise<Outcomes<EndResult>> {
+    const field = <T>(pick: (patch: JobPatch) => T | undefined) => [ends.map((e) => pick(e.patch) !== undefined), ends.map((e) => pick(e.patch) ?? null)];
+    const json = (value: JsonObject | null | undefined) => (value === undefined ? undefined : value === null ? null : JSON.stringify(value));
+    const records = ends.flatMap((end, i) => end.assets.map((asset) => ({ asset, end: i + 1 })));
+    const column = <T>(pick: (asset: NewAsset) => T) => records.map((r) => pick(r.asset));
+    const then = ends.flatMap((end, i) => (end.notify?.ifMoved ?? []).map((payload) => ({ payload, end: i + 1 })));
+    const { rows } = await this.#query(PG_SQL.endJobs, [
+      ends.map((e) => e.id),
+      ends.map((e) => e.to),
+      ends.map((e) => e.from.join(",")),
+      ...field((p) => p.started_at),
+      ...field((p) => p.completed_at),
+      ...field((p) => json(p.progress)),
+      ...field((p) => json(p.error)),
+      ...field((p) => p.cost),
+      ends.map((e) => e.fence !== undefined),
+      ends.map((e) => e.fence?.workerId ?? null),
+      ends.map((e) => e.fence?.epoch ?? 0),
+      ends.map((e) => changedAt(e.patch)),
+      ends.find((e) => e.notify !== undefined)?.notify?.channel ?? "",
+      ends.flatMap((e) => e.notify?.payloads ?? []),
+      then.map((t) => t.end),
+      then.map((t) => t.payload),
+      column((a) => a.id),
+      column((a) => a.owner),
+      column((a) => a.job_id ?? null),
+      column((a) => a.node_id ?? null),
+      column((a) => a.name),
+      column((a) => a.type ?? null),
+      column((a) => a.content_type),
+      column((a) => a.size_bytes),
+      column((a) => a.hash ?? null),
+      column((a) => a.blob_key),
+      column((a) => a.folder),
+      column((a) => a.file_path ?? null),
+      column((a) => JSON.stringify(a.tags ?? [])),
+      column((a) => a.created_at),
+      column((a) => a.expires_at ?? null),
+      records.map((r) => r.end),
+    ]);
+    for (const end of ends) end.notify?.sent?.();
+    const moved = new Map(rows.map((row) => [Number(row.ord), toJob(row)]));
+    return ends.map((end, i) => {
+      const job = moved.get(i + 1);
+      const value: EndResult =
+        job === undefined ? null : { job, assets: end.assets.map((asset) => ({ ...assetRecordOf(asset), expires_at: asset.expires_at ?? job.expires_at })) };
+      return { status: "fulfilled", value };
+    });
   }
 
   /**
@@ -469,6 +528,15 @@ export class PostgresStore implements StoreDialect {
     const name = STATEMENT_NAMES.get(text);
     return on.query(name === undefined ? { text, values: params } : { name, text, values: params });
   }
+}
+
+/**
+ * Whether PG_SQL.endJobs can write these ends: no kept blobs (their bytes go in statements of
+ * their own), one notification channel, each job once.
+ */
+function canEndInOneStatement(ends: readonly EndWrite[]): boolean {
+  const channels = new Set(ends.flatMap((e) => (e.notify === undefined ? [] : [e.notify.channel])));
+  return channels.size <= 1 && ends.every((e) => e.pending.length === 0) && new Set(ends.map((e) => e.id)).size === ends.length;
 }
 
 /** A refused CHECK reads as on SQLite ("CHECK constraint failed: <name>"), whichever store refused it. */

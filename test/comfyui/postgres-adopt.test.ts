@@ -410,23 +410,18 @@ describe.skipIf(unavailable !== null)("a worker stopped between its last lease r
   });
 });
 
-describe.skipIf(unavailable !== null)("a worker stopped inside a transaction on its job's row (PostgreSQL)", () => {
-  it("the server ends its transaction (idle past the lease, 5 s at least), so the job is taken over and collected, run once, nothing of the stopped worker kept", {
-    timeout: 120_000,
-  }, async () => {
-    const { fake, api, first } = await deployment();
-    fake.holding = true;
-    const job = await api.submit(textGraph("stopped-mid-write"));
-    await until(() => (fake.held === job.id ? true : undefined), "the prompt running in ComfyUI");
-    await d.waitForJob(job.id, (r) => r.status === "running" && heldBy(r, first), "the job running on the first worker");
-    // The test holds the assets table: the first worker's write of the output, which locks its
-    // job's row first, waits there; stopped while it waits, it stays inside that transaction.
+describe.skipIf(unavailable !== null)("a worker stopped in the middle of a write on its job's row (PostgreSQL)", () => {
+  /**
+   * Holds the assets table, so that the first worker's next output write waits for it; stops the
+   * worker while it waits, then lets the table go. Returns once the worker is stopped.
+   */
+  async function stopWhileWriting(first: CliProcess, release: () => void): Promise<void> {
     const locker = new pg.Client({ connectionString: TEST_DATABASE_URL });
     await locker.connect();
     cleanup.push(() => locker.end());
     await locker.query("BEGIN");
     await locker.query(`LOCK TABLE ${d.schema}.assets IN EXCLUSIVE MODE`);
-    fake.release();
+    release();
     await waitFor(
       () =>
         adminQuery(
@@ -441,6 +436,19 @@ describe.skipIf(unavailable !== null)("a worker stopped inside a transaction on 
     first.child.kill("SIGSTOP");
     cleanup.push(async () => void first.child.kill("SIGCONT"));
     await locker.query("ROLLBACK");
+  }
+
+  it("inside an output record's transaction: the server ends it (idle past the lease, 5 s at least), so the job is taken over and collected, run once, nothing of the stopped worker kept", {
+    timeout: 120_000,
+  }, async () => {
+    const { fake, api, first } = await deployment();
+    fake.holding = true;
+    // Two output nodes: the first one's record is written in a transaction of its own (the last
+    // one's rides in the end's statement), which the stopped worker cannot commit.
+    const job = await api.submit({ ...textGraph("stopped-mid-write"), "3": { class_type: "PreviewAny", inputs: { source: ["1", 0] } } });
+    await until(() => (fake.held === job.id ? true : undefined), "the prompt running in ComfyUI");
+    await d.waitForJob(job.id, (r) => r.status === "running" && heldBy(r, first), "the job running on the first worker");
+    await stopWhileWriting(first, () => fake.release());
 
     const second = await d.worker({ leaseMs: LEASE_MS, flags: comfyFlags(fake.url) });
     await d.waitForJob(job.id, (r) => heldBy(r, second), "the second worker to take the job over");
@@ -449,7 +457,6 @@ describe.skipIf(unavailable !== null)("a worker stopped inside a transaction on 
     expectTimesOfDouble(done, fake);
 
     // Resumed, the first worker finds its transaction ended and the job taken over: it writes nothing.
-    // (The write it was in is its output record's, or its end's, which carries its last output's record.)
     first.child.kill("SIGCONT");
     await waitFor(
       () => first.stderr(),
@@ -462,6 +469,30 @@ describe.skipIf(unavailable !== null)("a worker stopped inside a transaction on 
     expect(fake.executions.get(job.id)).toBe(1);
     expect(fake.calls("POST", "/prompt")).toHaveLength(1);
     expect((await api.job(job.id)).status).toBe("succeeded");
+    expect(await d.outputs(job.id)).toHaveLength(2);
+    expect(await d.violations()).toEqual([]);
+  });
+
+  it("with its end's statement sent: the end commits under the lease it held (one statement, nothing left open), nobody takes the job over, run once", {
+    timeout: 120_000,
+  }, async () => {
+    const { fake, api, first } = await deployment();
+    fake.holding = true;
+    const job = await api.submit(textGraph("stopped-in-end"));
+    await until(() => (fake.held === job.id ? true : undefined), "the prompt running in ComfyUI");
+    await d.waitForJob(job.id, (r) => r.status === "running" && heldBy(r, first), "the job running on the first worker");
+    await stopWhileWriting(first, () => fake.release());
+
+    const ended = await d.waitForJob(job.id, (r) => r.status === "succeeded", "the end to commit while the worker is stopped");
+    expect(heldBy(ended, first)).toBe(true);
+    const second = await d.worker({ leaseMs: LEASE_MS, flags: comfyFlags(fake.url) });
+    first.child.kill("SIGCONT");
+    const done = await api.waitJob(job.id, (j) => ["succeeded", "failed", "canceled"].includes(j.status), "the job to end", 30_000);
+    expect(done.status, JSON.stringify(done.error)).toBe("succeeded");
+    expectTimesOfDouble(done, fake);
+    expect(second.stderr()).not.toContain(job.id);
+    expect(fake.executions.get(job.id)).toBe(1);
+    expect(fake.calls("POST", "/prompt")).toHaveLength(1);
     expect(await d.outputs(job.id)).toHaveLength(1);
     expect(await d.violations()).toEqual([]);
   });
