@@ -1,15 +1,16 @@
 // The comfyui backend against what a real ComfyUI does that the first double did not: node
 // definitions with `display_name: null`, POST /interrupt answering 404, sockets closed while
 // idle, and prompts waiting in ComfyUI's own queue behind other clients' work.
+import net from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import * as v from "../../generated/validators.js";
 import { cloneJson } from "../../src/domain/exact-json.ts";
 import { ComfyUIEngine, type ComfyUIEngineOptions } from "../../src/engine/comfyui/index.ts";
 import { reconnectDelay } from "../../src/engine/comfyui/socket.ts";
 import { EmbeddedEngine } from "../../src/engine/embedded-engine.ts";
-import { ExecutionCancelledError } from "../../src/engine/errors.ts";
+import { EngineError, ExecutionCancelledError } from "../../src/engine/errors.ts";
 import { FakeComfyUI, type FakeOptions } from "./fake-comfyui.ts";
-import { call, FAST, recorder, startFront, until, waitJob, type Front } from "./helpers.ts";
+import { call, FAST, recorder, startFront, textGraph, until, waitJob, type Front } from "./helpers.ts";
 
 const OBJECT_INFO = new EmbeddedEngine().nodeDefinitionsSync() as unknown as Record<string, unknown>;
 
@@ -300,5 +301,53 @@ describe("comfyui backend against real ComfyUI behaviour", () => {
     await until(() => (heard.length === 2 ? true : undefined), "both starts heard");
     expect(heard).toEqual(["first", "second"]);
     for (const ws of sockets) ws.close();
+  });
+
+  /** Stops `fake` and holds its port with a listener that drops every connection, until `reopen`. */
+  async function outage(fake: FakeComfyUI) {
+    const port = Number(new URL(fake.url).port);
+    await fake.stop();
+    fakes = fakes.filter((f) => f !== fake);
+    let tries = 0;
+    const refusing = net.createServer((socket) => {
+      tries++;
+      socket.destroy();
+    });
+    await new Promise<void>((r) => refusing.listen(port, "127.0.0.1", r));
+    const close = () => new Promise((r) => refusing.close(r));
+    return {
+      tries: () => tries,
+      close,
+      reopen: async () => {
+        await close();
+        const again = await new FakeComfyUI({ objectInfo: OBJECT_INFO, worker: true }).start(port);
+        fakes.push(again);
+        return again;
+      },
+    };
+  }
+
+  it("a run that starts (or takes a job over) while ComfyUI restarts waits for it, then runs its prompt once", async () => {
+    const { fake, engine } = await setup({ worker: true }, { unreachableGraceMs: 30_000 });
+    const down = await outage(fake);
+    const run = engine.execute(textGraph("restarting"), { ...recorder().options, runId: "restarting" });
+    await until(() => (down.tries() > 0 ? true : undefined), "the run to find ComfyUI down");
+    const back = await down.reopen();
+    const result = await run;
+    expect(result.outputs.map((o) => o.node_id)).toEqual(["2"]);
+    expect(back.executions.get("restarting")).toBe(1);
+  });
+
+  it("a run that starts while no ComfyUI answers ends worker_lost after unreachableGraceMs, not as a failed workflow", async () => {
+    const { fake, engine } = await setup({ worker: true });
+    const down = await outage(fake);
+    try {
+      const error = await engine.execute(textGraph("never-back"), recorder().options).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(EngineError);
+      expect((error as EngineError).jobError.code).toBe("worker_lost");
+      expect(down.tries()).toBeGreaterThan(1);
+    } finally {
+      await down.close();
+    }
   });
 });

@@ -2,6 +2,7 @@
 // unchanged. Validation uses their object_info with the embedded engine's rules; a run uploads
 // its inputs, queues the prompt on the least busy instance and follows it to a confirmed end.
 import { randomUUID } from "node:crypto";
+import { setTimeout as delay } from "node:timers/promises";
 import { EngineValidationError } from "../embedded-engine.ts";
 import { EngineBusyError, EngineUnavailableError, type Engine, type ExecuteOptions, type ExecuteResult } from "../engine.ts";
 import { EngineError, ExecutionCancelledError } from "../errors.ts";
@@ -181,7 +182,7 @@ export class ComfyUIEngine implements Engine {
     const { signal } = options;
     // A resumed run canceled before the restart still stops its prompt where ComfyUI runs it.
     if (signal?.aborted && !options.resumeOnly) throw new ExecutionCancelledError();
-    const registry = await this.registry(false);
+    const registry = await this.registryOnceReachable(options);
     const analysis = analyzeGraph(graph, registry);
     if (analysis.issues.length > 0) throw new EngineValidationError(await this.validate(graph));
     const g = graph as Record<string, unknown>;
@@ -441,6 +442,36 @@ export class ComfyUIEngine implements Engine {
     const found = docs.filter((d): d is Record<string, unknown> => d !== null);
     if (found.length === 0) throw new EngineUnavailableError("No ComfyUI instance answered GET /object_info");
     return found;
+  }
+
+  /**
+   * The classes of the instances that answer, waiting for one as a submission does (up to
+   * unreachableGraceMs, then worker_lost): a run that starts, or takes a job over, while ComfyUI
+   * restarts waits for it instead of failing its job. A hand-over stops the wait, and so does a
+   * cancel, except for a resumed run (it still has to stop its prompt where ComfyUI runs it).
+   */
+  private async registryOnceReachable(options: ExecuteOptions): Promise<NodeRegistry> {
+    const stops = [...(options.signal && !options.resumeOnly ? [options.signal] : []), ...(options.detach ? [options.detach] : [])];
+    const halt = stops.length > 0 ? AbortSignal.any(stops) : undefined;
+    const deadline = Date.now() + this.o.unreachableGraceMs;
+    for (let wait = 250; ; wait = Math.min(wait * 2, 2000)) {
+      try {
+        return await this.registry(false);
+      } catch (err) {
+        if (!(err instanceof EngineUnavailableError)) throw err;
+      }
+      if (halt?.aborted) throw new ExecutionCancelledError();
+      if (Date.now() + wait > deadline) {
+        throw new EngineError({
+          code: "worker_lost",
+          message: "No ComfyUI instance answered to run this job.",
+          node_id: null,
+          class_type: null,
+          traceback: null,
+        });
+      }
+      await delay(wait, undefined, { signal: halt }).catch(() => undefined);
+    }
   }
 
   private async registry(force: boolean): Promise<NodeRegistry> {
