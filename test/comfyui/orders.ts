@@ -165,6 +165,11 @@ export class DoubleProcess {
   }
 }
 
+/** Each job's end, its error's code and message when it failed. */
+function endsOf(jobs: any[]): string {
+  return jobs.map((j) => `${j.id.slice(-4)} ${j.status}${j.error ? ` ${j.error.code} ("${j.error.message}")` : ""}`).join(", ");
+}
+
 /** What one seed's run did, step by step (printed with a failure). */
 export type Trace = string[];
 
@@ -485,7 +490,7 @@ export async function exploreOrder(seed: number, setup: OrdersSetup): Promise<st
     release("after the rounds");
     const ended = [];
     for (const id of jobs) ended.push(await api.waitJob(id, (j) => TERMINAL.includes(j.status), `job ${id} to end`, 120_000));
-    step(`every job ended: ${ended.map((j) => `${j.id.slice(-4)} ${j.status}${j.error ? ` ${j.error.code}` : ""}`).join(", ")}`);
+    step(`every job ended: ${endsOf(ended)}`);
     if (watch) {
       const wrong = await watch.stop();
       step(`positions listed ${watch.polls} times during the schedule`);
@@ -588,7 +593,7 @@ export async function exploreSqliteFront(seed: number): Promise<void> {
     step("the front started again on its data directory");
     const ended = [];
     for (const id of jobs) ended.push(await api.waitJob(id, (j) => TERMINAL.includes(j.status), `job ${id} to end`, 120_000));
-    step(`every job ended: ${ended.map((j) => `${j.id.slice(-4)} ${j.status}${j.error ? ` ${j.error.code}` : ""}`).join(", ")}`);
+    step(`every job ended: ${endsOf(ended)}`);
     await checkInvariants(ended, await double.records(), null);
     if (process.env.EXPLORE_ORDERS_TRACE) console.log(trace.join("\n"));
   } catch (err) {
