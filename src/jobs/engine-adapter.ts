@@ -97,6 +97,6 @@ async function runOnce(engine: Engine, graph: Record<string, unknown>, o: RunOpt
     if (err instanceof ExecutionCancelledError || (stopped && isAbortError(err))) return { kind: "canceled" };
     if (err instanceof EngineError) return { kind: "failed", error: { ...err.jobError } };
     if (stopped) return { kind: "canceled" };
-    return { kind: "failed", error: { ...WORKFLOW_FAILED, node_id: null, class_type: null, traceback: null } };
+    return { kind: "failed", error: { ...WORKFLOW_FAILED, node_id: null, class_type: null, traceback: null }, cause: err };
   }
 }

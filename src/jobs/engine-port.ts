@@ -90,8 +90,14 @@ export interface RunOptions {
   onLog(event: LogEvent): void;
 }
 
-/** How a run ended; `times`: when the engine recorded its start and end, where this process did not see them live. */
-export type RunEnd = ({ kind: "succeeded" } | { kind: "failed"; error: RunFailure } | { kind: "canceled" }) & { times?: RecordedRunTimes };
+/**
+ * How a run ended; `times`: when the engine recorded its start and end, where this process did not
+ * see them live. A failure with a `cause` is not the workflow's: the engine threw what it did not
+ * mean as a job's error (infrastructure), and the job ends upstream_error saying why.
+ */
+export type RunEnd = ({ kind: "succeeded" } | { kind: "failed"; error: RunFailure; cause?: unknown } | { kind: "canceled" }) & {
+  times?: RecordedRunTimes;
+};
 
 /** A run's start and end as the engine recorded them (epoch ms): they replace this process's clock. */
 export interface RecordedRunTimes {

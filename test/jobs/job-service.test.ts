@@ -5,6 +5,10 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Caller } from "../../src/domain/caller.ts";
 import { ServiceError } from "../../src/domain/errors.ts";
+import { WORKFLOW_FAILED } from "../../src/domain/failures.ts";
+import { EmbeddedEngine } from "../../src/engine/embedded-engine.ts";
+import { engineAdapter } from "../../src/jobs/engine-adapter.ts";
+import type { RunOptions } from "../../src/jobs/engine-port.ts";
 import type { JobEvent } from "../../src/jobs/event-bus.ts";
 import { openJobSystem, type JobSystem } from "../fixtures/job-system.ts";
 import { ScriptedEngine, textOutput } from "../fixtures/scripted-engine.ts";
@@ -126,6 +130,26 @@ describe("JobService: runs", () => {
     const { job } = await s.jobs.submit(alice, { workflow: graph });
     await s.status(job.id, "failed");
     expect((await s.jobs.get(alice, job.id)).job.error).toMatchObject({ code: "upstream_error" });
+  });
+
+  it("ends a job upstream_error, saying why, when the engine's run fails with what it did not mean as the workflow's error", async () => {
+    const said: string[] = [];
+    await s.close();
+    s = await openJobSystem({ concurrency: 1, log: (line) => said.push(line) });
+    const { job } = await s.jobs.submit(alice, { workflow: graph });
+    (await s.engine.started(job.id)).end({ kind: "failed", error: { ...WORKFLOW_FAILED }, cause: new Error("the backend's definitions could not be read") });
+    await s.status(job.id, "failed");
+    expect((await s.jobs.get(alice, job.id)).job.error).toMatchObject({ code: "upstream_error" });
+    expect(said.find((line) => line.startsWith(`job ${job.id}: ends failed upstream_error:`))).toContain("the backend's definitions could not be read");
+  });
+
+  it("an engine that throws what is not a job's error fails its run with that cause (engineAdapter)", async () => {
+    const engine = new EmbeddedEngine();
+    engine.execute = async () => {
+      throw new TypeError("a bug in the backend");
+    };
+    const end = await engineAdapter(engine).run(graph, { jobId: "j", signal: new AbortController().signal } as unknown as RunOptions);
+    expect(end).toMatchObject({ kind: "failed", error: { code: "node_execution_error" }, cause: expect.any(TypeError) });
   });
 
   it("commits an output while the run goes on: readable and published before the next node, kept with the end", async () => {
