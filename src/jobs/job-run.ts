@@ -225,7 +225,7 @@ class JobRun {
   /** The run from start to end: the job it ended, or null when its end was not written. */
   async run(): Promise<JobRecord | null> {
     const engineEnd = await this.runEngine();
-    if (engineEnd.kind === "failed" && engineEnd.cause !== undefined) this.infraFailure ??= engineEnd.cause;
+    if (engineEnd.kind === "failed" && engineEnd.cause !== undefined && !this.refused(engineEnd.cause)) this.infraFailure ??= engineEnd.cause;
     const end = await this.decideEnd(engineEnd);
     return this.publishEnd(await this.commitEnd(end, engineEnd.times));
   }
