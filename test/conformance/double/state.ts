@@ -38,7 +38,7 @@ export type Breakage =
   | "urlExpiresAtLate" // OUT-5: url_expires_at a day after the signed link's own expiry
   | "etagPerAsset" // AST-3: the content's ETag is the asset id, not the blob's hash
   | "createdNewAlwaysTrue" // AST-4: an upload over bytes the caller had says created_new true
-  | "outputExpiresApart" // AST-1: an output's asset record expires a retention after it was made, not with its job
+  | "outputExpiresApart" // AST-1: an output's asset record expires an hour after its job, not with it
   | "nonRetryableForEveryFailure" // HOST-5: the hosted status of a job failed with node_execution_error is non_retryable_error
   | "errorForEveryFailure" // HOST-5: the hosted status of a job failed with invalid_input (an upload that is no image, to LoadImage) is error
   | "hostedNotFoundAsInvalid" // HOST-9: hosted 404s carry the error type invalid_request (a 400's)

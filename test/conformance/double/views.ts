@@ -66,7 +66,9 @@ export function outputView(s: State, a: Asset, origin: string): Record<string, u
 /** An output expires with its job; an upload a retention after it was made. */
 function assetExpiry(s: State, a: Asset): Date {
   const job = a.jobId ? s.jobs.get(a.jobId) : undefined;
-  if (job && !s.broken("outputExpiresApart")) return job.expiresAt;
+  // Broken, an hour apart: a retention after the output was made is its job's expiry when both
+  // were made in the same millisecond, and the breakage would not show.
+  if (job) return s.broken("outputExpiresApart") ? new Date(job.expiresAt.getTime() + 3_600_000) : job.expiresAt;
   return new Date(a.createdAt.getTime() + 7 * 86_400_000);
 }
 
