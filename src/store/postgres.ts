@@ -211,7 +211,6 @@ export class PostgresStore implements StoreDialect {
    */
   async #endAll(ends: readonly EndWrite[]): Promise<Outcomes<EndResult>> {
     const field = <T>(pick: (patch: JobPatch) => T | undefined) => [ends.map((e) => pick(e.patch) !== undefined), ends.map((e) => pick(e.patch) ?? null)];
-    const json = (value: JsonObject | null | undefined) => (value === undefined ? undefined : value === null ? null : JSON.stringify(value));
     const records = ends.flatMap((end, i) => end.assets.map((asset) => ({ asset, end: i + 1 })));
     const column = <T>(pick: (asset: NewAsset) => T) => records.map((r) => pick(r.asset));
     const then = ends.flatMap((end, i) => (end.notify?.ifMoved ?? []).map((payload) => ({ payload, end: i + 1 })));
@@ -221,8 +220,8 @@ export class PostgresStore implements StoreDialect {
       ends.map((e) => e.from.join(",")),
       ...field((p) => p.started_at),
       ...field((p) => p.completed_at),
-      ...field((p) => json(p.progress)),
-      ...field((p) => json(p.error)),
+      ...field((p) => jsonText(p.progress)),
+      ...field((p) => jsonText(p.error)),
       ...field((p) => p.cost),
       ends.map((e) => e.fence !== undefined),
       ends.map((e) => e.fence?.workerId ?? null),
@@ -297,15 +296,14 @@ export class PostgresStore implements StoreDialect {
     notify?: Notifications,
   ): Promise<JobRecord | null> {
     const field = (value: unknown) => [value !== undefined, value ?? null];
-    const json = (value: JsonObject | null | undefined) => (value === undefined ? undefined : value === null ? null : JSON.stringify(value));
     const params = [
       id,
       to,
       fromStatuses,
       ...field(patch.started_at),
       ...field(patch.completed_at),
-      ...field(json(patch.progress)),
-      ...field(json(patch.error)),
+      ...field(jsonText(patch.progress)),
+      ...field(jsonText(patch.error)),
       ...field(patch.cost),
       fence !== undefined,
       fence?.workerId ?? null,
@@ -528,6 +526,11 @@ export class PostgresStore implements StoreDialect {
     const name = STATEMENT_NAMES.get(text);
     return on.query(name === undefined ? { text, values: params } : { name, text, values: params });
   }
+}
+
+/** A patch's JSON field as the statements bind it: undefined (kept as is), null, or its text. */
+function jsonText(value: JsonObject | null | undefined): string | null | undefined {
+  return value === undefined ? undefined : value === null ? null : JSON.stringify(value);
 }
 
 /**
