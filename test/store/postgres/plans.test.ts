@@ -1,6 +1,7 @@
 // Every fixed statement of the PostgreSQL store, planned against deep tables: none reads a whole
 // large table. The plan checked is the generic one (parameters unknown), which a named statement
 // settles on after five calls, so it is what a long-running process runs.
+import { randomUUID } from "node:crypto";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openStore, type Store } from "../../../src/store/index.ts";
@@ -77,6 +78,28 @@ describe.skipIf(unavailable !== null)("the PostgreSQL store's statements on deep
     }
     expect(full).toEqual([]);
     expect(checked).toBeGreaterThan(50);
+  });
+
+  it("the batched ends' statement settles on its generic plan: planned once per connection, not on every call", async () => {
+    const [{ id }] = (await db.query<{ id: string }>("SELECT id FROM jobs WHERE status = 'queued' LIMIT 1")).rows as [{ id: string }];
+    const T = Date.now();
+    // One end with its final progress, fenced, carrying events and one output record, as a worker sends it (#endAll).
+    const oneEnd = [
+      [id], ["succeeded"], ["running"], [false], [null], [true], [T], [true], ['{"value":1,"max":1}'], [false], [null], [false], [null],
+      [true], ["w"], [1], [T], "fg_plans_test", ['{"type":"progress"}'], [1], ['{"type":"executed"}'],
+      [randomUUID()], ["alice"], [id], ["2"], ["a.png"], ["image"], ["image/png"], [10], [`blake3:${"a".repeat(64)}`], ["a".repeat(64)],
+      ["output"], [null], ["[]"], [T], [null], [1],
+    ];
+    await db.query("BEGIN");
+    try {
+      for (let i = 0; i < 8; i++) await db.query({ name: "plans_test_ends", text: PG_SQL.endJobs, values: oneEnd });
+    } finally {
+      await db.query("ROLLBACK");
+    }
+    // Each call's own plan, with the true lengths of its arrays, looked cheaper than the generic
+    // one: the statement was planned again on every call, more of its cost than running it.
+    const { rows } = await db.query("SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE name = 'plans_test_ends'");
+    expect(rows[0]).toEqual({ generic_plans: "3", custom_plans: "5" });
   });
 });
 
