@@ -361,10 +361,13 @@ function expiredSql(q = ""): string {
  * worker's engine resumes runs (`resumable`: adopted when the lease passes, see adoptExpired).
  */
 function claimSql(where: string, wait: boolean, keepQueued = false): string {
-  return `WITH RECURSIVE ${QUEUED_OWNERS}, running AS (${RUNNING_BY_OWNER}),
+  return `WITH RECURSIVE ${QUEUED_OWNERS},
     candidates AS MATERIALIZED (
-      SELECT c.seq, coalesce(r.n, 0) + c.rank AS level FROM owners o
-        LEFT JOIN running r ON r.owner = o.owner
+      SELECT c.seq, r.n + c.rank AS level FROM owners o
+        -- Counted per owner by index: a whole-table count of running jobs is read by a bitmap
+        -- that visits every row ever indexed as running until a vacuum (a bitmap scan never marks
+        -- a dead row's entry), more on every claim of a long drain.
+        CROSS JOIN LATERAL (SELECT count(*) AS n FROM jobs rj WHERE rj.owner = o.owner AND rj.status IN ${RUN_SQL}) r
         CROSS JOIN LATERAL (
           SELECT q.seq, row_number() OVER (ORDER BY q.seq) - 1 AS rank FROM (
             SELECT j.seq FROM jobs j WHERE j.status = 'queued' AND j.lease_epoch = 0 AND j.owner = o.owner
