@@ -50,6 +50,8 @@ export class Dispatcher implements JobQueue {
   private readonly notices: QueueNotices;
   private readonly counts: QueueCounts;
   private readonly running = new Map<string, AbortController>();
+  /** Runs the engine is still busy with (see slotsTaken). */
+  private readonly engineBusy = new Set<string>();
   /** Per run: stops following it, leaving it where the engine runs it (another process took the job over). */
   private readonly detachers = new Map<string, AbortController>();
   /** Secrets of queued and running jobs, in memory only, dropped when the run ends. */
@@ -86,7 +88,7 @@ export class Dispatcher implements JobQueue {
       newIds: this.newIds,
       runningIds: () => [...this.running.keys()],
       runs: (jobId: string) => this.running.has(jobId),
-      freeSlots: () => this.o.concurrency - this.running.size,
+      freeSlots: () => this.o.concurrency - this.slotsTaken(),
       abortRun: (jobId: string) => this.running.get(jobId)?.abort(),
       detachRun: (jobId: string) => this.detachers.get(jobId)?.abort(),
       // From the source's first heartbeat on, which runs before `start` returns.
@@ -297,6 +299,15 @@ export class Dispatcher implements JobQueue {
     while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
   }
 
+  /**
+   * Slots taken now. With leases (PostgreSQL), a run whose engine is done no longer holds one while
+   * its end commits, up to as many such runs as slots: the next claim goes out meanwhile.
+   */
+  private slotsTaken(): number {
+    if (!this.o.lease) return this.running.size;
+    return Math.max(this.engineBusy.size, this.running.size - this.o.concurrency);
+  }
+
   /** Fills free slots from the queue; a call during a fill makes it run once more after. */
   pump(): void {
     if (this.mode !== "dispatching") return;
@@ -305,7 +316,7 @@ export class Dispatcher implements JobQueue {
       return;
     }
     // Every slot is taken (the usual case while a queue waits): the end of a run pumps again.
-    if (this.running.size >= this.o.concurrency) return;
+    if (this.slotsTaken() >= this.o.concurrency) return;
     // An API node: workers run the jobs, but for those whose secrets only this node holds.
     if (!this.feed.wantsWork()) return;
     this.filling = "filling";
@@ -381,7 +392,7 @@ export class Dispatcher implements JobQueue {
   /** Starts jobs from the source while a slot is free and starts are allowed. */
   private async fill(): Promise<void> {
     const launch = (start: RunStart): void => this.launch(start);
-    while (!this.stopped && this.running.size < this.o.concurrency && (this.o.mayStart?.() ?? true)) {
+    while (!this.stopped && this.slotsTaken() < this.o.concurrency && (this.o.mayStart?.() ?? true)) {
       if (!(await this.feed.startNext(launch))) return;
     }
   }
@@ -398,12 +409,21 @@ export class Dispatcher implements JobQueue {
     this.detachers.set(job.id, detacher);
     this.queue.started(job.owner);
     const extra = this.extras.get(job.id) ?? {};
-    const deps = { ...this.o, persistEnd: <T>(write: () => Promise<T>, giveUp?: (err: unknown) => boolean) => this.persistEnd(job.id, write, giveUp) };
+    this.engineBusy.add(job.id);
+    const engineDone = () => {
+      if (this.engineBusy.delete(job.id)) this.pump();
+    };
+    const deps = {
+      ...this.o,
+      engineDone,
+      persistEnd: <T>(write: () => Promise<T>, giveUp?: (err: unknown) => boolean) => this.persistEnd(job.id, write, giveUp),
+    };
     const p = runJob(deps, job, extra, controller.signal, hooks, fence, resume, detacher.signal, workflow)
       .catch(() => null)
       .finally(() => {
         this.failingWrites.delete(job.id);
         this.running.delete(job.id);
+        this.engineBusy.delete(job.id);
         this.detachers.delete(job.id);
         this.feed.runEnded(job.id);
         this.extras.delete(job.id);

@@ -58,6 +58,8 @@ export interface JobRunDeps {
    * first held output on ride in the end's statement, before its status. Off by default.
    */
   endWithOutputs?: boolean | "records";
+  /** Called once the engine is done with the run (its outputs stored), before its end is written. */
+  engineDone?: () => void;
   /** Spacing of progress writes where a relay carries the run's events (default RELAYED_PROGRESS_EVERY_MS). */
   relayedProgressEveryMs?: number;
 }
@@ -225,6 +227,7 @@ class JobRun {
   /** The run from start to end: the job it ended, or null when its end was not written. */
   async run(): Promise<JobRecord | null> {
     const engineEnd = await this.runEngine();
+    this.deps.engineDone?.();
     if (engineEnd.kind === "failed" && engineEnd.cause !== undefined && !this.refused(engineEnd.cause)) this.infraFailure ??= engineEnd.cause;
     const end = await this.decideEnd(engineEnd);
     return this.publishEnd(await this.commitEnd(end, engineEnd.times));

@@ -199,6 +199,57 @@ describe("Dispatcher with leases", () => {
     expect(leases.released).toEqual([[job.id]]);
   });
 
+  it("claims the next job while a run's end commits, and no more runs end at once than it has slots", async () => {
+    const { s, leases } = await leased(); // one slot
+    // Ends wait here until released, each one told as it arrives.
+    const ending: string[] = [];
+    const arrived: Array<() => void> = [];
+    const releases = new Map<string, () => void>();
+    const original = s.data.store.transitionJob.bind(s.data.store);
+    s.data.store.transitionJob = async (id, from, to, patch, options) => {
+      if (to === "succeeded") {
+        ending.push(id);
+        await new Promise<void>((release) => {
+          releases.set(id, release);
+          arrived.shift()?.();
+        });
+      }
+      return original(id, from, to, patch, options);
+    };
+    const endArrives = () => new Promise<void>((r) => arrived.push(r));
+    const [a, b, c] = [await queuedJob(s.data.store, "a"), await queuedJob(s.data.store, "b"), await queuedJob(s.data.store, "c")];
+
+    let arrival = endArrives();
+    (await s.engine.started(a.id)).end({ kind: "succeeded" });
+    await arrival;
+    // a's end is committing: its slot is free for b, whose engine starts meanwhile.
+    const runB = await s.engine.started(b.id);
+    expect(ending).toEqual([a.id]);
+
+    // b's end commits too: two runs ending with one slot, so nothing is claimed until one lands.
+    let claimedEarly = false;
+    let open!: () => void;
+    leases.claimGate = new Promise<void>((r) => (open = r));
+    leases.claimWaits = () => (claimedEarly = true);
+    arrival = endArrives();
+    runB.end({ kind: "succeeded" });
+    await arrival;
+    expect(claimedEarly).toBe(false);
+    leases.claimGate = null;
+    leases.claimWaits = null;
+    open();
+
+    releases.get(a.id)!();
+    await s.status(a.id, "succeeded");
+    arrival = endArrives();
+    (await s.engine.started(c.id)).end({ kind: "succeeded" });
+    await arrival;
+    releases.get(b.id)!();
+    releases.get(c.id)!();
+    await s.status(b.id, "succeeded");
+    await s.status(c.id, "succeeded");
+  });
+
   it("gives up the lease of a job whose claim was under way when it stopped, not a lease later", async () => {
     const { s, leases } = await leased();
     let open!: () => void;
