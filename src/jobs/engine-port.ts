@@ -84,7 +84,8 @@ export interface RunOptions {
   onPreview(event: PreviewEvent): void;
   /**
    * Awaited: the output is durable before the run goes on; with JobRunDeps.endWithOutputs, those of
-   * the last output node left are durable bytes then, their records written with the run's end.
+   * the last output node left are only named then, their bytes stored while the engine finishes
+   * and their records written with the run's end (which waits for them).
    */
   onOutput(output: RunOutput): Promise<void>;
   onLog(event: LogEvent): void;

@@ -137,6 +137,8 @@ class JobRun {
   private ending = false;
   private readonly progressWrites: { write(value: Progress): void; idle(): Promise<void>; settle(): Promise<void> };
   private readonly commits = new Set<Promise<unknown>>();
+  /** The last output node's outputs being stored, one after another (see `onOutput`). */
+  private lastOutputs: Promise<void> = Promise.resolve();
   /** The output that could not be stored for lack of space, if any: the job fails with `insufficient_storage`. */
   private spaceFailure: OutputNode | null = null;
   /** Engine file name -> the unique name it was committed under, by folder. */
@@ -386,19 +388,38 @@ class JobRun {
   }
 
   /**
-   * Stores an output under a unique name while the run goes on. An output of the last output node
-   * is staged, its record held for the end's commit (with endWithOutputs); any other is durable
-   * with its record before the run goes on.
+   * Stores an output under a unique name while the run goes on. Any output but the last output
+   * node's is durable with its record before the run goes on. An output of the last output node
+   * is named before, and stored after: nothing the engine runs next needs it, so its bytes are
+   * written while the engine finishes (in their order, the end waiting for them, see decideEnd:
+   * a worker's next run does not wait for their fsyncs), staged with endWithOutputs true, and its
+   * record is held for the end's commit. Its event keeps its place among the run's.
    */
   private async commitOutput(output: RunOutput): Promise<void> {
     const { deps, job } = this;
     const name = await this.persist(() => deps.names.reserve(job.owner, output.folder, output.name));
     this.renamed.set(`${output.folder}/${output.name}`, name);
+    if (!this.ofLastOutputNode(output)) return this.storeOutput(output, name, false, (asset) => this.publishOutput(asset));
+    let settle!: (asset: AssetRecord | null) => void;
+    this.publishOutput(new Promise<AssetRecord | null>((resolve) => (settle = resolve)));
+    let placed = false;
+    const place = (asset: Promise<AssetRecord | null>) => {
+      placed = true;
+      void asset.then(settle, () => settle(null));
+    };
+    // Stored or not, its place in the order is given up once the store settles (no event without a record).
+    const stored = this.lastOutputs.then(() => this.storeOutput(output, name, true, place)).finally(() => placed || settle(null));
+    this.lastOutputs = stored.catch(() => undefined);
+    void track(this.commits, () => stored).catch(() => undefined);
+  }
+
+  /** Stores an output's bytes and writes its record (`last`: held for the end); `publish` places its event. */
+  private async storeOutput(output: RunOutput, name: string, last: boolean, publish: (asset: Promise<AssetRecord | null>) => void): Promise<void> {
+    const { deps, job } = this;
     const node = { node_id: output.node_id, class_type: output.class_type };
-    const last = (deps.endWithOutputs ?? false) !== false && [...this.outputNodesLeft].every((id) => id === output.node_id);
     let asset: Promise<AssetRecord | null>;
     try {
-      // An output of the last output node is staged (its bytes kept by the end's commit
+      // An output of the last output node may be staged (its bytes kept by the end's commit
       // until its file is durable: one fsync for all); any other is durable before its record.
       const stage = last && deps.endWithOutputs === true && this.stagedBytes + output.data.byteLength <= STAGED_BYTES_PER_RUN;
       if (stage) this.stagedBytes += output.data.byteLength;
@@ -421,9 +442,19 @@ class JobRun {
       else if (!this.refused(err)) this.infraFailure ??= err;
       throw err;
     }
+    publish(asset);
+  }
+
+  /** Tells an output once its record is written (`asset` never rejects), in its place among the run's events. */
+  private publishOutput(asset: Promise<AssetRecord | null>): void {
     this.inOrderAfter(asset, (written) => {
       if (written) this.emit({ type: "output", ...this.base, asset: written });
     });
+  }
+
+  /** An output of the last output node left, whose record waits for the end's commit (endWithOutputs). */
+  private ofLastOutputNode(output: RunOutput): boolean {
+    return (this.deps.endWithOutputs ?? false) !== false && [...this.outputNodesLeft].every((id) => id === output.node_id);
   }
 
   /**
@@ -440,8 +471,9 @@ class JobRun {
     // that reports a short prompt's start with its end), one fsync makes both durable. Its events
     // still go out after the move's (startCommit).
     await this.runningCommitted;
-    // A canceled run can end while an output is still being stored: it lands before the end state.
-    await Promise.allSettled(this.commits);
+    // A canceled run can end while an output is still being stored, and the last output node's
+    // are stored after the engine is done: each lands before the end state (one may add another).
+    while (this.commits.size > 0) await Promise.allSettled([...this.commits]);
     await this.rows.idle();
     // A held record a flush could not write: the run cannot succeed without it.
     const rowFailure = this.rows.failure;
@@ -449,7 +481,8 @@ class JobRun {
       if (isOutOfSpace(rowFailure.error)) end = { kind: "failed", error: outOfSpace(rowFailure.node) };
       else this.infraFailure ??= rowFailure.error;
     }
-    if (end.kind === "failed" && this.spaceFailure !== null) end = { kind: "failed", error: outOfSpace(this.spaceFailure) };
+    // (A last output's bytes are stored after the engine is done: the engine may have succeeded.)
+    if (end.kind !== "canceled" && this.spaceFailure !== null) end = { kind: "failed", error: outOfSpace(this.spaceFailure) };
     // What infrastructure ended is never the workflow's failure, and says why where an operator looks.
     else if (this.infraFailure !== null && end.kind !== "canceled") {
       end = { kind: "failed", error: { ...UPSTREAM_FAILURE } };

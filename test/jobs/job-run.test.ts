@@ -15,7 +15,7 @@ import { FileSync } from "../../src/store/file-sync.ts";
 import { SqliteStore } from "../../src/store/sqlite.ts";
 import type { JobRecord, JsonObject, Store } from "../../src/store/index.ts";
 import { openJobStore, runningJob, type JobStore } from "../fixtures/job-store.ts";
-import { ScriptedEngine } from "../fixtures/scripted-engine.ts";
+import { ScriptedEngine, textOutput } from "../fixtures/scripted-engine.ts";
 
 let data: JobStore;
 let dir: string;
@@ -315,5 +315,59 @@ describe("runJob: a start and an end in one turn", () => {
     } finally {
       await counted.close();
     }
+  });
+});
+
+describe("runJob: the last output node's outputs are stored while the engine finishes", () => {
+  /** A run of node 3 (SaveImage) with two outputs; `engineDone` says when the engine returned. */
+  const twoOutputs = (engineDone: () => void) =>
+    scriptedEngine(async (o) => {
+      o.onStart({ nodes: ["3"], cached: [], steps: {} });
+      o.onNodeStart({ node_id: "3", class_type: "SaveImage" });
+      await o.onOutput(textOutput("3", "a.png", "first"));
+      await o.onOutput(textOutput("3", "b.png", "second"));
+      o.onNodeDone({ node_id: "3", class_type: "SaveImage", ui: { images: [{ filename: "a.png", subfolder: "", type: "output" }] }, cached: false });
+      engineDone();
+      return { kind: "succeeded" };
+    });
+
+  it("the engine does not wait for their bytes; the end does, with their records, their events in their places", async () => {
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const storeOutput = data.assets.storeOutput.bind(data.assets);
+    const storing: string[] = [];
+    data.assets.storeOutput = async (j, file, options) => {
+      storing.push(file.name);
+      await held;
+      return storeOutput(j, file, options);
+    };
+    const events = new EventBus();
+    const told: string[] = [];
+    events.subscribeAll((e: JobEvent) => {
+      if (e.type === "output") told.push(`output ${e.asset.name}`);
+      else if (e.type === "node_done" || e.type === "status") told.push(e.type === "status" ? e.job.status : e.type);
+    });
+    let engineReturned = false;
+    const deps = { ...runDeps(store, twoOutputs(() => (engineReturned = true)), events), endWithOutputs: "records" as const };
+    const ending = runJob(deps, job, {}, new AbortController().signal);
+    await until(() => engineReturned);
+    // The engine is done; the first output's bytes are still being stored, and the job still runs.
+    expect(storing).toEqual(["a.png"]);
+    expect((await store.getJob(job.id))!.status).toBe("running");
+    release();
+    expect((await ending)?.status).toBe("succeeded");
+    expect((await store.listJobOutputs(job.id)).map((a) => a.name)).toEqual(["a.png", "b.png"]);
+    expect(told).toEqual(["output a.png", "output b.png", "node_done", "succeeded"]);
+  });
+
+  it("a run whose last output found no space fails insufficient_storage, though the engine succeeded", async () => {
+    const storeOutput = data.assets.storeOutput.bind(data.assets);
+    data.assets.storeOutput = async (j, file, options) => {
+      if (file.name === "b.png") throw Object.assign(new Error("no space left on device"), { code: "ENOSPC" });
+      return storeOutput(j, file, options);
+    };
+    const deps = { ...runDeps(store, twoOutputs(() => undefined), new EventBus()), endWithOutputs: "records" as const };
+    const ended = await runJob(deps, job, {}, new AbortController().signal);
+    expect(ended).toMatchObject({ status: "failed", error: { code: "insufficient_storage" } });
   });
 });
