@@ -135,7 +135,7 @@ export const SERVE_FLAGS = {
   token: { env: "FLOWGATE_TOKEN", help: "static bearer token required on v2 (default: none, open)" },
   "public-url": { env: "FLOWGATE_PUBLIC_URL", help: "origin used in signed links (default: the request's origin)" },
   "queue-limit": { env: "FLOWGATE_QUEUE_LIMIT", help: "queued jobs before queue_full (default 10000)" },
-  concurrency: { env: "FLOWGATE_CONCURRENCY", help: "jobs that run at once (default 2)" },
+  concurrency: { env: "FLOWGATE_CONCURRENCY", help: "jobs whose graphs run at once (default 2)" },
   retention: { env: "FLOWGATE_RETENTION", help: "how long jobs and uploads are kept, like 7d, 12h, 30m (default 7d)" },
   "signing-key": { env: "FLOWGATE_SIGNING_KEY", help: "HMAC key of signed links (default: generated once per data dir)" },
   surface: { env: "FLOWGATE_SURFACE", help: "self-hosted (default), cloud or serverless" },
