@@ -15,10 +15,14 @@ function fence(worker: number, epoch: number): string {
  * call's plan is then costed as the generic one is, so a named statement settles on its generic
  * plan after five calls. With the true lengths (a batch of one or two), every call's own plan
  * looks cheaper than the generic one, which assumes ten, and the statement is planned again on
- * every call: for the batched ends, more of the database's time than running them.
+ * every call: for the batched ends, more of the database's time than running them. `types`: the
+ * arrays' element types, space-separated, of the parameters from $`first` on.
  */
-function unnestUnseen(...params: string[]): string {
-  return `unnest(${params.map((p) => `(SELECT ${p})`).join(", ")})`;
+function unnestUnseen(first: number, types: string): string {
+  return `unnest(${types
+    .split(" ")
+    .map((type, i) => `(SELECT $${first + i}::${type}[])`)
+    .join(", ")})`;
 }
 
 /**
@@ -80,10 +84,8 @@ export const PG_SQL = {
   // (1-based) moved, with the move's row; $22-$36 the records (insertAsset's columns, an
   // expires_at null for the job's) and $37 the end each belongs to, inserted only for ends that
   // moved, in their order. A refused move returns no row and writes none of its records.
-  endJobs: `WITH fg_notified AS MATERIALIZED (SELECT count(pg_notify($18, p)) AS c FROM ${unnestUnseen("$19::text[]")} AS p),
-    v AS (SELECT * FROM ${unnestUnseen("$1::text[]", "$2::text[]", "$3::text[]", "$4::boolean[]", "$5::bigint[]", "$6::boolean[]", "$7::bigint[]",
-        "$8::boolean[]", "$9::text[]", "$10::boolean[]", "$11::text[]", "$12::boolean[]", "$13::float8[]", "$14::boolean[]", "$15::text[]",
-        "$16::bigint[]", "$17::bigint[]")} WITH ORDINALITY AS v(id, to_status, from_list, s_set, s_val, c_set, c_val, p_set, p_val,
+  endJobs: `WITH fg_notified AS MATERIALIZED (SELECT count(pg_notify($18, p)) AS c FROM ${unnestUnseen(19, "text")} AS p),
+    v AS (SELECT * FROM ${unnestUnseen(1, "text text text boolean bigint boolean bigint boolean text boolean text boolean float8 boolean text bigint bigint")} WITH ORDINALITY AS v(id, to_status, from_list, s_set, s_val, c_set, c_val, p_set, p_val,
         e_set, e_val, k_set, k_val, fenced, worker, epoch, changed_at, ord)),
     moved AS (UPDATE jobs SET status = v.to_status,
         started_at = CASE WHEN v.s_set THEN v.s_val ELSE jobs.started_at END,
@@ -98,12 +100,11 @@ export const PG_SQL = {
     added AS (INSERT INTO assets (${ASSET_COLUMNS})
       SELECT a.id, a.owner, a.job_id, a.node_id, a.name, a.type, a.content_type, a.size_bytes, a.hash, a.blob_key, a.folder,
           a.file_path, a.tags::json, a.created_at, COALESCE(a.expires_at, m.expires_at)
-        FROM ${unnestUnseen("$22::text[]", "$23::text[]", "$24::text[]", "$25::text[]", "$26::text[]", "$27::text[]", "$28::text[]", "$29::bigint[]",
-          "$30::text[]", "$31::text[]", "$32::text[]", "$33::text[]", "$34::text[]", "$35::bigint[]", "$36::bigint[]", "$37::int[]")} WITH ORDINALITY
+        FROM ${unnestUnseen(22, "text text text text text text text bigint text text text text text bigint bigint int")} WITH ORDINALITY
           AS a(id, owner, job_id, node_id, name, type, content_type, size_bytes, hash, blob_key, folder, file_path, tags, created_at,
             expires_at, end_ord, n)
         JOIN moved m ON m.ord = a.end_ord ORDER BY a.n)
-  SELECT moved.*, (SELECT count(pg_notify($18, t.p)) FROM ${unnestUnseen("$20::int[]", "$21::text[]")} AS t(e, p) WHERE t.e = moved.ord) AS fg_then
+  SELECT moved.*, (SELECT count(pg_notify($18, t.p)) FROM ${unnestUnseen(20, "int text")} AS t(e, p) WHERE t.e = moved.ord) AS fg_then
     FROM moved ORDER BY moved.ord`,
 
   queuedJobs: `SELECT ${JOB_COLUMNS} FROM jobs WHERE status = 'queued' AND seq > $1 ORDER BY seq LIMIT $2`,

@@ -348,7 +348,14 @@ describe("runJob: the last output node's outputs are stored while the engine fin
       else if (e.type === "node_done" || e.type === "status") told.push(e.type === "status" ? e.job.status : e.type);
     });
     let engineReturned = false;
-    const deps = { ...runDeps(store, twoOutputs(() => (engineReturned = true)), events), endWithOutputs: "records" as const };
+    const deps = {
+      ...runDeps(
+        store,
+        twoOutputs(() => (engineReturned = true)),
+        events,
+      ),
+      endWithOutputs: "records" as const,
+    };
     const ending = runJob(deps, job, {}, new AbortController().signal);
     await until(() => engineReturned);
     // The engine is done; the first output's bytes are still being stored, and the job still runs.
@@ -366,7 +373,14 @@ describe("runJob: the last output node's outputs are stored while the engine fin
       if (file.name === "b.png") throw Object.assign(new Error("no space left on device"), { code: "ENOSPC" });
       return storeOutput(j, file, options);
     };
-    const deps = { ...runDeps(store, twoOutputs(() => undefined), new EventBus()), endWithOutputs: "records" as const };
+    const deps = {
+      ...runDeps(
+        store,
+        twoOutputs(() => undefined),
+        new EventBus(),
+      ),
+      endWithOutputs: "records" as const,
+    };
     const ended = await runJob(deps, job, {}, new AbortController().signal);
     expect(ended).toMatchObject({ status: "failed", error: { code: "insufficient_storage" } });
   });

@@ -266,7 +266,10 @@ describe.skipIf(unavailable !== null)("PostgresLeases", () => {
     try {
       await db.connect();
       // Graphs of a kilobyte, as a small real one: a handful of jobs to a page.
-      const workflow = { "1": { class_type: "PrimitiveString", inputs: { value: "x".repeat(1_000) } }, "2": { class_type: "PreviewAny", inputs: { source: ["1", 0] } } };
+      const workflow = {
+        "1": { class_type: "PrimitiveString", inputs: { value: "x".repeat(1_000) } },
+        "2": { class_type: "PreviewAny", inputs: { source: ["1", 0] } },
+      };
       for (let i = 0; i < 3; i++) await Promise.all(Array.from({ length: 500 }, () => drained.createJob(newJob({ workflow, output_node_ids: ["2"] }))));
       await db.query(`PREPARE claim_plan AS ${PG_LEASE_SQL.claim}`);
       /** Buffers the next claim reads (rolled back). */
