@@ -390,7 +390,7 @@ class JobRun {
   /**
    * Stores an output under a unique name while the run goes on. Any output but the last output
    * node's is durable with its record before the run goes on. An output of the last output node
-   * is named before, and stored after: nothing the engine runs next needs it, so its bytes are
+   * (but in a resumed run) is named before, and stored after: nothing the engine runs next needs it, so its bytes are
    * written while the engine finishes (in their order, the end waiting for them, see decideEnd:
    * a worker's next run does not wait for their fsyncs), staged with endWithOutputs true, and its
    * record is held for the end's commit. Its event keeps its place among the run's.
@@ -399,7 +399,10 @@ class JobRun {
     const { deps, job } = this;
     const name = await this.persist(() => deps.names.reserve(job.owner, output.folder, output.name));
     this.renamed.set(`${output.folder}/${output.name}`, name);
-    if (!this.ofLastOutputNode(output)) return this.storeOutput(output, name, false, (asset) => this.publishOutput(asset));
+    const last = this.ofLastOutputNode(output);
+    // A resumed run's output may be one the process that died recorded, under its own name, which
+    // is known only once the bytes are hashed: the node's ui must carry that name, so it waits.
+    if (!last || this.recordedBefore !== null) return this.storeOutput(output, name, last, (asset) => this.publishOutput(asset));
     let settle!: (asset: AssetRecord | null) => void;
     this.publishOutput(new Promise<AssetRecord | null>((resolve) => (settle = resolve)));
     let placed = false;
