@@ -375,8 +375,11 @@ function claimSql(where: string, wait: boolean, keepQueued = false): string {
               AND (NOT j.secrets_given OR j.id = ANY($5::text[])) ${where} ORDER BY j.seq LIMIT $7) q) c
       WHERE o.owner IS NOT NULL AND o.owner <> ALL($4::text[])),
     picked AS (
+      -- The status compared in the "C" collation (equal for equal strings, as the default one)
+      -- matches neither the queued partial index's predicate nor (status, seq): without statistics
+      -- the planner read the seqs from a whole scan of the partial index, as long as the queue.
       SELECT j.seq, c.level FROM candidates c JOIN jobs j ON j.seq = c.seq
-        WHERE j.seq = ANY(ARRAY(SELECT seq FROM candidates)) AND j.status = 'queued' AND j.lease_epoch = 0
+        WHERE j.seq = ANY(ARRAY(SELECT seq FROM candidates)) AND j.status COLLATE "C" = 'queued' AND j.lease_epoch = 0
       ORDER BY c.level, c.seq LIMIT $6 FOR UPDATE OF j${wait ? "" : " SKIP LOCKED"}),
     claimed AS (
       UPDATE jobs SET ${keepQueued ? "started_at = $2::bigint, resumable = $8::boolean" : "status = 'running', started_at = GREATEST($2::bigint, created_at), updated_at = GREATEST($2::bigint, created_at, updated_at)"}, worker_id = $1,
