@@ -448,6 +448,21 @@ CREATE TABLE output_names (
 );
 `,
   },
+  {
+    version: 17,
+    description: "the jobs guard runs only for the updates it may refuse",
+    sql: `
+-- The same guard (jobs_guard, unchanged), its conditions in the trigger's WHEN: the executor
+-- tests them without calling the function, so a claim, a renewal or an end of a live job no
+-- longer runs PL/pgSQL for each row it moves.
+DROP TRIGGER jobs_guard ON jobs;
+CREATE TRIGGER jobs_guard BEFORE UPDATE ON jobs FOR EACH ROW
+  WHEN (OLD.status IN ('succeeded', 'canceled', 'failed', 'expired') OR NEW.seq IS DISTINCT FROM OLD.seq
+    OR NEW.id IS DISTINCT FROM OLD.id OR NEW.owner IS DISTINCT FROM OLD.owner
+    OR NEW.deployment_id IS DISTINCT FROM OLD.deployment_id OR NEW.created_at IS DISTINCT FROM OLD.created_at)
+  EXECUTE FUNCTION jobs_guard();
+`,
+  },
 ];
 
 /** The schema version this code writes. */

@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { HOSTED_FILE_TYPES, JOB_STATUSES, OUTPUT_TYPES, TERMINAL_JOB_STATUSES } from "../../generated/enums.ts";
 import { ASSET_COLUMN_NAMES, CLAIM_COLUMN_NAMES, JOB_COLUMN_NAMES, RUN_STATUSES } from "../../src/store/sql-fragments.ts";
 import { LIVE_STATUSES } from "../../src/store/types.ts";
-import { openTestStore, storeKind } from "./helpers.ts";
+import { newJob, openTestStore, storeKind } from "./helpers.ts";
 import type { TestStore } from "./helpers.ts";
 
 let t: TestStore;
@@ -95,6 +95,22 @@ describe("the migrated schema and the generated enums", () => {
   it("requires completed_at of exactly the terminal statuses, and guards exactly those", async () => {
     expect(words(await checkNaming("jobs", "status", "completed_at"))).toEqual(sorted(TERMINAL_JOB_STATUSES));
     expect(words(await terminalGuard())).toEqual(sorted(TERMINAL_JOB_STATUSES));
+    if (onSqlite) return;
+    // PostgreSQL's trigger calls the guard only for the rows its WHEN names: the same statuses.
+    const [trigger] = await t.sql("SELECT pg_get_triggerdef(oid) AS def FROM pg_trigger WHERE tgname = 'jobs_guard' AND tgrelid = 'jobs'::regclass");
+    expect(words(trigger!.def as string)).toEqual(sorted(TERMINAL_JOB_STATUSES));
+  });
+
+  it.skipIf(onSqlite)("runs no guard function for a live job's moves (PostgreSQL: the trigger's WHEN leaves them out)", async () => {
+    const job = await t.store.createJob(newJob());
+    const calls = async (statement: string) => {
+      const [row] = await t.sql(`EXPLAIN (ANALYZE, FORMAT JSON) ${statement}`, job.id);
+      const triggers = (row!["QUERY PLAN"] as Array<{ Triggers: Array<{ "Trigger Name": string; Calls: number }> }>)[0]!.Triggers;
+      return triggers.find((trigger) => trigger["Trigger Name"] === "jobs_guard")?.Calls ?? 0;
+    };
+    expect(await calls("UPDATE jobs SET status = 'running', started_at = 1 WHERE id = ?")).toBe(0);
+    expect(await calls("UPDATE jobs SET status = 'succeeded', completed_at = 2 WHERE id = ?")).toBe(0);
+    expect(await calls("UPDATE jobs SET cost = 3 WHERE id = ?")).toBe(1);
   });
 
   it("indexes expiry by the live and the terminal statuses", async () => {
