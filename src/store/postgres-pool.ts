@@ -23,7 +23,19 @@ export interface PostgresOptions {
    * stays stopped, and every takeover and expiry sweep, which skip locked rows, passes its jobs by.
    */
   idleInTransactionMs?: number;
+  /** A connection is closed once this old, between queries, and a new one opened on next use (default 5 s; see CONNECTION_LIFETIME_MS). */
+  connectionLifetimeMs?: number;
 }
+
+/**
+ * Each named statement is planned once per connection, for the tables as they were then; without
+ * an ANALYZE since (autovacuum's, when it comes), PostgreSQL keeps that plan. A worker started
+ * before the jobs planned its claims and ends on a table of a few rows (a whole-table scan is the
+ * cheap plan there) and kept those plans while a backlog grew: each claim then read every queued
+ * job, and the drain ran at half its rate (bench/RESULTS.md). A connection replaced this often
+ * plans them again for the tables as they are.
+ */
+const CONNECTION_LIFETIME_MS = 5_000;
 
 const INT8_OID = 20;
 
@@ -49,6 +61,7 @@ export function postgresPool(options: PostgresOptions): pg.Pool {
     max: options.maxConnections ?? 10,
     application_name: options.applicationName ?? "flowgate",
     connectionTimeoutMillis: 10_000,
+    maxLifetimeSeconds: (options.connectionLifetimeMs ?? CONNECTION_LIFETIME_MS) / 1000,
     types: PG_TYPES,
     ...(options.idleInTransactionMs === undefined ? {} : { idle_in_transaction_session_timeout: Math.max(1, Math.round(options.idleInTransactionMs)) }),
     ...(schema === null ? {} : { options: `-c search_path=${schema}` }),
