@@ -309,15 +309,15 @@ export class FlowgateMetrics {
     });
   }
 
-  /**
-   * Times the store's writes until they resolve (durable). The methods are replaced on the
-   * instance itself, bound to it: reads keep their direct calls, and any Store works.
-   */
   /** Counts blob files the orphan sweep removed. */
   orphanBlobsRemoved(n: number): void {
     if (n > 0) this.orphanBlobs.inc(n);
   }
 
+  /**
+   * Times the store's writes until they resolve (durable). The methods are replaced on the
+   * instance itself, bound to it: reads keep their direct calls, and any Store works.
+   */
   instrumentStore<S extends Store>(store: S): S {
     const table = store as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
     for (const name of STORE_WRITES) {
