@@ -468,6 +468,8 @@ async function fanOut(ctx: BenchContext, schema: string): Promise<Figure[]> {
 const DISPATCH_CONCURRENCY = 4;
 /** Completions before the rate is timed: workers started together still reach full speed apart. */
 const DRAIN_SKIP = 0.2;
+/** Jobs a worker up before the backlog runs first (see flowgateDrain). */
+const WORKERS_FIRST_WARM_JOBS = 40;
 /** Bound on any wait of the dispatch figures. */
 const DISPATCH_DEADLINE_MS = 120_000;
 
@@ -651,14 +653,14 @@ async function dispatch(ctx: BenchContext, schema: string, graphileSchema: strin
     databases.push(gwDb);
     const fgUrl = databaseUrl(fgDb);
     const drainBlobs = await mkdtemp(join(ctx.tmpRoot, "pg-drain-blobs-"));
-    const flowgateDrain = async (k: number): Promise<Drain> => {
-      // The queue, written through the store before the count starts: submissions are not the runs' cost.
-      const store = await openStore({ kind: "postgres", url: fgUrl });
+    /** Writes `n` jobs through the store, a hundred at a time; their ids in order. */
+    const queueJobs = async (n: number, url = fgUrl): Promise<string[]> => {
+      const store = await openStore({ kind: "postgres", url });
       const ids: string[] = [];
       try {
         const now = Date.now();
-        for (let from = 0; from < N; from += 100) {
-          const batch = Array.from({ length: Math.min(100, N - from) }, () => uuidv7(now));
+        for (let from = 0; from < n; from += 100) {
+          const batch = Array.from({ length: Math.min(100, n - from) }, () => uuidv7(now));
           await Promise.all(
             batch.map((id) =>
               store.createJob({ id, owner: "", created_at: now, expires_at: now + 3_600_000, workflow: threeNodeGraph(), output_node_ids: ["3"] }),
@@ -669,30 +671,52 @@ async function dispatch(ctx: BenchContext, schema: string, graphileSchema: strin
       } finally {
         await store.close();
       }
-      const before = await committedOnceIdle(fgDb);
+      return ids;
+    };
+    /**
+     * `k` workers drain N jobs. Queued first (the default), the queue is written before the count
+     * starts: submissions are not the runs' cost. `workersFirst`: in a database of its own, the
+     * API node and the workers start on an empty table and run a few jobs (their statements are
+     * planned then, for a table of a few rows), and the N jobs come after, while they run; only
+     * the rate is read then.
+     */
+    const flowgateDrain = async (k: number, workersFirst = false): Promise<Drain> => {
+      const dbName = workersFirst ? await createBenchDatabase() : fgDb;
+      if (workersFirst) databases.push(dbName);
+      const url = databaseUrl(dbName);
+      let ids = workersFirst ? [] : await queueJobs(N);
+      const before = await committedOnceIdle(dbName);
       const node = await spawnServer({
         kind: "flowgate",
         name: `api-drain-${k}`,
         dataDir: await mkdtemp(join(ctx.tmpRoot, "pg-drain-api-")),
-        config: { databaseUrl: fgUrl, dispatch: false, blobDir: drainBlobs, queueLimit: QUEUE_LIMIT },
+        config: { databaseUrl: url, dispatch: false, blobDir: drainBlobs, queueLimit: QUEUE_LIMIT },
       });
       // Polled on a connection of its own: each poll is one transaction, counted out. The database
       // holds these jobs alone, so a poll counts its live jobs: a poll by the N ids planned and
       // hashed the whole list, 20 times a second, on the CPUs the drain runs on.
-      const db = new pg.Client({ connectionString: fgUrl });
+      const db = new pg.Client({ connectionString: url });
       let polls = 0;
       let rows: Array<{ status: string; completed_at: number }> = [];
-      try {
-        await db.connect();
-        await startWorkers(k, fgUrl);
+      const drained = async () => {
         const deadline = Date.now() + DISPATCH_DEADLINE_MS + 100 * N;
         for (;;) {
           polls++;
           const { rows: left } = await db.query<{ n: number }>("SELECT count(*)::int AS n FROM jobs WHERE status IN ('queued', 'running', 'canceling')");
-          if (left[0]!.n === 0) break;
+          if (left[0]!.n === 0) return;
           if (Date.now() > deadline) throw new Error(`postgres dispatch: timed out waiting for ${N} flowgate jobs to end`);
           await sleep(50);
         }
+      };
+      try {
+        await db.connect();
+        await startWorkers(k, url);
+        if (workersFirst) {
+          await queueJobs(WORKERS_FIRST_WARM_JOBS, url);
+          await drained();
+          ids = await queueJobs(N, url);
+        }
+        await drained();
         polls++;
         ({ rows } = await db.query<{ status: string; completed_at: number }>("SELECT status, completed_at FROM jobs WHERE id = ANY($1) ORDER BY completed_at", [
           ids,
@@ -702,7 +726,7 @@ async function dispatch(ctx: BenchContext, schema: string, graphileSchema: strin
         await node.stop();
         await db.end().catch(() => undefined);
       }
-      const after = await committedOnceIdle(fgDb);
+      const after = await committedOnceIdle(dbName);
       const failed = rows.filter((r) => r.status !== "succeeded").length;
       if (failed > 0 || rows.length !== N) ctx.warn(`postgres dispatch: ${failed} of ${rows.length} flowgate jobs did not succeed (${N} queued)`);
       return {
@@ -728,16 +752,17 @@ async function dispatch(ctx: BenchContext, schema: string, graphileSchema: strin
       const after = await committedOnceIdle(gwDb);
       return { rate: drainRate([...side.ends].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))), perJob: (after - before) / N };
     };
-    const drains: Record<`${"fg" | "gw"}${1 | 2}`, Drain[]> = { fg1: [], gw1: [], fg2: [], gw2: [] };
+    const drains: Record<`${"fg" | "gw"}${1 | 2}` | "fgFirst", Drain[]> = { fg1: [], gw1: [], fg2: [], gw2: [], fgFirst: [] };
     for (let round = 1; round <= s.drainRounds; round++) {
       for (const k of [1, 2] as const) {
         const fg = async () => drains[`fg${k}`].push(await flowgateDrain(k));
         const gwr = async () => drains[`gw${k}`].push(await graphileDrain(k));
         for (const run of round % 2 === 1 ? [fg, gwr] : [gwr, fg]) await run();
       }
+      drains.fgFirst.push(await flowgateDrain(1, true));
       const last = (key: keyof typeof drains) => drains[key].at(-1)!;
       ctx.log(
-        `postgres: drain round ${round}: ${N} jobs; flowgate ${Math.round(last("fg1").rate)}/s (${last("fg1").perJob.toFixed(2)} transactions/job) with one worker, ${Math.round(last("fg2").rate)}/s (${last("fg2").perJob.toFixed(2)}) with two; graphile-worker ${Math.round(last("gw1").rate)}/s (${last("gw1").perJob.toFixed(2)}), ${Math.round(last("gw2").rate)}/s (${last("gw2").perJob.toFixed(2)})`,
+        `postgres: drain round ${round}: ${N} jobs; flowgate ${Math.round(last("fg1").rate)}/s (${last("fg1").perJob.toFixed(2)} transactions/job) with one worker, ${Math.round(last("fg2").rate)}/s (${last("fg2").perJob.toFixed(2)}) with two, ${Math.round(last("fgFirst").rate)}/s with one worker up before the jobs; graphile-worker ${Math.round(last("gw1").rate)}/s (${last("gw1").perJob.toFixed(2)}), ${Math.round(last("gw2").rate)}/s (${last("gw2").perJob.toFixed(2)})`,
       );
     }
     const rates = (key: keyof typeof drains) => drains[key].map((d) => d.rate);
@@ -797,6 +822,17 @@ async function dispatch(ctx: BenchContext, schema: string, graphileSchema: strin
         },
       );
     }
+    figures.push({
+      scenario: label,
+      metric: "jobs completed per second, one worker up before the jobs",
+      value: median(rates("fgFirst")),
+      unit: "jobs/s",
+      baseline: { name: "flowgate, the jobs queued before the worker started (the same rounds)", value: median(rates("fg1")), unit: "jobs/s" },
+      ratio: medianRatio(rates("fgFirst"), rates("fg1")),
+      target: { on: "ratio", op: ">=", bound: 0.8 },
+      rounds: rates("fgFirst"),
+      note: `in a new database each round: the API node and one worker started on an empty table, ${WORKERS_FIRST_WARM_JOBS} jobs run (the worker's statements planned for a table of a few rows), then ${N.toLocaleString("en-US")} jobs written while it runs; timed as above`,
+    });
     if (jobs.repeated > 0 || jobs.startSkipped > 0) {
       ctx.warn(
         `postgres dispatch: the API node's socket sent ${jobs.startSkipped} jobs' execution_success without their execution_start, and ${jobs.repeated} repeated execution_start or execution_success messages`,
