@@ -390,10 +390,11 @@ class JobRun {
   /**
    * Stores an output under a unique name while the run goes on. Any output but the last output
    * node's is durable with its record before the run goes on. An output of the last output node
-   * (but in a resumed run) is named before, and stored after: nothing the engine runs next needs it, so its bytes are
-   * written while the engine finishes (in their order, the end waiting for them, see decideEnd:
-   * a worker's next run does not wait for their fsyncs), staged with endWithOutputs true, and its
-   * record is held for the end's commit. Its event keeps its place among the run's.
+   * (but in a resumed run) is named before, and stored after: nothing the engine runs next needs
+   * it, so its bytes are written while the engine finishes (in their order, the end waiting for
+   * them, see decideEnd: a worker's next run does not wait for their fsyncs), staged with
+   * endWithOutputs true, and its record is held for the end's commit. Its event keeps its place
+   * among the run's.
    */
   private async commitOutput(output: RunOutput): Promise<void> {
     const { deps, job } = this;
