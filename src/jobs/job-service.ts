@@ -287,9 +287,9 @@ export class JobService {
     return this.o.store.queuedJobs(limit, afterSeq, caller.owner);
   }
 
-  /** How many of the caller's jobs wait in the queue. */
-  countQueued(caller: Caller): Promise<number> {
-    return this.o.store.countQueued(caller.owner);
+  /** How many of the caller's jobs are queued or running, counted in one read (a job starting is never missed nor counted twice). */
+  remaining(caller: Caller): Promise<number> {
+    return this.o.store.countLive(caller.owner);
   }
 
   /** The caller's finished jobs, newest first, at most `limit`. */

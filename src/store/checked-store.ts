@@ -185,8 +185,12 @@ export class CheckedStore implements Store {
     return this.#dialect.queuedJobsWithSecrets();
   }
 
-  countQueued(owner?: string): Promise<number> {
-    return this.#dialect.countQueued(owner);
+  countQueued(): Promise<number> {
+    return this.#dialect.countQueued();
+  }
+
+  countLive(owner: string): Promise<number> {
+    return this.#dialect.countLive(owner);
   }
 
   async jobsInStatus(statuses: readonly JobStatus[]): Promise<JobRecord[]> {

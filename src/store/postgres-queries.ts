@@ -116,7 +116,7 @@ export const PG_SQL = {
   // The queued jobs counted up to $1: the bound's comparisons need no more.
   countQueuedUpTo: "SELECT count(*) AS n FROM (SELECT 1 FROM jobs WHERE status = 'queued' LIMIT $1) q",
   queuedWithSecrets: "SELECT id FROM jobs WHERE status = 'queued' AND secrets_given ORDER BY seq",
-  countOwnerQueued: "SELECT count(*) AS n FROM jobs WHERE owner = $1 AND status = 'queued'",
+  countOwnerLive: `SELECT count(*)::int AS n FROM jobs WHERE owner = $1 AND status IN ${LIVE}`,
   jobsInStatus: `SELECT ${JOB_COLUMNS} FROM jobs WHERE status = ANY($1::text[]) ORDER BY seq`,
 
   insertAsset: `INSERT INTO assets (${ASSET_COLUMNS})

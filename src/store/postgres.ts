@@ -360,9 +360,12 @@ export class PostgresStore implements StoreDialect {
     return (await this.#query(PG_SQL.queuedWithSecrets, [])).rows.map((row) => row.id as string);
   }
 
-  async countQueued(owner?: string): Promise<number> {
-    const row = owner === undefined ? await this.#one(PG_SQL.countQueued, []) : await this.#one(PG_SQL.countOwnerQueued, [owner]);
-    return row!.n as number;
+  async countQueued(): Promise<number> {
+    return (await this.#one(PG_SQL.countQueued, []))!.n as number;
+  }
+
+  async countLive(owner: string): Promise<number> {
+    return (await this.#one(PG_SQL.countOwnerLive, [owner]))!.n as number;
   }
 
   async jobsInStatus(statuses: readonly JobStatus[]): Promise<JobRecord[]> {

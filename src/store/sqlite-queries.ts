@@ -42,7 +42,7 @@ export const SQL = {
   queuedJobs: `SELECT ${JOB_COLUMNS} FROM jobs WHERE status = 'queued' AND seq > :after ORDER BY seq LIMIT :limit`,
   countQueued: "SELECT COUNT(*) AS n FROM jobs WHERE status = 'queued'",
   ownerQueuedJobs: `SELECT ${JOB_COLUMNS} FROM jobs WHERE owner = :owner AND status = 'queued' AND seq > :after ORDER BY seq LIMIT :limit`,
-  countOwnerQueued: "SELECT COUNT(*) AS n FROM jobs WHERE owner = :owner AND status = 'queued'",
+  countOwnerLive: `SELECT COUNT(*) AS n FROM jobs WHERE owner = :owner AND status IN ${LIVE}`,
 
   insertAsset: `INSERT INTO assets (${ASSET_COLUMNS})
     VALUES (:id, :owner, :job_id, :node_id, :name, :type, :content_type, :size_bytes, :hash, :blob_key, :folder,

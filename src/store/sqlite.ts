@@ -319,8 +319,12 @@ export class SqliteStore implements StoreDialect {
     return this.#sql.queuedWithSecrets.all().map((row) => row.id as string);
   }
 
-  async countQueued(owner?: string): Promise<number> {
-    return (owner === undefined ? this.#sql.countQueued.get() : this.#sql.countOwnerQueued.get({ owner }))!.n as number;
+  async countQueued(): Promise<number> {
+    return this.#sql.countQueued.get()!.n as number;
+  }
+
+  async countLive(owner: string): Promise<number> {
+    return this.#sql.countOwnerLive.get({ owner })!.n as number;
   }
 
   async jobsInStatus(statuses: readonly JobStatus[]): Promise<JobRecord[]> {

@@ -440,8 +440,10 @@ export interface Store {
   queuedJobs(limit?: number, afterSeq?: number, owner?: string): Promise<JobRecord[]>;
   /** Ids of queued jobs submitted with secrets (recovery fails them: the secrets were in memory only). */
   queuedJobsWithSecrets(): Promise<string[]>;
-  /** How many jobs are queued (only `owner`'s when given). */
-  countQueued(owner?: string): Promise<number>;
+  /** How many jobs are queued. */
+  countQueued(): Promise<number>;
+  /** How many of `owner`'s jobs are live (queued, running or canceling), read in one snapshot. */
+  countLive(owner: string): Promise<number>;
   /** Every job in one of the statuses, in seq order (startup recovery of running/canceling jobs). */
   jobsInStatus(statuses: readonly JobStatus[]): Promise<JobRecord[]>;
 

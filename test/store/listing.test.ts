@@ -217,8 +217,20 @@ describe("queue reads", () => {
     expect(bobs.map((j) => j.owner)).toEqual(["bob", "bob"]);
     expect(bobs.map((j) => j.id)).toEqual(queued.slice(4).map((j) => j.id));
     expect(await t.store.queuedJobs(1, bobs[0]!.seq, "bob")).toEqual([bobs[1]]);
-    expect(await t.store.countQueued("bob")).toBe(2);
-    expect(await t.store.countQueued("nobody")).toBe(0);
+  });
+
+  it("counts one owner's live jobs: queued, running and canceling, not ended", async () => {
+    const jobs = await createMany(4);
+    await createMany(2, "bob");
+    await t.store.transitionJob(jobs[0]!.id, ["queued"], "running", { started_at: T0 });
+    await t.store.transitionJob(jobs[1]!.id, ["queued"], "running", { started_at: T0 });
+    await t.store.transitionJob(jobs[1]!.id, ["running"], "canceling", {});
+    await t.store.transitionJob(jobs[2]!.id, ["queued"], "canceled", { completed_at: T0 });
+    expect(await t.store.countLive("alice")).toBe(3);
+    expect(await t.store.countLive("bob")).toBe(2);
+    expect(await t.store.countLive("nobody")).toBe(0);
+    await t.store.transitionJob(jobs[0]!.id, ["running"], "succeeded", { completed_at: T0 + 1 });
+    expect(await t.store.countLive("alice")).toBe(2);
   });
 
   it("finds jobs in given statuses for startup recovery", async () => {

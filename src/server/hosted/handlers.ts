@@ -189,8 +189,7 @@ export const hostedHandlers: HostedHandlers<HandlerContext> = {
   },
 
   async hostedGetPromptInfo(_input, ctx): Promise<OperationResult<"hostedGetPromptInfo">> {
-    const [running, queued] = await Promise.all([ctx.runtime.jobs.running(ctx.caller), ctx.runtime.jobs.countQueued(ctx.caller)]);
-    return { status: 200, body: { exec_info: { queue_remaining: running.length + queued } } };
+    return { status: 200, body: { exec_info: { queue_remaining: await ctx.runtime.jobs.remaining(ctx.caller) } } };
   },
 
   async hostedGetJobStatus(input: OperationInput<"hostedGetJobStatus">, ctx): Promise<OperationResult<"hostedGetJobStatus">> {
@@ -214,7 +213,12 @@ export const hostedHandlers: HostedHandlers<HandlerContext> = {
   },
 
   async hostedGetQueue(_input, ctx): Promise<OperationResult<"hostedGetQueue">> {
-    const [running, pending] = await Promise.all([ctx.runtime.jobs.running(ctx.caller), ctx.runtime.jobs.queued(ctx.caller, QUEUE_PENDING_LIMIT)]);
+    // Two reads: the queued first, then the running. A job that starts between them is read in
+    // both and listed once, as running; read the other way round, it would be in neither.
+    const queued = await ctx.runtime.jobs.queued(ctx.caller, QUEUE_PENDING_LIMIT);
+    const running = await ctx.runtime.jobs.running(ctx.caller);
+    const started = new Set(running.map((j) => j.id));
+    const pending = queued.filter((j) => !started.has(j.id));
     const entries = (jobs: JobRecord[]) => Promise.all(jobs.map(async (j) => queueEntry(j, await ctx.runtime.jobs.graphOf(j))));
     return { status: 200, body: { queue_running: await entries(running), queue_pending: await entries(pending) } };
   },
