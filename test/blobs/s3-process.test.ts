@@ -1,6 +1,6 @@
 // A flowgate process (`flowgate serve`, a child, so that its memory is its own) on a bucket:
 // a 300 MB upload and the 300 MB download of it (--blob-proxy: through the server) stream
-// through with its resident memory growing by less than 64 MB; a server SIGKILLed in the middle
+// through with its resident memory growing by less than 96 MB; a server SIGKILLed in the middle
 // of an upload leaves no object and no record; a bucket outage is logged once, without a stack,
 // however many requests it fails. The bucket is s3rver on loopback in this process
 // (test-bucket.ts; it does not verify signatures), or FLOWGATE_TEST_S3_BUCKET's endpoint.
@@ -17,6 +17,10 @@ import { startTestBucket, type TestBucket } from "./test-bucket.ts";
 
 const MiB = 1024 * 1024;
 const SIZE = 300 * MiB;
+// A server that held the upload would grow by 300 MB. One that streams it holds its parts in
+// flight (3 of 8 MiB) and what its GC has not collected yet: 3 to 40 MB alone, up to 70 MB seen
+// while the whole suite ran beside it.
+const GROWTH_BOUND_MB = 96;
 const TOKEN = "s3-process-token-0123456789";
 const linux = process.platform === "linux";
 const plainHttp = !process.env.FLOWGATE_TEST_S3_BUCKET || (process.env.FLOWGATE_TEST_S3_ENDPOINT ?? "").startsWith("http:");
@@ -109,7 +113,7 @@ function uploadStream(
 }
 
 describe.skipIf(!linux || !plainHttp)("a flowgate process on a bucket", () => {
-  it("a 300 MB upload and its 300 MB download (--blob-proxy) stream through with resident memory growing under 64 MB", async () => {
+  it("a 300 MB upload and its 300 MB download (--blob-proxy) stream through with resident memory growing under 96 MB", async () => {
     const server = await serve("rss/", ["--blob-proxy"]);
     try {
       const pid = server.child.pid!;
@@ -125,7 +129,7 @@ describe.skipIf(!linux || !plainHttp)("a flowgate process on a bucket", () => {
       expect(up.body.size_bytes).toBe(SIZE);
       const uploadGrowthMb = (memoryOf(pid).peakKb - before) / 1024;
       console.info(`resident memory growth over a 300 MB upload: ${uploadGrowthMb.toFixed(1)} MB`);
-      expect(uploadGrowthMb).toBeLessThan(64);
+      expect(uploadGrowthMb).toBeLessThan(GROWTH_BOUND_MB);
 
       const beforeDownload = resetPeak(pid);
       const res = await fetch(up.body.url);
@@ -141,7 +145,7 @@ describe.skipIf(!linux || !plainHttp)("a flowgate process on a bucket", () => {
       expect(`blake3:${hasher.digest("hex")}`).toBe(up.hash);
       const downloadGrowthMb = (memoryOf(pid).peakKb - beforeDownload) / 1024;
       console.info(`resident memory growth over a 300 MB download: ${downloadGrowthMb.toFixed(1)} MB`);
-      expect(downloadGrowthMb).toBeLessThan(64);
+      expect(downloadGrowthMb).toBeLessThan(GROWTH_BOUND_MB);
     } finally {
       server.child.kill("SIGKILL");
       await server.exited;

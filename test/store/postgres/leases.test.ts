@@ -273,12 +273,12 @@ describe.skipIf(unavailable !== null)("PostgresLeases", () => {
       for (let i = 0; i < 3; i++) await Promise.all(Array.from({ length: 500 }, () => drained.createJob(newJob({ workflow, output_node_ids: ["2"] }))));
       await db.query(`PREPARE claim_plan AS ${PG_LEASE_SQL.claim}`);
       /** Buffers the next claim reads (rolled back). */
-      const claimReads = async (): Promise<number> => {
+      const claimReads = async (): Promise<{ pages: number; plan: string }> => {
         await db.query("BEGIN");
         const { rows } = await db.query(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE claim_plan('w', ${T0}, 30000, '{}', '{}', 1, 9)`);
         await db.query("ROLLBACK");
         const plan = (rows[0]!["QUERY PLAN"] as Array<{ Plan: Record<string, number> }>)[0]!.Plan;
-        return plan["Shared Hit Blocks"]! + plan["Shared Read Blocks"]!;
+        return { pages: plan["Shared Hit Blocks"]! + plan["Shared Read Blocks"]!, plan: JSON.stringify(plan) };
       };
       /** Claims and ends `n` jobs, one at a time, as a worker of one slot does. */
       const drain = async (n: number) => {
@@ -292,8 +292,10 @@ describe.skipIf(unavailable !== null)("PostgresLeases", () => {
       await drain(1_200);
       // When the running counts were read by a bitmap of every row ever indexed as running (a
       // bitmap scan never marks a dead row's entry), a claim read 200 pages more here, and more
-      // the longer the drain.
-      expect(await claimReads()).toBeLessThan(early + 40);
+      // the longer the drain. Now it reads 0 to 25 more (dead entries a scan has not marked yet,
+      // more of them on a busy host): the bound sits between the two.
+      const late = await claimReads();
+      expect(late.pages, `early: ${early.plan}\nlate: ${late.plan}`).toBeLessThan(early.pages + 80);
     } finally {
       await db.end().catch(() => undefined);
       await Promise.all([drained.close(), leases.close()]);
