@@ -19,7 +19,11 @@ async function queuePrompt(value: string, seconds = 0): Promise<string> {
   const source = { "1": { class_type: "PrimitiveString", inputs: { value } } };
   const prompt =
     seconds > 0
-      ? { ...source, "2": { class_type: "FlowgateDelay", inputs: { value: ["1", 0], seconds } }, "3": { class_type: "PreviewAny", inputs: { source: ["2", 0] } } }
+      ? {
+          ...source,
+          "2": { class_type: "FlowgateDelay", inputs: { value: ["1", 0], seconds } },
+          "3": { class_type: "PreviewAny", inputs: { source: ["2", 0] } },
+        }
       : { ...source, "2": { class_type: "PreviewAny", inputs: { source: ["1", 0] } } };
   const res = await api("/prompt", { prompt });
   expect(res.status).toBe(200);
