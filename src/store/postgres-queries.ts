@@ -354,7 +354,9 @@ function expiredSql(q = ""): string {
  * of a claim that found every candidate held). A job committed while the claim waited may be
  * younger than $2: it never starts before its creation. The last column counts the candidates
  * (a row of nulls when none was claimed), so that a claim that found only held jobs retries.
- * Each claimed row carries its graph: the run needs no read of its own. The candidates' rows are
+ * Each claimed row carries its graph: the run needs no read of its own. An owner's candidates
+ * come in `seq + 0` order, which only jobs_queued_claim_order gives (schema 18): whatever the
+ * statistics, the plan reads that index, never the primary key past finished jobs. The candidates' rows are
  * looked up by their seqs (= ANY of an array): joined to the candidates alone, whose number the
  * planner cannot tell, they were found by hashing every queued row, on every claim.
  * `keepQueued` (claimQueued): the job stays queued, its started_at null ($2 is null then); a job
@@ -372,7 +374,7 @@ function claimSql(where: string, wait: boolean, keepQueued = false): string {
         CROSS JOIN LATERAL (
           SELECT q.seq, row_number() OVER (ORDER BY q.seq) - 1 AS rank FROM (
             SELECT j.seq FROM jobs j WHERE j.status = 'queued' AND j.lease_epoch = 0 AND j.owner = o.owner
-              AND (NOT j.secrets_given OR j.id = ANY($5::text[])) ${where} ORDER BY j.seq LIMIT $7) q) c
+              AND (NOT j.secrets_given OR j.id = ANY($5::text[])) ${where} ORDER BY j.seq + 0 LIMIT $7) q) c
       WHERE o.owner IS NOT NULL AND o.owner <> ALL($4::text[])),
     picked AS (
       -- The status compared in the "C" collation (equal for equal strings, as the default one)

@@ -83,7 +83,7 @@ describe.runIf(onSqlite)("query plans", () => {
     queuedJobs: "jobs_status_seq",
     countQueued: "jobs_status_seq",
     ownerQueuedJobs: "jobs_owner_status_seq",
-    countOwnerQueued: "jobs_owner_status_seq",
+    countOwnerLive: "jobs_owner_status_seq",
     listAll: "jobs_owner_seq",
     listOneStatus: "jobs_owner_status_seq",
     listJobOutputs: "assets_job_seq",

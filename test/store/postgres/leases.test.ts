@@ -342,6 +342,50 @@ describe.skipIf(unavailable !== null)("PostgresLeases", () => {
     }
   });
 
+  it("a claim after statistics taken while most jobs were queued reads no job finished since", { timeout: 120_000 }, async () => {
+    const db = new pg.Client({ connectionString: TEST_DATABASE_URL });
+    try {
+      await db.connect();
+      await db.query(`SET search_path = ${schema}`);
+      // Graphs of a kilobyte, as a small real one: a handful of jobs to a page.
+      const workflow = {
+        "1": { class_type: "PrimitiveString", inputs: { value: "x".repeat(1_000) } },
+        "2": { class_type: "PreviewAny", inputs: { source: ["1", 0] } },
+      };
+      for (let i = 0; i < 3; i++)
+        await Promise.all(Array.from({ length: 500 }, (_, k) => store.createJob(newJob({ owner: `o${k % 3}`, workflow, output_node_ids: ["2"] }))));
+      const drain = async (n: number) => {
+        for (let ended = 0; ended < n; ) {
+          for (const { job } of await a.claimMany("w", 30_000, T0, undefined, [], false, 3)) {
+            await store.transitionJob(job.id, ["running"], "succeeded", { completed_at: T0 + 1 });
+            ended++;
+          }
+        }
+      };
+      await drain(100);
+      // Autovacuum's ANALYZE, taken while most of the table is queued (a backlog just written).
+      await db.query("ANALYZE jobs");
+      await drain(1_200);
+      await db.query(`PREPARE claim_plan AS ${PG_LEASE_SQL.claim}`);
+      type Node = PlanNode & { "Index Name"?: string; "Index Cond"?: string; "Shared Hit Blocks": number; "Shared Read Blocks": number };
+      const nodes = (node: Node): Node[] => [node, ...(node.Plans ?? []).flatMap((child) => nodes(child as Node))];
+      // Custom plans (the first five), then the generic one: each finds an owner's candidates by
+      // its index. Walking the primary key past the 1,300 jobs run since the ANALYZE read about
+      // 2,900 pages here.
+      for (let i = 0; i < 7; i++) {
+        await db.query("BEGIN");
+        const { rows } = await db.query(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE claim_plan('w', ${T0}, 30000, '{}', '{}', 1, 9)`);
+        await db.query("ROLLBACK");
+        const plan = (rows[0]!["QUERY PLAN"] as Array<{ Plan: Node }>)[0]!.Plan;
+        const byOwner = nodes(plan).filter((n) => n["Index Name"] === "jobs_queued_claim_order" && /\(owner = /.test(n["Index Cond"] ?? ""));
+        expect(byOwner.length, `execution ${i + 1}`).toBeGreaterThan(0);
+        expect(plan["Shared Hit Blocks"] + plan["Shared Read Blocks"], `execution ${i + 1}`).toBeLessThan(400);
+      }
+    } finally {
+      await db.end();
+    }
+  });
+
   it("reads back the live jobs a worker holds, with their epochs", async () => {
     await store.createJob(newJob());
     const claimed = (await a.claim("wa", 30_000, T0, undefined, []))!;
