@@ -411,16 +411,17 @@ export const PG_LEASE_SQL = {
       SELECT owner FROM jobs WHERE status IN ${RUN_SQL} UNION ALL SELECT owner FROM jobs WHERE ${CLAIMED_QUEUED}) t
     GROUP BY owner`,
   // $1 job: the queued jobs before it in the fair order (no row when it is not queued). Per owner,
-  // only the jobs of a level up to the job's own are read, in index order.
+  // only the jobs of a level up to the job's own are read, in the claims' index order (seq + 0,
+  // as a claim reads them: never the primary key walked past finished jobs).
   position: `WITH RECURSIVE ${QUEUED_OWNERS}, running AS (${RUNNING_BY_OWNER}),
     me AS (SELECT owner, seq FROM jobs WHERE id = $1 AND status = 'queued'),
     mine AS (SELECT me.seq, coalesce((SELECT n FROM running WHERE running.owner = me.owner), 0)
-        + (SELECT count(*) FROM jobs j WHERE j.status = 'queued' AND j.owner = me.owner AND j.seq < me.seq) AS level FROM me)
+        + (SELECT count(*) FROM jobs j WHERE j.status = 'queued' AND j.owner = me.owner AND j.seq + 0 < me.seq) AS level FROM me)
     SELECT (SELECT count(*) FROM owners o
         CROSS JOIN LATERAL (SELECT coalesce((SELECT n FROM running WHERE running.owner = o.owner), 0) AS n) r
         CROSS JOIN LATERAL (
-          SELECT j.seq, r.n + row_number() OVER (ORDER BY j.seq) - 1 AS level FROM jobs j
-          WHERE j.status = 'queued' AND j.owner = o.owner ORDER BY j.seq LIMIT greatest(0, mine.level - r.n + 1)) q
+          SELECT j.seq, r.n + row_number() OVER (ORDER BY j.seq + 0) - 1 AS level FROM jobs j
+          WHERE j.status = 'queued' AND j.owner = o.owner ORDER BY j.seq + 0 LIMIT greatest(0, mine.level - r.n + 1)) q
         WHERE o.owner IS NOT NULL AND (q.level, q.seq) < (mine.level, mine.seq))::int AS position FROM mine`,
   // Each owner's queued and running jobs (the counts a new job's position is taken from).
   queueCounts: `SELECT owner, (count(*) FILTER (WHERE status = 'queued'))::int AS queued,

@@ -467,10 +467,11 @@ CREATE TRIGGER jobs_guard BEFORE UPDATE ON jobs FOR EACH ROW
     version: 18,
     description: "the claims' order of each owner's queued jobs, an index no other order uses",
     sql: `
--- A claim reads each owner's first queued jobs ordered by seq + 0, which this index alone yields
--- in order: the primary key cannot, so the planner never walks it past the jobs finished since
--- its statistics were taken (an ANALYZE while most of the table was queued made that scan look
--- cheapest, and each claim then read every job run since). The same rows as jobs_queued_owner_seq.
+-- A claim (and an exact position) reads each owner's first queued jobs ordered by seq + 0, which
+-- this index alone yields in order: the primary key cannot, so the planner never walks it past
+-- the jobs finished since its statistics were taken (an ANALYZE while most of the table was
+-- queued made that scan look cheapest, and each claim then read every job run since). The same
+-- rows as jobs_queued_owner_seq.
 CREATE INDEX jobs_queued_claim_order ON jobs (owner, (seq + 0)) WHERE status = 'queued';
 `,
   },
