@@ -46,6 +46,12 @@ class CallbackFailure {
 /** Marks work abandoned because the run already ended (cancel, timeout, another failure). */
 class RunStopped {}
 
+/**
+ * Why a finished run's signal aborts (stragglers drop their results): one shared AbortError, as
+ * `abort()` without a reason builds a new DOMException, stack included, at every run's end.
+ */
+const RUN_ENDED = new DOMException("The run ended", "AbortError");
+
 type Callback = "onStart" | "onCached" | "onNodeStart" | "onNodeDone" | "onOutput";
 type Notification = "onProgress" | "onPreview" | "onLog";
 
@@ -101,7 +107,7 @@ class Run {
       external?.removeEventListener("abort", onAbort);
       clearTimeout(timer);
       // Stragglers see the abort at their next boundary; their results are dropped.
-      this.controller.abort();
+      this.controller.abort(RUN_ENDED);
     });
   }
 
