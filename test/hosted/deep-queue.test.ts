@@ -5,43 +5,18 @@ import * as v from "../../generated/validators.js";
 import { QUEUE_PENDING_LIMIT } from "../../src/server/hosted/handlers.ts";
 import { ComfyClient } from "./comfy-client.ts";
 import { startTestServer, until, type TestServer } from "./hosted-server.ts";
+import { queueCalls } from "./queue-calls.ts";
 
 const KEY = "test-key-0123456789";
 const PENDING = QUEUE_PENDING_LIMIT + 5;
 let server: TestServer;
 
-function api(path: string, body?: unknown): Promise<Response> {
-  const init: RequestInit = { headers: { "X-API-Key": KEY, "content-type": "application/json" } };
-  if (body !== undefined) Object.assign(init, { method: "POST", body: JSON.stringify(body) });
-  return fetch(`${server.url}/api${path}`, init);
-}
-
-async function queuePrompt(value: string, seconds = 0): Promise<string> {
-  const prompt =
-    seconds > 0
-      ? {
-          "1": { class_type: "PrimitiveString", inputs: { value } },
-          "2": { class_type: "FlowgateDelay", inputs: { value: ["1", 0], seconds } },
-          "3": { class_type: "PreviewAny", inputs: { source: ["2", 0] } },
-        }
-      : { "1": { class_type: "PrimitiveString", inputs: { value } }, "2": { class_type: "PreviewAny", inputs: { source: ["1", 0] } } };
-  const res = await api("/prompt", { prompt });
-  expect(res.status).toBe(200);
-  return ((await res.json()) as { prompt_id: string }).prompt_id;
-}
-
-async function status(id: string): Promise<string> {
-  return ((await (await api(`/job/${id}/status`)).json()) as { status: string }).status;
-}
+const { api, queuePrompt, status, remaining } = queueCalls(() => server, KEY);
 
 /** queue_remaining of the socket's latest status message. */
 function socketRemaining(client: ComfyClient): number | undefined {
   const last = client.messages.filter((m) => m.type === "status").at(-1) as { data: { status: { exec_info: { queue_remaining: number } } } } | undefined;
   return last?.data.status.exec_info.queue_remaining;
-}
-
-async function remaining(): Promise<number> {
-  return ((await (await api("/prompt")).json()) as { exec_info: { queue_remaining: number } }).exec_info.queue_remaining;
 }
 
 beforeAll(async () => {

@@ -5,30 +5,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as v from "../../generated/validators.js";
 import type { Store } from "../../src/store/index.ts";
 import { startTestServer, until, type TestServer } from "./hosted-server.ts";
+import { queueCalls } from "./queue-calls.ts";
 
 const KEY = "test-key-0123456789";
 let server: TestServer;
 
-function api(path: string, body?: unknown): Promise<Response> {
-  const init: RequestInit = { headers: { "X-API-Key": KEY, "content-type": "application/json" } };
-  if (body !== undefined) Object.assign(init, { method: "POST", body: JSON.stringify(body) });
-  return fetch(`${server.url}/api${path}`, init);
-}
-
-async function queuePrompt(value: string, seconds = 0): Promise<string> {
-  const source = { "1": { class_type: "PrimitiveString", inputs: { value } } };
-  const prompt =
-    seconds > 0
-      ? {
-          ...source,
-          "2": { class_type: "FlowgateDelay", inputs: { value: ["1", 0], seconds } },
-          "3": { class_type: "PreviewAny", inputs: { source: ["2", 0] } },
-        }
-      : { ...source, "2": { class_type: "PreviewAny", inputs: { source: ["1", 0] } } };
-  const res = await api("/prompt", { prompt });
-  expect(res.status).toBe(200);
-  return ((await res.json()) as { prompt_id: string }).prompt_id;
-}
+const { api, queuePrompt, status, remaining } = queueCalls(() => server, KEY);
 
 type Read = "listJobs" | "queuedJobs" | "countQueued" | "countLive";
 const READS: Read[] = ["listJobs", "queuedJobs", "countQueued", "countLive"];
@@ -77,7 +59,7 @@ afterAll(async () => {
 describe("a job that starts while the queue is read", () => {
   it("HOST-7: GET /api/prompt and GET /api/queue count it once, whichever read sees it start", async () => {
     const running = await queuePrompt("slow", 60);
-    await until(async () => ((await (await api(`/job/${running}/status`)).json()) as { status: string }).status === "executing" || undefined);
+    await until(async () => ((await status(running)) === "executing" ? true : undefined));
     const starting = await queuePrompt("starting");
     const waiting = await queuePrompt("waiting");
     const store = server.runtime.store;
@@ -101,6 +83,6 @@ describe("a job that starts while the queue is read", () => {
     await store.transitionJob(next, ["running"], "failed", { completed_at: Date.now() });
     expect((await api("/queue", { clear: true })).status).toBe(200);
     expect((await api("/interrupt", {})).status).toBe(200);
-    await until(async () => ((await (await api("/prompt")).json()) as { exec_info: { queue_remaining: number } }).exec_info.queue_remaining === 0 || undefined);
+    await until(async () => ((await remaining()) === 0 ? true : undefined));
   });
 });
