@@ -382,7 +382,7 @@ describe.skipIf(unavailable !== null)("PostgresLeases", () => {
         expect(plan["Shared Hit Blocks"] + plan["Shared Read Blocks"], `execution ${i + 1}`).toBeLessThan(400);
       }
       // The exact position of a job near the front reads the owners' queued jobs the same way (it
-      // read 2,400 pages here by the primary key).
+      // read 3,300 pages here by the primary key).
       const front = (await db.query<{ id: string }>("SELECT id FROM jobs WHERE status = 'queued' ORDER BY seq LIMIT 1 OFFSET 5")).rows[0]!.id;
       await db.query(`PREPARE position_plan AS ${PG_LEASE_SQL.position}`);
       for (let i = 0; i < 7; i++) {
