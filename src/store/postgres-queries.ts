@@ -427,8 +427,8 @@ export const PG_LEASE_SQL = {
   queueCounts: `SELECT owner, (count(*) FILTER (WHERE status = 'queued'))::int AS queued,
       (count(*) FILTER (WHERE status <> 'queued'))::int AS running
     FROM jobs WHERE status IN ${LIVE} GROUP BY owner`,
-  // $1 owner: its jobs queued or running (a hosted socket's queue_remaining).
-  liveCount: `SELECT count(*)::int AS n FROM jobs WHERE owner = $1 AND status IN ${LIVE}`,
+  // $1 owner: its jobs queued or running (a hosted socket's queue_remaining, as GET /api/prompt's).
+  liveCount: PG_SQL.countOwnerLive,
   // $1 worker, $2 ids, $3 lease ms. The worker's live jobs, and the queued jobs whose secrets it holds.
   renew: `UPDATE jobs SET worker_id = $1, lease_until = ${DB_NOW_MS} + $3
     WHERE id = ANY($2::text[]) AND ((worker_id = $1 AND (status IN ${RUN_SQL} OR (${CLAIMED_QUEUED})))
