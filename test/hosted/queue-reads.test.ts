@@ -12,8 +12,8 @@ let server: TestServer;
 
 const { api, queuePrompt, status, remaining } = queueCalls(() => server, KEY);
 
-type Read = "listJobs" | "queuedJobs" | "countQueued" | "countLive";
-const READS: Read[] = ["listJobs", "queuedJobs", "countQueued", "countLive"];
+const READS = ["listJobs", "queuedJobs", "countQueued", "countLive"] as const;
+type Read = (typeof READS)[number];
 
 /**
  * Runs `request` with the store's queue reads scheduled around `move`: the first read runs, then
