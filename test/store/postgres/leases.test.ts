@@ -32,6 +32,28 @@ afterEach(async () => {
   await dropTestSchema(schema);
 });
 
+/**
+ * Runs `work` on a database of its own, dropped after: rows of finished runs are skipped once no
+ * snapshot of the database can see them, so other tests' transactions (in the shared database)
+ * must not hold them. A store, a lease store and a client on it.
+ */
+async function onOwnDatabase(work: (on: { store: Store; leases: PostgresLeases; db: pg.Client }) => Promise<void>): Promise<void> {
+  const database = `fg_test_drain_${randomBytes(6).toString("hex")}`;
+  await adminQuery(`CREATE DATABASE ${database}`);
+  const url = TEST_DATABASE_URL.replace(/\/[^/?]*(\?|$)/, `/${database}$1`);
+  const store = await openStore({ kind: "postgres", url });
+  const leases = await PostgresLeases.open({ url });
+  const db = new pg.Client({ connectionString: url });
+  try {
+    await db.connect();
+    await work({ store, leases, db });
+  } finally {
+    await db.end().catch(() => undefined);
+    await Promise.all([store.close(), leases.close()]);
+    await adminQuery(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+  }
+}
+
 describe.skipIf(unavailable !== null)("PostgresLeases", () => {
   it("two processes claiming at once never take the same job, and take them all", async () => {
     const ids = new Set<string>();
@@ -255,16 +277,7 @@ describe.skipIf(unavailable !== null)("PostgresLeases", () => {
   });
 
   it("a claim after a long drain reads about what the first claims read: the rows of finished runs are not visited again", { timeout: 120_000 }, async () => {
-    // A database of its own: rows of finished runs are skipped once no snapshot of it can see
-    // them, so other tests' transactions (in the shared database) must not hold them.
-    const database = `fg_test_drain_${randomBytes(6).toString("hex")}`;
-    await adminQuery(`CREATE DATABASE ${database}`);
-    const url = TEST_DATABASE_URL.replace(/\/[^/?]*(\?|$)/, `/${database}$1`);
-    const drained = await openStore({ kind: "postgres", url });
-    const leases = await PostgresLeases.open({ url });
-    const db = new pg.Client({ connectionString: url });
-    try {
-      await db.connect();
+    await onOwnDatabase(async ({ store: drained, leases, db }) => {
       // Graphs of a kilobyte, as a small real one: a handful of jobs to a page.
       const workflow = {
         "1": { class_type: "PrimitiveString", inputs: { value: "x".repeat(1_000) } },
@@ -296,11 +309,7 @@ describe.skipIf(unavailable !== null)("PostgresLeases", () => {
       // more of them on a busy host): the bound sits between the two.
       const late = await claimReads();
       expect(late.pages, `early: ${early.plan}\nlate: ${late.plan}`).toBeLessThan(early.pages + 80);
-    } finally {
-      await db.end().catch(() => undefined);
-      await Promise.all([drained.close(), leases.close()]);
-      await adminQuery(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-    }
+    });
   });
 
   it("a claim planned without statistics after a drain looks its candidates up by seq, not by reading every queued job", { timeout: 60_000 }, async () => {
@@ -342,11 +351,10 @@ describe.skipIf(unavailable !== null)("PostgresLeases", () => {
     }
   });
 
-  it("a claim and an exact position after statistics taken while most jobs were queued read no job finished since", { timeout: 120_000 }, async () => {
-    const db = new pg.Client({ connectionString: TEST_DATABASE_URL });
-    try {
-      await db.connect();
-      await db.query(`SET search_path = ${schema}`);
+  it("a claim and an exact position after statistics taken while most jobs were queued find the queued jobs by index, not past the jobs finished since", {
+    timeout: 120_000,
+  }, async () => {
+    await onOwnDatabase(async ({ store, leases, db }) => {
       // Graphs of a kilobyte, as a small real one: a handful of jobs to a page.
       const workflow = {
         "1": { class_type: "PrimitiveString", inputs: { value: "x".repeat(1_000) } },
@@ -356,7 +364,7 @@ describe.skipIf(unavailable !== null)("PostgresLeases", () => {
         await Promise.all(Array.from({ length: 500 }, (_, k) => store.createJob(newJob({ owner: `o${k % 3}`, workflow, output_node_ids: ["2"] }))));
       const drain = async (n: number) => {
         for (let ended = 0; ended < n; ) {
-          for (const { job } of await a.claimMany("w", 30_000, T0, undefined, [], false, 3)) {
+          for (const { job } of await leases.claimMany("w", 30_000, T0, undefined, [], false, 3)) {
             await store.transitionJob(job.id, ["running"], "succeeded", { completed_at: T0 + 1 });
             ended++;
           }
@@ -367,19 +375,29 @@ describe.skipIf(unavailable !== null)("PostgresLeases", () => {
       await db.query("ANALYZE jobs");
       await drain(1_200);
       await db.query(`PREPARE claim_plan AS ${PG_LEASE_SQL.claim}`);
-      type Node = PlanNode & { "Index Name"?: string; "Index Cond"?: string; "Shared Hit Blocks": number; "Shared Read Blocks": number };
+      type Node = PlanNode & { "Index Name"?: string; "Index Cond"?: string; Filter?: string };
       const nodes = (node: Node): Node[] => [node, ...(node.Plans ?? []).flatMap((child) => nodes(child as Node))];
-      // Custom plans (the first five), then the generic one: each finds an owner's candidates by
-      // its index. Walking the primary key past the 1,300 jobs run since the ANALYZE read about
-      // 2,900 pages here.
+      /**
+       * Whether a plan finds owners' queued jobs by the claims' order index (an owner's first ones
+       * in its order), and never by walking the primary key and filtering on the status. The
+       * pages read are not compared: a snapshot held anywhere in the cluster (another test's
+       * transaction) keeps the drained jobs' dead index entries, which both plans then visit.
+       */
+      const byClaimOrder = (plan: Node, label: string) => {
+        const all = nodes(plan);
+        const owners = all.filter((n) => n["Index Name"] === "jobs_queued_claim_order" && /\(owner = /.test(n["Index Cond"] ?? ""));
+        const walks = all.filter((n) => n["Index Name"] === "jobs_pkey" && /status = 'queued'/.test(n.Filter ?? ""));
+        expect(owners.length, label).toBeGreaterThan(0);
+        expect(walks, label).toEqual([]);
+      };
+      // Custom plans (the first five), then the generic one. Walking the primary key past the
+      // 1,300 jobs run since the ANALYZE read about 2,900 pages here.
       for (let i = 0; i < 7; i++) {
         await db.query("BEGIN");
         const { rows } = await db.query(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE claim_plan('w', ${T0}, 30000, '{}', '{}', 1, 9)`);
         await db.query("ROLLBACK");
         const plan = (rows[0]!["QUERY PLAN"] as Array<{ Plan: Node }>)[0]!.Plan;
-        const byOwner = nodes(plan).filter((n) => n["Index Name"] === "jobs_queued_claim_order" && /\(owner = /.test(n["Index Cond"] ?? ""));
-        expect(byOwner.length, `execution ${i + 1}`).toBeGreaterThan(0);
-        expect(plan["Shared Hit Blocks"] + plan["Shared Read Blocks"], `execution ${i + 1}`).toBeLessThan(400);
+        byClaimOrder(plan, `claim, execution ${i + 1}`);
       }
       // The exact position of a job near the front reads the owners' queued jobs the same way (it
       // read 3,300 pages here by the primary key).
@@ -388,11 +406,9 @@ describe.skipIf(unavailable !== null)("PostgresLeases", () => {
       for (let i = 0; i < 7; i++) {
         const { rows } = await db.query(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE position_plan('${front}')`);
         const plan = (rows[0]!["QUERY PLAN"] as Array<{ Plan: Node }>)[0]!.Plan;
-        expect(plan["Shared Hit Blocks"] + plan["Shared Read Blocks"], `position, execution ${i + 1}`).toBeLessThan(400);
+        byClaimOrder(plan, `position, execution ${i + 1}`);
       }
-    } finally {
-      await db.end();
-    }
+    });
   });
 
   it("reads back the live jobs a worker holds, with their epochs", async () => {
