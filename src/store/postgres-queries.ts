@@ -328,13 +328,28 @@ const CLAIMED_QUEUED = "status = 'queued' AND lease_epoch > 0";
 function resumableLeasePassed(q = ""): string {
   return `(${q}resumable AND ${q}lease_until < ${DB_NOW_MS} AND (${q}status IN ${RUN_SQL} OR (${q}status = 'queued' AND ${q}lease_epoch > 0)))`;
 }
+/** LEASE_PASSED with its columns qualified by `q`. */
+function leasePassed(q: string): string {
+  return q === "" ? LEASE_PASSED : LEASE_PASSED.replace(/\b(status|lease_until)\b/g, `${q}$1`);
+}
+/**
+ * The expiry sweep's sight of this lapse of a job's lease (schema 19): taken after the lease
+ * passed, so a sight from before a renewal, an adoption or a release does not count.
+ */
+function lapseSeen(q: string): string {
+  return `${q}lapse_seen_at >= ${q}lease_until`;
+}
 /**
  * LEASE_PASSED for the expiry sweep: a resumable job is left to the adopters for $4 ms more (the
- * grace a process that does not adopt gives them), then fails as any other.
+ * grace a process that does not adopt gives them), counted from the sweep's first sight of the
+ * lapse (lapseUnseenSql), then fails as any other. $4 = 0: no grace, at once.
  */
 function expiredSql(q = ""): string {
-  const passed = q === "" ? LEASE_PASSED : LEASE_PASSED.replace(/\b(status|lease_until)\b/g, `${q}$1`);
-  return `(${passed} AND (NOT ${q}resumable OR ${q}lease_until < ${DB_NOW_MS} - $4::bigint))`;
+  return `(${leasePassed(q)} AND (NOT ${q}resumable OR $4::bigint = 0 OR (${lapseSeen(q)} AND ${q}lapse_seen_at < ${DB_NOW_MS} - $4::bigint)))`;
+}
+/** A resumable job in its adopters' grace whose lapse the sweep has not seen yet (it notes it). */
+function lapseUnseenSql(q = ""): string {
+  return `(${leasePassed(q)} AND ${q}resumable AND $4::bigint > 0 AND (${q}lapse_seen_at IS NULL OR NOT ${lapseSeen(q)}))`;
 }
 
 /**
@@ -436,8 +451,11 @@ export const PG_LEASE_SQL = {
   // A canceling job ends canceled (what was asked), a running one or one claimed while queued
   // failed ($2), another queued one failed for its lost secrets ($3, started and ended at once: a
   // job leaves queued by running); $1 completed_at, $4 the adopters' grace (resumable jobs).
+  // A resumable job in its grace is only noted as seen (expiredSql). Rows held by a transaction are
+  // skipped: they are neither seen nor failed until it ends.
   failExpired: `WITH picked AS MATERIALIZED (
-      SELECT id FROM jobs WHERE ${expiredSql()} ORDER BY lease_until NULLS FIRST LIMIT 500 FOR UPDATE SKIP LOCKED)
+      SELECT id FROM jobs WHERE ${expiredSql()} OR ${lapseUnseenSql()} ORDER BY lease_until NULLS FIRST LIMIT 500 FOR UPDATE SKIP LOCKED),
+    seen AS (UPDATE jobs SET lapse_seen_at = ${DB_NOW_MS} FROM picked WHERE jobs.id = picked.id AND ${lapseUnseenSql("jobs.")})
     UPDATE jobs SET status = CASE WHEN status = 'canceling' THEN 'canceled' ELSE 'failed' END, completed_at = $1,
       updated_at = GREATEST(COALESCE(updated_at, created_at), $1),
       started_at = CASE WHEN status = 'queued' THEN $1 ELSE started_at END,

@@ -475,6 +475,19 @@ CREATE TRIGGER jobs_guard BEFORE UPDATE ON jobs FOR EACH ROW
 CREATE INDEX jobs_queued_claim_order ON jobs (owner, (seq + 0)) WHERE status = 'queued';
 `,
   },
+  {
+    version: 19,
+    description: "the sweep's first sight of a resumable job's passed lease: the adopters' grace counts from there",
+    sql: `
+-- When the expiry sweep (JobLeases.failExpired) first found a resumable job's lease passed and its
+-- row free (ms, the database's clock). The sweep fails such a job only a grace after that sight:
+-- a row locked by a stopped worker's transaction (ended by the server only after
+-- idle_in_transaction_session_timeout) becomes free to the sweep and to the adopters at once, and
+-- a grace counted from the lease would hand it to whichever came first. A sight older than the
+-- lease (renewed, adopted or released since) is no sight of this lapse.
+ALTER TABLE jobs ADD COLUMN lapse_seen_at BIGINT;
+`,
+  },
 ];
 
 /** The schema version this code writes. */

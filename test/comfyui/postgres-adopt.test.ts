@@ -448,9 +448,11 @@ describe.skipIf(unavailable !== null)("a worker stopped in the middle of a write
     const job = await api.submit({ ...textGraph("stopped-mid-write"), "3": { class_type: "PreviewAny", inputs: { source: ["1", 0] } } });
     await until(() => (fake.held === job.id ? true : undefined), "the prompt running in ComfyUI");
     await d.waitForJob(job.id, (r) => r.status === "running" && heldBy(r, first), "the job running on the first worker");
+    // The adopter is up before the fault, as in a deployment: the API node's expiry sweep and the
+    // adopter find the row free at the same moment, when the server ends the transaction.
+    const second = await d.worker({ leaseMs: LEASE_MS, flags: comfyFlags(fake.url) });
     await stopWhileWriting(first, () => fake.release());
 
-    const second = await d.worker({ leaseMs: LEASE_MS, flags: comfyFlags(fake.url) });
     await d.waitForJob(job.id, (r) => heldBy(r, second), "the second worker to take the job over");
     const done = await api.waitJob(job.id, (j) => ["succeeded", "failed", "canceled"].includes(j.status), "the job to end", 30_000);
     expect(done.status, JSON.stringify(done.error)).toBe("succeeded");

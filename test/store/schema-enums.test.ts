@@ -132,7 +132,7 @@ describe("the migrated schema and the records' column lists", () => {
   // Columns a job row has beyond its record: read by their own methods (workflow, logs) or by none.
   const jobExtras = ["logs_text", "logs_truncated", "logs_captured_at", "workflow", "secrets_given", "history_hidden"];
   // Leases exist only on PostgreSQL (several processes).
-  const leaseColumns = onSqlite ? [] : ["worker_id", "lease_until", "lease_epoch", "resumable"];
+  const leaseColumns = onSqlite ? [] : ["worker_id", "lease_until", "lease_epoch", "resumable", "lapse_seen_at"];
 
   it("has a jobs column for each field of a job record, and only the known others", async () => {
     expect(await columnsOf("jobs")).toEqual(sorted([...JOB_COLUMN_NAMES, ...jobExtras, ...leaseColumns]));
