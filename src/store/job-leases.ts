@@ -110,7 +110,8 @@ export interface JobLeases {
   /**
    * Fails `worker_lost` every live job whose lease passed (by the database's clock), and
    * `partner_key_lost` every queued job whose secrets' holder stopped renewing; the jobs it moved.
-   * A resumable job (claimQueued) is left to the adopters for `adoptGraceMs` more (default 0).
+   * A resumable job (claimQueued) is left to the adopters for `adoptGraceMs` more (default 0),
+   * counted from the first sweep that found its lease passed and its row free.
    */
   failExpired(completedAt: number, adoptGraceMs?: number): Promise<JobRecord[]>;
   /** Of `ids`, those no longer queued (taken by a worker, canceled or expired elsewhere). */
