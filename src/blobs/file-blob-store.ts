@@ -113,8 +113,9 @@ export class FileBlobStore implements BlobStore {
   /**
    * A buffer is hashed before anything is written: bytes already stored cost no file at all. A
    * small one on a local disk is written with synchronous calls (page-cache copies of a few µs,
-   * as the SQLite store's commits are), fsyncs excepted: a put then costs two round trips to the
-   * thread pool instead of about ten, which is most of its time on a busy host.
+   * as the SQLite store's commits are), fsyncs and inode allocations excepted (SYNC_OPS): a put
+   * then costs four round trips to the thread pool instead of about ten, which is most of its
+   * time on a busy host.
    */
   async #putBuffer(bytes: Uint8Array, expectedHex: string | null, maxBytes: number | null): Promise<PutResult> {
     if (maxBytes !== null && bytes.byteLength > maxBytes) throw new PayloadTooLargeError(maxBytes);
