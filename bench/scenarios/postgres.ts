@@ -573,7 +573,7 @@ async function dispatch(ctx: BenchContext, schema: string, graphileSchema: strin
     const apiUrl = api.url;
     socket = await JobSocket.open(apiUrl);
     const jobs = socket;
-    const startWorkers = async (k: number, databaseUrl = url) => {
+    const startWorkers = async (k: number, databaseUrl = url, workerBlobs = blobDir) => {
       const dirs = await Promise.all(Array.from({ length: k }, () => mkdtemp(join(ctx.tmpRoot, "pg-dispatch-worker-"))));
       const started = await Promise.all(
         dirs.map((dir) =>
@@ -583,7 +583,7 @@ async function dispatch(ctx: BenchContext, schema: string, graphileSchema: strin
             "--data-dir",
             dir,
             "--blob-dir",
-            blobDir,
+            workerBlobs,
             "--concurrency",
             String(DISPATCH_CONCURRENCY),
             "--queue-limit",
@@ -652,7 +652,6 @@ async function dispatch(ctx: BenchContext, schema: string, graphileSchema: strin
     const gwDb = await createBenchDatabase();
     databases.push(gwDb);
     const fgUrl = databaseUrl(fgDb);
-    const drainBlobs = await mkdtemp(join(ctx.tmpRoot, "pg-drain-blobs-"));
     /** Writes `n` jobs through the store, a hundred at a time; their ids in order. */
     const queueJobs = async (n: number, url = fgUrl): Promise<string[]> => {
       const store = await openStore({ kind: "postgres", url });
@@ -685,6 +684,9 @@ async function dispatch(ctx: BenchContext, schema: string, graphileSchema: strin
       if (workersFirst) databases.push(dbName);
       const url = databaseUrl(dbName);
       let ids = workersFirst ? [] : await queueJobs(N);
+      // A blob store of the drain's own, as a deployment has one per database: every process
+      // sweeps its store's orphan files at start, and another database's files would be its orphans.
+      const drainBlobs = await mkdtemp(join(ctx.tmpRoot, "pg-drain-blobs-"));
       const before = await committedOnceIdle(dbName);
       const node = await spawnServer({
         kind: "flowgate",
@@ -710,7 +712,7 @@ async function dispatch(ctx: BenchContext, schema: string, graphileSchema: strin
       };
       try {
         await db.connect();
-        await startWorkers(k, url);
+        await startWorkers(k, url, drainBlobs);
         if (workersFirst) {
           await queueJobs(WORKERS_FIRST_WARM_JOBS, url);
           await drained();

@@ -25,11 +25,13 @@ export async function sweepOrphanBlobs(o: OrphanSweepOptions): Promise<number> {
   let removed = 0;
   const check = async (keys: string[]): Promise<void> => {
     const used = await o.store.blobsInUse(keys);
-    for (const key of keys) {
-      if (used.has(key)) continue;
-      // Named since the batch was read (a put of the same bytes touches it): kept.
-      if (!(await o.store.blobReferenced(key)) && (await o.blobs.delete(key, { unlessTouchedAfter: olderThan }))) removed++;
-    }
+    const unnamed = keys.filter((key) => !used.has(key));
+    if (unnamed.length === 0) return;
+    // Read again once the batch is listed, in one query (not one per file: a store shared with
+    // files of another database's would cost a transaction each): named since is kept, and so is
+    // a file a put of the same bytes touched (delete's unlessTouchedAfter).
+    const since = await o.store.blobsInUse(unnamed);
+    for (const key of unnamed) if (!since.has(key) && (await o.blobs.delete(key, { unlessTouchedAfter: olderThan }))) removed++;
   };
   let batch: string[] = [];
   for await (const key of o.blobs.keys()) {
