@@ -295,12 +295,11 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     throw err; // openRuntime closes what was opened
   }
   metrics.observeJobs(events); // before the start, so that recovered jobs count too
-  // Orphan blob files (a crash between bytes and record): swept at start, then with the reaper,
-  // at most every ten minutes (a pass lists every blob file).
-  let lastSweep = -Infinity;
+  // Orphan blob files (a crash between bytes and record): swept at start, then with the reaper, at
+  // most every ten minutes for the whole store: a pass lists every blob file, so the processes
+  // sharing a store take turns (a fleet's restart sweeps once, not once per process).
   const sweepOrphans = async (): Promise<number> => {
-    if (Date.now() - lastSweep < ORPHAN_SWEEP_EVERY_MS) return 0;
-    lastSweep = Date.now();
+    if (!(await store.takeTurn("orphan-blob-sweep", ORPHAN_SWEEP_EVERY_MS, Date.now()))) return 0;
     const removed = await sweepOrphanBlobs({ store, blobs });
     metrics.orphanBlobsRemoved(removed);
     return removed;

@@ -248,6 +248,13 @@ export class CheckedStore implements Store {
     return this.#dialect.blobsInUse(keys);
   }
 
+  takeTurn(task: string, everyMs: number, now: number): Promise<boolean> {
+    if (typeof task !== "string" || task === "") throw new TypeError("task must be a non-empty string");
+    if (!Number.isSafeInteger(everyMs) || everyMs < 0) throw new RangeError("everyMs must be a non-negative integer");
+    if (!Number.isSafeInteger(now)) throw new RangeError("now must be an integer");
+    return this.#dialect.takeTurn(task, everyMs, now);
+  }
+
   async expireJobs(now: number, limit = DEFAULT_PURGE_LIMIT): Promise<JobRecord[]> {
     return this.#dialect.expireJobs(now, checkCount(limit, MAX_READ, "limit"));
   }

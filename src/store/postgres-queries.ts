@@ -147,6 +147,10 @@ export const PG_SQL = {
   pendingBlobs: "SELECT blob_key, bytes FROM pending_blobs WHERE blob_key > $1 ORDER BY blob_key LIMIT $2",
   dropBlobs: "DELETE FROM pending_blobs WHERE blob_key = ANY($1::text[])",
   referencedBlobs: "SELECT DISTINCT blob_key FROM assets WHERE blob_key = ANY($1::text[])",
+  // $1 task, $2 every ms, $3 now: a row only when the turn is taken (concurrent callers: one row).
+  takeTurn: `INSERT INTO periodic_turns (task, taken_at) VALUES ($1, $3)
+    ON CONFLICT (task) DO UPDATE SET taken_at = EXCLUDED.taken_at WHERE periodic_turns.taken_at <= EXCLUDED.taken_at - $2::bigint
+    RETURNING task`,
   blobsInUse: `SELECT DISTINCT blob_key FROM assets WHERE blob_key = ANY($1::text[])
     UNION SELECT blob_key FROM pending_blobs WHERE blob_key = ANY($1::text[])`,
 

@@ -488,6 +488,18 @@ CREATE INDEX jobs_queued_claim_order ON jobs (owner, (seq + 0)) WHERE status = '
 ALTER TABLE jobs ADD COLUMN lapse_seen_at BIGINT;
 `,
   },
+  {
+    version: 20,
+    description: "turns of periodic tasks shared by the processes of a store",
+    sql: `
+-- When a process last took the turn of a periodic task (Store.takeTurn): a sweep of the whole blob
+-- store runs once an interval for the deployment, not once per process, however many start.
+CREATE TABLE periodic_turns (
+  task TEXT PRIMARY KEY,
+  taken_at BIGINT NOT NULL
+);
+`,
+  },
 ];
 
 /** The schema version this code writes. */

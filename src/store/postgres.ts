@@ -452,6 +452,10 @@ export class PostgresStore implements StoreDialect {
     return Number((bumped ?? (await this.#one(PG_SQL.startOutputNames, params)))!.first);
   }
 
+  async takeTurn(task: string, everyMs: number, now: number): Promise<boolean> {
+    return (await this.#one(PG_SQL.takeTurn, [task, everyMs, now])) !== undefined;
+  }
+
   async blobsInUse(keys: readonly string[]): Promise<Set<string>> {
     if (keys.length === 0) return new Set();
     return new Set((await this.#query(PG_SQL.blobsInUse, [keys])).rows.map((row) => row.blob_key as string));

@@ -57,6 +57,10 @@ export const SQL = {
     ORDER BY seq DESC LIMIT 1`,
   findAssetByName: `SELECT ${ASSET_COLUMNS} FROM assets WHERE owner = :owner AND name = :name
     AND (:folder IS NULL OR folder = :folder) ORDER BY seq DESC LIMIT 1`,
+  // The turn of a periodic task (takeTurn), as on PostgreSQL: a row only when it is taken.
+  takeTurn: `INSERT INTO periodic_turns (task, taken_at) VALUES (:task, :now)
+    ON CONFLICT (task) DO UPDATE SET taken_at = excluded.taken_at WHERE periodic_turns.taken_at <= excluded.taken_at - :every
+    RETURNING task`,
   // Output name series (allotOutputNames), as on PostgreSQL.
   bumpOutputNames: `UPDATE output_names SET next = next + :count
     WHERE owner = :owner AND folder = :folder AND prefix = :prefix AND ext = :ext RETURNING next - :count AS first`,

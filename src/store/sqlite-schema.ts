@@ -216,6 +216,17 @@ CREATE TABLE output_names (
 ) WITHOUT ROWID;
 `,
   },
+  {
+    version: 8,
+    description: "turns of periodic tasks shared by the processes of a store",
+    sql: `
+-- As PostgreSQL's migration 20: when a process last took the turn of a periodic task (Store.takeTurn).
+CREATE TABLE periodic_turns (
+  task TEXT PRIMARY KEY,
+  taken_at INTEGER NOT NULL
+) WITHOUT ROWID;
+`,
+  },
 ];
 
 /** The schema version this code writes. */

@@ -391,6 +391,10 @@ export class SqliteStore implements StoreDialect {
     return Number(row!.first);
   }
 
+  async takeTurn(task: string, everyMs: number, now: number): Promise<boolean> {
+    return this.#sql.takeTurn.get({ task, every: everyMs, now }) !== undefined;
+  }
+
   async blobsInUse(keys: readonly string[]): Promise<Set<string>> {
     const used = new Set<string>();
     for (const blob_key of keys) {

@@ -471,6 +471,11 @@ export interface Store {
   blobReferenced(blobKey: string): Promise<boolean>;
   /** Of `keys`, those a record or a kept (pending) blob names: the orphan sweep keeps them. */
   blobsInUse(keys: readonly string[]): Promise<Set<string>>;
+  /**
+   * Whether the caller takes the turn of a periodic `task` shared by every process of the store:
+   * true, with the turn recorded at `now`, when no turn of it was taken within `everyMs` before.
+   */
+  takeTurn(task: string, everyMs: number, now: number): Promise<boolean>;
 
   /**
    * Marks live jobs whose expires_at <= now as expired (completed_at = now), earliest expiry first,

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { UnknownJobError } from "../../src/store/index.ts";
+import { openStore, UnknownJobError } from "../../src/store/index.ts";
 import { HOUR, T0, blobKey, newAsset, newJob, openTestStore } from "./helpers.ts";
 import type { TestStore } from "./helpers.ts";
 
@@ -204,5 +204,24 @@ describe("output name series", () => {
       await other.close();
     }
     expect(() => t.store.allotOutputNames("alice", "output", "shot", ".png", 0)).toThrow(RangeError);
+  });
+});
+
+describe("turns of periodic tasks", () => {
+  it("gives a task's turn to one caller an interval, across connections, and the next once the interval has passed", async () => {
+    const other = await openStore(t.options);
+    try {
+      const EVERY = 600_000;
+      const calls = Array.from({ length: 10 }, (_, i) => (i % 2 === 0 ? t.store : other).takeTurn("sweep", EVERY, T0));
+      expect((await Promise.all(calls)).filter(Boolean)).toHaveLength(1);
+      expect(await other.takeTurn("sweep", EVERY, T0 + EVERY - 1)).toBe(false);
+      expect(await t.store.takeTurn("another task", EVERY, T0 + 1)).toBe(true);
+      expect(await other.takeTurn("sweep", EVERY, T0 + EVERY)).toBe(true);
+      expect(await t.store.takeTurn("sweep", EVERY, T0 + EVERY + 1)).toBe(false);
+    } finally {
+      await other.close();
+    }
+    expect(() => t.store.takeTurn("", 1, T0)).toThrow(TypeError);
+    expect(() => t.store.takeTurn("sweep", -1, T0)).toThrow(RangeError);
   });
 });
