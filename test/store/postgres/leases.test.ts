@@ -12,7 +12,25 @@ import { blobKey, newAsset, newJob, T0 } from "../helpers.ts";
 
 const unavailable = await postgresUnavailable();
 /** A node of EXPLAIN's JSON plan. */
-type PlanNode = { "Node Type": string; "Relation Name"?: string; "Actual Rows"?: number; Plans?: PlanNode[] };
+type PlanNode = {
+  "Node Type": string;
+  "Relation Name"?: string;
+  "Actual Rows"?: number;
+  "Subplan Name"?: string;
+  "Index Name"?: string;
+  "Index Cond"?: string;
+  Filter?: string;
+  Plans?: PlanNode[];
+};
+/** A plan's nodes, its root first. */
+function planNodes(node: PlanNode): PlanNode[] {
+  return [node, ...(node.Plans ?? []).flatMap(planNodes)];
+}
+/** Graphs of a kilobyte, as a small real one: a handful of jobs to a page. */
+const KILOBYTE_GRAPH = {
+  "1": { class_type: "PrimitiveString", inputs: { value: "x".repeat(1_000) } },
+  "2": { class_type: "PreviewAny", inputs: { source: ["1", 0] } },
+};
 let schema: string;
 let store: Store;
 let a: PostgresLeases;
@@ -264,11 +282,8 @@ describe.skipIf(unavailable !== null)("PostgresLeases", () => {
         await db.query(`SET LOCAL plan_cache_mode = ${mode}`);
         const { rows } = await db.query(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE claim_plan('w', ${T0}, 30000, '{}', '{}', 1, 9)`);
         await db.query("ROLLBACK");
-        const walk = (node: PlanNode): void => {
+        for (const node of planNodes((rows[0]!["QUERY PLAN"] as Array<{ Plan: PlanNode }>)[0]!.Plan))
           if (node["Node Type"] === "Seq Scan") scans.push(`${mode}: ${node["Relation Name"]} (${node["Actual Rows"]} rows)`);
-          for (const child of node.Plans ?? []) walk(child);
-        };
-        walk((rows[0]!["QUERY PLAN"] as Array<{ Plan: PlanNode }>)[0]!.Plan);
       }
       expect(scans).toEqual([]);
     } finally {
@@ -278,11 +293,7 @@ describe.skipIf(unavailable !== null)("PostgresLeases", () => {
 
   it("a claim after a long drain reads about what the first claims read: the rows of finished runs are not visited again", { timeout: 120_000 }, async () => {
     await onOwnDatabase(async ({ store: drained, leases, db }) => {
-      // Graphs of a kilobyte, as a small real one: a handful of jobs to a page.
-      const workflow = {
-        "1": { class_type: "PrimitiveString", inputs: { value: "x".repeat(1_000) } },
-        "2": { class_type: "PreviewAny", inputs: { source: ["1", 0] } },
-      };
+      const workflow = KILOBYTE_GRAPH;
       for (let i = 0; i < 3; i++) await Promise.all(Array.from({ length: 500 }, () => drained.createJob(newJob({ workflow, output_node_ids: ["2"] }))));
       await db.query(`PREPARE claim_plan AS ${PG_LEASE_SQL.claim}`);
       /**
@@ -294,13 +305,9 @@ describe.skipIf(unavailable !== null)("PostgresLeases", () => {
         const { rows } = await db.query(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE claim_plan('w', ${T0}, 30000, '{}', '{}', 1, 9)`);
         await db.query("ROLLBACK");
         const plan = (rows[0]!["QUERY PLAN"] as Array<{ Plan: PlanNode & Record<string, number> }>)[0]!.Plan;
-        const bitmaps: string[] = [];
-        const walk = (node: PlanNode & { "Index Name"?: string; "Index Cond"?: string }): void => {
-          const cond = node["Index Cond"] ?? "";
-          if (node["Node Type"] === "Bitmap Index Scan" && !/^\(seq = ANY /.test(cond)) bitmaps.push(`${node["Index Name"]}: ${cond}`);
-          for (const child of node.Plans ?? []) walk(child);
-        };
-        walk(plan);
+        const bitmaps = planNodes(plan)
+          .filter((node) => node["Node Type"] === "Bitmap Index Scan" && !/^\(seq = ANY /.test(node["Index Cond"] ?? ""))
+          .map((node) => `${node["Index Name"]}: ${node["Index Cond"]}`);
         return { pages: plan["Shared Hit Blocks"]! + plan["Shared Read Blocks"]!, plan: JSON.stringify(plan), bitmaps };
       };
       /**
@@ -360,15 +367,12 @@ describe.skipIf(unavailable !== null)("PostgresLeases", () => {
       await db.query("BEGIN");
       const { rows } = await db.query(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE claim_plan('w', ${T0}, 30000, '{}', '{}', 2, 6)`);
       await db.query("ROLLBACK");
-      type Node = PlanNode & { "Subplan Name"?: string; "Index Name"?: string; "Index Cond"?: string };
-      const find = (node: Node, name: string): Node | undefined =>
-        node["Subplan Name"] === name ? node : (node.Plans ?? []).map((child) => find(child, name)).find((found) => found !== undefined);
-      const picked = find((rows[0]!["QUERY PLAN"] as Array<{ Plan: Node }>)[0]!.Plan, "CTE picked")!;
+      const picked = planNodes((rows[0]!["QUERY PLAN"] as Array<{ Plan: PlanNode }>)[0]!.Plan).find((node) => node["Subplan Name"] === "CTE picked")!;
       /** How each scan under `node` reads jobs: an index and its condition, or a whole scan. */
-      const reads = (node: Node): string[] => [
-        ...(node["Node Type"] === "Seq Scan" ? ["Seq Scan"] : node["Index Name"] ? [`${node["Index Name"]}: ${node["Index Cond"] ?? "(whole index)"}`] : []),
-        ...(node.Plans ?? []).flatMap(reads),
-      ];
+      const reads = (node: PlanNode): string[] =>
+        planNodes(node).flatMap((n) =>
+          n["Node Type"] === "Seq Scan" ? ["Seq Scan"] : n["Index Name"] ? [`${n["Index Name"]}: ${n["Index Cond"] ?? "(whole index)"}`] : [],
+        );
       // Through the queued jobs' index (its first column is the owner), as the planner chose
       // without statistics, the rows were found by reading every queued job: a claim cost more
       // the deeper the queue.
@@ -384,11 +388,7 @@ describe.skipIf(unavailable !== null)("PostgresLeases", () => {
     timeout: 120_000,
   }, async () => {
     await onOwnDatabase(async ({ store, leases, db }) => {
-      // Graphs of a kilobyte, as a small real one: a handful of jobs to a page.
-      const workflow = {
-        "1": { class_type: "PrimitiveString", inputs: { value: "x".repeat(1_000) } },
-        "2": { class_type: "PreviewAny", inputs: { source: ["1", 0] } },
-      };
+      const workflow = KILOBYTE_GRAPH;
       for (let i = 0; i < 3; i++)
         await Promise.all(Array.from({ length: 500 }, (_, k) => store.createJob(newJob({ owner: `o${k % 3}`, workflow, output_node_ids: ["2"] }))));
       const drain = async (n: number) => {
@@ -404,16 +404,14 @@ describe.skipIf(unavailable !== null)("PostgresLeases", () => {
       await db.query("ANALYZE jobs");
       await drain(1_200);
       await db.query(`PREPARE claim_plan AS ${PG_LEASE_SQL.claim}`);
-      type Node = PlanNode & { "Index Name"?: string; "Index Cond"?: string; Filter?: string };
-      const nodes = (node: Node): Node[] => [node, ...(node.Plans ?? []).flatMap((child) => nodes(child as Node))];
       /**
        * Whether a plan finds owners' queued jobs by the claims' order index (an owner's first ones
        * in its order), and never by walking the primary key and filtering on the status. The
        * pages read are not compared: a snapshot held anywhere in the cluster (another test's
        * transaction) keeps the drained jobs' dead index entries, which both plans then visit.
        */
-      const byClaimOrder = (plan: Node, label: string) => {
-        const all = nodes(plan);
+      const byClaimOrder = (plan: PlanNode, label: string) => {
+        const all = planNodes(plan);
         const owners = all.filter((n) => n["Index Name"] === "jobs_queued_claim_order" && /\(owner = /.test(n["Index Cond"] ?? ""));
         const walks = all.filter((n) => n["Index Name"] === "jobs_pkey" && /status = 'queued'/.test(n.Filter ?? ""));
         expect(owners.length, label).toBeGreaterThan(0);
@@ -425,7 +423,7 @@ describe.skipIf(unavailable !== null)("PostgresLeases", () => {
         await db.query("BEGIN");
         const { rows } = await db.query(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE claim_plan('w', ${T0}, 30000, '{}', '{}', 1, 9)`);
         await db.query("ROLLBACK");
-        const plan = (rows[0]!["QUERY PLAN"] as Array<{ Plan: Node }>)[0]!.Plan;
+        const plan = (rows[0]!["QUERY PLAN"] as Array<{ Plan: PlanNode }>)[0]!.Plan;
         byClaimOrder(plan, `claim, execution ${i + 1}`);
       }
       // The exact position of a job near the front reads the owners' queued jobs the same way (it
@@ -434,7 +432,7 @@ describe.skipIf(unavailable !== null)("PostgresLeases", () => {
       await db.query(`PREPARE position_plan AS ${PG_LEASE_SQL.position}`);
       for (let i = 0; i < 7; i++) {
         const { rows } = await db.query(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE position_plan('${front}')`);
-        const plan = (rows[0]!["QUERY PLAN"] as Array<{ Plan: Node }>)[0]!.Plan;
+        const plan = (rows[0]!["QUERY PLAN"] as Array<{ Plan: PlanNode }>)[0]!.Plan;
         byClaimOrder(plan, `position, execution ${i + 1}`);
       }
     });
