@@ -549,25 +549,32 @@ describe.skipIf(unavailable !== null)("PostgresLeases", () => {
       expect((await b.adoptExpired("wb", 30_000, 10)).map((x) => x.job.id).sort()).toEqual([started.id, waiting.id].sort());
     });
 
-    it("a row held past its lease and grace (its worker stopped inside a transaction): the grace counts from when the sweep first finds it free, so the adopters get it", async () => {
+    it("a row held past its lease and grace (its worker stopped inside a transaction), in each state: the grace counts from when the sweep first finds it free, so the adopters get it", async () => {
       const GRACE = 300;
       const taken = await store.createJob(newJob());
-      const orphan = await store.createJob(newJob());
-      for (const job of [taken, orphan]) {
+      const running = await store.createJob(newJob());
+      const canceling = await store.createJob(newJob());
+      const waiting = await store.createJob(newJob()); // claimed while queued, in ComfyUI's queue
+      for (const job of [taken, running, canceling, waiting]) {
         const claim = (await a.claimQueued("wa", 30_000, undefined, [], false, true))!;
+        if (job === waiting) continue;
         await store.transitionJob(job.id, ["queued"], "running", { started_at: T0 }, { fence: { workerId: "wa", epoch: claim.epoch } });
       }
-      await a.renew("wa", [taken.id, orphan.id], -1);
-      // The stopped worker's transaction holds both rows until the lease and the grace have passed.
+      await store.transitionJob(canceling.id, ["running"], "canceling");
+      const ids = [taken.id, running.id, canceling.id, waiting.id];
+      // The job taken over first is the one whose lease passed first (adoptExpired's order).
+      await a.renew("wa", [taken.id], -1);
+      await a.renew("wa", ids.slice(1), -1);
+      // The stopped worker's transaction holds the rows until the lease and the grace have passed.
       const holder = new pg.Client({ connectionString: TEST_DATABASE_URL });
       await holder.connect();
       try {
         await holder.query("BEGIN");
-        await holder.query(`SELECT id FROM ${schema}.jobs WHERE id = ANY($1::text[]) FOR UPDATE`, [[taken.id, orphan.id]]);
+        await holder.query(`SELECT id FROM ${schema}.jobs WHERE id = ANY($1::text[]) FOR UPDATE`, [ids]);
         const pastGrace = `SELECT bool_and(lease_until + $2::bigint < (extract(epoch from clock_timestamp()) * 1000)::bigint) AS past FROM ${schema}.jobs WHERE id = ANY($1::text[])`;
         for (;;) {
           expect(await b.failExpired(T0 + 1, GRACE)).toEqual([]); // held: skipped
-          if ((await adminQuery(pastGrace, [[taken.id, orphan.id], GRACE]))[0]!.past === true) break;
+          if ((await adminQuery(pastGrace, [ids, GRACE]))[0]!.past === true) break;
         }
         await holder.query("ROLLBACK");
       } finally {
@@ -576,10 +583,16 @@ describe.skipIf(unavailable !== null)("PostgresLeases", () => {
       // Free now, the sweep sees the lapse for the first time: it notes it and fails nothing.
       expect(await b.failExpired(T0 + 2, GRACE)).toEqual([]);
       expect((await b.adoptExpired("wb", 30_000, 1)).map((x) => x.job.id)).toEqual([taken.id]);
-      // Nobody takes the other one: it fails once the grace from that sight has passed.
-      let ended: Awaited<ReturnType<PostgresLeases["failExpired"]>> = [];
-      while (ended.length === 0) ended = await b.failExpired(T0 + 3, GRACE);
-      expect(ended.map((j) => [j.id, j.error?.code])).toEqual([[orphan.id, "worker_lost"]]);
+      // Nobody takes the others: each ends once the grace from that sight has passed.
+      const ended: Awaited<ReturnType<PostgresLeases["failExpired"]>> = [];
+      while (ended.length < 3) ended.push(...(await b.failExpired(T0 + 3, GRACE)));
+      expect(ended.map((j) => [j.id, j.status, j.error?.code ?? null]).sort()).toEqual(
+        [
+          [running.id, "failed", "worker_lost"],
+          [canceling.id, "canceled", null],
+          [waiting.id, "failed", "worker_lost"],
+        ].sort(),
+      );
       const [row] = await adminQuery(`SELECT completed_at IS NULL AS live, worker_id FROM ${schema}.jobs WHERE id = $1`, [taken.id]);
       expect(row).toEqual({ live: true, worker_id: "wb" });
     });
