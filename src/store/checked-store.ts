@@ -3,6 +3,7 @@
 // (InvalidCursorError for a malformed cursor), whichever database is behind.
 import { decodeCursor, encodeCursor } from "./cursor.ts";
 import {
+  checkBlobKey,
   checkClaimInput,
   checkCount,
   checkTime,
@@ -35,6 +36,7 @@ import type {
   OffsetJobsOptions,
   NewAsset,
   NewJob,
+  InlineBlob,
   PendingBlob,
   PurgeOptions,
   PurgeResult,
@@ -48,6 +50,8 @@ import type {
 const MAX_PAGE = 1000;
 /** Rows of one queue, pending-blob or reaper read at most. */
 const MAX_READ = 100_000;
+/** Inline blob keys per inlineBlobKeys read by default. */
+const DEFAULT_INLINE_KEYS_READ = 1_000;
 const DEFAULT_QUEUE_READ = 1000;
 const DEFAULT_PURGE_LIMIT = 500;
 
@@ -246,6 +250,21 @@ export class CheckedStore implements Store {
 
   blobsInUse(keys: readonly string[]): Promise<Set<string>> {
     return this.#dialect.blobsInUse(keys);
+  }
+
+  async inlineBlob(key: string): Promise<InlineBlob | null> {
+    checkBlobKey(key);
+    return this.#dialect.inlineBlob(key);
+  }
+
+  async inlineBlobKeys(afterKey = "", limit = DEFAULT_INLINE_KEYS_READ): Promise<string[]> {
+    return this.#dialect.inlineBlobKeys(afterKey, checkCount(limit, MAX_READ, "limit"));
+  }
+
+  async dropInlineBlob(key: string, unlessTouchedAfter: number): Promise<boolean> {
+    checkBlobKey(key);
+    if (!Number.isSafeInteger(unlessTouchedAfter)) throw new RangeError("unlessTouchedAfter must be an integer");
+    return this.#dialect.dropInlineBlob(key, unlessTouchedAfter);
   }
 
   takeTurn(task: string, everyMs: number, now: number): Promise<boolean> {

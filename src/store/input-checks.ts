@@ -36,8 +36,13 @@ export function changedAt(patch: JobPatch): number {
 
 /** A blob to keep: a blake3 hex key and its bytes. */
 export function checkPendingBlob(blob: PendingBlob): void {
-  if (typeof blob.key !== "string" || !/^[0-9a-f]{64}$/.test(blob.key)) throw new TypeError("a pending blob's key must be blake3 hex");
+  checkBlobKey(blob.key);
   if (!(blob.bytes instanceof Uint8Array)) throw new TypeError("a pending blob's bytes must be a Uint8Array");
+}
+
+/** TypeError unless `key` is a blob key (blake3 hex). */
+export function checkBlobKey(key: string): void {
+  if (typeof key !== "string" || !/^[0-9a-f]{64}$/.test(key)) throw new TypeError("a blob key must be lowercase blake3 hex");
 }
 
 /** The distinct statuses of a list, each checked. */
@@ -127,6 +132,10 @@ export function checkNewAsset(asset: NewAsset): void {
   if (!Number.isSafeInteger(asset.size_bytes) || asset.size_bytes < 0) throw new TypeError("size_bytes must be a non-negative integer");
   checkTime(asset.created_at, "created_at");
   if (asset.expires_at != null) checkTime(asset.expires_at, "expires_at");
+  if (asset.inline != null) {
+    if (!(asset.inline instanceof Uint8Array)) throw new TypeError("an asset's inline bytes must be a Uint8Array");
+    if (asset.inline.byteLength !== asset.size_bytes) throw new TypeError("an asset's inline bytes must be size_bytes long");
+  }
 }
 
 /** TypeError for a malformed idempotency claim. */

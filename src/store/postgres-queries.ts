@@ -29,6 +29,13 @@ function unnestUnseen(first: number, types: string): string {
  * The position snapshot's stamp as read beside a job row `s` (null columns: no snapshot, or the
  * job is not queued): its version, its age and how long taking it took, by the database's clock.
  */
+/**
+ * The insert of inline bytes (NewAsset.inline) a record's statement makes: a row already there is
+ * touched (its lock orders the write against dropInlineBlob's).
+ */
+const KEEP_INLINE = "INSERT INTO inline_blobs (blob_key, bytes, touched_at)";
+const ON_INLINE_CONFLICT = "ON CONFLICT (blob_key) DO UPDATE SET touched_at = GREATEST(inline_blobs.touched_at, EXCLUDED.touched_at)";
+
 const SNAPSHOT_STAMP =
   "s.version AS snapshot_version, (extract(epoch from clock_timestamp()) * 1000)::bigint - s.taken_at AS snapshot_age_ms, s.took_ms AS snapshot_took_ms";
 
@@ -83,7 +90,8 @@ export const PG_SQL = {
   // (sent first, whether or not anything moves), $20/$21 the payloads sent only when that end
   // (1-based) moved, with the move's row; $22-$36 the records (insertAsset's columns, an
   // expires_at null for the job's) and $37 the end each belongs to, inserted only for ends that
-  // moved, in their order. A refused move returns no row and writes none of its records.
+  // moved, in their order; $38 each record's inline bytes or null (kept as insertAsset keeps
+  // them). A refused move returns no row and writes none of its records.
   endJobs: `WITH fg_notified AS MATERIALIZED (SELECT count(pg_notify($18, p)) AS c FROM ${unnestUnseen(19, "text")} AS p),
     v AS (SELECT * FROM ${unnestUnseen(1, "text text text boolean bigint boolean bigint boolean text boolean text boolean float8 boolean text bigint bigint")} WITH ORDINALITY AS v(id, to_status, from_list, s_set, s_val, c_set, c_val, p_set, p_val,
         e_set, e_val, k_set, k_val, fenced, worker, epoch, changed_at, ord)),
@@ -103,7 +111,10 @@ export const PG_SQL = {
         FROM ${unnestUnseen(22, "text text text text text text text bigint text text text text text bigint bigint int")} WITH ORDINALITY
           AS a(id, owner, job_id, node_id, name, type, content_type, size_bytes, hash, blob_key, folder, file_path, tags, created_at,
             expires_at, end_ord, n)
-        JOIN moved m ON m.ord = a.end_ord ORDER BY a.n)
+        JOIN moved m ON m.ord = a.end_ord ORDER BY a.n),
+    kept AS (${KEEP_INLINE} SELECT DISTINCT ON (b.blob_key) b.blob_key, b.bytes, b.created_at
+        FROM unnest((SELECT $31::text[]), (SELECT $38::bytea[]), (SELECT $35::bigint[]), (SELECT $37::int[])) AS b(blob_key, bytes, created_at, end_ord)
+        JOIN moved m ON m.ord = b.end_ord WHERE b.bytes IS NOT NULL ORDER BY b.blob_key, b.created_at DESC ${ON_INLINE_CONFLICT})
   SELECT moved.*, (SELECT count(pg_notify($18, t.p)) FROM ${unnestUnseen(20, "int text")} AS t(e, p) WHERE t.e = moved.ord) AS fg_then
     FROM moved ORDER BY moved.ord`,
 
@@ -119,10 +130,18 @@ export const PG_SQL = {
   countOwnerLive: `SELECT count(*)::int AS n FROM jobs WHERE owner = $1 AND status IN ${LIVE}`,
   jobsInStatus: `SELECT ${JOB_COLUMNS} FROM jobs WHERE status = ANY($1::text[]) ORDER BY seq`,
 
-  insertAsset: `INSERT INTO assets (${ASSET_COLUMNS})
+  // $16: the inline bytes (NewAsset.inline) or null, kept in the record's own statement.
+  insertAsset: `WITH kept AS (${KEEP_INLINE} SELECT $10, $16::bytea, $14 WHERE $16::bytea IS NOT NULL ${ON_INLINE_CONFLICT})
+    INSERT INTO assets (${ASSET_COLUMNS})
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13::json, $14,
       COALESCE($15::bigint, (SELECT expires_at FROM jobs WHERE id = $3)))
     RETURNING ${ASSET_COLUMNS}`,
+  inlineBlob: "SELECT bytes, touched_at FROM inline_blobs WHERE blob_key = $1",
+  inlineBlobKeys: "SELECT blob_key FROM inline_blobs WHERE blob_key > $1 ORDER BY blob_key LIMIT $2",
+  // dropInlineBlob, in one transaction: the row locked first (a record's write under way over it
+  // commits before), then removed only if no record names it, seen in the delete's own snapshot.
+  lockInline: "SELECT 1 AS held FROM inline_blobs WHERE blob_key = $1 AND touched_at <= $2 FOR UPDATE",
+  dropInline: "DELETE FROM inline_blobs WHERE blob_key = $1 AND NOT EXISTS (SELECT 1 FROM assets WHERE blob_key = $1)",
   getAsset: `SELECT ${ASSET_COLUMNS} FROM assets WHERE id = $1`,
   listJobOutputs: `SELECT ${ASSET_COLUMNS} FROM assets WHERE job_id = $1 ORDER BY seq`,
   listOutputsOfJobs: `SELECT ${ASSET_COLUMNS} FROM assets WHERE job_id = ANY($1::text[]) ORDER BY job_id, seq`,

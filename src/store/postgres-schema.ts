@@ -500,6 +500,20 @@ CREATE TABLE periodic_turns (
 );
 `,
   },
+  {
+    version: 21,
+    description: "small outputs' bytes kept in the database",
+    sql: `
+-- The bytes of small outputs, written in the statement of their record (a run's end): their
+-- lasting home, no file or object is written for them. touched_at is the newest record's write
+-- over them, so that a removal of an unreferenced row never races a record on its way.
+CREATE TABLE inline_blobs (
+  blob_key TEXT PRIMARY KEY,
+  bytes BYTEA NOT NULL,
+  touched_at BIGINT NOT NULL
+);
+`,
+  },
 ];
 
 /** The schema version this code writes. */

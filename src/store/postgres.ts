@@ -36,6 +36,7 @@ import {
   type Notifications,
   type OffsetJobPage,
   type OffsetJobsOptions,
+  type InlineBlob,
   type PendingBlob,
   type PurgeResult,
   type RunFence,
@@ -247,6 +248,7 @@ export class PostgresStore implements StoreDialect {
       column((a) => a.created_at),
       column((a) => a.expires_at ?? null),
       records.map((r) => r.end),
+      column((a) => bytea(a.inline)),
     ]);
     for (const end of ends) end.notify?.sent?.();
     const moved = new Map(rows.map((row) => [Number(row.ord), toJob(row)]));
@@ -279,7 +281,7 @@ export class PostgresStore implements StoreDialect {
     // What goes only if the row moves is sent by the move's own statement, before its status notification.
     const job = await this.#transition(id, from, to, patch, client, fence, notify);
     if (job === null) return null;
-    for (const blob of pending) await client.query(PG_SQL.keepBlob, [blob.key, Buffer.from(blob.bytes.buffer, blob.bytes.byteOffset, blob.bytes.byteLength)]);
+    for (const blob of pending) await client.query(PG_SQL.keepBlob, [blob.key, bytea(blob.bytes)]);
     const added: AssetRecord[] = [];
     for (const asset of assets) added.push(await this.#insertAsset(asset, client));
     return { job, assets: added };
@@ -404,6 +406,7 @@ export class PostgresStore implements StoreDialect {
           JSON.stringify(asset.tags ?? []),
           asset.created_at,
           asset.expires_at ?? null,
+          bytea(asset.inline),
         ],
         on,
       );
@@ -463,6 +466,22 @@ export class PostgresStore implements StoreDialect {
 
   async blobReferenced(blobKey: string): Promise<boolean> {
     return (await this.#one(PG_SQL.blobReferenced, [blobKey])) !== undefined;
+  }
+
+  async inlineBlob(key: string): Promise<InlineBlob | null> {
+    const row = await this.#one(PG_SQL.inlineBlob, [key]);
+    return row === undefined ? null : { bytes: row.bytes as Buffer, touched_at: Number(row.touched_at) };
+  }
+
+  async inlineBlobKeys(afterKey: string, limit: number): Promise<string[]> {
+    return (await this.#query(PG_SQL.inlineBlobKeys, [afterKey, limit])).rows.map((row) => row.blob_key as string);
+  }
+
+  async dropInlineBlob(key: string, unlessTouchedAfter: number): Promise<boolean> {
+    return inTransaction(this.#pool, async (client) => {
+      if ((await this.#one(PG_SQL.lockInline, [key, unlessTouchedAfter], client)) === undefined) return false;
+      return ((await this.#query(PG_SQL.dropInline, [key], client)).rowCount ?? 0) > 0;
+    });
   }
 
   async pendingBlobs(afterKey: string, limit: number): Promise<PendingBlob[]> {
@@ -533,6 +552,11 @@ export class PostgresStore implements StoreDialect {
     const name = STATEMENT_NAMES.get(text);
     return on.query(name === undefined ? { text, values: params } : { name, text, values: params });
   }
+}
+
+/** Bytes as node-postgres binds a bytea (a Buffer over the same memory), or null. */
+function bytea(bytes: Uint8Array | null | undefined): Buffer | null {
+  return bytes == null ? null : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 
 /** A patch's JSON field as the statements bind it: undefined (kept as is), null, or its text. */

@@ -77,6 +77,13 @@ export const SQL = {
   pendingBlobs: "SELECT blob_key, bytes FROM pending_blobs WHERE blob_key > :after ORDER BY blob_key LIMIT :limit",
   dropBlob: "DELETE FROM pending_blobs WHERE blob_key = :blob_key",
   blobKept: "SELECT 1 AS found FROM pending_blobs WHERE blob_key = :blob_key",
+  // Inline blobs (NewAsset.inline), as on PostgreSQL: a record's write touches its bytes' row.
+  keepInline: `INSERT INTO inline_blobs (blob_key, bytes, touched_at) VALUES (:blob_key, :bytes, :touched_at)
+    ON CONFLICT (blob_key) DO UPDATE SET touched_at = MAX(touched_at, excluded.touched_at)`,
+  inlineBlob: "SELECT bytes, touched_at FROM inline_blobs WHERE blob_key = :blob_key",
+  inlineBlobKeys: "SELECT blob_key FROM inline_blobs WHERE blob_key > :after ORDER BY blob_key LIMIT :limit",
+  dropInline: `DELETE FROM inline_blobs WHERE blob_key = :blob_key AND touched_at <= :before
+    AND NOT EXISTS (SELECT 1 FROM assets WHERE blob_key = :blob_key)`,
 
   // The reaper's statements name their index: without statistics the planner would rather walk
   // the (status, seq) index, i.e. every queued job, on each pass. Each WHERE repeats the

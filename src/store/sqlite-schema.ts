@@ -227,6 +227,18 @@ CREATE TABLE periodic_turns (
 ) WITHOUT ROWID;
 `,
   },
+  {
+    version: 9,
+    description: "small outputs' bytes kept in the database",
+    sql: `
+-- As PostgreSQL's migration 21: bytes of outputs whose record carried them (NewAsset.inline).
+CREATE TABLE inline_blobs (
+  blob_key TEXT PRIMARY KEY,
+  bytes BLOB NOT NULL,
+  touched_at INTEGER NOT NULL
+);
+`,
+  },
 ];
 
 /** The schema version this code writes. */

@@ -41,6 +41,7 @@ import type {
   NewJob,
   OffsetJobPage,
   OffsetJobsOptions,
+  InlineBlob,
   PendingBlob,
   PurgeResult,
   RunFence,
@@ -334,7 +335,8 @@ export class SqliteStore implements StoreDialect {
 
   async addAsset(asset: NewAsset, fence?: RunFence): Promise<AssetRecord> {
     if (fence !== undefined && asset.job_id != null) this.#assertLive(asset.job_id);
-    return this.#durable(this.#insertAsset(asset));
+    // Inline bytes and their record commit together.
+    return this.#durable(asset.inline == null ? this.#insertAsset(asset) : this.#transaction(() => this.#insertAsset(asset)));
   }
 
   /** Inserts one checked asset record (in the caller's transaction, if any). */
@@ -342,6 +344,7 @@ export class SqliteStore implements StoreDialect {
     const jobId = asset.job_id ?? null;
     try {
       const record = assetRecordOf(asset);
+      if (asset.inline != null) this.#sql.keepInline.run({ blob_key: record.blob_key, bytes: asset.inline, touched_at: record.created_at });
       const row = writeReturning(this.#sql.insertAsset, { ...record, tags: JSON.stringify(record.tags) });
       return toAsset(row!);
     } catch (error) {
@@ -405,6 +408,20 @@ export class SqliteStore implements StoreDialect {
 
   async blobReferenced(blobKey: string): Promise<boolean> {
     return this.#referenced(blobKey);
+  }
+
+  async inlineBlob(key: string): Promise<InlineBlob | null> {
+    const row = this.#sql.inlineBlob.get({ blob_key: key });
+    return row === undefined ? null : { bytes: row.bytes as Uint8Array, touched_at: Number(row.touched_at) };
+  }
+
+  async inlineBlobKeys(afterKey: string, limit: number): Promise<string[]> {
+    return this.#sql.inlineBlobKeys.all({ after: afterKey, limit }).map((row) => String(row.blob_key));
+  }
+
+  async dropInlineBlob(key: string, unlessTouchedAfter: number): Promise<boolean> {
+    // No fsync to wait for: a row a crash brings back is only swept again.
+    return Number(this.#sql.dropInline.run({ blob_key: key, before: unlessTouchedAfter }).changes) > 0;
   }
 
   async pendingBlobs(afterKey: string, limit: number): Promise<PendingBlob[]> {

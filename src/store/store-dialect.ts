@@ -24,7 +24,8 @@ export interface JobQuery {
  * optional counts and turned a listing into a JobQuery. The other methods take the Store's own
  * arguments, checked.
  */
-export interface StoreDialect extends Omit<Store, "listJobs" | "queuedJobs" | "pendingBlobs" | "expireJobs" | "purgeExpired" | "listOutputsOfJobs"> {
+export interface StoreDialect
+  extends Omit<Store, "listJobs" | "queuedJobs" | "pendingBlobs" | "inlineBlobKeys" | "expireJobs" | "purgeExpired" | "listOutputsOfJobs"> {
   /** The assets of jobs `jobIds` (distinct, 1..MAX_PAGE), in one statement, ordered by job id, then commit order. */
   listOutputsOfJobs(jobIds: readonly string[]): Promise<AssetRecord[]>;
   /** An owner's jobs matching `query`, newest first, at most `query.fetch`. */
@@ -33,6 +34,8 @@ export interface StoreDialect extends Omit<Store, "listJobs" | "queuedJobs" | "p
   queuedJobs(limit: number, afterSeq: number, owner: string | undefined): Promise<JobRecord[]>;
   /** Store.pendingBlobs with its limit checked and defaulted. */
   pendingBlobs(afterKey: string, limit: number): Promise<PendingBlob[]>;
+  /** Store.inlineBlobKeys with its arguments defaulted and checked. */
+  inlineBlobKeys(afterKey: string, limit: number): Promise<string[]>;
   /** Store.expireJobs with its limit checked and defaulted. */
   expireJobs(now: number, limit: number): Promise<JobRecord[]>;
   /** Store.purgeExpired: terminal jobs and uploads expired at or before `cutoff` (now - grace), claims expired at `now`. */

@@ -305,6 +305,12 @@ export type NewAsset = Omit<AssetRecord, "job_id" | "node_id" | "type" | "hash" 
   file_path?: string | null;
   tags?: string[];
   expires_at?: number | null;
+  /**
+   * The blob's bytes, when the store is their lasting home (a small output on PostgreSQL): written
+   * in the record's own statement, so that the record never points at nothing and no file is
+   * written (inlineBlob reads them). Their blake3 hex must be blob_key, and their length size_bytes.
+   */
+  inline?: Uint8Array | null;
 };
 
 /** The record a store writes for `asset`: its optional fields at their defaults. */
@@ -343,6 +349,13 @@ export interface PendingBlob {
   /** The blob's key (blake3 hex). */
   key: string;
   bytes: Uint8Array;
+}
+
+/** A blob kept in the store as its lasting home (NewAsset.inline). */
+export interface InlineBlob {
+  bytes: Uint8Array;
+  /** The newest write of a record over it (its created_at): see dropInlineBlob. */
+  touched_at: number;
 }
 
 /** Kept blobs per pendingBlobs read by default (each up to 256 KiB). */
@@ -471,6 +484,15 @@ export interface Store {
   blobReferenced(blobKey: string): Promise<boolean>;
   /** Of `keys`, those a record or a kept (pending) blob names: the orphan sweep keeps them. */
   blobsInUse(keys: readonly string[]): Promise<Set<string>>;
+  /** The bytes a record carried into the store (NewAsset.inline), or null. */
+  inlineBlob(key: string): Promise<InlineBlob | null>;
+  /** Keys of inline blobs after `afterKey` in key order, at most `limit` (default 1,000): the orphan sweep. */
+  inlineBlobKeys(afterKey?: string, limit?: number): Promise<string[]>;
+  /**
+   * Removes an inline blob no record names, unless a record's write touched it after
+   * `unlessTouchedAfter` (one may be on its way); whether it was removed.
+   */
+  dropInlineBlob(key: string, unlessTouchedAfter: number): Promise<boolean>;
   /**
    * Whether the caller takes the turn of a periodic `task` shared by every process of the store:
    * true, with the turn recorded at `now`, when no turn of it was taken within `everyMs` before.

@@ -174,6 +174,87 @@ describe("pending blobs (bytes kept by a job's end until their files are durable
   });
 });
 
+describe("inline blobs (small outputs' bytes kept by their records, for good)", () => {
+  const bytesOf = (text: string) => new Uint8Array(Buffer.from(text));
+  async function runningJob() {
+    const job = await t.store.createJob(newJob());
+    await t.store.transitionJob(job.id, ["queued"], "running", { started_at: T0 });
+    return job;
+  }
+  const inlineAsset = (jobId: string, digit: string, text: string, created_at = T0 + 5) =>
+    newAsset({ job_id: jobId, node_id: "2", type: "image", blob_key: blobKey(digit), size_bytes: text.length, inline: bytesOf(text), created_at });
+  const text = async (key: string) => {
+    const row = await t.store.inlineBlob(key);
+    return row === null ? null : Buffer.from(row.bytes).toString();
+  };
+
+  it("writes the bytes with their record, alone or with a run's end, and reads them back", async () => {
+    const job = await runningJob();
+    const added = await t.store.addAsset(inlineAsset(job.id, "1", "first"));
+    expect(added).not.toHaveProperty("inline");
+    expect(await t.store.inlineBlob(blobKey("1"))).toEqual({ bytes: expect.any(Uint8Array), touched_at: T0 + 5 });
+    expect(await text(blobKey("1"))).toBe("first");
+    // Ends batched together (the same bytes twice: one row) and an end with pending bytes (its own statements).
+    const [a, b, c] = [await runningJob(), await runningJob(), await runningJob()];
+    const ended = await Promise.all([
+      t.store.transitionJobWithAssets(a.id, ["running"], "succeeded", { completed_at: T0 + 9 }, [inlineAsset(a.id, "2", "second", T0 + 6)]),
+      t.store.transitionJobWithAssets(b.id, ["running"], "succeeded", { completed_at: T0 + 9 }, [inlineAsset(b.id, "2", "second", T0 + 7)]),
+    ]);
+    ended.push(
+      await t.store.transitionJobWithAssets(
+        c.id,
+        ["running"],
+        "succeeded",
+        { completed_at: T0 + 9 },
+        [inlineAsset(c.id, "3", "third")],
+        [{ key: blobKey("4"), bytes: bytesOf("kept") }],
+      ),
+    );
+    expect(ended.map((e) => e?.assets.length)).toEqual([1, 1, 1]);
+    expect(await text(blobKey("2"))).toBe("second");
+    expect((await t.store.inlineBlob(blobKey("2")))?.touched_at).toBe(T0 + 7);
+    expect(await text(blobKey("3"))).toBe("third");
+    expect(await t.store.inlineBlob(blobKey("4"))).toBeNull();
+    expect(await t.store.inlineBlobKeys()).toEqual([blobKey("1"), blobKey("2"), blobKey("3")]);
+    expect(await t.store.inlineBlobKeys(blobKey("1"), 1)).toEqual([blobKey("2")]);
+  });
+
+  it("keeps nothing when the job does not move", async () => {
+    const job = await runningJob();
+    expect(await t.store.transitionJobWithAssets(job.id, ["queued"], "succeeded", { completed_at: T0 + 1 }, [inlineAsset(job.id, "5", "x")])).toBeNull();
+    expect(await t.store.inlineBlob(blobKey("5"))).toBeNull();
+    expect(await t.store.inlineBlobKeys()).toEqual([]);
+  });
+
+  it("removes bytes only once no record names them and no write touched them after the given time", async () => {
+    const job = await runningJob();
+    const first = await t.store.addAsset(inlineAsset(job.id, "6", "shared", T0 + 10));
+    const second = await t.store.addAsset(inlineAsset(job.id, "6", "shared", T0 + 20));
+    expect((await t.store.inlineBlob(blobKey("6")))?.touched_at).toBe(T0 + 20);
+    expect(await t.store.dropInlineBlob(blobKey("6"), T0 + 30)).toBe(false); // named
+    await t.store.deleteAsset(first.id);
+    await t.store.deleteAsset(second.id);
+    expect(await t.store.dropInlineBlob(blobKey("6"), T0 + 15)).toBe(false); // touched after
+    expect(await t.store.dropInlineBlob(blobKey("6"), T0 + 20)).toBe(true);
+    expect(await t.store.inlineBlob(blobKey("6"))).toBeNull();
+    expect(await t.store.dropInlineBlob(blobKey("6"), T0 + 20)).toBe(false);
+  });
+
+  it("refuses bytes that are not the record's size, and keys that are not blake3 hex", async () => {
+    const job = await runningJob();
+    await expect(t.store.addAsset({ ...inlineAsset(job.id, "7", "abc"), size_bytes: 4 })).rejects.toThrow(TypeError);
+    await expect(
+      t.store.transitionJobWithAssets(job.id, ["running"], "succeeded", { completed_at: T0 + 1 }, [
+        { ...inlineAsset(job.id, "7", "abc"), inline: "abc" as never },
+      ]),
+    ).rejects.toThrow(TypeError);
+    expect((await t.store.getJob(job.id))?.status).toBe("running");
+    expect(await t.store.inlineBlobKeys()).toEqual([]);
+    await expect(t.store.inlineBlob("../x")).rejects.toThrow(TypeError);
+    await expect(t.store.dropInlineBlob("../x", T0)).rejects.toThrow(TypeError);
+  });
+});
+
 describe("output name series", () => {
   it("allots output name counters past the series' existing names, never the same one twice, even to two stores at once", async () => {
     const job = await t.store.createJob(newJob());

@@ -83,13 +83,14 @@ describe.skipIf(unavailable !== null)("the PostgreSQL store's statements on deep
   it("the batched ends' statement settles on its generic plan: planned once per connection, not on every call", async () => {
     const [{ id }] = (await db.query<{ id: string }>("SELECT id FROM jobs WHERE status = 'queued' LIMIT 1")).rows as [{ id: string }];
     const T = Date.now();
-    // One end with its final progress, fenced, carrying events and one output record, as a worker sends it (#endAll).
-    // biome-ignore format: the 37 parameters in rows (the move, the events, the record)
+    // One end with its final progress, fenced, carrying events and one output record with its
+    // bytes inline, as a worker sends it (#endAll).
+    // biome-ignore format: the 38 parameters in rows (the move, the events, the record)
     const oneEnd = [
       [id], ["succeeded"], ["running"], [false], [null], [true], [T], [true], ['{"value":1,"max":1}'], [false], [null], [false], [null],
       [true], ["w"], [1], [T], "fg_plans_test", ['{"type":"progress"}'], [1], ['{"type":"executed"}'],
       [randomUUID()], ["alice"], [id], ["2"], ["a.png"], ["image"], ["image/png"], [10], [`blake3:${"a".repeat(64)}`], ["a".repeat(64)],
-      ["output"], [null], ["[]"], [T], [null], [1],
+      ["output"], [null], ["[]"], [T], [null], [1], [Buffer.alloc(10)],
     ];
     await db.query("BEGIN");
     try {
