@@ -5,6 +5,7 @@ export { openBlobStore, type BlobStoreConfig } from "./open-blob-store.ts";
 export type { S3BlobStore, S3BlobStoreOptions } from "./s3-blob-store.ts";
 export { parseS3Url, s3Url, type S3Location } from "./s3-location.ts";
 export { FileBlobStore } from "./file-blob-store.ts";
+export { INLINE_BLOB_MAX_BYTES, InlineBlobs, type InlineBlobTable } from "./inline-blobs.ts";
 export type { FileBlobStoreOptions, FileBlobStoreOptions as BlobStoreOptions } from "./file-blob-store.ts";
 export { assertBlobKey, blobPath } from "./blob-key.ts";
 export {
