@@ -1,7 +1,17 @@
 // Asset records over content-addressed blobs: uploads, reuse by hash, outputs, reads, deletion.
 // Ownership is checked here; another caller's asset looks exactly like a missing one.
 import type { Readable } from "node:stream";
-import { HashMismatchError, PayloadTooLargeError, parseBlake3Hash, type BlobStore, type ByteRange, type PutResult } from "../blobs/index.ts";
+import {
+  HashMismatchError,
+  INLINE_BLOB_MAX_BYTES,
+  PayloadTooLargeError,
+  blake3Hex,
+  parseBlake3Hash,
+  toBlake3Hash,
+  type BlobStore,
+  type ByteRange,
+  type PutResult,
+} from "../blobs/index.ts";
 import type { AssetFolder, AssetRecord, AssetType, NewAsset, PendingBlob, RunFence, Store } from "../store/index.ts";
 import type { BlobHealth } from "../blobs/blob-health.ts";
 import { isOutOfSpace } from "../datadir/space.ts";
@@ -292,11 +302,18 @@ export class AssetService {
    * them (with recordOutput, or in the store's transitionJobWithAssets with the job's end).
    * `stage` stores small bytes without waiting for the disk (BlobStore.stage): the job's end
    * then commits them with the record as `pending`, and recordOutput waits for `durable`.
+   * `inline` keeps bytes up to INLINE_BLOB_MAX_BYTES in the record itself (NewAsset.inline): the
+   * store is their home (InlineBlobs reads them), nothing is written before the record.
    */
-  async storeOutput(job: { id: string; owner: string; expires_at: number }, file: OutputFile, options: { stage?: boolean } = {}): Promise<StoredOutput> {
+  async storeOutput(
+    job: { id: string; owner: string; expires_at: number },
+    file: OutputFile,
+    options: { stage?: boolean; inline?: boolean } = {},
+  ): Promise<StoredOutput> {
     this.o.space?.assertRoom();
-    const staged = options.stage === true ? await this.whileUnavailable(() => this.o.blobs.stage(file.data)) : null;
-    const put = staged ?? (await this.whileUnavailable(() => this.o.blobs.put(file.data)));
+    const inline = options.inline === true && file.data.byteLength <= INLINE_BLOB_MAX_BYTES ? file.data : null;
+    const staged = options.stage === true && inline === null ? await this.whileUnavailable(() => this.o.blobs.stage(file.data)) : null;
+    const put = inline !== null ? await inlinePut(inline) : (staged ?? (await this.whileUnavailable(() => this.o.blobs.put(file.data))));
     // File times are wall-clock whatever clock the service runs on; +1 covers the sub-ms part of
     // our own write's mtime.
     const putAt = Date.now() + 1;
@@ -316,6 +333,7 @@ export class AssetService {
       file_path: file.name,
       created_at: now,
       expires_at: job.expires_at,
+      ...(inline !== null ? { inline } : {}),
     };
     const pending = staged?.pending ? { key: put.key, bytes: staged.pending } : null;
     return { record, put, putAt, pending, durable: staged?.durable ?? Promise.resolve(null) };
@@ -447,6 +465,12 @@ export class AssetService {
     for await (const c of stream) chunks.push(c as Buffer);
     return sniffMediaType(Buffer.concat(chunks));
   }
+}
+
+/** The put an inline output stands for: its name, nothing written (`created` false: no file of its own to drop). */
+async function inlinePut(bytes: Uint8Array): Promise<PutResult> {
+  const key = await blake3Hex(bytes);
+  return { key, hash: toBlake3Hash(key), size: bytes.byteLength, created: false };
 }
 
 function sameTags(a: readonly string[], b: readonly string[]): boolean {

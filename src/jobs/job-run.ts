@@ -22,8 +22,9 @@ import { OutputRows } from "./output-rows.ts";
 import { ProgressTracker, type Progress } from "./progress.ts";
 
 /**
- * Most bytes of one run's last outputs staged for its end's commit (BlobStore.stage, up to 256 KiB
- * each): beyond, outputs are durable before the end as any other, so that one commit stays small.
+ * Most bytes of one run's last outputs staged or kept inline for its end's commit (BlobStore.stage,
+ * up to 256 KiB each; inline, up to 64 KiB each): beyond, outputs are durable before the end as
+ * any other, so that one commit stays small.
  */
 export const STAGED_BYTES_PER_RUN = 4 * 1024 * 1024;
 
@@ -53,11 +54,12 @@ export interface JobRunDeps {
   /**
    * Writes the records of the last output node's outputs in the run's end commit: one durable
    * write instead of two. True: their bytes staged too (BlobStore.stage), their events just
-   * before the end's; "records": the bytes durable first (where the staged bytes' later release
-   * would cost a transaction of its own), and under a relay the events the run tells from the
-   * first held output on ride in the end's statement, before its status. Off by default.
+   * before the end's; "inline": small ones' bytes kept in the end's statement for good
+   * (NewAsset.inline, up to INLINE_BLOB_MAX_BYTES: no file, no fsync of their own), larger ones
+   * durable first, and under a relay the events the run tells from the first held output on ride
+   * in the end's statement, before its status. Off by default.
    */
-  endWithOutputs?: boolean | "records";
+  endWithOutputs?: boolean | "inline";
   /** Called once the engine is done with the run (its outputs stored), before its end is written. */
   engineDone?: () => void;
   /** Spacing of progress writes where a relay carries the run's events (default RELAYED_PROGRESS_EVERY_MS). */
@@ -424,10 +426,13 @@ class JobRun {
     let asset: Promise<AssetRecord | null>;
     try {
       // An output of the last output node may be staged (its bytes kept by the end's commit
-      // until its file is durable: one fsync for all); any other is durable before its record.
-      const stage = last && deps.endWithOutputs === true && this.stagedBytes + output.data.byteLength <= STAGED_BYTES_PER_RUN;
-      if (stage) this.stagedBytes += output.data.byteLength;
-      const stored = await deps.assets.storeOutput(job, { ...output, name }, { stage });
+      // until its file is durable: one fsync for all) or kept inline (by the end's statement, for
+      // good); any other is durable before its record.
+      // (The last outputs are stored one after another: the count is exact.)
+      const size = output.data.byteLength;
+      const mode = last && this.stagedBytes + size <= STAGED_BYTES_PER_RUN ? deps.endWithOutputs : false;
+      const stored = await deps.assets.storeOutput(job, { ...output, name }, { stage: mode === true, inline: mode === "inline" });
+      if (stored.pending !== null || stored.record.inline != null) this.stagedBytes += size;
       // Recorded by the process that died: the engine delivers it again, the job keeps the one record.
       const before = this.recordedBefore?.get(`${output.node_id}\u0000${stored.record.hash}`);
       if (before !== undefined) {

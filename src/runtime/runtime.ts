@@ -1,6 +1,6 @@
 // Everything a running server holds, opened from the configuration: store, blobs, signer,
 // engine, events, dispatcher, services and the reaper. HTTP-free, so tools and tests reuse it.
-import { BlobHealth, UrlSigner, loadOrCreateSigningKey, openBlobStore, type BlobStore } from "../blobs/index.ts";
+import { BlobHealth, InlineBlobs, UrlSigner, loadOrCreateSigningKey, openBlobStore, type BlobStore } from "../blobs/index.ts";
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type { Config } from "../config/config.ts";
@@ -182,10 +182,19 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
       );
     },
   });
-  const blobs = watchFailures(
+  const watchedBlobs = watchFailures(
     watchFailures(openedBlobs, (err) => blobHealth.noteFailure(err)),
     noteFailure,
   );
+  // On PostgreSQL small outputs live in the database (their ends write them, see endWithOutputs).
+  const blobs =
+    database === null
+      ? watchedBlobs
+      : new InlineBlobs(watchedBlobs, {
+          read: (key) => store.inlineBlob(key),
+          keys: (afterKey, limit) => store.inlineBlobKeys(afterKey, limit),
+          drop: (key, unlessTouchedAfter) => store.dropInlineBlob(key, unlessTouchedAfter),
+        });
   // A bucket down at start is a readiness failure, not a crash: the operator is told once, in words.
   if (config.blobStore !== null) void blobs.check().catch((err: unknown) => log(`${(err as Error).message}; not ready until it answers`));
   const signer = new UrlSigner(config.signingKey ?? (await loadOrCreateSigningKey(config.dataDir)));
@@ -244,8 +253,9 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     ...(config.surface === "cloud" ? { slotsFor: (owner: string) => surface.slotsFor(owner) } : {}),
     logLimitBytes: config.logLimitBytes,
     names: new OutputNamer(store),
-    // On PostgreSQL, records only: a staged blob's bytes kept in the database would cost a transaction to forget.
-    endWithOutputs: database === null ? true : "records",
+    // On PostgreSQL, small last outputs are kept in the database by the end's statement, for good:
+    // staged bytes kept there until their file is named would cost a transaction to forget.
+    endWithOutputs: database === null ? true : "inline",
     mayStart: () => !space.short && blobHealth.available,
     ...(lease ? { lease } : {}),
     log,

@@ -354,7 +354,7 @@ describe("runJob: the last output node's outputs are stored while the engine fin
         twoOutputs(() => (engineReturned = true)),
         events,
       ),
-      endWithOutputs: "records" as const,
+      endWithOutputs: "inline" as const,
     };
     const ending = runJob(deps, job, {}, new AbortController().signal);
     await until(() => engineReturned);
@@ -379,7 +379,7 @@ describe("runJob: the last output node's outputs are stored while the engine fin
         twoOutputs(() => undefined),
         new EventBus(),
       ),
-      endWithOutputs: "records" as const,
+      endWithOutputs: "inline" as const,
     };
     const ended = await runJob(deps, job, {}, new AbortController().signal);
     expect(ended).toMatchObject({ status: "failed", error: { code: "insufficient_storage" } });

@@ -1,6 +1,7 @@
 // Shared fixtures of the server integration tests: a real server on a fresh data dir, an HTTP
 // helper, response validation with the generated validators, an SSE reader, graphs, polling.
 import { randomUUID } from "node:crypto";
+import { existsSync } from "node:fs";
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtemp, readdir, readFile, rm, stat } from "node:fs/promises";
 import http from "node:http";
@@ -10,6 +11,7 @@ import type { ValidateFunction } from "ajv";
 import { expect } from "vitest";
 import { routes } from "../../generated/routes.ts";
 import * as v from "../../generated/validators.js";
+import { InlineBlobs, type BlobStore, type FileBlobStore } from "../../src/blobs/index.ts";
 import { loadConfig, type Config } from "../../src/config/config.ts";
 import { EmbeddedEngine, type EmbeddedEngineOptions } from "../../src/engine/embedded-engine.ts";
 import { engineAdapter } from "../../src/jobs/engine-adapter.ts";
@@ -219,6 +221,14 @@ export function expectError(res: Res, status: number, code: string, validator?: 
 }
 
 /** Polls `read` until `until` holds or the deadline passes (never a fixed sleep). */
+/**
+ * Whether a blob's bytes are stored for good: its file (a staged blob counts once named), or, on
+ * PostgreSQL (InlineBlobs), its file or its bytes in the database.
+ */
+export async function blobStored(blobs: BlobStore, key: string): Promise<boolean> {
+  return blobs instanceof InlineBlobs ? blobs.has(key) : existsSync((blobs as FileBlobStore).pathOf(key));
+}
+
 export async function waitFor<T>(read: () => Promise<T> | T, until: (value: T) => boolean, what = "condition", timeoutMs = 15_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: T;

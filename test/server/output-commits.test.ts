@@ -5,10 +5,8 @@
 // transaction of its own), and other processes hear the outputs in the end's own statement.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { JobEvent } from "../../src/jobs/event-bus.ts";
-import { existsSync } from "node:fs";
-import type { FileBlobStore } from "../../src/blobs/index.ts";
 import type { NewAsset, PendingBlob, Store } from "../../src/store/index.ts";
-import { databaseKind, imageGraph, outputThenDelayGraph, startTestServer, type TestServer } from "./helpers.ts";
+import { blobStored, databaseKind, imageGraph, outputThenDelayGraph, startTestServer, type TestServer } from "./helpers.ts";
 
 /** Whether the end's write keeps the last outputs' bytes (staged) until their files are durable. */
 const staged = databaseKind() === "sqlite";
@@ -23,10 +21,12 @@ afterAll(async () => {
 
 /** Counts the store writes that record a job's outputs, checking each record's blob is stored by then. */
 function watchRecords(store: Store, blobs: TestServer["runtime"]["blobs"]) {
-  const seen = { alone: [] as string[], withEnd: [] as Array<{ to: string; names: string[]; kept: number }>, blobMissing: [] as string[] };
-  // Durable: named on disk (a blob is named only once its bytes are synced), or kept by the same commit.
+  const seen = { alone: [] as string[], withEnd: [] as Array<{ to: string; names: string[]; kept: number; inline: number }>, blobMissing: [] as string[] };
+  // Durable: named on disk (a blob is named only once its bytes are synced), or kept by the same
+  // commit (staged, or inline: the record carries them).
   const check = async (a: NewAsset, pending: readonly PendingBlob[] = []) => {
-    if (!existsSync((blobs as FileBlobStore).pathOf(a.blob_key)) && !pending.some((p) => p.key === a.blob_key)) seen.blobMissing.push(a.name);
+    const kept = a.inline != null || pending.some((p) => p.key === a.blob_key);
+    if (!kept && !(await blobStored(blobs, a.blob_key))) seen.blobMissing.push(a.name);
   };
   const addAsset = store.addAsset.bind(store);
   const withAssets = store.transitionJobWithAssets.bind(store);
@@ -37,7 +37,7 @@ function watchRecords(store: Store, blobs: TestServer["runtime"]["blobs"]) {
   };
   store.transitionJobWithAssets = async (id, from, to, patch, assets, pending, fence) => {
     for (const a of assets) await check(a, pending);
-    seen.withEnd.push({ to, names: assets.map((a) => a.name), kept: pending?.length ?? 0 });
+    seen.withEnd.push({ to, names: assets.map((a) => a.name), kept: pending?.length ?? 0, inline: assets.filter((a) => a.inline != null).length });
     return withAssets(id, from, to, patch, assets, pending, fence);
   };
   return {
@@ -76,12 +76,13 @@ describe("a run's outputs and its end", () => {
       expect(done.outputs).toHaveLength(1);
       expect((await fetch(done.outputs[0].url)).status).toBe(200);
       expect(watch.seen.alone).toEqual([]);
-      // Its bytes were kept by the end's commit (staged, not yet synced then) or durable already.
-      expect(watch.seen.withEnd).toEqual([{ to: "succeeded", names: [done.outputs[0].name], kept: staged ? expect.any(Number) : 0 }]);
+      // Its bytes were kept by the end's commit: staged (not yet synced then) on SQLite, inline
+      // (for good) on PostgreSQL.
+      expect(watch.seen.withEnd).toEqual([{ to: "succeeded", names: [done.outputs[0].name], kept: staged ? expect.any(Number) : 0, inline: staged ? 0 : 1 }]);
       expect(watch.seen.blobMissing).toEqual([]);
       // Once the file is durable the store forgets the kept bytes.
       await until(async () => (await s.runtime.store.pendingBlobs()).length === 0);
-      expect(existsSync((s.runtime.blobs as FileBlobStore).pathOf(done.outputs[0].hash.slice("blake3:".length)))).toBe(true);
+      expect(await blobStored(s.runtime.blobs, done.outputs[0].hash.slice("blake3:".length))).toBe(true);
       // Event order is unchanged: the output, its node done, then the end.
       const order = events.map((e) => (e.type === "status" ? `status:${e.job.status}` : e.type === "node_done" ? `node_done:${e.node_id}` : e.type));
       const at = (what: string) => order.indexOf(what);

@@ -2,11 +2,22 @@
 // are readable until expires_at, a live job at its deadline becomes expired, and afterwards the
 // job, its outputs and uploads are gone (404) with the blobs no record refers to.
 import { randomBytes } from "node:crypto";
-import { existsSync } from "node:fs";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { blobPath, type FileBlobStore } from "../../src/blobs/index.ts";
 import { reapOnce } from "../../src/jobs/retention.ts";
-import { delayGraph, expectError, expectSseEventsValid, HOUR, imageGraph, SseClient, startTestServer, upload, v, waitFor, type TestServer } from "./helpers.ts";
+import {
+  blobStored,
+  delayGraph,
+  expectError,
+  expectSseEventsValid,
+  HOUR,
+  imageGraph,
+  SseClient,
+  startTestServer,
+  upload,
+  v,
+  waitFor,
+  type TestServer,
+} from "./helpers.ts";
 
 let s: TestServer;
 beforeEach(async () => {
@@ -18,7 +29,7 @@ afterEach(async () => {
 });
 
 const reap = () => reapOnce({ store: s.runtime.store, blobs: s.runtime.blobs, dispatcher: s.runtime.dispatcher, events: s.runtime.events, now: s.clock.now });
-const blobOf = (hash: string) => blobPath((s.runtime.blobs as FileBlobStore).root, hash.replace(/^blake3:/, ""));
+const stored = (hash: string) => blobStored(s.runtime.blobs, hash.replace(/^blake3:/, ""));
 
 describe("retention", () => {
   it("GEN-4 JOB-3 a finished job and its outputs stay readable until expires_at, then are 404 and purged", async () => {
@@ -26,10 +37,11 @@ describe("retention", () => {
     const done = await s.api.waitTerminal(job.id);
     expect(Date.parse(done.expires_at) - Date.parse(done.created_at)).toBe(HOUR);
     const out = done.outputs[0];
-    // A last output is staged: its file is named once synced, just after the job's end.
+    // A last output is staged: its file is named once synced, just after the job's end (on
+    // PostgreSQL its bytes are in the database, written with the end).
     expect(
       await waitFor(
-        () => existsSync(blobOf(out.hash)),
+        () => stored(out.hash),
         (named) => named,
         "the output's blob file",
       ),
@@ -53,7 +65,7 @@ describe("retention", () => {
     expect(r.purged).toBeGreaterThanOrEqual(1);
     expect(await s.runtime.store.getJob(job.id)).toBeNull();
     expect(await s.runtime.store.getAsset(out.id)).toBeNull();
-    expect(existsSync(blobOf(out.hash))).toBe(false);
+    expect(await stored(out.hash)).toBe(false);
     expectError(await s.api.get(`/api/v2/jobs/${job.id}/workflow`), 404, "not_found");
   });
 
@@ -113,8 +125,8 @@ describe("retention", () => {
     s.clock.advance(30 * 60_000);
     expectError(await s.api.get(`/api/v2/assets/${a.body.id}`), 404, "not_found");
     await reap();
-    expect(existsSync(blobOf(b.body.hash))).toBe(false);
-    expect(existsSync(blobOf(a.body.hash))).toBe(true);
+    expect(await stored(b.body.hash)).toBe(false);
+    expect(await stored(a.body.hash)).toBe(true);
     const still = await s.api.get(`/api/v2/assets/${c.body.id}`);
     expect(still.status).toBe(200);
     expect(Buffer.from(await (await fetch(still.body.url)).arrayBuffer()).equals(shared)).toBe(true);
@@ -130,7 +142,7 @@ describe("retention", () => {
     expect((await s.api.request("HEAD", `/api/v2/assets/by-hash/${up.body.hash}`)).status).toBe(404);
     expectError(await s.api.post("/api/v2/assets/from-hash", { hash: up.body.hash }), 404, "blob_not_found", v.response_createAssetFromHash_404);
     await reap();
-    expect(existsSync(blobOf(up.body.hash))).toBe(false);
+    expect(await stored(up.body.hash)).toBe(false);
   });
 
   it("the reaper started by the server runs on its interval", async () => {

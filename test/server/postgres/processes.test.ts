@@ -1,6 +1,6 @@
 // API nodes and workers as separate processes on one PostgreSQL database: real `flowgate serve
 // --no-dispatch` and `flowgate worker` children, a fresh schema each, a blob directory they share.
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -97,6 +97,32 @@ describe.skipIf(unavailable !== null)("processes on PostgreSQL", () => {
     const image = await fetch(new URL(done.outputs[0].url, api.base));
     expect(image.status).toBe(200);
     expect((await row(job.id)).worker_id).toMatch(new RegExp(`:${w.child.pid}:`));
+  });
+
+  it("a small output's bytes live in the database, written with the job's end, a large one's in the blob directory; the API node serves both", async () => {
+    const { api } = await apiNode("--no-dispatch");
+    await worker();
+    const small = await api.waitTerminal((await api.submit(imageGraph("small"))).id, 30_000);
+    const large = await api.waitTerminal((await api.submit(samplerGraph(1, "large", 256))).id, 30_000);
+    expect([small.status, large.status]).toEqual(["succeeded", "succeeded"]);
+    const [tiny, big] = [small.outputs[0], large.outputs[0]];
+    expect(big.size_bytes).toBeGreaterThan(64 * 1024);
+    const keyOf = (output: { hash: string }) => output.hash.slice("blake3:".length);
+    const kept = await adminQuery(`SELECT blob_key, length(bytes) AS n FROM ${schema}.inline_blobs`);
+    expect(kept).toEqual([{ blob_key: keyOf(tiny), n: tiny.size_bytes }]);
+    const filed = async (key: string) => (await stat(join(sharedBlobs, key.slice(0, 2), key.slice(2, 4), key)).catch(() => null)) !== null;
+    expect(await filed(keyOf(tiny))).toBe(false);
+    expect(await filed(keyOf(big))).toBe(true);
+    for (const output of [tiny, big]) {
+      const res = await fetch(new URL(output.url, api.base));
+      const bytes = Buffer.from(await res.arrayBuffer());
+      expect([res.status, bytes.length, bytes.subarray(1, 4).toString()]).toEqual([200, output.size_bytes, "PNG"]);
+    }
+    const ranged = await fetch(new URL(tiny.url, api.base), { headers: { range: "bytes=1-3" } });
+    expect([ranged.status, await ranged.text()]).toEqual([206, "PNG"]);
+    // The hosted interface's /api/view finds it by name, as ComfyUI clients fetch outputs.
+    const view = await fetch(new URL(`/api/view?filename=${encodeURIComponent(tiny.name)}&type=output`, api.base));
+    expect([view.status, Number(view.headers.get("content-length"))]).toEqual([200, tiny.size_bytes]);
   });
 
   it("a SIGKILLed worker's job ends failed worker_lost within the lease bound, and is not run again", async () => {
