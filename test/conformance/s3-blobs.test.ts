@@ -12,7 +12,8 @@ import { startDeployment } from "../server/postgres/deployment.ts";
 import { haproxyUnavailable } from "../server/postgres/haproxy.ts";
 import { startBucketProxy } from "../blobs/bucket-proxy.ts";
 import { startTestBucket, withBucketEnv, type TestBucket } from "../blobs/test-bucket.ts";
-import { waitFor } from "../server/helpers.ts";
+import { imageGraph, waitFor } from "../server/helpers.ts";
+import { samplerGraph } from "../fixtures/graphs.ts";
 import { failureLines, FAST } from "./helpers.ts";
 
 let bucket: TestBucket;
@@ -66,6 +67,38 @@ describe.skipIf(unavailable !== null)("the contract through HAProxy over two API
       const report = await runConformance({ ...FAST, oversizeMb: 12, baseUrl: d.lb.url, surface: "self-hosted", token: "static-token", fillQueue: 12 });
       expect(report.ok, `${failureLines(report)}\n${report.ok ? "" : d.logs()}`).toBe(true);
       expect((await bucket.objects()).some((k) => k.startsWith(`${bucket.prefix}deployment/`))).toBe(true);
+    } finally {
+      await d.stop();
+    }
+  }, 180_000);
+});
+
+describe.skipIf(unavailable !== null)("small outputs on PostgreSQL with blobs in a bucket", () => {
+  it("a small last output never goes to the bucket and is served by the API node; a large one is redirected to its object", async () => {
+    const d = await startDeployment({
+      nodes: 1,
+      workers: 1,
+      nodeFlags: ["--token", "static-token"],
+      blobStore: { url: `${bucket.url}inline/`, endpoint: bucket.endpoint },
+      env: bucket.env,
+    });
+    try {
+      d.api.token = "static-token";
+      const small = await d.api.waitTerminal((await d.api.submit(imageGraph("small"))).id, 30_000);
+      const large = await d.api.waitTerminal((await d.api.submit(samplerGraph(1, "large", 256))).id, 30_000);
+      expect([small.status, large.status]).toEqual(["succeeded", "succeeded"]);
+      const [tiny, big] = [small.outputs[0], large.outputs[0]];
+      const keyOf = (output: { hash: string }) => output.hash.slice("blake3:".length);
+      const objects = (await bucket.objects()).filter((k) => k.startsWith(`${bucket.prefix}inline/`));
+      expect(objects).toEqual([`${bucket.prefix}inline/${keyOf(big)}`]);
+      // The outputs' signed links: the small one served by the node, the large one redirected to the bucket.
+      const served = await fetch(tiny.url, { redirect: "manual" });
+      expect([served.status, Buffer.from(await served.arrayBuffer()).length]).toEqual([200, tiny.size_bytes]);
+      const redirected = await fetch(big.url, { redirect: "manual" });
+      expect(redirected.status).toBe(302);
+      const location = redirected.headers.get("location")!;
+      expect(new URL(location).origin).not.toBe(new URL(big.url).origin);
+      expect(Buffer.from(await (await fetch(location)).arrayBuffer()).length).toBe(big.size_bytes);
     } finally {
       await d.stop();
     }
