@@ -107,14 +107,14 @@ describe("assets", () => {
   });
 });
 
-describe("pending blobs (bytes kept by a job's end until their files are durable)", () => {
-  const bytesOf = (text: string) => new Uint8Array(Buffer.from(text));
-  async function runningJob() {
-    const job = await t.store.createJob(newJob());
-    await t.store.transitionJob(job.id, ["queued"], "running", { started_at: T0 });
-    return job;
-  }
+const bytesOf = (text: string) => new Uint8Array(Buffer.from(text));
+async function runningJob() {
+  const job = await t.store.createJob(newJob());
+  await t.store.transitionJob(job.id, ["queued"], "running", { started_at: T0 });
+  return job;
+}
 
+describe("pending blobs (bytes kept by a job's end until their files are durable)", () => {
   it("keeps them with the end's records, in one commit, until dropped", async () => {
     const job = await runningJob();
     const records = [newAsset({ job_id: job.id, node_id: "2", type: "image", blob_key: blobKey("1"), hash: `blake3:${blobKey("1")}` })];
@@ -175,12 +175,6 @@ describe("pending blobs (bytes kept by a job's end until their files are durable
 });
 
 describe("inline blobs (small outputs' bytes kept by their records, for good)", () => {
-  const bytesOf = (text: string) => new Uint8Array(Buffer.from(text));
-  async function runningJob() {
-    const job = await t.store.createJob(newJob());
-    await t.store.transitionJob(job.id, ["queued"], "running", { started_at: T0 });
-    return job;
-  }
   const inlineAsset = (jobId: string, digit: string, text: string, created_at = T0 + 5) =>
     newAsset({ job_id: jobId, node_id: "2", type: "image", blob_key: blobKey(digit), size_bytes: text.length, inline: bytesOf(text), created_at });
   const text = async (key: string) => {

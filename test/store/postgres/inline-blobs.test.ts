@@ -2,66 +2,43 @@
 // ends batched in one statement that carry the same bytes, and a removal racing a record's write
 // over the same bytes. Real PostgreSQL, real concurrent transactions.
 import pg from "pg";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { openStore, type RunFence, type Store } from "../../../src/store/index.ts";
+import { describe, expect, it } from "vitest";
+import type { RunFence } from "../../../src/store/index.ts";
 import { PG_SQL } from "../../../src/store/postgres-queries.ts";
-import { PostgresLeases } from "../../../src/store/postgres-leases.ts";
-import { adminQuery, createTestSchema, dropTestSchema, postgresUnavailable, TEST_DATABASE_URL } from "../../postgres/pg.ts";
+import { adminQuery, postgresUnavailable, TEST_DATABASE_URL } from "../../postgres/pg.ts";
 import { blobKey, newAsset, newJob, T0 } from "../helpers.ts";
+import { leasedStore } from "./leased-store.ts";
 
 const unavailable = await postgresUnavailable();
-let schema: string;
-let store: Store;
-let leases: PostgresLeases;
-
-beforeEach(async () => {
-  if (unavailable !== null) return;
-  schema = await createTestSchema();
-  store = await openStore({ kind: "postgres", url: TEST_DATABASE_URL, schema });
-  leases = await PostgresLeases.open({ url: TEST_DATABASE_URL, schema });
-});
-
-afterEach(async () => {
-  if (unavailable !== null) return;
-  await Promise.all([store.close(), leases.close()]);
-  await dropTestSchema(schema);
-});
+const t = leasedStore(unavailable);
 
 const BYTES = new Uint8Array(Buffer.from("one pixel"));
 const inline = (jobId: string, created_at = T0 + 5) =>
   newAsset({ job_id: jobId, blob_key: blobKey("e"), size_bytes: BYTES.byteLength, inline: BYTES, created_at });
 
-/** A job claimed by worker "wa", with its fence. */
-async function runningJob(): Promise<{ id: string; fence: RunFence }> {
-  const job = await store.createJob(newJob());
-  const claimed = (await leases.claim("wa", 30_000, T0, undefined, []))!;
-  expect(claimed.job.id).toBe(job.id);
-  return { id: job.id, fence: { workerId: "wa", epoch: claimed.epoch } };
-}
-
 describe.skipIf(unavailable !== null)("inline blobs (PostgreSQL)", () => {
   it("ends written in one statement that carry the same bytes keep one row, touched by the newest record", async () => {
-    const [one, two] = [await runningJob(), await runningJob()];
+    const [one, two] = (await t.runningJobs(2)) as [{ id: string; fence: RunFence }, { id: string; fence: RunFence }];
     const end = (job: { id: string; fence: RunFence }, at: number) =>
-      store.transitionJobWithAssets(job.id, ["running"], "succeeded", { completed_at: T0 + 9 }, [inline(job.id, at)], [], job.fence);
+      t.store.transitionJobWithAssets(job.id, ["running"], "succeeded", { completed_at: T0 + 9 }, [inline(job.id, at)], [], job.fence);
     // Asked for in one turn: one statement (ON CONFLICT could not touch one row twice in it).
     const ended = await Promise.all([end(one, T0 + 7), end(two, T0 + 6)]);
     expect(ended.map((e) => e?.job.status)).toEqual(["succeeded", "succeeded"]);
-    const writers = await adminQuery(`SELECT DISTINCT xmin::text AS x FROM ${schema}.jobs WHERE id = ANY($1)`, [[one.id, two.id]]);
+    const writers = await adminQuery(`SELECT DISTINCT xmin::text AS x FROM ${t.schema}.jobs WHERE id = ANY($1)`, [[one.id, two.id]]);
     expect(writers).toHaveLength(1);
-    expect(await adminQuery(`SELECT touched_at::int8 AS t, xmin::text AS x FROM ${schema}.inline_blobs`)).toEqual([{ t: String(T0 + 7), x: writers[0]!.x }]);
+    expect(await adminQuery(`SELECT touched_at::int8 AS t, xmin::text AS x FROM ${t.schema}.inline_blobs`)).toEqual([{ t: String(T0 + 7), x: writers[0]!.x }]);
   });
 
   it("a removal waits for a record's write under way over the same bytes, then keeps them", async () => {
-    const first = await runningJob();
-    const gone = await store.addAsset(inline(first.id), first.fence);
-    await store.deleteAsset(gone.id); // the bytes are unreferenced now
-    const second = await store.createJob(newJob());
+    const [first] = (await t.runningJobs(1)) as [{ id: string; fence: RunFence }];
+    const gone = await t.store.addAsset(inline(first.id), first.fence);
+    await t.store.deleteAsset(gone.id); // the bytes are unreferenced now
+    const second = await t.store.createJob(newJob());
     // Another process writes a record over the same bytes and has not committed yet.
     const writer = new pg.Client({ connectionString: TEST_DATABASE_URL, application_name: "inline-writer" });
     await writer.connect();
     try {
-      await writer.query(`SET search_path = ${schema}`);
+      await writer.query(`SET search_path = ${t.schema}`);
       await writer.query("BEGIN");
       const record = inline(second.id, T0 + 6);
       await writer.query(PG_SQL.insertAsset, [
@@ -83,7 +60,7 @@ describe.skipIf(unavailable !== null)("inline blobs (PostgreSQL)", () => {
         Buffer.from(BYTES),
       ]);
       // A removal that does not know of it (a time after every touch): it must wait for the writer's commit.
-      const removal = store.dropInlineBlob(blobKey("e"), T0 + 1_000);
+      const removal = t.store.dropInlineBlob(blobKey("e"), T0 + 1_000);
       let waiting = false;
       for (let i = 0; i < 500 && !waiting; i++) {
         const rows = await adminQuery("SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%inline_blobs%'");
@@ -96,8 +73,8 @@ describe.skipIf(unavailable !== null)("inline blobs (PostgreSQL)", () => {
     } finally {
       await writer.end();
     }
-    expect(Buffer.from((await store.inlineBlob(blobKey("e")))!.bytes).toString()).toBe("one pixel");
-    expect(await store.listJobOutputs(second.id)).toHaveLength(1);
+    expect(Buffer.from((await t.store.inlineBlob(blobKey("e")))!.bytes).toString()).toBe("one pixel");
+    expect(await t.store.listJobOutputs(second.id)).toHaveLength(1);
   });
 });
 
