@@ -33,9 +33,20 @@ export interface PostgresOptions {
  * before the jobs planned its claims and ends on a table of a few rows (a whole-table scan is the
  * cheap plan there) and kept those plans while a backlog grew: each claim then read every queued
  * job, and the drain ran at half its rate (bench/RESULTS.md). A connection replaced this often
- * plans them again for the tables as they are.
+ * plans them again for the tables as they are (INDEX_PLANS keeps whole-table scans out of the
+ * plans meanwhile).
  */
 const CONNECTION_LIFETIME_MS = 5_000;
+
+/**
+ * Every statement of flowgate's is an index walk or a point lookup on a table that grows (the
+ * plans test checks them on deep tables). Planned while a table held a few rows (a worker started
+ * before the jobs, a new deployment), a whole-table scan is the cheap plan, and a connection keeps
+ * it as its generic plan while the table grows: a claim then read every queued job, an end every
+ * job, until the connection was replaced (bench/RESULTS.md). Without sequential scans where an index
+ * serves, the plan made on a few rows is the one for many.
+ */
+const INDEX_PLANS = "SET enable_seqscan = off";
 
 const INT8_OID = 20;
 
@@ -69,7 +80,11 @@ export function postgresPool(options: PostgresOptions): pg.Pool {
   // A connection the server ends (restart, pg_terminate_backend, network loss) must not crash the
   // process: the query on it rejects, the pool drops it, and the next query opens a fresh one.
   pool.on("error", () => undefined);
-  pool.on("connect", (client) => client.on("error", () => undefined));
+  pool.on("connect", (client) => {
+    client.on("error", () => undefined);
+    // Sent before the connection's first query (a client runs its queries in order); see INDEX_PLANS.
+    void client.query(INDEX_PLANS).catch(() => undefined);
+  });
   return pool;
 }
 

@@ -3,7 +3,16 @@
 // repeats its condition on the outer row: under READ COMMITTED a row changed meanwhile by another
 // transaction is re-checked against the outer WHERE only, never against a subquery.
 
-import { ASSET_COLUMNS, CLAIM_COLUMNS, JOB_COLUMNS, LIVE_SQL as LIVE, RUN_SQL, TERMINAL_SQL as TERMINAL, qualifiedJobColumns } from "./sql-fragments.ts";
+import {
+  ASSET_COLUMNS,
+  CLAIM_COLUMNS,
+  JOB_COLUMNS,
+  LIVE_SQL as LIVE,
+  RUN_SQL,
+  RUN_STATUSES,
+  TERMINAL_SQL as TERMINAL,
+  qualifiedJobColumns,
+} from "./sql-fragments.ts";
 
 /** A run's fence on a job row: with leases ($worker not null), its worker and claim epoch. */
 function fence(worker: number, epoch: number): string {
@@ -407,8 +416,9 @@ function claimSql(where: string, wait: boolean, keepQueued = false): string {
       SELECT c.seq, r.n + c.rank AS level FROM owners o
         -- Counted per owner by index: a whole-table count of running jobs is read by a bitmap
         -- that visits every row ever indexed as running until a vacuum (a bitmap scan never marks
-        -- a dead row's entry), more on every claim of a long drain.
-        CROSS JOIN LATERAL (SELECT count(*) AS n FROM jobs rj WHERE rj.owner = o.owner AND rj.status IN ${RUN_SQL}) r
+        -- a dead row's entry), more on every claim of a long drain. One equality per status: a
+        -- plan made on a few rows read an IN list as a filter over every job of the owner.
+        CROSS JOIN LATERAL (SELECT count(*) AS n FROM (${RUN_STATUSES.map((status) => `SELECT 1 FROM jobs rj WHERE rj.owner = o.owner AND rj.status = '${status}'`).join(" UNION ALL ")}) rs) r
         CROSS JOIN LATERAL (
           SELECT q.seq, row_number() OVER (ORDER BY q.seq) - 1 AS rank FROM (
             SELECT j.seq FROM jobs j WHERE j.status = 'queued' AND j.lease_epoch = 0 AND j.owner = o.owner
@@ -424,7 +434,9 @@ function claimSql(where: string, wait: boolean, keepQueued = false): string {
     claimed AS (
       UPDATE jobs SET ${keepQueued ? "started_at = $2::bigint, resumable = $8::boolean" : "status = 'running', started_at = GREATEST($2::bigint, created_at), updated_at = GREATEST($2::bigint, created_at, updated_at)"}, worker_id = $1,
           lease_until = ${DB_NOW_MS} + $3, lease_epoch = jobs.lease_epoch + 1
-        FROM picked WHERE jobs.seq = picked.seq AND jobs.status = 'queued' AND jobs.lease_epoch = 0
+        -- The status in the "C" collation, as in picked: the queued jobs' partial indexes do not
+        -- match, so the rows come by seq (a plan made on a few rows walked the queued index instead).
+        FROM picked WHERE jobs.seq = picked.seq AND jobs.status COLLATE "C" = 'queued' AND jobs.lease_epoch = 0
         RETURNING ${JOB_COLUMNS.replace(/\b(\w+)\b/g, "jobs.$1")}, jobs.lease_epoch, picked.level, jobs.workflow::text AS workflow)
   SELECT claimed.*, (SELECT count(*) FROM candidates)::int AS candidates
     FROM (SELECT 1) one LEFT JOIN claimed ON true ORDER BY claimed.level, claimed.seq`;

@@ -9,23 +9,10 @@ import { PostgresLeases } from "../../../src/store/postgres-leases.ts";
 import { PG_LEASE_SQL } from "../../../src/store/postgres-queries.ts";
 import { adminQuery, createTestSchema, dropTestSchema, postgresUnavailable, TEST_DATABASE_URL } from "../../postgres/pg.ts";
 import { blobKey, newAsset, newJob, T0 } from "../helpers.ts";
+import { planNodes, type PlanNode } from "./plan-nodes.ts";
 
 const unavailable = await postgresUnavailable();
 /** A node of EXPLAIN's JSON plan. */
-type PlanNode = {
-  "Node Type": string;
-  "Relation Name"?: string;
-  "Actual Rows"?: number;
-  "Subplan Name"?: string;
-  "Index Name"?: string;
-  "Index Cond"?: string;
-  Filter?: string;
-  Plans?: PlanNode[];
-};
-/** A plan's nodes, its root first. */
-function planNodes(node: PlanNode): PlanNode[] {
-  return [node, ...(node.Plans ?? []).flatMap(planNodes)];
-}
 /** Graphs of a kilobyte, as a small real one: a handful of jobs to a page. */
 const KILOBYTE_GRAPH = {
   "1": { class_type: "PrimitiveString", inputs: { value: "x".repeat(1_000) } },

@@ -1,12 +1,16 @@
 // Pooled connections (src/store/postgres-pool.ts): each is replaced once its lifetime passed, so
 // that the named statements it planned for the tables as they were are planned again.
+import { randomUUID } from "node:crypto";
 import type pg from "pg";
+// @ts-expect-error node-postgres ships no types for its utilities
+import { prepareValue } from "pg/lib/utils.js";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { openStore, type Store } from "../../../src/store/index.ts";
 import { postgresPool } from "../../../src/store/postgres-pool.ts";
-import { PG_LEASE_SQL } from "../../../src/store/postgres-queries.ts";
+import { PG_LEASE_SQL, PG_SQL } from "../../../src/store/postgres-queries.ts";
 import { createTestSchema, dropTestSchema, postgresUnavailable, TEST_DATABASE_URL } from "../../postgres/pg.ts";
 import { newJob, T0 } from "../helpers.ts";
+import { planNodes, type PlanNode } from "./plan-nodes.ts";
 
 const unavailable = await postgresUnavailable();
 let schema: string;
@@ -84,6 +88,49 @@ describe.skipIf(unavailable !== null)("postgresPool", () => {
     await replaced(planned);
     for (let i = 0; i < 8; i++) await claim();
     expect(await claimReads()).toBeLessThan(150);
+  });
+
+  it("statements planned while the table was small stay index plans for the backlog that came after, on the same connection", { timeout: 60_000 }, async () => {
+    pool = postgresPool({ url: TEST_DATABASE_URL, schema, maxConnections: 1, connectionLifetimeMs: 600_000 });
+    expect((await pool.query("SHOW enable_seqscan")).rows[0]).toEqual({ enable_seqscan: "off" });
+    await queue(8);
+    const planned = await backend();
+    const [{ id: ending }] = (await claim()).rows as [{ id: string }];
+    // The run's end as a worker writes it (PG_SQL.endJobs, one end, rolled back): generic from the sixth.
+    const T = Date.now();
+    // biome-ignore format: the 38 parameters in rows (the move, the events, the record and its bytes)
+    const oneEnd = [
+      [ending], ["succeeded"], ["running"], [false], [null], [true], [T], [false], [null], [false], [null], [false], [null],
+      [false], [null], [0], [T], "fg_pool_test", [], [], [],
+      [randomUUID()], [""], [ending], ["3"], ["a.txt"], ["text"], ["text/plain"], [1], [null], ["a".repeat(64)],
+      ["output"], [null], ["[]"], [T], [null], [1], [Buffer.from("a")],
+    ];
+    const end = async (explain: boolean) => {
+      const client = await pool.connect();
+      try {
+        await client.query("BEGIN");
+        // EXECUTE takes literals: each parameter as node-postgres would send it, quoted.
+        const literal = (value: unknown) => (value === null ? "NULL" : client.escapeLiteral(String(prepareValue(value))));
+        const text = explain ? `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE fg_pool_ends(${oneEnd.map(literal).join(", ")})` : PG_SQL.endJobs;
+        const { rows } = await client.query(explain ? text : { name: "fg_pool_ends", text, values: oneEnd });
+        return explain ? planNodes((rows[0]!["QUERY PLAN"] as Array<{ Plan: PlanNode }>)[0]!.Plan) : [];
+      } finally {
+        await client.query("ROLLBACK");
+        client.release();
+      }
+    };
+    for (let i = 0; i < 8; i++) {
+      await claim();
+      await end(false);
+    }
+    await queue(3_000);
+    expect(await backend()).toBe(planned);
+    // Planned for a few rows without sequential scans, the claim reads about 40 pages here
+    // (it read about 400 when a whole-table scan was allowed), and the end reads jobs by key.
+    expect(await claimReads()).toBeLessThan(150);
+    const scans = (await end(true)).filter((n) => n["Relation Name"] === "jobs").map((n) => n["Node Type"]);
+    expect(scans.length).toBeGreaterThan(0);
+    expect(scans).not.toContain("Seq Scan");
   });
 });
 
