@@ -9,14 +9,14 @@ import { BlobNotFoundError } from "./errors.ts";
 /** Largest output kept in the database instead of the blob store (see InlineBlobs). */
 export const INLINE_BLOB_MAX_BYTES = 64 * 1024;
 
-/** Where the inline bytes are (the store's inline_blobs table). */
+/** Where the inline bytes are: the store's inline_blobs table (a Store is one). */
 export interface InlineBlobTable {
   /** The bytes under `key` and the newest write over them (epoch ms), or null. */
-  read(key: string): Promise<{ bytes: Uint8Array; touched_at: number } | null>;
+  inlineBlob(key: string): Promise<{ bytes: Uint8Array; touched_at: number } | null>;
   /** Keys after `afterKey` in key order, at most `limit`. */
-  keys(afterKey: string, limit: number): Promise<string[]>;
+  inlineBlobKeys(afterKey: string, limit: number): Promise<string[]>;
   /** Removes the row unless a record names it or a write touched it after `unlessTouchedAfter`. */
-  drop(key: string, unlessTouchedAfter: number): Promise<boolean>;
+  dropInlineBlob(key: string, unlessTouchedAfter: number): Promise<boolean>;
 }
 
 /** Keys per page of the table's listing. */
@@ -68,7 +68,7 @@ export class InlineBlobs implements BlobStore {
   async stat(key: string): Promise<BlobStat | null> {
     const stat = await this.#files.stat(key);
     if (stat !== null) return stat;
-    const row = await this.#table.read(key);
+    const row = await this.#table.inlineBlob(key);
     return row === null ? null : { size: row.bytes.byteLength, mtimeMs: row.touched_at };
   }
 
@@ -77,28 +77,27 @@ export class InlineBlobs implements BlobStore {
       return await this.#files.open(key, range);
     } catch (err) {
       if (!(err instanceof BlobNotFoundError)) throw err;
-      return Readable.from([await this.#inline(key, range)]);
+      const bytes = await this.#inline(key, range);
+      if (bytes === null) throw err;
+      return Readable.from([bytes]);
     }
   }
 
   async contents(key: string, size: number, range: ByteRange = {}): Promise<Buffer | Readable> {
-    if (size <= INLINE_BLOB_MAX_BYTES) {
-      const row = await this.#table.read(key);
-      if (row !== null) return slice(row.bytes, range);
-    }
-    return this.#files.contents(key, size, range);
+    return (size <= INLINE_BLOB_MAX_BYTES ? await this.#inline(key, range) : null) ?? this.#files.contents(key, size, range);
   }
 
   /** Removes the blob from both homes; true when either held it and let it go. */
   async delete(key: string, options: { unlessTouchedAfter?: number } = {}): Promise<boolean> {
     const fromFiles = await this.#files.delete(key, options);
-    const fromTable = await this.#table.drop(key, options.unlessTouchedAfter ?? Number.MAX_SAFE_INTEGER);
+    const fromTable = await this.#table.dropInlineBlob(key, options.unlessTouchedAfter ?? Number.MAX_SAFE_INTEGER);
     return fromFiles || fromTable;
   }
 
   async *keys(): AsyncGenerator<string> {
     yield* this.#files.keys();
-    for (let page = await this.#table.keys("", KEYS_PAGE); page.length > 0; page = await this.#table.keys(page.at(-1)!, KEYS_PAGE)) yield* page;
+    const page = (after: string) => this.#table.inlineBlobKeys(after, KEYS_PAGE);
+    for (let keys = await page(""); keys.length > 0; keys = await page(keys.at(-1)!)) yield* keys;
   }
 
   check(): Promise<void> {
@@ -109,22 +108,17 @@ export class InlineBlobs implements BlobStore {
   async downloadUrl(key: string, link: DownloadLink): Promise<string | null> {
     const url = await this.#files.downloadUrl(key, link);
     if (url === null) return null;
-    return (await this.#table.read(key)) === null ? url : null;
+    return (await this.#table.inlineBlob(key)) === null ? url : null;
   }
 
   close(): Promise<void> {
     return this.#files.close();
   }
 
-  async #inline(key: string, range: ByteRange): Promise<Buffer> {
-    const row = await this.#table.read(key);
-    if (row === null) throw new BlobNotFoundError(key);
-    return slice(row.bytes, range);
+  /** The inline bytes under `key`, an inclusive range of them over the same memory, or null. */
+  async #inline(key: string, range: ByteRange): Promise<Buffer | null> {
+    const { start = 0, end } = checkRange(range);
+    const row = await this.#table.inlineBlob(key);
+    return row === null ? null : sliceOf(row.bytes, start, end);
   }
-}
-
-/** The inclusive range of `bytes` as a Buffer over the same memory. */
-function slice(bytes: Uint8Array, range: ByteRange): Buffer {
-  const { start = 0, end } = checkRange(range);
-  return sliceOf(bytes, start, end);
 }

@@ -187,14 +187,7 @@ async function openLocked(config: Config, options: RuntimeOptions, lock: DataDir
     noteFailure,
   );
   // On PostgreSQL small outputs live in the database (their ends write them, see endWithOutputs).
-  const blobs =
-    database === null
-      ? watchedBlobs
-      : new InlineBlobs(watchedBlobs, {
-          read: (key) => store.inlineBlob(key),
-          keys: (afterKey, limit) => store.inlineBlobKeys(afterKey, limit),
-          drop: (key, unlessTouchedAfter) => store.dropInlineBlob(key, unlessTouchedAfter),
-        });
+  const blobs = database === null ? watchedBlobs : new InlineBlobs(watchedBlobs, store);
   // A bucket down at start is a readiness failure, not a crash: the operator is told once, in words.
   if (config.blobStore !== null) void blobs.check().catch((err: unknown) => log(`${(err as Error).message}; not ready until it answers`));
   const signer = new UrlSigner(config.signingKey ?? (await loadOrCreateSigningKey(config.dataDir)));

@@ -29,11 +29,7 @@ beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), "flowgate-inline-"));
   store = await openStore({ dataDir: dir });
   files = await FileBlobStore.open(dir);
-  blobs = new InlineBlobs(linking(files), {
-    read: (key) => store.inlineBlob(key),
-    keys: (afterKey, limit) => store.inlineBlobKeys(afterKey, limit),
-    drop: (key, unlessTouchedAfter) => store.dropInlineBlob(key, unlessTouchedAfter),
-  });
+  blobs = new InlineBlobs(linking(files), store);
 });
 
 afterEach(async () => {

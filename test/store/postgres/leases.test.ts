@@ -12,7 +12,6 @@ import { blobKey, newAsset, newJob, T0 } from "../helpers.ts";
 import { planNodes, type PlanNode } from "./plan-nodes.ts";
 
 const unavailable = await postgresUnavailable();
-/** A node of EXPLAIN's JSON plan. */
 /** Graphs of a kilobyte, as a small real one: a handful of jobs to a page. */
 const KILOBYTE_GRAPH = {
   "1": { class_type: "PrimitiveString", inputs: { value: "x".repeat(1_000) } },

@@ -2,25 +2,22 @@
 // one process's queue (src/jobs/fair-queue.ts), a bounded lag, never a step back in time across
 // processes, the head always exact, and jobs newer than the snapshot placed at once.
 import type pg from "pg";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { FairQueue } from "../../../src/jobs/fair-queue.ts";
-import { openStore, type Store } from "../../../src/store/index.ts";
 import { postgresPool } from "../../../src/store/postgres-pool.ts";
 import { QueuePositions, type QueuePositionOptions } from "../../../src/store/postgres-positions.ts";
-import { PostgresLeases } from "../../../src/store/postgres-leases.ts";
-import { createTestSchema, dropTestSchema, postgresUnavailable, TEST_DATABASE_URL } from "../../postgres/pg.ts";
+import { postgresUnavailable, TEST_DATABASE_URL } from "../../postgres/pg.ts";
 import { newJob, T0 } from "../helpers.ts";
+import { leasedStore } from "./leased-store.ts";
 
 const unavailable = await postgresUnavailable();
 const FOREVER = 3_600_000;
-let schema: string;
-let store: Store;
-let leases: PostgresLeases;
+const t = leasedStore(unavailable);
 let pools: pg.Pool[] = [];
 
 /** A process's view of positions: its own pool and snapshot copy. */
 function node(options: QueuePositionOptions): QueuePositions {
-  const pool = postgresPool({ url: TEST_DATABASE_URL, schema });
+  const pool = postgresPool({ url: TEST_DATABASE_URL, schema: t.schema });
   pools.push(pool);
   return new QueuePositions(pool, options);
 }
@@ -29,7 +26,7 @@ function node(options: QueuePositionOptions): QueuePositions {
 async function queue(owners: string[], local: FairQueue): Promise<string[]> {
   const ids: string[] = [];
   for (const owner of owners) {
-    const job = await store.createJob(newJob({ owner }));
+    const job = await t.store.createJob(newJob({ owner }));
     ids.push(job.id);
     local.push(job.id, owner);
   }
@@ -38,24 +35,16 @@ async function queue(owners: string[], local: FairQueue): Promise<string[]> {
 
 /** Claims the next job in the fair order, mirrored in `local`. */
 async function claimNext(local: FairQueue): Promise<string> {
-  const { job } = (await leases.claim("w", 30_000, T0, undefined, []))!;
+  const { job } = (await t.leases.claim("w", 30_000, T0, undefined, []))!;
   local.remove(job.id);
   local.started(job.owner);
   return job.id;
 }
 
-beforeEach(async () => {
-  if (unavailable !== null) return;
-  schema = await createTestSchema();
-  store = await openStore({ kind: "postgres", url: TEST_DATABASE_URL, schema });
-  leases = await PostgresLeases.open({ url: TEST_DATABASE_URL, schema });
-});
-
+// Registered after the store's: runs before its schema is dropped.
 afterEach(async () => {
-  if (unavailable !== null) return;
-  await Promise.all([store.close(), leases.close(), ...pools.map((p) => p.end())]);
+  await Promise.all(pools.map((p) => p.end()));
   pools = [];
-  await dropTestSchema(schema);
 });
 
 describe.skipIf(unavailable !== null)("QueuePositions", () => {
@@ -81,7 +70,7 @@ describe.skipIf(unavailable !== null)("QueuePositions", () => {
     const ran: string[] = [];
     for (let i = 0; i < 12; i++) ran.push(await claimNext(local));
     for (const id of ran.slice(0, 5)) {
-      const job = (await store.transitionJob(id, ["running"], "succeeded", { completed_at: T0 }))!;
+      const job = (await t.store.transitionJob(id, ["running"], "succeeded", { completed_at: T0 }))!;
       local.ended(job.owner);
     }
     const positions = node({ exactBelow: 0, maxAgeMs: FOREVER, maxStaleMs: FOREVER });
@@ -138,7 +127,7 @@ describe.skipIf(unavailable !== null)("QueuePositions", () => {
     const probe = ids[29]!;
     const lazy = node({ maxAgeMs: FOREVER, maxStaleMs: FOREVER, exactBelow: 0 });
     const eager = node({ maxAgeMs: 0, maxStaleMs: 0, costFactor: 0, exactBelow: 0 });
-    const before = await lazy.position(probe, (await store.getJob(probe))!); // no snapshot yet: takes one
+    const before = await lazy.position(probe, (await t.store.getJob(probe))!); // no snapshot yet: takes one
     expect(before).toBe(local.position(probe));
     const lazyPool = pools[0]!;
     const query = lazyPool.query.bind(lazyPool);
@@ -147,17 +136,17 @@ describe.skipIf(unavailable !== null)("QueuePositions", () => {
       reads++;
       return query(...args);
     }) as typeof lazyPool.query;
-    expect(await lazy.position(probe, (await store.getJob(probe))!)).toBe(before);
+    expect(await lazy.position(probe, (await t.store.getJob(probe))!)).toBe(before);
     expect(reads).toBe(0); // the stamp names the snapshot it holds: placed without a round trip
     for (let i = 0; i < 6; i++) await claimNext(local);
     const after = await eager.position(probe); // another process takes a new snapshot
     expect(after).toBe(local.position(probe));
     expect(after!).toBeLessThan(before!);
     // The next read of the row carries the newer version: read once, never answered from the old copy.
-    expect(await lazy.position(probe, (await store.getJob(probe))!)).toBe(after);
+    expect(await lazy.position(probe, (await t.store.getJob(probe))!)).toBe(after);
     expect(reads).toBe(1);
     // A record read by other means (a listing) carries no stamp: probed as before.
-    const [listed] = (await store.listJobs("y", { limit: 1 })).jobs;
+    const [listed] = (await t.store.listJobs("y", { limit: 1 })).jobs;
     expect(await lazy.position(listed!.id, listed)).toBe(local.position(listed!.id));
     expect(reads).toBe(2);
   });
@@ -194,7 +183,7 @@ describe.skipIf(unavailable !== null)("QueuePositions", () => {
     const ids = await queue(["a", "a", "a"], local);
     const positions = node({ maxAgeMs: FOREVER, maxStaleMs: FOREVER, exactBelow: 0 });
     expect(await positions.position(ids[2]!)).toBe(2);
-    await store.transitionJob(ids[2]!, ["queued"], "canceled", { completed_at: T0 });
+    await t.store.transitionJob(ids[2]!, ["queued"], "canceled", { completed_at: T0 });
     expect(await positions.position(ids[2]!)).toBeNull();
   });
 });
