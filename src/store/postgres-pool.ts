@@ -46,7 +46,22 @@ const CONNECTION_LIFETIME_MS = 5_000;
  * job, until the connection was replaced (bench/RESULTS.md). Without sequential scans where an index
  * serves, the plan made on a few rows is the one for many.
  */
-const INDEX_PLANS = "SET enable_seqscan = off";
+const INDEX_PLANS = "-c enable_seqscan=off";
+
+/**
+ * The session settings a connection starts with (its startup `options`): those of the URL's
+ * `options` parameter, then the schema's search_path, then INDEX_PLANS. Set at startup, they cost
+ * no query of their own.
+ */
+function sessionOptions(url: string, schema: string | null): string {
+  let fromUrl: string | null = null;
+  try {
+    fromUrl = new URL(url).searchParams.get("options");
+  } catch {
+    // Not a URL node-postgres' parser needs to read options from (a bare keyword string, say).
+  }
+  return [fromUrl, schema === null ? null : `-c search_path=${schema}`, INDEX_PLANS].filter((o) => o !== null && o !== "").join(" ");
+}
 
 const INT8_OID = 20;
 
@@ -75,16 +90,12 @@ export function postgresPool(options: PostgresOptions): pg.Pool {
     maxLifetimeSeconds: (options.connectionLifetimeMs ?? CONNECTION_LIFETIME_MS) / 1000,
     types: PG_TYPES,
     ...(options.idleInTransactionMs === undefined ? {} : { idle_in_transaction_session_timeout: Math.max(1, Math.round(options.idleInTransactionMs)) }),
-    ...(schema === null ? {} : { options: `-c search_path=${schema}` }),
+    options: sessionOptions(options.url, schema),
   });
   // A connection the server ends (restart, pg_terminate_backend, network loss) must not crash the
   // process: the query on it rejects, the pool drops it, and the next query opens a fresh one.
   pool.on("error", () => undefined);
-  pool.on("connect", (client) => {
-    client.on("error", () => undefined);
-    // Sent before the connection's first query (a client runs its queries in order); see INDEX_PLANS.
-    void client.query(INDEX_PLANS).catch(() => undefined);
-  });
+  pool.on("connect", (client) => client.on("error", () => undefined));
   return pool;
 }
 
