@@ -52,6 +52,10 @@ export class Dispatcher implements JobQueue {
   private readonly running = new Map<string, AbortController>();
   /** Runs the engine is still busy with (see slotsTaken). */
   private readonly engineBusy = new Set<string>();
+  /** Runs whose engine is done and whose end is to carry the claim of their slot (JobFeed.ridesEnds). */
+  private readonly riding = new Set<string>();
+  /** Slots reserved for claims riding ends now in flight (SourceHost.rideEnds). */
+  private ridingReserved = 0;
   /** Per run: stops following it, leaving it where the engine runs it (another process took the job over). */
   private readonly detachers = new Map<string, AbortController>();
   /** Secrets of queued and running jobs, in memory only, dropped when the run ends. */
@@ -98,6 +102,13 @@ export class Dispatcher implements JobQueue {
         return true;
       },
       pump: () => this.pump(),
+      rideEnds: (jobIds: readonly string[]) => this.rideEnds(jobIds),
+      rideAnswered: (slots: number) => {
+        this.ridingReserved -= slots;
+      },
+      run: (start: RunStart) => {
+        if (!this.running.has(start.job.id)) this.launch(start);
+      },
     };
     const source: JobSource = options.lease
       ? new LeasedJobSource(host, options.lease, options.engine.queuesWork, options.engine.resumesRuns)
@@ -305,7 +316,26 @@ export class Dispatcher implements JobQueue {
    */
   private slotsTaken(): number {
     if (!this.o.lease) return this.running.size;
-    return Math.max(this.engineBusy.size, this.running.size - this.o.concurrency);
+    return Math.max(this.engineBusy.size + this.riding.size + this.ridingReserved, this.running.size - this.o.concurrency);
+  }
+
+  /**
+   * The ends of these runs are being written with a claim riding them: their slots are free, and
+   * every free slot is reserved for that claim (none while a fill claims: it takes them, the ride
+   * carries nothing). See SourceHost.rideEnds.
+   */
+  private rideEnds(jobIds: readonly string[]): number {
+    let freed = 0;
+    for (const id of jobIds) if (this.riding.delete(id)) freed++;
+    if (freed === 0) return 0;
+    if (this.mode !== "dispatching" || this.filling !== "idle" || !(this.o.mayStart?.() ?? true)) {
+      this.pump();
+      return 0;
+    }
+    const free = this.o.concurrency - this.slotsTaken();
+    if (free <= 0) return 0;
+    this.ridingReserved += free;
+    return free;
   }
 
   /** Fills free slots from the queue; a call during a fill makes it run once more after. */
@@ -411,7 +441,10 @@ export class Dispatcher implements JobQueue {
     const extra = this.extras.get(job.id) ?? {};
     this.engineBusy.add(job.id);
     const engineDone = () => {
-      if (this.engineBusy.delete(job.id)) this.pump();
+      if (!this.engineBusy.delete(job.id)) return;
+      // Its slot is claimed again by its end's statement, or freed when the run is over.
+      if (this.feed.ridesEnds && this.mode === "dispatching") this.riding.add(job.id);
+      else this.pump();
     };
     const deps = {
       ...this.o,
@@ -424,6 +457,7 @@ export class Dispatcher implements JobQueue {
         this.failingWrites.delete(job.id);
         this.running.delete(job.id);
         this.engineBusy.delete(job.id);
+        this.riding.delete(job.id);
         this.detachers.delete(job.id);
         this.feed.runEnded(job.id);
         this.extras.delete(job.id);

@@ -68,6 +68,16 @@ export interface RunControl {
   adopt(start: RunStart): boolean;
   /** Asks for a fill of the free slots. */
   pump(): void;
+  /**
+   * The ends of these runs are being written with a claim riding them (JobFeed.ridesEnds): frees
+   * the slots they held and reserves the free ones for that claim; how many (0: no claim rides,
+   * the free slots are the fills' again). Each reservation is given back once (`rideAnswered`).
+   */
+  rideEnds(jobIds: readonly string[]): number;
+  /** The claim for `slots` reserved slots answered: they are the fills' again (its jobs launched first). */
+  rideAnswered(slots: number): void;
+  /** Runs a job a claim riding the runs' ends claimed (a fill launches its own). */
+  run(start: RunStart): void;
 }
 
 /** What a source sees of its dispatcher: the process, the waiting jobs, the secrets held, the runs. */
@@ -108,6 +118,11 @@ export interface JobFeed {
   readonly failing: boolean;
   /** Whether a fill should look for work now. */
   wantsWork(): boolean;
+  /**
+   * Whether the next jobs are claimed with the ends of the runs that free their slots (one
+   * statement for both): a run whose engine is done then keeps its slot until its end is written.
+   */
+  readonly ridesEnds: boolean;
   /**
    * Takes the next job, moves it out of `queued` as its run needs, and hands it to `launch` in the
    * same turn (a cancel must find it starting or running, never between); true when the fill

@@ -2,7 +2,7 @@
 // the store's JobLeases port. Jobs are claimed from the database, the next queued job of any
 // node, under a lease this process renews on a heartbeat; the in-memory queue then only answers
 // for the jobs this node knows, and positions and counts are read across every process.
-import type { JobRecord, JsonObject, RunFence } from "../store/index.ts";
+import type { ClaimRider, JobRecord, JsonObject, RiddenClaim, RidingClaim, RunFence } from "../store/index.ts";
 import type { LeaseOptions } from "./job-leases.ts";
 import type { JobSource, RunStart, SourceHost } from "./job-source.ts";
 import { SharedQueueCounts } from "./queue-counts.ts";
@@ -40,6 +40,8 @@ export class LeasedJobSource implements JobSource {
   private readonly engineResumes: boolean;
   /** Whether this process takes over resumable jobs whose worker's lease passed: a dispatching one whose engine resumes runs. */
   private readonly adopts: boolean;
+  /** Whether the next jobs ride the runs' ends (see `ridesEnds`). */
+  private rides = false;
 
   constructor(host: SourceHost, lease: LeaseOptions, engineQueues = false, engineResumes = false) {
     this.host = host;
@@ -60,6 +62,8 @@ export class LeasedJobSource implements JobSource {
    * ComfyUI, is taken over by a worker in front of it (adoptExpired).
    */
   async start(): Promise<void> {
+    const canRide = this.lease.dispatch && this.host.slotsFor === undefined && !this.engineQueues;
+    this.rides = canRide && this.host.store.carryClaims(this.rider());
     // Often enough to renew a lease three times before it passes, and to pick up new jobs soon.
     const every = Math.max(50, Math.min(1000, Math.floor(this.lease.leaseMs / 3)));
     this.heartbeat = setInterval(() => void this.beat(), every);
@@ -187,6 +191,50 @@ export class LeasedJobSource implements JobSource {
     return claimed.length > 0;
   }
 
+  /** The claim this worker's runs' ends carry (Store.carryClaims), for the slots they free. */
+  private rider(): ClaimRider {
+    return {
+      ask: (jobIds: readonly string[]): RidingClaim | null => {
+        const limit = this.host.rideEnds(jobIds);
+        if (limit === 0) return null;
+        // A claim whose answer was lost is read back first, by a fill, before any other claim.
+        if (this.claimUncertain) {
+          this.host.rideAnswered(limit);
+          this.host.pump();
+          return null;
+        }
+        const { workerId, leaseMs } = this.lease;
+        return { workerId, leaseMs, startedAt: this.host.now(), heldSecrets: [...this.host.secrets.keys()], limit };
+      },
+      answered: (claim: RidingClaim, outcome: RiddenClaim | { error: unknown }): void => {
+        this.host.rideAnswered(claim.limit);
+        if ("error" in outcome) {
+          // The statement may have committed without an answer: the next fill reads back what this worker holds.
+          this.claimUncertain = true;
+          return this.host.pump();
+        }
+        const launch = (start: RunStart) => this.host.run(start);
+        for (const { job, epoch, workflow } of outcome.claimed) {
+          this.host.queue.remove(job.id);
+          if (!this.host.runs(job.id)) this.launchClaimed(launch, job, false, { workerId: claim.workerId, epoch }, workflow);
+        }
+        const filled = outcome.claimed.length >= claim.limit;
+        this.lease.wantWakes?.(!filled);
+        // Candidates left that other claims held: a fill's claim waits for them.
+        if (!filled && outcome.candidates > outcome.claimed.length) this.host.pump();
+      },
+    };
+  }
+
+  /**
+   * The next jobs ride the runs' ends (one statement for both, Store.carryClaims): in a worker that
+   * dispatches, on a store that can, without tier limits (their claims take a lock and read the
+   * counts first), with an engine that starts what it is given (not ComfyUI's queue).
+   */
+  get ridesEnds(): boolean {
+    return this.rides;
+  }
+
   /** Runs a claimed job: one still queued (claimQueued) waits in the engine until it reports the run started. */
   private launchClaimed(launch: (start: RunStart) => void, job: JobRecord, aborted: boolean, fence: RunFence, workflow?: JsonObject): void {
     const read = workflow === undefined ? {} : { workflow };
@@ -279,6 +327,8 @@ export class LeasedJobSource implements JobSource {
 
   stop(): void {
     clearInterval(this.heartbeat);
+    if (this.rides) this.host.store.carryClaims(null);
+    this.rides = false;
   }
 
   /**

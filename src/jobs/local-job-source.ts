@@ -9,6 +9,8 @@ import type { JobSource, LocalSourceHost, RunStart } from "./job-source.ts";
 /** Jobs from this process's own queue. */
 export class LocalJobSource implements JobSource {
   readonly shared = false;
+  /** Starts are moves of this process's own queue: there is no claim to ride. */
+  readonly ridesEnds = false;
   readonly failing = false;
   private readonly host: LocalSourceHost;
   /** Whether a run first waits in the engine's own queue (its job stays `queued` until it starts there). */

@@ -15,6 +15,7 @@ import {
   isStorableWorkflowId,
   labelFilters,
 } from "./input-checks.ts";
+import type { ClaimRider } from "./job-leases.ts";
 import type { StoreDialect } from "./store-dialect.ts";
 import { DEFAULT_PENDING_READ, IDEMPOTENCY_TTL_MS, MAX_LABEL_FILTERS, MAX_OUTPUT_NAMES_ALLOTTED } from "./types.ts";
 import type {
@@ -163,6 +164,10 @@ export class CheckedStore implements Store {
     pending.forEach(checkPendingBlob);
     if (fromStatuses.length === 0) return null;
     return this.#dialect.transitionJobWithAssets(id, fromStatuses, to, patch, assets, pending, fence, notify);
+  }
+
+  carryClaims(rider: ClaimRider | null): boolean {
+    return this.#dialect.carryClaims(rider);
   }
 
   async pendingBlobs(afterKey = "", limit = DEFAULT_PENDING_READ): Promise<PendingBlob[]> {

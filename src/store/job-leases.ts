@@ -28,6 +28,41 @@ export interface AdoptedJob extends ClaimedJob {
   secretsGiven: boolean;
 }
 
+/** The claim a batch of runs' ends carries (ClaimRider.ask): JobLeases.claimMany's arguments, without tier limits. */
+export interface RidingClaim {
+  workerId: string;
+  leaseMs: number;
+  startedAt: number;
+  heldSecrets: readonly string[];
+  /** Jobs to claim at most (at least 1). */
+  limit: number;
+}
+
+/** What a claim that rode the ends' statement found: the jobs it claimed, in start order, and the candidates it saw. */
+export interface RiddenClaim {
+  claimed: ClaimedJob[];
+  /** Candidates seen: more than were claimed means some were held by another claim (a claim of its own may wait for them). */
+  candidates: number;
+}
+
+/**
+ * A worker's claim riding its runs' ends (Store.carryClaims): the ends' statement and the claim
+ * of the jobs that take their slots commit as one, where a claim beside each end cost a statement
+ * and a commit of its own.
+ */
+export interface ClaimRider {
+  /**
+   * Called as a batch of ends of `jobIds` is written in one statement: the claim to carry, or null
+   * for none. Each call is answered once (`answered`) when it returned a claim.
+   */
+  ask(jobIds: readonly string[]): RidingClaim | null;
+  /**
+   * The claim's outcome, before the ends' own outcomes settle: what it claimed, or the error that
+   * failed the statement (rolled back, or, without an answer, perhaps committed).
+   */
+  answered(claim: RidingClaim, outcome: RiddenClaim | { error: unknown }): void;
+}
+
 /** The database side of leases. */
 export interface JobLeases {
   /**

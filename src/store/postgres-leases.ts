@@ -6,19 +6,13 @@ import { PARTNER_KEY_LOST, WORKER_LOST } from "../domain/failures.ts";
 import type { AdoptedJob, ClaimedJob, JobLeases, OwnerCounts } from "./job-leases.ts";
 import { inTransaction, openPostgresPool, postgresPool, type PostgresOptions } from "./postgres-pool.ts";
 import { QueuePositions } from "./postgres-positions.ts";
-import { PG_LEASE_SQL } from "./postgres-queries.ts";
+import { CANDIDATES_BEYOND, PG_LEASE_SQL } from "./postgres-queries.ts";
 import { toJob } from "./postgres.ts";
 import { toWorkflow } from "./rows.ts";
 import type { JobRecord, JobStatus } from "./types.ts";
 
 /** Key of the advisory lock that serializes claims with tier limits across processes ("clai"): the limits stay exact. */
 const CLAIM_LOCK = 0x636c6169;
-/**
- * Candidates a claim reads per owner beyond the jobs it may claim: concurrent claims skip the jobs
- * the others hold, so each reads past some of them before it has to claim again. Kept small: a
- * claim reads this many more rows for every owner with jobs queued.
- */
-const CANDIDATES_BEYOND = 4;
 /** Statements a claim runs at most when every candidate it found was held by another. */
 const MAX_CLAIM_ROUNDS = 8;
 

@@ -6,6 +6,7 @@
 import {
   ASSET_COLUMNS,
   CLAIM_COLUMNS,
+  JOB_COLUMN_NAMES,
   JOB_COLUMNS,
   LIVE_SQL as LIVE,
   RUN_SQL,
@@ -35,18 +36,48 @@ function unnestUnseen(first: number, types: string): string {
 }
 
 /**
- * The position snapshot's stamp as read beside a job row `s` (null columns: no snapshot, or the
- * job is not queued): its version, its age and how long taking it took, by the database's clock.
- */
-/**
  * The insert of inline bytes (NewAsset.inline) a record's statement makes: a row already there is
  * touched (its lock orders the write against dropInlineBlob's).
  */
 const KEEP_INLINE = "INSERT INTO inline_blobs (blob_key, bytes, touched_at)";
 const ON_INLINE_CONFLICT = "ON CONFLICT (blob_key) DO UPDATE SET touched_at = GREATEST(inline_blobs.touched_at, EXCLUDED.touched_at)";
 
+/**
+ * The position snapshot's stamp as read beside a job row `s` (null columns: no snapshot, or the
+ * job is not queued): its version, its age and how long taking it took, by the database's clock.
+ */
 const SNAPSHOT_STAMP =
   "s.version AS snapshot_version, (extract(epoch from clock_timestamp()) * 1000)::bigint - s.taken_at AS snapshot_age_ms, s.took_ms AS snapshot_took_ms";
+
+/**
+ * The common table expressions of the runs' ends' statement (PG_SQL.endJobs, its parameters),
+ * ending in `moved` (the ends' rows, with `ord`), `added` and `kept`.
+ */
+const END_CTES = `fg_notified AS MATERIALIZED (SELECT count(pg_notify($18, p)) AS c FROM ${unnestUnseen(19, "text")} AS p),
+    v AS (SELECT * FROM ${unnestUnseen(1, "text text text boolean bigint boolean bigint boolean text boolean text boolean float8 boolean text bigint bigint")} WITH ORDINALITY AS v(id, to_status, from_list, s_set, s_val, c_set, c_val, p_set, p_val,
+        e_set, e_val, k_set, k_val, fenced, worker, epoch, changed_at, ord)),
+    moved AS (UPDATE jobs SET status = v.to_status,
+        started_at = CASE WHEN v.s_set THEN v.s_val ELSE jobs.started_at END,
+        completed_at = CASE WHEN v.c_set THEN v.c_val ELSE jobs.completed_at END,
+        progress = CASE WHEN v.p_set THEN v.p_val::json ELSE jobs.progress END,
+        error = CASE WHEN v.e_set THEN v.e_val::json ELSE jobs.error END,
+        cost = CASE WHEN v.k_set THEN v.k_val ELSE jobs.cost END,
+        updated_at = GREATEST(COALESCE(jobs.updated_at, jobs.created_at), v.changed_at)
+      FROM v WHERE (SELECT c FROM fg_notified) >= 0 AND jobs.id = v.id AND jobs.status = ANY(string_to_array(v.from_list, ','))
+        AND (v.fenced IS NOT TRUE OR v.worker IS NULL OR (jobs.worker_id = v.worker AND jobs.lease_epoch = v.epoch))
+      RETURNING ${qualifiedJobColumns("jobs")}, v.ord),
+    added AS (INSERT INTO assets (${ASSET_COLUMNS})
+      SELECT a.id, a.owner, a.job_id, a.node_id, a.name, a.type, a.content_type, a.size_bytes, a.hash, a.blob_key, a.folder,
+          a.file_path, a.tags::json, a.created_at, COALESCE(a.expires_at, m.expires_at)
+        FROM ${unnestUnseen(22, "text text text text text text text bigint text text text text text bigint bigint int")} WITH ORDINALITY
+          AS a(id, owner, job_id, node_id, name, type, content_type, size_bytes, hash, blob_key, folder, file_path, tags, created_at,
+            expires_at, end_ord, n)
+        JOIN moved m ON m.ord = a.end_ord ORDER BY a.n),
+    kept AS (${KEEP_INLINE} SELECT DISTINCT ON (b.blob_key) b.blob_key, b.bytes, b.created_at
+        FROM unnest((SELECT $31::text[]), (SELECT $38::bytea[]), (SELECT $35::bigint[]), (SELECT $37::int[])) AS b(blob_key, bytes, created_at, end_ord)
+        JOIN moved m ON m.ord = b.end_ord WHERE b.bytes IS NOT NULL ORDER BY b.blob_key, b.created_at DESC ${ON_INLINE_CONFLICT})`;
+/** For a row of `moved`: the payloads sent only because that end moved (PG_SQL.endJobs's $20, $21). */
+const END_THEN = `(SELECT count(pg_notify($18, t.p)) FROM ${unnestUnseen(20, "int text")} AS t(e, p) WHERE t.e = moved.ord)`;
 
 export const PG_SQL = {
   // A free key or a dead claim is taken in one statement; a live one yields no row. Two
@@ -101,30 +132,8 @@ export const PG_SQL = {
   // expires_at null for the job's) and $37 the end each belongs to, inserted only for ends that
   // moved, in their order; $38 each record's inline bytes or null (kept as insertAsset keeps
   // them). A refused move returns no row and writes none of its records.
-  endJobs: `WITH fg_notified AS MATERIALIZED (SELECT count(pg_notify($18, p)) AS c FROM ${unnestUnseen(19, "text")} AS p),
-    v AS (SELECT * FROM ${unnestUnseen(1, "text text text boolean bigint boolean bigint boolean text boolean text boolean float8 boolean text bigint bigint")} WITH ORDINALITY AS v(id, to_status, from_list, s_set, s_val, c_set, c_val, p_set, p_val,
-        e_set, e_val, k_set, k_val, fenced, worker, epoch, changed_at, ord)),
-    moved AS (UPDATE jobs SET status = v.to_status,
-        started_at = CASE WHEN v.s_set THEN v.s_val ELSE jobs.started_at END,
-        completed_at = CASE WHEN v.c_set THEN v.c_val ELSE jobs.completed_at END,
-        progress = CASE WHEN v.p_set THEN v.p_val::json ELSE jobs.progress END,
-        error = CASE WHEN v.e_set THEN v.e_val::json ELSE jobs.error END,
-        cost = CASE WHEN v.k_set THEN v.k_val ELSE jobs.cost END,
-        updated_at = GREATEST(COALESCE(jobs.updated_at, jobs.created_at), v.changed_at)
-      FROM v WHERE (SELECT c FROM fg_notified) >= 0 AND jobs.id = v.id AND jobs.status = ANY(string_to_array(v.from_list, ','))
-        AND (v.fenced IS NOT TRUE OR v.worker IS NULL OR (jobs.worker_id = v.worker AND jobs.lease_epoch = v.epoch))
-      RETURNING ${qualifiedJobColumns("jobs")}, v.ord),
-    added AS (INSERT INTO assets (${ASSET_COLUMNS})
-      SELECT a.id, a.owner, a.job_id, a.node_id, a.name, a.type, a.content_type, a.size_bytes, a.hash, a.blob_key, a.folder,
-          a.file_path, a.tags::json, a.created_at, COALESCE(a.expires_at, m.expires_at)
-        FROM ${unnestUnseen(22, "text text text text text text text bigint text text text text text bigint bigint int")} WITH ORDINALITY
-          AS a(id, owner, job_id, node_id, name, type, content_type, size_bytes, hash, blob_key, folder, file_path, tags, created_at,
-            expires_at, end_ord, n)
-        JOIN moved m ON m.ord = a.end_ord ORDER BY a.n),
-    kept AS (${KEEP_INLINE} SELECT DISTINCT ON (b.blob_key) b.blob_key, b.bytes, b.created_at
-        FROM unnest((SELECT $31::text[]), (SELECT $38::bytea[]), (SELECT $35::bigint[]), (SELECT $37::int[])) AS b(blob_key, bytes, created_at, end_ord)
-        JOIN moved m ON m.ord = b.end_ord WHERE b.bytes IS NOT NULL ORDER BY b.blob_key, b.created_at DESC ${ON_INLINE_CONFLICT})
-  SELECT moved.*, (SELECT count(pg_notify($18, t.p)) FROM ${unnestUnseen(20, "int text")} AS t(e, p) WHERE t.e = moved.ord) AS fg_then
+  endJobs: `WITH ${END_CTES}
+  SELECT moved.*, ${END_THEN} AS fg_then
     FROM moved ORDER BY moved.ord`,
 
   queuedJobs: `SELECT ${JOB_COLUMNS} FROM jobs WHERE status = 'queued' AND seq > $1 ORDER BY seq LIMIT $2`,
@@ -385,6 +394,13 @@ function lapseUnseenSql(q = ""): string {
 }
 
 /**
+ * Candidates a claim reads per owner beyond the jobs it may claim: concurrent claims skip the jobs
+ * the others hold, so each reads past some of them before it has to claim again. Kept small: a
+ * claim reads this many more rows for every owner with jobs queued.
+ */
+export const CANDIDATES_BEYOND = 4;
+
+/**
  * The fair order, the same as one process's queue (src/jobs/fair-queue.ts): a queued job's level
  * is its owner's running jobs plus the owner's jobs queued before it, and jobs start by level,
  * ties by submission. A claim takes the lowest (level, seq); that leaves every other level as it
@@ -411,9 +427,20 @@ function lapseUnseenSql(q = ""): string {
  * worker's engine resumes runs (`resumable`: adopted when the lease passes, see adoptExpired).
  */
 function claimSql(where: string, wait: boolean, keepQueued = false): string {
-  return `WITH RECURSIVE ${QUEUED_OWNERS},
+  return `WITH RECURSIVE ${claimCtes(where, wait, keepQueued)}
+  SELECT claimed.*, (SELECT count(*) FROM candidates)::int AS candidates
+    FROM (SELECT 1) one LEFT JOIN claimed ON true ORDER BY claimed.level, claimed.seq`;
+}
+
+/**
+ * The claim's common table expressions (claimSql), ending in `claimed`. `endedHere`: a count, per
+ * owner `o.owner`, of its jobs this same statement moved out of running: the statement's snapshot
+ * still sees them running, and they no longer hold a slot (the claim that rides the ends' statement).
+ */
+function claimCtes(where: string, wait: boolean, keepQueued = false, endedHere = "0"): string {
+  return `${QUEUED_OWNERS},
     candidates AS MATERIALIZED (
-      SELECT c.seq, r.n + c.rank AS level FROM owners o
+      SELECT c.seq, r.n - ${endedHere} + c.rank AS level FROM owners o
         -- Counted per owner by index: a whole-table count of running jobs is read by a bitmap
         -- that visits every row ever indexed as running until a vacuum (a bitmap scan never marks
         -- a dead row's entry), more on every claim of a long drain. One equality per status: a
@@ -437,10 +464,35 @@ function claimSql(where: string, wait: boolean, keepQueued = false): string {
         -- The status in the "C" collation, as in picked: the queued jobs' partial indexes do not
         -- match, so the rows come by seq (a plan made on a few rows walked the queued index instead).
         FROM picked WHERE jobs.seq = picked.seq AND jobs.status COLLATE "C" = 'queued' AND jobs.lease_epoch = 0
-        RETURNING ${JOB_COLUMNS.replace(/\b(\w+)\b/g, "jobs.$1")}, jobs.lease_epoch, picked.level, jobs.workflow::text AS workflow)
-  SELECT claimed.*, (SELECT count(*) FROM candidates)::int AS candidates
-    FROM (SELECT 1) one LEFT JOIN claimed ON true ORDER BY claimed.level, claimed.seq`;
+        RETURNING ${JOB_COLUMNS.replace(/\b(\w+)\b/g, "jobs.$1")}, jobs.lease_epoch, picked.level, jobs.workflow::text AS workflow)`;
 }
+
+/** Parameters of PG_SQL.endJobs: the claim that rides it numbers its own after them. */
+const END_PARAMS = 38;
+
+/**
+ * Runs' ends (PG_SQL.endJobs, $1-$38) and the claim of the next jobs for the worker that ran them
+ * (PG_LEASE_SQL.claim, its $1-$7 as $39-$45), in one statement: one round trip and one commit where
+ * there were two. The claim counts the ends' jobs as no longer running (its snapshot is the
+ * statement's, from before their move). Rows: `fg_kind` 'e' an end that moved (as endJobs's), 'c' a
+ * claimed job (as the claim's), and one 'n' row with the claim's count of candidates.
+ */
+function endJobsClaimingSql(): string {
+  const claim = claimCtes("", false, false, "(SELECT count(*) FROM moved em WHERE em.owner = o.owner)").replace(
+    /\$(\d+)/g,
+    (_, n: string) => `$${Number(n) + END_PARAMS}`,
+  );
+  const nulls = (n: number) => Array.from({ length: n }, () => "NULL").join(", ");
+  const columns = JOB_COLUMN_NAMES.length;
+  return `WITH RECURSIVE ${END_CTES}, ${claim}
+  SELECT 'e' AS fg_kind, moved.*, ${END_THEN} AS fg_then, NULL::bigint AS lease_epoch, NULL::bigint AS level, NULL::text AS workflow, NULL::int AS candidates
+    FROM moved
+  UNION ALL SELECT 'c', ${qualifiedJobColumns("claimed")}, NULL, NULL, claimed.lease_epoch, claimed.level, claimed.workflow, NULL FROM claimed
+  UNION ALL SELECT 'n', ${nulls(columns + 5)}, (SELECT count(*) FROM candidates)::int`;
+}
+
+/** The statement of a claim riding runs' ends (Store.carryClaims, src/store/postgres.ts). */
+export const PG_RIDING_SQL = { endJobsClaiming: endJobsClaimingSql() } as const;
 
 /** Statements of leased dispatch (src/store/postgres-leases.ts). */
 export const PG_LEASE_SQL = {

@@ -13,13 +13,16 @@ import { GroupCommit, type Outcomes } from "./group-commit.ts";
 import { changedAt } from "./input-checks.ts";
 import { claim, insertBatchOnce, type PendingInsert } from "./postgres-admission.ts";
 import { inTransaction, openPostgresPool, type PostgresOptions } from "./postgres-pool.ts";
-import { PG_NOTIFYING_SQL, PG_SQL, pgListJobsSql, pgListLabeledJobsSql, pgOffsetJobsSql } from "./postgres-queries.ts";
+import { CANDIDATES_BEYOND, PG_NOTIFYING_SQL, PG_RIDING_SQL, PG_SQL, pgListJobsSql, pgListLabeledJobsSql, pgOffsetJobsSql } from "./postgres-queries.ts";
 import { stampSnapshot } from "./postgres-positions.ts";
 import { PG_TERMINAL_SQLSTATE } from "./postgres-schema.ts";
 import { PG_ROWS, toPendingBlob, toWorkflow, type Row } from "./rows.ts";
 import type { JobQuery, StoreDialect } from "./store-dialect.ts";
+import type { ClaimRider } from "./job-leases.ts";
+import { RUN_STATUSES } from "./sql-fragments.ts";
 import {
   assetRecordOf,
+  isTerminalStatus,
   type AssetDeletion,
   type CreateJobOptions,
   type AssetFolder,
@@ -52,7 +55,7 @@ export const toJob = PG_ROWS.toJob;
  * The store's fixed statements by text, each with a name: a named statement is parsed and
  * planned once per connection, not on every call (node-postgres prepares it on first use).
  */
-const STATEMENT_NAMES = new Map(Object.entries({ ...PG_SQL, ...PG_NOTIFYING_SQL }).map(([key, text]) => [text as string, `fg_${key}`]));
+const STATEMENT_NAMES = new Map(Object.entries({ ...PG_SQL, ...PG_NOTIFYING_SQL, ...PG_RIDING_SQL }).map(([key, text]) => [text as string, `fg_${key}`]));
 type Queryable = pg.Pool | pg.PoolClient;
 
 /** One run's end as transitionJobWithAssets takes it. */
@@ -84,6 +87,8 @@ export class PostgresStore implements StoreDialect {
   /** Job reads, batched: the GETs of one turn read their rows in one round trip. */
   readonly #jobReads = new BatchedReads<string, Row>((ids) => this.#readJobs(ids));
   #closed = false;
+  /** The claim the ends' statements carry (carryClaims), if any. */
+  #rider: ClaimRider | null = null;
 
   private constructor(pool: pg.Pool) {
     this.#pool = pool;
@@ -204,18 +209,24 @@ export class PostgresStore implements StoreDialect {
     return this.#ends.submit({ id, from, to, patch, assets, pending, fence, notify });
   }
 
+  carryClaims(rider: ClaimRider | null): boolean {
+    this.#rider = rider;
+    return true;
+  }
+
   /**
    * Writes a batch of ends in one statement (PG_SQL.endJobs): one round trip and one commit for
    * all, each move fenced by its own lease (a refused one writes nothing of its end and settles
    * null). A statement that fails rolls back as a whole; GroupCommit then writes each end alone
-   * (#commitEnds), which tells each end's own error.
+   * (#commitEnds), which tells each end's own error. Ends of runs (running to a terminal status)
+   * carry the rider's claim, if it asks for one (PG_RIDING_SQL.endJobsClaiming).
    */
   async #endAll(ends: readonly EndWrite[]): Promise<Outcomes<EndResult>> {
     const field = <T>(pick: (patch: JobPatch) => T | undefined) => [ends.map((e) => pick(e.patch) !== undefined), ends.map((e) => pick(e.patch) ?? null)];
     const records = ends.flatMap((end, i) => end.assets.map((asset) => ({ asset, end: i + 1 })));
     const column = <T>(pick: (asset: NewAsset) => T) => records.map((r) => pick(r.asset));
     const then = ends.flatMap((end, i) => (end.notify?.ifMoved ?? []).map((payload) => ({ payload, end: i + 1 })));
-    const { rows } = await this.#query(PG_SQL.endJobs, [
+    const params = [
       ends.map((e) => e.id),
       ends.map((e) => e.to),
       ends.map((e) => e.from.join(",")),
@@ -249,7 +260,42 @@ export class PostgresStore implements StoreDialect {
       column((a) => a.expires_at ?? null),
       records.map((r) => r.end),
       column((a) => bytea(a.inline)),
-    ]);
+    ];
+    const rider = this.#rider;
+    const ride = rider !== null && ends.every(endsRun) ? rider.ask(ends.map((e) => e.id)) : null;
+    if (rider === null || ride === null) return this.#endsDone(ends, (await this.#query(PG_SQL.endJobs, params)).rows);
+    let rows: Row[];
+    try {
+      const { workerId, startedAt, leaseMs, heldSecrets, limit } = ride;
+      ({ rows } = await this.#query(PG_RIDING_SQL.endJobsClaiming, [
+        ...params,
+        workerId,
+        startedAt,
+        leaseMs,
+        [],
+        heldSecrets,
+        limit,
+        limit + CANDIDATES_BEYOND,
+      ]));
+    } catch (error) {
+      rider.answered(ride, { error });
+      throw error;
+    }
+    const claimed = rows
+      .filter((row) => row.fg_kind === "c")
+      .sort((a, b) => Number(a.level) - Number(b.level) || Number(a.seq) - Number(b.seq))
+      .map((row) => ({ job: toJob(row), epoch: Number(row.lease_epoch), workflow: toWorkflow(row) }));
+    const candidates = Number(rows.find((row) => row.fg_kind === "n")?.candidates ?? 0);
+    // The claimed runs start before the ends settle: a stop waiting on those runs finds these.
+    rider.answered(ride, { claimed, candidates });
+    return this.#endsDone(
+      ends,
+      rows.filter((row) => row.fg_kind === "e"),
+    );
+  }
+
+  /** The outcomes of a batch of ends from the rows of the ends that moved. */
+  #endsDone(ends: readonly EndWrite[], rows: Row[]): Outcomes<EndResult> {
     for (const end of ends) end.notify?.sent?.();
     const moved = new Map(rows.map((row) => [Number(row.ord), toJob(row)]));
     return ends.map((end, i) => {
@@ -562,6 +608,11 @@ function bytea(bytes: Uint8Array | null | undefined): Buffer | null {
 /** A patch's JSON field as the statements bind it: undefined (kept as is), null, or its text. */
 function jsonText(value: JsonObject | null | undefined): string | null | undefined {
   return value === undefined ? undefined : value === null ? null : JSON.stringify(value);
+}
+
+/** Whether an end is a run's (running or canceling to a terminal status): a claim may ride it. */
+function endsRun(end: EndWrite): boolean {
+  return isTerminalStatus(end.to) && end.from.every((status) => (RUN_STATUSES as readonly string[]).includes(status));
 }
 
 /**

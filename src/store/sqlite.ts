@@ -250,6 +250,11 @@ export class SqliteStore implements StoreDialect {
     return job === null ? null : this.#durable(job);
   }
 
+  /** One process owns the queue: its claims are moves in memory, with nothing to ride. */
+  carryClaims(): boolean {
+    return false;
+  }
+
   async transitionJobWithAssets(
     id: string,
     from: readonly JobStatus[],

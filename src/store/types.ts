@@ -5,6 +5,7 @@
 import { type HOSTED_FILE_TYPES, JOB_STATUSES as CONTRACT_JOB_STATUSES, type OUTPUT_TYPES, TERMINAL_JOB_STATUSES } from "../../generated/enums.ts";
 import type { components } from "../../generated/openapi-types.ts";
 import type { ComfyExecutionDetails } from "../domain/failures.ts";
+import type { ClaimRider } from "./job-leases.ts";
 
 /** A JSON object as stored (progress snapshots, error details, workflow graphs). */
 export type JsonObject = Record<string, unknown>;
@@ -436,6 +437,12 @@ export interface Store {
     fence?: RunFence,
     notify?: Notifications,
   ): Promise<{ job: JobRecord; assets: AssetRecord[] } | null>;
+  /**
+   * Lets each batch of runs' ends that transitionJobWithAssets writes in one statement carry a
+   * claim of the next jobs for the worker that ran them (ClaimRider; null: none from now on). False
+   * when this store cannot (SQLite, whose process owns its queue).
+   */
+  carryClaims(rider: ClaimRider | null): boolean;
   /** Blobs kept by transitionJobWithAssets, in key order after `afterKey`, at most `limit` (default 100): the startup restore. */
   pendingBlobs(afterKey?: string, limit?: number): Promise<PendingBlob[]>;
   /** Forgets kept blobs whose files are durable now. Resolves at commit: one lost to a crash is only restored again, harmlessly. */
