@@ -808,6 +808,8 @@ async function dispatch(ctx: BenchContext, schema: string, graphileSchema: strin
           unit: "jobs/s",
           baseline: { name: `graphile-worker, ${k === 1 ? "one runner" : "two runners"}`, value: median(rates(`gw${k}`)), unit: "jobs/s" },
           ratio: medianRatio(rates(`fg${k}`), rates(`gw${k}`)),
+          // Issue #48's goal, for one worker: half graphile-worker's drain on the same server.
+          ...(k === 1 ? { target: { on: "ratio" as const, op: ">=" as const, bound: 0.5 } } : {}),
           rounds: rates(`fg${k}`),
           note: `${N.toLocaleString("en-US")} jobs queued, then the workers (and, for flowgate, an API node) started together; timed from the ${Math.round(DRAIN_SKIP * 100)} % mark to the last end (flowgate: the jobs' completed_at, written by the workers; graphile-worker: the runners' job:success)`,
         },

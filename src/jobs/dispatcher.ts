@@ -106,9 +106,7 @@ export class Dispatcher implements JobQueue {
       rideAnswered: (slots: number) => {
         this.ridingReserved -= slots;
       },
-      run: (start: RunStart) => {
-        if (!this.running.has(start.job.id)) this.launch(start);
-      },
+      run: (start: RunStart) => this.launch(start),
     };
     const source: JobSource = options.lease
       ? new LeasedJobSource(host, options.lease, options.engine.queuesWork, options.engine.resumesRuns)

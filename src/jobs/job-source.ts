@@ -76,7 +76,7 @@ export interface RunControl {
   rideEnds(jobIds: readonly string[]): number;
   /** The claim for `slots` reserved slots answered: they are the fills' again (its jobs launched first). */
   rideAnswered(slots: number): void;
-  /** Runs a job a claim riding the runs' ends claimed (a fill launches its own). */
+  /** Runs a job a claim riding the runs' ends claimed, not run here yet (a fill launches its own). */
   run(start: RunStart): void;
 }
 
