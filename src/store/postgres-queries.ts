@@ -437,10 +437,10 @@ function claimSql(where: string, wait: boolean, keepQueued = false): string {
  * owner `o.owner`, of its jobs this same statement moved out of running: the statement's snapshot
  * still sees them running, and they no longer hold a slot (the claim that rides the ends' statement).
  */
-function claimCtes(where: string, wait: boolean, keepQueued = false, endedHere = "0"): string {
+function claimCtes(where: string, wait: boolean, keepQueued = false, endedHere?: string): string {
   return `${QUEUED_OWNERS},
     candidates AS MATERIALIZED (
-      SELECT c.seq, r.n - ${endedHere} + c.rank AS level FROM owners o
+      SELECT c.seq, r.n${endedHere === undefined ? "" : ` - ${endedHere}`} + c.rank AS level FROM owners o
         -- Counted per owner by index: a whole-table count of running jobs is read by a bitmap
         -- that visits every row ever indexed as running until a vacuum (a bitmap scan never marks
         -- a dead row's entry), more on every claim of a long drain. One equality per status: a
