@@ -30,6 +30,8 @@ const JOBS = 300;
  * of the next jobs rides the ends' statement (several ends and their slots' claims, one commit).
  */
 const BOUND = 4;
+/** `flowgate worker`'s default --concurrency. */
+const WORKER_CONCURRENCY = 2;
 const HOUR = 3_600_000;
 
 const database = `fg_test_xact_${randomBytes(6).toString("hex")}`;
@@ -135,14 +137,20 @@ it.skipIf(unavailable !== null).each([1, 2])(
     const poll = new pg.Client({ connectionString: url });
     await poll.connect();
     let polls = 0;
+    /** The most jobs one worker held running in any poll's snapshot. */
+    let busiest = 0;
     try {
       await waitFor(
         async () => {
           polls++;
-          const { rows } = await poll.query<{ done: number; failed: number }>(
-            "SELECT count(*) FILTER (WHERE status IN ('succeeded', 'failed', 'canceled', 'expired'))::int AS done, count(*) FILTER (WHERE status <> 'succeeded' AND status IN ('failed', 'canceled', 'expired'))::int AS failed FROM jobs WHERE created_at = $1",
+          const { rows } = await poll.query<{ done: number; failed: number; busiest: number }>(
+            `SELECT count(*) FILTER (WHERE status IN ('succeeded', 'failed', 'canceled', 'expired'))::int AS done,
+                count(*) FILTER (WHERE status <> 'succeeded' AND status IN ('failed', 'canceled', 'expired'))::int AS failed,
+                (SELECT coalesce(max(n), 0) FROM (SELECT count(*) AS n FROM jobs WHERE status IN ('running', 'canceling') GROUP BY worker_id) w)::int AS busiest
+              FROM jobs WHERE created_at = $1`,
             [now],
           );
+          busiest = Math.max(busiest, rows[0]!.busiest);
           return rows[0]!;
         },
         (r) => r.done === JOBS,
@@ -171,5 +179,8 @@ it.skipIf(unavailable !== null).each([1, 2])(
       )
       .finally(() => read.end());
     expect(ridden[0]!.n, "claims that rode an end").toBeGreaterThanOrEqual(JOBS * 0.9);
+    // Each ride's ends and claims commit together: no snapshot shows a worker with more jobs
+    // running than its slots (a claim beside the ends let up to twice as many read running).
+    expect(busiest, "jobs one worker held running at once").toBeLessThanOrEqual(WORKER_CONCURRENCY);
   },
 );
