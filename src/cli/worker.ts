@@ -87,6 +87,10 @@ export async function worker(argv: string[]): Promise<void> {
       }
       closing = true;
       clearInterval(keepAlive);
+      const running = runtime.queue.running();
+      const grace = config.shutdownGraceMs;
+      const waits = running > 0 && grace > 0 ? `; waiting up to ${grace / 1000}s for ${running} running job(s) (${signal} again stops them now)` : "";
+      process.stdout.write(`flowgate: worker stopping: claiming no more jobs${waits}\n`);
       runtime
         .stopRuns(config.shutdownGraceMs)
         .then(() => runtime.close())

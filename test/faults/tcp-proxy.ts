@@ -31,6 +31,8 @@ export class TcpProxy {
   #mode: "open" | "cut" | "stalled" = "open";
   #armed: ArmedCut | null = null;
   #stallPattern: RegExp | null = null;
+  /** Told when `stallMatching` first holds a connection. */
+  #stallHeld: (() => void) | null = null;
   /** Connections refused while cut (each is a client's attempt to reconnect). */
   refused = 0;
   /** Connections accepted since the start. */
@@ -70,10 +72,11 @@ export class TcpProxy {
   /**
    * Stalls each connection that sends something matching `pattern`, from that message on (it is
    * held too), until `heal`; other connections flow. A partition of one kind of traffic (a
-   * process's lease renewals) while the rest passes.
+   * process's lease renewals) while the rest passes. Resolves once a connection is held.
    */
-  stallMatching(pattern: RegExp): void {
+  stallMatching(pattern: RegExp): Promise<void> {
     this.#stallPattern = pattern;
+    return new Promise((held) => (this.#stallHeld = held));
   }
 
   /** Back to normal: new connections pass, stalled bytes flow on. */
@@ -133,7 +136,11 @@ export class TcpProxy {
   }
 
   #fromClient(link: Link, chunk: Buffer): void {
-    if (!link.held && this.#stallPattern?.test(chunk.toString("latin1"))) link.held = true;
+    if (!link.held && this.#stallPattern?.test(chunk.toString("latin1"))) {
+      link.held = true;
+      this.#stallHeld?.();
+      this.#stallHeld = null;
+    }
     if (this.#mode === "stalled" || link.held) {
       link.toUpstream.push(chunk);
       return;
