@@ -2,7 +2,7 @@
 // the store's JobLeases port. Jobs are claimed from the database, the next queued job of any
 // node, under a lease this process renews on a heartbeat; the in-memory queue then only answers
 // for the jobs this node knows, and positions and counts are read across every process.
-import type { ClaimRider, JobRecord, JsonObject, RiddenClaim, RidingClaim, RunFence } from "../store/index.ts";
+import type { ClaimedJob, ClaimRider, JobRecord, JsonObject, RiddenClaim, RidingClaim, RunFence } from "../store/index.ts";
 import type { LeaseOptions } from "./job-leases.ts";
 import type { JobSource, RunStart, SourceHost } from "./job-source.ts";
 import { SharedQueueCounts } from "./queue-counts.ts";
@@ -182,12 +182,7 @@ export class LeasedJobSource implements JobSource {
       this.claimUncertain = true;
       throw err;
     }
-    for (const { job, epoch, workflow } of claimed) {
-      this.host.queue.remove(job.id);
-      this.launchClaimed(launch, job, false, { workerId, epoch }, workflow);
-    }
-    // A worker whose slots the claim filled need not hear of new jobs until one frees.
-    this.lease.wantWakes?.(claimed.length < (this.engineQueues ? 1 : free));
+    this.startClaimed(launch, claimed, this.engineQueues ? 1 : free);
     return claimed.length > 0;
   }
 
@@ -213,13 +208,7 @@ export class LeasedJobSource implements JobSource {
           this.claimUncertain = true;
           return this.host.pump();
         }
-        const launch = (start: RunStart) => this.host.run(start);
-        for (const { job, epoch, workflow } of outcome.claimed) {
-          this.host.queue.remove(job.id);
-          if (!this.host.runs(job.id)) this.launchClaimed(launch, job, false, { workerId: claim.workerId, epoch }, workflow);
-        }
-        const filled = outcome.claimed.length >= claim.limit;
-        this.lease.wantWakes?.(!filled);
+        const filled = this.startClaimed((start) => this.host.run(start), outcome.claimed, claim.limit);
         // Candidates left that other claims held: a fill's claim waits for them.
         if (!filled && outcome.candidates > outcome.claimed.length) this.host.pump();
       },
@@ -233,6 +222,22 @@ export class LeasedJobSource implements JobSource {
    */
   get ridesEnds(): boolean {
     return this.rides;
+  }
+
+  /**
+   * Runs the jobs a claim for up to `asked` took (but one a read-back already runs here), and
+   * tells whether they filled what it asked for: a worker whose slots a claim filled need not
+   * hear of new jobs until one frees.
+   */
+  private startClaimed(launch: (start: RunStart) => void, claimed: readonly ClaimedJob[], asked: number): boolean {
+    const { workerId } = this.lease;
+    for (const { job, epoch, workflow } of claimed) {
+      this.host.queue.remove(job.id);
+      if (!this.host.runs(job.id)) this.launchClaimed(launch, job, false, { workerId, epoch }, workflow);
+    }
+    const filled = claimed.length >= asked;
+    this.lease.wantWakes?.(!filled);
+    return filled;
   }
 
   /** Runs a claimed job: one still queued (claimQueued) waits in the engine until it reports the run started. */
