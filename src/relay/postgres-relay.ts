@@ -6,7 +6,17 @@
 // small ones go as notifications and larger ones are dropped (a newer preview follows).
 import { createHash } from "node:crypto";
 import pg from "pg";
-import { jobFromPostgresRow, openPostgresPool, PG_STATUS_CHANNEL, PG_TYPES, type JobStatus, type Notifications, type PostgresOptions } from "../store/index.ts";
+import {
+  jobFromPostgresRow,
+  openPostgresPool,
+  PG_NOTIFYING_SQL,
+  PG_STATUS_CHANNEL,
+  PG_TYPES,
+  payloadsParam,
+  type JobStatus,
+  type Notifications,
+  type PostgresOptions,
+} from "../store/index.ts";
 import type { EventRelay, RemoteNotice, RunEvent } from "./event-relay.ts";
 import { RedisPreviews } from "./redis-previews.ts";
 import { BatchJoiner, encodeBatch } from "./wire.ts";
@@ -193,8 +203,7 @@ export class PostgresRelay implements EventRelay {
     }
     const taken = this.#take();
     // One statement: the parts commit together. A failure loses these live events only.
-    if (taken !== null)
-      await this.#pool.query("SELECT pg_notify($1, part) FROM unnest($2::text[]) AS part", [this.#channel, taken.parts]).catch(() => undefined);
+    if (taken !== null) await this.#pool.query(PG_NOTIFYING_SQL.notify, [this.#channel, payloadsParam(taken.parts)]).catch(() => undefined);
   }
 
   /**

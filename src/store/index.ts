@@ -35,6 +35,7 @@ export { SCHEMA_VERSION as SQLITE_SCHEMA_VERSION } from "./sqlite-schema.ts";
 export { PostgresLeases } from "./postgres-leases.ts";
 export { openPostgresPool, PG_TYPES } from "./postgres-pool.ts";
 export { PG_STATUS_CHANNEL } from "./postgres-schema.ts";
+export { PG_NOTIFYING_SQL, payloadsParam } from "./postgres-queries.ts";
 export { toJob as jobFromPostgresRow } from "./postgres.ts";
 
 /** Where the store lives: the embedded SQLite file (default) or a PostgreSQL database. */

@@ -36,6 +36,25 @@ function unnestUnseen(first: number, types: string): string {
 }
 
 /**
+ * The notification payloads of parameter $`n` (payloadsParam: joined by the record separator,
+ * which JSON never holds raw). A text[] literal made node-postgres escape each quote of each
+ * payload (JSON) character by character, a copy per pass, for every event a run sends; a split
+ * costs neither side that. Its length is hidden from the planner as unnestUnseen's are.
+ */
+function payloadRows(n: number): string {
+  return `unnest(string_to_array((SELECT $${n}::text), chr(30)))`;
+}
+
+/** Notification payloads as the parameter payloadRows reads. */
+export function payloadsParam(payloads: readonly string[]): string {
+  for (const payload of payloads) if (payload.includes(PAYLOAD_SEPARATOR)) throw new Error("a notification payload holds the record separator");
+  return payloads.join(PAYLOAD_SEPARATOR);
+}
+
+/** U+001E, chr(30) in payloadRows. */
+const PAYLOAD_SEPARATOR = "\u001e";
+
+/**
  * The insert of inline bytes (NewAsset.inline) a record's statement makes: a row already there is
  * touched (its lock orders the write against dropInlineBlob's).
  */
@@ -53,7 +72,8 @@ const SNAPSHOT_STAMP =
  * The common table expressions of the runs' ends' statement (PG_SQL.endJobs, its parameters),
  * ending in `moved` (the ends' rows, with `ord`), `added` and `kept`.
  */
-const END_CTES = `fg_notified AS MATERIALIZED (SELECT count(pg_notify($18, p)) AS c FROM ${unnestUnseen(19, "text")} AS p),
+const END_CTES = `fg_notified AS MATERIALIZED (SELECT count(pg_notify($18, p)) AS c FROM ${payloadRows(19)} AS p),
+    fg_then AS MATERIALIZED (SELECT t.e, t.p FROM unnest((SELECT $20::int[]), string_to_array((SELECT $21::text), chr(30))) AS t(e, p)),
     v AS (SELECT * FROM ${unnestUnseen(1, "text text text boolean bigint boolean bigint boolean text boolean text boolean float8 boolean text bigint bigint")} WITH ORDINALITY AS v(id, to_status, from_list, s_set, s_val, c_set, c_val, p_set, p_val,
         e_set, e_val, k_set, k_val, fenced, worker, epoch, changed_at, ord)),
     moved AS (UPDATE jobs SET status = v.to_status,
@@ -77,7 +97,7 @@ const END_CTES = `fg_notified AS MATERIALIZED (SELECT count(pg_notify($18, p)) A
         FROM unnest((SELECT $31::text[]), (SELECT $38::bytea[]), (SELECT $35::bigint[]), (SELECT $37::int[])) AS b(blob_key, bytes, created_at, end_ord)
         JOIN moved m ON m.ord = b.end_ord WHERE b.bytes IS NOT NULL ORDER BY b.blob_key, b.created_at DESC ${ON_INLINE_CONFLICT})`;
 /** For a row of `moved`: the payloads sent only because that end moved (PG_SQL.endJobs's $20, $21). */
-const END_THEN = `(SELECT count(pg_notify($18, t.p)) FROM ${unnestUnseen(20, "int text")} AS t(e, p) WHERE t.e = moved.ord)`;
+const END_THEN = "(SELECT count(pg_notify($18, t.p)) FROM fg_then t WHERE t.e = moved.ord)";
 
 export const PG_SQL = {
   // A free key or a dead claim is taken in one statement; a live one yields no row. Two
@@ -128,7 +148,7 @@ export const PG_SQL = {
   // ($1-$17 as arrays, one element an end, in the order of `transition`'s parameters; the from
   // statuses comma-joined) the guarded, fenced move; $18 the channel, $19 every end's payloads
   // (sent first, whether or not anything moves), $20/$21 the payloads sent only when that end
-  // (1-based) moved, with the move's row; $22-$36 the records (insertAsset's columns, an
+  // (1-based, $20's element) moved, with the move's row (the payloads as payloadsParam); $22-$36 the records (insertAsset's columns, an
   // expires_at null for the job's) and $37 the end each belongs to, inserted only for ends that
   // moved, in their order; $38 each record's inline bytes or null (kept as insertAsset keeps
   // them). A refused move returns no row and writes none of its records.
@@ -229,7 +249,7 @@ function notifying(update: string): string {
   const where = /\bWHERE\b/;
   if (!where.test(update)) throw new Error("notifying: the statement has no WHERE");
   const n = lastParam(update) + 1;
-  return `WITH fg_notified AS MATERIALIZED (SELECT count(pg_notify($${n}, p)) AS c FROM unnest($${n + 1}::text[]) AS p)
+  return `WITH fg_notified AS MATERIALIZED (SELECT count(pg_notify($${n}, p)) AS c FROM ${payloadRows(n + 1)} AS p)
     ${update.replace(where, "WHERE (SELECT c FROM fg_notified) >= 0 AND")}`;
 }
 
@@ -243,8 +263,9 @@ export const PG_NOTIFYING_SQL = {
   transitionNotify: notifying(PG_SQL.transition),
   // The same, then the payloads sent only when the row moved (the select list's subquery runs only for a row).
   transitionNotifyThen: `${notifying(PG_SQL.transition).replace(/\)\s*UPDATE jobs/, "), fg_moved AS (UPDATE jobs")})
-    SELECT fg_moved.*, (SELECT count(pg_notify($${TRANSITION_CHANNEL}, p)) FROM unnest($${TRANSITION_CHANNEL + 2}::text[]) AS p) AS fg_then FROM fg_moved`,
-  notify: "SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p",
+    SELECT fg_moved.*, (SELECT count(pg_notify($${TRANSITION_CHANNEL}, p)) FROM ${payloadRows(TRANSITION_CHANNEL + 2)} AS p) AS fg_then FROM fg_moved`,
+  // Payloads alone, in a transaction that writes nothing ($1 channel, $2 payloadsParam): the relay's batches.
+  notify: `SELECT pg_notify($1, p) FROM ${payloadRows(2)} AS p`,
 } as const;
 
 /** An owner's jobs newest first below a seq; $1 owner, $2 before, $3 limit, then the status set and the deployment when used. */

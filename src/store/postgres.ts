@@ -13,7 +13,16 @@ import { GroupCommit, type Outcomes } from "./group-commit.ts";
 import { changedAt } from "./input-checks.ts";
 import { claim, insertBatchOnce, type PendingInsert } from "./postgres-admission.ts";
 import { inTransaction, openPostgresPool, type PostgresOptions } from "./postgres-pool.ts";
-import { CANDIDATES_BEYOND, PG_NOTIFYING_SQL, PG_RIDING_SQL, PG_SQL, pgListJobsSql, pgListLabeledJobsSql, pgOffsetJobsSql } from "./postgres-queries.ts";
+import {
+  CANDIDATES_BEYOND,
+  PG_NOTIFYING_SQL,
+  PG_RIDING_SQL,
+  PG_SQL,
+  payloadsParam,
+  pgListJobsSql,
+  pgListLabeledJobsSql,
+  pgOffsetJobsSql,
+} from "./postgres-queries.ts";
 import { stampSnapshot } from "./postgres-positions.ts";
 import { PG_TERMINAL_SQLSTATE } from "./postgres-schema.ts";
 import { PG_ROWS, toPendingBlob, toWorkflow, type Row } from "./rows.ts";
@@ -240,9 +249,9 @@ export class PostgresStore implements StoreDialect {
       ends.map((e) => e.fence?.epoch ?? 0),
       ends.map((e) => changedAt(e.patch)),
       ends.find((e) => e.notify !== undefined)?.notify?.channel ?? "",
-      ends.flatMap((e) => e.notify?.payloads ?? []),
+      payloadsParam(ends.flatMap((e) => e.notify?.payloads ?? [])),
       then.map((t) => t.end),
-      then.map((t) => t.payload),
+      payloadsParam(then.map((t) => t.payload)),
       column((a) => a.id),
       column((a) => a.owner),
       column((a) => a.job_id ?? null),
@@ -360,9 +369,9 @@ export class PostgresStore implements StoreDialect {
     ];
     try {
       const row = notify?.ifMoved?.length
-        ? await this.#one(PG_NOTIFYING_SQL.transitionNotifyThen, [...params, notify.channel, notify.payloads, notify.ifMoved], on)
+        ? await this.#one(PG_NOTIFYING_SQL.transitionNotifyThen, [...params, notify.channel, payloadsParam(notify.payloads), payloadsParam(notify.ifMoved)], on)
         : notify?.payloads.length
-          ? await this.#one(PG_NOTIFYING_SQL.transitionNotify, [...params, notify.channel, notify.payloads], on)
+          ? await this.#one(PG_NOTIFYING_SQL.transitionNotify, [...params, notify.channel, payloadsParam(notify.payloads)], on)
           : await this.#one(PG_SQL.transition, params, on);
       return row === undefined ? null : toJob(row);
     } catch (error) {
@@ -373,7 +382,7 @@ export class PostgresStore implements StoreDialect {
 
   async updateProgress(id: string, progress: JobProgress | null, fence?: RunFence, notify?: Notifications): Promise<boolean> {
     const json = progress === null ? null : JSON.stringify(progress);
-    const sent = notify?.payloads.length ? [notify.channel, notify.payloads] : null;
+    const sent = notify?.payloads.length ? [notify.channel, payloadsParam(notify.payloads)] : null;
     if (fence === undefined) {
       const { rowCount } = sent
         ? await this.#query(PG_NOTIFYING_SQL.updateProgressNotify, [id, json, ...sent])

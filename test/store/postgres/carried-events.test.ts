@@ -6,6 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { RemoteNotice, RunEvent } from "../../../src/relay/event-relay.ts";
 import { PostgresRelay } from "../../../src/relay/postgres-relay.ts";
 import { openStore, type Store } from "../../../src/store/index.ts";
+import { payloadsParam } from "../../../src/store/postgres-queries.ts";
 import { createTestSchema, dropTestSchema, postgresUnavailable, TEST_DATABASE_URL } from "../../postgres/pg.ts";
 import { waitFor } from "../../server/helpers.ts";
 import { newJob, T0 } from "../helpers.ts";
@@ -96,6 +97,50 @@ describe.skipIf(unavailable !== null)("a run's events carried by its writes", ()
     );
     expect(heard).toEqual(["status:running", "node_start", "node_done", "log", "log", "progress", "status:succeeded"]);
     expect((await s.getJob(job.id))?.progress).toBeTruthy();
+  });
+
+  it("arrive as said whatever their text holds, carried by an end, by a batch of ends or sent alone", async () => {
+    const s = await store();
+    const worker = await relay("worker1");
+    const api = await relay("api1");
+    const texts: string[] = [];
+    stops.push(
+      await api.listen((n: RemoteNotice) => {
+        if (n.kind === "events") for (const e of n.events) if (e.type === "log") texts.push(e.text);
+      }),
+    );
+    // Quotes, backslashes, control characters (the record separator among them), accents, emoji.
+    const odd = (i: number) => `${i} "q" \\ \\" \n\t\u001e\u0001 é 😀 '${"x".repeat(i)}'`;
+    const jobs = await Promise.all([0, 1, 2].map(() => s.createJob(newJob())));
+    for (const job of jobs) await s.transitionJob(job.id, ["queued"], "running", { started_at: T0 });
+    const log = (job: { id: string; owner: string }, i: number): RunEvent => ({ type: "log", job_id: job.id, owner: job.owner, text: odd(i) });
+    worker.send(log(jobs[0]!, 0));
+    await worker.carry(
+      (notify) => s.transitionJob(jobs[0]!.id, ["running"], "succeeded", { completed_at: T0 + 1 }, notify ? { notify } : {}),
+      [log(jobs[0]!, 1)],
+    );
+    // Two ends in one turn: one statement (the store's batched ends).
+    worker.send(log(jobs[1]!, 2));
+    worker.send(log(jobs[2]!, 3));
+    await Promise.all(
+      [jobs[1]!, jobs[2]!].map((job, k) =>
+        worker.carry(
+          (notify) => s.transitionJobWithAssets(job.id, ["running"], "succeeded", { completed_at: T0 + 1 }, [], [], undefined, notify),
+          [log(job, 4 + k)],
+          job.id,
+        ),
+      ),
+    );
+    worker.send(log(jobs[0]!, 6));
+    await worker.flushed();
+    await waitFor(
+      () => texts.length,
+      (n) => n >= 7,
+      "the events",
+    );
+    expect(texts.toSorted()).toEqual([0, 1, 2, 3, 4, 5, 6].map(odd).toSorted());
+    // A payload that held the separator raw would be split in two: refused.
+    expect(() => payloadsParam(["a\u001eb"])).toThrow(/record separator/);
   });
 
   it("go out even when the write matches no row, and with a later write or batch when it fails", async () => {

@@ -5,7 +5,7 @@ import { randomUUID } from "node:crypto";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openStore, type Store } from "../../../src/store/index.ts";
-import { PG_LEASE_SQL, PG_NOTIFYING_SQL, PG_POSITION_SQL, PG_SQL } from "../../../src/store/postgres-queries.ts";
+import { PG_LEASE_SQL, PG_NOTIFYING_SQL, PG_POSITION_SQL, PG_SQL, payloadsParam } from "../../../src/store/postgres-queries.ts";
 import { createTestSchema, dropTestSchema, postgresUnavailable, TEST_DATABASE_URL } from "../../postgres/pg.ts";
 import { newAsset, newJob } from "../helpers.ts";
 
@@ -88,7 +88,7 @@ describe.skipIf(unavailable !== null)("the PostgreSQL store's statements on deep
     // biome-ignore format: the 38 parameters in rows (the move, the events, the record)
     const oneEnd = [
       [id], ["succeeded"], ["running"], [false], [null], [true], [T], [true], ['{"value":1,"max":1}'], [false], [null], [false], [null],
-      [true], ["w"], [1], [T], "fg_plans_test", ['{"type":"progress"}'], [1], ['{"type":"executed"}'],
+      [true], ["w"], [1], [T], "fg_plans_test", payloadsParam(['{"type":"progress"}']), [1], payloadsParam(['{"type":"executed"}']),
       [randomUUID()], ["alice"], [id], ["2"], ["a.png"], ["image"], ["image/png"], [10], [`blake3:${"a".repeat(64)}`], ["a".repeat(64)],
       ["output"], [null], ["[]"], [T], [null], [1], [Buffer.alloc(10)],
     ];

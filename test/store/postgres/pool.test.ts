@@ -7,7 +7,7 @@ import { prepareValue } from "pg/lib/utils.js";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { openStore, type Store } from "../../../src/store/index.ts";
 import { postgresPool } from "../../../src/store/postgres-pool.ts";
-import { PG_LEASE_SQL, PG_SQL } from "../../../src/store/postgres-queries.ts";
+import { PG_LEASE_SQL, PG_SQL, payloadsParam } from "../../../src/store/postgres-queries.ts";
 import { createTestSchema, dropTestSchema, postgresUnavailable, TEST_DATABASE_URL } from "../../postgres/pg.ts";
 import { newJob, T0 } from "../helpers.ts";
 import { planNodes, type PlanNode } from "./plan-nodes.ts";
@@ -101,7 +101,7 @@ describe.skipIf(unavailable !== null)("postgresPool", () => {
     // biome-ignore format: the 38 parameters in rows (the move, the events, the record and its bytes)
     const oneEnd = [
       [ending], ["succeeded"], ["running"], [false], [null], [true], [T], [false], [null], [false], [null], [false], [null],
-      [false], [null], [0], [T], "fg_pool_test", [], [], [],
+      [false], [null], [0], [T], "fg_pool_test", payloadsParam([]), [], payloadsParam([]),
       [randomUUID()], [""], [ending], ["3"], ["a.txt"], ["text"], ["text/plain"], [1], [null], ["a".repeat(64)],
       ["output"], [null], ["[]"], [T], [null], [1], [Buffer.from("a")],
     ];
