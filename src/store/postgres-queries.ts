@@ -148,10 +148,10 @@ export const PG_SQL = {
   // ($1-$17 as arrays, one element an end, in the order of `transition`'s parameters; the from
   // statuses comma-joined) the guarded, fenced move; $18 the channel, $19 every end's payloads
   // (sent first, whether or not anything moves), $20/$21 the payloads sent only when that end
-  // (1-based, $20's element) moved, with the move's row (the payloads as payloadsParam); $22-$36 the records (insertAsset's columns, an
-  // expires_at null for the job's) and $37 the end each belongs to, inserted only for ends that
-  // moved, in their order; $38 each record's inline bytes or null (kept as insertAsset keeps
-  // them). A refused move returns no row and writes none of its records.
+  // (1-based, $20's element) moved, with the move's row (payloads as payloadsParam); $22-$36 the
+  // records (insertAsset's columns, an expires_at null for the job's) and $37 the end each belongs
+  // to, inserted only for ends that moved, in their order; $38 each record's inline bytes or null
+  // (kept as insertAsset keeps them). A refused move returns no row and writes none of its records.
   endJobs: `WITH ${END_CTES}
   SELECT moved.*, ${END_THEN} AS fg_then
     FROM moved ORDER BY moved.ord`,
