@@ -4,6 +4,7 @@ import { loadConfig, SERVE_FLAGS, settingsLine, type Config } from "../config/co
 import { parseS3Url } from "../blobs/s3-location.ts";
 import { UsageError } from "./command.ts";
 import { stopWhenOrphaned } from "./parent-watch.ts";
+import { graceWait } from "./stop-notice.ts";
 import { explainParseError } from "./suggest.ts";
 
 /** Flags that mean something to a worker only: serve always answers its health checks. */
@@ -70,11 +71,9 @@ export async function serve(argv: string[]): Promise<void> {
         return;
       }
       closing = true;
-      const running = server.runtime.queue.running();
       const grace = config.shutdownGraceMs;
-      if (running > 0 && grace > 0) {
-        process.stdout.write(`flowgate: stopping; waiting up to ${grace / 1000}s for ${running} running job(s) (${signal} again stops them now)\n`);
-      }
+      const waits = graceWait(server.runtime.queue.running(), grace, signal);
+      if (waits !== null) process.stdout.write(`flowgate: stopping; ${waits}\n`);
       server
         .close({ graceMs: grace })
         .then(() => engine.close?.())

@@ -4,6 +4,7 @@
 import { type Config, describeConfig, SERVE_FLAGS } from "../config/config.ts";
 import { UsageError } from "./command.ts";
 import { stopWhenOrphaned } from "./parent-watch.ts";
+import { graceWait } from "./stop-notice.ts";
 import { configFrom, flagLines } from "./serve.ts";
 
 /** Flags of serve that mean nothing to a worker (it serves no API, and always runs jobs); --host and --port place its --health checks. */
@@ -87,10 +88,8 @@ export async function worker(argv: string[]): Promise<void> {
       }
       closing = true;
       clearInterval(keepAlive);
-      const running = runtime.queue.running();
-      const grace = config.shutdownGraceMs;
-      const waits = running > 0 && grace > 0 ? `; waiting up to ${grace / 1000}s for ${running} running job(s) (${signal} again stops them now)` : "";
-      process.stdout.write(`flowgate: worker stopping: claiming no more jobs${waits}\n`);
+      const waits = graceWait(runtime.queue.running(), config.shutdownGraceMs, signal);
+      process.stdout.write(`flowgate: worker stopping: claiming no more jobs${waits === null ? "" : `; ${waits}`}\n`);
       runtime
         .stopRuns(config.shutdownGraceMs)
         .then(() => runtime.close())

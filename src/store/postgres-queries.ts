@@ -42,7 +42,12 @@ function unnestUnseen(first: number, types: string): string {
  * costs neither side that. Its length is hidden from the planner as unnestUnseen's are.
  */
 function payloadRows(n: number): string {
-  return `unnest(string_to_array((SELECT $${n}::text), chr(30)))`;
+  return `unnest(${payloadArray(n)})`;
+}
+
+/** The payloads of parameter $`n` as a text[] (payloadRows' split, for an unnest beside other arrays). */
+function payloadArray(n: number): string {
+  return `string_to_array((SELECT $${n}::text), chr(30))`;
 }
 
 /** Notification payloads as the parameter payloadRows reads. */
@@ -73,7 +78,7 @@ const SNAPSHOT_STAMP =
  * ending in `moved` (the ends' rows, with `ord`), `added` and `kept`.
  */
 const END_CTES = `fg_notified AS MATERIALIZED (SELECT count(pg_notify($18, p)) AS c FROM ${payloadRows(19)} AS p),
-    fg_then AS MATERIALIZED (SELECT t.e, t.p FROM unnest((SELECT $20::int[]), string_to_array((SELECT $21::text), chr(30))) AS t(e, p)),
+    fg_then AS MATERIALIZED (SELECT t.e, t.p FROM unnest((SELECT $20::int[]), ${payloadArray(21)}) AS t(e, p)),
     v AS (SELECT * FROM ${unnestUnseen(1, "text text text boolean bigint boolean bigint boolean text boolean text boolean float8 boolean text bigint bigint")} WITH ORDINALITY AS v(id, to_status, from_list, s_set, s_val, c_set, c_val, p_set, p_val,
         e_set, e_val, k_set, k_val, fenced, worker, epoch, changed_at, ord)),
     moved AS (UPDATE jobs SET status = v.to_status,

@@ -2,8 +2,8 @@
 // number of seeded schedules per run (each seed printed; EXPLORE_ORDERS_SEED=N replays one,
 // EXPLORE_ORDERS_SEEDS=N runs N; EXPLORE_ORDERS_TRACE=1 prints each passing seed's steps too; `npm run explore:orders -- --seeds 200` runs many).
 // A prompt run twice in a case docs/comfyui.md names is printed with its seed, and counted at the end.
-import { afterAll, afterEach, beforeEach, describe, it } from "vitest";
-import { FaultDeployment } from "../faults/deployment.ts";
+import { afterAll, describe, it } from "vitest";
+import { deploymentPerTest } from "../faults/deployment.ts";
 import { postgresUnavailable } from "../postgres/pg.ts";
 import { exploreOrder, exploreSqliteFront } from "./orders.ts";
 
@@ -22,13 +22,7 @@ const seeds = replay !== undefined ? [Number(replay)] : Array.from({ length: cou
 const windows: string[] = [];
 let ran = 0;
 
-let d: FaultDeployment;
-beforeEach(async () => {
-  if (unavailable === null) d = await FaultDeployment.open();
-});
-afterEach(async () => {
-  await d?.close();
-});
+const d = deploymentPerTest(unavailable);
 
 describe.skipIf(unavailable !== null)(
   "every prompt runs once, whatever the order of deaths and takeovers (PostgreSQL, the double in a process of its own)",

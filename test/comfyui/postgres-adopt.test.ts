@@ -5,10 +5,10 @@
 // still fails such a job worker_lost. Real processes (an API node, `flowgate worker`s) on a fresh
 // schema, the ComfyUI double keeping its queue while they die.
 import pg from "pg";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { EmbeddedEngine } from "../../src/engine/embedded-engine.ts";
 import type { CliProcess } from "../cli/cli.ts";
-import { FaultDeployment } from "../faults/deployment.ts";
+import { deploymentPerTest } from "../faults/deployment.ts";
 import { delayedImageGraph } from "../fixtures/graphs.ts";
 import { adminQuery, postgresUnavailable, TEST_DATABASE_URL } from "../postgres/pg.ts";
 import { waitFor } from "../server/helpers.ts";
@@ -28,15 +28,12 @@ const API_LEASE_MS = 60_000;
 /** The lease of two workers that both run jobs while one is stopped. */
 const BOTH_LEASE_MS = 3000;
 
-let d: FaultDeployment;
+const d = deploymentPerTest(unavailable);
 const cleanup: Array<() => Promise<unknown>> = [];
-beforeEach(async () => {
-  if (unavailable === null) d = await FaultDeployment.open();
-});
+// Registered after the deployment's: runs before it closes (after-hooks run in reverse).
 afterEach(async () => {
   for (const c of cleanup.reverse()) await c();
   cleanup.length = 0;
-  await d?.close();
 });
 
 /** A ComfyUI double whose worker runs prompts, an API node and a first worker in front of it. */

@@ -4,9 +4,9 @@
 // position ever steps back; and the same, listed all along the seeded schedules of the
 // order-exploring harness (orders.ts: workers killed, stopped, terminated and taken over; each
 // seed printed, EXPLORE_ORDERS_SEED=N replays one).
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { EmbeddedEngine } from "../../src/engine/embedded-engine.ts";
-import { FaultDeployment } from "../faults/deployment.ts";
+import { deploymentPerTest } from "../faults/deployment.ts";
 import { postgresUnavailable } from "../postgres/pg.ts";
 import { FakeComfyUI } from "./fake-comfyui.ts";
 import { comfyFlags, textGraph, until } from "./helpers.ts";
@@ -18,15 +18,12 @@ const LEASE_MS = 3000;
 /** Deeper than the positions counted exactly (8), so that both ways of placing a job are seen. */
 const JOBS = 12;
 
-let d: FaultDeployment;
+const d = deploymentPerTest(unavailable);
 const cleanup: Array<() => Promise<unknown>> = [];
-beforeEach(async () => {
-  if (unavailable === null) d = await FaultDeployment.open();
-});
+// Registered after the deployment's: runs before it closes (after-hooks run in reverse).
 afterEach(async () => {
   for (const c of cleanup.reverse()) await c();
   cleanup.length = 0;
-  await d?.close();
 });
 
 describe.skipIf(unavailable !== null)("queue positions in front of ComfyUI (PostgreSQL)", () => {

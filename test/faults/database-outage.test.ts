@@ -3,21 +3,15 @@
 // commits meanwhile is retried until the database returns, and the job succeeds. One longer than
 // the lease ends the job worker_lost (an infrastructure code, never a workflow failure), logged
 // where it ended, and the worker, back, writes nothing into it.
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { postgresUnavailable } from "../postgres/pg.ts";
 import { waitFor } from "../server/helpers.ts";
-import { FaultDeployment } from "./deployment.ts";
+import { deploymentPerTest } from "./deployment.ts";
 import { delayedImageGraph } from "../fixtures/graphs.ts";
 
 const unavailable = await postgresUnavailable();
 
-let d: FaultDeployment;
-beforeEach(async () => {
-  if (unavailable === null) d = await FaultDeployment.open();
-});
-afterEach(async () => {
-  await d?.close();
-});
+const d = deploymentPerTest(unavailable);
 
 describe.skipIf(unavailable !== null)("a worker's database outage", () => {
   it("shorter than the lease: the output committed during it lands once the database is back, and the job succeeds", async () => {

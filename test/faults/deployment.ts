@@ -4,6 +4,7 @@
 import { mkdtemp, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { afterEach, beforeEach } from "vitest";
 import { startCli, type CliProcess } from "../cli/cli.ts";
 import { adminQuery, createTestSchema, dropTestSchema, schemaUrl } from "../postgres/pg.ts";
 import { Api, spawnCli, waitFor, type CliServer } from "../server/helpers.ts";
@@ -116,4 +117,32 @@ export class FaultDeployment {
     if (this.schema) await dropTestSchema(this.schema);
     for (const dir of this.#dirs) await rm(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * The deployment of each test in the calling file: opened before the test, closed after it
+ * (none when PostgreSQL is `unavailable`). The object returned stands for the current test's.
+ */
+export function deploymentPerTest(unavailable: string | null): FaultDeployment {
+  let current: FaultDeployment | undefined;
+  beforeEach(async () => {
+    if (unavailable === null) current = await FaultDeployment.open();
+  });
+  afterEach(async () => {
+    await current?.close();
+    current = undefined;
+  });
+  const now = (): FaultDeployment => {
+    if (current === undefined) throw new Error("no fault deployment outside a test");
+    return current;
+  };
+  return new Proxy({} as FaultDeployment, {
+    get(_, key) {
+      const d = now();
+      const value: unknown = Reflect.get(d, key, d);
+      // Its methods reach its private fields: called on the deployment itself.
+      return typeof value === "function" ? value.bind(d) : value;
+    },
+    set: (_, key, value) => Reflect.set(now(), key, value),
+  });
 }

@@ -3,23 +3,17 @@
 // by the database (the lease it names is gone), aborts, and leaves nothing in the finished job:
 // no output record, no blob file. Its lease renewals are stalled meanwhile (a partition of that
 // connection alone), so that the heartbeat cannot tell the run before it writes: the fence must.
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { postgresUnavailable } from "../postgres/pg.ts";
 import { waitFor } from "../server/helpers.ts";
-import { FaultDeployment } from "./deployment.ts";
+import { deploymentPerTest } from "./deployment.ts";
 import { delayedImageGraph } from "../fixtures/graphs.ts";
 
 const unavailable = await postgresUnavailable();
 const LEASE_MS = 1000;
 
 /** An image that waits `seconds` before it is saved. */
-let d: FaultDeployment;
-beforeEach(async () => {
-  if (unavailable === null) d = await FaultDeployment.open();
-});
-afterEach(async () => {
-  await d?.close();
-});
+const d = deploymentPerTest(unavailable);
 
 describe.skipIf(unavailable !== null)("a worker fenced by its lease", () => {
   it("writes nothing into a job ended worker_lost while it was paused, and aborts the run", async () => {

@@ -2,23 +2,17 @@
 // committed in the gap (canceled through another API node) are not heard, so once it listens again it reads back every job an SSE
 // stream or hosted socket follows and tells what changed. No stream is left on keep-alives.
 // Real processes: an API node behind a TCP proxy of the test's own, a worker on the database.
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { randomUUID } from "node:crypto";
 import { delayedImageGraph } from "../fixtures/graphs.ts";
-import { FaultDeployment } from "./deployment.ts";
+import { deploymentPerTest } from "./deployment.ts";
 import { postgresUnavailable } from "../postgres/pg.ts";
 import { SseClient, waitFor } from "../server/helpers.ts";
 
 const unavailable = await postgresUnavailable();
 const TERMINAL = ["succeeded", "failed", "canceled"];
 
-let d: FaultDeployment;
-beforeEach(async () => {
-  if (unavailable === null) d = await FaultDeployment.open();
-});
-afterEach(async () => {
-  await d?.close();
-});
+const d = deploymentPerTest(unavailable);
 
 describe.skipIf(unavailable !== null)("the API node's listener drops", () => {
   it("jobs that end while it is down reach their open streams and hosted sockets once it listens again", async () => {

@@ -2,21 +2,15 @@
 // so the job is running under its id while it never heard so. Reconnected, the worker reads back
 // the jobs carrying its id and runs them: the job succeeds rather than failing worker_lost one
 // lease later with both processes alive. The same for a claim that rode a run's end (one statement).
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { postgresUnavailable } from "../postgres/pg.ts";
 import { imageGraph } from "../server/helpers.ts";
-import { FaultDeployment } from "./deployment.ts";
+import { deploymentPerTest } from "./deployment.ts";
 
 const unavailable = await postgresUnavailable();
 const LEASE_MS = 3000;
 
-let d: FaultDeployment;
-beforeEach(async () => {
-  if (unavailable === null) d = await FaultDeployment.open();
-});
-afterEach(async () => {
-  await d?.close();
-});
+const d = deploymentPerTest(unavailable);
 
 describe.skipIf(unavailable !== null)("a claim whose answer was lost", () => {
   it("is read back by the worker that made it, which runs the job", async () => {

@@ -2,23 +2,17 @@
 // and claims the next job for that slot is on its way to the database: the end lands, and the job
 // the statement claimed for a worker that is stopping is given up at once (not a lease later: it
 // never reached the engine), so nothing stays running under a worker that is gone.
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { postgresUnavailable } from "../postgres/pg.ts";
 import { imageGraph, waitFor } from "../server/helpers.ts";
-import { FaultDeployment } from "./deployment.ts";
+import { deploymentPerTest } from "./deployment.ts";
 
 const unavailable = await postgresUnavailable();
 /** Far longer than the test waits for anything: a job left to its lease would time the test out. */
 const LEASE_MS = 120_000;
 const TERMINAL = ["succeeded", "failed", "canceled", "expired"];
 
-let d: FaultDeployment;
-beforeEach(async () => {
-  if (unavailable === null) d = await FaultDeployment.open();
-});
-afterEach(async () => {
-  await d?.close();
-});
+const d = deploymentPerTest(unavailable);
 
 describe.skipIf(unavailable !== null)("a worker stopped while a claim rides its run's end", () => {
   it("writes the end, gives the job it claimed up at once, and exits", async () => {
