@@ -4,7 +4,9 @@
 // (LocalJobSource), or, with leases (PostgreSQL, several processes), the shared database
 // (LeasedJobSource). The in-memory queue answers positions of the jobs this node knows.
 import { LeaseLostError, type JobRecord } from "../store/index.ts";
+import { ClaimAhead } from "./claim-ahead.ts";
 import { DrainRate } from "./drain-rate.ts";
+import { EngineSlots } from "./engine-slots.ts";
 import { FairQueue } from "./fair-queue.ts";
 import type { LeaseOptions } from "./job-leases.ts";
 import { runJob, type JobRunDeps } from "./job-run.ts";
@@ -50,6 +52,9 @@ export class Dispatcher implements JobQueue {
   private readonly notices: QueueNotices;
   private readonly counts: QueueCounts;
   private readonly running = new Map<string, AbortController>();
+  /** The engine's slots: a run claimed ahead of a free one waits there (see ClaimAhead). */
+  private readonly slots: EngineSlots;
+  private readonly ahead: ClaimAhead;
   /** Runs the engine is still busy with (see slotsTaken). */
   private readonly engineBusy = new Set<string>();
   /** Runs whose engine is done and whose end is to carry the claim of their slot (JobFeed.ridesEnds). */
@@ -81,6 +86,8 @@ export class Dispatcher implements JobQueue {
 
   constructor(options: DispatcherOptions) {
     this.o = options;
+    this.slots = new EngineSlots(options.concurrency);
+    this.ahead = new ClaimAhead(options.concurrency);
     const host: SourceHost = {
       store: options.store,
       events: options.events,
@@ -106,7 +113,7 @@ export class Dispatcher implements JobQueue {
       rideAnswered: (slots: number) => {
         this.ridingReserved -= slots;
       },
-      run: (start: RunStart) => this.launch(start),
+      run: (start: RunStart) => this.launch(start, true),
     };
     const source: JobSource = options.lease
       ? new LeasedJobSource(host, options.lease, options.engine.queuesWork, options.engine.resumesRuns)
@@ -309,12 +316,18 @@ export class Dispatcher implements JobQueue {
   }
 
   /**
-   * Slots taken now. With leases (PostgreSQL), a run whose engine is done no longer holds one while
-   * its end commits, up to as many such runs as slots: the next claim goes out meanwhile.
+   * Slots taken now, by runs and by jobs claimed ahead of a free slot. With leases (PostgreSQL), a
+   * run whose engine is done no longer holds one while its end commits, up to as many such runs as
+   * the jobs this worker may hold: the next claim goes out meanwhile.
    */
   private slotsTaken(): number {
     if (!this.o.lease) return this.running.size;
-    return Math.max(this.engineBusy.size + this.riding.size + this.ridingReserved, this.running.size - this.o.concurrency);
+    return Math.max(this.engineBusy.size + this.riding.size + this.ridingReserved, this.running.size - this.capacity());
+  }
+
+  /** The jobs this worker may hold: its slots, and the jobs claims riding its runs' ends take ahead of them while its runs are short. */
+  private capacity(): number {
+    return this.o.concurrency + (this.feed.ridesEnds ? this.ahead.jobs : 0);
   }
 
   /**
@@ -330,7 +343,7 @@ export class Dispatcher implements JobQueue {
       this.pump();
       return 0;
     }
-    const free = this.o.concurrency - this.slotsTaken();
+    const free = this.capacity() - this.slotsTaken();
     if (free <= 0) return 0;
     this.ridingReserved += free;
     return free;
@@ -425,8 +438,11 @@ export class Dispatcher implements JobQueue {
     }
   }
 
-  /** Runs a job the source started (see RunStart). */
-  private launch({ job, hooks, aborted = false, fence = { workerId: null, epoch: 0 }, resume = false, workflow }: RunStart): void {
+  /**
+   * Runs a job the source started (see RunStart). `mayWait`: claimed by a ride, perhaps ahead of a
+   * free slot, its graph waits for one; any other run takes its slot at once.
+   */
+  private launch({ job, hooks, aborted = false, fence = { workerId: null, epoch: 0 }, resume = false, workflow }: RunStart, mayWait = false): void {
     const controller = new AbortController();
     const detacher = new AbortController();
     // A fill that was committing this start when the stop came launches it late: stop it too (it
@@ -438,7 +454,15 @@ export class Dispatcher implements JobQueue {
     this.queue.started(job.owner);
     const extra = this.extras.get(job.id) ?? {};
     this.engineBusy.add(job.id);
+    /** When the graph got its slot (performance.now()): its time in the engine tells whether to claim ahead. */
+    let slotAt: number | undefined;
+    const engineSlot = (signal: AbortSignal) =>
+      this.slots.acquire(signal, !mayWait).then((release) => {
+        slotAt = performance.now();
+        return release;
+      });
     const engineDone = () => {
+      if (slotAt !== undefined) this.ahead.ran(performance.now() - slotAt);
       if (!this.engineBusy.delete(job.id)) return;
       // Its slot is claimed again by its end's statement, or freed when the run is over.
       if (this.feed.ridesEnds && this.mode === "dispatching") this.riding.add(job.id);
@@ -446,6 +470,7 @@ export class Dispatcher implements JobQueue {
     };
     const deps = {
       ...this.o,
+      engineSlot,
       engineDone,
       persistEnd: <T>(write: () => Promise<T>, giveUp?: (err: unknown) => boolean) => this.persistEnd(job.id, write, giveUp),
     };

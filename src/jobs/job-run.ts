@@ -15,6 +15,7 @@ import {
 import { UPSTREAM_FAILURE, WORKFLOW_FAILED } from "../domain/failures.ts";
 import { isOutOfSpace } from "../datadir/space.ts";
 import type { EnginePort, RecordedRunTimes, RunEnd, RunFailure, RunOptions, RunOutput } from "./engine-port.ts";
+import type { ReleaseSlot } from "./engine-slots.ts";
 import type { EventBus, JobEvent } from "./event-bus.ts";
 import { LogCapture } from "./log-capture.ts";
 import type { OutputNamer } from "./output-names.ts";
@@ -60,6 +61,8 @@ export interface JobRunDeps {
    * in the end's statement, before its status. Off by default.
    */
   endWithOutputs?: boolean | "inline";
+  /** Waits for a slot of the engine before the graph runs (default: none); the release gives it back. */
+  engineSlot?: (signal: AbortSignal) => Promise<ReleaseSlot>;
   /** Called once the engine is done with the run (its outputs stored), before its end is written. */
   engineDone?: () => void;
   /** Spacing of progress writes where a relay carries the run's events (default RELAYED_PROGRESS_EVERY_MS). */
@@ -319,7 +322,12 @@ class JobRun {
         this.recordedBefore = new Map(
           (await this.persist(() => this.deps.store.listJobOutputs(this.job.id))).map((a) => [`${a.node_id}\u0000${a.hash}`, a.name]),
         );
-      return await this.deps.engine.run(graph, this.engineCallbacks());
+      const release = await this.deps.engineSlot?.(this.signal);
+      try {
+        return await this.deps.engine.run(graph, this.engineCallbacks());
+      } finally {
+        release?.();
+      }
     } catch (err) {
       // The port promises not to throw, but the graph read can fail (retried until a stop): the job still ends.
       this.infraFailure ??= err;
