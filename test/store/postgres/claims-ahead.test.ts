@@ -2,19 +2,12 @@
 // the claims ride the ends' statements of a real PostgreSQL store, the graphs wait in the worker
 // for a slot, and a long run turns the claims ahead off. A dispatcher in this process, under a
 // lease, with a scripted engine whose runs store one output each (so their ends carry the claims).
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { AssetService } from "../../../src/assets/asset-service.ts";
-import { FileBlobStore } from "../../../src/blobs/index.ts";
 import { SHORT_RUN_MS } from "../../../src/jobs/claim-ahead.ts";
 import type { RunEnd } from "../../../src/jobs/engine-port.ts";
-import { openStore } from "../../../src/store/index.ts";
 import { PostgresLeases } from "../../../src/store/postgres-leases.ts";
 import { openJobSystem, type JobSystem } from "../../fixtures/job-system.ts";
-import type { JobStore } from "../../fixtures/job-store.ts";
-import { queuedJob } from "../../fixtures/job-store.ts";
+import { openJobStore, queuedJob, type JobStore } from "../../fixtures/job-store.ts";
 import { ScriptedEngine, textOutput, type ScriptedRun } from "../../fixtures/scripted-engine.ts";
 import { adminQuery, createTestSchema, dropTestSchema, postgresUnavailable, TEST_DATABASE_URL } from "../../postgres/pg.ts";
 import { waitFor } from "../../server/helpers.ts";
@@ -31,20 +24,7 @@ let system: JobSystem | null = null;
 beforeEach(async () => {
   if (unavailable !== null) return;
   schema = await createTestSchema();
-  const dir = await mkdtemp(join(tmpdir(), "flowgate-ahead-"));
-  const store = await openStore({ kind: "postgres", url: TEST_DATABASE_URL, schema });
-  const blobs = await FileBlobStore.open(dir);
-  const assets = new AssetService({ store, blobs, now: Date.now, retentionMs: 3_600_000, maxUploadBytes: 1 << 20 });
-  data = {
-    dir,
-    store,
-    blobs,
-    assets,
-    async close() {
-      await store.close();
-      await rm(dir, { recursive: true, force: true });
-    },
-  };
+  data = await openJobStore("ahead", { database: { kind: "postgres", url: TEST_DATABASE_URL, schema } });
   leases = await PostgresLeases.open({ url: TEST_DATABASE_URL, schema });
 });
 

@@ -27,7 +27,8 @@ const JOBS = 300;
  * 500 ms at most (the claim, the output name's probe, the output record, the end), and 2.7 since
  * the last outputs' records ride in the end's transaction and names come from allotted blocks: the
  * claim and the end, event batches of runs longer than the hold, heartbeats; 0.3 since the claim
- * of the next jobs rides the ends' statement (several ends and their slots' claims, one commit).
+ * of the next jobs rides the ends' statement (several ends and their slots' claims, one commit);
+ * 0.18 in the bench since those claims take jobs ahead of the slots while runs are short.
  */
 const BOUND = 4;
 /** `flowgate worker`'s default --concurrency. */
