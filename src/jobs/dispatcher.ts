@@ -24,6 +24,8 @@ export interface DispatcherOptions extends JobRunDeps {
   mayStart?: () => boolean;
   /** Claim jobs from the shared database under leases (PostgreSQL); absent: this process owns the queue. */
   lease?: LeaseOptions;
+  /** The longest graph (ms, by `now`) that still counts as a short run for claims ahead; default SHORT_RUN_MS. */
+  shortRunMs?: number;
 }
 
 /** Backoff of retried store writes: the first wait, doubling up to the last. */
@@ -87,7 +89,7 @@ export class Dispatcher implements JobQueue {
   constructor(options: DispatcherOptions) {
     this.o = options;
     this.slots = new EngineSlots(options.concurrency);
-    this.ahead = new ClaimAhead(options.concurrency);
+    this.ahead = new ClaimAhead(options.concurrency, options.shortRunMs);
     const host: SourceHost = {
       store: options.store,
       events: options.events,
@@ -439,8 +441,8 @@ export class Dispatcher implements JobQueue {
   }
 
   /**
-   * Runs a job the source started (see RunStart). `mayWait`: claimed by a ride, perhaps ahead of a
-   * free slot, its graph waits for one; any other run takes its slot at once.
+   * Runs a job the source started (see RunStart). `mayWait` (SourceHost.run): claimed perhaps ahead
+   * of a free slot, its graph waits for one; any other run takes its slot at once.
    */
   private launch({ job, hooks, aborted = false, fence = { workerId: null, epoch: 0 }, resume = false, workflow }: RunStart, mayWait = false): void {
     const controller = new AbortController();
@@ -454,15 +456,15 @@ export class Dispatcher implements JobQueue {
     this.queue.started(job.owner);
     const extra = this.extras.get(job.id) ?? {};
     this.engineBusy.add(job.id);
-    /** When the graph got its slot (performance.now()): its time in the engine tells whether to claim ahead. */
+    /** When the graph got its slot: its time in the engine tells whether to claim ahead. */
     let slotAt: number | undefined;
     const engineSlot = (signal: AbortSignal) =>
       this.slots.acquire(signal, !mayWait).then((release) => {
-        slotAt = performance.now();
+        slotAt = this.o.now();
         return release;
       });
     const engineDone = () => {
-      if (slotAt !== undefined) this.ahead.ran(performance.now() - slotAt);
+      if (slotAt !== undefined) this.ahead.ran(this.o.now() - slotAt);
       if (!this.engineBusy.delete(job.id)) return;
       // Its slot is claimed again by its end's statement, or freed when the run is over.
       if (this.feed.ridesEnds && this.mode === "dispatching") this.riding.add(job.id);

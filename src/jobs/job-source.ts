@@ -76,7 +76,11 @@ export interface RunControl {
   rideEnds(jobIds: readonly string[]): number;
   /** The claim for `slots` reserved slots answered: they are the fills' again (its jobs launched first). */
   rideAnswered(slots: number): void;
-  /** Runs a job a claim riding the runs' ends claimed, not run here yet (a fill launches its own). */
+  /**
+   * Runs a job this worker claimed, its graph waiting for a free slot: one a claim riding the runs'
+   * ends took (perhaps ahead of the slots), or one read back after a claim's answer was lost. A
+   * fill launches its own, each for a free slot.
+   */
   run(start: RunStart): void;
 }
 

@@ -168,7 +168,11 @@ export class LeasedJobSource implements JobSource {
    */
   async startNext(launch: (start: RunStart) => void): Promise<boolean> {
     const { leases, workerId, leaseMs, dispatch } = this.lease;
-    if (this.claimUncertain) await this.readBack(launch);
+    if (this.claimUncertain) {
+      await this.readBack();
+      // What was read back may fill the slots, and more (a lost claim may have taken jobs ahead of them).
+      if (this.host.freeSlots() <= 0) return true;
+    }
     let claimed;
     const free = Math.max(1, this.host.freeSlots());
     try {
@@ -276,15 +280,16 @@ export class LeasedJobSource implements JobSource {
 
   /**
    * After a claim that failed without an answer: the live jobs carrying this worker's id that it
-   * does not run are claims that committed after all; it runs them (a canceling one ends canceled).
+   * does not run are claims that committed after all; it runs them (a canceling one ends canceled),
+   * their graphs waiting for free slots: a claim riding ends may have taken jobs ahead of them.
    */
-  private async readBack(launch: (start: RunStart) => void): Promise<void> {
+  private async readBack(): Promise<void> {
     const { workerId } = this.lease;
     for (const { job, epoch } of await this.lease.leases.heldBy(workerId)) {
       if (this.host.runs(job.id)) continue;
       this.host.log?.(`job ${job.id}: claimed by this worker in a claim whose answer was lost; running it now`);
       this.host.queue.remove(job.id);
-      this.launchClaimed(launch, job, job.status === "canceling", { workerId, epoch });
+      this.launchClaimed((start) => this.host.run(start), job, job.status === "canceling", { workerId, epoch });
     }
     this.claimUncertain = false;
   }

@@ -3,36 +3,54 @@
 // for a slot, and a long run turns the claims ahead off. A dispatcher in this process, under a
 // lease, with a scripted engine whose runs store one output each (so their ends carry the claims).
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { SHORT_RUN_MS } from "../../../src/jobs/claim-ahead.ts";
 import type { RunEnd } from "../../../src/jobs/engine-port.ts";
 import { PostgresLeases } from "../../../src/store/postgres-leases.ts";
 import { openJobSystem, type JobSystem } from "../../fixtures/job-system.ts";
 import { openJobStore, queuedJob, type JobStore } from "../../fixtures/job-store.ts";
 import { ScriptedEngine, textOutput, type ScriptedRun } from "../../fixtures/scripted-engine.ts";
+import { proxyTo, type TcpProxy } from "../../faults/tcp-proxy.ts";
 import { adminQuery, createTestSchema, dropTestSchema, postgresUnavailable, TEST_DATABASE_URL } from "../../postgres/pg.ts";
 import { waitFor } from "../../server/helpers.ts";
 
 const unavailable = await postgresUnavailable();
 const WORKER = "worker-ahead";
 const TERMINAL = ["succeeded", "failed", "canceled", "expired"];
+/**
+ * Every graph counts as short (however busy the machine) but those that move the worker's clock
+ * past it: a run is long by the clock the dispatcher reads, not by how long the test took.
+ */
+const SHORT_RUN_MS = 60_000;
+const HOUR = 3_600_000;
 
 let schema = "";
 let data: JobStore;
 let leases: PostgresLeases;
 let system: JobSystem | null = null;
+/** Between the worker and PostgreSQL: a test makes its faults there. */
+let proxy: TcpProxy;
+/** What the worker logged. */
+let logged: string[] = [];
+/** How far the worker's clock runs ahead of Date.now (a long run moves it). */
+let skew = 0;
 
 beforeEach(async () => {
   if (unavailable !== null) return;
   schema = await createTestSchema();
-  data = await openJobStore("ahead", { database: { kind: "postgres", url: TEST_DATABASE_URL, schema } });
-  leases = await PostgresLeases.open({ url: TEST_DATABASE_URL, schema });
+  proxy = await proxyTo(TEST_DATABASE_URL);
+  const url = proxy.urlFor(TEST_DATABASE_URL);
+  data = await openJobStore("ahead", { database: { kind: "postgres", url, schema } });
+  leases = await PostgresLeases.open({ url, schema });
+  logged = [];
+  skew = 0;
 });
 
 afterEach(async () => {
   if (unavailable !== null) return;
+  proxy.heal();
   await system?.close();
   system = null;
   await Promise.all([data.close(), leases.close()]);
+  await proxy.close();
   await dropTestSchema(schema);
 });
 
@@ -44,6 +62,9 @@ async function worker(concurrency: number, script: (run: ScriptedRun) => Promise
     engine: new ScriptedEngine({ script }),
     lease: { leases, workerId: WORKER, leaseMs: 30_000, dispatch: true },
     endWithOutputs: "inline",
+    log: (line) => logged.push(line),
+    shortRunMs: SHORT_RUN_MS,
+    now: () => Date.now() + skew,
   });
   return system;
 }
@@ -107,9 +128,11 @@ describe.skipIf(unavailable !== null)("jobs claimed ahead of the engine's slots 
     await worker(slots, async (run) => {
       const long = ++started > SHORT;
       seen.push({ held: await heldInDatabase(), longEnded });
-      if (long) await new Promise((resolve) => setTimeout(resolve, SHORT_RUN_MS * 3));
       await run.callbacks.onOutput(textOutput("9", `${run.jobId}.png`, run.jobId));
-      if (long) longEnded++;
+      if (long) {
+        skew += HOUR; // this graph took an hour by the worker's clock
+        longEnded++;
+      }
       return { kind: "succeeded" };
     });
     const ids = await queue(SHORT + 16, "mixed");
@@ -121,6 +144,40 @@ describe.skipIf(unavailable !== null)("jobs claimed ahead of the engine's slots 
     const later = seen.filter((s) => s.longEnded >= 2 * slots);
     expect(later.length).toBeGreaterThan(0);
     expect(Math.max(...later.map((s) => s.held)), "held once the runs were long").toBeLessThanOrEqual(slots);
+  });
+
+  it("a claim ahead whose answer was lost is read back, and its jobs still wait for the slot", async () => {
+    // One slot, every step in order: the second run's end turns the claims ahead on and claims two
+    // jobs, its slot's and one ahead; that statement commits and its answer is lost.
+    let graphs = 0;
+    let mostGraphs = 0;
+    let started = 0;
+    let cut: Promise<void> | null = null;
+    await worker(1, async (run) => {
+      mostGraphs = Math.max(mostGraphs, ++graphs);
+      try {
+        if (++started === 2) cut = proxy.loseAnswer(/fg_endJobsClaiming/, /running/);
+        await run.callbacks.onOutput(textOutput("9", `${run.jobId}.png`, run.jobId));
+        await new Promise((resolve) => setImmediate(resolve));
+        return { kind: "succeeded" };
+      } finally {
+        graphs--;
+      }
+    });
+    const ids = await queue(6, "lost");
+    await waitFor(
+      () => cut,
+      (c) => c !== null,
+      "the cut to be armed",
+    );
+    await cut;
+    const claimed = await adminQuery(`SELECT id FROM ${schema}.jobs WHERE worker_id = $1 AND status = 'running' ORDER BY seq`, [WORKER]);
+    expect(claimed.map((r) => r.id)).toEqual(ids.slice(2, 4));
+    proxy.heal();
+    await allEnded(ids);
+    expect(await statuses(ids)).toEqual(ids.map(() => "succeeded"));
+    for (const id of ids.slice(2, 4)) expect(logged).toContain(`job ${id}: claimed by this worker in a claim whose answer was lost; running it now`);
+    expect(mostGraphs, "graphs in the engine at once").toBe(1);
   });
 
   it("a job claimed ahead and canceled while it waits for a slot ends canceled without its graph running", async () => {
