@@ -105,7 +105,9 @@ describe.skipIf(!hasChromium)("dashboard in Chromium", { timeout: 90_000 }, () =
     await expect.poll(() => page.locator("h1").textContent()).toBe("Submit a workflow");
     const gate = unique("sampled");
     const start = unique("start");
-    await page.getByLabel("Workflow (API format JSON)").fill(JSON.stringify(samplerGraph(120, { gate }, start), null, 2));
+    // Steps enough that sampling spans many of the page's frames (120 took about one: its last
+    // step and the next node's start could land in the same frame, and no step was ever drawn).
+    await page.getByLabel("Workflow (API format JSON)").fill(JSON.stringify(samplerGraph(1200, { gate }, start), null, 2));
     await page.getByLabel("Labels (optional)").fill("project=ui run=1");
     await shot("01-submit");
     await recordStepLines(page);
@@ -116,11 +118,11 @@ describe.skipIf(!hasChromium)("dashboard in Chromium", { timeout: 90_000 }, () =
     // gate), so its steps reach the page's stream rather than the gap before the stream opens.
     await expect.poll(() => page.locator("#job-step").textContent(), { timeout: 20_000 }).toBe("node 5 TestGate · 1/5 nodes");
     gates.open(start);
-    // The sampler's steps are on the page for as long as it samples, a second or less: what the
+    // The sampler's steps are on the page for as long as it samples, a second or two: what the
     // page drew is read from its record, not caught by polling (which a busy machine slows).
     await expect
       .poll(() => stepLines(page), { timeout: 20_000 })
-      .toContainEqual(expect.stringMatching(/^node 1 FlowgateSampler · step \d+\/120 · 2\/5 nodes$/));
+      .toContainEqual(expect.stringMatching(/^node 1 FlowgateSampler · step \d+\/1200 · 2\/5 nodes$/));
     // Then the job holds at the gate, running, until the page has been looked at.
     const preview = page.locator("#job-preview");
     await preview.waitFor({ state: "visible", timeout: 20_000 });
