@@ -209,4 +209,35 @@ describe.skipIf(unavailable !== null)("jobs claimed ahead of the engine's slots 
     expect(await statuses([...first, block, waiting])).toEqual(["succeeded", "succeeded", "succeeded", "succeeded", "canceled"]);
     expect(graphsRun).toEqual([...first, block]);
   });
+
+  it("a stop with a grace runs the job claimed ahead once the slot frees, and leaves the queue queued", async () => {
+    // As above: `waiting` was claimed ahead and waits behind `block` when the stop begins.
+    let release!: () => void;
+    const blocked = new Promise<void>((resolve) => (release = resolve));
+    const s = await worker(1, async (run) => {
+      if (run.jobId === "stop-block") await blocked;
+      await run.callbacks.onOutput(textOutput("9", `${run.jobId}.png`, run.jobId));
+      return { kind: "succeeded" };
+    });
+    const first = await queue(3, "stop-short");
+    const block = (await queuedJob(data.store, "stop-block")).id;
+    const waiting = (await queuedJob(data.store, "stop-waiting")).id;
+    const after = await queue(3, "stop-after");
+    await s.engine.started(block);
+    await waitFor(
+      async () => (await data.store.getJob(waiting))!.status,
+      (status) => status === "running",
+      "the job behind the hanging run to be claimed ahead",
+    );
+    const stopped = s.dispatcher.stop(60_000);
+    release();
+    await stopped;
+    expect(await statuses([...first, block, waiting, ...after])).toEqual([
+      ...first.map(() => "succeeded"),
+      "succeeded",
+      "succeeded",
+      ...after.map(() => "queued"),
+    ]);
+    expect(s.engine.startOrder).toEqual([...first, block, waiting]);
+  });
 });
