@@ -94,6 +94,35 @@ const allEnded = (ids: readonly string[]) =>
     60_000,
   );
 
+/**
+ * A worker of one slot, so every step is in order: three short runs (the first two turn the claims
+ * ahead on), then the third's end claims `block` and `waiting` together, and `waiting`, claimed
+ * ahead, waits for the slot behind `block`, whose graph hangs until `release`. `queuedAfter` more
+ * jobs are queued behind them. `graphsRun`: the jobs whose graph started unaborted, in order.
+ */
+async function claimedAheadBehindHangingRun(queuedAfter: number) {
+  let release!: () => void;
+  const blocked = new Promise<void>((resolve) => (release = resolve));
+  const graphsRun: string[] = [];
+  const s = await worker(1, async (run) => {
+    if (!run.signal.aborted) graphsRun.push(run.jobId);
+    if (run.jobId === "ahead-block") await blocked;
+    await run.callbacks.onOutput(textOutput("9", `${run.jobId}.png`, run.jobId));
+    return { kind: "succeeded" };
+  });
+  const first = await queue(3, "ahead-short");
+  const block = (await queuedJob(data.store, "ahead-block")).id;
+  const waiting = (await queuedJob(data.store, "ahead-waiting")).id;
+  const after = await queue(queuedAfter, "ahead-after");
+  await s.engine.started(block);
+  await waitFor(
+    async () => (await data.store.getJob(waiting))!.status,
+    (status) => status === "running",
+    "the job behind the hanging run to be claimed ahead",
+  );
+  return { s, first, block, waiting, after, release, graphsRun };
+}
+
 describe.skipIf(unavailable !== null)("jobs claimed ahead of the engine's slots (PostgreSQL)", () => {
   it("while runs are short, holds more jobs than its slots, and never runs more graphs at once than its slots", async () => {
     const slots = 2;
@@ -181,26 +210,7 @@ describe.skipIf(unavailable !== null)("jobs claimed ahead of the engine's slots 
   });
 
   it("a job claimed ahead and canceled while it waits for a slot ends canceled without its graph running", async () => {
-    // One slot, so every step is in order: two short runs turn the claims ahead on, the third's
-    // end claims `block` and `waiting` together, and `waiting` waits behind `block`, which hangs.
-    let release!: () => void;
-    const blocked = new Promise<void>((resolve) => (release = resolve));
-    const graphsRun: string[] = [];
-    const s = await worker(1, async (run) => {
-      if (!run.signal.aborted) graphsRun.push(run.jobId);
-      if (run.jobId === "ahead-block") await blocked;
-      await run.callbacks.onOutput(textOutput("9", `${run.jobId}.png`, run.jobId));
-      return { kind: "succeeded" };
-    });
-    const first = await queue(3, "ahead-short");
-    const block = (await queuedJob(data.store, "ahead-block")).id;
-    const waiting = (await queuedJob(data.store, "ahead-waiting")).id;
-    await s.engine.started(block);
-    await waitFor(
-      async () => (await data.store.getJob(waiting))!.status,
-      (status) => status === "running",
-      "the job behind the hanging run to be claimed ahead",
-    );
+    const { s, first, block, waiting, release, graphsRun } = await claimedAheadBehindHangingRun(0);
     expect(s.engine.active.has(waiting), "a graph of the job claimed ahead in the engine").toBe(false);
     expect((await s.jobs.cancel({ owner: "alice" }, waiting)).job.status).toBe("canceling");
     expect((await s.status(waiting, "canceled")).status).toBe("canceled");
@@ -211,24 +221,7 @@ describe.skipIf(unavailable !== null)("jobs claimed ahead of the engine's slots 
   });
 
   it("a stop with a grace runs the job claimed ahead once the slot frees, and leaves the queue queued", async () => {
-    // As above: `waiting` was claimed ahead and waits behind `block` when the stop begins.
-    let release!: () => void;
-    const blocked = new Promise<void>((resolve) => (release = resolve));
-    const s = await worker(1, async (run) => {
-      if (run.jobId === "stop-block") await blocked;
-      await run.callbacks.onOutput(textOutput("9", `${run.jobId}.png`, run.jobId));
-      return { kind: "succeeded" };
-    });
-    const first = await queue(3, "stop-short");
-    const block = (await queuedJob(data.store, "stop-block")).id;
-    const waiting = (await queuedJob(data.store, "stop-waiting")).id;
-    const after = await queue(3, "stop-after");
-    await s.engine.started(block);
-    await waitFor(
-      async () => (await data.store.getJob(waiting))!.status,
-      (status) => status === "running",
-      "the job behind the hanging run to be claimed ahead",
-    );
+    const { s, first, block, waiting, after, release } = await claimedAheadBehindHangingRun(3);
     const stopped = s.dispatcher.stop(60_000);
     release();
     await stopped;
